@@ -1,0 +1,129 @@
+"""Configuration dataclass, limits and the error every bad parameter raises."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+# Upper limits the UI offers. The engine itself accepts larger values where they
+# fit the resource guard; these bound what a slider or a URL may ask for.
+MAX_HEADS = 64
+MAX_HEAD_DIM = 1024
+MAX_SEQ_LEN = 4096
+MAX_BATCH = 64
+MAX_D_MODEL = 16384
+
+
+class ConfigError(ValueError):
+    """A parameter is invalid. The message names the field and says how to fix it."""
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.field = field
+
+
+def divisors(n: int) -> list[int]:
+    """All positive divisors of ``n`` in increasing order (``[]`` for n < 1)."""
+    if n < 1:
+        return []
+    small, large = [], []
+    for d in range(1, math.isqrt(n) + 1):
+        if n % d == 0:
+            small.append(d)
+            if d != n // d:
+                large.append(n // d)
+    return small + large[::-1]
+
+
+def nearest_divisor(n: int, value: float) -> int:
+    """The divisor of ``n`` closest to ``value`` (the smaller one on a tie)."""
+    return min(divisors(n), key=lambda d: (abs(d - value), d))
+
+
+def check_int(name: str, value: object, lo: int, hi: int | None = None) -> int:
+    """Return ``value`` as an int in ``[lo, hi]`` or raise ConfigError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{name} must be a whole number, got {value!r}", name)
+    if isinstance(value, float):
+        if not math.isfinite(value) or value != int(value):
+            raise ConfigError(f"{name} must be a whole number, got {value!r}", name)
+        value = int(value)
+    if value < lo or (hi is not None and value > hi):
+        rng = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
+        raise ConfigError(f"{name} ({value}) must be {rng}", name)
+    return int(value)
+
+
+def check_kv_heads(n_heads: int, n_kv_heads: int) -> None:
+    """Raise ConfigError unless ``n_kv_heads`` divides ``n_heads``."""
+    if n_heads % n_kv_heads != 0:
+        valid = ", ".join(str(d) for d in divisors(n_heads))
+        raise ConfigError(
+            f"n_heads ({n_heads}) must be divisible by n_kv_heads ({n_kv_heads}); "
+            f"valid n_kv_heads: {valid}",
+            "n_kv_heads",
+        )
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """Shape of one attention layer.
+
+    ``n_kv_heads == n_heads`` is multi-head attention (MHA), ``1`` is multi-query
+    attention (MQA), any other divisor of ``n_heads`` is grouped-query attention
+    (GQA). ``d_model`` defaults to ``n_heads * head_dim``.
+    """
+
+    n_heads: int = 8
+    n_kv_heads: int = 2
+    head_dim: int = 16
+    seq_len: int = 12
+    d_model: int | None = field(default=None)
+    batch: int = 1
+    causal: bool = False
+    use_scaling: bool = True
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.d_model is None and isinstance(self.n_heads, int) and isinstance(self.head_dim, int):
+            object.__setattr__(self, "d_model", self.n_heads * self.head_dim)
+
+    @property
+    def n_rep(self) -> int:
+        """Query heads per KV head (the group size)."""
+        return self.n_heads // self.n_kv_heads
+
+    @property
+    def kind(self) -> str:
+        """``"MHA"``, ``"GQA"`` or ``"MQA"``."""
+        return attention_kind(self.n_heads, self.n_kv_heads)
+
+    def validate(self) -> AttentionConfig:
+        """Check every field; return ``self`` or raise :class:`ConfigError`."""
+        check_int("n_heads", self.n_heads, 1, MAX_HEADS)
+        check_int("n_kv_heads", self.n_kv_heads, 1, MAX_HEADS)
+        check_int("head_dim", self.head_dim, 1, MAX_HEAD_DIM)
+        check_int("seq_len", self.seq_len, 1, MAX_SEQ_LEN)
+        check_int("d_model", self.d_model, 1, MAX_D_MODEL)
+        check_int("batch", self.batch, 1, MAX_BATCH)
+        check_int("seed", self.seed, 0, 2**31 - 1)
+        if self.n_kv_heads > self.n_heads:
+            raise ConfigError(
+                f"n_kv_heads ({self.n_kv_heads}) cannot exceed n_heads ({self.n_heads}); "
+                f"valid n_kv_heads: {', '.join(map(str, divisors(self.n_heads)))}",
+                "n_kv_heads",
+            )
+        check_kv_heads(self.n_heads, self.n_kv_heads)
+        for name in ("causal", "use_scaling"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be True or False", name)
+        return self
+
+
+def attention_kind(n_heads: int, n_kv_heads: int) -> str:
+    """Name the sharing pattern: MHA (no sharing), MQA (one KV head) or GQA."""
+    if n_kv_heads == n_heads:
+        return "MHA"
+    if n_kv_heads == 1:
+        return "MQA"
+    return "GQA"

@@ -1,0 +1,68 @@
+"""Choosing the torch device: CUDA when present, else Apple MPS, else the CPU."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from .config import ConfigError
+
+_KNOWN = ("auto", "cpu", "cuda", "mps")
+
+
+def _available(kind: str) -> bool:
+    if kind == "cpu":
+        return True
+    if kind == "cuda":
+        return torch.cuda.is_available()
+    if kind == "mps":
+        backend = getattr(torch.backends, "mps", None)
+        return bool(backend and backend.is_available())
+    return False
+
+
+def pick_device(prefer: str = "auto") -> torch.device:
+    """Return the device to compute on.
+
+    ``auto`` picks cuda if available, else mps, else cpu. The environment variable
+    ``ATTN_DEVICE`` (``auto``/``cpu``/``cuda``/``mps``, optionally ``cuda:N``)
+    overrides ``prefer``. Asking for a device that is not present raises
+    :class:`ConfigError`; callers show the message and fall back to the CPU.
+    """
+    choice = (os.environ.get("ATTN_DEVICE") or prefer or "auto").strip().lower()
+    kind = choice.split(":", 1)[0]
+    if kind not in _KNOWN:
+        raise ConfigError(
+            f"device '{choice}' is not known; use one of: {', '.join(_KNOWN)}", "device"
+        )
+    if kind == "auto":
+        for candidate in ("cuda", "mps"):
+            if _available(candidate):
+                return torch.device(candidate)
+        return torch.device("cpu")
+    if not _available(kind):
+        raise ConfigError(
+            f"device '{choice}' was requested but is not available on this machine; "
+            "unset ATTN_DEVICE or set it to 'cpu'",
+            "device",
+        )
+    dev = torch.device(choice)
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ConfigError(
+            f"device '{choice}' does not exist: this machine has "
+            f"{torch.cuda.device_count()} CUDA device(s)",
+            "device",
+        )
+    return dev
+
+
+def device_label(device: torch.device) -> str:
+    """A human-readable name: the GPU model on CUDA, else the device type."""
+    if device.type == "cuda":
+        idx = device.index if device.index is not None else torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(idx)
+        return f"CUDA · {props.name} ({props.total_memory / 2**30:.0f} GiB)"
+    if device.type == "mps":
+        return "Apple MPS"
+    return f"CPU · {torch.get_num_threads()} threads"

@@ -1,0 +1,39 @@
+"""Message catalogs for English and Simplified Chinese (``assets/i18n/<lang>.json``).
+
+Keys are dotted names (``heatmap.title``); values are ``str.format`` templates.
+The catalogs are read once per process and never mutated.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
+
+LANGUAGES = ("en", "zh")
+DEFAULT_LANG = "en"
+CATALOG_DIR = Path(__file__).resolve().parent.parent / "assets" / "i18n"
+
+
+@lru_cache(maxsize=None)
+def catalog(lang: str) -> Mapping[str, str]:
+    """The read-only catalog of ``lang`` (``en`` or ``zh``)."""
+    if lang not in LANGUAGES:
+        lang = DEFAULT_LANG
+    with open(CATALOG_DIR / f"{lang}.json", encoding="utf-8") as fh:
+        data = json.load(fh)
+    return MappingProxyType({k: v for k, v in data.items() if not k.startswith("_")})
+
+
+def translate(key: str, lang: str = DEFAULT_LANG, /, **kwargs: object) -> str:
+    """The text for ``key`` in ``lang`` with ``kwargs`` substituted.
+
+    A key missing from ``lang`` falls back to English; a key missing everywhere
+    returns the key itself (tests make sure that never happens).
+    """
+    text = catalog(lang).get(key)
+    if text is None:
+        text = catalog(DEFAULT_LANG).get(key, key)
+    return text.format(**kwargs) if kwargs else text

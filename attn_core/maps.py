@@ -1,0 +1,175 @@
+"""Everything the attention-heatmap views show, computed in one pass.
+
+:func:`compute_attention_maps` builds token embeddings, a seeded
+:class:`GroupedQueryAttention` layer and runs it on the picked device, then
+returns CPU float32 numpy arrays only, ready for plotting or caching.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .attention import GroupedQueryAttention, repeat_kv, resolve_scale
+from .config import AttentionConfig, ConfigError, check_int
+from .masks import causal_mask
+from .tokens import embed
+
+MASK_KINDS = ("none", "causal", "padding")
+
+
+def init_layer(layer: GroupedQueryAttention, seed: int) -> GroupedQueryAttention:
+    """Seed the projections with N(0, 1/d_in) weights.
+
+    With unit-variance inputs this gives q and k entries of unit variance, the
+    setting in which Var(q·k) = d_k and the 1/sqrt(d_k) scaling matters.
+    """
+    g = torch.Generator().manual_seed(int(seed))
+    with torch.no_grad():
+        for lin in (layer.q_proj, layer.k_proj, layer.v_proj, layer.o_proj):
+            fan_in = lin.weight.shape[1]
+            lin.weight.copy_(torch.randn(lin.weight.shape, generator=g) / math.sqrt(fan_in))
+            if lin.bias is not None:
+                lin.bias.zero_()
+    return layer
+
+
+@dataclass(frozen=True)
+class AttentionMaps:
+    """One layer's attention for one sequence, as CPU float32 numpy.
+
+    Shapes: ``q`` ``[H, Tq, D]``; ``k``, ``v`` ``[H_kv, Tk, D]``; ``raw_scores``
+    (q·k), ``scaled_scores`` (times scale/τ), ``masked_scores`` (-inf where
+    masked) and ``weights`` ``[H, Tq, Tk]``; ``head_outputs`` ``[H, Tq, D]``;
+    ``output`` ``[Tq, d_model]``; ``mask`` bool ``[Tq, Tk]``; ``entropy``
+    ``[H, Tq]`` normalised to [0, 1].
+    """
+
+    tokens_q: tuple[str, ...]
+    tokens_k: tuple[str, ...]
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    raw_scores: np.ndarray
+    scaled_scores: np.ndarray
+    masked_scores: np.ndarray
+    weights: np.ndarray
+    head_outputs: np.ndarray
+    output: np.ndarray
+    mask: np.ndarray
+    entropy: np.ndarray
+    scale: float
+    n_kv_heads: int
+    device: str
+
+
+def build_mask(kind: str, t_q: int, t_k: int, pad_len: int | None = None) -> torch.Tensor:
+    """Bool ``[Tq, Tk]`` mask for ``none``, ``causal`` or ``padding`` (keys ``>= pad_len`` hidden)."""
+    if kind == "none":
+        return torch.ones(t_q, t_k, dtype=torch.bool)
+    if kind == "causal":
+        return causal_mask(t_q, t_k)
+    if kind == "padding":
+        length = check_int("pad_len", t_k if pad_len is None else pad_len, 1, t_k)
+        return (torch.arange(t_k) < length)[None, :].expand(t_q, t_k).clone()
+    raise ConfigError(f"mask '{kind}' is not known; use one of: {', '.join(MASK_KINDS)}", "mask")
+
+
+def normalized_entropy(weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Row entropy divided by log(number of allowed keys), in [0, 1].
+
+    weights ``[..., Tq, Tk]``, mask bool broadcastable to it. Rows with one or no
+    allowed key have entropy 0.
+    """
+    p = weights.float()
+    ent = -(torch.where(p > 0, p * torch.log(p), torch.zeros_like(p))).sum(-1)
+    n = mask.expand_as(p).sum(-1).float()
+    denom = torch.log(n.clamp_min(1.0))
+    return torch.where(n > 1, ent / torch.where(n > 1, denom, torch.ones_like(denom)), torch.zeros_like(ent))
+
+
+def compute_attention_maps(
+    cfg: AttentionConfig,
+    tokens_q: list[str],
+    tokens_k: list[str] | None = None,
+    mask_kind: str = "none",
+    pad_len: int | None = None,
+    temperature: float = 1.0,
+    device: torch.device | str = "cpu",
+    positions: bool = True,
+) -> AttentionMaps:
+    """Run one GQA layer over ``tokens_q`` (self-attention) or from ``tokens_q`` to ``tokens_k`` (cross).
+
+    The layer is ``cfg``'s shape with weights drawn from ``cfg.seed``; the scores
+    are multiplied by ``1/sqrt(d_k)`` (if ``cfg.use_scaling``) and divided by
+    ``temperature``. Returns :class:`AttentionMaps` on the CPU.
+    """
+    cfg.validate()
+    if not tokens_q:
+        raise ConfigError("the query text has no tokens; type some text or use synthetic tokens", "text")
+    if tokens_k is not None and not tokens_k:
+        raise ConfigError("the key/value text has no tokens; type some text for the keys", "cross_text")
+    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
+        raise ConfigError(f"temperature must be a positive number, got {temperature!r}", "temperature")
+    if mask_kind == "causal" and tokens_k is not None:
+        raise ConfigError("a causal mask needs self-attention; pick 'none' or 'padding' for cross-attention", "mask")
+    dev = torch.device(device)
+    cross = tokens_k is not None
+    keys = tokens_k if cross else tokens_q
+    x = embed(list(tokens_q), cfg.d_model, cfg.seed, positions=positions)[None].to(dev)  # (1, Tq, d_model)
+    ctx = embed(list(keys), cfg.d_model, cfg.seed, positions=positions)[None].to(dev) if cross else None
+    layer = init_layer(GroupedQueryAttention(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim), cfg.seed)
+    layer = layer.to(dev)
+    mask = build_mask(mask_kind, len(tokens_q), len(keys), pad_len).to(dev)  # (Tq, Tk)
+    scale = resolve_scale(cfg.head_dim, cfg.use_scaling) / float(temperature)
+    with torch.no_grad():
+        out = layer(x, mask=mask, context=ctx, scale=scale)
+        raw = out.q.float() @ repeat_kv(out.k, cfg.n_rep).float().transpose(-2, -1)  # (1, H, Tq, Tk)
+        ent = normalized_entropy(out.weights, mask)
+
+    def np32(t: torch.Tensor) -> np.ndarray:
+        return t.detach().to("cpu", torch.float32).numpy()
+
+    return AttentionMaps(
+        tokens_q=tuple(tokens_q),
+        tokens_k=tuple(keys),
+        q=np32(out.q[0]),
+        k=np32(out.k[0]),
+        v=np32(out.v[0]),
+        raw_scores=np32(raw[0]),
+        scaled_scores=np32(raw[0] * scale),
+        masked_scores=np32(out.scores[0]),
+        weights=np32(out.weights[0]),
+        head_outputs=np32(out.head_outputs[0]),
+        output=np32(out.output[0]),
+        mask=mask.cpu().numpy(),
+        entropy=np32(ent[0]),
+        scale=scale,
+        n_kv_heads=cfg.n_kv_heads,
+        device=str(dev),
+    )
+
+
+def shape_walk(cfg: AttentionConfig, t_q: int, t_k: int | None = None) -> list[dict[str, str]]:
+    """The tensor shapes of one attention layer with ``cfg``'s numbers substituted.
+
+    Returns rows ``{"step", "op", "shape"}`` from the input ``[B, T, d_model]`` to
+    the output ``[B, T, d_model]``.
+    """
+    b, h, hk, d, dm = cfg.batch, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.d_model
+    tk = t_q if t_k is None else t_k
+    rows = [
+        ("input", "x", f"[B, T, d_model] = [{b}, {t_q}, {dm}]"),
+        ("q_proj", "x W_Q, split heads", f"[B, H, T, d_k] = [{b}, {h}, {t_q}, {d}]"),
+        ("kv_proj", "x W_K, x W_V, split KV heads", f"[B, H_kv, T, d_k] = [{b}, {hk}, {tk}, {d}] each"),
+        ("repeat_kv", f"repeat each KV head {h // hk}×", f"[B, H, T, d_k] = [{b}, {h}, {tk}, {d}]"),
+        ("scores", "Q Kᵀ · scale", f"[B, H, T, T] = [{b}, {h}, {t_q}, {tk}]"),
+        ("softmax", "softmax over keys", f"[B, H, T, T] = [{b}, {h}, {t_q}, {tk}]"),
+        ("weighted_sum", "weights · V", f"[B, H, T, d_k] = [{b}, {h}, {t_q}, {d}]"),
+        ("merge", "concat heads", f"[B, T, H·d_k] = [{b}, {t_q}, {h * d}]"),
+        ("o_proj", "· W_O", f"[B, T, d_model] = [{b}, {t_q}, {dm}]"),
+    ]
+    return [{"step": s, "op": o, "shape": sh} for s, o, sh in rows]

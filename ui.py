@@ -1,0 +1,332 @@
+"""Shared Streamlit widgets: language, device, URL-bound parameter controls, figure display.
+
+Pages import this module and do layout only. Nothing here keeps state at module
+level: per-user state lives in ``st.session_state`` and the URL, and cached
+functions return fresh CPU numpy copies (``st.cache_data``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+from attn_core import figures
+from attn_core.config import ConfigError, divisors, nearest_divisor
+from attn_core.i18n import DEFAULT_LANG, LANGUAGES, translate
+
+BIND = "query-params"
+PLOT_CONFIG = {
+    "displaylogo": False,
+    "toImageButtonOptions": {"format": "svg", "scale": 2},
+}
+
+
+# ---------------------------------------------------------------- language
+def lang() -> str:
+    """The session's UI language (``en`` or ``zh``)."""
+    value = st.session_state.get("lang", DEFAULT_LANG)
+    return value if value in LANGUAGES else DEFAULT_LANG
+
+
+def t(key: str, /, **kwargs: object) -> str:
+    """Translate ``key`` into the session's language."""
+    return translate(key, lang(), **kwargs)
+
+
+def style() -> figures.Style:
+    """Figure style for this session (language, presentation mode)."""
+    return figures.Style(present=bool(st.session_state.get("present", False)), lang=lang())
+
+
+# ---------------------------------------------------------------- device
+@st.cache_resource(show_spinner=False)
+def _device_choice() -> tuple[str, str, str | None]:
+    """(device string, label, error message) for this server process; immutable."""
+    from attn_core.device import device_label, pick_device
+
+    import torch
+
+    try:
+        dev = pick_device()
+        return str(dev), device_label(dev), None
+    except ConfigError as exc:
+        dev = torch.device("cpu")
+        return str(dev), device_label(dev), str(exc)
+
+
+def device() -> str:
+    """The device string computations run on (``cpu``, ``cuda``, ``mps``)."""
+    return _device_choice()[0]
+
+
+# ---------------------------------------------------------------- URL notices
+def _url_raw(key: str) -> str | None:
+    try:
+        raw = st.query_params.get_all(key)
+    except Exception:  # noqa: BLE001 - a malformed query string must not break the page
+        return None
+    return raw[-1] if raw else None
+
+
+def _notice_if_replaced(key: str, raw: str | None, value: Any, ok: bool, expect: str) -> None:
+    if raw is not None and not ok:
+        shown = raw if len(raw) <= 40 else raw[:37] + "..."
+        st.warning(t("ui.url_replaced", key=key, raw=shown, expect=expect, value=value), icon="⚠️")
+
+
+def _parse_number(raw: str | None) -> float | None:
+    if raw is None:
+        return None
+    try:
+        v = float(raw)
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None
+
+
+# ---------------------------------------------------------------- controls
+def int_slider(
+    key: str,
+    lo: int,
+    hi: int,
+    default: int,
+    *,
+    container: Any = None,
+    step: int = 1,
+    help_key: str | None = None,
+) -> int:
+    """An integer slider bound to the URL parameter ``key``; bad URL values give a notice."""
+    box = container or st
+    raw = _url_raw(key)
+    value = box.slider(
+        t(f"ctl.{key}"), lo, hi, default, step=step, key=key, bind=BIND,
+        help=t(help_key) if help_key else None,
+    )
+    num = _parse_number(raw)
+    ok = num is not None and num == int(num) and lo <= num <= hi and (int(num) - lo) % step == 0
+    _notice_if_replaced(key, raw, value, ok, t("ui.expect_int", lo=lo, hi=hi))
+    return int(value)
+
+
+def float_slider(
+    key: str, lo: float, hi: float, default: float, step: float, *, container: Any = None, help_key: str | None = None
+) -> float:
+    """A float slider bound to the URL parameter ``key``."""
+    box = container or st
+    raw = _url_raw(key)
+    value = box.slider(
+        t(f"ctl.{key}"), lo, hi, default, step=step, key=key, bind=BIND, help=t(help_key) if help_key else None
+    )
+    num = _parse_number(raw)
+    _notice_if_replaced(key, raw, value, num is not None and lo <= num <= hi, t("ui.expect_range", lo=lo, hi=hi))
+    return float(value)
+
+
+def toggle(key: str, default: bool, *, container: Any = None, help_key: str | None = None) -> bool:
+    """A toggle bound to the URL parameter ``key``."""
+    box = container or st
+    raw = _url_raw(key)
+    value = box.toggle(t(f"ctl.{key}"), value=default, key=key, bind=BIND, help=t(help_key) if help_key else None)
+    ok = raw is None or raw.lower() in ("true", "false")
+    _notice_if_replaced(key, raw, value, ok, "true / false")
+    return bool(value)
+
+
+def choice(
+    key: str,
+    options: Sequence[str],
+    default: str,
+    *,
+    container: Any = None,
+    widget: str = "segmented",
+    help_key: str | None = None,
+) -> str:
+    """A single choice among ``options`` (codes, shown translated as ``opt.<key>.<code>``).
+
+    The URL carries the language-neutral code (``?mask=causal``), so a link works
+    in either language and switching language keeps the choice. Streamlit's own
+    binding would put the translated label in the URL, so this widget syncs the
+    parameter itself: seeded from the URL on the session's first run, written
+    back after every change, with a notice for an unknown value.
+    """
+    box = container or st
+    raw = _url_raw(key)
+
+    def fmt(code: str) -> str:
+        return t(f"opt.{key}.{code}")
+
+    if key not in st.session_state and raw is not None:
+        if raw in options:
+            st.session_state[key] = raw
+        else:
+            st.warning(t("ui.url_replaced", key=key, raw=raw[:40], expect=" / ".join(options), value=default),
+                       icon="⚠️")
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default
+    label = t(f"ctl.{key}")
+    helptext = t(help_key) if help_key else None
+    if widget == "radio":
+        value = box.radio(label, options, format_func=fmt, key=key, horizontal=True, help=helptext)
+    elif widget == "select":
+        value = box.selectbox(label, options, format_func=fmt, key=key, help=helptext)
+    else:
+        value = box.segmented_control(label, options, format_func=fmt, key=key, required=True, help=helptext)
+    value = default if value is None else str(value)
+    _write_url(key, value, default)
+    return value
+
+
+def _write_url(key: str, value: str, default: str) -> None:
+    try:
+        if value == default:
+            if key in st.query_params:
+                del st.query_params[key]
+        elif st.query_params.get(key) != value:
+            st.query_params[key] = value
+    except Exception:  # noqa: BLE001 - URL sync is best effort; the page must still render
+        pass
+
+
+def text_area(key: str, default: str, max_chars: int, *, container: Any = None, height: int = 90) -> str:
+    """A text box bound to the URL parameter ``key`` (Streamlit caps the length at ``max_chars``)."""
+    box = container or st
+    raw = _url_raw(key)
+    if raw is not None and len(raw) > max_chars and key not in st.session_state:
+        st.session_state[key] = raw[:max_chars]
+        st.warning(t("ui.text_cut", key=key, n=len(raw), limit=max_chars), icon="✂️")
+    return box.text_area(t(f"ctl.{key}"), value=default, max_chars=max_chars, key=key, bind=BIND, height=height)
+
+
+def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", container: Any = None) -> int:
+    """Choose ``n_kv_heads`` among the divisors of ``n_heads`` (1 = MQA, n_heads = MHA).
+
+    A URL value or an earlier choice that does not divide ``n_heads`` snaps to
+    the nearest divisor, with a visible notice saying so.
+    """
+    box = container or st
+    options = divisors(n_heads)
+    raw = _url_raw(key)
+    current = st.session_state.get(key)
+    wanted: float | None = None
+    if current is not None and current not in options:
+        wanted = float(current)
+    elif current is None and raw is not None:
+        num = _parse_number(raw.split(" ")[0])
+        if num is not None and int(num) not in options:
+            wanted = num
+    if wanted is not None:
+        snapped = nearest_divisor(n_heads, wanted)
+        st.session_state[key] = snapped
+        shown = int(wanted) if float(wanted).is_integer() else wanted
+        st.info(t("ui.kv_snapped", want=shown, n_heads=n_heads, got=snapped, valid=", ".join(map(str, options))),
+                icon="↔️")
+    fallback = default if default in options else nearest_divisor(n_heads, default)
+
+    def fmt(d: int) -> str:
+        if d == n_heads:
+            return f"{d} · MHA"
+        if d == 1:
+            return f"{d} · MQA"
+        return f"{d} · GQA"
+
+    kwargs = {} if key in st.session_state else {"value": fallback}
+    value = box.select_slider(t("ctl.n_kv_heads"), options=options, format_func=fmt, key=key, bind=BIND,
+                              help=t("help.n_kv_heads"), **kwargs)
+    return int(value)
+
+
+# ---------------------------------------------------------------- output
+def show_error(exc: Exception) -> None:
+    """Show a ConfigError (or any expected failure) as a message, never a traceback."""
+    st.error(t("ui.fix_this", msg=str(exc)), icon="🛑")
+
+
+def show_figure(fig: Any, key: str) -> None:
+    """Draw a plotly figure with the project's toolbar settings (SVG download at scale 2)."""
+    st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme="streamlit")
+
+
+def as_numpy(x: Any) -> np.ndarray:
+    """A CPU float32 copy of an array-like."""
+    return np.asarray(x, dtype=np.float32).copy()
+
+
+def help_expander(key: str, **kwargs: object) -> None:
+    """A short explanation in an expander, title ``<key>.title`` and body ``<key>.body``."""
+    with st.expander(t(f"{key}.title")):
+        st.markdown(t(f"{key}.body", **kwargs))
+
+
+def run_safely(fn: Callable[[], Any]) -> Any:
+    """Call ``fn``; on ConfigError show its message and return None."""
+    try:
+        return fn()
+    except ConfigError as exc:
+        show_error(exc)
+        return None
+
+
+# ---------------------------------------------------------------- cached computations
+MAX_TEXT_TOKENS = 256
+MAX_TEXT_CHARS = 2000
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def attention_maps(
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    d_model: int,
+    tokens_q: tuple[str, ...],
+    tokens_k: tuple[str, ...] | None,
+    mask_kind: str,
+    pad_len: int | None,
+    use_scaling: bool,
+    temperature: float,
+    seed: int,
+    device_name: str,
+):
+    """:func:`attn_core.maps.compute_attention_maps` cached by primitive arguments (CPU numpy out)."""
+    from attn_core.config import AttentionConfig
+    from attn_core.maps import compute_attention_maps
+
+    cfg = AttentionConfig(
+        n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, d_model=d_model,
+        seq_len=len(tokens_q), use_scaling=use_scaling, seed=seed, causal=mask_kind == "causal",
+    )
+    return compute_attention_maps(
+        cfg, list(tokens_q), None if tokens_k is None else list(tokens_k), mask_kind=mask_kind,
+        pad_len=pad_len, temperature=temperature, device=device_name,
+    )
+
+
+def sidebar() -> None:
+    """The global sidebar: language, seed, presentation mode and the compute device."""
+    with st.sidebar:
+        # Options are the codes themselves so that links carry ?lang=zh.
+        st.segmented_control("Language / 语言 (en = English, zh = 中文)", list(LANGUAGES), default=DEFAULT_LANG,
+                             key="lang", bind=BIND, required=True)
+        raw = _url_raw("seed")
+        seed = st.number_input(t("ctl.seed"), min_value=0, max_value=2**31 - 1, value=0, step=1, key="seed",
+                               bind=BIND, help=t("help.seed"))
+        num = _parse_number(raw)
+        _notice_if_replaced("seed", raw, seed, num is not None and num.is_integer() and 0 <= num < 2**31,
+                            t("ui.expect_int", lo=0, hi=2**31 - 1))
+        toggle("present", False, help_key="help.present")
+        dev, label, err = _device_choice()
+        st.caption(t("ui.device", label=label))
+        if err:
+            st.warning(t("ui.device_fallback", msg=err), icon="⚠️")
+
+
+def seed() -> int:
+    """The global seed chosen in the sidebar."""
+    value = st.session_state.get("seed", 0)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
