@@ -1,0 +1,49 @@
+# Attention Explorer. Quick start: `make run` (start the app) and `make test` (the whole test suite).
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+PORT ?= 8501
+
+.PHONY: run test lint unit e2e bench install install-dev browser clean
+
+$(BIN)/python:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is needed: set PYTHON=/path/to/python3.11"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.runtime: requirements.txt | $(BIN)/python
+	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/pip install -q -r requirements-dev.txt
+	touch $@ $(VENV)/.runtime
+
+install: $(VENV)/.runtime
+install-dev: $(VENV)/.dev
+
+run: install
+	$(BIN)/streamlit run app.py --server.port $(PORT)
+
+lint: install-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+unit: install-dev
+	$(BIN)/python -m pytest tests/core tests/app -q
+
+e2e: install-dev
+	$(BIN)/python -m pytest tests/e2e -q
+
+test: lint
+	$(BIN)/python -m pytest -q
+
+bench: install-dev
+	$(BIN)/python bench/bench_pages.py
+
+# Debian's chromium (browser tests, image export) and CJK fonts; needs root or sudo.
+browser:
+	apt-get update -qq && apt-get install -y -qq chromium fonts-noto-cjk
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache artifacts

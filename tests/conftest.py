@@ -1,0 +1,40 @@
+"""Shared fixtures: AppTest helpers and the repository root on sys.path."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+# Tests always compute on the CPU unless ATTN_DEVICE says otherwise (e.g. the CUDA run).
+os.environ.setdefault("ATTN_DEVICE", "cpu")
+
+
+@pytest.fixture
+def app_test():
+    """Factory: ``app_test(page="pages/heatmaps.py", query={...})`` returns a run AppTest of the whole app."""
+    from streamlit.testing.v1 import AppTest
+
+    def make(page: str | None = None, query: dict[str, str] | None = None, session: dict | None = None):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        for key, value in (query or {}).items():
+            at.query_params[key] = value
+        for key, value in (session or {}).items():
+            at.session_state[key] = value
+        if page is not None:
+            at.switch_page(page)
+        at.run()
+        return at
+
+    return make
+
+
+def no_exception(at) -> None:
+    """Fail with the exception text when a page raised."""
+    assert not at.exception, [e.value for e in at.exception]

@@ -1,0 +1,150 @@
+"""The heatmap pipeline (attn_core.maps) and the figure builders."""
+
+import json
+
+from tests.util import arr
+
+import numpy as np
+import pytest
+import torch
+
+from attn_core import figures
+from attn_core.config import AttentionConfig, ConfigError
+from attn_core.maps import build_mask, compute_attention_maps, normalized_entropy, shape_walk
+from attn_core.tokens import tokenize
+
+TOKS = tokenize("the cat sat on the mat")
+
+
+def maps(**kw):
+    cfg_kw = {k: kw.pop(k) for k in list(kw) if k in ("n_heads", "n_kv_heads", "head_dim", "use_scaling", "seed")}
+    cfg = AttentionConfig(**{"n_heads": 4, "n_kv_heads": 2, "head_dim": 8, **cfg_kw})
+    return compute_attention_maps(cfg, kw.pop("tokens_q", TOKS), **kw)
+
+
+def test_maps_shapes_dtypes_and_rows_sum_to_one():
+    m = maps()
+    assert m.weights.shape == (4, 6, 6) and m.q.shape == (4, 6, 8) and m.k.shape == (2, 6, 8)
+    assert m.output.shape == (6, 32) and m.entropy.shape == (4, 6)
+    for arr in (m.q, m.k, m.v, m.weights, m.output, m.raw_scores):
+        assert isinstance(arr, np.ndarray) and arr.dtype == np.float32
+    np.testing.assert_allclose(m.weights.sum(-1), 1.0, atol=1e-5)
+
+
+def test_maps_internal_consistency_with_torch_softmax():
+    m = maps(mask_kind="causal")
+    q, k = torch.from_numpy(m.q), torch.from_numpy(m.k)
+    raw = q @ torch.repeat_interleave(k, 2, dim=0).transpose(-2, -1)
+    np.testing.assert_allclose(m.raw_scores, raw.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(m.scaled_scores, m.raw_scores / np.sqrt(8), rtol=1e-5, atol=1e-6)
+    scores = torch.from_numpy(m.scaled_scores).masked_fill(~torch.from_numpy(m.mask), float("-inf"))
+    np.testing.assert_allclose(m.weights, torch.softmax(scores, -1).numpy(), atol=1e-6)
+    assert np.all(np.triu(m.weights[0], 1) == 0)
+    # head outputs are the weights times the group's values
+    np.testing.assert_allclose(m.head_outputs[3], m.weights[3] @ m.v[1], atol=1e-5)
+
+
+def test_maps_deterministic_and_seeded():
+    a, b = maps(seed=3), maps(seed=3)
+    assert np.array_equal(a.weights, b.weights)
+    assert not np.array_equal(a.weights, maps(seed=4).weights)
+
+
+def test_temperature_and_scaling():
+    m1, m2 = maps(temperature=1.0), maps(temperature=0.5)
+    np.testing.assert_allclose(m2.scaled_scores, 2 * m1.scaled_scores, rtol=1e-5, atol=1e-6)
+    assert maps(use_scaling=False).scale == 1.0
+    assert maps().scale == pytest.approx(1 / np.sqrt(8))
+
+
+def test_cross_attention_and_padding():
+    m = maps(tokens_k=tokenize("le chat"), mask_kind="padding", pad_len=1)
+    assert m.weights.shape == (4, 6, 2)
+    assert np.all(m.weights[..., 1] == 0) and np.allclose(m.weights[..., 0], 1)
+    with pytest.raises(ConfigError, match="causal"):
+        maps(tokens_k=["x"], mask_kind="causal")
+
+
+def test_bad_inputs_raise_config_errors():
+    with pytest.raises(ConfigError, match="no tokens"):
+        maps(tokens_q=[])
+    with pytest.raises(ConfigError, match="temperature"):
+        maps(temperature=0.0)
+    with pytest.raises(ConfigError, match="mask"):
+        build_mask("diagonal", 3, 3)
+    with pytest.raises(ConfigError, match="pad_len"):
+        build_mask("padding", 3, 3, pad_len=5)
+
+
+def test_normalized_entropy_by_hand():
+    w = torch.tensor([[0.25, 0.25, 0.25, 0.25], [1.0, 0, 0, 0], [0.5, 0.5, 0, 0]])
+    mask = torch.tensor([[True] * 4, [True] * 4, [True, True, False, False]])
+    ent = normalized_entropy(w, mask)
+    torch.testing.assert_close(ent, torch.tensor([1.0, 0.0, 1.0]))
+
+
+def test_shape_walk_substitutes_numbers():
+    rows = shape_walk(AttentionConfig(n_heads=8, n_kv_heads=2, head_dim=16), 12)
+    shapes = {r["step"]: r["shape"] for r in rows}
+    assert shapes["input"] == "[B, T, d_model] = [1, 12, 128]"
+    assert shapes["kv_proj"] == "[B, H_kv, T, d_k] = [1, 2, 12, 16] each"
+    assert shapes["scores"] == "[B, H, T, T] = [1, 8, 12, 12]"
+    assert shapes["merge"] == "[B, T, H·d_k] = [1, 12, 128]"
+
+
+def test_pool_max():
+    x = np.arange(16, dtype=np.float32).reshape(1, 4, 4)
+    p, f = figures.pool_max(x, 2)
+    assert f == 2 and p.tolist() == [[[5, 7], [13, 15]]]
+    same, f1 = figures.pool_max(x, 8)
+    assert f1 == 1 and same is x
+    y = np.full((1, 3, 3), np.nan, dtype=np.float32)
+    y[0, 0, 0] = 0.5
+    p2, _ = figures.pool_max(y, 2)
+    assert p2[0, 0, 0] == 0.5 and np.isnan(p2[0, 1, 1])
+
+
+@pytest.mark.parametrize("h,kv,cols", [(8, 2, 4), (8, 4, 4), (8, 8, 4), (6, 2, 3), (64, 1, 8), (64, 8, 8), (1, 1, 1)])
+def test_grid_columns_keep_groups_together(h, kv, cols):
+    assert figures.grid_columns(h, kv) == cols
+
+
+def test_heatmap_grid_tiles_heads_by_group_and_masks():
+    m = maps(mask_kind="causal")
+    fig = figures.heatmap_grid(m.weights, list(m.tokens_q), list(m.tokens_k), 2, mask=m.mask)
+    spec = json.loads(fig.to_json())
+    z = arr(spec["data"][0]["z"])
+    # 4 heads, 4 columns (2 groups of 2 side by side), 6x6 each, gap 1
+    assert z.shape == (6, 4 * 6 + 3)
+    np.testing.assert_allclose(z[:, 7:13], np.where(m.mask, m.weights[1], np.nan), atol=1e-6)
+    assert np.isnan(z[0, 1])  # masked cell above the diagonal -> NaN, drawn by the grey mask layer
+    assert spec["layout"]["coloraxis"]["cmin"] == 0 and spec["layout"]["coloraxis"]["cmax"] == 1
+    assert spec["layout"]["yaxis"]["autorange"] == "reversed"
+    frames = [s["line"]["color"] for s in spec["layout"]["shapes"]]
+    assert frames[0] == frames[1] == figures.group_color(0) and frames[2] == frames[3] == figures.group_color(1)
+    assert spec["data"][1]["name"] == "mask"
+    assert "cat (1) → the (0)" in spec["data"][0]["text"][1][0]
+
+
+def test_heatmap_grid_pools_large_maps_and_says_so():
+    w = np.random.default_rng(0).random((2, 300, 300)).astype(np.float32)
+    fig = figures.heatmap_grid(w, [f"t{i}" for i in range(300)], [f"t{i}" for i in range(300)], 1, max_cells=100)
+    z = np.array(fig.data[0].z, dtype=float)
+    assert z.shape[0] == 100 and "100×100" in fig.layout.title.text and "300×300" in fig.layout.title.text
+
+
+def test_matrix_figure_scales():
+    m = maps()
+    fw = figures.matrix_figure(m.weights[0], list(m.tokens_q), list(m.tokens_k), "w")
+    assert fw.layout.coloraxis.cmin == 0 and fw.layout.coloraxis.cmax == 1
+    fs = figures.matrix_figure(m.raw_scores[0], list(m.tokens_q), list(m.tokens_k), "s", kind="scores")
+    lim = float(np.abs(m.raw_scores[0]).max())
+    assert fs.layout.coloraxis.cmin == pytest.approx(-lim) and fs.layout.coloraxis.cmax == pytest.approx(lim)
+
+
+def test_figures_translate():
+    m = maps()
+    fig = figures.heatmap_grid(m.weights, list(m.tokens_q), list(m.tokens_k), 2, style=figures.Style(lang="zh"))
+    assert fig.layout.xaxis.title.text == "键" and fig.layout.yaxis.title.text == "查询"
+    big = figures.heatmap_grid(m.weights, list(m.tokens_q), list(m.tokens_k), 2, style=figures.Style(present=True))
+    assert big.layout.font.size >= 20
