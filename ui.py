@@ -245,8 +245,12 @@ def show_error(exc: Exception) -> None:
     st.error(t("ui.fix_this", msg=str(exc)), icon="🛑")
 
 
-def show_figure(fig: Any, key: str) -> None:
-    """Draw a plotly figure with the project's toolbar settings (SVG download at scale 2)."""
+def show_figure(fig: Any, key: str, data: Any = None, name: str | None = None) -> None:
+    """Draw a plotly figure with the project's toolbar settings (SVG download at scale 2).
+
+    ``data`` (a pandas DataFrame of the numbers behind the chart, with token
+    labels) and ``name`` (a file stem) feed the export buttons under the chart.
+    """
     st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme="streamlit")
 
 

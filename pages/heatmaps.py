@@ -120,8 +120,9 @@ elif view == "steps":
         (ui.t("heatmap.step_output"), maps.head_outputs[head], lq, dims, "values", None, ui.t("fig.query"),
          ui.t("fig.dim"), f"[T, d_k] = [{tq}, {head_dim}]"),
     ]
-    cols = st.columns(2)
     for i, (name, mat, rows, colsl, kind_, msk, rt, ct, shape) in enumerate(steps):
+        if i % 2 == 0:
+            cols = st.columns(2)  # one row per pair, so the steps read left to right, top to bottom
         with cols[i % 2]:
             st.markdown(f"**{i + 1}. {name}**  `{shape}`")
             st.caption(ui.t(f"heatmap.explain{i + 1}"))
