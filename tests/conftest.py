@@ -16,6 +16,9 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("ATTN_DEVICE", "cpu")
 
 
+DEFAULT_PAGE = "pages/heatmaps.py"
+
+
 @pytest.fixture
 def app_test():
     """Factory: ``app_test(page="pages/heatmaps.py", query={...})`` returns a run AppTest of the whole app."""
@@ -23,12 +26,15 @@ def app_test():
 
     def make(page: str | None = None, query: dict[str, str] | None = None, session: dict | None = None):
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        if page is not None and page != DEFAULT_PAGE:
+            # AppTest finds st.navigation pages only after a first run; the sidebar's widgets
+            # (seed, lang) then already exist, so tests set those through ``session``.
+            at.run()
+            at.switch_page(page)
         for key, value in (query or {}).items():
             at.query_params[key] = value
         for key, value in (session or {}).items():
             at.session_state[key] = value
-        if page is not None:
-            at.switch_page(page)
         at.run()
         return at
 
