@@ -33,9 +33,11 @@ unit: install-dev
 	$(BIN)/python -m pytest tests/core tests/app -q
 
 e2e: install-dev
+	@bash tools/ensure_browser.sh
 	$(BIN)/python -m pytest tests/e2e -q
 
 test: lint
+	@bash tools/ensure_browser.sh
 	$(BIN)/python -m pytest -q
 
 bench: install-dev
@@ -43,7 +45,7 @@ bench: install-dev
 
 # Debian's chromium (browser tests, image export) and CJK fonts; needs root or sudo.
 browser:
-	apt-get update -qq && apt-get install -y -qq chromium fonts-noto-cjk
+	bash tools/ensure_browser.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache artifacts

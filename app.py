@@ -10,5 +10,7 @@ ui.sidebar()
 pages = [
     st.Page("pages/heatmaps.py", title=ui.t("nav.heatmaps"), icon=":material/grid_on:", url_path="heatmaps",
             default=True),
+    st.Page("pages/saturation.py", title=ui.t("nav.saturation"), icon=":material/show_chart:", url_path="saturation"),
+    st.Page("pages/kv_sharing.py", title=ui.t("nav.kv_sharing"), icon=":material/call_split:", url_path="kv_sharing"),
 ]
 st.navigation(pages).run()

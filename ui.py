@@ -25,6 +25,22 @@ PLOT_CONFIG = {
 }
 
 
+# ---------------------------------------------------------------- page set-up
+def page_guard() -> None:
+    """Make sure this page runs inside app.py's navigation; call first thing in every page.
+
+    Until a server's first ``st.navigation`` call, Streamlit still routes by the legacy
+    ``pages/`` folder: the very first visitor of a fresh server who opens a deep link
+    (``/heatmaps``) would get the page script alone, without app.py's layout and sidebar.
+    Switching the legacy routing off and rerunning sends that run through app.py.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 # ---------------------------------------------------------------- language
 def lang() -> str:
     """The session's UI language (``en`` or ``zh``)."""
@@ -99,9 +115,17 @@ def int_slider(
     step: int = 1,
     help_key: str | None = None,
 ) -> int:
-    """An integer slider bound to the URL parameter ``key``; bad URL values give a notice."""
+    """An integer slider bound to the URL parameter ``key``; bad URL values give a notice.
+
+    A value kept from an earlier run that falls outside ``[lo, hi]`` (the range
+    shrank, or another page uses the same key with a wider range) is clamped into
+    it, as a slider whose range shrinks would do, instead of raising.
+    """
     box = container or st
     raw = _url_raw(key)
+    current = st.session_state.get(key)
+    if isinstance(current, (int, float)) and not isinstance(current, bool) and not lo <= current <= hi:
+        st.session_state[key] = int(min(max(current, lo), hi))
     value = box.slider(
         t(f"ctl.{key}"), lo, hi, default, step=step, key=key, bind=BIND,
         help=t(help_key) if help_key else None,
@@ -236,6 +260,41 @@ def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", cont
     kwargs = {} if key in st.session_state else {"value": fallback}
     value = box.select_slider(t("ctl.n_kv_heads"), options=options, format_func=fmt, key=key, bind=BIND,
                               help=t("help.n_kv_heads"), **kwargs)
+    return int(value)
+
+
+def pow2_slider(
+    key: str, lo: int, hi: int, default: int, *, container: Any = None, help_key: str | None = None
+) -> int:
+    """A slider over the powers of two from ``lo`` to ``hi`` (log steps), bound to the URL parameter ``key``.
+
+    A URL value (or an earlier choice) that is not one of them snaps to the
+    nearest power of two on a log scale, or to ``default`` if it is not a
+    positive number, with a visible notice saying so.
+    """
+    box = container or st
+    options = [2**i for i in range(int(math.log2(lo)), int(math.log2(hi)) + 1)]
+    raw = _url_raw(key)
+    current = st.session_state.get(key)
+    wanted: str | None = None
+    if current is not None and current not in options:
+        wanted = str(current)
+    elif current is None and raw is not None and raw not in {str(o) for o in options}:
+        wanted = raw
+    if wanted is not None:
+        num = _parse_number(wanted)
+        shown = wanted if len(wanted) <= 40 else wanted[:37] + "..."
+        if num is not None and num > 0:
+            snapped = min(options, key=lambda o: (abs(math.log2(o) - math.log2(num)), o))
+            st.info(t("ui.pow2_snapped", key=key, want=shown, lo=lo, hi=hi, got=snapped), icon="↔️")
+        else:
+            snapped = default
+            st.warning(t("ui.url_replaced", key=key, raw=shown, expect=t("ui.expect_pow2", lo=lo, hi=hi),
+                         value=snapped), icon="⚠️")
+        st.session_state[key] = snapped
+    kwargs = {} if key in st.session_state else {"value": default}
+    value = box.select_slider(t(f"ctl.{key}"), options=options, key=key, bind=BIND,
+                              help=t(help_key) if help_key else None, **kwargs)
     return int(value)
 
 

@@ -13,6 +13,7 @@ from attn_core.tokens import synthetic_tokens, tokenize
 DEFAULT_TEXT = "The cat sat on the mat because it was tired ."
 DEFAULT_CROSS = "Le chat était fatigué ."
 
+ui.page_guard()
 st.title(ui.t("heatmap.title"))
 st.caption(ui.t("heatmap.intro"))
 

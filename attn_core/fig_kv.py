@@ -1,0 +1,731 @@
+"""Plotly figures of the KV-sharing page: who reads which K/V, repeat_kv, maps by group, costs, conversion.
+
+Every builder takes plain numbers or CPU numpy arrays and returns a
+``plotly.graph_objects.Figure``. Colours identify KV groups
+(:func:`attn_core.figures.group_color`), always next to a text label; weights
+use the fixed 0..1 scale of :mod:`attn_core.figures`, K and V values a
+diverging scale centred at 0 with its range in the colour bar.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .config import attention_kind, check_kv_heads
+from .convert import METHODS, kv_map
+from .figures import DIVERGING_SCALE, MAX_HOVER_CELLS, Style, group_color, pool_max
+
+# One colour, dash and marker per conversion method (Okabe-Ito hues not used for the first KV groups).
+METHOD_STYLE = {
+    "mean": dict(color="#009E73", dash="solid", symbol="circle"),
+    "first": dict(color="#D55E00", dash="dash", symbol="square"),
+    "random": dict(color="#555555", dash="dot", symbol="x"),
+}
+
+
+def kv_positions(n_heads: int, n_kv_heads: int) -> list[float]:
+    """x of KV head ``g`` in the diagrams: the centre of its contiguous group of query heads."""
+    check_kv_heads(n_heads, n_kv_heads)
+    n_rep = n_heads // n_kv_heads
+    return [g * n_rep + (n_rep - 1) / 2 for g in range(n_kv_heads)]
+
+
+def _layout(fig: go.Figure, style: Style, title: str, height: int, **kw: object) -> go.Figure:
+    layout: dict[str, object] = dict(
+        title=dict(text=title, font=dict(size=style.title_font)),
+        font=dict(size=style.font),
+        height=height,
+        margin=dict(l=10, r=10, t=70 if not style.present else 95, b=10),
+        plot_bgcolor="rgba(0,0,0,0)",
+    )
+    layout.update(kw)
+    fig.update_layout(**layout)
+    return fig
+
+
+# ---------------------------------------------------------------- diagram
+def kv_diagram(
+    n_heads: int, n_kv_heads: int, mapping: str = "contiguous", style: Style = Style(), title: str | None = None
+) -> go.Figure:
+    """Query heads in the top row, KV heads below, one link per query head to the KV head it reads.
+
+    ``mapping``: ``contiguous`` (``h // n_rep``, as in ``repeat_kv``) or
+    ``interleaved`` (``h mod n_kv_heads``). KV heads sit at the same places for
+    both mappings, so two diagrams differ only in their links. Links and nodes are
+    coloured by KV head; every node is labelled with its index. Each link trace
+    carries ``meta = {"kv_head": g, "query_heads": [...]}``.
+    """
+    owner = kv_map(n_heads, n_kv_heads, mapping)
+    xs_kv = kv_positions(n_heads, n_kv_heads)
+    big = n_heads > 24
+    node = 10 if n_heads > 48 else (14 if big else 22)
+    node = node + 6 if style.present else node
+    label_size = max(9, style.font - (4 if big else 0))
+    fig = go.Figure()
+    for g in range(n_kv_heads):
+        members = [h for h in range(n_heads) if owner[h] == g]
+        xs: list[float | None] = []
+        ys: list[float | None] = []
+        for h in members:
+            xs += [h, xs_kv[g], None]
+            ys += [1, 0, None]
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                hoverinfo="skip",
+                showlegend=False,
+                name=f"KV {g}",
+                line=dict(color=group_color(g), width=(3 if style.present else 2) if not big else 1.5),
+                meta={"kv_head": g, "query_heads": members},
+            )
+        )
+    q_text = [f"Q{h}" if not big else str(h) for h in range(n_heads)]
+    fig.add_trace(
+        go.Scatter(
+            x=list(range(n_heads)),
+            y=[1] * n_heads,
+            mode="markers+text",
+            text=q_text,
+            textposition="top center",
+            textfont=dict(size=label_size),
+            showlegend=False,
+            name="query heads",
+            marker=dict(size=node, color=[group_color(g) for g in owner], line=dict(width=1, color="#222222")),
+            customdata=[[h, owner[h]] for h in range(n_heads)],
+            hovertemplate=style.t("kvfig.q_hover") + "<extra></extra>",
+        )
+    )
+    readers = [[h for h in range(n_heads) if owner[h] == g] for g in range(n_kv_heads)]
+    fig.add_trace(
+        go.Scatter(
+            x=xs_kv,
+            y=[0] * n_kv_heads,
+            mode="markers+text",
+            text=[f"KV{g}" if n_kv_heads <= 16 else str(g) for g in range(n_kv_heads)],
+            textposition="bottom center",
+            textfont=dict(size=label_size),
+            showlegend=False,
+            name="KV heads",
+            marker=dict(
+                size=node + 4,
+                symbol="square",
+                color=[group_color(g) for g in range(n_kv_heads)],
+                line=dict(width=1, color="#222222"),
+            ),
+            customdata=[[g, ", ".join(map(str, readers[g]))] for g in range(n_kv_heads)],
+            hovertemplate=style.t("kvfig.kv_hover") + "<extra></extra>",
+        )
+    )
+    n_rep = n_heads // n_kv_heads
+    if title is None:
+        title = style.t(
+            "kvfig.diagram_title", h=n_heads, kv=n_kv_heads, kind=attention_kind(n_heads, n_kv_heads), rep=n_rep
+        )
+    return _layout(
+        fig,
+        style,
+        title,
+        300 if not style.present else 380,
+        xaxis=dict(visible=False, range=[-1, n_heads], fixedrange=True),
+        yaxis=dict(
+            tickvals=[1, 0],
+            fixedrange=True,
+            range=[-0.45, 1.45],
+            zeroline=False,
+            showgrid=False,
+            ticktext=[style.t("kvfig.q_row", h=n_heads), style.t("kvfig.kv_row", kv=n_kv_heads)],
+        ),
+    )
+
+
+def repeat_kv_figure(
+    n_heads: int, n_kv_heads: int, seq_len: int, head_dim: int, batch: int = 1, style: Style = Style()
+) -> go.Figure:
+    """``repeat_kv`` drawn as tensor blocks: ``[B, H_kv, T, D]`` on the left, ``[B, H, T, D]`` on the right.
+
+    Each block is one head's ``[T, D]`` slab (of K, and the same again for V),
+    coloured by KV head; lines fan out from every KV head to its ``n_rep`` copies.
+    Right block ``h`` is drawn in row ``h`` (top to bottom), KV head ``g`` beside
+    the copies it becomes.
+    """
+    check_kv_heads(n_heads, n_kv_heads)
+    n_rep = n_heads // n_kv_heads
+    h, hk, t, d, b = n_heads, n_kv_heads, seq_len, head_dim, batch
+    shapes, xs, ys, texts, hovers = [], [], [], [], []
+    lx0, lx1, rx0, rx1 = 0.0, 2.0, 5.0, 7.0
+    pad = 0.12 if h <= 32 else 0.05
+    for g in range(hk):
+        c = g * n_rep + n_rep / 2  # centre of its copies
+        col = group_color(g)
+        shapes.append(
+            dict(
+                type="rect",
+                x0=lx0,
+                x1=lx1,
+                y0=c - 0.5 + pad,
+                y1=c + 0.5 - pad,
+                fillcolor=col,
+                line=dict(color="#222222", width=1),
+                opacity=0.9,
+                layer="below",
+            )
+        )
+        xs.append((lx0 + lx1) / 2)
+        ys.append(c)
+        texts.append(f"KV {g}")
+        hovers.append(style.t("kvfig.block_kv_hover", g=g, t=t, d=d))
+        for r in range(g * n_rep, (g + 1) * n_rep):
+            shapes.append(
+                dict(type="line", x0=lx1, y0=c, x1=rx0, y1=r + 0.5, line=dict(color=col, width=1.5), layer="below")
+            )
+            shapes.append(
+                dict(
+                    type="rect",
+                    x0=rx0,
+                    x1=rx1,
+                    y0=r + pad,
+                    y1=r + 1 - pad,
+                    fillcolor=col,
+                    line=dict(color="#222222", width=1),
+                    opacity=0.9,
+                    layer="below",
+                )
+            )
+            xs.append((rx0 + rx1) / 2)
+            ys.append(r + 0.5)
+            texts.append(f"{style.t('fig.head')} {r} ← KV {g}")
+            hovers.append(style.t("kvfig.block_copy_hover", h=r, g=g, t=t, d=d))
+    fig = go.Figure(
+        go.Scatter(
+            x=xs,
+            y=ys,
+            mode="markers",
+            marker=dict(size=1, opacity=0),
+            customdata=hovers,
+            hovertemplate="%{customdata}<extra></extra>",
+            showlegend=False,
+            name="blocks",
+        )
+    )
+    label_size = max(9, style.font - (3 if h > 16 else 0))
+    annotations = []
+    for x, y, txt in zip(xs, ys, texts, strict=True):
+        left = x < 3
+        annotations.append(
+            dict(
+                x=lx0 - 0.1 if left else rx1 + 0.1,
+                y=y,
+                text=txt,
+                showarrow=False,
+                xanchor="right" if left else "left",
+                font=dict(size=label_size),
+            )
+        )
+    head_font = dict(size=style.font)
+    annotations += [
+        dict(
+            x=(lx0 + lx1) / 2,
+            y=-0.15,
+            yanchor="bottom",
+            showarrow=False,
+            font=head_font,
+            text=style.t("kvfig.block_left", b=b, hk=hk, t=t, d=d),
+        ),
+        dict(
+            x=(rx0 + rx1) / 2,
+            y=-0.15,
+            yanchor="bottom",
+            showarrow=False,
+            font=head_font,
+            text=style.t("kvfig.block_right", b=b, h=h, t=t, d=d),
+        ),
+        dict(
+            x=(lx1 + rx0) / 2,
+            y=h / 2,
+            showarrow=False,
+            font=dict(size=style.font + 2),
+            text=f"<b>× {n_rep}</b>" if n_rep > 1 else style.t("kvfig.no_repeat"),
+            bgcolor="rgba(255,255,255,0.8)",
+        ),
+    ]
+    row_px = max(11, min(30, 520 // max(h, 1)))
+    height = int(min(1000, max(320, row_px * h + (170 if style.present else 140))))
+    return _layout(
+        fig,
+        style,
+        style.t("kvfig.block_title"),
+        height,
+        shapes=shapes,
+        annotations=annotations,
+        xaxis=dict(visible=False, range=[-3.2, 10.2], fixedrange=True),
+        yaxis=dict(visible=False, range=[h + 0.2, -1.6 if not style.present else -2.0], fixedrange=True),
+    )
+
+
+# ---------------------------------------------------------------- maps grouped by KV head
+def _pool_mean_last(x: np.ndarray, f: int) -> np.ndarray:
+    """Mean over blocks of ``f`` along the last axis (a shorter last block is averaged over what it has)."""
+    if f == 1:
+        return x
+    n = x.shape[-1]
+    pad = -(-n // f) * f - n
+    xp = np.pad(x.astype(np.float64), [(0, 0)] * (x.ndim - 1) + [(0, pad)], constant_values=np.nan)
+    return np.nanmean(xp.reshape(*x.shape[:-1], -1, f), axis=-1).astype(np.float32)
+
+
+def _ticks(n: int, labels: list[str], f: int, max_labels: int) -> tuple[list[int], list[str]]:
+    step = max(1, -(-n // max_labels))
+    idx = list(range(0, n, step))
+    if f == 1:
+        return idx, [labels[i] for i in idx]
+    return idx, [f"{i * f}–{min((i + 1) * f, len(labels)) - 1}" for i in idx]
+
+
+def grouped_maps_figure(
+    weights: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    tokens_q: Sequence[str],
+    tokens_k: Sequence[str],
+    groups: Sequence[int] | None = None,
+    style: Style = Style(),
+    max_cells: int = 48,
+    max_dims: int = 64,
+    per_line: int = 8,
+) -> go.Figure:
+    """Every query head's weights, one band per KV group, with the group's K and V drawn once.
+
+    weights ``[H, Tq, Tk]``; k, v ``[H_kv, Tk, D]``. The band of KV head ``g``
+    holds the maps of the query heads ``g·n_rep .. (g+1)·n_rep - 1`` that read
+    it, ``per_line`` to a line, then ``Kᵀ`` and ``Vᵀ`` of that KV head (``[D, Tk]``:
+    key tokens left to right like the maps; as many dimensions as the band is
+    tall, at least 16, at most ``max_dims``, the title says when some are left
+    out). Maps longer than ``max_cells`` are block-max pooled (K and V
+    block-mean pooled along the keys), as the title says. Trace 0 holds the
+    weights (0..1 scale), trace 1 K and V (diverging, ``coloraxis2``).
+    """
+    h_all, t_q, t_k = weights.shape
+    n_kv = k.shape[0]
+    check_kv_heads(h_all, n_kv)
+    n_rep = h_all // n_kv
+    groups = list(range(n_kv)) if groups is None else list(groups)
+    w, f = pool_max(weights.astype(np.float32), max_cells)  # (H, r, c)
+    _, r, c = w.shape
+    per_line = max(1, min(per_line, n_rep))
+    n_lines = -(-n_rep // per_line)
+    ncols = per_line + 2  # the maps, then Kᵀ and Vᵀ
+    gap = max(1, int(round(0.15 * max(r, c))))
+    total_cols = ncols * c + (ncols - 1) * gap
+    cell_px = max(4, min(30, 1100 // max(total_cols, 1)))
+    gap_y = max(gap, -(-(style.font + 12) // cell_px))  # room for the panel labels
+    maps_h = n_lines * r + (n_lines - 1) * gap_y
+    d_full = k.shape[-1]
+    dd = min(d_full, max(maps_h, 16), max_dims)
+    kt = _pool_mean_last(np.swapaxes(k[:, :, :dd], 1, 2), f)  # (H_kv, dd, c)
+    vt = _pool_mean_last(np.swapaxes(v[:, :, :dd], 1, 2), f)
+    band_h = max(maps_h, dd)
+    n_bands = len(groups)
+    height_cells = gap_y + n_bands * band_h + (n_bands - 1) * gap_y
+    big_w = np.full((height_cells, total_cols), np.nan, dtype=np.float32)
+    big_kv = np.full_like(big_w, np.nan)
+    hover_ok = f == 1 and big_w.size <= MAX_HOVER_CELLS
+    text_w = np.full(big_w.shape, "", dtype=object) if hover_ok else None
+    text_kv = np.full(big_w.shape, "", dtype=object) if hover_ok else None
+    labels_q = [f"{tok} ({i})" for i, tok in enumerate(tokens_q)]
+    labels_k = [f"{tok} ({i})" for i, tok in enumerate(tokens_k)]
+    shapes, annotations, ytick_vals, ytick_text = [], [], [], []
+    yq, yl = _ticks(r, labels_q, f, max(2, r * cell_px // (style.font + 4)))
+    y = gap_y
+    t_head = style.t("fig.head")
+    for g in groups:
+        col = group_color(g)
+        panels = [(per_line, y, kt[g], "K", big_kv), (per_line + 1, y, vt[g], "V", big_kv)]
+        yy = y
+        heads = list(range(g * n_rep, (g + 1) * n_rep))
+        for li in range(n_lines):
+            for j, head in enumerate(heads[li * per_line : (li + 1) * per_line]):
+                panels.append((j, yy, w[head], head, big_w))
+            ytick_vals += [yy + i for i in yq]
+            ytick_text += yl
+            yy += r + gap_y
+        for slot, y0, mat, what, target in panels:
+            x0 = slot * (c + gap)
+            nr, nc = mat.shape
+            target[y0 : y0 + nr, x0 : x0 + nc] = mat
+            if what in ("K", "V"):
+                label = style.t("kvfig.kv_panel", what=what, g=g)
+                if text_kv is not None:
+                    cell = np.char.add(
+                        np.char.add(f"{what}ᵀ · KV {g}<br>{style.t('fig.dim')} ", np.arange(nr).astype(str)[:, None]),
+                        np.char.add(" · " + style.t("fig.key") + " ", np.array(labels_k, dtype=str)[None, :]),
+                    )
+                    text_kv[y0 : y0 + nr, x0 : x0 + nc] = cell
+            else:
+                label = f"{t_head} {what}"
+                if text_w is not None:
+                    qk = np.char.add(
+                        np.char.add(np.array(labels_q, dtype=str)[:, None], " → "),
+                        np.array(labels_k, dtype=str)[None, :],
+                    )
+                    text_w[y0 : y0 + nr, x0 : x0 + nc] = np.char.add(qk, f"<br>{t_head} {what} · KV {g}")
+            shapes.append(
+                dict(
+                    type="rect",
+                    x0=x0 - 0.5,
+                    x1=x0 + nc - 0.5,
+                    y0=y0 - 0.5,
+                    y1=y0 + nr - 0.5,
+                    line=dict(
+                        color=col, width=4 if style.present else 3, dash="dot" if what in ("K", "V") else "solid"
+                    ),
+                    layer="above",
+                )
+            )
+            annotations.append(
+                dict(
+                    x=x0 + (nc - 1) / 2,
+                    y=y0 - 0.6,
+                    xref="x",
+                    yref="y",
+                    yanchor="bottom",
+                    showarrow=False,
+                    text=f"<b>{label}</b>",
+                    font=dict(color=col, size=style.font),
+                )
+            )
+        y += band_h + gap_y
+    kv_vals = np.concatenate([kt[groups].ravel(), vt[groups].ravel()]) if groups else np.zeros(1)
+    finite = kv_vals[np.isfinite(kv_vals)]
+    lim = float(np.max(np.abs(finite))) if finite.size else 1.0
+    lim = lim if lim > 0 else 1.0
+    weight_label = style.t("fig.weight")
+    fig = go.Figure()
+    fig.add_trace(
+        go.Heatmap(
+            z=big_w,
+            coloraxis="coloraxis",
+            hoverongaps=False,
+            text=text_w,
+            name="weights",
+            hovertemplate=("%{text}<br>" if text_w is not None else "") + weight_label + " %{z:.4f}<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Heatmap(
+            z=big_kv,
+            coloraxis="coloraxis2",
+            hoverongaps=False,
+            text=text_kv,
+            name="kv",
+            hovertemplate=("%{text}<br>" if text_kv is not None else "")
+            + style.t("kvfig.value")
+            + " %{z:.4g}<extra></extra>",
+        )
+    )
+    xt, xl = _ticks(c, labels_k, f, max(2, c * cell_px // (style.font + 4)))
+    title = style.t("kvfig.maps_title", h=h_all, kv=n_kv, shown=len(groups))
+    notes = []
+    if f > 1:
+        notes.append(style.t("fig.pooled", r=r, c=c, tq=t_q, tk=t_k))
+    if dd < d_full:
+        notes.append(style.t("kvfig.dims_cut", dd=dd, d=d_full))
+    if notes:
+        title += "<br><sup>" + " · ".join(notes) + "</sup>"
+    return _layout(
+        fig,
+        style,
+        title,
+        int(min(3000, max(360, height_cells * cell_px + 190))),
+        coloraxis=dict(
+            colorscale=style.weight_scale,
+            cmin=0.0,
+            cmax=1.0,
+            colorbar=dict(title=dict(text=weight_label), x=1.0, len=0.45, y=0.78),
+        ),
+        coloraxis2=dict(
+            colorscale=DIVERGING_SCALE,
+            cmin=-lim,
+            cmax=lim,
+            cmid=0.0,
+            colorbar=dict(title=dict(text=style.t("kvfig.kv_scale", lim=f"{lim:.3g}")), x=1.0, len=0.45, y=0.25),
+        ),
+        shapes=shapes,
+        annotations=annotations,
+        uirevision="kvmaps",
+        xaxis=dict(
+            tickvals=[col * (c + gap) + j for col in range(ncols) for j in xt],
+            ticktext=xl * ncols,
+            tickangle=-60,
+            showgrid=False,
+            zeroline=False,
+            constrain="domain",
+            title=dict(text=style.t("fig.key")),
+        ),
+        yaxis=dict(
+            tickvals=ytick_vals,
+            ticktext=ytick_text,
+            autorange="reversed",
+            showgrid=False,
+            zeroline=False,
+            scaleanchor="x",
+            constrain="domain",
+            title=dict(text=style.t("kvfig.maps_y")),
+        ),
+    )
+
+
+# ---------------------------------------------------------------- mapping conventions
+def mismatch_figure(kl: np.ndarray, built: Sequence[int], run: Sequence[int], style: Style = Style()) -> go.Figure:
+    """Per query head: mean KL (nats) between the map as built and as run with the other mapping.
+
+    kl ``[H]``; ``built[h]`` / ``run[h]`` the KV head query head ``h`` reads in
+    each case. Bars are coloured by the KV head of the checkpoint; heads whose
+    KV head is the same under both mappings have KL 0 and say so.
+    """
+    n = len(kl)
+    x = [f"{style.t('fig.head')} {h}" for h in range(n)]
+    same = style.t("kvfig.same_kv")
+    fig = go.Figure(
+        go.Bar(
+            x=x,
+            y=np.asarray(kl, dtype=float),
+            marker=dict(color=[group_color(g) for g in built], line=dict(color="#222222", width=1)),
+            text=[f"KV {a}→{b}" if a != b else same for a, b in zip(built, run, strict=True)],
+            textposition="outside",
+            customdata=[[a, b] for a, b in zip(built, run, strict=True)],
+            hovertemplate="%{x}<br>" + style.t("kvfig.mismatch_hover") + "<extra></extra>",
+            name="KL",
+        )
+    )
+    top = float(np.max(kl)) if n else 1.0
+    return _layout(
+        fig,
+        style,
+        style.t("kvfig.mismatch_title", n=int(sum(a != b for a, b in zip(built, run, strict=True))), h=n),
+        360 if not style.present else 440,
+        xaxis=dict(title=dict(text=style.t("kvfig.query_head")), type="category", tickangle=-45 if n > 16 else 0),
+        yaxis=dict(title=dict(text=style.t("kvfig.kl_axis")), range=[0, max(top, 1e-3) * 1.25], rangemode="tozero"),
+        showlegend=False,
+    )
+
+
+def pair_maps_figure(
+    a: np.ndarray,
+    b: np.ndarray,
+    tokens_q: Sequence[str],
+    tokens_k: Sequence[str],
+    titles: tuple[str, str],
+    colors: tuple[str, str],
+    style: Style = Style(),
+    max_cells: int = 64,
+) -> go.Figure:
+    """Two weight maps ``[Tq, Tk]`` side by side on one 0..1 scale, framed in the colours of the KV heads they read."""
+    both, f = pool_max(np.stack([a, b]).astype(np.float32), max_cells)
+    _, r, c = both.shape
+    gap = max(1, int(round(0.15 * c)))
+    big = np.full((r, 2 * c + gap), np.nan, dtype=np.float32)
+    big[:, :c], big[:, c + gap :] = both[0], both[1]
+    labels_q = [f"{tok} ({i})" for i, tok in enumerate(tokens_q)]
+    labels_k = [f"{tok} ({i})" for i, tok in enumerate(tokens_k)]
+    text = None
+    if f == 1:
+        qk = np.char.add(
+            np.char.add(np.array(labels_q, dtype=str)[:, None], " → "), np.array(labels_k, dtype=str)[None, :]
+        )
+        text = np.full(big.shape, "", dtype=object)
+        text[:, :c], text[:, c + gap :] = qk, qk
+    fig = go.Figure(
+        go.Heatmap(
+            z=big,
+            coloraxis="coloraxis",
+            hoverongaps=False,
+            text=text,
+            name="weights",
+            hovertemplate=("%{text}<br>" if text is not None else "")
+            + style.t("fig.weight")
+            + " %{z:.4f}<extra></extra>",
+        )
+    )
+    shapes, annotations = [], []
+    for i, (title, col) in enumerate(zip(titles, colors, strict=True)):
+        x0 = i * (c + gap)
+        shapes.append(
+            dict(
+                type="rect",
+                x0=x0 - 0.5,
+                x1=x0 + c - 0.5,
+                y0=-0.5,
+                y1=r - 0.5,
+                layer="above",
+                line=dict(color=col, width=4 if style.present else 3),
+            )
+        )
+        annotations.append(
+            dict(
+                x=x0 + (c - 1) / 2,
+                y=-0.6,
+                yanchor="bottom",
+                showarrow=False,
+                text=f"<b>{title}</b>",
+                font=dict(color=col, size=style.font),
+            )
+        )
+    xt, xl = _ticks(c, labels_k, f, 16)
+    yt, yl = _ticks(r, labels_q, f, 32)
+    title = style.t("kvfig.pair_title")
+    if f > 1:
+        title += " · " + style.t("fig.pooled", r=r, c=c, tq=a.shape[0], tk=a.shape[1])
+    cell_px = max(6, min(32, 560 // max(c, 1)))
+    return _layout(
+        fig,
+        style,
+        title,
+        int(min(1200, max(340, r * cell_px + 200))),
+        coloraxis=dict(
+            colorscale=style.weight_scale, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=style.t("fig.weight")))
+        ),
+        shapes=shapes,
+        annotations=annotations,
+        uirevision="pair",
+        xaxis=dict(
+            tickvals=xt + [c + gap + j for j in xt],
+            ticktext=xl * 2,
+            tickangle=-60,
+            showgrid=False,
+            zeroline=False,
+            constrain="domain",
+            title=dict(text=style.t("fig.key")),
+        ),
+        yaxis=dict(
+            tickvals=yt,
+            ticktext=yl,
+            autorange="reversed",
+            showgrid=False,
+            zeroline=False,
+            scaleanchor="x",
+            constrain="domain",
+            title=dict(text=style.t("fig.query")),
+        ),
+    )
+
+
+# ---------------------------------------------------------------- costs and conversion
+def kv_option_label(d: int, n_heads: int) -> str:
+    """``"1 · MQA"``, ``"4 · GQA"``, ``"8 · MHA"``."""
+    return f"{d} · {attention_kind(n_heads, d)}"
+
+
+def binary_unit(max_bytes: float) -> tuple[str, float]:
+    """The binary unit (B, KiB, MiB, GiB) that suits ``max_bytes``, and its size in bytes."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if max_bytes >= size:
+            return unit, float(size)
+    return "B", 1.0
+
+
+def kv_bytes_figure(
+    n_kv: Sequence[int], kv_bytes: Sequence[int], n_heads: int, current: int, style: Style = Style()
+) -> go.Figure:
+    """KV cache per token per layer (bytes, shown in one binary unit) for every choice of ``n_kv_heads``.
+
+    The bar of the current choice is drawn in full colour, the others faded; hover
+    gives the exact byte count.
+    """
+    unit, size = binary_unit(max(kv_bytes) if len(kv_bytes) else 1)
+    labels = [kv_option_label(d, n_heads) for d in n_kv]
+    fig = go.Figure(
+        go.Bar(
+            x=labels,
+            y=[bt / size for bt in kv_bytes],
+            name="kv",
+            marker=dict(
+                color=["#0072B2" if d == current else "rgba(0,114,178,0.35)" for d in n_kv],
+                line=dict(color="#222222", width=1),
+            ),
+            text=[f"{bt / size:.4g} {unit}" for bt in kv_bytes],
+            textposition="outside",
+            customdata=list(kv_bytes),
+            hovertemplate="n_kv_heads = %{x}<br>%{customdata:,} B<extra></extra>",
+        )
+    )
+    top = max(kv_bytes) / size if len(kv_bytes) else 1
+    return _layout(
+        fig,
+        style,
+        style.t("kvfig.bytes_title"),
+        360 if not style.present else 440,
+        xaxis=dict(title=dict(text=style.t("ctl.n_kv_heads")), type="category"),
+        yaxis=dict(title=dict(text=style.t("kvfig.bytes_axis", unit=unit)), range=[0, top * 1.2]),
+        showlegend=False,
+    )
+
+
+def conversion_figure(
+    n_kv: Sequence[int],
+    rel_l2: dict[str, np.ndarray],
+    kl: dict[str, np.ndarray],
+    n_heads: int,
+    current: int | None = None,
+    style: Style = Style(),
+) -> go.Figure:
+    """Two panels over every ``n_kv_heads``: relative L2 error of the layer output, and mean KL of the maps.
+
+    One line per conversion method (colour, dash and marker differ); the current
+    ``n_kv_heads`` is shaded. Values are ratios (1 = an error as large as the
+    output itself) and nats.
+    """
+    labels = [kv_option_label(d, n_heads) for d in n_kv]
+    fig = make_subplots(
+        rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=(style.t("kvfig.conv_l2"), style.t("kvfig.conv_kl"))
+    )
+    for col, data, fmt in ((1, rel_l2, ".4f"), (2, kl, ".4f")):
+        for method in METHODS:
+            if method not in data:
+                continue
+            st_ = METHOD_STYLE[method]
+            fig.add_trace(
+                go.Scatter(
+                    x=labels,
+                    y=np.asarray(data[method], dtype=float),
+                    mode="lines+markers",
+                    name=style.t(f"opt.conv_method.{method}"),
+                    legendgroup=method,
+                    showlegend=col == 1,
+                    line=dict(color=st_["color"], dash=st_["dash"], width=4 if style.present else 2.5),
+                    marker=dict(symbol=st_["symbol"], size=12 if style.present else 9, color=st_["color"]),
+                    hovertemplate=f"{style.t(f'opt.conv_method.{method}')}<br>n_kv_heads = %{{x}}<br>"
+                    f"%{{y:{fmt}}}<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+    if current is not None and current in n_kv:
+        for col in (1, 2):
+            fig.add_vrect(
+                x0=list(n_kv).index(current) - 0.4,
+                x1=list(n_kv).index(current) + 0.4,
+                row=1,
+                col=col,
+                fillcolor="rgba(128,128,128,0.15)",
+                line_width=0,
+                layer="below",
+            )
+    fig.update_xaxes(type="category", title=dict(text=style.t("ctl.n_kv_heads")))
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_yaxes(title=dict(text=style.t("kvfig.l2_axis")), row=1, col=1)
+    fig.update_yaxes(title=dict(text=style.t("kvfig.kl_axis")), row=1, col=2)
+    fig.update_annotations(font=dict(size=style.font + 1))
+    return _layout(
+        fig,
+        style,
+        style.t("kvfig.conv_title", h=n_heads),
+        440 if not style.present else 540,
+        legend=dict(orientation="h", y=-0.25, x=0.5, xanchor="center", font=dict(size=style.font)),
+        margin=dict(l=10, r=10, t=90 if not style.present else 110, b=10),
+    )

@@ -1,0 +1,561 @@
+"""A preallocated K/V cache and a small decoder that generates with it, measured step by step.
+
+``KVCache`` follows gpt-fast: one layer's keys and values live in fixed buffers
+``[B, H_kv, S_max, D]`` and each new position is written in place, so the
+memory is reserved once and never copied. ``TinyDecoder`` is a seeded,
+randomly initialised transformer built from
+:class:`~attn_core.attention.GroupedQueryAttention` layers; it generates
+greedily either with the cache (one new token per step) or without it
+(recomputing every key and value of the whole sequence each step), and
+:func:`run_decode` yields per-step measurements so a page can draw them live.
+
+Everything computes in float32; the cache stores K and V in its own dtype
+(fp32, fp16 or bf16). The no-cache path rounds its keys and values to the same
+dtype, so both paths compute the same function and pick the same tokens.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .attention import GroupedQueryAttention, repeat_kv, scaled_dot_product_attention
+from .config import ConfigError, check_int, check_kv_heads, divisors
+from .masks import causal_mask
+from .memory import format_bytes, kv_cache_bytes
+
+#: Cache dtypes torch can compute with on every device.
+TORCH_DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+DECODE_DTYPES: tuple[str, ...] = tuple(TORCH_DTYPES)
+
+#: Upper limits of the live decode (a teaching model, not a server).
+MAX_DECODE_HEADS = 128
+MAX_DECODE_HEAD_DIM = 256
+MAX_DECODE_LAYERS = 8
+MAX_DECODE_BATCH = 16
+MAX_DECODE_STEPS = 2048
+MAX_PROMPT_LEN = 512
+#: Most memory a live decode may use on the CPU, whatever the machine has free.
+CPU_DECODE_LIMIT = 2 * 1024**3
+
+
+def torch_dtype(dtype: str | torch.dtype) -> torch.dtype:
+    """``fp32``/``fp16``/``bf16`` (or the torch dtype itself) as a torch dtype."""
+    if isinstance(dtype, torch.dtype):
+        if dtype not in TORCH_DTYPES.values():
+            raise ConfigError(f"cache dtype {dtype} is not supported; use one of: {', '.join(DECODE_DTYPES)}", "dtype")
+        return dtype
+    if dtype not in TORCH_DTYPES:
+        raise ConfigError(f"cache dtype {dtype!r} is not supported; use one of: {', '.join(DECODE_DTYPES)}", "dtype")
+    return TORCH_DTYPES[dtype]
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """The short name (``fp32``, ``fp16``, ``bf16``) of a torch dtype."""
+    for name, value in TORCH_DTYPES.items():
+        if value == dtype:
+            return name
+    raise ConfigError(f"cache dtype {dtype} is not supported; use one of: {', '.join(DECODE_DTYPES)}", "dtype")
+
+
+# ---------------------------------------------------------------- the cache
+class KVCache:
+    """One layer's keys and values in preallocated buffers ``k``, ``v`` of shape ``[B, H_kv, S_max, D]``.
+
+    ``append(k, v)`` writes ``[B, H_kv, T, D]`` at the next ``T`` positions and
+    returns the filled views ``[B, H_kv, length, D]`` (no copy). Appending past
+    ``max_seq_len`` raises :class:`ConfigError`.
+    """
+
+    def __init__(
+        self,
+        batch: int,
+        n_kv_heads: int,
+        max_seq_len: int,
+        head_dim: int,
+        dtype: str | torch.dtype = "fp32",
+        device: str | torch.device = "cpu",
+    ):
+        self.batch = check_int("batch", batch, 1)
+        self.n_kv_heads = check_int("n_kv_heads", n_kv_heads, 1)
+        self.max_seq_len = check_int("max_seq_len", max_seq_len, 1)
+        self.head_dim = check_int("head_dim", head_dim, 1)
+        self.dtype = torch_dtype(dtype)
+        shape = (self.batch, self.n_kv_heads, self.max_seq_len, self.head_dim)
+        self.k = torch.zeros(shape, dtype=self.dtype, device=device)  # (B, H_kv, S_max, D)
+        self.v = torch.zeros(shape, dtype=self.dtype, device=device)  # (B, H_kv, S_max, D)
+        self.length = 0
+
+    @property
+    def device(self) -> torch.device:
+        return self.k.device
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store ``k``, ``v`` ``[B, H_kv, T, D]`` (cast to the cache dtype); return the filled views."""
+        want = (self.batch, self.n_kv_heads, self.head_dim)
+        for name, x in (("k", k), ("v", v)):
+            if x.dim() != 4 or (x.shape[0], x.shape[1], x.shape[3]) != want:
+                raise ConfigError(
+                    f"{name} has shape {list(x.shape)}; this cache holds [B, H_kv, T, D] = "
+                    f"[{self.batch}, {self.n_kv_heads}, T, {self.head_dim}]",
+                    "shape",
+                )
+        if k.shape[2] != v.shape[2]:
+            raise ConfigError(f"k has {k.shape[2]} positions but v has {v.shape[2]}", "shape")
+        t = k.shape[2]
+        end = self.length + t
+        if end > self.max_seq_len:
+            raise ConfigError(
+                f"the cache holds {self.max_seq_len} positions; appending {t} to {self.length} would need {end}. "
+                "Allocate it with a larger max_seq_len",
+                "max_seq_len",
+            )
+        self.k[:, :, self.length : end].copy_(k)
+        self.v[:, :, self.length : end].copy_(v)
+        self.length = end
+        return self.views()
+
+    def views(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The filled part ``[B, H_kv, length, D]`` of K and V (views, no copy)."""
+        return self.k[:, :, : self.length], self.v[:, :, : self.length]
+
+    @property
+    def nbytes_used(self) -> int:
+        """Bytes of the filled K and V views, from their tensor sizes."""
+        k, v = self.views()
+        return k.numel() * k.element_size() + v.numel() * v.element_size()
+
+    @property
+    def nbytes_allocated(self) -> int:
+        """Bytes of both preallocated buffers (what the device reserves up front)."""
+        return self.k.numel() * self.k.element_size() + self.v.numel() * self.v.element_size()
+
+    def reset(self) -> None:
+        """Forget every position (the buffers stay allocated)."""
+        self.length = 0
+
+
+# ---------------------------------------------------------------- the model
+@dataclass(frozen=True)
+class DecodeConfig:
+    """The small decoder of the live demo.
+
+    ``cache_after_repeat`` reproduces a common bug: caching K and V *after*
+    ``repeat_kv``, so the cache holds ``n_heads`` heads instead of
+    ``n_kv_heads`` and is ``n_heads / n_kv_heads`` times larger (same tokens).
+    """
+
+    n_heads: int = 8
+    n_kv_heads: int = 2
+    head_dim: int = 16
+    n_layers: int = 2
+    d_model: int = 64
+    vocab: int = 256
+    batch: int = 1
+    dtype: str = "fp32"
+    seed: int = 0
+    cache_after_repeat: bool = False
+
+    @property
+    def n_rep(self) -> int:
+        return self.n_heads // self.n_kv_heads
+
+    @property
+    def cache_heads(self) -> int:
+        """K/V heads the cache really holds."""
+        return self.n_heads if self.cache_after_repeat else self.n_kv_heads
+
+    def validate(self) -> DecodeConfig:
+        check_int("n_heads", self.n_heads, 1, MAX_DECODE_HEADS)
+        check_int("n_kv_heads", self.n_kv_heads, 1, MAX_DECODE_HEADS)
+        if self.n_kv_heads > self.n_heads:
+            raise ConfigError(
+                f"n_kv_heads ({self.n_kv_heads}) cannot exceed n_heads ({self.n_heads}); "
+                f"valid n_kv_heads: {', '.join(map(str, divisors(self.n_heads)))}",
+                "n_kv_heads",
+            )
+        check_kv_heads(self.n_heads, self.n_kv_heads)
+        check_int("head_dim", self.head_dim, 1, MAX_DECODE_HEAD_DIM)
+        check_int("n_layers", self.n_layers, 1, MAX_DECODE_LAYERS)
+        check_int("d_model", self.d_model, 2, 4096)
+        if self.d_model % 2:
+            raise ConfigError(f"d_model ({self.d_model}) must be even (sinusoidal positions)", "d_model")
+        check_int("vocab", self.vocab, 2, 65536)
+        check_int("batch", self.batch, 1, MAX_DECODE_BATCH)
+        check_int("seed", self.seed, 0, 2**31 - 1)
+        torch_dtype(self.dtype)
+        return self
+
+    def n_params(self) -> int:
+        """Parameters of :class:`TinyDecoder` with this configuration."""
+        d, h, hkv, dh = self.d_model, self.n_heads, self.n_kv_heads, self.head_dim
+        attn = d * h * dh + 2 * d * hkv * dh + h * dh * d
+        mlp = d * 4 * d + 4 * d + 4 * d * d + d
+        norms = 2 * 2 * d
+        return self.vocab * d * 2 + self.n_layers * (attn + mlp + norms) + 2 * d
+
+
+def sinusoidal_positions(start: int, length: int, d_model: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    """Sinusoidal position codes for positions ``start .. start+length-1``: ``[length, d_model]`` float32."""
+    pos = torch.arange(start, start + length, dtype=torch.float32, device=device)[:, None]  # (T, 1)
+    i = torch.arange(0, d_model, 2, dtype=torch.float32, device=device)  # (d/2,)
+    angle = pos / torch.pow(10000.0, i / d_model)  # (T, d/2)
+    out = torch.zeros(length, d_model, dtype=torch.float32, device=device)
+    out[:, 0::2] = torch.sin(angle)
+    out[:, 1::2] = torch.cos(angle)
+    return out
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block: GQA self-attention and a 4x GELU MLP, each with a residual."""
+
+    def __init__(self, cfg: DecodeConfig):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(cfg.d_model)
+        self.attn = GroupedQueryAttention(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, head_dim=cfg.head_dim)
+        self.norm2 = nn.LayerNorm(cfg.d_model)
+        self.mlp = nn.Sequential(nn.Linear(cfg.d_model, 4 * cfg.d_model), nn.GELU(),
+                                 nn.Linear(4 * cfg.d_model, cfg.d_model))
+
+
+class TinyDecoder(nn.Module):
+    """A seeded, randomly initialised decoder-only transformer (embedding, blocks, unembedding).
+
+    ``forward(tokens, caches=None, start=0)``: tokens ``[B, T]`` at positions
+    ``start .. start+T-1``; with ``caches`` (one :class:`KVCache` per layer,
+    holding ``start`` positions) the new keys/values are appended and the
+    queries attend to the whole cache; without, the sequence attends to itself
+    causally. Returns logits ``[B, T, vocab]`` float32.
+    """
+
+    def __init__(self, cfg: DecodeConfig):
+        super().__init__()
+        self.cfg = cfg.validate()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(cfg.seed)
+            self.embed = nn.Embedding(cfg.vocab, cfg.d_model)
+            self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+            self.norm_f = nn.LayerNorm(cfg.d_model)
+            self.unembed = nn.Linear(cfg.d_model, cfg.vocab, bias=False)
+        self.cache_dtype = torch_dtype(cfg.dtype)
+        self.eval()
+
+    def new_caches(self, max_seq_len: int, device: torch.device | str | None = None) -> list[KVCache]:
+        """One empty :class:`KVCache` per layer, ``[B, cache_heads, max_seq_len, head_dim]`` each."""
+        device = device or next(self.parameters()).device
+        c = self.cfg
+        return [KVCache(c.batch, c.cache_heads, max_seq_len, c.head_dim, self.cache_dtype, device)
+                for _ in range(c.n_layers)]
+
+    def _heads(self, x: torch.Tensor, n: int) -> torch.Tensor:
+        b, t, _ = x.shape
+        return x.view(b, t, n, self.cfg.head_dim).transpose(1, 2)  # (B, n, T, D)
+
+    def _attention(self, attn: GroupedQueryAttention, h: torch.Tensor, cache: KVCache | None, start: int):
+        c = self.cfg
+        q = self._heads(attn.q_proj(h), c.n_heads)  # (B, H, T, D)
+        k = self._heads(attn.k_proj(h), c.n_kv_heads)  # (B, H_kv, T, D)
+        v = self._heads(attn.v_proj(h), c.n_kv_heads)  # (B, H_kv, T, D)
+        if c.cache_after_repeat:
+            k, v = repeat_kv(k, c.n_rep), repeat_kv(v, c.n_rep)  # (B, H, T, D): the bug, n_rep copies cached
+        if cache is not None:
+            k_all, v_all = cache.append(k, v)  # (B, H_c, start + T, D) in the cache dtype
+        else:
+            k_all, v_all = k.to(self.cache_dtype), v.to(self.cache_dtype)  # same rounding as the cache
+        t, t_k = q.shape[2], k_all.shape[2]
+        mask = causal_mask(t, t_k, device=q.device) if t > 1 else None  # (T, T_k), aligned to the end
+        res = scaled_dot_product_attention(q, k_all.float(), v_all.float(), mask=mask)
+        b = q.shape[0]
+        merged = res.output.transpose(1, 2).reshape(b, t, c.n_heads * c.head_dim)  # (B, T, H*D)
+        return attn.o_proj(merged)  # (B, T, d_model)
+
+    def forward(self, tokens: torch.Tensor, caches: list[KVCache] | None = None, start: int = 0) -> torch.Tensor:
+        if caches is not None:
+            if len(caches) != self.cfg.n_layers:
+                raise ConfigError(f"need {self.cfg.n_layers} caches, got {len(caches)}", "caches")
+            start = caches[0].length
+        b, t = tokens.shape
+        x = self.embed(tokens) + sinusoidal_positions(start, t, self.cfg.d_model, tokens.device)  # (B, T, d)
+        for i, blk in enumerate(self.blocks):
+            x = x + self._attention(blk.attn, blk.norm1(x), None if caches is None else caches[i], start)
+            x = x + blk.mlp(blk.norm2(x))
+        return self.unembed(self.norm_f(x))  # (B, T, vocab)
+
+
+def make_prompt(cfg: DecodeConfig, prompt_len: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    """Seeded random prompt tokens ``[B, prompt_len]`` int64."""
+    check_int("prompt_len", prompt_len, 1, MAX_PROMPT_LEN)
+    g = torch.Generator().manual_seed(cfg.seed + 1)
+    return torch.randint(0, cfg.vocab, (cfg.batch, prompt_len), generator=g).to(device)
+
+
+# ---------------------------------------------------------------- memory budget
+def device_total_memory(device: torch.device | str) -> int | None:
+    """Total memory of a CUDA device in bytes (``torch.cuda.get_device_properties``); ``None`` elsewhere."""
+    dev = torch.device(device)
+    if dev.type != "cuda":
+        return None
+    idx = dev.index if dev.index is not None else torch.cuda.current_device()
+    return int(torch.cuda.get_device_properties(idx).total_memory)
+
+
+def device_budget(device: torch.device | str) -> int:
+    """Bytes a live decode may use on ``device``: 90 % of the free GPU memory, or on the CPU
+    half the available RAM, at most :data:`CPU_DECODE_LIMIT`."""
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        free, _total = torch.cuda.mem_get_info(dev)
+        return int(free * 0.9)
+    try:
+        avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        avail = 2 * CPU_DECODE_LIMIT
+    return int(min(CPU_DECODE_LIMIT, avail // 2))
+
+
+@dataclass(frozen=True)
+class DecodeNeed:
+    """Bytes a live decode needs: parameters, all caches, and the largest transient of one step."""
+
+    weights: int
+    cache: int
+    transient: int
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.cache + self.transient
+
+
+def decode_need(cfg: DecodeConfig, prompt_len: int, n_new: int, recompute: bool = True) -> DecodeNeed:
+    """Memory a :func:`run_decode` of ``n_new`` tokens after ``prompt_len`` will need.
+
+    The cache term is exact (the buffers); the transient term bounds one step's
+    attention scores and weights (float32 ``[B, H, T, T]``, a few live at once)
+    and activations.
+    """
+    cfg.validate()
+    s = prompt_len + n_new
+    elem = torch.tensor([], dtype=torch_dtype(cfg.dtype)).element_size()
+    cache = cfg.n_layers * 2 * cfg.batch * cfg.cache_heads * s * cfg.head_dim * elem
+    t_q = s if recompute else prompt_len
+    scores = 4 * cfg.batch * cfg.n_heads * t_q * s * 4  # scores, exp, weights, masked copy (float32)
+    acts = 4 * cfg.batch * t_q * (8 * cfg.d_model + cfg.vocab + 4 * cfg.n_heads * cfg.head_dim)
+    return DecodeNeed(cfg.n_params() * 4, cache, scores + acts)
+
+
+def check_decode_budget(
+    cfg: DecodeConfig,
+    prompt_len: int,
+    n_new: int,
+    device: torch.device | str = "cpu",
+    budget_bytes: int | None = None,
+    recompute: bool = True,
+) -> DecodeNeed:
+    """Raise :class:`ConfigError` before anything is allocated if the decode cannot fit.
+
+    ``budget_bytes`` defaults to :func:`device_budget` of ``device``. Returns
+    the :class:`DecodeNeed` when it fits.
+    """
+    check_int("prompt_len", prompt_len, 1, MAX_PROMPT_LEN)
+    check_int("n_new", n_new, 1, MAX_DECODE_STEPS)
+    need = decode_need(cfg, prompt_len, n_new, recompute)
+    budget = device_budget(device) if budget_bytes is None else int(budget_bytes)
+    if need.total > budget:
+        raise ConfigError(
+            f"the live decode needs about {format_bytes(need.total)} (cache {format_bytes(need.cache)}, "
+            f"weights {format_bytes(need.weights)}, largest step {format_bytes(need.transient)}) but only "
+            f"{format_bytes(budget)} may be used on {torch.device(device)}; lower the steps, the batch, "
+            "the heads or the head dimension",
+            "budget",
+        )
+    return need
+
+
+# ---------------------------------------------------------------- generation
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _cuda_allocated(device: torch.device) -> int | None:
+    return int(torch.cuda.memory_allocated(device)) if device.type == "cuda" else None
+
+
+@dataclass(frozen=True)
+class DecodeStep:
+    """One generated token of :func:`run_decode` and what it cost.
+
+    ``seq_len`` tokens were in the context when it was computed (the prompt and
+    the earlier generated tokens; step 1 is the prefill). ``cache_bytes`` is
+    measured from the cache tensors' sizes; ``formula_bytes`` is
+    :func:`~attn_core.memory.kv_cache_bytes` for the heads the cache really
+    holds, ``correct_bytes`` the same with ``n_kv_heads`` (they differ only
+    with ``cache_after_repeat``). ``allocated_bytes`` is what the preallocated
+    buffers reserve and ``cuda_bytes`` the growth of
+    ``torch.cuda.memory_allocated`` since just before they were allocated
+    (``None`` off CUDA). Times are seconds; ``time_recompute_s`` and
+    ``token_recompute`` are ``None`` when the no-cache run is off.
+    """
+
+    step: int
+    seq_len: int
+    token: int
+    token_recompute: int | None
+    cache_bytes: int
+    formula_bytes: int
+    correct_bytes: int
+    allocated_bytes: int
+    cuda_bytes: int | None
+    time_cached_s: float
+    time_recompute_s: float | None
+
+
+def generate_cached(
+    model: TinyDecoder, prompt: torch.Tensor, n_new: int, caches: list[KVCache] | None = None
+) -> Iterator[tuple[torch.Tensor, list[KVCache], float]]:
+    """Greedy decoding with the K/V cache: yields ``(tokens [B], caches, seconds)`` per new token.
+
+    The first token comes from the prefill of ``prompt`` ``[B, P]``; each later
+    one feeds only the previous token. ``caches`` default to fresh ones sized
+    ``P + n_new - 1``.
+    """
+    device = prompt.device
+    b, p = prompt.shape
+    caches = caches if caches is not None else model.new_caches(p + n_new - 1, device)
+    step_input = prompt
+    for _ in range(n_new):
+        # The grad mode is entered per step, never held across a yield: it is thread-local
+        # and would otherwise leak into the consumer's code while the generator waits.
+        with torch.inference_mode():
+            t0 = time.perf_counter()
+            logits = model(step_input, caches)  # (B, T, V)
+            nxt = logits[:, -1].argmax(dim=-1)  # (B,)
+            _sync(device)
+            dt = time.perf_counter() - t0
+        yield nxt, caches, dt
+        step_input = nxt[:, None]  # (B, 1)
+
+
+def generate_recompute(model: TinyDecoder, prompt: torch.Tensor, n_new: int) -> Iterator[tuple[torch.Tensor, float]]:
+    """Greedy decoding without a cache: every step runs the whole sequence again. Yields ``(tokens [B], seconds)``."""
+    device = prompt.device
+    seq = prompt
+    for _ in range(n_new):
+        with torch.inference_mode():
+            t0 = time.perf_counter()
+            logits = model(seq)  # (B, T, V): all keys and values recomputed
+            nxt = logits[:, -1].argmax(dim=-1)  # (B,)
+            _sync(device)
+            dt = time.perf_counter() - t0
+            following = torch.cat([seq, nxt[:, None]], dim=1)  # (B, T + 1)
+        yield nxt, dt
+        seq = following
+
+
+def run_decode(
+    cfg: DecodeConfig,
+    prompt_len: int,
+    n_new: int,
+    device: torch.device | str = "cpu",
+    *,
+    recompute: bool = True,
+    budget_bytes: int | None = None,
+) -> Iterator[DecodeStep]:
+    """Generate ``n_new`` tokens with the cache (and, with ``recompute``, without it), one step at a time.
+
+    Checks the memory budget first (:func:`check_decode_budget`, which raises
+    :class:`ConfigError` before anything is allocated), builds the seeded
+    model and prompt, allocates the caches for ``prompt_len + n_new - 1``
+    positions, and yields one :class:`DecodeStep` per generated token. A
+    consumer may stop iterating at any time; nothing outlives the generator.
+    """
+    dev = torch.device(device)
+    check_decode_budget(cfg, prompt_len, n_new, dev, budget_bytes, recompute)
+    model = TinyDecoder(cfg).to(dev)
+    prompt = make_prompt(cfg, prompt_len, dev)
+    with torch.inference_mode():
+        model(prompt[:, :2])  # warm-up: lazy kernels and workspaces are set up before we measure
+    _sync(dev)
+    before = _cuda_allocated(dev)
+    caches = model.new_caches(prompt_len + n_new - 1, dev)
+    cached = generate_cached(model, prompt, n_new, caches)
+    plain = generate_recompute(model, prompt, n_new) if recompute else None
+    allocated = sum(c.nbytes_allocated for c in caches)
+    for step in range(1, n_new + 1):
+        tok, _, dt = next(cached)
+        after = _cuda_allocated(dev)
+        seq_len = caches[0].length
+        tok_r, dt_r = next(plain) if plain is not None else (None, None)
+        yield DecodeStep(
+            step=step,
+            seq_len=seq_len,
+            token=int(tok[0]),
+            token_recompute=None if tok_r is None else int(tok_r[0]),
+            cache_bytes=sum(c.nbytes_used for c in caches),
+            formula_bytes=kv_cache_bytes(cfg.n_layers, cfg.cache_heads, cfg.head_dim, seq_len, cfg.batch, cfg.dtype),
+            correct_bytes=kv_cache_bytes(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, seq_len, cfg.batch, cfg.dtype),
+            allocated_bytes=allocated,
+            cuda_bytes=None if after is None or before is None else after - before,
+            time_cached_s=dt,
+            time_recompute_s=dt_r,
+        )
+
+
+# ---------------------------------------------------------------- prefill against decode
+@dataclass(frozen=True)
+class PrefillDecodeTiming:
+    """Seconds to put ``n_tokens`` into the cache at once (prefill) and one by one (decode); best of repeats."""
+
+    n_tokens: int
+    prefill_s: float
+    decode_s: float
+
+    @property
+    def prefill_per_token_s(self) -> float:
+        return self.prefill_s / self.n_tokens
+
+    @property
+    def decode_per_token_s(self) -> float:
+        return self.decode_s / self.n_tokens
+
+
+def time_prefill_vs_decode(
+    cfg: DecodeConfig, n_tokens: int, device: torch.device | str = "cpu", repeats: int = 3
+) -> PrefillDecodeTiming:
+    """Time processing ``n_tokens`` prompt tokens in one forward pass against one token per pass.
+
+    Both fill the same cache with the same keys and values; the prefill is one
+    large matrix product per projection (compute-bound), the decode
+    ``n_tokens`` small ones that each read all weights and the cache
+    (memory-bandwidth-bound on a GPU).
+    """
+    check_int("n_tokens", n_tokens, 1, MAX_PROMPT_LEN)
+    check_int("repeats", repeats, 1, 20)
+    dev = torch.device(device)
+    check_decode_budget(cfg, n_tokens, 1, dev, recompute=False)
+    model = TinyDecoder(cfg).to(dev)
+    prompt = make_prompt(cfg, n_tokens, dev)
+    best_p = best_d = math.inf
+    with torch.inference_mode():
+        model(prompt[:, :2])  # warm-up
+        for _ in range(repeats):
+            caches = model.new_caches(n_tokens, dev)
+            _sync(dev)
+            t0 = time.perf_counter()
+            model(prompt, caches)
+            _sync(dev)
+            best_p = min(best_p, time.perf_counter() - t0)
+            caches = model.new_caches(n_tokens, dev)
+            _sync(dev)
+            t0 = time.perf_counter()
+            for i in range(n_tokens):
+                model(prompt[:, i : i + 1], caches)
+            _sync(dev)
+            best_d = min(best_d, time.perf_counter() - t0)
+    return PrefillDecodeTiming(n_tokens, best_p, best_d)

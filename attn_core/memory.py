@@ -1,0 +1,462 @@
+"""KV-cache and weight memory, exact to the byte, and the model presets behind the calculator.
+
+During generation every layer keeps the keys and values of all earlier tokens.
+With ``n_kv_heads`` K/V heads of width ``head_dim`` the cache holds
+
+    2 x n_layers x batch x n_kv_heads x seq_len x head_dim  elements
+
+(the 2 counts K and V), times the bytes per element of the storage dtype.
+MHA has ``n_kv_heads == n_heads``, GQA a divisor of it, MQA 1. DeepSeek's
+multi-head latent attention (MLA) caches one compressed latent ``c_KV`` of
+``kv_lora_rank`` elements plus one decoupled RoPE key of ``qk_rope_head_dim``
+elements per token and layer, shared by all heads:
+
+    n_layers x batch x seq_len x (kv_lora_rank + qk_rope_head_dim)  elements.
+
+Every function here works on Python integers, so results are exact: no float
+rounding even at a million tokens. ``int4`` stores two elements per byte; a
+tensor with an odd element count needs one more, partly used, byte.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from .config import ConfigError, check_int, check_kv_heads
+
+PRESET_FILE = Path(__file__).resolve().parent.parent / "assets" / "model_presets.json"
+
+#: Storage bits per element of each cache/weight dtype.
+DTYPE_BITS: dict[str, int] = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
+DTYPES: tuple[str, ...] = tuple(DTYPE_BITS)
+
+#: Longest sequence the calculator offers (2**20 = 1,048,576 tokens, "1M").
+MAX_CALC_SEQ_LEN = 1 << 20
+MAX_CALC_LAYERS = 512
+MAX_CALC_HEADS = 1024
+MAX_CALC_HEAD_DIM = 4096
+MAX_CALC_BATCH = 4096
+
+BINARY_UNITS: tuple[str, ...] = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+
+
+# ---------------------------------------------------------------- dtypes and elements
+def dtype_bits(dtype: str) -> int:
+    """Bits per stored element of ``dtype`` (one of :data:`DTYPES`)."""
+    if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
+        raise ConfigError(f"dtype {dtype!r} is not known; use one of: {', '.join(DTYPES)}", "dtype")
+    return DTYPE_BITS[dtype]
+
+
+def bytes_per_element_text(dtype: str) -> str:
+    """The bytes per element as written in a formula: ``4``, ``2``, ``1`` or ``0.5``."""
+    bits = dtype_bits(dtype)
+    return str(bits // 8) if bits % 8 == 0 else "0.5"
+
+
+def elements_to_bytes(n_elements: int, dtype: str) -> int:
+    """Bytes needed to store ``n_elements`` in ``dtype`` (int4 packs two per byte, rounding up)."""
+    n = check_int("n_elements", n_elements, 0)
+    return (n * dtype_bits(dtype) + 7) // 8
+
+
+def kv_elements_per_token(n_layers: int, n_kv_heads: int, head_dim: int, v_head_dim: int | None = None) -> int:
+    """Cached elements per token and sequence, all layers: ``n_layers x n_kv_heads x (d_k + d_v)``.
+
+    ``v_head_dim`` defaults to ``head_dim`` (then this is ``2 x n_layers x n_kv_heads x head_dim``).
+    """
+    n_layers = check_int("n_layers", n_layers, 1, MAX_CALC_LAYERS)
+    n_kv_heads = check_int("n_kv_heads", n_kv_heads, 1, MAX_CALC_HEADS)
+    head_dim = check_int("head_dim", head_dim, 1, MAX_CALC_HEAD_DIM)
+    v_dim = head_dim if v_head_dim is None else check_int("v_head_dim", v_head_dim, 1, MAX_CALC_HEAD_DIM)
+    return n_layers * n_kv_heads * (head_dim + v_dim)
+
+
+def mla_elements_per_token(n_layers: int, kv_lora_rank: int, rope_head_dim: int) -> int:
+    """MLA cached elements per token and sequence, all layers: ``n_layers x (kv_lora_rank + rope_head_dim)``."""
+    n_layers = check_int("n_layers", n_layers, 1, MAX_CALC_LAYERS)
+    rank = check_int("kv_lora_rank", kv_lora_rank, 1, MAX_CALC_HEAD_DIM * 4)
+    rope = check_int("rope_head_dim", rope_head_dim, 0, MAX_CALC_HEAD_DIM)
+    return n_layers * (rank + rope)
+
+
+def _seq_batch(seq_len: int, batch: int) -> tuple[int, int]:
+    return (check_int("seq_len", seq_len, 0), check_int("batch", batch, 1, MAX_CALC_BATCH))
+
+
+# ---------------------------------------------------------------- cache sizes
+def kv_cache_bytes(
+    n_layers: int,
+    n_kv_heads: int,
+    head_dim: int,
+    seq_len: int,
+    batch: int = 1,
+    dtype: str = "fp16",
+    *,
+    v_head_dim: int | None = None,
+) -> int:
+    """Exact bytes of a K/V cache: ``2 x n_layers x batch x n_kv_heads x seq_len x head_dim x bytes``.
+
+    One layer's cache is K and V, each ``[batch, n_kv_heads, seq_len, head_dim]``.
+    ``v_head_dim`` (default ``head_dim``) gives V its own width, as in the
+    MHA-equivalent of an MLA model (K 192, V 128 per head). Raises
+    :class:`ConfigError` for a non-integer, out-of-range value or an unknown dtype.
+
+    >>> kv_cache_bytes(32, 32, 128, 4096, dtype="fp16")  # LLaMA-7B, one sequence
+    2147483648
+    """
+    seq_len, batch = _seq_batch(seq_len, batch)
+    per_token = kv_elements_per_token(n_layers, n_kv_heads, head_dim, v_head_dim)
+    return elements_to_bytes(per_token * seq_len * batch, dtype)
+
+
+def mla_cache_bytes(
+    n_layers: int,
+    kv_lora_rank: int,
+    rope_head_dim: int,
+    seq_len: int,
+    batch: int = 1,
+    dtype: str = "bf16",
+) -> int:
+    """Exact bytes of an MLA cache: ``n_layers x batch x seq_len x (kv_lora_rank + rope_head_dim) x bytes``.
+
+    Per token and layer DeepSeek-V2/V3 keep the latent ``c_KV`` ``[kv_lora_rank]``
+    and the shared RoPE key ``k_R`` ``[rope_head_dim]``; the per-head keys and
+    values are rebuilt from the latent (or the up-projections are absorbed).
+
+    >>> mla_cache_bytes(61, 512, 64, 1)  # DeepSeek-V3, one token, bf16
+    70272
+    """
+    seq_len, batch = _seq_batch(seq_len, batch)
+    per_token = mla_elements_per_token(n_layers, kv_lora_rank, rope_head_dim)
+    return elements_to_bytes(per_token * seq_len * batch, dtype)
+
+
+def max_context(
+    budget_bytes: int,
+    n_layers: int,
+    n_kv_heads: int | None = None,
+    head_dim: int | None = None,
+    *,
+    batch: int = 1,
+    dtype: str = "fp16",
+    v_head_dim: int | None = None,
+    kv_lora_rank: int | None = None,
+    rope_head_dim: int | None = None,
+) -> int:
+    """The longest sequence (tokens) whose cache fits in ``budget_bytes``; 0 if not even one token fits.
+
+    Give ``n_kv_heads`` and ``head_dim`` (optionally ``v_head_dim``) for a
+    K/V cache, or ``kv_lora_rank`` and ``rope_head_dim`` for an MLA cache.
+    The answer ``S`` satisfies ``bytes(S) <= budget_bytes < bytes(S + 1)`` exactly.
+    """
+    if isinstance(budget_bytes, bool) or not isinstance(budget_bytes, int):
+        if isinstance(budget_bytes, float) and budget_bytes.is_integer():
+            budget_bytes = int(budget_bytes)
+        else:
+            raise ConfigError(f"budget_bytes must be a whole number of bytes, got {budget_bytes!r}", "budget_bytes")
+    if budget_bytes < 0:
+        raise ConfigError(f"budget_bytes ({budget_bytes}) must be at least 0", "budget_bytes")
+    batch = check_int("batch", batch, 1, MAX_CALC_BATCH)
+    if kv_lora_rank is not None:
+        per_token = mla_elements_per_token(n_layers, kv_lora_rank, rope_head_dim or 0)
+    elif n_kv_heads is not None and head_dim is not None:
+        per_token = kv_elements_per_token(n_layers, n_kv_heads, head_dim, v_head_dim)
+    else:
+        raise ConfigError("max_context needs n_kv_heads and head_dim, or kv_lora_rank and rope_head_dim", "n_kv_heads")
+    # bytes(S) = ceil(per_token * batch * S * bits / 8) <= budget  <=>  per_token * batch * S * bits <= 8 * budget
+    return (8 * budget_bytes) // (per_token * batch * dtype_bits(dtype))
+
+
+def weights_bytes(n_params: int, dtype: str = "bf16") -> int:
+    """Bytes to hold ``n_params`` weights in ``dtype`` (no optimizer state, no activations)."""
+    return elements_to_bytes(check_int("n_params", n_params, 0), dtype)
+
+
+# ---------------------------------------------------------------- formulas as text
+def _n(x: int) -> str:
+    return f"{x:,}"
+
+
+def kv_formula(
+    n_layers: int,
+    n_kv_heads: int,
+    head_dim: int,
+    seq_len: int,
+    batch: int = 1,
+    dtype: str = "fp16",
+    *,
+    v_head_dim: int | None = None,
+) -> tuple[str, str]:
+    """(symbolic formula, the same with the numbers substituted) for :func:`kv_cache_bytes`.
+
+    The right-hand side ends in the exact byte count.
+    """
+    total = kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch, dtype, v_head_dim=v_head_dim)
+    b = bytes_per_element_text(dtype)
+    if v_head_dim is None or v_head_dim == head_dim:
+        sym = "2 × L × B × H_kv × S × d_k × b"
+        num = f"2 × {_n(n_layers)} × {_n(batch)} × {_n(n_kv_heads)} × {_n(seq_len)} × {_n(head_dim)} × {b} B"
+    else:
+        sym = "L × B × H_kv × S × (d_k + d_v) × b"
+        num = (
+            f"{_n(n_layers)} × {_n(batch)} × {_n(n_kv_heads)} × {_n(seq_len)} × "
+            f"({_n(head_dim)} + {_n(v_head_dim)}) × {b} B"
+        )
+    return sym, f"{num} = {_n(total)} B"
+
+
+def mla_formula(
+    n_layers: int, kv_lora_rank: int, rope_head_dim: int, seq_len: int, batch: int = 1, dtype: str = "bf16"
+) -> tuple[str, str]:
+    """(symbolic formula, substituted formula ending in the byte count) for :func:`mla_cache_bytes`."""
+    total = mla_cache_bytes(n_layers, kv_lora_rank, rope_head_dim, seq_len, batch, dtype)
+    b = bytes_per_element_text(dtype)
+    sym = "L × B × S × (d_c + d_R) × b"
+    num = (
+        f"{_n(n_layers)} × {_n(batch)} × {_n(seq_len)} × ({_n(kv_lora_rank)} + {_n(rope_head_dim)}) × {b} B"
+    )
+    return sym, f"{num} = {_n(total)} B"
+
+
+# ---------------------------------------------------------------- binary units
+def binary_unit(n_bytes: int | float) -> tuple[int, str]:
+    """(divisor, label) of the largest binary unit not above ``n_bytes`` (B, KiB = 1024 B, MiB, ...)."""
+    p = 0
+    value = abs(n_bytes)
+    while p < len(BINARY_UNITS) - 1 and value >= 1024 ** (p + 1):
+        p += 1
+    return 1024**p, BINARY_UNITS[p]
+
+
+def format_bytes(n_bytes: int | float) -> str:
+    """``n_bytes`` in binary units with three significant figures: ``2.00 GiB``, ``68.6 KiB``, ``512 B``.
+
+    Whole bytes below 1 KiB are printed exactly. The label always says KiB/MiB/GiB
+    (powers of 1024), never kB/MB/GB.
+    """
+    div, unit = binary_unit(n_bytes)
+    if div == 1:
+        return f"{n_bytes:,.0f} B" if float(n_bytes).is_integer() else f"{n_bytes:.3g} B"
+    v = n_bytes / div
+    if abs(v) >= 100:
+        text = f"{v:.0f}"
+    elif abs(v) >= 10:
+        text = f"{v:.1f}"
+    else:
+        text = f"{v:.2f}"
+    if text in ("1024", "1024.0"):  # rounding reached the next unit
+        return format_bytes(div * 1024)
+    return f"{text} {unit}"
+
+
+def format_bytes_exact(n_bytes: int) -> str:
+    """``2.00 GiB (2,147,483,648 bytes)``: the rounded binary value with the exact count."""
+    return f"{format_bytes(n_bytes)} ({n_bytes:,} bytes)"
+
+
+def format_tokens(n: int) -> str:
+    """A token count written compactly for axes and labels: ``4K``, ``128K``, ``1M``, else ``4,000``.
+
+    ``K`` and ``M`` mean 2**10 and 2**20 tokens and are used only when exact.
+    """
+    if n >= 1 << 20 and n % (1 << 20) == 0:
+        return f"{n >> 20}M"
+    if n >= 1 << 10 and n % (1 << 10) == 0:
+        return f"{n >> 10}K"
+    return f"{n:,}"
+
+
+# ---------------------------------------------------------------- presets
+@dataclass(frozen=True)
+class ModelPreset:
+    """Attention shape of a real model, as in its official configuration.
+
+    ``head_dim`` is the per-head key width and ``v_head_dim`` the value width
+    (equal except for MLA models, whose MHA equivalent has keys of
+    ``qk_nope_head_dim + qk_rope_head_dim`` and values of ``v_head_dim``).
+    ``n_params`` counts every stored parameter once (tied embeddings once).
+    """
+
+    id: str
+    name: str
+    n_layers: int
+    hidden_size: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    v_head_dim: int
+    max_positions: int
+    n_params: int | None
+    source: str
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    qk_nope_head_dim: int | None = None
+    sliding_window: int | None = None
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @property
+    def attention(self) -> str:
+        """``MLA`` for latent-attention models, else ``MHA``, ``GQA`` or ``MQA`` from the head counts."""
+        if self.is_mla:
+            return "MLA"
+        if self.n_kv_heads == self.n_heads:
+            return "MHA"
+        return "MQA" if self.n_kv_heads == 1 else "GQA"
+
+    def validate(self) -> ModelPreset:
+        """Check every field; return ``self`` or raise :class:`ConfigError` naming the preset and field."""
+        try:
+            check_int("n_layers", self.n_layers, 1, MAX_CALC_LAYERS)
+            check_int("hidden_size", self.hidden_size, 1)
+            check_int("n_heads", self.n_heads, 1, MAX_CALC_HEADS)
+            check_int("n_kv_heads", self.n_kv_heads, 1, MAX_CALC_HEADS)
+            check_kv_heads(self.n_heads, self.n_kv_heads)
+            check_int("head_dim", self.head_dim, 1, MAX_CALC_HEAD_DIM)
+            check_int("v_head_dim", self.v_head_dim, 1, MAX_CALC_HEAD_DIM)
+            check_int("max_positions", self.max_positions, 1)
+            if self.n_params is not None:
+                check_int("n_params", self.n_params, 1)
+            if self.is_mla:
+                check_int("kv_lora_rank", self.kv_lora_rank, 1)
+                check_int("qk_rope_head_dim", self.qk_rope_head_dim, 1)
+                check_int("qk_nope_head_dim", self.qk_nope_head_dim, 1)
+                if self.head_dim != self.qk_nope_head_dim + self.qk_rope_head_dim:
+                    raise ConfigError(
+                        f"head_dim ({self.head_dim}) must be qk_nope_head_dim + qk_rope_head_dim "
+                        f"({self.qk_nope_head_dim} + {self.qk_rope_head_dim}) for an MLA model",
+                        "head_dim",
+                    )
+            elif self.v_head_dim != self.head_dim:
+                raise ConfigError("v_head_dim must equal head_dim unless the model uses MLA", "v_head_dim")
+            if not self.source.startswith("https://"):
+                raise ConfigError("source must be an https:// link to the official config or paper", "source")
+        except ConfigError as exc:
+            raise ConfigError(f"preset {self.id}: {exc}", exc.field) from exc
+        return self
+
+
+@lru_cache(maxsize=4)
+def _load(path: str) -> tuple[ModelPreset, ...]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read the model presets from {path}: {exc}", "presets") from exc
+    known = set(ModelPreset.__dataclass_fields__)
+    out = []
+    for raw in data.get("presets", []):
+        fields = {k: v for k, v in raw.items() if k in known}
+        if "v_head_dim" not in fields and "head_dim" in fields:
+            fields["v_head_dim"] = fields["head_dim"]
+        try:
+            preset = ModelPreset(**fields)
+        except TypeError as exc:
+            raise ConfigError(f"preset {raw.get('id', '?')}: {exc}", "presets") from exc
+        out.append(preset.validate())
+    ids = [p.id for p in out]
+    if len(set(ids)) != len(ids):
+        raise ConfigError("model preset ids must be unique", "presets")
+    return tuple(out)
+
+
+def load_presets(path: str | Path | None = None) -> dict[str, ModelPreset]:
+    """The model presets from ``assets/model_presets.json``, by id, in file order (read once per process)."""
+    return {p.id: p for p in _load(str(path or PRESET_FILE))}
+
+
+# ---------------------------------------------------------------- cache layouts of one model
+@dataclass(frozen=True)
+class CacheLayout:
+    """One way to cache a model's keys and values: MHA, GQA, MQA or MLA.
+
+    ``kind`` names it; ``n_kv_heads``, ``k_dim``, ``v_dim`` describe a K/V cache
+    (``kv_lora_rank`` and ``rope_dim`` an MLA cache); ``native`` marks the
+    layout the model really uses.
+    """
+
+    kind: str
+    n_layers: int
+    n_kv_heads: int = 0
+    k_dim: int = 0
+    v_dim: int = 0
+    kv_lora_rank: int = 0
+    rope_dim: int = 0
+    native: bool = False
+
+    @property
+    def label(self) -> str:
+        """``MHA`` / ``GQA-8`` / ``MQA`` / ``MLA``: the kind with the KV-head count for GQA."""
+        return f"GQA-{self.n_kv_heads}" if self.kind == "GQA" else self.kind
+
+    def elements_per_token(self) -> int:
+        if self.kind == "MLA":
+            return mla_elements_per_token(self.n_layers, self.kv_lora_rank, self.rope_dim)
+        return kv_elements_per_token(self.n_layers, self.n_kv_heads, self.k_dim, self.v_dim)
+
+    def bytes(self, seq_len: int, batch: int = 1, dtype: str = "fp16") -> int:
+        """Exact cache bytes for ``seq_len`` tokens and ``batch`` sequences."""
+        if self.kind == "MLA":
+            return mla_cache_bytes(self.n_layers, self.kv_lora_rank, self.rope_dim, seq_len, batch, dtype)
+        return kv_cache_bytes(self.n_layers, self.n_kv_heads, self.k_dim, seq_len, batch, dtype, v_head_dim=self.v_dim)
+
+    def max_context(self, budget_bytes: int, batch: int = 1, dtype: str = "fp16") -> int:
+        """The longest sequence that fits ``budget_bytes`` (see :func:`max_context`)."""
+        if self.kind == "MLA":
+            return max_context(budget_bytes, self.n_layers, batch=batch, dtype=dtype, kv_lora_rank=self.kv_lora_rank,
+                               rope_head_dim=self.rope_dim)
+        return max_context(budget_bytes, self.n_layers, self.n_kv_heads, self.k_dim, batch=batch, dtype=dtype,
+                           v_head_dim=self.v_dim)
+
+    def formula(self, seq_len: int, batch: int = 1, dtype: str = "fp16") -> tuple[str, str]:
+        """(symbolic, substituted) formula for :meth:`bytes`."""
+        if self.kind == "MLA":
+            return mla_formula(self.n_layers, self.kv_lora_rank, self.rope_dim, seq_len, batch, dtype)
+        return kv_formula(self.n_layers, self.n_kv_heads, self.k_dim, seq_len, batch, dtype, v_head_dim=self.v_dim)
+
+
+def cache_layouts(
+    n_layers: int,
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    *,
+    v_head_dim: int | None = None,
+    kv_lora_rank: int | None = None,
+    rope_dim: int | None = None,
+) -> list[CacheLayout]:
+    """The layouts to compare for one model, in the order MHA, (this) GQA, MQA, (this) MLA.
+
+    MHA keeps ``n_heads`` K/V heads, MQA one, GQA the model's own ``n_kv_heads``
+    (listed only when it lies strictly between). With ``kv_lora_rank`` the model
+    uses MLA, and its MHA/MQA lines use keys of ``head_dim`` and values of
+    ``v_head_dim``, the per-head widths it would cache without the latent.
+    """
+    check_int("n_heads", n_heads, 1, MAX_CALC_HEADS)
+    check_int("n_kv_heads", n_kv_heads, 1, MAX_CALC_HEADS)
+    check_kv_heads(n_heads, n_kv_heads)
+    v_dim = head_dim if v_head_dim is None else v_head_dim
+    mla = kv_lora_rank is not None
+    out = [CacheLayout("MHA", n_layers, n_heads, head_dim, v_dim, native=not mla and n_kv_heads == n_heads)]
+    if 1 < n_kv_heads < n_heads and not mla:
+        out.append(CacheLayout("GQA", n_layers, n_kv_heads, head_dim, v_dim, native=True))
+    if n_heads > 1:
+        out.append(CacheLayout("MQA", n_layers, 1, head_dim, v_dim, native=not mla and n_kv_heads == 1))
+    if mla:
+        out.append(CacheLayout("MLA", n_layers, kv_lora_rank=kv_lora_rank, rope_dim=rope_dim or 0, native=True))
+    for lay in out:
+        lay.elements_per_token()  # validates the numbers
+    return out
+
+
+def preset_layouts(preset: ModelPreset) -> list[CacheLayout]:
+    """:func:`cache_layouts` for a preset."""
+    return cache_layouts(
+        preset.n_layers, preset.n_heads, preset.n_kv_heads, preset.head_dim, v_head_dim=preset.v_head_dim,
+        kv_lora_rank=preset.kv_lora_rank, rope_dim=preset.qk_rope_head_dim,
+    )

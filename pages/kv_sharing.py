@@ -1,0 +1,325 @@
+"""Page: KV sharing. MHA, GQA and MQA side by side: who reads which K/V, the maps, the costs, conversion."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import ui
+from attn_core import fig_kv
+from attn_core.config import AttentionConfig, ConfigError, divisors
+from attn_core.convert import MAPPINGS, check_sim_size, kv_map, mapping_mismatch
+from attn_core.costs import DTYPE_BYTES, attention_costs, format_bytes
+from attn_core.figures import group_color, pool_max
+from attn_core.tokens import synthetic_tokens, tokenize
+
+DEFAULT_TEXT = "The cat sat on the mat because it was tired ."
+MAX_GROUPS_SHOWN = 8  # KV groups drawn at once in the maps view
+MAX_EXPORT_CELLS = 250_000  # beyond this the exported map numbers are the pooled ones drawn
+DTYPES = ("fp32", "fp16", "int8")
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def conversion_study(
+    n_heads: int,
+    head_dim: int,
+    d_model: int,
+    tokens: tuple[str, ...],
+    source: str,
+    n_base: int,
+    noise: float,
+    seed: int,
+    device_name: str,
+):
+    """:func:`attn_core.convert.conversion_study` on the page's tokens, cached by primitive arguments (CPU numpy)."""
+    import torch
+
+    from attn_core.convert import build_source
+    from attn_core.convert import conversion_study as study
+    from attn_core.tokens import embed
+
+    check_sim_size(d_model, n_heads, head_dim)
+    mha = build_source(source, d_model, n_heads, head_dim, seed=seed, n_base=n_base, noise=noise).to(device_name)
+    x = embed(list(tokens), d_model, seed)[None].to(device_name)  # (1, T, d_model)
+    with torch.no_grad():
+        return study(mha, x, seed=seed, source=source)
+
+
+def n(value: int) -> str:
+    """A whole number with thousands separators."""
+    return f"{value:,}"
+
+
+def nbytes(value: int) -> str:
+    """Exact bytes, plus the binary unit when that is shorter to read."""
+    return f"{value:,} B" if value < 1024 else f"{value:,} B = {format_bytes(value)}"
+
+
+def maps_dataframe(weights: np.ndarray, tokens_q: list[str], tokens_k: list[str], heads: list[int], n_rep: int):
+    """Long table (head, KV head, query, key, weight) of the maps drawn; pooled like the figure when large."""
+    w = weights[heads]
+    f = 1
+    if w.size > MAX_EXPORT_CELLS:
+        w, f = pool_max(w, 48)
+    lq = [f"{t} ({i})" for i, t in enumerate(tokens_q)] if f == 1 else [f"{i * f}–" for i in range(w.shape[1])]
+    lk = [f"{t} ({i})" for i, t in enumerate(tokens_k)] if f == 1 else [f"{i * f}–" for i in range(w.shape[2])]
+    hh, qq, kk = np.meshgrid(np.array(heads), np.arange(w.shape[1]), np.arange(w.shape[2]), indexing="ij")
+    return pd.DataFrame(
+        {
+            "head": hh.ravel(),
+            "kv_head": hh.ravel() // n_rep,
+            "query": np.array(lq, dtype=object)[qq.ravel()],
+            "key": np.array(lk, dtype=object)[kk.ravel()],
+            "weight": w.ravel(),
+        }
+    )
+
+
+st.title(ui.t("kv.title"))
+st.caption(ui.t("kv.intro"))
+
+c1, c2, c3 = st.columns([1.3, 1, 1], gap="large")
+with c1:
+    source = ui.choice("source", ["text", "synthetic"], "text")
+    if source == "text":
+        text = ui.text_area("text", DEFAULT_TEXT, ui.MAX_TEXT_CHARS)
+        seq_len = None
+    else:
+        text = None
+        seq_len = ui.int_slider("seq_len", 1, 512, 16)
+with c2:
+    n_heads = ui.int_slider("n_heads", 1, 64, 8, help_key="help.n_heads")
+    n_kv_heads = ui.kv_heads_select(n_heads, 2)
+with c3:
+    head_dim = ui.int_slider("head_dim", 1, 256, 16, help_key="help.head_dim")
+    d_model = ui.int_slider("d_model", 8, 4096, 128, step=8, help_key="help.d_model")
+
+if source == "text":
+    all_tokens = tokenize(text or "")
+    tokens = all_tokens[: ui.MAX_TEXT_TOKENS]
+    if len(all_tokens) > ui.MAX_TEXT_TOKENS:
+        st.warning(ui.t("heatmap.cut", n=len(all_tokens), limit=ui.MAX_TEXT_TOKENS), icon="✂️")
+else:
+    tokens = synthetic_tokens(seq_len)
+if not tokens:
+    ui.show_error(ConfigError(ui.t("heatmap.no_tokens"), "text"))
+    st.stop()
+
+seed = ui.seed()
+cfg = AttentionConfig(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, seq_len=len(tokens), d_model=d_model,
+                      seed=seed)
+if ui.run_safely(cfg.validate) is None:
+    st.stop()
+T = len(tokens)
+n_rep = cfg.n_rep
+kind = cfg.kind
+kv_elems = 2 * n_kv_heads * head_dim
+st.markdown(
+    ui.t("kv.summary", kind=kind, h=n_heads, kv=n_kv_heads, rep=n_rep, d=head_dim, dm=d_model, t=T, elems=n(kv_elems),
+         mha=n(2 * n_heads * head_dim), pct=f"{100 * n_kv_heads / n_heads:.4g}")
+)
+if d_model != n_heads * head_dim:
+    st.caption(ui.t("kv.dmodel_note", dm=d_model, h=n_heads, d=head_dim, hd=n_heads * head_dim))
+
+style = ui.style()
+view = ui.choice("kv_view", ["diagram", "maps", "costs", "mapping", "convert"], "diagram")
+
+
+def get_maps():
+    """The page's attention maps (cached), or None after showing why not."""
+
+    def compute():
+        check_sim_size(d_model, n_heads, head_dim)
+        return ui.attention_maps(n_heads, n_kv_heads, head_dim, d_model, tuple(tokens), None, "none", None, True,
+                                 1.0, seed, ui.device())
+
+    return ui.run_safely(compute)
+
+
+if view == "diagram":
+    left, right = st.columns([1.15, 1], gap="medium")
+    owner = kv_map(n_heads, n_kv_heads)
+    with left:
+        fig = fig_kv.kv_diagram(n_heads, n_kv_heads, style=style)
+        ui.show_figure(fig, "kv_diagram", data=pd.DataFrame({"query_head": range(n_heads), "kv_head": owner}),
+                       name="kv_sharing_diagram")
+        groups_txt = "; ".join(
+            ui.t("kv.group_line", g=g, a=g * n_rep, b=(g + 1) * n_rep - 1) if n_rep > 1 else ui.t("kv.group_one", g=g)
+            for g in range(min(n_kv_heads, 8))
+        )
+        more = ui.t("kv.more_groups", n=n_kv_heads - 8) if n_kv_heads > 8 else ""
+        st.caption(groups_txt + more)
+    with right:
+        fig = fig_kv.repeat_kv_figure(n_heads, n_kv_heads, T, head_dim, style=style)
+        blocks = pd.DataFrame({"tensor": ["K, V cache"] * n_kv_heads + ["after repeat_kv"] * n_heads,
+                               "head": list(range(n_kv_heads)) + list(range(n_heads)),
+                               "kv_head": list(range(n_kv_heads)) + owner})
+        ui.show_figure(fig, "repeat_kv", data=blocks, name="repeat_kv_blocks")
+        st.caption(ui.t("kv.repeat_note", hk=n_kv_heads, h=n_heads, t=T, d=head_dim, rep=n_rep,
+                        cache=n(2 * n_kv_heads * T * head_dim), full=n(2 * n_heads * T * head_dim)))
+    ui.help_expander("kv.diagram_help", rep=n_rep, h=n_heads, kv=n_kv_heads)
+
+elif view == "maps":
+    maps = get_maps()
+    if maps is None:
+        st.stop()
+    groups = list(range(n_kv_heads))
+    if n_kv_heads > MAX_GROUPS_SHOWN:
+        first = ui.int_slider("kv_first", 0, n_kv_heads - MAX_GROUPS_SHOWN, 0, help_key="help.kv_first")
+        groups = list(range(first, first + MAX_GROUPS_SHOWN))
+    heads = [h for g in groups for h in range(g * n_rep, (g + 1) * n_rep)]
+    fig = fig_kv.grouped_maps_figure(maps.weights, maps.k, maps.v, list(maps.tokens_q), list(maps.tokens_k),
+                                     groups=groups, style=style, max_cells=64 if len(heads) <= 8 else 40)
+    ui.show_figure(fig, "kv_maps", data=maps_dataframe(maps.weights, list(maps.tokens_q), list(maps.tokens_k), heads,
+                                                        n_rep), name="kv_maps_by_group")
+    if n_rep > 1:
+        spread = [
+            float(np.max(np.abs(maps.weights[g * n_rep : (g + 1) * n_rep] - maps.weights[g * n_rep][None])))
+            for g in groups
+        ]
+        g_best = groups[int(np.argmax(spread))]
+        st.markdown(ui.t("kv.maps_differ", g=g_best, a=g_best * n_rep, b=(g_best + 1) * n_rep - 1,
+                         diff=f"{max(spread):.3f}"))
+    else:
+        st.markdown(ui.t("kv.maps_mha"))
+    ui.help_expander("kv.maps_help")
+
+elif view == "costs":
+    dtype = ui.choice("kv_dtype", list(DTYPES), "fp16", help_key="help.kv_dtype")
+    nbytes_el = DTYPE_BYTES[dtype]
+    settings = [("current", n_kv_heads), ("mha", n_heads), ("mqa", 1)]
+    costs = {name: attention_costs(d_model, n_heads, kv, head_dim, T, bytes_per_element=nbytes_el)
+             for name, kv in settings}
+    cols = {name: ui.t(f"kv.col_{name}", kind=kind, kv=kv) for name, kv in settings}
+    cur = costs["current"]
+    rows = [
+        ("params_q", f"d_model × H × d_k = {d_model} × {n_heads} × {head_dim}", n),
+        ("params_k", f"d_model × H_kv × d_k = {d_model} × {n_kv_heads} × {head_dim}", n),
+        ("params_v", f"d_model × H_kv × d_k = {d_model} × {n_kv_heads} × {head_dim}", n),
+        ("params_o", f"H × d_k × d_model = {n_heads} × {head_dim} × {d_model}", n),
+        ("params_total", "W_Q + W_K + W_V + W_O", n),
+        ("kv_elements_per_token", f"2 × H_kv × d_k = 2 × {n_kv_heads} × {head_dim}", n),
+        ("kv_bytes_per_token", f"2 × H_kv × d_k × {nbytes_el} B = 2 × {n_kv_heads} × {head_dim} × {nbytes_el} B",
+         nbytes),
+        ("kv_bytes_seq", f"… × T = {n(cur['kv_bytes_per_token'])} B × {T}", nbytes),
+        ("flops_proj", f"2 × d_model × (2H + 2H_kv) × d_k = 2 × {d_model} × ({2 * n_heads} + {2 * n_kv_heads}) × "
+         f"{head_dim}", n),
+        ("flops_attn", f"2 × 2 × H × T × d_k = 4 × {n_heads} × {T} × {head_dim}", n),
+        ("flops_total", ui.t("kv.row_sum"), n),
+    ]
+
+    def value(c: dict, key: str) -> int:
+        if key == "flops_proj":
+            return c["flops_q_proj"] + c["flops_k_proj"] + c["flops_v_proj"] + c["flops_o_proj"]
+        if key == "flops_attn":
+            return c["flops_scores"] + c["flops_weighted_sum"]
+        return c[key]
+
+    table = pd.DataFrame(
+        {
+            ui.t("kv.col_quantity"): [ui.t(f"kv.row_{key}", t=T) for key, _, _ in rows],
+            ui.t("kv.col_formula"): [formula for _, formula, _ in rows],
+            **{cols[name]: [fmt(value(costs[name], key)) for key, _, fmt in rows] for name, _ in settings},
+        }
+    )
+    st.dataframe(table, hide_index=True, width="stretch", height=38 * (len(rows) + 1) + 4)
+    st.caption(ui.t("kv.cost_ratio", kind=kind, pct=f"{100 * n_kv_heads / n_heads:.4g}", kv=n_kv_heads, h=n_heads,
+                    saved=nbytes(costs["mha"]["kv_bytes_per_token"] - cur["kv_bytes_per_token"])))
+    st.caption(ui.t("kv.flops_note", h=n_heads, t=T, t1=T - 1, d=head_dim, attn=n(value(cur, "flops_attn"))))
+    options = divisors(n_heads)
+    per_kv = [attention_costs(d_model, n_heads, d, head_dim, T, bytes_per_element=nbytes_el)["kv_bytes_per_token"]
+              for d in options]
+    fig = fig_kv.kv_bytes_figure(options, per_kv, n_heads, n_kv_heads, style=style)
+    ui.show_figure(fig, "kv_bytes", data=pd.DataFrame({"n_kv_heads": options, "kv_bytes_per_token_per_layer": per_kv}),
+                   name="kv_bytes_per_token")
+    ui.help_expander("kv.costs_help")
+
+elif view == "mapping":
+    n_rep_txt = str(n_rep)
+    left, right = st.columns(2, gap="medium")
+    contiguous, interleaved = kv_map(n_heads, n_kv_heads, "contiguous"), kv_map(n_heads, n_kv_heads, "interleaved")
+    with left:
+        fig = fig_kv.kv_diagram(n_heads, n_kv_heads, "contiguous", style=style,
+                                title=ui.t("kv.map_contiguous", rep=n_rep))
+        ui.show_figure(fig, "map_contiguous", data=pd.DataFrame({"query_head": range(n_heads), "kv_head": contiguous}),
+                       name="mapping_contiguous")
+    with right:
+        fig = fig_kv.kv_diagram(n_heads, n_kv_heads, "interleaved", style=style,
+                                title=ui.t("kv.map_interleaved", kv=n_kv_heads))
+        ui.show_figure(fig, "map_interleaved",
+                       data=pd.DataFrame({"query_head": range(n_heads), "kv_head": interleaved}),
+                       name="mapping_interleaved")
+    st.code(
+        f"# k: [B, H_kv, T, d_k] = [1, {n_kv_heads}, {T}, {head_dim}]\n"
+        f"k.repeat_interleave({n_rep}, dim=1)  # contiguous (= repeat_kv): KV heads {contiguous}\n"
+        f"k.repeat(1, {n_rep}, 1, 1)           # interleaved:             KV heads {interleaved}",
+        language="python",
+    )
+    if contiguous == interleaved:
+        st.info(ui.t("kv.mapping_same", kind=kind), icon="ℹ️")
+    else:
+        built_with = ui.choice("built_with", list(MAPPINGS), "contiguous", help_key="help.built_with")
+        maps = get_maps()
+        if maps is None:
+            st.stop()
+        mm = mapping_mismatch(maps.q, maps.k, maps.scale, maps.mask, built_with)
+        fig = fig_kv.mismatch_figure(mm.kl, mm.built, mm.run, style=style)
+        ui.show_figure(fig, "mismatch",
+                       data=pd.DataFrame({"query_head": range(n_heads), "kv_head_built": mm.built,
+                                          "kv_head_run": mm.run, "mean_kl_nats": mm.kl}),
+                       name="mapping_mismatch")
+        wrong = [h for h in range(n_heads) if mm.built[h] != mm.run[h]]
+        if st.session_state.get("head", 0) >= n_heads:
+            st.session_state["head"] = n_heads - 1
+        head = ui.int_slider("head", 0, n_heads - 1, wrong[0], help_key="help.kv_head")
+        a, b = mm.built[head], mm.run[head]
+        fig = fig_kv.pair_maps_figure(
+            mm.weights_built[head], mm.weights_run[head], list(maps.tokens_q), list(maps.tokens_k),
+            (ui.t("kv.pair_built", h=head, g=a, m=ui.t(f"opt.built_with.{built_with}")),
+             ui.t("kv.pair_run", h=head, g=b, m=ui.t(f"opt.built_with.{mm.run_with}"))),
+            (group_color(a), group_color(b)), style=style,
+        )
+        ui.show_figure(fig, "mismatch_pair", name="mapping_pair")
+        if a == b:
+            st.markdown(ui.t("kv.pair_same", h=head, g=a))
+        else:
+            st.markdown(ui.t("kv.pair_diff", h=head, a=a, b=b, kl=f"{mm.kl[head]:.4f}",
+                             diff=f"{np.max(np.abs(mm.weights_built[head] - mm.weights_run[head])):.3f}"))
+        st.caption(ui.t("kv.mismatch_count", n=len(wrong), h=n_heads))
+    ui.help_expander("kv.mapping_help", rep=n_rep_txt, kv=n_kv_heads)
+
+else:
+    cc1, cc2, cc3 = st.columns([1.2, 1, 1], gap="large")
+    with cc1:
+        conv_source = ui.choice("conv_source", ["correlated", "random"], "correlated", help_key="help.conv_source")
+    n_base, noise = 1, 0.0
+    if conv_source == "correlated":
+        if st.session_state.get("n_base", 1) > n_heads:
+            st.session_state["n_base"] = n_heads
+        with cc2:
+            n_base = ui.int_slider("n_base", 1, n_heads, min(2, n_heads), help_key="help.n_base")
+        with cc3:
+            noise = ui.float_slider("noise", 0.0, 1.0, 0.3, 0.05, help_key="help.noise")
+    with st.spinner(ui.t("kv.study_running")):
+        study = ui.run_safely(
+            lambda: conversion_study(n_heads, head_dim, d_model, tuple(tokens), conv_source, int(n_base),
+                                     round(float(noise), 4), seed, ui.device())
+        )
+    if study is None:
+        st.stop()
+    fig = fig_kv.conversion_figure(study.n_kv, study.rel_l2, study.kl, n_heads, current=n_kv_heads, style=style)
+    data = pd.DataFrame(
+        {"n_kv_heads": list(study.n_kv),
+         **{f"rel_l2_{m}": study.rel_l2[m] for m in study.rel_l2},
+         **{f"mean_kl_{m}": study.kl[m] for m in study.kl}}
+    )
+    ui.show_figure(fig, "conversion", data=data, name="mha_to_gqa_conversion")
+    i = list(study.n_kv).index(n_kv_heads)
+    st.markdown(
+        ui.t("kv.conv_now", kv=n_kv_heads, kind=kind,
+             mean=f"{study.rel_l2['mean'][i]:.3f}", first=f"{study.rel_l2['first'][i]:.3f}",
+             rnd=f"{study.rel_l2['random'][i]:.3f}", kl_mean=f"{study.kl['mean'][i]:.4f}",
+             kl_first=f"{study.kl['first'][i]:.4f}", kl_rnd=f"{study.kl['random'][i]:.4f}")
+    )
+    st.caption(ui.t(f"kv.conv_source_{conv_source}", base=n_base, noise=f"{noise:g}", h=n_heads))
+    ui.help_expander("kv.conv_methods")
+    ui.help_expander("kv.uptrain")

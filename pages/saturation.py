@@ -1,0 +1,137 @@
+"""Page: softmax saturation, what the 1/sqrt(d_k) scaling prevents, measured."""
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+import ui
+from attn_core import fig_saturation, stats
+from attn_core.tokens import synthetic_tokens
+
+DEFAULT_D_K = 64
+
+ui.page_guard()
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_sweep(seq_len: int, n_samples: int, seed: int, distribution: str, temperature: float, device_name: str):
+    """:func:`attn_core.stats.saturation_sweep` over d_k = 1..1024, cached by primitive arguments."""
+    return stats.saturation_sweep(stats.SWEEP_D_K, seq_len, n_samples, seed, device_name, distribution, temperature)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_sample(d_k: int, seq_len: int, n_samples: int, seed: int, distribution: str, device_name: str):
+    """:func:`attn_core.stats.score_sample` (CPU numpy out), cached by primitive arguments."""
+    return stats.score_sample(d_k, seq_len, n_samples, seed, device_name, distribution)
+
+
+st.title(ui.t("sat.title"))
+st.caption(ui.t("sat.intro"))
+
+c1, c2, c3 = st.columns(3, gap="large")
+with c1:
+    d_k = ui.pow2_slider("head_dim", 1, 1024, DEFAULT_D_K, help_key="help.sat_d_k")
+    use_scaling = ui.toggle("scaling", True, help_key="help.scaling")
+with c2:
+    seq_len = ui.int_slider("seq_len", 2, 256, 16, help_key="help.sat_seq_len")
+    n_samples = ui.pow2_slider("samples", 16, 16384, 256, help_key="help.samples")
+with c3:
+    temperature = ui.float_slider("temperature", 0.1, 5.0, 1.0, 0.1, help_key="help.temperature")
+    distribution = ui.choice("dist", list(stats.DISTRIBUTIONS), "normal", help_key="help.dist")
+
+seed, device = ui.seed(), ui.device()
+style = ui.style()
+sqrt_d = math.sqrt(d_k)
+scale = 1.0 / sqrt_d if use_scaling else 1.0
+labels = synthetic_tokens(seq_len)
+
+with st.spinner(ui.t("sat.computing")):
+    sample = ui.run_safely(lambda: cached_sample(d_k, seq_len, n_samples, seed, distribution, device))
+    sweep = ui.run_safely(
+        lambda: cached_sweep(seq_len, n_samples, seed, distribution, float(temperature), device)
+    )
+
+if sample is not None:
+    st.markdown(
+        ui.t("sat.summary", d=d_k, sq=f"{sqrt_d:.4g}", inv=f"{1 / sqrt_d:.4g}", n=f"{sample.n_scores:,}",
+             var=f"{sample.raw_var:.4g}", svar=f"{sample.scaled_var:.4g}")
+    )  # fmt: skip
+st.markdown(
+    ui.t("sat.current_on" if use_scaling else "sat.current_off", d=d_k, sq=f"{sqrt_d:.4g}", tau=f"{temperature:g}",
+         c=f"{scale / temperature:.4g}")
+)  # fmt: skip
+
+# ---- 1. score distributions
+st.subheader(ui.t("sat.h1"))
+st.caption(ui.t("sat.c1", d=d_k))
+if sample is not None:
+    fig = fig_saturation.score_distribution_figure(sample, style)
+    ui.show_figure(fig, "sat_dist", data=fig_saturation.score_distribution_data(sample), name=f"scores_dk{d_k}")
+
+# ---- 2. the same queries and keys, unscaled and scaled
+st.subheader(ui.t("sat.h2"))
+st.caption(ui.t("sat.c2"))
+if sample is not None:
+    w_unscaled = stats.softmax_weights(sample.example, 1.0 / temperature)
+    w_scaled = stats.softmax_weights(sample.example, 1.0 / (sqrt_d * temperature))
+    fig = fig_saturation.scaled_unscaled_figure(sample.example, w_unscaled, w_scaled, labels, d_k, temperature, style)
+    data = pd.DataFrame(
+        {
+            "query": [lab for lab in labels for _ in labels],
+            "key": labels * seq_len,
+            "q·k": sample.example.reshape(-1),
+            "weight unscaled": w_unscaled.reshape(-1),
+            "weight scaled": w_scaled.reshape(-1),
+        }
+    )
+    ui.show_figure(fig, "sat_maps", data=data, name=f"maps_dk{d_k}")
+
+# ---- 3. saturation against d_k
+st.subheader(ui.t("sat.h3"))
+st.caption(ui.t("sat.c3"))
+if sweep is not None:
+    fig = fig_saturation.saturation_curves_figure(sweep, d_k, use_scaling, seq_len, n_samples, temperature, style)
+    ui.show_figure(fig, "sat_curves", data=sweep, name="saturation_sweep")
+
+# ---- 4. one query row and its Jacobian
+st.subheader(ui.t("sat.h4"))
+row_idx = 0
+if sample is not None:
+    row_idx = ui.int_slider("row", 0, seq_len - 1, 0, help_key="help.row")
+    row = stats.row_softmax(sample.example[row_idx], scale, temperature)
+    formula = ui.t("sat.row_formula_on" if use_scaling else "sat.row_formula_off", q=f"{labels[row_idx]} ({row_idx})",
+                   sq=f"{sqrt_d:.4g}", tau=f"{temperature:g}")  # fmt: skip
+    st.caption(ui.t("sat.c4"))
+    fig = fig_saturation.row_figure(row, labels, f"{labels[row_idx]} ({row_idx})", formula, style)
+    ui.show_figure(
+        fig, "sat_row",
+        data=pd.DataFrame({"key": labels, "z": row.z, "p": row.p}), name=f"row{row_idx}_dk{d_k}",
+    )  # fmt: skip
+
+# ---- 5. float16 numerics
+st.subheader(ui.t("sat.h5"))
+st.caption(ui.t("sat.c5", lim=f"{math.log(stats.FLOAT16_MAX):.2f}"))
+if sample is not None and sweep is not None:
+    demo = stats.float16_demo(sample.example[row_idx])
+    fig = fig_saturation.float16_figure(demo, sweep, labels, d_k, style)
+    table = fig_saturation.float16_data(demo, labels)
+    ui.show_figure(fig, "sat_fp16", data=table, name=f"float16_dk{d_k}")
+    st.markdown(ui.t("sat.fp16_ok" if demo.naive_ok else "sat.fp16_broken", d=d_k))
+    with st.expander(ui.t("sat.fp16_table")):
+        st.dataframe(table, hide_index=True, width="stretch")
+
+# ---- 6. explanations, with the user's numbers
+st.subheader(ui.t("sat.h6"))
+ui.help_expander("sat.why_var", d=d_k, sq=f"{sqrt_d:.4g}", inv=f"{1 / sqrt_d:.4g}",
+                 var="—" if sample is None else f"{sample.raw_var:.4g}",
+                 svar="—" if sample is None else f"{sample.scaled_var:.4g}")  # fmt: skip
+ui.help_expander("sat.why_softmax")
+if sweep is not None:
+    cur = sweep[sweep["d_k"] == d_k].set_index("scaled")
+    ui.help_expander(
+        "sat.cost", d=d_k, sq=f"{sqrt_d:.4g}",
+        mw_u=f"{cur.loc[False, 'max_weight']:.3f}", mw_s=f"{cur.loc[True, 'max_weight']:.3f}",
+        g_u=f"{cur.loc[False, 'grad_norm']:.3g}", g_s=f"{cur.loc[True, 'grad_norm']:.3g}",
+        sat_u=f"{cur.loc[False, 'saturated_frac']:.1%}",
+    )  # fmt: skip

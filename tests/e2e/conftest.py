@@ -1,0 +1,215 @@
+"""Browser-test harness: one Streamlit server per session, Debian's chromium through Playwright.
+
+Playwright never downloads a browser here: it drives ``/usr/bin/chromium`` (or ``chromium`` on the
+PATH, or ``$CHROMIUM``). Without it the tests are skipped with a message, except under ``CI=true``
+where a missing browser fails the run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "artifacts" / "screenshots"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+
+
+def chromium_path() -> str | None:
+    for cand in (os.environ.get("CHROMIUM"), shutil.which("chromium"), "/usr/bin/chromium"):
+        if cand and Path(cand).exists():
+            return cand
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(extra_env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    env = {**os.environ, "ATTN_DEVICE": os.environ.get("ATTN_DEVICE", "cpu"), **(extra_env or {})}
+    (ROOT / "artifacts").mkdir(exist_ok=True)
+    log = open(ROOT / "artifacts" / f"server-{port}.log", "w")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.fileWatcherType",
+            "none",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {proc.returncode}; see {log.name}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as resp:
+                if resp.status == 200:
+                    return proc, url
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError("streamlit did not become healthy in 90 s")
+
+
+@pytest.fixture(scope="session")
+def browser_exe() -> str:
+    exe = chromium_path()
+    if exe is None:
+        msg = "Debian's chromium is not installed: sudo apt-get install chromium fonts-noto-cjk (or make browser)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return exe
+
+
+@pytest.fixture(scope="session")
+def server(browser_exe):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    proc, url = start_server()
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="session")
+def browser(browser_exe):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=browser_exe, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+class PageWatch:
+    """A Playwright page plus what it logged: console errors, page errors, requests and dialogs."""
+
+    def __init__(self, page, base_url: str):
+        self.page, self.base_url = page, base_url
+        self.console_errors: list[str] = []
+        self.page_errors: list[str] = []
+        self.requests: list[str] = []
+        self.dialogs: list[str] = []
+        self.failed: list[str] = []
+        page.on("response", lambda r: self.failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+        page.on("console", lambda m: self.console_errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.page_errors.append(str(e)))
+        page.on("request", lambda r: self.requests.append(r.url))
+        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+
+    def open(self, path: str = "", timeout: float = 60_000, chart: bool = True) -> None:
+        """Load a page and wait for its first run; with ``chart``, also for plotly (lazy-loaded) to draw."""
+        self.page.goto(self.base_url + "/" + path.lstrip("/"))
+        self.page.wait_for_selector("[data-testid='stMain'] h1", timeout=timeout)
+        self.wait_idle(timeout)
+        if chart:
+            self.page.wait_for_selector(".js-plotly-plot .main-svg", timeout=timeout)
+            self.page.wait_for_timeout(300)
+
+    def wait_idle(self, timeout: float = 60_000) -> None:
+        """Wait until the script has finished and the app stopped re-rendering."""
+        self.page.wait_for_timeout(150)
+        self.page.wait_for_selector(IDLE, timeout=timeout)
+        self.page.wait_for_function(
+            "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout
+        )
+        self.page.wait_for_selector(IDLE, timeout=timeout)
+        self.page.wait_for_timeout(300)
+
+    def real_console_errors(self) -> list[str]:
+        """Console errors, less Streamlit's own base-path probes.
+
+        Opened at a deep link such as ``/heatmaps``, Streamlit's frontend first asks
+        ``/heatmaps/_stcore/health`` and ``/heatmaps/_stcore/host-config`` to find the
+        base path; those 404s are expected and logged as "Failed to load resource".
+        """
+        probes = [
+            f for f in self.failed if f.startswith("404 ") and f.endswith(("/_stcore/health", "/_stcore/host-config"))
+        ]
+        errors = list(self.console_errors)
+        for _ in probes:
+            for i, e in enumerate(errors):
+                if e.startswith("Failed to load resource") and "404" in e:
+                    del errors[i]
+                    break
+        return errors
+
+    def exceptions(self) -> list[str]:
+        return self.page.locator("[data-testid='stException']").all_inner_texts()
+
+    def chart_fingerprints(self) -> list[str]:
+        """A string per plotly chart that changes when its data changes."""
+        return self.page.evaluate(
+            """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => {
+                   // plotly 7 sends arrays as {dtype, bdata}: hash the JSON of every trace's data
+                   const txt = JSON.stringify((el.data || []).map(t => [t.x, t.y, t.z]))
+                       + JSON.stringify(((el.layout && el.layout.annotations) || []).map(a => a.text))
+                       + JSON.stringify(((el.layout && el.layout.shapes) || []).map(s => [s.x0, s.x1, s.y0, s.y1]));
+                   let h = 0;
+                   for (let i = 0; i < txt.length; i++) { h = (h * 31 + txt.charCodeAt(i)) | 0; }
+                   return txt.length + ':' + h;
+               })"""
+        )
+
+    def press_slider(self, key: str, presses: int = 1, keyname: str = "ArrowRight") -> None:
+        thumb = self.page.locator(f".st-key-{key} input[type='range']").first
+        thumb.focus()
+        for _ in range(presses):
+            thumb.press(keyname)
+        self.wait_idle()
+
+    def shot(self, name: str, full_page: bool = True) -> Path:
+        path = SHOTS / f"{name}.png"
+        self.page.screenshot(path=str(path), full_page=full_page)
+        return path
+
+
+@pytest.fixture
+def watch(browser, server, request):
+    ctx = browser.new_context(viewport={"width": 1440, "height": 1000}, device_scale_factor=1, accept_downloads=True)
+    page = ctx.new_page()
+    page.set_default_timeout(60_000)
+    w = PageWatch(page, server)
+    yield w
+    ctx.close()
