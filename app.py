@@ -12,5 +12,6 @@ pages = [
             default=True),
     st.Page("pages/saturation.py", title=ui.t("nav.saturation"), icon=":material/show_chart:", url_path="saturation"),
     st.Page("pages/kv_sharing.py", title=ui.t("nav.kv_sharing"), icon=":material/call_split:", url_path="kv_sharing"),
+    st.Page("pages/kv_cache.py", title=ui.t("nav.kv_cache"), icon=":material/memory:", url_path="kv_cache"),
 ]
 st.navigation(pages).run()

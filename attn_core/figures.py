@@ -126,8 +126,9 @@ def heatmap_grid(
     n, r, c = w.shape
     ncols = grid_columns(h_all, n_kv_heads) if len(heads) == h_all else min(len(heads), 4)
     nrows = -(-n // ncols)
-    gap = max(1, int(round(0.12 * max(r, c))))
-    big = np.full((nrows * (r + gap) - gap, ncols * (c + gap) - gap), np.nan, dtype=np.float32)
+    gap = max(1, int(round(0.12 * max(r, c))))  # between panels of a row
+    gap_y = max(2, int(round(0.3 * r)))  # between rows: room for the panel titles
+    big = np.full((nrows * (r + gap_y) - gap_y, ncols * (c + gap) - gap), np.nan, dtype=np.float32)
     mask_layer = np.full_like(big, np.nan)
     labels_q = [f"{t} ({i})" for i, t in enumerate(tokens_q)]
     labels_k = [f"{t} ({i})" for i, t in enumerate(tokens_k)]
@@ -138,7 +139,7 @@ def heatmap_grid(
     shapes, annotations = [], []
     for i, head in enumerate(heads):
         row, col = divmod(i, ncols)
-        y0, x0 = row * (r + gap), col * (c + gap)
+        y0, x0 = row * (r + gap_y), col * (c + gap)
         big[y0 : y0 + r, x0 : x0 + c] = w[i]
         if m_pooled is not None:
             mask_layer[y0 : y0 + r, x0 : x0 + c] = np.where(m_pooled, 1.0, np.nan)
@@ -182,12 +183,14 @@ def heatmap_grid(
     xt, xl = _tick_positions(c, labels_k, f, max_labels)
     yt, yl = _tick_positions(r, labels_q, f, max_labels * 2)
     tickvals_x = [col * (c + gap) + j for col in range(ncols) for j in xt]
-    tickvals_y = [row * (r + gap) + j for row in range(nrows) for j in yt]
+    tickvals_y = [row * (r + gap_y) + j for row in range(nrows) for j in yt]
     title = style.t("fig.grid_title", n=len(heads), kv=n_kv_heads)
     if f > 1:
         title += " · " + style.t("fig.pooled", r=r, c=c, tq=t_q, tk=t_k)
-    cell_px = max(6, min(32, 520 // max(r, 1)))
-    height = int(min(2400, max(360, nrows * (r * cell_px + 60) + 160)))
+    # Roughly square cells at a typical wide-layout plot width of ~900 px.
+    cell_px = max(3.0, min(36.0, 900.0 / big.shape[1]))
+    label_room = 40 + 7 * max((len(s) for s in xl), default=4)  # rotated key labels under the panels
+    height = int(min(3000, max(320, big.shape[0] * cell_px + label_room + (110 if style.present else 80))))
     fig.update_layout(
         title=dict(text=title, font=dict(size=style.title_font)),
         font=dict(size=style.font),
@@ -199,9 +202,9 @@ def heatmap_grid(
         margin=dict(l=10, r=10, t=70 if not style.present else 90, b=10),
         plot_bgcolor="rgba(0,0,0,0)",
         xaxis=dict(tickvals=tickvals_x, ticktext=xl * ncols, tickangle=-60, showgrid=False, zeroline=False,
-                   title=dict(text=style.t("fig.key")), constrain="domain"),
+                   title=dict(text=style.t("fig.key"))),
         yaxis=dict(tickvals=tickvals_y, ticktext=yl * nrows, autorange="reversed", showgrid=False, zeroline=False,
-                   title=dict(text=style.t("fig.query")), scaleanchor="x", constrain="domain"),
+                   title=dict(text=style.t("fig.query"))),
         uirevision="grid",
     )
     return fig

@@ -70,7 +70,7 @@ def test_text_and_synthetic_tokens(app_test):
     at.slider(key="seq_len").set_value(40).run()
     no_exception(at)
     assert "t0 (0)" in chart_specs(at)[0]["layout"]["xaxis"]["ticktext"]
-    assert grid_z(at).shape == (2 * 40 + 5, 4 * 40 + 3 * 5)  # 8 heads in 2 rows of 4, gaps of 5
+    assert grid_z(at).shape == (2 * 40 + 12, 4 * 40 + 3 * 5)  # 8 heads in 2 rows of 4; row gap 12, column gap 5
 
 
 def test_cross_attention_is_rectangular(app_test):

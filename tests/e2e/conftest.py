@@ -199,9 +199,18 @@ class PageWatch:
             thumb.press(keyname)
         self.wait_idle()
 
-    def shot(self, name: str, full_page: bool = True) -> Path:
+    def shot(self, name: str) -> Path:
+        """Save a PNG of the whole page (Streamlit scrolls inside its main container, so grow the viewport)."""
         path = SHOTS / f"{name}.png"
-        self.page.screenshot(path=str(path), full_page=full_page)
+        size = self.page.viewport_size
+        height = self.page.evaluate(
+            "() => { const m = document.querySelector('[data-testid=\"stMain\"]');"
+            " return m ? m.scrollHeight : document.body.scrollHeight; }"
+        )
+        self.page.set_viewport_size({"width": size["width"], "height": int(min(max(height, size["height"]), 8000))})
+        self.page.wait_for_timeout(400)
+        self.page.screenshot(path=str(path))
+        self.page.set_viewport_size(size)
         return path
 
 

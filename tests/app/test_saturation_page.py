@@ -1,0 +1,219 @@
+"""AppTest: the softmax-saturation page, its controls, URL parameters, the memory guard and the numbers shown."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from attn_core import stats
+from tests.conftest import ROOT, no_exception
+from tests.util import arr
+
+PAGE = "pages/saturation.py"
+
+
+def open_page(app_test, head_dim: int = 64, **session) -> AppTest:
+    """The page inside the whole app. The fixture runs the heatmap page first, whose head_dim (16) carries
+    over through the shared key, so d_k is set once the page has run (its default, 64, unless told)."""
+    at = app_test(PAGE, session=session or None)
+    at.session_state["head_dim"] = head_dim
+    return at.run()
+
+
+def charts(at) -> dict[str, dict]:
+    """Plotly JSON of every chart, by the key the page gave it (``sat_curves`` ...)."""
+    return {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+
+
+def traces(spec: dict, name: str) -> list[dict]:
+    return [tr for tr in spec["data"] if tr.get("name") == name]
+
+
+def fresh(query: dict[str, str]) -> AppTest:
+    """The page alone in a brand-new session, as a visitor opening a link: no state from other pages."""
+    at = AppTest.from_file(str(ROOT / PAGE), default_timeout=120)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def sweep(seq_len=16, n_samples=256, seed=0, distribution="normal", temperature=1.0):
+    return stats.saturation_sweep(stats.SWEEP_D_K, seq_len, n_samples, seed, "cpu", distribution, temperature)
+
+
+def curve(spec: dict, panel: int, name: str) -> np.ndarray:
+    """y values of the ``name`` curve (``unscaled``/``scaled by 1/√d_k``) in panel ``panel`` (0..5) of the curves."""
+    axis = "y" if panel == 0 else f"y{panel + 1}"
+    (tr,) = [t for t in spec["data"] if t.get("name") == name and t.get("yaxis", "y") == axis]
+    return arr(tr["y"])
+
+
+def test_defaults_render_with_the_numbers_of_attn_core(app_test):
+    at = open_page(app_test)
+    no_exception(at)
+    assert not at.error and not at.warning
+    specs = charts(at)
+    assert list(specs) == ["sat_dist", "sat_maps", "sat_curves", "sat_row", "sat_fp16"]
+    sample = stats.score_sample(64, 16, 256, 0)
+    summary = at.markdown[0].value
+    assert f"{sample.raw_var:.4g}" in summary and f"{sample.scaled_var:.4g}" in summary and "65,536" in summary
+    assert "√64 = **8**" in summary and "**0.125**" in summary
+    # the curves are the sweep, unscaled and scaled, in every panel
+    df = sweep()
+    unscaled, scaled = df[~df["scaled"]], df[df["scaled"]]
+    c = specs["sat_curves"]
+    for panel, column in enumerate(("score_var", "max_weight", "entropy", "saturated_frac", "jacobian_norm",
+                                    "grad_norm")):  # fmt: skip
+        np.testing.assert_allclose(curve(c, panel, "unscaled"), unscaled[column], rtol=1e-6)
+        np.testing.assert_allclose(curve(c, panel, "scaled by 1/√d_k"), scaled[column], rtol=1e-6)
+    assert c["layout"]["xaxis"]["type"] == "log"
+    # the current d_k is marked in all six panels, on both curves
+    markers = traces(c, "current")
+    assert len(markers) == 6 and all(m["x"] == [64, 64] for m in markers)
+    # the two maps: same scores, scaled and unscaled, on one 0..1 colour axis
+    m = specs["sat_maps"]
+    np.testing.assert_allclose(arr(m["data"][0]["z"]), stats.softmax_weights(sample.example, 1.0), atol=1e-6)
+    np.testing.assert_allclose(arr(m["data"][1]["z"]), stats.softmax_weights(sample.example, 1 / 8), atol=1e-6)
+    assert m["data"][0]["coloraxis"] == m["data"][1]["coloraxis"] == "coloraxis"
+    assert (m["layout"]["coloraxis"]["cmin"], m["layout"]["coloraxis"]["cmax"]) == (0, 1)
+    # one row: the first query of the first sequence, scaled, with its Jacobian on a fixed ±0.25 scale
+    row = stats.row_softmax(sample.example[0], 1 / 8, 1.0)
+    r = specs["sat_row"]
+    np.testing.assert_allclose(arr(r["data"][0]["y"]), row.p, atol=1e-6)
+    np.testing.assert_allclose(arr(r["data"][1]["z"]), row.jacobian, atol=1e-7)
+    assert (r["layout"]["coloraxis"]["cmin"], r["layout"]["coloraxis"]["cmax"]) == (-0.25, 0.25)
+
+
+def test_d_k_moves_the_marker_and_changes_the_maps(app_test):
+    at = open_page(app_test)
+    at.select_slider(key="head_dim").set_value(512).run()
+    no_exception(at)
+    specs = charts(at)
+    markers = traces(specs["sat_curves"], "current")
+    assert all(m["x"] == [512, 512] for m in markers)
+    df = sweep().set_index(["d_k", "scaled"])
+    # panel 2 (mean max weight): the markers sit on the unscaled and scaled values at d_k = 512
+    np.testing.assert_allclose(arr(markers[1]["y"]), [df.loc[(512, False), "max_weight"],
+                                                      df.loc[(512, True), "max_weight"]], rtol=1e-6)  # fmt: skip
+    assert df.loc[(512, False), "max_weight"] > 0.9
+    sample = stats.score_sample(512, 16, 256, 0)
+    np.testing.assert_allclose(arr(specs["sat_maps"]["data"][0]["z"]), stats.softmax_weights(sample.example, 1.0),
+                               atol=1e-6)  # fmt: skip
+    assert traces(specs["sat_fp16"], "current")[0]["x"] == [512]
+    assert "d_k = **512**" in at.markdown[0].value
+    # unscaled scores at d_k = 512 break the naive float16 softmax of this row
+    assert "broken" in " ".join(md.value for md in at.markdown)
+    table = at.dataframe[0].value
+    assert table["naive exp/Σexp (float16)"].isna().any() and np.isfinite(table["max-subtracted (float16)"]).all()
+
+
+def test_scaling_and_temperature_change_the_row_and_the_marker(app_test):
+    at = open_page(app_test)
+    sample = stats.score_sample(64, 16, 256, 0)
+    at.toggle(key="scaling").set_value(False).run()
+    no_exception(at)
+    specs = charts(at)
+    np.testing.assert_allclose(arr(specs["sat_row"]["data"][0]["y"]), stats.row_softmax(sample.example[0], 1.0).p,
+                               atol=1e-6)  # fmt: skip
+    symbols = traces(specs["sat_curves"], "current")[0]["marker"]["symbol"]
+    assert symbols == ["circle", "circle-open"]  # the unscaled marker is filled now
+    assert "**off**" in at.markdown[1].value
+    at.slider(key="temperature").set_value(0.5).run()
+    no_exception(at)
+    specs = charts(at)
+    np.testing.assert_allclose(arr(specs["sat_row"]["data"][0]["y"]),
+                               stats.row_softmax(sample.example[0], 1.0, 0.5).p, atol=1e-6)  # fmt: skip
+    df = sweep(temperature=0.5)
+    np.testing.assert_allclose(curve(specs["sat_curves"], 1, "unscaled"), df[~df["scaled"]]["max_weight"], rtol=1e-6)
+
+
+def test_keys_samples_distribution_row_and_seed_change_the_numbers(app_test):
+    at = open_page(app_test)
+    at.slider(key="seq_len").set_value(8).run()
+    no_exception(at)
+    assert arr(charts(at)["sat_maps"]["data"][0]["z"]).shape == (8, 8)
+    at.select_slider(key="samples").set_value(64).run()
+    no_exception(at)
+    assert f"{64 * 8 * 8:,} scores" in at.markdown[0].value
+    at.slider(key="row").set_value(5).run()
+    sample = stats.score_sample(64, 8, 64, 0)
+    np.testing.assert_allclose(arr(charts(at)["sat_row"]["data"][0]["y"]),
+                               stats.row_softmax(sample.example[5], 1 / 8).p, atol=1e-6)  # fmt: skip
+    at.segmented_control(key="dist").set_value("projected").run()
+    no_exception(at)
+    projected = stats.score_sample(64, 8, 64, 0, distribution="projected")
+    assert f"{projected.raw_var:.4g}" in at.markdown[0].value
+    df = sweep(8, 64, 0, "projected")
+    np.testing.assert_allclose(curve(charts(at)["sat_curves"], 0, "unscaled"), df[~df["scaled"]]["score_var"],
+                               rtol=1e-6)  # fmt: skip
+    # the global seed (sidebar) resamples everything
+    at.session_state["seed"] = 7
+    at.run()
+    no_exception(at)
+    assert f"{stats.score_sample(64, 8, 64, 7, distribution='projected').raw_var:.4g}" in at.markdown[0].value
+
+
+def test_a_shorter_sequence_clamps_the_row(app_test):
+    at = open_page(app_test)
+    at.slider(key="row").set_value(15).run()
+    at.slider(key="seq_len").set_value(4).run()
+    no_exception(at)
+    assert at.slider(key="row").value == 3
+    assert len(arr(charts(at)["sat_row"]["data"][0]["y"])) == 4
+
+
+@pytest.mark.parametrize(
+    "query,kind,text,d_k",
+    [
+        ({"head_dim": "0"}, "warning", "head_dim=0", 64),
+        ({"head_dim": "abc"}, "warning", "head_dim=abc", 64),
+        ({"head_dim": "100"}, "info", "nearest one, 128", 128),
+        ({"samples": "100"}, "info", "nearest one, 128", 64),
+        ({"seq_len": "1"}, "warning", "seq_len=1", 64),
+        ({"dist": "uniform"}, "warning", "dist=uniform", 64),
+        ({"scaling": "maybe"}, "warning", "scaling=maybe", 64),
+    ],
+)
+def test_bad_url_values_give_a_notice_not_a_traceback(query, kind, text, d_k):
+    at = fresh(query)
+    no_exception(at)
+    notices = [n.value for n in getattr(at, kind)]
+    assert any(text in n for n in notices), notices
+    assert at.select_slider(key="head_dim").value == d_k
+    assert len(at.get("plotly_chart")) == 5
+
+
+def test_memory_budget_refuses_the_sweep_and_keeps_the_rest(app_test, monkeypatch):
+    # 8 MiB: one d_k = 64 sample (5 MiB) fits, the sweep up to d_k = 1024 (35 MiB) does not
+    monkeypatch.setenv("ATTN_MAX_BYTES", str(8 * 2**20))
+    st.cache_data.clear()  # earlier tests cached this sweep under the default budget
+    at = open_page(app_test)
+    no_exception(at)
+    (err,) = at.error
+    assert "ATTN_MAX_BYTES" in err.value and "8 MiB" in err.value and "at most" in err.value
+    assert list(charts(at)) == ["sat_dist", "sat_maps", "sat_row"]
+    assert [s.value for s in at.subheader][-1].startswith("6")
+
+
+def test_chinese_and_presentation_mode(app_test):
+    at = open_page(app_test, lang="zh", present=True)
+    no_exception(at)
+    assert at.title[0].value.startswith("Softmax 饱和")
+    specs = charts(at)
+    assert "softmax 饱和随 d_k 的变化" in specs["sat_curves"]["layout"]["title"]["text"]
+    assert all(s["layout"]["font"]["size"] >= 20 for s in specs.values())
+    assert specs["sat_curves"]["layout"]["xaxis"]["title"]["text"].startswith("d_k（")
+    assert "分数的分布" in at.subheader[0].value
+
+
+def test_explanations_substitute_the_users_numbers(app_test):
+    at = open_page(app_test, 256)
+    body = " ".join(md.value for md in at.markdown)
+    assert "d_k = **256**" in body and "√256 = **16**" in body and "1/16 = 0.0625" in body
+    df = sweep().set_index(["d_k", "scaled"])
+    assert f"**{df.loc[(256, False), 'max_weight']:.3f}**" in body
+    assert f"**{df.loc[(256, True), 'grad_norm']:.3g}**" in body
+    assert math.isclose(df.loc[(256, True), "score_var"], 1.0, rel_tol=0.05)

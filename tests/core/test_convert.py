@@ -1,0 +1,246 @@
+"""attn_core.convert: MHA -> GQA conversion, the conversion study and the two KV mapping conventions."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attn_core.attention import GroupedQueryAttention, kv_group_of, repeat_kv
+from attn_core.config import AttentionConfig, ConfigError, divisors
+from attn_core.convert import (
+    METHODS,
+    build_source,
+    check_sim_size,
+    conversion_errors,
+    conversion_study,
+    correlated_mha,
+    expand_kv,
+    kv_head_for,
+    kv_map,
+    mapping_mismatch,
+    mean_kl,
+    mha_to_gqa,
+    weights_with_mapping,
+)
+from attn_core.maps import compute_attention_maps, init_layer
+from attn_core.tokens import embed, tokenize
+
+TOKS = tokenize("the cat sat on the mat because it was tired")
+
+
+def mha(d_model=48, h=6, d=8, bias=False, seed=0):
+    return init_layer(GroupedQueryAttention(d_model, h, h, head_dim=d, bias=bias), seed)
+
+
+def x_of(d_model=48, seed=0):
+    return embed(TOKS, d_model, seed)[None]  # (1, T, d_model)
+
+
+@pytest.mark.parametrize("method", ["mean", "first"])
+@pytest.mark.parametrize("bias", [False, True])
+def test_conversion_to_n_heads_reproduces_the_layer_exactly(method, bias):
+    m = mha(bias=bias)
+    if bias:
+        with torch.no_grad():
+            for p in (m.q_proj.bias, m.k_proj.bias, m.v_proj.bias, m.o_proj.bias):
+                p.normal_()
+    g = mha_to_gqa(m, m.n_heads, method)
+    assert g is not m and g.n_kv_heads == m.n_heads
+    for (name, a), (_, b) in zip(m.state_dict().items(), g.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name
+    x = x_of()
+    with torch.no_grad():
+        assert torch.equal(m(x, causal=True).output, g(x, causal=True).output)
+
+
+def test_mean_pools_each_contiguous_group_and_copies_q_and_o():
+    m = mha(h=6, d=4, d_model=24)
+    g = mha_to_gqa(m, 2, "mean")
+    wk, wv = m.k_proj.weight, m.v_proj.weight  # (6*4, 24)
+    for kv in range(2):
+        members = [h for h in range(6) if kv_group_of(h, 6, 2) == kv]  # heads 0-2, 3-5
+        expect_k = sum(wk[h * 4 : (h + 1) * 4] for h in members) / len(members)
+        expect_v = sum(wv[h * 4 : (h + 1) * 4] for h in members) / len(members)
+        torch.testing.assert_close(g.k_proj.weight[kv * 4 : (kv + 1) * 4], expect_k)
+        torch.testing.assert_close(g.v_proj.weight[kv * 4 : (kv + 1) * 4], expect_v)
+    assert torch.equal(g.q_proj.weight, m.q_proj.weight) and torch.equal(g.o_proj.weight, m.o_proj.weight)
+    first = mha_to_gqa(m, 2, "first")
+    assert torch.equal(first.k_proj.weight[4:8], wk[12:16])  # KV head 1 <- query head 3
+    # a new module: changing it leaves the source alone
+    with torch.no_grad():
+        g.q_proj.weight.zero_()
+    assert m.q_proj.weight.abs().sum() > 0
+
+
+@pytest.mark.parametrize("n_kv", [1, 2, 3])
+def test_identical_kv_heads_in_each_group_make_mean_and_first_exact(n_kv):
+    m = mha(h=6)
+    n_rep, d = 6 // n_kv, m.head_dim
+    with torch.no_grad():
+        for lin in (m.k_proj, m.v_proj):
+            w = lin.weight.view(6, d, -1)
+            for h in range(6):
+                w[h] = w[(h // n_rep) * n_rep]  # every head a copy of its group's first
+    x = x_of()
+    with torch.no_grad():
+        ref = m(x)
+        for method in ("mean", "first"):
+            out = mha_to_gqa(m, n_kv, method)(x)
+            torch.testing.assert_close(out.output, ref.output, atol=1e-6, rtol=1e-5)
+            torch.testing.assert_close(out.weights, ref.weights, atol=1e-6, rtol=1e-5)
+        rel, kl = conversion_errors(m, mha_to_gqa(m, n_kv, "random", seed=1), x)
+    assert rel > 0.2 and kl > 0.01
+
+
+def test_random_heads_are_seeded_and_keep_the_scale():
+    m = mha(h=8, d=16, d_model=128)
+    a, b, c = (mha_to_gqa(m, 2, "random", seed=s) for s in (0, 0, 1))
+    assert torch.equal(a.k_proj.weight, b.k_proj.weight) and not torch.equal(a.k_proj.weight, c.k_proj.weight)
+
+    def rms(w):
+        return float(w.detach().pow(2).mean().sqrt())
+
+    assert rms(a.k_proj.weight) == pytest.approx(rms(m.k_proj.weight), rel=0.1)
+    assert torch.equal(a.q_proj.weight, m.q_proj.weight)
+
+
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda m: mha_to_gqa(m, 4), "divisible"),
+        (lambda m: mha_to_gqa(m, 2, "median"), "method"),
+        (lambda m: mha_to_gqa(m, 12), "n_kv_heads"),
+        (lambda m: mha_to_gqa(mha_to_gqa(m, 2), 1), "must be MHA"),
+        (lambda m: mha_to_gqa("not a layer", 2), "GroupedQueryAttention"),
+    ],
+)
+def test_bad_conversions_raise_config_errors(call, match):
+    with pytest.raises(ConfigError, match=match):
+        call(mha())
+
+
+def test_mean_kl_matches_torch_kl_div():
+    g = torch.Generator().manual_seed(0)
+    s1, s2 = torch.randn(3, 5, 7, generator=g), torch.randn(3, 5, 7, generator=g)
+    p_log, q_log = torch.log_softmax(s1, -1), torch.log_softmax(s2, -1)
+    ref = F.kl_div(q_log, p_log, log_target=True, reduction="none").sum(-1).mean()
+    assert mean_kl(p_log, q_log) == pytest.approx(float(ref), rel=1e-5)
+    assert mean_kl(p_log, p_log) == 0.0
+    # causal rows: masked keys (-inf in both) add nothing
+    mask = torch.ones(5, 7, dtype=torch.bool).tril()
+    lp = torch.log_softmax(s1.masked_fill(~mask, float("-inf")), -1)
+    lq = torch.log_softmax(s2.masked_fill(~mask, float("-inf")), -1)
+    assert math.isfinite(mean_kl(lp, lq)) and mean_kl(lp, lq) > 0
+
+
+def test_conversion_errors_by_hand():
+    m, x = mha(), x_of()
+    g = mha_to_gqa(m, 2, "first")
+    rel, kl = conversion_errors(m, g, x)
+    with torch.no_grad():
+        a, b = m(x), g(x)
+    expect_rel = float(torch.sqrt(((b.output - a.output) ** 2).sum() / (a.output**2).sum()))
+    assert rel == pytest.approx(expect_rel, rel=1e-5)
+    p = a.weights.double()
+    expect_kl = float((p * (p.log() - b.weights.double().log())).sum(-1).mean())
+    assert kl == pytest.approx(expect_kl, rel=1e-3)
+
+
+def test_study_covers_every_divisor_and_is_exact_at_mha():
+    m, x = mha(h=6), x_of()
+    s = conversion_study(m, x)
+    assert s.n_kv == (1, 2, 3, 6) == tuple(divisors(6))
+    for method in METHODS:
+        assert s.rel_l2[method].shape == (4,) and np.all(np.isfinite(s.kl[method]))
+    assert s.rel_l2["mean"][-1] == 0 and s.rel_l2["first"][-1] == 0 and s.kl["mean"][-1] == 0
+    assert s.rel_l2["random"][-1] > 0.5
+    rel, kl = conversion_errors(m, mha_to_gqa(m, 2, "first"), x)
+    assert s.rel_l2["first"][1] == pytest.approx(rel) and s.kl["first"][1] == pytest.approx(kl)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_correlated_heads_order_mean_first_random(seed):
+    """Heads that are noisy copies of 2 base heads: whenever each group holds copies of one base, mean < first < random."""
+    h, d, d_model = 8, 16, 128
+    m = correlated_mha(d_model, h, d, n_base=2, noise=0.3, seed=seed)
+    s = conversion_study(m, embed(TOKS, d_model, seed)[None], seed=seed)
+    for i, kv in enumerate(s.n_kv):
+        if kv % 2 or kv == h:
+            continue
+        for metric in (s.rel_l2, s.kl):
+            assert metric["mean"][i] < metric["first"][i] < metric["random"][i], (kv, metric)
+
+
+def test_correlated_heads_are_copies_of_their_base():
+    m = correlated_mha(32, 4, 8, n_base=2, noise=0.0, seed=3)
+    for lin in (m.q_proj, m.k_proj, m.v_proj):
+        w = lin.weight.view(4, 8, 32)
+        assert torch.equal(w[0], w[1]) and torch.equal(w[2], w[3]) and not torch.equal(w[0], w[2])
+        assert float(w.detach().var()) == pytest.approx(1 / 32, rel=0.3)
+    noisy = correlated_mha(32, 4, 8, n_base=2, noise=0.5, seed=3)
+    assert not torch.equal(noisy.k_proj.weight.view(4, 8, 32)[0], noisy.k_proj.weight.view(4, 8, 32)[1])
+    with pytest.raises(ConfigError, match="noise"):
+        correlated_mha(32, 4, 8, n_base=2, noise=-1)
+    with pytest.raises(ConfigError, match="n_base"):
+        correlated_mha(32, 4, 8, n_base=5, noise=0.1)
+    with pytest.raises(ConfigError, match="source"):
+        build_source("trained", 32, 4, 8)
+
+
+# ---------------------------------------------------------------- mapping conventions
+@pytest.mark.parametrize("h,kv", [(8, 2), (12, 3), (12, 4), (6, 6), (6, 1), (64, 8)])
+def test_mappings_agree_with_kv_group_of_and_modulo(h, kv):
+    assert kv_map(h, kv, "contiguous") == [kv_group_of(i, h, kv) for i in range(h)]
+    assert kv_map(h, kv, "interleaved") == [i % kv for i in range(h)]
+    assert all(kv_head_for(i, h, kv) == kv_group_of(i, h, kv) for i in range(h))
+    # MHA and MQA: both conventions coincide; GQA: they differ
+    same = kv_map(h, kv, "contiguous") == kv_map(h, kv, "interleaved")
+    assert same == (kv in (1, h))
+
+
+def test_expand_kv_matches_torch_repeat_functions():
+    x = torch.randn(2, 3, 5, 4)
+    c = expand_kv(x, 4, "contiguous")
+    i = expand_kv(x, 4, "interleaved")
+    assert torch.equal(c, torch.repeat_interleave(x, 4, dim=1)) and torch.equal(c, repeat_kv(x, 4))
+    assert torch.equal(i, x.repeat(1, 4, 1, 1))
+    for h in range(12):
+        assert torch.equal(c[:, h], x[:, kv_head_for(h, 12, 3, "contiguous")])
+        assert torch.equal(i[:, h], x[:, h % 3])
+    with pytest.raises(ConfigError, match="mapping"):
+        expand_kv(x, 2, "shuffled")
+
+
+def test_contiguous_weights_reproduce_the_layer_and_interleaved_match_by_hand():
+    cfg = AttentionConfig(n_heads=8, n_kv_heads=2, head_dim=16)
+    m = compute_attention_maps(cfg, TOKS, mask_kind="causal")
+    w_c = weights_with_mapping(m.q, m.k, m.scale, m.mask, "contiguous")
+    np.testing.assert_allclose(w_c, m.weights, atol=1e-6)
+    w_i = weights_with_mapping(m.q, m.k, m.scale, m.mask, "interleaved")
+    for h in range(8):
+        s = torch.from_numpy(m.q[h] @ m.k[h % 2].T * m.scale).masked_fill(~torch.from_numpy(m.mask), float("-inf"))
+        np.testing.assert_allclose(w_i[h], torch.softmax(s, -1).numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("built_with", ["contiguous", "interleaved"])
+def test_mapping_mismatch_changes_exactly_the_heads_that_read_another_kv_head(built_with):
+    m = compute_attention_maps(AttentionConfig(n_heads=8, n_kv_heads=2, head_dim=16), TOKS)
+    mm = mapping_mismatch(m.q, m.k, m.scale, m.mask, built_with)
+    assert mm.run_with != built_with
+    assert mm.built == tuple(kv_map(8, 2, built_with)) and mm.run == tuple(kv_map(8, 2, mm.run_with))
+    for h in range(8):
+        if mm.built[h] == mm.run[h]:
+            assert mm.kl[h] == 0 and np.array_equal(mm.weights_built[h], mm.weights_run[h])
+        else:
+            assert mm.kl[h] > 1e-3 and not np.allclose(mm.weights_built[h], mm.weights_run[h])
+    if built_with == "contiguous":
+        np.testing.assert_allclose(mm.weights_built, m.weights, atol=1e-6)
+    assert sum(a != b for a, b in zip(mm.built, mm.run, strict=True)) == 4  # heads 1, 3, 4, 6
+
+
+def test_simulation_size_guard():
+    check_sim_size(4096, 32, 128)  # exactly 2**24
+    with pytest.raises(ConfigError, match="d_model × n_heads × head_dim"):
+        check_sim_size(4096, 64, 128)
