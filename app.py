@@ -4,9 +4,16 @@ import streamlit as st
 
 import ui
 
-st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
+st.set_page_config(
+    page_title="Attention Explorer",
+    page_icon="🔍",
+    layout="wide",
+    # presentation mode starts with the sidebar folded away
+    initial_sidebar_state="collapsed" if st.query_params.get("present") in ("1", "true") else "auto",
+)
 
 ui.sidebar()
+ui.apply_presentation()
 pages = [
     st.Page("pages/heatmaps.py", title=ui.t("nav.heatmaps"), icon=":material/grid_on:", url_path="heatmaps",
             default=True),
@@ -14,4 +21,7 @@ pages = [
     st.Page("pages/kv_sharing.py", title=ui.t("nav.kv_sharing"), icon=":material/call_split:", url_path="kv_sharing"),
     st.Page("pages/kv_cache.py", title=ui.t("nav.kv_cache"), icon=":material/memory:", url_path="kv_cache"),
 ]
-st.navigation(pages).run()
+try:
+    st.navigation(pages).run()
+finally:
+    ui.share_link()  # also when a page stopped early on bad input

@@ -94,6 +94,21 @@ def _notice_if_replaced(key: str, raw: str | None, value: Any, ok: bool, expect:
         st.warning(t("ui.url_replaced", key=key, raw=shown, expect=expect, value=value), icon="⚠️")
 
 
+def _remember(key: str, value: Any, default: Any) -> None:
+    """Record a control's URL value for the "copy link" box (non-default values only)."""
+    link = st.session_state.setdefault("_link_params", {})
+    if value == default:
+        link.pop(key, None)
+        return
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, float) and value.is_integer():
+        text = str(value)
+    else:
+        text = str(value)
+    link[key] = text
+
+
 def _parse_number(raw: str | None) -> float | None:
     if raw is None:
         return None
@@ -133,6 +148,7 @@ def int_slider(
     num = _parse_number(raw)
     ok = num is not None and num == int(num) and lo <= num <= hi and (int(num) - lo) % step == 0
     _notice_if_replaced(key, raw, value, ok, t("ui.expect_int", lo=lo, hi=hi))
+    _remember(key, int(value), default)
     return int(value)
 
 
@@ -147,6 +163,7 @@ def float_slider(
     )
     num = _parse_number(raw)
     _notice_if_replaced(key, raw, value, num is not None and lo <= num <= hi, t("ui.expect_range", lo=lo, hi=hi))
+    _remember(key, float(value), float(default))
     return float(value)
 
 
@@ -157,6 +174,7 @@ def toggle(key: str, default: bool, *, container: Any = None, help_key: str | No
     value = box.toggle(t(f"ctl.{key}"), value=default, key=key, bind=BIND, help=t(help_key) if help_key else None)
     ok = raw is None or raw.lower() in ("true", "false")
     _notice_if_replaced(key, raw, value, ok, "true / false")
+    _remember(key, bool(value), default)
     return bool(value)
 
 
@@ -201,6 +219,7 @@ def choice(
         value = box.segmented_control(label, options, format_func=fmt, key=key, required=True, help=helptext)
     value = default if value is None else str(value)
     _write_url(key, value, default)
+    _remember(key, value, default)
     return value
 
 
@@ -222,7 +241,9 @@ def text_area(key: str, default: str, max_chars: int, *, container: Any = None, 
     if raw is not None and len(raw) > max_chars and key not in st.session_state:
         st.session_state[key] = raw[:max_chars]
         st.warning(t("ui.text_cut", key=key, n=len(raw), limit=max_chars), icon="✂️")
-    return box.text_area(t(f"ctl.{key}"), value=default, max_chars=max_chars, key=key, bind=BIND, height=height)
+    value = box.text_area(t(f"ctl.{key}"), value=default, max_chars=max_chars, key=key, bind=BIND, height=height)
+    _remember(key, value, default)
+    return value
 
 
 def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", container: Any = None) -> int:
@@ -242,12 +263,19 @@ def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", cont
         num = _parse_number(raw.split(" ")[0])
         if num is not None and int(num) not in options:
             wanted = num
+        elif num is not None and num == int(num):
+            # ?n_kv_heads=2 as well as the widget's own "2 · GQA" form
+            st.session_state[key] = int(num)
     if wanted is not None:
         snapped = nearest_divisor(n_heads, wanted)
         st.session_state[key] = snapped
         shown = int(wanted) if float(wanted).is_integer() else wanted
         st.info(t("ui.kv_snapped", want=shown, n_heads=n_heads, got=snapped, valid=", ".join(map(str, options))),
                 icon="↔️")
+    elif current is not None:
+        # Widget ids include the page, so after a page switch the value under this key belongs to the
+        # previous page's widget; re-assigning it makes this page's new widget start from it, not from 1.
+        st.session_state[key] = current
     fallback = default if default in options else nearest_divisor(n_heads, default)
 
     def fmt(d: int) -> str:
@@ -260,6 +288,7 @@ def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", cont
     kwargs = {} if key in st.session_state else {"value": fallback}
     value = box.select_slider(t("ctl.n_kv_heads"), options=options, format_func=fmt, key=key, bind=BIND,
                               help=t("help.n_kv_heads"), **kwargs)
+    _remember(key, int(value), fallback)
     return int(value)
 
 
@@ -305,12 +334,51 @@ def show_error(exc: Exception) -> None:
 
 
 def show_figure(fig: Any, key: str, data: Any = None, name: str | None = None) -> None:
-    """Draw a plotly figure with the project's toolbar settings (SVG download at scale 2).
+    """Draw a plotly figure (toolbar download: SVG at scale 2) with export buttons under it.
 
-    ``data`` (a pandas DataFrame of the numbers behind the chart, with token
-    labels) and ``name`` (a file stem) feed the export buttons under the chart.
+    ``data`` is a pandas DataFrame of the numbers behind the chart (with token
+    labels) for the CSV export; ``name`` is the file stem of every export.
     """
     st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme="streamlit")
+    export_menu(fig, key, data, name or key)
+
+
+@st.cache_resource(show_spinner=False)
+def _chromium() -> str | None:
+    from attn_core.render import find_chromium
+
+    return find_chromium()
+
+
+def _deferred(fig: Any, fmt: str, data: Any) -> Callable[[], bytes]:
+    from attn_core.render import export_bytes
+
+    def make() -> bytes:
+        return export_bytes(fig, fmt, data)
+
+    return make
+
+
+def export_menu(fig: Any, key: str, data: Any, name: str) -> None:
+    """A compact "Export" popover: PNG/SVG/PDF (kaleido + system Chromium), CSV of the numbers, offline HTML.
+
+    Files are produced only when a button is clicked (deferred download), so the
+    buttons cost nothing on a rerun.
+    """
+    from attn_core.render import MIME, chromium_missing_message
+
+    with st.popover(t("ui.export"), icon=":material/download:", key=f"{key}__export"):
+        st.caption(t("ui.export_help"))
+        cols = st.columns(5)
+        has_browser = _chromium() is not None
+        for col, fmt in zip(cols, ("png", "svg", "pdf", "csv", "html"), strict=True):
+            disabled = (fmt in ("png", "svg", "pdf") and not has_browser) or (fmt == "csv" and data is None)
+            col.download_button(
+                fmt.upper(), data=_deferred(fig, fmt, data), file_name=f"{name}.{fmt}", mime=MIME[fmt],
+                key=f"{key}__{fmt}", on_click="ignore", disabled=disabled, width="stretch",
+            )
+        if not has_browser:
+            st.info(chromium_missing_message(), icon="ℹ️")
 
 
 def as_numpy(x: Any) -> np.ndarray:
@@ -368,22 +436,104 @@ def attention_maps(
 
 
 def sidebar() -> None:
-    """The global sidebar: language, seed, presentation mode and the compute device."""
+    """The global sidebar: language, seed, presentation mode, the compute device and the share link."""
+    st.session_state["_link_params"] = {}
+    if "present" not in st.session_state and _url_raw("present") in ("1", "yes", "on"):
+        st.session_state["present"] = True  # ?present=1 as well as the toggle's own ?present=true
     with st.sidebar:
         # Options are the codes themselves so that links carry ?lang=zh.
         st.segmented_control("Language / 语言 (en = English, zh = 中文)", list(LANGUAGES), default=DEFAULT_LANG,
                              key="lang", bind=BIND, required=True)
+        _remember("lang", lang(), DEFAULT_LANG)
         raw = _url_raw("seed")
-        seed = st.number_input(t("ctl.seed"), min_value=0, max_value=2**31 - 1, value=0, step=1, key="seed",
-                               bind=BIND, help=t("help.seed"))
+        seed_value = st.number_input(t("ctl.seed"), min_value=0, max_value=2**31 - 1, value=0, step=1, key="seed",
+                                     bind=BIND, help=t("help.seed"))
         num = _parse_number(raw)
-        _notice_if_replaced("seed", raw, seed, num is not None and num.is_integer() and 0 <= num < 2**31,
+        _notice_if_replaced("seed", raw, seed_value, num is not None and num.is_integer() and 0 <= num < 2**31,
                             t("ui.expect_int", lo=0, hi=2**31 - 1))
-        toggle("present", False, help_key="help.present")
+        _remember("seed", int(seed_value), 0)
+        present = st.toggle(t("ctl.present"), value=False, key="present", bind=BIND, help=t("help.present"))
+        _remember("present", bool(present), False)
         dev, label, err = _device_choice()
         st.caption(t("ui.device", label=label))
         if err:
             st.warning(t("ui.device_fallback", msg=err), icon="⚠️")
+        st.session_state["_link_slot"] = st.empty()
+
+
+PRESENT_CSS = """
+<style>
+  [data-testid="stMain"] { font-size: 1.3rem; }
+  [data-testid="stMain"] h1 { font-size: 3.2rem; }
+  [data-testid="stMain"] p, [data-testid="stMain"] li { font-size: 1.35rem; line-height: 1.5; }
+  [data-testid="stMain"] [data-testid="stCaptionContainer"] { font-size: 1.15rem; }
+  [data-testid="stMain"] .block-container { padding-top: 1.5rem; max-width: 100%; }
+</style>
+"""
+
+
+def present() -> bool:
+    """Whether presentation mode (large type, controls folded away) is on."""
+    return bool(st.session_state.get("present", False))
+
+
+def apply_presentation() -> None:
+    """Large fonts for a projector; call once per run (app.py does)."""
+    if present():
+        st.html(PRESENT_CSS)
+
+
+def controls_box() -> Any:
+    """Where a page puts its controls: inline normally, folded into a compact bar in presentation mode."""
+    if present():
+        return st.expander(t("ui.controls"), expanded=False, icon=":material/tune:")
+    return st.container()
+
+
+def _shift_slide(key: str, step: int, n: int) -> None:
+    st.session_state[key] = min(max(int(st.session_state.get(key, 0)) + step, 0), n - 1)
+
+
+def slide_controls(key: str, n: int) -> int:
+    """Previous / Next buttons over ``n`` slides (Page Up / Page Down as shortcuts); returns the index.
+
+    The index lives in session state and in the URL (``?slide=3``), so a bookmark
+    opens the lecture at the same step.
+    """
+    if key not in st.session_state:
+        num = _parse_number(_url_raw(key))
+        st.session_state[key] = int(num) - 1 if num is not None and 1 <= num <= n and num == int(num) else 0
+    idx = min(max(int(st.session_state[key]), 0), n - 1)
+    st.session_state[key] = idx
+    left, mid, right = st.columns([1, 3, 1])
+    left.button(t("ui.prev"), key=f"{key}__prev", icon=":material/arrow_back:", shortcut="pageup",
+                disabled=idx == 0, width="stretch", on_click=_shift_slide, args=(key, -1, n))
+    right.button(t("ui.next"), key=f"{key}__next", icon=":material/arrow_forward:", shortcut="pagedown",
+                 disabled=idx == n - 1, width="stretch", on_click=_shift_slide, args=(key, 1, n))
+    mid.progress((idx + 1) / n, text=t("ui.slide", i=idx + 1, n=n))
+    mid.caption(t("ui.slide_keys"))
+    _write_url(key, str(idx + 1), "1")
+    _remember(key, idx + 1, 1)
+    return idx
+
+
+def share_link() -> None:
+    """Fill the sidebar's "copy link" box with the URL of the current view (call after the page ran).
+
+    The link holds every control that differs from its default, so opening it in
+    a new session reproduces the same numbers.
+    """
+    from urllib.parse import urlencode
+
+    slot = st.session_state.get("_link_slot")
+    if slot is None:
+        return
+    base = (st.context.url or "").split("?")[0]
+    params = st.session_state.get("_link_params", {})
+    url = base + ("?" + urlencode(params) if params else "")
+    with slot.container():
+        st.caption(t("ui.share_link"))
+        st.code(url or "?", language=None, wrap_lines=True)
 
 
 def seed() -> int:

@@ -26,6 +26,7 @@ THEORY_COLOR = "#444444"
 JACOBIAN_LIMIT = 0.25
 MAX_HEATMAP_CELLS = 64  # per side in the scaled/unscaled maps; larger maps are block-max pooled
 MAX_JACOBIAN_KEYS = 32
+NON_FINITE_Y = 1.08  # height of the inf/NaN flags above the 0..1 weight bars
 
 
 def _line_width(style: Style) -> int:
@@ -126,9 +127,7 @@ def score_distribution_data(sample: ScoreSample) -> pd.DataFrame:
         ("q·k", sample.raw_density, sample.raw_edges),
         (f"q·k/√{sample.d_k}", sample.scaled_density, sample.scaled_edges),
     ):
-        frames.append(
-            pd.DataFrame({"score": kind, "bin_from": edges[:-1], "bin_to": edges[1:], "density": density})
-        )
+        frames.append(pd.DataFrame({"score": kind, "bin_from": edges[:-1], "bin_to": edges[1:], "density": density}))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -175,9 +174,7 @@ def scaled_unscaled_figure(
             style.t("fig.query") + " %{y} → " + style.t("fig.key") + " %{x}<br>"
             + style.t("sat.fig.block_max") + " %{z:.4f}<extra>{name}</extra>"
         )  # fmt: skip
-    for col, (w, name) in enumerate(
-        ((w_u, style.t("sat.fig.unscaled")), (w_s, style.t("sat.fig.scaled"))), start=1
-    ):
+    for col, (w, name) in enumerate(((w_u, style.t("sat.fig.unscaled")), (w_s, style.t("sat.fig.scaled"))), start=1):
         fig.add_trace(
             go.Heatmap(
                 z=w, x=x, y=y, customdata=custom, coloraxis="coloraxis", name=name,
@@ -416,7 +413,7 @@ def float16_figure(
         words = np.where(np.isnan(demo.naive), "NaN", np.where(demo.naive > 0, "inf", "−inf"))
         fig.add_trace(
             go.Scatter(
-                x=[ticks[i] for i in np.flatnonzero(bad)], y=[0.5] * int(bad.sum()), mode="markers+text",
+                x=[ticks[i] for i in np.flatnonzero(bad)], y=[NON_FINITE_Y] * int(bad.sum()), mode="markers+text",
                 text=[words[i] for i in np.flatnonzero(bad)], textposition="top center", name="non-finite",
                 marker=dict(symbol="x", size=ms, color=UNSCALED_COLOR), showlegend=False,
                 textfont=dict(color=UNSCALED_COLOR, size=style.font),
@@ -429,7 +426,9 @@ def float16_figure(
             row=1, col=1,
         )  # fmt: skip
     fig.update_xaxes(title=dict(text=style.t("fig.key")), type="category", tickangle=-60, row=1, col=1)
-    fig.update_yaxes(title=dict(text=style.t("sat.fig.weight_axis")), range=[0, 1.05], row=1, col=1)
+    # weights live in 0..1; the band above holds the inf/NaN flags of the naive softmax
+    fig.update_yaxes(title=dict(text=style.t("sat.fig.weight_axis")), range=[0, 1.22], tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1],
+                     row=1, col=1)  # fmt: skip
     d_values = sorted(int(d) for d in sweep["d_k"].unique())
     unscaled = sweep[~sweep["scaled"]].sort_values("d_k")
     scaled = sweep[sweep["scaled"]].sort_values("d_k")

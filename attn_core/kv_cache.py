@@ -288,11 +288,11 @@ class TinyDecoder(nn.Module):
         return self.unembed(self.norm_f(x))  # (B, T, vocab)
 
 
-def make_prompt(cfg: DecodeConfig, prompt_len: int, device: torch.device | str = "cpu") -> torch.Tensor:
-    """Seeded random prompt tokens ``[B, prompt_len]`` int64."""
+def make_prompt(cfg: DecodeConfig, prompt_len: int) -> torch.Tensor:
+    """Seeded random prompt tokens ``[B, prompt_len]`` int64 on the CPU."""
     check_int("prompt_len", prompt_len, 1, MAX_PROMPT_LEN)
     g = torch.Generator().manual_seed(cfg.seed + 1)
-    return torch.randint(0, cfg.vocab, (cfg.batch, prompt_len), generator=g).to(device)
+    return torch.randint(0, cfg.vocab, (cfg.batch, prompt_len), generator=g)
 
 
 # ---------------------------------------------------------------- memory budget
@@ -340,7 +340,7 @@ def decode_need(cfg: DecodeConfig, prompt_len: int, n_new: int, recompute: bool 
     and activations.
     """
     cfg.validate()
-    s = prompt_len + n_new
+    s = prompt_len + n_new - 1  # the last generated token is never fed back
     elem = torch.tensor([], dtype=torch_dtype(cfg.dtype)).element_size()
     cache = cfg.n_layers * 2 * cfg.batch * cfg.cache_heads * s * cfg.head_dim * elem
     t_q = s if recompute else prompt_len
@@ -416,46 +416,52 @@ class DecodeStep:
     time_recompute_s: float | None
 
 
+def _timed_step(model: TinyDecoder, tokens: torch.Tensor, caches: list[KVCache] | None) -> tuple[torch.Tensor, float]:
+    """One greedy step: tokens ``[B, T]`` (CPU) in, next tokens ``[B]`` (CPU) and seconds out.
+
+    Every device tensor it creates dies when it returns, so between steps the
+    caches are the only device memory a decode holds (what the CUDA counter sees).
+    """
+    device = next(model.parameters()).device
+    # The grad mode is entered per step, never held across a generator's yield: it is
+    # thread-local and would otherwise leak into the consumer's code while the generator waits.
+    with torch.inference_mode():
+        t0 = time.perf_counter()
+        logits = model(tokens.to(device), caches)  # (B, T, V)
+        nxt = logits[:, -1].argmax(dim=-1)  # (B,)
+        _sync(device)
+        dt = time.perf_counter() - t0
+        return nxt.cpu(), dt
+
+
 def generate_cached(
     model: TinyDecoder, prompt: torch.Tensor, n_new: int, caches: list[KVCache] | None = None
 ) -> Iterator[tuple[torch.Tensor, list[KVCache], float]]:
-    """Greedy decoding with the K/V cache: yields ``(tokens [B], caches, seconds)`` per new token.
+    """Greedy decoding with the K/V cache: yields ``(tokens [B] on the CPU, caches, seconds)`` per new token.
 
     The first token comes from the prefill of ``prompt`` ``[B, P]``; each later
     one feeds only the previous token. ``caches`` default to fresh ones sized
-    ``P + n_new - 1``.
+    ``P + n_new - 1`` on the model's device.
     """
-    device = prompt.device
     b, p = prompt.shape
-    caches = caches if caches is not None else model.new_caches(p + n_new - 1, device)
-    step_input = prompt
+    caches = caches if caches is not None else model.new_caches(p + n_new - 1)
+    step_input = prompt.cpu()
     for _ in range(n_new):
-        # The grad mode is entered per step, never held across a yield: it is thread-local
-        # and would otherwise leak into the consumer's code while the generator waits.
-        with torch.inference_mode():
-            t0 = time.perf_counter()
-            logits = model(step_input, caches)  # (B, T, V)
-            nxt = logits[:, -1].argmax(dim=-1)  # (B,)
-            _sync(device)
-            dt = time.perf_counter() - t0
+        nxt, dt = _timed_step(model, step_input, caches)
         yield nxt, caches, dt
         step_input = nxt[:, None]  # (B, 1)
 
 
 def generate_recompute(model: TinyDecoder, prompt: torch.Tensor, n_new: int) -> Iterator[tuple[torch.Tensor, float]]:
-    """Greedy decoding without a cache: every step runs the whole sequence again. Yields ``(tokens [B], seconds)``."""
-    device = prompt.device
-    seq = prompt
+    """Greedy decoding without a cache: every step runs the whole sequence again.
+
+    Yields ``(tokens [B] on the CPU, seconds)`` per new token.
+    """
+    seq = prompt.cpu()
     for _ in range(n_new):
-        with torch.inference_mode():
-            t0 = time.perf_counter()
-            logits = model(seq)  # (B, T, V): all keys and values recomputed
-            nxt = logits[:, -1].argmax(dim=-1)  # (B,)
-            _sync(device)
-            dt = time.perf_counter() - t0
-            following = torch.cat([seq, nxt[:, None]], dim=1)  # (B, T + 1)
+        nxt, dt = _timed_step(model, seq, None)  # all keys and values recomputed
         yield nxt, dt
-        seq = following
+        seq = torch.cat([seq, nxt[:, None]], dim=1)  # (B, T + 1)
 
 
 def run_decode(
@@ -478,9 +484,8 @@ def run_decode(
     dev = torch.device(device)
     check_decode_budget(cfg, prompt_len, n_new, dev, budget_bytes, recompute)
     model = TinyDecoder(cfg).to(dev)
-    prompt = make_prompt(cfg, prompt_len, dev)
-    with torch.inference_mode():
-        model(prompt[:, :2])  # warm-up: lazy kernels and workspaces are set up before we measure
+    prompt = make_prompt(cfg, prompt_len)
+    _timed_step(model, prompt[:, :2], None)  # warm-up: lazy kernels and library workspaces come first
     _sync(dev)
     before = _cuda_allocated(dev)
     caches = model.new_caches(prompt_len + n_new - 1, dev)
@@ -540,7 +545,7 @@ def time_prefill_vs_decode(
     dev = torch.device(device)
     check_decode_budget(cfg, n_tokens, 1, dev, recompute=False)
     model = TinyDecoder(cfg).to(dev)
-    prompt = make_prompt(cfg, n_tokens, dev)
+    prompt = make_prompt(cfg, n_tokens).to(dev)
     best_p = best_d = math.inf
     with torch.inference_mode():
         model(prompt[:, :2])  # warm-up

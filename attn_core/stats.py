@@ -153,23 +153,21 @@ def estimate_bytes(d_k: int, seq_len: int, n_samples: int, distribution: str = "
     return total
 
 
-def check_memory(d_k: int, seq_len: int, n_samples: int, distribution: str = "normal") -> int:
+def check_memory(d_k: int, seq_len: int, n_samples: int, distribution: str = "normal", what: str = "") -> int:
     """Return the estimate of :func:`estimate_bytes`, or raise ConfigError if it exceeds :func:`max_bytes`.
 
-    The message names the samples field and the largest sample count that fits.
+    The message (prefixed by ``what`` when given) names the samples field and the
+    largest sample count that fits.
     """
     need = estimate_bytes(d_k, seq_len, n_samples, distribution)
     budget = max_bytes()
     if need > budget:
         per_sample = estimate_bytes(d_k, seq_len, 1, distribution)
         fits = max(0, budget // per_sample)
-        fix = (
-            f"use at most {fits} samples, or fewer keys"
-            if fits >= 1
-            else "use fewer keys or a smaller d_k"
-        )
+        fix = f"use at most {fits} samples, or fewer keys" if fits >= 1 else "use fewer keys or a smaller d_k"
         raise ConfigError(
-            f"samples ({n_samples}) × keys ({seq_len}) at d_k = {d_k} need about {format_bytes(need)} of memory, "
+            (f"{what}: " if what else "")
+            + f"samples ({n_samples}) × keys ({seq_len}) at d_k = {d_k} need about {format_bytes(need)} of memory, "
             f"more than the budget of {format_bytes(budget)} (set by ATTN_MAX_BYTES); {fix}",
             "samples",
         )
@@ -310,7 +308,7 @@ def saturation_sweep(
     if not values:
         raise ConfigError("d_k_values is empty; give at least one d_k from 1 to 1024", "d_k")
     _check_common(seq_len, n_samples, seed, distribution, temperature)
-    check_memory(max(values), seq_len, n_samples, distribution)
+    check_memory(max(values), seq_len, n_samples, distribution, f"the sweep over d_k = {min(values)}…{max(values)}")
     dev = torch.device(device)
     loss_g = downstream_weights(seq_len, n_samples, seed, dev)  # (N, T, T)
     rows = []
@@ -375,7 +373,9 @@ def score_sample(
     lim = float(np.max(np.abs(flat))) if flat.size else 1.0
     lim = lim if lim > 0 else 1.0
     raw_density, raw_edges = np.histogram(flat, bins=bins, range=(-lim, lim), density=True)
-    scaled_density, scaled_edges = np.histogram(flat * scale, bins=bins, range=(-lim * scale, lim * scale), density=True)
+    scaled_density, scaled_edges = np.histogram(
+        flat * scale, bins=bins, range=(-lim * scale, lim * scale), density=True
+    )
     return ScoreSample(
         d_k=int(d_k),
         seq_len=int(seq_len),

@@ -22,6 +22,10 @@ os.environ.setdefault("ATTN_DEVICE", "auto")
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from tests.conftest import disable_legacy_pages_routing  # noqa: E402
+
+disable_legacy_pages_routing()  # measure the steady state of a warm server
+
 
 def find_widget(at, key: str):
     for kind in ("toggle", "slider", "select_slider", "segmented_control", "checkbox", "number_input", "selectbox",

@@ -53,9 +53,9 @@ with c1:
     model_id = ui.choice("model", ["custom", *presets], DEFAULT_MODEL, widget="select", help_key="help.model")
     preset = presets.get(model_id)
     if preset is None:
-        n_heads = ui.int_slider("n_heads", 1, 128, 8, help_key="help.n_heads")
+        n_heads = ui.int_slider("n_heads", 1, 128, 8, help_key="help.kv_n_heads")
         n_kv_heads = ui.kv_heads_select(n_heads, 2)
-        head_dim = ui.int_slider("head_dim", 1, 256, 16, help_key="help.head_dim")
+        head_dim = ui.int_slider("head_dim", 1, 256, 16, help_key="help.kv_head_dim")
         n_layers = ui.int_slider("n_layers", 1, 128, 12, help_key="help.n_layers")
         model_name = ui.t("opt.model.custom")
         st.caption(ui.t("kvcache.custom_note"))
@@ -64,7 +64,7 @@ with c1:
         model_name = preset.name
         shape = ui.t("kvcache.preset_shape", L=preset.n_layers, d=f"{preset.hidden_size:,}", h=preset.n_heads,
                      kv=preset.n_kv_heads, dk=preset.head_dim, max=f"{preset.max_positions:,}",
-                     params=f"{preset.n_params / 1e9:.3g}")
+                     params=f"{preset.n_params:,}")
         if preset.is_mla:
             shape += " " + ui.t("kvcache.preset_mla", r=preset.kv_lora_rank, rope=preset.qk_rope_head_dim,
                                 nope=preset.qk_nope_head_dim, dv=preset.v_head_dim)
@@ -196,7 +196,7 @@ params = (dec_cfg, dec_prompt, dec_steps, dec_recompute, ui.device())
 b1, b2, _ = st.columns([1, 1, 4])
 run = b1.button(ui.t("kvcache.run"), key="kv_run", type="primary", icon=":material/play_arrow:")
 b2.button(ui.t("kvcache.stop"), key="kv_stop", disabled=not run, icon=":material/stop:")
-state = st.session_state.get("kv_decode"); print("DEBUG run", run, flush=True)
+state = st.session_state.get("kv_decode")
 if state is not None and state["status"] == "running" and not run:
     # The last run was interrupted (Stop, or any other control): keep what it measured.
     state["status"] = "stopped"

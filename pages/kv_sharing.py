@@ -105,8 +105,9 @@ if not tokens:
     st.stop()
 
 seed = ui.seed()
-cfg = AttentionConfig(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, seq_len=len(tokens), d_model=d_model,
-                      seed=seed)
+cfg = AttentionConfig(
+    n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, seq_len=len(tokens), d_model=d_model, seed=seed
+)
 if ui.run_safely(cfg.validate) is None:
     st.stop()
 T = len(tokens)
@@ -114,8 +115,19 @@ n_rep = cfg.n_rep
 kind = cfg.kind
 kv_elems = 2 * n_kv_heads * head_dim
 st.markdown(
-    ui.t("kv.summary", kind=kind, h=n_heads, kv=n_kv_heads, rep=n_rep, d=head_dim, dm=d_model, t=T, elems=n(kv_elems),
-         mha=n(2 * n_heads * head_dim), pct=f"{100 * n_kv_heads / n_heads:.4g}")
+    ui.t(
+        "kv.summary",
+        kind=kind,
+        h=n_heads,
+        kv=n_kv_heads,
+        rep=n_rep,
+        d=head_dim,
+        dm=d_model,
+        t=T,
+        elems=n(kv_elems),
+        mha=n(2 * n_heads * head_dim),
+        pct=f"{100 * n_kv_heads / n_heads:.4g}",
+    )
 )
 if d_model != n_heads * head_dim:
     st.caption(ui.t("kv.dmodel_note", dm=d_model, h=n_heads, d=head_dim, hd=n_heads * head_dim))
@@ -129,8 +141,9 @@ def get_maps():
 
     def compute():
         check_sim_size(d_model, n_heads, head_dim)
-        return ui.attention_maps(n_heads, n_kv_heads, head_dim, d_model, tuple(tokens), None, "none", None, True,
-                                 1.0, seed, ui.device())
+        return ui.attention_maps(
+            n_heads, n_kv_heads, head_dim, d_model, tuple(tokens), None, "none", None, True, 1.0, seed, ui.device()
+        )
 
     return ui.run_safely(compute)
 
@@ -140,8 +153,12 @@ if view == "diagram":
     owner = kv_map(n_heads, n_kv_heads)
     with left:
         fig = fig_kv.kv_diagram(n_heads, n_kv_heads, style=style)
-        ui.show_figure(fig, "kv_diagram", data=pd.DataFrame({"query_head": range(n_heads), "kv_head": owner}),
-                       name="kv_sharing_diagram")
+        ui.show_figure(
+            fig,
+            "kv_diagram",
+            data=pd.DataFrame({"query_head": range(n_heads), "kv_head": owner}),
+            name="kv_sharing_diagram",
+        )
         groups_txt = "; ".join(
             ui.t("kv.group_line", g=g, a=g * n_rep, b=(g + 1) * n_rep - 1) if n_rep > 1 else ui.t("kv.group_one", g=g)
             for g in range(min(n_kv_heads, 8))
@@ -150,12 +167,26 @@ if view == "diagram":
         st.caption(groups_txt + more)
     with right:
         fig = fig_kv.repeat_kv_figure(n_heads, n_kv_heads, T, head_dim, style=style)
-        blocks = pd.DataFrame({"tensor": ["K, V cache"] * n_kv_heads + ["after repeat_kv"] * n_heads,
-                               "head": list(range(n_kv_heads)) + list(range(n_heads)),
-                               "kv_head": list(range(n_kv_heads)) + owner})
+        blocks = pd.DataFrame(
+            {
+                "tensor": ["K, V cache"] * n_kv_heads + ["after repeat_kv"] * n_heads,
+                "head": list(range(n_kv_heads)) + list(range(n_heads)),
+                "kv_head": list(range(n_kv_heads)) + owner,
+            }
+        )
         ui.show_figure(fig, "repeat_kv", data=blocks, name="repeat_kv_blocks")
-        st.caption(ui.t("kv.repeat_note", hk=n_kv_heads, h=n_heads, t=T, d=head_dim, rep=n_rep,
-                        cache=n(2 * n_kv_heads * T * head_dim), full=n(2 * n_heads * T * head_dim)))
+        st.caption(
+            ui.t(
+                "kv.repeat_note",
+                hk=n_kv_heads,
+                h=n_heads,
+                t=T,
+                d=head_dim,
+                rep=n_rep,
+                cache=n(2 * n_kv_heads * T * head_dim),
+                full=n(2 * n_heads * T * head_dim),
+            )
+        )
     ui.help_expander("kv.diagram_help", rep=n_rep, h=n_heads, kv=n_kv_heads)
 
 elif view == "maps":
@@ -167,18 +198,31 @@ elif view == "maps":
         first = ui.int_slider("kv_first", 0, n_kv_heads - MAX_GROUPS_SHOWN, 0, help_key="help.kv_first")
         groups = list(range(first, first + MAX_GROUPS_SHOWN))
     heads = [h for g in groups for h in range(g * n_rep, (g + 1) * n_rep)]
-    fig = fig_kv.grouped_maps_figure(maps.weights, maps.k, maps.v, list(maps.tokens_q), list(maps.tokens_k),
-                                     groups=groups, style=style, max_cells=64 if len(heads) <= 8 else 40)
-    ui.show_figure(fig, "kv_maps", data=maps_dataframe(maps.weights, list(maps.tokens_q), list(maps.tokens_k), heads,
-                                                        n_rep), name="kv_maps_by_group")
+    fig = fig_kv.grouped_maps_figure(
+        maps.weights,
+        maps.k,
+        maps.v,
+        list(maps.tokens_q),
+        list(maps.tokens_k),
+        groups=groups,
+        style=style,
+        max_cells=64 if len(heads) <= 8 else 40,
+    )
+    ui.show_figure(
+        fig,
+        "kv_maps",
+        data=maps_dataframe(maps.weights, list(maps.tokens_q), list(maps.tokens_k), heads, n_rep),
+        name="kv_maps_by_group",
+    )
     if n_rep > 1:
         spread = [
             float(np.max(np.abs(maps.weights[g * n_rep : (g + 1) * n_rep] - maps.weights[g * n_rep][None])))
             for g in groups
         ]
         g_best = groups[int(np.argmax(spread))]
-        st.markdown(ui.t("kv.maps_differ", g=g_best, a=g_best * n_rep, b=(g_best + 1) * n_rep - 1,
-                         diff=f"{max(spread):.3f}"))
+        st.markdown(
+            ui.t("kv.maps_differ", g=g_best, a=g_best * n_rep, b=(g_best + 1) * n_rep - 1, diff=f"{max(spread):.3f}")
+        )
     else:
         st.markdown(ui.t("kv.maps_mha"))
     ui.help_expander("kv.maps_help")
@@ -187,8 +231,9 @@ elif view == "costs":
     dtype = ui.choice("kv_dtype", list(DTYPES), "fp16", help_key="help.kv_dtype")
     nbytes_el = DTYPE_BYTES[dtype]
     settings = [("current", n_kv_heads), ("mha", n_heads), ("mqa", 1)]
-    costs = {name: attention_costs(d_model, n_heads, kv, head_dim, T, bytes_per_element=nbytes_el)
-             for name, kv in settings}
+    costs = {
+        name: attention_costs(d_model, n_heads, kv, head_dim, T, bytes_per_element=nbytes_el) for name, kv in settings
+    }
     cols = {name: ui.t(f"kv.col_{name}", kind=kind, kv=kv) for name, kv in settings}
     cur = costs["current"]
     rows = [
@@ -198,11 +243,17 @@ elif view == "costs":
         ("params_o", f"H × d_k × d_model = {n_heads} × {head_dim} × {d_model}", n),
         ("params_total", "W_Q + W_K + W_V + W_O", n),
         ("kv_elements_per_token", f"2 × H_kv × d_k = 2 × {n_kv_heads} × {head_dim}", n),
-        ("kv_bytes_per_token", f"2 × H_kv × d_k × {nbytes_el} B = 2 × {n_kv_heads} × {head_dim} × {nbytes_el} B",
-         nbytes),
+        (
+            "kv_bytes_per_token",
+            f"2 × H_kv × d_k × {nbytes_el} B = 2 × {n_kv_heads} × {head_dim} × {nbytes_el} B",
+            nbytes,
+        ),
         ("kv_bytes_seq", f"… × T = {n(cur['kv_bytes_per_token'])} B × {T}", nbytes),
-        ("flops_proj", f"2 × d_model × (2H + 2H_kv) × d_k = 2 × {d_model} × ({2 * n_heads} + {2 * n_kv_heads}) × "
-         f"{head_dim}", n),
+        (
+            "flops_proj",
+            f"2 × d_model × (2H + 2H_kv) × d_k = 2 × {d_model} × ({2 * n_heads} + {2 * n_kv_heads}) × {head_dim}",
+            n,
+        ),
         ("flops_attn", f"2 × 2 × H × T × d_k = 4 × {n_heads} × {T} × {head_dim}", n),
         ("flops_total", ui.t("kv.row_sum"), n),
     ]
@@ -222,15 +273,29 @@ elif view == "costs":
         }
     )
     st.dataframe(table, hide_index=True, width="stretch", height=38 * (len(rows) + 1) + 4)
-    st.caption(ui.t("kv.cost_ratio", kind=kind, pct=f"{100 * n_kv_heads / n_heads:.4g}", kv=n_kv_heads, h=n_heads,
-                    saved=nbytes(costs["mha"]["kv_bytes_per_token"] - cur["kv_bytes_per_token"])))
+    st.caption(
+        ui.t(
+            "kv.cost_ratio",
+            kind=kind,
+            pct=f"{100 * n_kv_heads / n_heads:.4g}",
+            kv=n_kv_heads,
+            h=n_heads,
+            saved=nbytes(costs["mha"]["kv_bytes_per_token"] - cur["kv_bytes_per_token"]),
+        )
+    )
     st.caption(ui.t("kv.flops_note", h=n_heads, t=T, t1=T - 1, d=head_dim, attn=n(value(cur, "flops_attn"))))
     options = divisors(n_heads)
-    per_kv = [attention_costs(d_model, n_heads, d, head_dim, T, bytes_per_element=nbytes_el)["kv_bytes_per_token"]
-              for d in options]
+    per_kv = [
+        attention_costs(d_model, n_heads, d, head_dim, T, bytes_per_element=nbytes_el)["kv_bytes_per_token"]
+        for d in options
+    ]
     fig = fig_kv.kv_bytes_figure(options, per_kv, n_heads, n_kv_heads, style=style)
-    ui.show_figure(fig, "kv_bytes", data=pd.DataFrame({"n_kv_heads": options, "kv_bytes_per_token_per_layer": per_kv}),
-                   name="kv_bytes_per_token")
+    ui.show_figure(
+        fig,
+        "kv_bytes",
+        data=pd.DataFrame({"n_kv_heads": options, "kv_bytes_per_token_per_layer": per_kv}),
+        name="kv_bytes_per_token",
+    )
     ui.help_expander("kv.costs_help")
 
 elif view == "mapping":
@@ -238,16 +303,25 @@ elif view == "mapping":
     left, right = st.columns(2, gap="medium")
     contiguous, interleaved = kv_map(n_heads, n_kv_heads, "contiguous"), kv_map(n_heads, n_kv_heads, "interleaved")
     with left:
-        fig = fig_kv.kv_diagram(n_heads, n_kv_heads, "contiguous", style=style,
-                                title=ui.t("kv.map_contiguous", rep=n_rep))
-        ui.show_figure(fig, "map_contiguous", data=pd.DataFrame({"query_head": range(n_heads), "kv_head": contiguous}),
-                       name="mapping_contiguous")
+        fig = fig_kv.kv_diagram(
+            n_heads, n_kv_heads, "contiguous", style=style, title=ui.t("kv.map_contiguous", rep=n_rep)
+        )
+        ui.show_figure(
+            fig,
+            "map_contiguous",
+            data=pd.DataFrame({"query_head": range(n_heads), "kv_head": contiguous}),
+            name="mapping_contiguous",
+        )
     with right:
-        fig = fig_kv.kv_diagram(n_heads, n_kv_heads, "interleaved", style=style,
-                                title=ui.t("kv.map_interleaved", kv=n_kv_heads))
-        ui.show_figure(fig, "map_interleaved",
-                       data=pd.DataFrame({"query_head": range(n_heads), "kv_head": interleaved}),
-                       name="mapping_interleaved")
+        fig = fig_kv.kv_diagram(
+            n_heads, n_kv_heads, "interleaved", style=style, title=ui.t("kv.map_interleaved", kv=n_kv_heads)
+        )
+        ui.show_figure(
+            fig,
+            "map_interleaved",
+            data=pd.DataFrame({"query_head": range(n_heads), "kv_head": interleaved}),
+            name="mapping_interleaved",
+        )
     st.code(
         f"# k: [B, H_kv, T, d_k] = [1, {n_kv_heads}, {T}, {head_dim}]\n"
         f"k.repeat_interleave({n_rep}, dim=1)  # contiguous (= repeat_kv): KV heads {contiguous}\n"
@@ -263,27 +337,45 @@ elif view == "mapping":
             st.stop()
         mm = mapping_mismatch(maps.q, maps.k, maps.scale, maps.mask, built_with)
         fig = fig_kv.mismatch_figure(mm.kl, mm.built, mm.run, style=style)
-        ui.show_figure(fig, "mismatch",
-                       data=pd.DataFrame({"query_head": range(n_heads), "kv_head_built": mm.built,
-                                          "kv_head_run": mm.run, "mean_kl_nats": mm.kl}),
-                       name="mapping_mismatch")
+        ui.show_figure(
+            fig,
+            "mismatch",
+            data=pd.DataFrame(
+                {"query_head": range(n_heads), "kv_head_built": mm.built, "kv_head_run": mm.run, "mean_kl_nats": mm.kl}
+            ),
+            name="mapping_mismatch",
+        )
         wrong = [h for h in range(n_heads) if mm.built[h] != mm.run[h]]
         if st.session_state.get("head", 0) >= n_heads:
             st.session_state["head"] = n_heads - 1
         head = ui.int_slider("head", 0, n_heads - 1, wrong[0], help_key="help.kv_head")
         a, b = mm.built[head], mm.run[head]
         fig = fig_kv.pair_maps_figure(
-            mm.weights_built[head], mm.weights_run[head], list(maps.tokens_q), list(maps.tokens_k),
-            (ui.t("kv.pair_built", h=head, g=a, m=ui.t(f"opt.built_with.{built_with}")),
-             ui.t("kv.pair_run", h=head, g=b, m=ui.t(f"opt.built_with.{mm.run_with}"))),
-            (group_color(a), group_color(b)), style=style,
+            mm.weights_built[head],
+            mm.weights_run[head],
+            list(maps.tokens_q),
+            list(maps.tokens_k),
+            (
+                ui.t("kv.pair_built", h=head, g=a, m=ui.t(f"opt.built_with.{built_with}")),
+                ui.t("kv.pair_run", h=head, g=b, m=ui.t(f"opt.built_with.{mm.run_with}")),
+            ),
+            (group_color(a), group_color(b)),
+            style=style,
         )
         ui.show_figure(fig, "mismatch_pair", name="mapping_pair")
         if a == b:
             st.markdown(ui.t("kv.pair_same", h=head, g=a))
         else:
-            st.markdown(ui.t("kv.pair_diff", h=head, a=a, b=b, kl=f"{mm.kl[head]:.4f}",
-                             diff=f"{np.max(np.abs(mm.weights_built[head] - mm.weights_run[head])):.3f}"))
+            st.markdown(
+                ui.t(
+                    "kv.pair_diff",
+                    h=head,
+                    a=a,
+                    b=b,
+                    kl=f"{mm.kl[head]:.4f}",
+                    diff=f"{np.max(np.abs(mm.weights_built[head] - mm.weights_run[head])):.3f}",
+                )
+            )
         st.caption(ui.t("kv.mismatch_count", n=len(wrong), h=n_heads))
     ui.help_expander("kv.mapping_help", rep=n_rep_txt, kv=n_kv_heads)
 
@@ -301,24 +393,42 @@ else:
             noise = ui.float_slider("noise", 0.0, 1.0, 0.3, 0.05, help_key="help.noise")
     with st.spinner(ui.t("kv.study_running")):
         study = ui.run_safely(
-            lambda: conversion_study(n_heads, head_dim, d_model, tuple(tokens), conv_source, int(n_base),
-                                     round(float(noise), 4), seed, ui.device())
+            lambda: conversion_study(
+                n_heads,
+                head_dim,
+                d_model,
+                tuple(tokens),
+                conv_source,
+                int(n_base),
+                round(float(noise), 4),
+                seed,
+                ui.device(),
+            )
         )
     if study is None:
         st.stop()
     fig = fig_kv.conversion_figure(study.n_kv, study.rel_l2, study.kl, n_heads, current=n_kv_heads, style=style)
     data = pd.DataFrame(
-        {"n_kv_heads": list(study.n_kv),
-         **{f"rel_l2_{m}": study.rel_l2[m] for m in study.rel_l2},
-         **{f"mean_kl_{m}": study.kl[m] for m in study.kl}}
+        {
+            "n_kv_heads": list(study.n_kv),
+            **{f"rel_l2_{m}": study.rel_l2[m] for m in study.rel_l2},
+            **{f"mean_kl_{m}": study.kl[m] for m in study.kl},
+        }
     )
     ui.show_figure(fig, "conversion", data=data, name="mha_to_gqa_conversion")
     i = list(study.n_kv).index(n_kv_heads)
     st.markdown(
-        ui.t("kv.conv_now", kv=n_kv_heads, kind=kind,
-             mean=f"{study.rel_l2['mean'][i]:.3f}", first=f"{study.rel_l2['first'][i]:.3f}",
-             rnd=f"{study.rel_l2['random'][i]:.3f}", kl_mean=f"{study.kl['mean'][i]:.4f}",
-             kl_first=f"{study.kl['first'][i]:.4f}", kl_rnd=f"{study.kl['random'][i]:.4f}")
+        ui.t(
+            "kv.conv_now",
+            kv=n_kv_heads,
+            kind=kind,
+            mean=f"{study.rel_l2['mean'][i]:.3f}",
+            first=f"{study.rel_l2['first'][i]:.3f}",
+            rnd=f"{study.rel_l2['random'][i]:.3f}",
+            kl_mean=f"{study.kl['mean'][i]:.4f}",
+            kl_first=f"{study.kl['first'][i]:.4f}",
+            kl_rnd=f"{study.kl['random'][i]:.4f}",
+        )
     )
     st.caption(ui.t(f"kv.conv_source_{conv_source}", base=n_base, noise=f"{noise:g}", h=n_heads))
     ui.help_expander("kv.conv_methods")

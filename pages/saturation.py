@@ -48,9 +48,7 @@ labels = synthetic_tokens(seq_len)
 
 with st.spinner(ui.t("sat.computing")):
     sample = ui.run_safely(lambda: cached_sample(d_k, seq_len, n_samples, seed, distribution, device))
-    sweep = ui.run_safely(
-        lambda: cached_sweep(seq_len, n_samples, seed, distribution, float(temperature), device)
-    )
+    sweep = ui.run_safely(lambda: cached_sweep(seq_len, n_samples, seed, distribution, float(temperature), device))
 
 if sample is not None:
     st.markdown(
@@ -98,7 +96,7 @@ if sweep is not None:
 st.subheader(ui.t("sat.h4"))
 row_idx = 0
 if sample is not None:
-    row_idx = ui.int_slider("row", 0, seq_len - 1, 0, help_key="help.row")
+    row_idx = ui.int_slider("row", 0, seq_len - 1, 0, container=st.columns(3)[0], help_key="help.row")
     row = stats.row_softmax(sample.example[row_idx], scale, temperature)
     formula = ui.t("sat.row_formula_on" if use_scaling else "sat.row_formula_off", q=f"{labels[row_idx]} ({row_idx})",
                    sq=f"{sqrt_d:.4g}", tau=f"{temperature:g}")  # fmt: skip

@@ -154,3 +154,34 @@ def test_url_reproduces_numbers_and_chinese(app_test):
     assert np.array_equal(grid_z(a), grid_z(b), equal_nan=True)
     np.testing.assert_allclose(grid_z(a)[:11, :11], expected(4, 2, 8, seed=7).weights[0], atol=1e-6)
     assert a.title[0].value == "注意力热力图"
+
+
+def test_export_menu_under_every_chart(app_test):
+    at = app_test(PAGE)
+    buttons = at.get("download_button")
+    labels = sorted(b.proto.label for b in buttons)
+    assert labels == ["CSV", "HTML", "PDF", "PNG", "SVG"]
+
+
+def test_presentation_mode_slides(app_test):
+    at = app_test(PAGE, query={"present": "1", "view": "steps"})
+    no_exception(at)
+    assert at.session_state["present"] is True
+    assert len(chart_specs(at)) == 1  # one step per slide
+    spec = chart_specs(at)[0]
+    assert spec["layout"]["font"]["size"] >= 20
+    assert spec["layout"]["title"]["text"].startswith("Q ")
+
+    def click(key):
+        at.button(key=key).click().run()
+        no_exception(at)
+        return chart_specs(at)[0]["layout"]["title"]["text"]
+
+    click("slide__next")
+    click("slide__next")
+    assert click("slide__next").startswith("QKᵀ")
+    assert click("slide__prev").startswith("V ")
+    for _ in range(10):
+        title = click("slide__next") if not at.button(key="slide__next").disabled else title
+    assert title.startswith("output")
+    assert at.button(key="slide__next").disabled

@@ -81,7 +81,7 @@ def test_sweep_columns_match_independent_recomputation():
     g = stats.downstream_weights(t, n, seed).double()  # (N, T, T)
     for row in df.itertuples():
         q, k = stats.sample_qk(row.d_k, t, n, seed)
-        s = (q.double() @ k.double().transpose(-2, -1))  # (N, T, T)
+        s = q.double() @ k.double().transpose(-2, -1)  # (N, T, T)
         c = 1 / math.sqrt(row.d_k) if row.scaled else 1.0
         z = s * c / tau
         p = torch.softmax(z, -1)
@@ -161,7 +161,9 @@ def test_row_softmax_against_torch():
     expected = torch.softmax(torch.tensor(raw, dtype=torch.float64) * 0.125, -1)
     np.testing.assert_allclose(row.p, expected.numpy(), rtol=1e-6)
     np.testing.assert_allclose(row.z, raw * 0.125, rtol=1e-6)
-    jac = torch.autograd.functional.jacobian(lambda x: torch.softmax(x, -1), torch.tensor(raw, dtype=torch.float64) * 0.125)
+    jac = torch.autograd.functional.jacobian(
+        lambda x: torch.softmax(x, -1), torch.tensor(raw, dtype=torch.float64) * 0.125
+    )
     np.testing.assert_allclose(row.jacobian, jac.numpy(), atol=1e-7)
     assert row.jacobian_norm == pytest.approx(float(torch.linalg.matrix_norm(jac)), rel=1e-6)
     assert row.max_weight == pytest.approx(float(expected.max()), rel=1e-6)

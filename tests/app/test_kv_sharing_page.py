@@ -1,0 +1,289 @@
+"""AppTest: the KV-sharing page (MHA / GQA / MQA), its five views, URL parameters and bad input."""
+
+import re
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attn_core.attention import kv_group_of
+from attn_core.config import AttentionConfig
+from attn_core.convert import build_source, conversion_study, kv_map, weights_with_mapping
+from attn_core.maps import compute_attention_maps
+from attn_core.tokens import embed, tokenize
+from tests.conftest import ROOT, no_exception
+from tests.util import arr, chart_specs
+
+PAGE = "pages/kv_sharing.py"
+TEXT = "The cat sat on the mat because it was tired ."
+T = len(tokenize(TEXT))  # 11
+
+
+def fresh(query: dict[str, str]) -> AppTest:
+    """The page alone in a brand-new session, as a visitor opening a link: no state from other pages."""
+    at = AppTest.from_file(str(ROOT / PAGE), default_timeout=120)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def expected_maps(n_heads=8, n_kv_heads=2, head_dim=16, d_model=128, seed=0):
+    cfg = AttentionConfig(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, d_model=d_model, seed=seed)
+    return compute_attention_maps(cfg, tokenize(TEXT))
+
+
+def diagram_links(spec: dict) -> dict[int, int]:
+    """query head -> KV head, read from the link traces of a KV diagram (meta and geometry must agree)."""
+    kv_nodes = next(t for t in spec["data"] if t.get("name") == "KV heads")
+    kv_x = list(arr(kv_nodes["x"]))
+    links = {}
+    for trace in spec["data"]:
+        meta = trace.get("meta")
+        if not isinstance(meta, dict):
+            continue
+        g = meta["kv_head"]
+        xs, ys = trace["x"], trace["y"]
+        for i in range(0, len(xs), 3):  # (query x, 1) -> (kv x, 0), None
+            assert ys[i] == 1 and ys[i + 1] == 0 and xs[i + 2] is None
+            assert xs[i + 1] == pytest.approx(kv_x[g])
+            links[int(xs[i])] = g
+        assert sorted(meta["query_heads"]) == sorted(h for h, k in links.items() if k == g)
+    return links
+
+
+def panels(spec: dict) -> tuple[dict[str, tuple[float, int]], np.ndarray, np.ndarray]:
+    """Panel label -> the z block under it, in the grouped-maps figure (weights or K/V trace)."""
+    z_w, z_kv = arr(spec["data"][0]["z"]), arr(spec["data"][1]["z"])
+    out = {}
+    for ann in spec["layout"]["annotations"]:
+        label = re.sub(r"</?b>", "", ann["text"])
+        x0, y0 = ann["x"], int(round(ann["y"] + 0.6))
+        out[label] = (x0, y0)
+    return out, z_w, z_kv
+
+
+def block(z: np.ndarray, center_x: float, y0: int, rows: int, cols: int) -> np.ndarray:
+    x0 = int(round(center_x - (cols - 1) / 2))
+    return z[y0 : y0 + rows, x0 : x0 + cols]
+
+
+def table_numbers(at) -> dict:
+    df = at.dataframe[0].value
+    names = list(df.iloc[:, 0])
+    out = {}
+    for col in df.columns[2:]:
+        out[col] = {n: int(str(v).split(" ")[0].replace(",", "")) for n, v in zip(names, df[col], strict=True)}
+    return out
+
+
+def test_defaults_render_diagram_and_repeat_kv(app_test):
+    at = app_test(PAGE)
+    no_exception(at)
+    assert not at.error and not at.warning
+    assert at.title[0].value == "KV sharing: MHA, GQA and MQA"
+    assert "**GQA**" in at.markdown[0].value and "2 × 2 × 16 = **64** elements" in at.markdown[0].value
+    specs = chart_specs(at)
+    assert len(specs) == 2
+    links = diagram_links(specs[0])
+    assert links == {h: kv_group_of(h, 8, 2) for h in range(8)}
+    texts = [a["text"] for a in specs[1]["layout"]["annotations"]]
+    assert "cache [B, H_kv, T, D]<br>= [1, 2, 11, 16]" in texts
+    assert "repeat_kv → [B, H, T, D]<br>= [1, 8, 11, 16]" in texts
+    assert "<b>× 4</b>" in texts and "head 5 ← KV 1" in texts
+    assert "2 × 2 × 11 × 16 = 704" in at.caption[-1].value and "2 × 8 × 11 × 16 = 2,816" in at.caption[-1].value
+
+
+@pytest.mark.parametrize("n_heads,n_kv", [(12, 3), (12, 12), (6, 1)])
+def test_diagram_follows_the_sliders_and_kv_group_of(app_test, n_heads, n_kv):
+    at = app_test(PAGE)
+    at.slider(key="n_heads").set_value(n_heads).run()
+    at.select_slider(key="n_kv_heads").set_value(n_kv).run()
+    no_exception(at)
+    spec = chart_specs(at)[0]
+    assert diagram_links(spec) == {h: kv_group_of(h, n_heads, n_kv) for h in range(n_heads)}
+    q_nodes = next(t for t in spec["data"] if t.get("name") == "query heads")
+    assert len(q_nodes["text"]) == n_heads and q_nodes["text"][0] == "Q0"  # a label on every node
+
+
+def test_bad_kv_heads_url_value_snaps_with_a_visible_notice(app_test):
+    at = fresh({"n_heads": "12", "n_kv_heads": "5"})
+    no_exception(at)
+    assert at.select_slider(key="n_kv_heads").value == 4
+    assert any("n_kv_heads = 5" in i.value and "valid values: 1, 2, 3, 4, 6, 12" in i.value.lower() for i in at.info)
+    assert diagram_links(chart_specs(at)[0]) == {h: h // 3 for h in range(12)}
+
+
+@pytest.mark.parametrize(
+    "query,needle",
+    [
+        ({"kv_view": "<script>"}, "kv_view=<script>"),
+        ({"d_model": "abc"}, "d_model=abc"),
+        ({"d_model": "100"}, "d_model=100"),  # not a multiple of the step, 8
+        ({"kv_view": "costs", "kv_dtype": "fp64"}, "kv_dtype=fp64"),
+    ],
+)
+def test_bad_url_values_warn_and_fall_back(query, needle):
+    at = fresh(query)
+    no_exception(at)
+    assert any(needle in w.value for w in at.warning), [w.value for w in at.warning]
+    assert chart_specs(at)
+
+
+def test_cost_table_equals_hand_arithmetic(app_test):
+    at = app_test(PAGE, query={"kv_view": "costs"})
+    no_exception(at)
+    cols = table_numbers(at)
+    cur, mha, mqa = (cols[c] for c in cols)
+    assert list(cols) == ["This page: GQA, n_kv_heads = 2", "MHA, n_kv_heads = 8", "MQA, n_kv_heads = 1"]
+    # d_model 128, 8 heads of 16, T = 11 tokens, fp16
+    for col, kv in ((cur, 2), (mha, 8), (mqa, 1)):
+        rows = list(col.values())
+        q, k, v, o, total, elems, nbytes, seq, proj, attn, flops = rows
+        assert q == 128 * 8 * 16 == 16_384 and o == 16_384
+        assert k == v == 128 * kv * 16
+        assert total == q + k + v + o
+        assert elems == 2 * kv * 16 and nbytes == 2 * elems and seq == nbytes * T
+        assert proj == 2 * 128 * (2 * 8 + 2 * kv) * 16
+        assert attn == 4 * 8 * T * 16 == 5_632
+        assert flops == proj + attn
+    assert list(cur.values()) == [16384, 4096, 4096, 16384, 40960, 64, 128, 1408, 81920, 5632, 87552]
+    assert list(mqa.values())[6] == 64 and list(mha.values())[6] == 512
+    formulas = list(at.dataframe[0].value.iloc[:, 1])
+    assert "2 × H_kv × d_k = 2 × 2 × 16" in formulas
+    assert "1,408 B = 1.375 KiB" in list(at.dataframe[0].value.iloc[:, 2])
+    bars = chart_specs(at)[0]["data"][0]
+    assert list(arr(bars["customdata"])) == [64, 128, 256, 512] and bars["x"][1] == "2 · GQA"
+    at.segmented_control(key="kv_dtype").set_value("fp32").run()
+    no_exception(at)
+    assert list(table_numbers(at).values())[0]["KV cache bytes per token"] == 256
+
+
+def test_controls_change_what_is_shown(app_test):
+    at = app_test(PAGE, query={"kv_view": "costs"})
+    before = table_numbers(at)
+    at.slider(key="d_model").set_value(256).run()
+    no_exception(at)
+    assert list(table_numbers(at).values())[0]["W_Q parameters"] == 256 * 8 * 16
+    assert any("d_model = 256 differs from n_heads × d_k = 8 × 16 = 128" in c.value for c in at.caption)
+    at.slider(key="head_dim").set_value(32).run()
+    assert list(table_numbers(at).values())[0]["KV cache elements per token"] == 2 * 2 * 32
+    at.text_area(key="text").set_value("one two three").run()
+    assert list(table_numbers(at).values())[0]["FLOPs per token: QKᵀ and weights · V over T = 3 keys"] == 4 * 8 * 3 * 32
+    at.segmented_control(key="source").set_value("synthetic").run()
+    at.slider(key="seq_len").set_value(40).run()
+    no_exception(at)
+    assert "40 tokens" in at.markdown[0].value
+    assert table_numbers(at) != before
+
+
+def test_maps_view_groups_heads_with_their_k_and_v(app_test):
+    at = app_test(PAGE, query={"kv_view": "maps"})
+    no_exception(at)
+    m = expected_maps()
+    where, z_w, z_kv = panels(chart_specs(at)[0])
+    for h in range(8):
+        x, y0 = where[f"head {h}"]
+        np.testing.assert_allclose(block(z_w, x, y0, T, T), m.weights[h], atol=1e-6)
+        g = kv_group_of(h, 8, 2)
+        kx, ky = where[f"Kᵀ · KV {g}"]
+        vx, vy = where[f"Vᵀ · KV {g}"]
+        assert ky == y0 and vy == y0  # drawn once, in the same band as the heads that read them
+        np.testing.assert_allclose(block(z_kv, kx, ky, 16, T), m.k[g].T, atol=1e-6)
+        np.testing.assert_allclose(block(z_kv, vx, vy, 16, T), m.v[g].T, atol=1e-6)
+    assert sum(1 for k in where if k.startswith("Kᵀ")) == 2
+    spread = [float(np.max(np.abs(m.weights[4 * g : 4 * g + 4] - m.weights[4 * g]))) for g in (0, 1)]
+    g = int(np.argmax(spread))
+    assert f"in KV group {g}, the maps of heads {4 * g}–{4 * g + 3}" in at.markdown[1].value
+    assert f"**{max(spread):.3f}**" in at.markdown[1].value
+
+
+def test_mapping_view_shows_the_maps_differ(app_test):
+    at = app_test(PAGE, query={"kv_view": "mapping"})
+    no_exception(at)
+    specs = chart_specs(at)
+    assert diagram_links(specs[0]) == dict(enumerate(kv_map(8, 2, "contiguous")))
+    assert diagram_links(specs[1]) == {h: h % 2 for h in range(8)}
+    assert "k.repeat(1, 4, 1, 1)" in at.code[0].value and "[0, 1, 0, 1, 0, 1, 0, 1]" in at.code[0].value
+    bars = specs[2]["data"][0]
+    assert [tuple(p) for p in bars["customdata"]] == [(h // 4, h % 2) for h in range(8)]
+    kl = arr(bars["y"])
+    assert all((kl[h] == 0) == (h // 4 == h % 2) for h in range(8))
+    m = expected_maps()
+    pair = arr(specs[3]["data"][0]["z"])
+    assert at.slider(key="head").value == 1  # the first head that reads another KV head
+    np.testing.assert_allclose(pair[:, :T], m.weights[1], atol=1e-6)
+    wrong = weights_with_mapping(m.q, m.k, m.scale, m.mask, "interleaved")
+    np.testing.assert_allclose(pair[:, -T:], wrong[1], atol=1e-6)
+    assert not np.allclose(pair[:, :T], pair[:, -T:])
+    at.slider(key="head").set_value(0).run()
+    assert "reads KV head 0 under both conventions" in at.markdown[1].value
+    at.segmented_control(key="built_with").set_value("interleaved").run()
+    no_exception(at)
+    bars = chart_specs(at)[2]["data"][0]
+    assert [tuple(p) for p in bars["customdata"]] == [(h % 2, h // 4) for h in range(8)]
+    at.slider(key="head").set_value(3).run()
+    pair = arr(chart_specs(at)[3]["data"][0]["z"])
+    np.testing.assert_allclose(pair[:, :T], wrong[3], atol=1e-6)  # as trained: interleaved
+    np.testing.assert_allclose(pair[:, -T:], m.weights[3], atol=1e-6)
+    at.select_slider(key="n_kv_heads").set_value(8).run()
+    no_exception(at)
+    assert at.info and "MHA" in at.info[0].value and len(chart_specs(at)) == 2
+
+
+def test_conversion_view_numbers_and_sources(app_test):
+    at = app_test(PAGE, query={"kv_view": "convert"})
+    no_exception(at)
+    spec = chart_specs(at)[0]
+    mha = build_source("correlated", 128, 8, 16, seed=0, n_base=2, noise=0.3)
+    study = conversion_study(mha, embed(tokenize(TEXT), 128, 0)[None], seed=0)
+    lines = {(t["name"], t["xaxis"]): arr(t["y"]) for t in spec["data"]}
+    np.testing.assert_allclose(lines[("mean of the group's K/V heads", "x")], study.rel_l2["mean"], rtol=1e-6)
+    np.testing.assert_allclose(lines[("new random K/V heads", "x2")], study.kl["random"], rtol=1e-6)
+    assert spec["data"][0]["x"] == ["1 · MQA", "2 · GQA", "4 · GQA", "8 · MHA"]
+    assert any("uptraining" in e.label for e in at.expander)
+    assert f"off by **{study.rel_l2['mean'][1]:.3f}** (mean-pooled)" in at.markdown[1].value
+    at.slider(key="noise").set_value(0.0).run()
+    no_exception(at)
+    exact = arr(chart_specs(at)[0]["data"][0]["y"])
+    assert exact[1] < 1e-5 and exact[2] < 1e-5  # identical copies of 2 bases: mean pooling is exact at 2 and 4
+    at.slider(key="n_base").set_value(4).run()
+    assert arr(chart_specs(at)[0]["data"][0]["y"])[1] > 0.01  # 2 KV heads now mix copies of different bases
+    at.segmented_control(key="conv_source").set_value("random").run()
+    no_exception(at)
+    assert "n_base" not in [w.key for w in at.slider] and "noise" not in [w.key for w in at.slider]
+    rnd = arr(chart_specs(at)[0]["data"][0]["y"])
+    assert not np.allclose(rnd, study.rel_l2["mean"])
+    assert rnd[-1] == 0  # mean pooling back to n_heads KV heads is exact
+
+
+def test_too_large_layer_shows_error_but_diagram_and_table_still_work():
+    q = {"d_model": "4096", "n_heads": "64", "head_dim": "256", "n_kv_heads": "8"}
+    at = fresh(q | {"kv_view": "maps"})
+    no_exception(at)
+    assert at.error and "d_model × n_heads × head_dim" in at.error[0].value
+    at = fresh(q | {"kv_view": "costs"})
+    no_exception(at)
+    assert list(table_numbers(at).values())[0]["W_Q parameters"] == 4096 * 64 * 256
+
+
+def test_chinese(app_test):
+    at = app_test(PAGE, query={"kv_view": "costs"}, session={"lang": "zh"})
+    no_exception(at)
+    assert at.title[0].value == "KV 共享：MHA、GQA 与 MQA"
+    assert "本页设置：GQA，n_kv_heads = 2" in at.dataframe[0].value.columns
+
+
+def test_many_kv_groups_are_shown_eight_at_a_time(app_test):
+    at = app_test(PAGE, query={"kv_view": "maps"})
+    at.slider(key="n_heads").set_value(16).run()
+    at.select_slider(key="n_kv_heads").set_value(16).run()
+    no_exception(at)
+    where, _, _ = panels(chart_specs(at)[0])
+    assert [k for k in where if k.startswith("head")] == [f"head {h}" for h in range(8)]
+    at.slider(key="kv_first").set_value(8).run()
+    no_exception(at)
+    where, z_w, _ = panels(chart_specs(at)[0])
+    assert [k for k in where if k.startswith("head")] == [f"head {h}" for h in range(8, 16)]
+    m = expected_maps(n_heads=16, n_kv_heads=16)
+    x, y0 = where["head 11"]
+    np.testing.assert_allclose(block(z_w, x, y0, T, T), m.weights[11], atol=1e-6)

@@ -1,0 +1,257 @@
+"""The preallocated KV cache and the live decode (attn_core.kv_cache), against torch and kv_cache_bytes."""
+
+import pytest
+import torch
+
+import attn_core.kv_cache as kvc
+from attn_core.attention import repeat_kv
+from attn_core.config import ConfigError
+from attn_core.kv_cache import (
+    DecodeConfig,
+    KVCache,
+    TinyDecoder,
+    check_decode_budget,
+    decode_need,
+    generate_cached,
+    generate_recompute,
+    make_prompt,
+    run_decode,
+    sinusoidal_positions,
+    time_prefill_vs_decode,
+)
+from attn_core.memory import kv_cache_bytes
+
+GQA = DecodeConfig(n_heads=8, n_kv_heads=2, head_dim=16, n_layers=2, d_model=64, vocab=128, dtype="fp32", seed=3)
+
+
+# ---------------------------------------------------------------- KVCache
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+def test_cache_appends_in_place_and_counts_bytes(dtype):
+    torch.manual_seed(0)
+    cache = KVCache(batch=2, n_kv_heads=3, max_seq_len=10, head_dim=4, dtype=dtype)
+    tdt = kvc.TORCH_DTYPES[dtype]
+    assert cache.k.shape == cache.v.shape == (2, 3, 10, 4) and cache.k.dtype == tdt
+    assert cache.nbytes_allocated == kv_cache_bytes(1, 3, 4, 10, batch=2, dtype=dtype)
+    assert cache.nbytes_used == 0
+    chunks_k, chunks_v = [], []
+    for t in (4, 1, 1, 3):
+        k, v = torch.randn(2, 3, t, 4), torch.randn(2, 3, t, 4)
+        chunks_k.append(k)
+        chunks_v.append(v)
+        k_all, v_all = cache.append(k, v)
+        # the returned views are the buffers themselves, no copy
+        assert k_all.data_ptr() == cache.k.data_ptr() and v_all.data_ptr() == cache.v.data_ptr()
+        assert torch.equal(k_all, torch.cat(chunks_k, dim=2).to(tdt))
+        assert torch.equal(v_all, torch.cat(chunks_v, dim=2).to(tdt))
+        assert cache.nbytes_used == kv_cache_bytes(1, 3, 4, cache.length, batch=2, dtype=dtype)
+    assert cache.length == 9
+    cache.reset()
+    assert cache.length == 0 and cache.nbytes_used == 0
+    assert cache.nbytes_allocated == kv_cache_bytes(1, 3, 4, 10, batch=2, dtype=dtype)
+
+
+def test_cache_refuses_overflow_and_wrong_shapes():
+    cache = KVCache(1, 2, 4, 8)
+    cache.append(torch.zeros(1, 2, 3, 8), torch.zeros(1, 2, 3, 8))
+    with pytest.raises(ConfigError, match="holds 4 positions; appending 2 to 3 would need 5"):
+        cache.append(torch.zeros(1, 2, 2, 8), torch.zeros(1, 2, 2, 8))
+    with pytest.raises(ConfigError, match=r"\[B, H_kv, T, D\] = \[1, 2, T, 8\]"):
+        cache.append(torch.zeros(1, 4, 1, 8), torch.zeros(1, 4, 1, 8))  # n_heads copies into an n_kv_heads cache
+    with pytest.raises(ConfigError, match="k has 1 positions but v has 2"):
+        cache.append(torch.zeros(1, 2, 1, 8), torch.zeros(1, 2, 2, 8))
+    with pytest.raises(ConfigError, match="cache dtype 'int8' is not supported"):
+        KVCache(1, 2, 4, 8, dtype="int8")
+    with pytest.raises(ConfigError, match="max_seq_len"):
+        KVCache(1, 2, 0, 8)
+
+
+# ---------------------------------------------------------------- the model against the GQA layer
+def reference_logits(model: TinyDecoder, tokens: torch.Tensor) -> torch.Tensor:
+    """The same network through GroupedQueryAttention.forward (causal), the project's reference layer."""
+    x = model.embed(tokens) + sinusoidal_positions(0, tokens.shape[1], model.cfg.d_model)
+    for blk in model.blocks:
+        x = x + blk.attn(blk.norm1(x), causal=True).output
+        x = x + blk.mlp(blk.norm2(x))
+    return model.unembed(model.norm_f(x))
+
+
+def test_no_cache_path_equals_the_gqa_layer():
+    model = TinyDecoder(GQA)
+    tokens = make_prompt(GQA, 12)
+    with torch.no_grad():
+        torch.testing.assert_close(model(tokens), reference_logits(model, tokens), rtol=1e-5, atol=1e-5)
+
+
+def test_cached_logits_equal_full_recompute_at_every_step():
+    model = TinyDecoder(GQA)
+    tokens = make_prompt(GQA, 10)
+    caches = model.new_caches(10)
+    with torch.no_grad():
+        full = model(tokens)  # (B, 10, V)
+        step = [model(tokens[:, :4], caches)]  # prefill of 4
+        for i in range(4, 10):
+            step.append(model(tokens[:, i : i + 1], caches))
+    torch.testing.assert_close(torch.cat(step, dim=1), full, rtol=1e-5, atol=1e-5)
+    # the cache holds exactly the layer's K projection of the normed input, n_kv_heads heads
+    with torch.no_grad():
+        x = model.embed(tokens) + sinusoidal_positions(0, 10, GQA.d_model)
+        k = model.blocks[0].attn.k_proj(model.blocks[0].norm1(x)).view(1, 10, 2, 16).transpose(1, 2)
+    torch.testing.assert_close(caches[0].views()[0], k, rtol=1e-5, atol=1e-6)
+
+
+def test_seeded_model_is_deterministic_and_leaves_the_global_rng_alone():
+    torch.manual_seed(123)
+    before = torch.rand(1)
+    torch.manual_seed(123)
+    a = TinyDecoder(GQA)
+    after = torch.rand(1)
+    b = TinyDecoder(GQA)
+    assert torch.equal(before, after)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+    c = TinyDecoder(DecodeConfig(**{**GQA.__dict__, "seed": 4}))
+    assert not torch.equal(a.embed.weight, c.embed.weight)
+    assert GQA.n_params() == sum(p.numel() for p in a.parameters())
+
+
+# ---------------------------------------------------------------- generation
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+def test_live_decode_measured_bytes_equal_the_formula_and_tokens_match(dtype):
+    cfg = DecodeConfig(**{**GQA.__dict__, "dtype": dtype, "batch": 2})
+    steps = list(run_decode(cfg, prompt_len=5, n_new=12))
+    assert [s.step for s in steps] == list(range(1, 13))
+    assert [s.seq_len for s in steps] == list(range(5, 17))  # prefill of 5, then one token per step
+    for s in steps:
+        expected = kv_cache_bytes(2, 2, 16, s.seq_len, batch=2, dtype=dtype)
+        assert s.cache_bytes == s.formula_bytes == s.correct_bytes == expected
+        assert s.allocated_bytes == kv_cache_bytes(2, 2, 16, 5 + 12 - 1, batch=2, dtype=dtype)
+        assert s.cuda_bytes is None  # on the CPU
+        assert s.time_cached_s > 0 and s.time_recompute_s > 0
+    assert [s.token for s in steps] == [s.token_recompute for s in steps]
+
+
+def test_decode_with_cache_gives_the_same_tokens_as_without():
+    model = TinyDecoder(GQA)
+    prompt = make_prompt(GQA, 7)
+    cached = [int(t[0]) for t, _, _ in generate_cached(model, prompt, 20)]
+    plain = [int(t[0]) for t, _ in generate_recompute(model, prompt, 20)]
+    assert cached == plain
+    # and both are the greedy continuation of the reference network
+    seq = prompt
+    with torch.no_grad():
+        for _ in range(20):
+            nxt = reference_logits(model, seq)[:, -1].argmax(-1)
+            seq = torch.cat([seq, nxt[:, None]], dim=1)
+    assert seq[0, 7:].tolist() == cached
+    assert not torch.is_inference_mode_enabled()  # nothing leaks out of the generators
+
+
+def test_caching_after_repeat_kv_is_n_rep_times_larger_with_the_same_tokens():
+    wrong_cfg = DecodeConfig(**{**GQA.__dict__, "cache_after_repeat": True})
+    right = list(run_decode(GQA, 4, 8, recompute=False))
+    wrong = list(run_decode(wrong_cfg, 4, 8, recompute=False))
+    assert [s.token for s in wrong] == [s.token for s in right]
+    for r, w in zip(right, wrong, strict=True):
+        assert w.correct_bytes == r.cache_bytes
+        assert w.cache_bytes == w.formula_bytes == 4 * r.cache_bytes  # n_heads / n_kv_heads = 8 / 2
+        assert w.cache_bytes == kv_cache_bytes(2, 8, 16, w.seq_len, dtype="fp32")
+    # the wrong cache holds the repeated heads: KV head g appears at query heads 4g .. 4g+3
+    model = TinyDecoder(wrong_cfg)
+    caches = model.new_caches(4)
+    good = TinyDecoder(GQA)
+    good_caches = good.new_caches(4)
+    with torch.no_grad():
+        model(make_prompt(GQA, 4), caches)
+        good(make_prompt(GQA, 4), good_caches)
+    assert torch.equal(caches[0].views()[0], repeat_kv(good_caches[0].views()[0], 4))
+
+
+def test_mqa_and_mha_decode_bytes():
+    for h, kv in ((4, 4), (4, 1)):
+        cfg = DecodeConfig(n_heads=h, n_kv_heads=kv, head_dim=8, n_layers=3, d_model=32, vocab=64, dtype="bf16")
+        last = list(run_decode(cfg, 3, 5, recompute=False))[-1]
+        assert last.cache_bytes == 2 * 3 * 1 * kv * last.seq_len * 8 * 2
+
+
+def test_stopping_early_keeps_what_was_measured():
+    gen = run_decode(GQA, 4, 50)
+    first = [next(gen) for _ in range(3)]
+    gen.close()
+    assert [s.seq_len for s in first] == [4, 5, 6]
+    assert not torch.is_inference_mode_enabled()
+
+
+# ---------------------------------------------------------------- memory budget
+def test_budget_refuses_before_allocating(monkeypatch):
+    def boom(*args, **kwargs):
+        raise AssertionError("allocated despite the budget")
+
+    monkeypatch.setattr(kvc, "TinyDecoder", boom)
+    monkeypatch.setattr(kvc, "KVCache", boom)
+    gen = run_decode(GQA, 16, 100, budget_bytes=10_000)
+    with pytest.raises(ConfigError, match=r"needs about .* but only 9.77 KiB may be used on cpu") as info:
+        next(gen)
+    assert info.value.field == "budget"
+
+
+def test_budget_need_counts_the_cache_exactly():
+    need = decode_need(GQA, 16, 100)
+    model = TinyDecoder(GQA)
+    assert need.cache == sum(c.nbytes_allocated for c in model.new_caches(16 + 100 - 1))
+    assert need.weights == 4 * sum(p.numel() for p in model.parameters())
+    assert need.total == need.weights + need.cache + need.transient
+    assert check_decode_budget(GQA, 16, 100, budget_bytes=need.total) == need
+    with pytest.raises(ConfigError, match="lower the steps"):
+        check_decode_budget(GQA, 16, 100, budget_bytes=need.total - 1)
+    big = DecodeConfig(n_heads=128, n_kv_heads=128, head_dim=256, n_layers=8, batch=16)
+    with pytest.raises(ConfigError):  # about 69 GiB of cache alone: refused on this machine
+        check_decode_budget(big, 512, 2048, "cpu")
+
+
+def test_bad_decode_settings_are_config_errors():
+    with pytest.raises(ConfigError, match="valid n_kv_heads: 1, 2, 4, 8"):
+        TinyDecoder(DecodeConfig(n_heads=8, n_kv_heads=3))
+    with pytest.raises(ConfigError, match="n_layers"):
+        DecodeConfig(n_layers=0).validate()
+    with pytest.raises(ConfigError, match="prompt_len"):
+        next(run_decode(GQA, 0, 4))
+
+
+# ---------------------------------------------------------------- prefill against decode
+def test_prefill_and_decode_fill_the_same_cache():
+    model = TinyDecoder(GQA)
+    tokens = make_prompt(GQA, 9)
+    a, b = model.new_caches(9), model.new_caches(9)
+    with torch.no_grad():
+        model(tokens, a)
+        for i in range(9):
+            model(tokens[:, i : i + 1], b)
+    for ca, cb in zip(a, b, strict=True):
+        torch.testing.assert_close(ca.views()[0], cb.views()[0], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(ca.views()[1], cb.views()[1], rtol=1e-5, atol=1e-5)
+
+
+def test_prefill_against_decode_timing():
+    timing = time_prefill_vs_decode(GQA, 8, repeats=1)
+    assert timing.n_tokens == 8 and timing.prefill_s > 0 and timing.decode_s > 0
+    assert timing.decode_per_token_s == pytest.approx(timing.decode_s / 8)
+
+
+# ---------------------------------------------------------------- CUDA
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_memory_allocated_grows_by_exactly_the_cache_bytes():
+    dev = torch.device("cuda")
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated(dev)
+    # each buffer 1 x 2 x 64 x 16 x 2 B = 4 KiB, a multiple of the allocator's 512-byte rounding
+    cache = KVCache(1, 2, 64, 16, "fp16", dev)
+    assert torch.cuda.memory_allocated(dev) - before == cache.nbytes_allocated == kv_cache_bytes(1, 2, 16, 64)
+    cache.append(torch.randn(1, 2, 5, 16, device=dev), torch.randn(1, 2, 5, 16, device=dev))
+    assert cache.nbytes_used == kv_cache_bytes(1, 2, 16, 5)
+    del cache
+    # a live decode: prompt 5 + 12 new - 1 = 16 positions, fp32, 2 layers x 2 buffers of 2 x 16 x 16 x 4 = 2 KiB
+    steps = list(run_decode(GQA, 5, 12, dev))
+    for s in steps:
+        assert s.cuda_bytes == s.allocated_bytes == kv_cache_bytes(2, 2, 16, 16, dtype="fp32")
+        assert s.cache_bytes == s.formula_bytes
+    assert [s.token for s in steps] == [s.token_recompute for s in steps]
