@@ -1,10 +1,13 @@
-"""Plotly figures of the "Softmax saturation" page.
+"""Plotly figures of the "Softmax saturation" page, and its views (name, figure, data).
 
 Every builder takes CPU numpy arrays, a sweep DataFrame from
 :func:`attn_core.stats.saturation_sweep` or a dataclass from :mod:`attn_core.stats`,
 plain values and a :class:`~attn_core.figures.Style`, and returns a
 ``plotly.graph_objects.Figure``. Unscaled results are vermillion, scaled ones
-blue (Okabe-Ito, colour-blind safe), always beside a text label.
+blue (Okabe-Ito, colour-blind safe), always beside a text label. The
+``*_view`` functions pair each figure with the numbers behind it
+(:class:`attn_core.views.View`), for the page's export buttons and the
+command-line exporter alike.
 """
 
 from __future__ import annotations
@@ -16,8 +19,23 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .config import ConfigError
 from .figures import DIVERGING_SCALE, GROUP_COLORS, Style, pool_max
-from .stats import FLOAT16_MAX, SATURATION_THRESHOLD, Float16Demo, RowSoftmax, ScoreSample
+from .stats import (
+    FLOAT16_MAX,
+    SATURATION_THRESHOLD,
+    SWEEP_D_K,
+    Float16Demo,
+    RowSoftmax,
+    ScoreSample,
+    float16_demo,
+    row_softmax,
+    saturation_sweep,
+    score_sample,
+    softmax_weights,
+)
+from .tokens import synthetic_tokens
+from .views import View
 
 UNSCALED_COLOR = GROUP_COLORS[4]  # vermillion
 SCALED_COLOR = GROUP_COLORS[0]  # blue
@@ -470,18 +488,17 @@ def float16_figure(
     return _layout(fig, title, style, 480 if style.present else 400)
 
 
+FLOAT16_COLUMNS = ("key_pos", "key", "score_fp16", "exp_fp16", "naive_fp16", "stable_fp16", "reference_fp64")
+
+
 def float16_data(demo: Float16Demo, labels: list[str]) -> pd.DataFrame:
-    """The numbers behind the left panel of :func:`float16_figure`, one row per key (inf/NaN kept)."""
-    return pd.DataFrame(
-        {
-            "key": [f"{lab} ({i})" for i, lab in enumerate(labels)],
-            "q·k (float16)": demo.scores16,
-            "exp(q·k) (float16)": demo.exp_naive,
-            "naive exp/Σexp (float16)": demo.naive,
-            "max-subtracted (float16)": demo.stable,
-            "float64 reference": demo.reference,
-        }
-    )
+    """The numbers behind the left panel of :func:`float16_figure`, one row per key (inf/NaN kept).
+
+    Columns :data:`FLOAT16_COLUMNS`: the score rounded to float16, its float16 exp,
+    the naive and the max-subtracted float16 softmax, and the float64 softmax.
+    """
+    values = (demo.scores16, demo.exp_naive, demo.naive, demo.stable, demo.reference)
+    return pd.DataFrame(dict(zip(FLOAT16_COLUMNS, (np.arange(len(labels)), list(labels), *values), strict=True)))
 
 
 def _fmt_special(x: float) -> str:
@@ -490,3 +507,96 @@ def _fmt_special(x: float) -> str:
     if math.isinf(x):
         return "inf" if x > 0 else "−inf"
     return f"{x:.5g}"
+
+
+# ---------------------------------------------------------------- views: (name, figure, data) for the page and export
+def distribution_view(sample: ScoreSample, style: Style = Style()) -> View:
+    """View 1: score histograms, raw against scaled."""
+    return View(f"scores_dk{sample.d_k}", score_distribution_figure(sample, style), score_distribution_data(sample))
+
+
+def maps_view(sample: ScoreSample, temperature: float, style: Style = Style()) -> View:
+    """View 2: the first sampled sequence through softmax without and with 1/sqrt(d_k), at temperature τ."""
+    labels = synthetic_tokens(sample.seq_len)
+    w_unscaled = softmax_weights(sample.example, 1.0 / temperature)  # (T, T)
+    w_scaled = softmax_weights(sample.example, 1.0 / (math.sqrt(sample.d_k) * temperature))  # (T, T)
+    fig = scaled_unscaled_figure(sample.example, w_unscaled, w_scaled, labels, sample.d_k, temperature, style)
+    t = sample.seq_len
+    data = pd.DataFrame(
+        {
+            "query_pos": np.repeat(np.arange(t), t),
+            "query": np.repeat(np.asarray(labels, dtype=object), t),
+            "key_pos": np.tile(np.arange(t), t),
+            "key": np.tile(np.asarray(labels, dtype=object), t),
+            "score_qk": sample.example.reshape(-1).astype(np.float64),
+            "weight_unscaled": w_unscaled.reshape(-1).astype(np.float64),
+            "weight_scaled": w_scaled.reshape(-1).astype(np.float64),
+        }
+    )
+    return View(f"maps_dk{sample.d_k}", fig, data)
+
+
+def curves_view(
+    sweep: pd.DataFrame,
+    d_k: int,
+    use_scaling: bool,
+    seq_len: int,
+    n_samples: int,
+    temperature: float,
+    style: Style = Style(),
+) -> View:
+    """View 3: saturation against d_k; the data is the sweep itself."""
+    fig = saturation_curves_figure(sweep, d_k, use_scaling, seq_len, n_samples, temperature, style)
+    return View("saturation_sweep", fig, sweep)
+
+
+def row_view(
+    sample: ScoreSample, row: int, use_scaling: bool, temperature: float, style: Style = Style()
+) -> tuple[View, RowSoftmax]:
+    """View 4: query ``row`` of the first sequence as softmax bars with its Jacobian (current scaling and τ)."""
+    labels = synthetic_tokens(sample.seq_len)
+    sq = math.sqrt(sample.d_k)
+    result = row_softmax(sample.example[row], 1.0 / sq if use_scaling else 1.0, temperature)
+    q = f"{labels[row]} ({row})"
+    formula = style.t(
+        "sat.row_formula_on" if use_scaling else "sat.row_formula_off", q=q, sq=f"{sq:.4g}", tau=f"{temperature:g}"
+    )
+    fig = row_figure(result, labels, q, formula, style)
+    data = pd.DataFrame({"key_pos": np.arange(sample.seq_len), "key": labels, "z": result.z, "weight": result.p})
+    return View(f"row{row}_dk{sample.d_k}", fig, data), result
+
+
+def float16_view(
+    sample: ScoreSample, sweep: pd.DataFrame, row: int, style: Style = Style()
+) -> tuple[View, Float16Demo]:
+    """View 5: the unscaled scores of query ``row`` through naive and max-subtracted float16 softmax."""
+    labels = synthetic_tokens(sample.seq_len)
+    demo = float16_demo(sample.example[row])
+    fig = float16_figure(demo, sweep, labels, sample.d_k, style)
+    return View(f"float16_row{row}_dk{sample.d_k}", fig, float16_data(demo, labels)), demo
+
+
+def saturation_views(
+    d_k: int = 64,
+    seq_len: int = 16,
+    n_samples: int = 256,
+    seed: int = 0,
+    distribution: str = "normal",
+    use_scaling: bool = True,
+    temperature: float = 1.0,
+    row: int = 0,
+    style: Style = Style(),
+    device: str = "cpu",
+) -> list[View]:
+    """All five views of the page for these settings (for the command-line exporter and tests)."""
+    if not 0 <= row < seq_len:
+        raise ConfigError(f"row ({row}) must be between 0 and {seq_len - 1}", "row")
+    sample = score_sample(d_k, seq_len, n_samples, seed, device, distribution)
+    sweep = saturation_sweep(SWEEP_D_K, seq_len, n_samples, seed, device, distribution, temperature)
+    return [
+        distribution_view(sample, style),
+        maps_view(sample, temperature, style),
+        curves_view(sweep, d_k, use_scaling, seq_len, n_samples, temperature, style),
+        row_view(sample, row, use_scaling, temperature, style)[0],
+        float16_view(sample, sweep, row, style)[0],
+    ]

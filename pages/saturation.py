@@ -2,12 +2,10 @@
 
 import math
 
-import pandas as pd
 import streamlit as st
 
 import ui
 from attn_core import fig_saturation, stats
-from attn_core.tokens import synthetic_tokens
 
 DEFAULT_D_K = 64
 
@@ -44,7 +42,6 @@ seed, device = ui.seed(), ui.device()
 style = ui.style()
 sqrt_d = math.sqrt(d_k)
 scale = 1.0 / sqrt_d if use_scaling else 1.0
-labels = synthetic_tokens(seq_len)
 
 with st.spinner(ui.t("sat.computing")):
     sample = ui.run_safely(lambda: cached_sample(d_k, seq_len, n_samples, seed, distribution, device))
@@ -64,60 +61,42 @@ st.markdown(
 st.subheader(ui.t("sat.h1"))
 st.caption(ui.t("sat.c1", d=d_k))
 if sample is not None:
-    fig = fig_saturation.score_distribution_figure(sample, style)
-    ui.show_figure(fig, "sat_dist", data=fig_saturation.score_distribution_data(sample), name=f"scores_dk{d_k}")
+    v = fig_saturation.distribution_view(sample, style)
+    ui.show_figure(v.figure, "sat_dist", data=v.data, name=v.name)
 
 # ---- 2. the same queries and keys, unscaled and scaled
 st.subheader(ui.t("sat.h2"))
 st.caption(ui.t("sat.c2"))
 if sample is not None:
-    w_unscaled = stats.softmax_weights(sample.example, 1.0 / temperature)
-    w_scaled = stats.softmax_weights(sample.example, 1.0 / (sqrt_d * temperature))
-    fig = fig_saturation.scaled_unscaled_figure(sample.example, w_unscaled, w_scaled, labels, d_k, temperature, style)
-    data = pd.DataFrame(
-        {
-            "query": [lab for lab in labels for _ in labels],
-            "key": labels * seq_len,
-            "q·k": sample.example.reshape(-1),
-            "weight unscaled": w_unscaled.reshape(-1),
-            "weight scaled": w_scaled.reshape(-1),
-        }
-    )
-    ui.show_figure(fig, "sat_maps", data=data, name=f"maps_dk{d_k}")
+    v = fig_saturation.maps_view(sample, temperature, style)
+    ui.show_figure(v.figure, "sat_maps", data=v.data, name=v.name)
 
 # ---- 3. saturation against d_k
 st.subheader(ui.t("sat.h3"))
 st.caption(ui.t("sat.c3"))
 if sweep is not None:
-    fig = fig_saturation.saturation_curves_figure(sweep, d_k, use_scaling, seq_len, n_samples, temperature, style)
-    ui.show_figure(fig, "sat_curves", data=sweep, name="saturation_sweep")
+    v = fig_saturation.curves_view(sweep, d_k, use_scaling, seq_len, n_samples, temperature, style)
+    ui.show_figure(v.figure, "sat_curves", data=v.data, name=v.name)
 
 # ---- 4. one query row and its Jacobian
 st.subheader(ui.t("sat.h4"))
-row_idx = 0
+row = 0
 if sample is not None:
-    row_idx = ui.int_slider("row", 0, seq_len - 1, 0, container=st.columns(3)[0], help_key="help.row")
-    row = stats.row_softmax(sample.example[row_idx], scale, temperature)
-    formula = ui.t("sat.row_formula_on" if use_scaling else "sat.row_formula_off", q=f"{labels[row_idx]} ({row_idx})",
-                   sq=f"{sqrt_d:.4g}", tau=f"{temperature:g}")  # fmt: skip
+    row = ui.int_slider("row", 0, seq_len - 1, 0, container=st.columns(3)[0], help_key="help.row")
     st.caption(ui.t("sat.c4"))
-    fig = fig_saturation.row_figure(row, labels, f"{labels[row_idx]} ({row_idx})", formula, style)
-    ui.show_figure(
-        fig, "sat_row",
-        data=pd.DataFrame({"key": labels, "z": row.z, "p": row.p}), name=f"row{row_idx}_dk{d_k}",
-    )  # fmt: skip
+    v, _ = fig_saturation.row_view(sample, row, use_scaling, temperature, style)
+    ui.show_figure(v.figure, "sat_row", data=v.data, name=v.name)
 
 # ---- 5. float16 numerics
 st.subheader(ui.t("sat.h5"))
 st.caption(ui.t("sat.c5", lim=f"{math.log(stats.FLOAT16_MAX):.2f}"))
 if sample is not None and sweep is not None:
-    demo = stats.float16_demo(sample.example[row_idx])
-    fig = fig_saturation.float16_figure(demo, sweep, labels, d_k, style)
-    table = fig_saturation.float16_data(demo, labels)
-    ui.show_figure(fig, "sat_fp16", data=table, name=f"float16_dk{d_k}")
+    v, demo = fig_saturation.float16_view(sample, sweep, row, style)
+    ui.show_figure(v.figure, "sat_fp16", data=v.data, name=v.name)
     st.markdown(ui.t("sat.fp16_ok" if demo.naive_ok else "sat.fp16_broken", d=d_k))
     with st.expander(ui.t("sat.fp16_table")):
-        st.dataframe(table, hide_index=True, width="stretch")
+        headers = {col: ui.t(f"sat.col.{col}") for col in fig_saturation.FLOAT16_COLUMNS}
+        st.dataframe(v.data.rename(columns=headers), hide_index=True, width="stretch")
 
 # ---- 6. explanations, with the user's numbers
 st.subheader(ui.t("sat.h6"))

@@ -106,8 +106,10 @@ def test_d_k_moves_the_marker_and_changes_the_maps(app_test):
     assert "d_k = **512**" in at.markdown[0].value
     # unscaled scores at d_k = 512 break the naive float16 softmax of this row
     assert "broken" in " ".join(md.value for md in at.markdown)
-    table = at.dataframe[0].value
+    table = at.dataframe[0].value  # headers translated for the screen
     assert table["naive exp/Σexp (float16)"].isna().any() and np.isfinite(table["max-subtracted (float16)"]).all()
+    demo = stats.float16_demo(sample.example[0])
+    np.testing.assert_allclose(table["max-subtracted (float16)"], demo.stable)
 
 
 def test_scaling_and_temperature_change_the_row_and_the_marker(app_test):

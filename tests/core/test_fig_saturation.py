@@ -84,7 +84,8 @@ def test_float16_figure_marks_nan_keys(sweep):
     assert marks["x"] == ["t0 (0)", "t3 (3)"] and marks["text"] == ["NaN", "NaN"]
     assert "2 of 4 exp(q·k) overflow, Σ = inf" in s["layout"]["annotations"][0]["text"]
     table = fs.float16_data(demo, synthetic_tokens(4))
-    assert np.isinf(table["exp(q·k) (float16)"][0]) and np.isnan(table["naive exp/Σexp (float16)"][0])
+    assert list(table.columns) == list(fs.FLOAT16_COLUMNS)
+    assert np.isinf(table["exp_fp16"][0]) and np.isnan(table["naive_fp16"][0]) and table["key"][3] == "t3"
 
 
 def test_presentation_mode_and_chinese(sweep):
@@ -100,3 +101,22 @@ def test_presentation_mode_and_chinese(sweep):
         assert s["layout"]["font"]["size"] >= 20
         assert all(a["font"]["size"] >= 20 for a in s["layout"].get("annotations", []))
     assert "理论" in spec(figs[0])["layout"]["annotations"][0]["text"]
+
+
+def test_saturation_views_build_every_view_with_its_numbers():
+    views = fs.saturation_views(d_k=128, seq_len=8, n_samples=32, seed=4, use_scaling=False, temperature=0.5, row=2)
+    assert [v.name for v in views] == ["scores_dk128", "maps_dk128", "saturation_sweep", "row2_dk128",
+                                       "float16_row2_dk128"]  # fmt: skip
+    sample = stats.score_sample(128, 8, 32, seed=4)
+    maps = views[1].data
+    assert len(maps) == 64
+    np.testing.assert_allclose(
+        maps["weight_unscaled"], stats.softmax_weights(sample.example, 2.0).reshape(-1), rtol=1e-6
+    )
+    row = views[3].data
+    np.testing.assert_allclose(row["weight"], stats.row_softmax(sample.example[2], 1.0, 0.5).p, rtol=1e-6)
+    assert "no 1/√d_k scaling" in spec(views[3].figure)["layout"]["title"]["text"]
+    sweep = stats.saturation_sweep(stats.SWEEP_D_K, 8, 32, 4, temperature=0.5)
+    np.testing.assert_allclose(views[2].data["max_weight"], sweep["max_weight"])
+    with pytest.raises(stats.ConfigError, match="row"):
+        fs.saturation_views(seq_len=8, row=8)

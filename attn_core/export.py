@@ -1,0 +1,114 @@
+"""Command-line export of the app's figures for slide decks, no UI needed.
+
+    python -m attn_core.export --page heatmaps --n-heads 8 --n-kv-heads 2 --d-k 16 \\
+        --text "The cat sat on the mat" --mask causal --format png,svg,csv --out slides/
+
+The figures come from the same builders the pages use (:mod:`attn_core.views`),
+so a slide matches what the page shows for the same parameters and seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from . import figures
+from .config import AttentionConfig, ConfigError
+from .render import ALL_FORMATS, RenderError, export_bytes
+from .views import View
+
+
+def _heatmap_views(args: argparse.Namespace, style: figures.Style) -> list[View]:
+    from . import views
+    from .maps import compute_attention_maps
+    from .tokens import synthetic_tokens, tokenize
+
+    tokens_q = tokenize(args.text, 256) if args.text is not None else synthetic_tokens(args.seq_len)
+    tokens_k = tokenize(args.cross_text, 256) if args.cross_text is not None else None
+    cfg = AttentionConfig(n_heads=args.n_heads, n_kv_heads=args.n_kv_heads, head_dim=args.d_k,
+                          seq_len=max(1, len(tokens_q)), use_scaling=not args.no_scaling, seed=args.seed)
+    maps = compute_attention_maps(cfg, tokens_q, tokens_k, mask_kind=args.mask, pad_len=args.pad_len,
+                                  temperature=args.temperature, device=args.device)
+    wanted = set(args.view.split(",")) if args.view != "all" else {"grid", "steps", "entropy"}
+    out: list[View] = []
+    if "grid" in wanted:
+        out.append(views.heatmap_grid_view(maps, style))
+    if "steps" in wanted:
+        if not 0 <= args.head < args.n_heads:
+            raise ConfigError(f"head ({args.head}) must be between 0 and {args.n_heads - 1}", "head")
+        out.extend(views.step_views(maps, args.head, style))
+    if "entropy" in wanted:
+        out.append(views.entropy_view(maps, style))
+    return out
+
+
+# page name -> builder of its views; pages register theirs here
+PAGES: dict[str, Callable[[argparse.Namespace, figures.Style], list[View]]] = {
+    "heatmaps": _heatmap_views,
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m attn_core.export", description=__doc__.split("\n\n")[0])
+    p.add_argument("--page", default="heatmaps", help=f"one of: {', '.join(PAGES)}")
+    p.add_argument("--n-heads", type=int, default=8)
+    p.add_argument("--n-kv-heads", type=int, default=2)
+    p.add_argument("--d-k", type=int, default=16, help="head dimension d_k")
+    p.add_argument("--seq-len", type=int, default=16, help="synthetic tokens when no --text is given")
+    p.add_argument("--text", default=None, help="input text; its tokens become the sequence")
+    p.add_argument("--cross-text", default=None, help="key/value text for cross-attention")
+    p.add_argument("--mask", default="none", choices=["none", "causal", "padding"])
+    p.add_argument("--pad-len", type=int, default=None, help="real key length for --mask padding")
+    p.add_argument("--no-scaling", action="store_true", help="do not divide the scores by sqrt(d_k)")
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--view", default="grid", help="heatmaps: grid, steps, entropy (comma-separated) or all")
+    p.add_argument("--head", type=int, default=0, help="the head of the step-by-step view")
+    p.add_argument("--format", default="png", help=f"comma-separated: {', '.join(ALL_FORMATS)}")
+    p.add_argument("--out", default="export", help="output folder (created if missing)")
+    p.add_argument("--lang", default="en", choices=["en", "zh"])
+    p.add_argument("--present", action="store_true", help="large fonts and high-contrast colours")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
+    return p
+
+
+def run(argv: list[str] | None = None) -> list[Path]:
+    """Parse ``argv``, build the page's figures and write them; returns the written paths."""
+    args = parser().parse_args(argv)
+    if args.page not in PAGES:
+        raise ConfigError(f"page '{args.page}' is not known; use one of: {', '.join(PAGES)}", "page")
+    formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
+    bad = [f for f in formats if f not in ALL_FORMATS]
+    if bad or not formats:
+        raise ConfigError(f"format {', '.join(bad) or '(none)'} is not known; use: {', '.join(ALL_FORMATS)}", "format")
+    if args.device == "auto":
+        from .device import pick_device
+
+        args.device = str(pick_device())
+    style = figures.Style(present=args.present, lang=args.lang)
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"h{args.n_heads}_kv{args.n_kv_heads}_dk{args.d_k}_seed{args.seed}"
+    written = []
+    for view in PAGES[args.page](args, style):
+        for fmt in formats:
+            path = out_dir / f"{view.name}_{stem}.{fmt}"
+            path.write_bytes(export_bytes(view.figure, fmt, view.data))
+            written.append(path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        for path in run(argv):
+            print(path)
+    except (ConfigError, RenderError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""AppTest: the KV-cache memory page: calculator, presets, formula, bad input, live decode, prefill against decode."""
+
+import numpy as np
+import pytest
+
+import ui
+from attn_core.kv_cache import DecodeConfig, run_decode
+from attn_core.memory import kv_cache_bytes, load_presets, mla_cache_bytes
+from tests.conftest import no_exception
+from tests.util import arr, chart_specs
+
+PAGE = "pages/kv_cache.py"
+GiB = 1024**3
+
+
+@pytest.fixture
+def clickable(monkeypatch):
+    """Buttons work in AppTest: ui.page_guard reruns every AppTest run (AppTest resets Streamlit's page
+    routing each run), and that rerun drops a button's click. In a real server it fires once per process."""
+    monkeypatch.setattr(ui, "page_guard", lambda: None)
+
+
+def latex(at) -> str:
+    return at.get("latex")[0].proto.body
+
+
+def metric(at) -> str:
+    return at.metric[0].value
+
+
+def memory_chart(at) -> dict:
+    return next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_memory")
+
+
+def line(spec: dict, prefix: str) -> tuple[np.ndarray, np.ndarray]:
+    tr = next(t for t in spec["data"] if t.get("name", "").startswith(prefix))
+    return arr(tr["x"]).astype(np.int64), arr(tr["y"])
+
+
+def texts(at) -> str:
+    return "\n".join(e.value for e in [*at.markdown, *at.caption, *at.warning, *at.info, *at.error, *at.success])
+
+
+def test_defaults_show_llama_7b_at_4096_tokens_as_2_gib(app_test):
+    at = app_test(PAGE)
+    no_exception(at)
+    assert not at.error and not at.warning
+    assert metric(at) == "2.00 GiB"
+    body = latex(at)
+    # the formula with the user's numbers substituted, ending in the exact bytes and the binary unit
+    assert r"2 \times L \times B \times H_{kv} \times S \times d_k \times b" in body
+    assert r"2 \times 32 \times 1 \times 32 \times 4{,}096 \times 128 \times 2\,\mathrm{B}" in body
+    assert r"2{,}147{,}483{,}648\,\mathrm{B}" in body and r"\text{2.00 GiB}" in body
+    assert "2,147,483,648 bytes" in texts(at)
+    assert "https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json" in texts(at)
+    x, y = line(memory_chart(at), "MHA")
+    assert y[x == 4096][0] == 2 * GiB and np.all(y == x * 512 * 1024)
+    table = at.dataframe[0].value
+    assert "2,147,483,648" in table.iloc[:, 4].tolist()
+    assert table.iloc[0, -1] == "163,840"  # 80 GiB / 512 KiB per token
+    assert "Press Run decode" in texts(at)
+    # prefill against decode, measured: two bars in milliseconds
+    bars = next(s for s in chart_specs(at) if s["data"][0]["type"] == "bar")
+    assert len(arr(bars["data"][0]["y"])) == 2 and np.all(arr(bars["data"][0]["y"]) > 0)
+
+
+def test_preset_switch_updates_formula_result_and_chart(app_test):
+    at = app_test(PAGE)
+    at.selectbox(key="model").set_value("llama-3-8b").run()
+    no_exception(at)
+    assert metric(at) == "512 MiB"
+    assert r"2 \times 32 \times 1 \times 8 \times 4{,}096 \times 128 \times 2\,\mathrm{B}" in latex(at)
+    x, y = line(memory_chart(at), "GQA-8")
+    assert y[x == 8192][0] == kv_cache_bytes(32, 8, 128, 8192)
+    assert at.query_params["model"] in ("llama-3-8b", ["llama-3-8b"])  # the choice is in the link
+    at.selectbox(key="model").set_value("deepseek-v3").run()
+    no_exception(at)
+    want = mla_cache_bytes(61, 512, 64, 4096, dtype="fp16")
+    assert r"61 \times 1 \times 4{,}096 \times (512 + 64) \times 2\,\mathrm{B}" in latex(at)
+    assert f"{want:,}".replace(",", "{,}") in latex(at)
+    assert "MLA is not simulated" in texts(at)
+    names = [t.get("name", "") for t in memory_chart(at)["data"]]
+    assert any(n.startswith("MLA (this model)") for n in names) and any(n.startswith("MHA") for n in names)
+    at.selectbox(key="model").set_value("falcon-7b").run()
+    assert r"2 \times 32 \times 1 \times 1 \times 4{,}096 \times 64 \times 2" in latex(at)
+    assert at.warning  # 4096 > Falcon-7B's 2048 positions: warned, still computed
+    assert metric(at) == "32.0 MiB"
+
+
+def test_controls_change_the_numbers(app_test):
+    at = app_test(PAGE)
+    at.segmented_control(key="dtype").set_value("int4").run()
+    assert metric(at) == "512 MiB" and r"\times 0.5\,\mathrm{B}" in latex(at)
+    at.slider(key="batch").set_value(8).run()
+    assert metric(at) == "4.00 GiB" and r"2 \times 32 \times 8 \times 32" in latex(at)
+    at.select_slider(key="seq_len").set_value(1 << 20).run()
+    no_exception(at)
+    assert at.warning  # beyond Llama-2-7B's 4096 positions
+    assert metric(at) == f"{kv_cache_bytes(32, 32, 128, 1 << 20, 8, 'int4') / 1024**4:.2f} TiB"
+    at.slider(key="device_gib").set_value(24).run()
+    device = next(t for t in memory_chart(at)["data"] if t.get("name", "").startswith("device memory"))
+    assert arr(device["y"]).tolist() == [24 * GiB] * 2
+    at.toggle(key="stack_weights").set_value(True).run()
+    no_exception(at)
+    w = 2 * load_presets()["llama-2-7b"].n_params
+    x, y = line(memory_chart(at), "MHA")
+    assert np.all(y == w + x * kv_cache_bytes(32, 32, 128, 1, 8, "int4"))
+    assert memory_chart(at)["layout"]["yaxis"]["type"] == "log"
+    at.segmented_control(key="y_scale").set_value("linear").run()
+    assert memory_chart(at)["layout"]["yaxis"]["type"] == "linear"
+
+
+def test_current_settings_come_from_the_shared_parameters(app_test):
+    at = app_test(PAGE, query={"model": "custom", "n_heads": "16", "n_kv_heads": "4", "head_dim": "64",
+                               "n_layers": "24", "seq_len": "2048"})
+    no_exception(at)
+    assert not at.warning and not at.info
+    want = kv_cache_bytes(24, 4, 64, 2048)
+    assert r"2 \times 24 \times 1 \times 4 \times 2{,}048 \times 64 \times 2\,\mathrm{B}" in latex(at)
+    assert f"{want:,}".replace(",", "{,}") in latex(at)
+    assert metric(at) == "48.0 MiB" == f"{want / 2**20:.1f} MiB"
+    at.slider(key="head_dim").set_value(80).run()
+    assert metric(at) == f"{kv_cache_bytes(24, 4, 80, 2048) / 2**20:.1f} MiB"
+
+
+@pytest.mark.parametrize(
+    ("query", "kind", "text"),
+    [
+        ({"model": "gpt-5"}, "warning", "model=gpt-5"),
+        ({"dtype": "fp64"}, "warning", "dtype=fp64"),
+        ({"seq_len": "5000"}, "info", "4096"),
+        ({"seq_len": "-3"}, "warning", "seq_len=-3"),
+        ({"batch": "0"}, "warning", "batch=0"),
+        ({"device_gib": "lots"}, "warning", "device_gib=lots"),
+        ({"model": "custom", "n_heads": "12", "n_kv_heads": "5"}, "info", "valid values: 1, 2, 3, 4, 6, 12"),
+    ],
+)
+def test_bad_url_values_give_a_notice_and_keep_the_page(app_test, query, kind, text):
+    at = app_test(PAGE, query=query)
+    no_exception(at)
+    notices = " ".join(e.value for e in getattr(at, kind))
+    assert text in notices
+    assert at.metric and memory_chart(at)
+
+
+def test_live_decode_runs_to_completion_and_matches_the_formula(app_test, clickable):
+    at = app_test(PAGE, query={"model": "llama-3-8b", "dec_steps": "6", "dec_prompt": "4"})
+    at.button(key="kv_run").click().run()
+    no_exception(at)
+    assert not at.error
+    done = at.success[0].value
+    assert "Measured cache = formula at every one of the 6 steps" in done
+    assert "Same tokens with and without the cache: 6 of 6" in done
+    mem = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem")
+    by_name = {t["name"]: t for t in mem["data"]}
+    measured, formula = arr(by_name["measured (tensor sizes)"]["y"]), arr(by_name["formula 2·L·B·H·S·d_k·b"]["y"])
+    seq = arr(by_name["measured (tensor sizes)"]["x"]).astype(int)
+    assert seq.tolist() == [4, 5, 6, 7, 8, 9]
+    assert np.array_equal(measured, formula)
+    # the same steps computed directly: 32 query heads, 8 KV heads of 128, 2 layers, fp16, in KiB on the axis
+    assert mem["layout"]["yaxis"]["title"]["text"] == "cache (KiB, binary)"
+    assert np.array_equal(measured * 1024, [kv_cache_bytes(2, 8, 128, s, 1, "fp16") for s in seq])
+    cfg = DecodeConfig(n_heads=32, n_kv_heads=8, head_dim=128, n_layers=2, dtype="fp16", seed=0)
+    direct = list(run_decode(cfg, 4, 6, recompute=False))
+    assert [s.token for s in at.session_state["kv_decode"]["steps"]] == [s.token for s in direct]
+    timing = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_time")
+    assert [t["name"] for t in timing["data"]] == ["with the KV cache", "no cache (recompute all K, V)"]
+    # a later rerun keeps the results on screen
+    at.run()
+    assert "6 steps" in at.success[0].value
+
+
+def test_repeat_kv_mistake_caches_n_rep_times_more(app_test, clickable):
+    at = app_test(PAGE, query={"model": "llama-3-8b", "dec_steps": "3", "dec_prompt": "2", "dec_wrong": "true",
+                               "dec_recompute": "false"})
+    assert "32 heads instead of 8: 4× the memory" in texts(at)
+    at.button(key="kv_run").click().run()
+    no_exception(at)
+    mem = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem")
+    by_name = {t["name"]: t for t in mem["data"]}
+    wrong = arr(by_name["measured, cached after repeat_kv"]["y"])
+    right = arr(by_name["correct cache (n_kv_heads heads)"]["y"])
+    assert np.allclose(wrong, 4 * right) and wrong[0] > 0
+    timing = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_time")
+    assert [t["name"] for t in timing["data"]] == ["with the KV cache"]
+
+
+def test_a_stopped_run_leaves_the_page_usable(app_test):
+    cfg = DecodeConfig(n_heads=32, n_kv_heads=32, head_dim=128, n_layers=2, dtype="fp16", seed=0)
+    gen = run_decode(cfg, 16, 128)
+    partial = [next(gen) for _ in range(5)]
+    gen.close()
+    state = {"params": (cfg, 16, 128, True, "cpu"), "steps": partial, "status": "running", "error": None}
+    at = app_test(PAGE, session={"kv_decode": state})
+    no_exception(at)
+    assert "Stopped after 5 of 128 steps" in at.warning[0].value
+    assert at.session_state["kv_decode"]["status"] == "stopped"
+    mem = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem")
+    assert len(arr(mem["data"][-1]["x"])) == 5
+    at.selectbox(key="model").set_value("gpt2").run()  # the rest of the page still works
+    no_exception(at)
+    assert metric(at) == "144 MiB"
+
+
+def test_a_decode_the_device_cannot_hold_is_refused(app_test, clickable):
+    at = app_test(PAGE, query={"model": "deepseek-v3", "dec_batch": "16", "dec_steps": "1024", "dec_prompt": "256"})
+    at.button(key="kv_run").click().run()
+    no_exception(at)
+    assert "the live decode needs about" in at.error[0].value and "may be used on cpu" in at.error[0].value
+    assert at.session_state["kv_decode"]["steps"] == []
+    assert memory_chart(at)  # the calculator is untouched
+
+
+def test_chinese_page(app_test):
+    at = app_test(PAGE, session={"lang": "zh"})
+    no_exception(at)
+    assert at.title[0].value == "KV 缓存的显存占用"
+    assert metric(at) == "2.00 GiB"
+    assert memory_chart(at)["layout"]["xaxis"]["title"]["text"] == "序列长度 S（token，对数刻度）"

@@ -1,0 +1,113 @@
+"""Figures of the KV-cache page (attn_core.fig_memory): the plotted numbers against attn_core.memory."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from attn_core import fig_memory
+from attn_core.figures import Style
+from attn_core.memory import MAX_CALC_SEQ_LEN, load_presets, preset_layouts, weights_bytes
+from tests.util import arr
+
+GiB = 1024**3
+
+
+def spec(fig) -> dict:
+    return json.loads(fig.to_json())
+
+
+def traces_by_name(s: dict) -> dict[str, dict]:
+    return {t.get("name", ""): t for t in s["data"]}
+
+
+def test_seq_points_cover_one_to_a_million_on_a_log_grid():
+    pts = fig_memory.seq_points()
+    assert pts[0] == 1 and pts[-1] == MAX_CALC_SEQ_LEN == 2**20
+    assert np.all(np.diff(pts) > 0) and pts.dtype == np.int64
+    assert {2**k for k in range(21)} <= set(pts.tolist())
+
+
+def test_memory_figure_plots_exact_bytes_and_the_max_context():
+    llama = load_presets()["llama-2-7b"]
+    layouts = preset_layouts(llama)
+    fig = fig_memory.memory_figure(layouts, batch=1, dtype="fp16", device_bytes=80 * GiB, device_label="device",
+                                   model_name=llama.name, seq_len=4096, max_positions=4096)
+    s = spec(fig)
+    mha = next(t for t in s["data"] if t.get("name", "").startswith("MHA"))
+    x, y = arr(mha["x"]).astype(np.int64), arr(mha["y"])
+    i = int(np.where(x == 4096)[0][0])
+    assert y[i] == 2 * GiB  # 2 x 32 x 32 x 4096 x 128 x 2
+    assert np.all(y == x * 512 * 1024)  # 512 KiB per token, exactly, at every point
+    assert "(this model)" in mha["name"] and "fits 163,840 tokens" in mha["name"]
+    mqa = next(t for t in s["data"] if t.get("name", "").startswith("MQA"))
+    assert "fits 5,242,880 tokens" in mqa["name"] or "fits 5M" in mqa["name"]  # beyond the axis: 80 GiB / 16 KiB
+    markers = [t for t in s["data"] if t.get("mode") == "markers+text"]
+    assert len(markers) == 1 and arr(markers[0]["x"]).tolist() == [163_840]  # only MHA's fit is on the axis
+    assert arr(markers[0]["y"]).tolist() == [80 * GiB]
+    device = next(t for t in s["data"] if t.get("name", "").startswith("device"))
+    assert arr(device["y"]).tolist() == [80 * GiB, 80 * GiB] and "80.0 GiB" in device["name"]
+    xa, ya = s["layout"]["xaxis"], s["layout"]["yaxis"]
+    assert xa["type"] == "log" and xa["range"] == [0, pytest.approx(math.log10(2**20))]
+    assert "1M" in xa["ticktext"] and "4K" in xa["ticktext"]
+    assert ya["type"] == "log"
+    assert all(math.log2(v).is_integer() for v in ya["tickvals"])  # powers of two ...
+    assert all(t.split()[-1] in ("B", "KiB", "MiB", "GiB", "TiB") for t in ya["ticktext"])  # ... in binary units
+
+
+def test_stacked_weights_shift_every_line_and_shrink_what_fits():
+    p = load_presets()["llama-3-8b"]
+    w = weights_bytes(p.n_params, "bf16")
+    fig = fig_memory.memory_figure(preset_layouts(p), batch=1, dtype="bf16", device_bytes=24 * GiB,
+                                   device_label="device", model_name=p.name, weights=w, y_log=False)
+    s = spec(fig)
+    gqa = next(t for t in s["data"] if t.get("name", "").startswith("GQA-8"))
+    x, y = arr(gqa["x"]).astype(np.int64), arr(gqa["y"])
+    assert np.all(y == w + x * 2 * 32 * 8 * 128 * 2)
+    fits = (24 * GiB - w) // (2 * 32 * 8 * 128 * 2)
+    assert f"fits {fits:,} tokens" in gqa["name"]
+    weights_trace = next(t for t in s["data"] if t.get("name", "").startswith("weights"))
+    assert arr(weights_trace["y"]).tolist() == [w, w] and weights_trace["fill"] == "tozeroy"
+    assert s["layout"]["yaxis"]["type"] == "linear" and s["layout"]["yaxis"]["ticktext"][0] == "0"
+
+
+def test_weights_larger_than_the_device_fit_nothing():
+    p = load_presets()["llama-2-70b"]
+    fig = fig_memory.memory_figure(preset_layouts(p), batch=1, dtype="fp16", device_bytes=80 * GiB,
+                                   device_label="device", model_name=p.name, weights=weights_bytes(p.n_params))
+    names = [t.get("name", "") for t in spec(fig)["data"]]
+    assert sum("nothing fits" in n for n in names) == 3
+
+
+def test_curves_table_matches_the_figure():
+    p = load_presets()["deepseek-v3"]
+    lays = preset_layouts(p)
+    data = fig_memory.memory_curves(lays, 2, "bf16", np.array([1, 4096]))
+    assert data["MLA cache (bytes)"].tolist() == [2 * 61 * 576 * 2, 2 * 4096 * 61 * 576 * 2]
+    assert data["MHA cache (bytes)"].tolist()[0] == 2 * 61 * 128 * 320 * 2
+
+
+def test_byte_ticks():
+    vals, text = fig_memory.byte_ticks_log(1000, 3 * 1024**4)
+    assert all(math.log2(v).is_integer() for v in vals) and len(vals) <= 9 and "1 GiB" in text
+    vals, text = fig_memory.byte_ticks_linear(100 * GiB)
+    assert vals[0] == 0 and text[0] == "0" and all(v % (16 * GiB) == 0 for v in vals)
+    assert "64 GiB" in text
+
+
+def test_decode_figures_plot_the_given_steps():
+    seq = [4, 5, 6]
+    measured = [1024, 1280, 1536]
+    fig = fig_memory.decode_memory_figure(seq, measured, measured, x_max=10, y_max=2560, correct=[256, 320, 384],
+                                          allocated=2560, style=Style(lang="zh"))
+    s = traces_by_name(spec(fig))
+    assert arr(s["实测：在 repeat_kv 之后缓存"]["y"]).tolist() == [1.0, 1.25, 1.5]  # KiB
+    assert arr(s["正确的缓存（n_kv_heads 个头）"]["y"]).tolist() == [0.25, 0.3125, 0.375]
+    assert spec(fig)["layout"]["yaxis"]["title"]["text"] == "缓存（KiB，二进制）"
+    t = fig_memory.decode_time_figure(seq, [1.0, 0.5, 0.5], [1.0, 1.5, 2.0], x_max=10)
+    names = [tr["name"] for tr in spec(t)["data"]]
+    assert names == ["with the KV cache", "no cache (recompute all K, V)"]
+    bars = spec(fig_memory.prefill_decode_figure(64, 0.002, 0.05))
+    assert arr(bars["data"][0]["y"]).tolist() == [2.0, 50.0]
+    assert "25.0×" in bars["layout"]["title"]["text"]
