@@ -261,9 +261,13 @@ def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", cont
         wanted = float(current)
     elif current is None and raw is not None:
         num = _parse_number(raw.split(" ")[0])
-        if num is not None and int(num) not in options:
+        if num is None or num != int(num) or num < 1:
+            fallback_value = default if default in options else nearest_divisor(n_heads, default)
+            st.warning(t("ui.url_replaced", key=key, raw=raw[:40], expect=", ".join(map(str, options)),
+                         value=fallback_value), icon="⚠️")
+        elif int(num) not in options:
             wanted = num
-        elif num is not None and num == int(num):
+        else:
             # ?n_kv_heads=2 as well as the widget's own "2 · GQA" form
             st.session_state[key] = int(num)
     if wanted is not None:

@@ -74,24 +74,26 @@ def maps_dataframe(weights: np.ndarray, tokens_q: list[str], tokens_k: list[str]
     )
 
 
+ui.page_guard()
 st.title(ui.t("kv.title"))
 st.caption(ui.t("kv.intro"))
 
-c1, c2, c3 = st.columns([1.3, 1, 1], gap="large")
-with c1:
-    source = ui.choice("source", ["text", "synthetic"], "text")
-    if source == "text":
-        text = ui.text_area("text", DEFAULT_TEXT, ui.MAX_TEXT_CHARS)
-        seq_len = None
-    else:
-        text = None
-        seq_len = ui.int_slider("seq_len", 1, 512, 16)
-with c2:
-    n_heads = ui.int_slider("n_heads", 1, 64, 8, help_key="help.n_heads")
-    n_kv_heads = ui.kv_heads_select(n_heads, 2)
-with c3:
-    head_dim = ui.int_slider("head_dim", 1, 256, 16, help_key="help.head_dim")
-    d_model = ui.int_slider("d_model", 8, 4096, 128, step=8, help_key="help.d_model")
+with ui.controls_box():
+    c1, c2, c3 = st.columns([1.3, 1, 1], gap="large")
+    with c1:
+        source = ui.choice("source", ["text", "synthetic"], "text")
+        if source == "text":
+            text = ui.text_area("text", DEFAULT_TEXT, ui.MAX_TEXT_CHARS)
+            seq_len = None
+        else:
+            text = None
+            seq_len = ui.int_slider("seq_len", 1, 512, 16)
+    with c2:
+        n_heads = ui.int_slider("n_heads", 1, 64, 8, help_key="help.n_heads")
+        n_kv_heads = ui.kv_heads_select(n_heads, 2)
+    with c3:
+        head_dim = ui.int_slider("head_dim", 1, 256, 16, help_key="help.head_dim")
+        d_model = ui.int_slider("d_model", 8, 4096, 128, step=8, help_key="help.d_model")
 
 if source == "text":
     all_tokens = tokenize(text or "")

@@ -3,21 +3,29 @@
 import numpy as np
 import pytest
 
-import ui
 from attn_core.kv_cache import DecodeConfig, run_decode
 from attn_core.memory import kv_cache_bytes, load_presets, mla_cache_bytes
-from tests.conftest import no_exception
+from tests.conftest import ROOT, no_exception
 from tests.util import arr, chart_specs
 
 PAGE = "pages/kv_cache.py"
 GiB = 1024**3
 
 
-@pytest.fixture
-def clickable(monkeypatch):
-    """Buttons work in AppTest: ui.page_guard reruns every AppTest run (AppTest resets Streamlit's page
-    routing each run), and that rerun drops a button's click. In a real server it fires once per process."""
-    monkeypatch.setattr(ui, "page_guard", lambda: None)
+def open_link(query: dict[str, str]):
+    """The page opened straight from a link, as a browser does: the link's values are the first ones seen.
+
+    (The shared ``app_test`` fixture first runs the default page, whose n_heads / n_kv_heads / head_dim
+    widgets would then win over the link's values for these shared keys.)
+    """
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.switch_page(PAGE)
+    at.run()
+    return at
 
 
 def latex(at) -> str:
@@ -110,9 +118,9 @@ def test_controls_change_the_numbers(app_test):
     assert memory_chart(at)["layout"]["yaxis"]["type"] == "linear"
 
 
-def test_current_settings_come_from_the_shared_parameters(app_test):
-    at = app_test(PAGE, query={"model": "custom", "n_heads": "16", "n_kv_heads": "4", "head_dim": "64",
-                               "n_layers": "24", "seq_len": "2048"})
+def test_current_settings_come_from_the_shared_parameters():
+    at = open_link({"model": "custom", "n_heads": "16", "n_kv_heads": "4", "head_dim": "64", "n_layers": "24",
+                    "seq_len": "2048"})
     no_exception(at)
     assert not at.warning and not at.info
     want = kv_cache_bytes(24, 4, 64, 2048)
@@ -135,15 +143,15 @@ def test_current_settings_come_from_the_shared_parameters(app_test):
         ({"model": "custom", "n_heads": "12", "n_kv_heads": "5"}, "info", "valid values: 1, 2, 3, 4, 6, 12"),
     ],
 )
-def test_bad_url_values_give_a_notice_and_keep_the_page(app_test, query, kind, text):
-    at = app_test(PAGE, query=query)
+def test_bad_url_values_give_a_notice_and_keep_the_page(query, kind, text):
+    at = open_link(query)
     no_exception(at)
     notices = " ".join(e.value for e in getattr(at, kind))
     assert text in notices
     assert at.metric and memory_chart(at)
 
 
-def test_live_decode_runs_to_completion_and_matches_the_formula(app_test, clickable):
+def test_live_decode_runs_to_completion_and_matches_the_formula(app_test):
     at = app_test(PAGE, query={"model": "llama-3-8b", "dec_steps": "6", "dec_prompt": "4"})
     at.button(key="kv_run").click().run()
     no_exception(at)
@@ -159,7 +167,7 @@ def test_live_decode_runs_to_completion_and_matches_the_formula(app_test, clicka
     assert np.array_equal(measured, formula)
     # the same steps computed directly: 32 query heads, 8 KV heads of 128, 2 layers, fp16, in KiB on the axis
     assert mem["layout"]["yaxis"]["title"]["text"] == "cache (KiB, binary)"
-    assert np.array_equal(measured * 1024, [kv_cache_bytes(2, 8, 128, s, 1, "fp16") for s in seq])
+    assert np.array_equal(measured * 1024, [kv_cache_bytes(2, 8, 128, int(s), 1, "fp16") for s in seq])
     cfg = DecodeConfig(n_heads=32, n_kv_heads=8, head_dim=128, n_layers=2, dtype="fp16", seed=0)
     direct = list(run_decode(cfg, 4, 6, recompute=False))
     assert [s.token for s in at.session_state["kv_decode"]["steps"]] == [s.token for s in direct]
@@ -170,7 +178,7 @@ def test_live_decode_runs_to_completion_and_matches_the_formula(app_test, clicka
     assert "6 steps" in at.success[0].value
 
 
-def test_repeat_kv_mistake_caches_n_rep_times_more(app_test, clickable):
+def test_repeat_kv_mistake_caches_n_rep_times_more(app_test):
     at = app_test(PAGE, query={"model": "llama-3-8b", "dec_steps": "3", "dec_prompt": "2", "dec_wrong": "true",
                                "dec_recompute": "false"})
     assert "32 heads instead of 8: 4× the memory" in texts(at)
@@ -202,7 +210,7 @@ def test_a_stopped_run_leaves_the_page_usable(app_test):
     assert metric(at) == "144 MiB"
 
 
-def test_a_decode_the_device_cannot_hold_is_refused(app_test, clickable):
+def test_a_decode_the_device_cannot_hold_is_refused(app_test):
     at = app_test(PAGE, query={"model": "deepseek-v3", "dec_batch": "16", "dec_steps": "1024", "dec_prompt": "256"})
     at.button(key="kv_run").click().run()
     no_exception(at)

@@ -90,7 +90,7 @@ def test_defaults_render_diagram_and_repeat_kv(app_test):
     assert "cache [B, H_kv, T, D]<br>= [1, 2, 11, 16]" in texts
     assert "repeat_kv → [B, H, T, D]<br>= [1, 8, 11, 16]" in texts
     assert "<b>× 4</b>" in texts and "head 5 ← KV 1" in texts
-    assert "2 × 2 × 11 × 16 = 704" in at.caption[-1].value and "2 × 8 × 11 × 16 = 2,816" in at.caption[-1].value
+    assert any("2 × 2 × 11 × 16 = 704" in c.value and "2 × 8 × 11 × 16 = 2,816" in c.value for c in at.caption)
 
 
 @pytest.mark.parametrize("n_heads,n_kv", [(12, 3), (12, 12), (6, 1)])

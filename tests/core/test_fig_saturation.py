@@ -9,6 +9,7 @@ import pytest
 
 from attn_core import fig_saturation as fs
 from attn_core import stats
+from attn_core.config import ConfigError
 from attn_core.figures import Style
 from attn_core.tokens import synthetic_tokens
 from tests.util import arr
@@ -118,5 +119,5 @@ def test_saturation_views_build_every_view_with_its_numbers():
     assert "no 1/√d_k scaling" in spec(views[3].figure)["layout"]["title"]["text"]
     sweep = stats.saturation_sweep(stats.SWEEP_D_K, 8, 32, 4, temperature=0.5)
     np.testing.assert_allclose(views[2].data["max_weight"], sweep["max_weight"])
-    with pytest.raises(stats.ConfigError, match="row"):
+    with pytest.raises(ConfigError, match="row"):
         fs.saturation_views(seq_len=8, row=8)
