@@ -427,16 +427,27 @@ def attention_maps(
 ):
     """:func:`attn_core.maps.compute_attention_maps` cached by primitive arguments (CPU numpy out)."""
     from attn_core.config import AttentionConfig
+    from attn_core.guard import run_with_fallback
     from attn_core.maps import compute_attention_maps
 
     cfg = AttentionConfig(
         n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, d_model=d_model,
         seq_len=len(tokens_q), use_scaling=use_scaling, seed=seed, causal=mask_kind == "causal",
     )
-    return compute_attention_maps(
-        cfg, list(tokens_q), None if tokens_k is None else list(tokens_k), mask_kind=mask_kind,
-        pad_len=pad_len, temperature=temperature, device=device_name,
+    maps, _ = run_with_fallback(
+        lambda dev: compute_attention_maps(
+            cfg, list(tokens_q), None if tokens_k is None else list(tokens_k), mask_kind=mask_kind,
+            pad_len=pad_len, temperature=temperature, device=dev,
+        ),
+        device_name,
     )
+    return maps
+
+
+def fell_back_to_cpu(result_device: str) -> None:
+    """Tell the user a CUDA out-of-memory error made the computation rerun on the CPU."""
+    if device().startswith("cuda") and not str(result_device).startswith("cuda"):
+        st.warning(t("ui.oom_fallback"), icon="⚠️")
 
 
 def sidebar() -> None:

@@ -44,9 +44,19 @@ def _heatmap_views(args: argparse.Namespace, style: figures.Style) -> list[View]
     return out
 
 
+def _saturation_views(args: argparse.Namespace, style: figures.Style) -> list[View]:
+    from .fig_saturation import saturation_views
+
+    seq_len = args.seq_len if args.text is None else max(2, len(args.text.split()))
+    return saturation_views(d_k=args.d_k, seq_len=seq_len, n_samples=args.samples, seed=args.seed,
+                            distribution=args.dist, use_scaling=not args.no_scaling, temperature=args.temperature,
+                            row=args.row, style=style, device=args.device)
+
+
 # page name -> builder of its views; pages register theirs here
 PAGES: dict[str, Callable[[argparse.Namespace, figures.Style], list[View]]] = {
     "heatmaps": _heatmap_views,
+    "saturation": _saturation_views,
 }
 
 
@@ -66,6 +76,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--view", default="grid", help="heatmaps: grid, steps, entropy (comma-separated) or all")
     p.add_argument("--head", type=int, default=0, help="the head of the step-by-step view")
+    p.add_argument("--samples", type=int, default=256, help="saturation: random sequences per d_k")
+    p.add_argument("--dist", default="normal", choices=["normal", "projected"], help="saturation: q/k entries")
+    p.add_argument("--row", type=int, default=0, help="saturation: the query row shown as bars")
     p.add_argument("--format", default="png", help=f"comma-separated: {', '.join(ALL_FORMATS)}")
     p.add_argument("--out", default="export", help="output folder (created if missing)")
     p.add_argument("--lang", default="en", choices=["en", "zh"])
@@ -90,7 +103,8 @@ def run(argv: list[str] | None = None) -> list[Path]:
     style = figures.Style(present=args.present, lang=args.lang)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = f"h{args.n_heads}_kv{args.n_kv_heads}_dk{args.d_k}_seed{args.seed}"
+    stem = (f"h{args.n_heads}_kv{args.n_kv_heads}_dk{args.d_k}_seed{args.seed}" if args.page == "heatmaps"
+            else f"seed{args.seed}")  # other pages' view names already carry their parameters
     written = []
     for view in PAGES[args.page](args, style):
         for fmt in formats:

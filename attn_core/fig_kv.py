@@ -322,8 +322,8 @@ def grouped_maps_figure(
     ncols = per_line + 2  # the maps, then Kᵀ and Vᵀ
     gap = max(1, int(round(0.15 * max(r, c))))
     total_cols = ncols * c + (ncols - 1) * gap
-    cell_px = max(4, min(30, 1100 // max(total_cols, 1)))
-    gap_y = max(gap, -(-(style.font + 12) // cell_px))  # room for the panel labels
+    cell_px = max(4, min(30, 900 // max(total_cols, 1)))  # plot width on a wide page, less the colour bars
+    gap_y = max(gap, -(-(style.font + 20) // cell_px))  # room for the panel labels
     maps_h = n_lines * r + (n_lines - 1) * gap_y
     d_full = k.shape[-1]
     dd = min(d_full, max(maps_h, 16), max_dims)
@@ -441,7 +441,7 @@ def grouped_maps_figure(
         fig,
         style,
         title,
-        int(min(3000, max(360, height_cells * cell_px + 190))),
+        int(min(3000, max(360, height_cells * cell_px + 200))),
         coloraxis=dict(
             colorscale=style.weight_scale,
             cmin=0.0,

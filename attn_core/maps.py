@@ -15,6 +15,7 @@ import torch
 
 from .attention import GroupedQueryAttention, repeat_kv, resolve_scale
 from .config import AttentionConfig, ConfigError, check_int
+from .guard import check_budget
 from .masks import causal_mask
 from .tokens import embed
 
@@ -91,6 +92,19 @@ def normalized_entropy(weights: torch.Tensor, mask: torch.Tensor) -> torch.Tenso
     return torch.where(n > 1, ent / torch.where(n > 1, denom, torch.ones_like(denom)), torch.zeros_like(ent))
 
 
+def estimate_bytes(cfg: AttentionConfig, t_q: int, t_k: int) -> int:
+    """Peak bytes of :func:`compute_attention_maps` (float32), an upper-bound estimate.
+
+    q ``[H, Tq, D]``; k, v ``[H_kv, Tk, D]`` and their repeated copies ``[H, Tk, D]``;
+    about ten ``[H, Tq, Tk]`` score/weight tensors (raw, scaled, masked, weights,
+    entropy terms and the CPU copies); embeddings and outputs ``[T, d_model]``.
+    """
+    h, hk, d, dm = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.d_model
+    floats = h * t_q * d * 3 + 2 * hk * t_k * d * 2 + 2 * h * t_k * d + 10 * h * t_q * t_k + 4 * (t_q + t_k) * dm
+    floats += 4 * dm * h * d  # the four projection matrices
+    return 4 * floats
+
+
 def compute_attention_maps(
     cfg: AttentionConfig,
     tokens_q: list[str],
@@ -116,6 +130,12 @@ def compute_attention_maps(
         raise ConfigError(f"temperature must be a positive number, got {temperature!r}", "temperature")
     if mask_kind == "causal" and tokens_k is not None:
         raise ConfigError("a causal mask needs self-attention; pick 'none' or 'padding' for cross-attention", "mask")
+    check_budget(
+        estimate_bytes(cfg, len(tokens_q), len(tokens_k or tokens_q)),
+        f"{cfg.n_heads} heads × {len(tokens_q)} × {len(tokens_k or tokens_q)} tokens",
+        "use fewer tokens or fewer heads",
+        "seq_len",
+    )
     dev = torch.device(device)
     cross = tokens_k is not None
     keys = tokens_k if cross else tokens_q

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +18,7 @@ import pandas as pd
 import torch
 
 from .config import MAX_HEAD_DIM, MAX_SEQ_LEN, ConfigError, check_int
+from .guard import format_bytes, max_bytes
 from .tokens import sinusoidal_positions
 
 DISTRIBUTIONS = ("normal", "projected")
@@ -27,7 +27,6 @@ SWEEP_D_K = tuple(2**i for i in range(11))
 # Width of the token embeddings that the "projected" distribution projects to q and k.
 PROJECTED_D_MODEL = 512
 SATURATION_THRESHOLD = 0.99
-DEFAULT_MAX_BYTES = 2**30  # 1 GiB; the environment variable ATTN_MAX_BYTES overrides it
 FLOAT16_MAX = float(torch.finfo(torch.float16).max)  # 65504
 # Same memory model as estimate_bytes: per score, float32 scores, logits, weights,
 # loss weights, gradient and autograd's saved weights, two float16 softmax paths
@@ -114,28 +113,6 @@ def _check_common(seq_len: int, n_samples: int, seed: int, distribution: str, te
 def check_d_k(d_k: object) -> int:
     """``d_k`` as an int from 1 to 1024, or :class:`ConfigError` naming ``d_k``."""
     return check_int("d_k", d_k, 1, MAX_HEAD_DIM)
-
-
-def max_bytes() -> int:
-    """The memory budget in bytes: ``ATTN_MAX_BYTES`` if set, else 1 GiB."""
-    raw = os.environ.get("ATTN_MAX_BYTES")
-    if raw is None or not raw.strip():
-        return DEFAULT_MAX_BYTES
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ConfigError(f"ATTN_MAX_BYTES must be a positive whole number of bytes, got {raw!r}", "ATTN_MAX_BYTES")
-    return value
-
-
-def format_bytes(n: float) -> str:
-    """Bytes with binary units: ``1536 -> '1.5 KiB'``, ``2**30 -> '1 GiB'``."""
-    for unit, power in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 2**power:
-            return f"{n / 2**power:.3g} {unit}"
-    return f"{int(n)} B"
 
 
 def estimate_bytes(d_k: int, seq_len: int, n_samples: int, distribution: str = "normal") -> int:

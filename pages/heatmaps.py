@@ -83,6 +83,7 @@ maps = ui.run_safely(
 )
 if maps is None:
     st.stop()
+ui.fell_back_to_cpu(maps.device)
 
 st.markdown(
     ui.t("heatmap.summary", kind=cfg.kind, h=n_heads, kv=n_kv_heads, rep=cfg.n_rep, d=head_dim, tq=len(tokens_q),

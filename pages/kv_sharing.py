@@ -364,7 +364,17 @@ elif view == "mapping":
             (group_color(a), group_color(b)),
             style=style,
         )
-        ui.show_figure(fig, "mismatch_pair", name="mapping_pair")
+        lq = [f"{tok} ({i})" for i, tok in enumerate(maps.tokens_q)]
+        lk = [f"{tok} ({i})" for i, tok in enumerate(maps.tokens_k)]
+        pair = pd.DataFrame(
+            {
+                "query": np.repeat(np.array(lq, dtype=object), len(lk)),
+                "key": np.tile(np.array(lk, dtype=object), len(lq)),
+                f"weight_{built_with}_kv{a}": mm.weights_built[head].ravel(),
+                f"weight_{mm.run_with}_kv{b}": mm.weights_run[head].ravel(),
+            }
+        )
+        ui.show_figure(fig, "mismatch_pair", data=pair, name=f"mapping_head{head}")
         if a == b:
             st.markdown(ui.t("kv.pair_same", h=head, g=a))
         else:

@@ -27,16 +27,17 @@ def cached_sample(d_k: int, seq_len: int, n_samples: int, seed: int, distributio
 st.title(ui.t("sat.title"))
 st.caption(ui.t("sat.intro"))
 
-c1, c2, c3 = st.columns(3, gap="large")
-with c1:
-    d_k = ui.pow2_slider("head_dim", 1, 1024, DEFAULT_D_K, help_key="help.sat_d_k")
-    use_scaling = ui.toggle("scaling", True, help_key="help.scaling")
-with c2:
-    seq_len = ui.int_slider("seq_len", 2, 256, 16, help_key="help.sat_seq_len")
-    n_samples = ui.pow2_slider("samples", 16, 16384, 256, help_key="help.samples")
-with c3:
-    temperature = ui.float_slider("temperature", 0.1, 5.0, 1.0, 0.1, help_key="help.temperature")
-    distribution = ui.choice("dist", list(stats.DISTRIBUTIONS), "normal", help_key="help.dist")
+with ui.controls_box():
+    c1, c2, c3 = st.columns(3, gap="large")
+    with c1:
+        d_k = ui.pow2_slider("head_dim", 1, 1024, DEFAULT_D_K, help_key="help.sat_d_k")
+        use_scaling = ui.toggle("scaling", True, help_key="help.scaling")
+    with c2:
+        seq_len = ui.int_slider("seq_len", 2, 256, 16, help_key="help.sat_seq_len")
+        n_samples = ui.pow2_slider("samples", 16, 16384, 256, help_key="help.samples")
+    with c3:
+        temperature = ui.float_slider("temperature", 0.1, 5.0, 1.0, 0.1, help_key="help.temperature")
+        distribution = ui.choice("dist", list(stats.DISTRIBUTIONS), "normal", help_key="help.dist")
 
 seed, device = ui.seed(), ui.device()
 style = ui.style()

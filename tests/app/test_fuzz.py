@@ -25,6 +25,7 @@ HOSTILE = ["", " ", "0", "-1", "-7", "1e9", "1000000000", "nan", "NaN", "inf", "
 PAGES = {
     "pages/heatmaps.py": ["source", "text", "seq_len", "cross", "cross_text", "n_heads", "n_kv_heads", "head_dim",
                           "mask", "scaling", "temperature", "pad_len", "view", "head"],
+    "pages/saturation.py": ["head_dim", "scaling", "seq_len", "samples", "temperature", "dist", "row"],
 }
 
 # examples that once failed, kept as regression tests

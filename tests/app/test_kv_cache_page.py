@@ -140,7 +140,7 @@ def test_current_settings_come_from_the_shared_parameters():
         ({"seq_len": "-3"}, "warning", "seq_len=-3"),
         ({"batch": "0"}, "warning", "batch=0"),
         ({"device_gib": "lots"}, "warning", "device_gib=lots"),
-        ({"model": "custom", "n_heads": "12", "n_kv_heads": "5"}, "info", "valid values: 1, 2, 3, 4, 6, 12"),
+        ({"model": "custom", "n_heads": "12", "n_kv_heads": "5"}, "info", "nearest divisor, 4. Valid values: 1, 2, 3, 4, 6, 12"),
     ],
 )
 def test_bad_url_values_give_a_notice_and_keep_the_page(query, kind, text):

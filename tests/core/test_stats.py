@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from attn_core import stats
+from attn_core import guard, stats
 from attn_core.config import ConfigError
 
 
@@ -215,7 +215,7 @@ def test_estimate_bytes_by_hand():
 
 def test_memory_budget_refuses_before_allocating(monkeypatch):
     monkeypatch.delenv("ATTN_MAX_BYTES", raising=False)
-    assert stats.max_bytes() == 2**30
+    assert guard.max_bytes() == 2**30
     # 10⁹ samples would need terabytes: refused at once, with the largest count that fits
     with pytest.raises(ConfigError) as err:
         stats.saturation_sweep(stats.SWEEP_D_K, 16, 10**9)
@@ -230,14 +230,14 @@ def test_memory_budget_refuses_before_allocating(monkeypatch):
     stats.score_sample(4, 16, 64)  # 4·(2·64·16·4 + 12·64·256) bytes fits in 1 MiB
     monkeypatch.setenv("ATTN_MAX_BYTES", "lots")
     with pytest.raises(ConfigError, match="ATTN_MAX_BYTES"):
-        stats.max_bytes()
+        guard.max_bytes()
 
 
 def test_format_bytes_binary_units():
-    assert stats.format_bytes(512) == "512 B"
-    assert stats.format_bytes(1536) == "1.5 KiB"
-    assert stats.format_bytes(2**30) == "1 GiB"
-    assert stats.format_bytes(3 * 2**20) == "3 MiB"
+    assert guard.format_bytes(512) == "512 B"
+    assert guard.format_bytes(1536) == "1.5 KiB"
+    assert guard.format_bytes(2**30) == "1 GiB"
+    assert guard.format_bytes(3 * 2**20) == "3 MiB"
 
 
 @pytest.mark.parametrize(

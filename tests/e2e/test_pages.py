@@ -9,6 +9,7 @@ pytestmark = pytest.mark.e2e
 # (url path, slider key moved with the keyboard, presses). Extend as pages are added.
 PAGES = [
     ("", "head_dim", 3),  # the default page lives at the root URL
+    ("saturation", "head_dim", 1),
 ]
 
 
