@@ -136,8 +136,12 @@ def memory_figure(
     if weights is not None:
         fig.add_trace(
             go.Scatter(
-                x=[1, max_seq], y=[w, w], mode="lines", name=style.t("kvmem.weights", size=format_bytes(w)),
-                line=dict(color=WEIGHTS_COLOR, width=2), fill=None if y_log else "tozeroy",
+                x=[1, max_seq],
+                y=[w, w],
+                mode="lines",
+                name=style.t("kvmem.weights", size=format_bytes(w)),
+                line=dict(color=WEIGHTS_COLOR, width=2),
+                fill=None if y_log else "tozeroy",
                 fillcolor="rgba(138,138,138,0.25)",
                 hovertemplate=style.t("kvmem.weights_hover", exact=format_bytes_exact(w)) + "<extra></extra>",
             )
@@ -148,20 +152,31 @@ def memory_figure(
         total = cache + w
         fits = lay.max_context(budget, batch, dtype)
         fits_text = (
-            style.t("kvmem.fits_none") if fits == 0
+            style.t("kvmem.fits_none")
+            if fits == 0
             else style.t("kvmem.fits", n=format_tokens(fits) if fits > max_seq else f"{fits:,}")
         )
         color = LAYOUT_COLORS[lay.kind]
         custom = [format_bytes_exact(int(c)) for c in cache]
-        hover = f"<b>{lay.label}</b><br>S = %{{x:,}} {style.t('kvmem.tokens')}<br>{style.t('kvmem.cache')} %{{customdata}}"
+        hover = (
+            f"<b>{lay.label}</b><br>S = %{{x:,}} {style.t('kvmem.tokens')}<br>{style.t('kvmem.cache')} %{{customdata}}"
+        )
         if weights is not None:
             hover += "<br>" + style.t("kvmem.plus_weights") + " %{y:,.0f} B"
         fig.add_trace(
             go.Scatter(
-                x=pts, y=total.astype(np.float64), mode="lines", name=f"{layout_name(lay, style)} · {fits_text}",
-                line=dict(color=color, width=(5 if style.present else 4) if lay.native else (3 if style.present else 2),
-                          dash="solid" if lay.native else "dash"),
-                customdata=custom, hovertemplate=hover + "<extra></extra>", legendgroup=lay.kind,
+                x=pts,
+                y=total.astype(np.float64),
+                mode="lines",
+                name=f"{layout_name(lay, style)} · {fits_text}",
+                line=dict(
+                    color=color,
+                    width=(5 if style.present else 4) if lay.native else (3 if style.present else 2),
+                    dash="solid" if lay.native else "dash",
+                ),
+                customdata=custom,
+                hovertemplate=hover + "<extra></extra>",
+                legendgroup=lay.kind,
             )
         )
         y_min = min(y_min, float(total[0]))
@@ -170,10 +185,20 @@ def memory_figure(
             at = lay.bytes(fits, batch, dtype) + w
             fig.add_trace(
                 go.Scatter(
-                    x=[fits], y=[float(at)], mode="markers+text", showlegend=False, legendgroup=lay.kind,
-                    marker=dict(color=color, size=14 if style.present else 11, symbol="diamond",
-                                line=dict(color="white", width=1.5)),
-                    text=[f"{fits:,}"], textposition="top left", textfont=dict(color=color, size=style.font),
+                    x=[fits],
+                    y=[float(at)],
+                    mode="markers+text",
+                    showlegend=False,
+                    legendgroup=lay.kind,
+                    marker=dict(
+                        color=color,
+                        size=14 if style.present else 11,
+                        symbol="diamond",
+                        line=dict(color="white", width=1.5),
+                    ),
+                    text=[f"{fits:,}"],
+                    textposition="top left",
+                    textfont=dict(color=color, size=style.font),
                     hovertemplate=(
                         f"<b>{lay.label}</b><br>{style.t('kvmem.max_fit_hover', n=f'{fits:,}')}<br>"
                         f"{format_bytes_exact(int(at))}<extra></extra>"
@@ -182,7 +207,9 @@ def memory_figure(
             )
     fig.add_trace(
         go.Scatter(
-            x=[1, max_seq], y=[float(device_bytes)] * 2, mode="lines",
+            x=[1, max_seq],
+            y=[float(device_bytes)] * 2,
+            mode="lines",
             name=f"{device_label}: {format_bytes(device_bytes)}",
             line=dict(color=DEVICE_COLOR, width=3 if style.present else 2, dash="dot"),
             hovertemplate=f"{device_label}<br>{format_bytes_exact(int(device_bytes))}<extra></extra>",
@@ -198,24 +225,45 @@ def memory_figure(
         yv, yl = byte_ticks_linear(hi)
         yaxis = dict(type="linear", range=[0, hi], tickvals=yv, ticktext=yl)
     # Vertical markers are traces, not shapes, so their position means the same on log and linear axes.
-    for x, text, dash, pos in (
-        (seq_len, f"S = {seq_len:,}" if seq_len else "", "solid", "bottom right"),
-        (max_positions, style.t("kvmem.max_positions", n=f"{max_positions:,}") if max_positions else "", "dashdot",
-         "bottom left"),
+    # S is labelled at the top, the model's max positions at the bottom, so equal values never overlap.
+    for x, text, dash, pos, at_top in (
+        (seq_len, f"S = {seq_len:,}" if seq_len else "", "solid", "bottom right", True),
+        (
+            max_positions,
+            style.t("kvmem.max_positions", n=f"{max_positions:,}") if max_positions else "",
+            "dashdot",
+            "top left",
+            False,
+        ),
     ):
         if x:
-            fig.add_trace(go.Scatter(
-                x=[x, x], y=[lo if y_log else 0.0, hi], mode="lines+text", text=["", text], textposition=pos,
-                textfont=dict(size=max(11, style.font - 1), color="#444444"), cliponaxis=False, showlegend=False,
-                line=dict(color="#555555", width=2 if style.present else 1.5, dash=dash), hoverinfo="skip",
-            ))
+            fig.add_trace(
+                go.Scatter(
+                    x=[x, x],
+                    y=[lo if y_log else 0.0, hi],
+                    mode="lines+text",
+                    text=["", text] if at_top else [text, ""],
+                    textposition=pos,
+                    textfont=dict(size=max(11, style.font - 1), color="#444444"),
+                    cliponaxis=False,
+                    showlegend=False,
+                    line=dict(color="#555555", width=2 if style.present else 1.5, dash=dash),
+                    hoverinfo="skip",
+                )
+            )
     yaxis["title"] = dict(text=style.t("kvmem.mem_axis_stacked" if weights is not None else "kvmem.mem_axis"))
     title = style.t("kvmem.mem_title", model=model_name, batch=batch, dtype=dtype)
     _base_layout(fig, title, style, 560 if style.present else 500)
     fig.update_layout(
-        xaxis=dict(type="log", range=[0, math.log10(max_seq)], tickvals=xt, ticktext=xl,
-                   title=dict(text=style.t("kvmem.seq_axis"))),
-        yaxis=yaxis, hovermode="closest",
+        xaxis=dict(
+            type="log",
+            range=[0, math.log10(max_seq)],
+            tickvals=xt,
+            ticktext=xl,
+            title=dict(text=style.t("kvmem.seq_axis")),
+        ),
+        yaxis=yaxis,
+        hovermode="closest",
         legend=dict(orientation="h", yanchor="top", y=-0.16, x=0),
         margin=dict(l=10, r=10, t=90 if style.present else 70, b=10),
         uirevision="kv_memory",
@@ -257,37 +305,74 @@ def decode_memory_figure(
     hover = "S = %{x:,}<br>%{customdata}<extra>%{fullData.name}</extra>"
     fig = go.Figure()
     if allocated:
-        fig.add_trace(go.Scatter(
-            x=[0, x_max], y=[allocated / div] * 2, mode="lines", name=style.t("kvmem.allocated"),
-            line=dict(color="#888888", width=2, dash="dot"), customdata=exact([allocated] * 2), hovertemplate=hover,
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=[0, x_max],
+                y=[allocated / div] * 2,
+                mode="lines",
+                name=style.t("kvmem.allocated"),
+                line=dict(color="#888888", width=2, dash="dot"),
+                customdata=exact([allocated] * 2),
+                hovertemplate=hover,
+            )
+        )
     if correct is not None:
-        fig.add_trace(go.Scatter(
-            x=x, y=scaled(correct), mode="lines", name=style.t("kvmem.correct_cache"),
-            line=dict(color=CACHED_COLOR, width=3, dash="dash"), customdata=exact(correct), hovertemplate=hover,
-        ))
-    fig.add_trace(go.Scatter(
-        x=x, y=scaled(formula), mode="lines", name=style.t("kvmem.formula"),
-        line=dict(color=FORMULA_COLOR, width=4 if style.present else 3), customdata=exact(formula),
-        hovertemplate=hover,
-    ))
-    fig.add_trace(go.Scatter(
-        x=x, y=scaled(measured), mode="markers",
-        name=style.t("kvmem.measured_wrong" if correct is not None else "kvmem.measured"),
-        marker=dict(color=WRONG_COLOR if correct is not None else CACHED_COLOR, size=8 if style.present else 6,
-                    symbol="circle-open", line=dict(width=2)),
-        customdata=exact(measured), hovertemplate=hover,
-    ))
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=scaled(correct),
+                mode="lines",
+                name=style.t("kvmem.correct_cache"),
+                line=dict(color=CACHED_COLOR, width=3, dash="dash"),
+                customdata=exact(correct),
+                hovertemplate=hover,
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=scaled(formula),
+            mode="lines",
+            name=style.t("kvmem.formula"),
+            line=dict(color=FORMULA_COLOR, width=4 if style.present else 3),
+            customdata=exact(formula),
+            hovertemplate=hover,
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=scaled(measured),
+            mode="markers",
+            name=style.t("kvmem.measured_wrong" if correct is not None else "kvmem.measured"),
+            marker=dict(
+                color=WRONG_COLOR if correct is not None else CACHED_COLOR,
+                size=8 if style.present else 6,
+                symbol="circle-open",
+                line=dict(width=2),
+            ),
+            customdata=exact(measured),
+            hovertemplate=hover,
+        )
+    )
     if cuda is not None:
-        fig.add_trace(go.Scatter(
-            x=x, y=scaled(cuda), mode="lines", name=style.t("kvmem.cuda"), line=dict(color=CUDA_COLOR, width=2),
-            customdata=exact(cuda), hovertemplate=hover,
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=scaled(cuda),
+                mode="lines",
+                name=style.t("kvmem.cuda"),
+                line=dict(color=CUDA_COLOR, width=2),
+                customdata=exact(cuda),
+                hovertemplate=hover,
+            )
+        )
     _base_layout(fig, style.t("kvmem.live_mem_title"), style, 420 if style.present else 380)
     fig.update_layout(
         xaxis=dict(range=[0, x_max * 1.02 + 1], title=dict(text=style.t("kvmem.tokens_in_cache"))),
-        yaxis=dict(range=[0, y_max / div * 1.08], title=dict(text=style.t("kvmem.bytes_axis", unit=unit)),
-                   rangemode="tozero"),
+        yaxis=dict(
+            range=[0, y_max / div * 1.08], title=dict(text=style.t("kvmem.bytes_axis", unit=unit)), rangemode="tozero"
+        ),
         legend=dict(orientation="h", yanchor="top", y=-0.2, x=0),
         uirevision="kv_live_mem",
     )
@@ -312,11 +397,17 @@ def decode_time_figure(
     if recompute_ms is not None:
         series.append(("kvmem.recompute", recompute_ms, RECOMPUTE_COLOR))
     for key, values, color in series:
-        fig.add_trace(go.Scatter(
-            x=x, y=np.asarray(values, dtype=np.float64), mode="lines+markers", name=style.t(key),
-            line=dict(color=color, width=3 if style.present else 2), marker=dict(size=4),
-            hovertemplate="S = %{x:,}<br>%{y:.3f} ms<extra>%{fullData.name}</extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=np.asarray(values, dtype=np.float64),
+                mode="lines+markers",
+                name=style.t(key),
+                line=dict(color=color, width=3 if style.present else 2),
+                marker=dict(size=4),
+                hovertemplate="S = %{x:,}<br>%{y:.3f} ms<extra>%{fullData.name}</extra>",
+            )
+        )
     _base_layout(fig, style.t("kvmem.live_time_title"), style, 420 if style.present else 380)
     fig.update_layout(
         xaxis=dict(range=[0, x_max * 1.02 + 1], title=dict(text=style.t("kvmem.tokens_in_context"))),
@@ -333,18 +424,27 @@ def prefill_decode_figure(n_tokens: int, prefill_s: float, decode_s: float, styl
     labels = [style.t("kvmem.prefill_bar", n=n_tokens), style.t("kvmem.decode_bar", n=n_tokens)]
     ms = [prefill_s * 1e3, decode_s * 1e3]
     per = [v / n_tokens for v in ms]
-    text = [style.t("kvmem.bar_text", ms=f"{m:.3g}", per=f"{p:.3g}", rate=f"{n_tokens / (m / 1e3):,.0f}")
-            for m, p in zip(ms, per, strict=True)]
-    fig = go.Figure(go.Bar(
-        x=labels, y=ms, text=text, textposition="outside", marker_color=[CACHED_COLOR, RECOMPUTE_COLOR],
-        customdata=per, cliponaxis=False,
-        hovertemplate="%{x}<br>%{y:.4f} ms<br>%{customdata:.4f} ms / token<extra></extra>",
-    ))
+    text = [
+        style.t("kvmem.bar_text", ms=f"{m:.3g}", per=f"{p:.3g}", rate=f"{n_tokens / (m / 1e3):,.0f}")
+        for m, p in zip(ms, per, strict=True)
+    ]
+    fig = go.Figure(
+        go.Bar(
+            x=labels,
+            y=ms,
+            text=text,
+            textposition="outside",
+            marker_color=[CACHED_COLOR, RECOMPUTE_COLOR],
+            customdata=per,
+            cliponaxis=False,
+            hovertemplate="%{x}<br>%{y:.4f} ms<br>%{customdata:.4f} ms / token<extra></extra>",
+        )
+    )
     ratio = decode_s / prefill_s if prefill_s > 0 else float("nan")
-    _base_layout(fig, style.t("kvmem.pd_title", n=n_tokens, ratio=f"{ratio:.1f}"), style,
-                 420 if style.present else 360)
+    _base_layout(fig, style.t("kvmem.pd_title", n=n_tokens, ratio=f"{ratio:.1f}"), style, 420 if style.present else 360)
     fig.update_layout(
         yaxis=dict(title=dict(text=style.t("kvmem.ms_total_axis")), rangemode="tozero", range=[0, max(ms) * 1.25]),
-        xaxis=dict(title=None), showlegend=False,
+        xaxis=dict(title=None),
+        showlegend=False,
     )
     return fig

@@ -220,8 +220,9 @@ class Block(nn.Module):
         self.norm1 = nn.LayerNorm(cfg.d_model)
         self.attn = GroupedQueryAttention(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, head_dim=cfg.head_dim)
         self.norm2 = nn.LayerNorm(cfg.d_model)
-        self.mlp = nn.Sequential(nn.Linear(cfg.d_model, 4 * cfg.d_model), nn.GELU(),
-                                 nn.Linear(4 * cfg.d_model, cfg.d_model))
+        self.mlp = nn.Sequential(
+            nn.Linear(cfg.d_model, 4 * cfg.d_model), nn.GELU(), nn.Linear(4 * cfg.d_model, cfg.d_model)
+        )
 
 
 class TinyDecoder(nn.Module):
@@ -250,8 +251,10 @@ class TinyDecoder(nn.Module):
         """One empty :class:`KVCache` per layer, ``[B, cache_heads, max_seq_len, head_dim]`` each."""
         device = device or next(self.parameters()).device
         c = self.cfg
-        return [KVCache(c.batch, c.cache_heads, max_seq_len, c.head_dim, self.cache_dtype, device)
-                for _ in range(c.n_layers)]
+        return [
+            KVCache(c.batch, c.cache_heads, max_seq_len, c.head_dim, self.cache_dtype, device)
+            for _ in range(c.n_layers)
+        ]
 
     def _heads(self, x: torch.Tensor, n: int) -> torch.Tensor:
         b, t, _ = x.shape

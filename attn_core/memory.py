@@ -216,9 +216,7 @@ def mla_formula(
     total = mla_cache_bytes(n_layers, kv_lora_rank, rope_head_dim, seq_len, batch, dtype)
     b = bytes_per_element_text(dtype)
     sym = "L × B × S × (d_c + d_R) × b"
-    num = (
-        f"{_n(n_layers)} × {_n(batch)} × {_n(seq_len)} × ({_n(kv_lora_rank)} + {_n(rope_head_dim)}) × {b} B"
-    )
+    num = f"{_n(n_layers)} × {_n(batch)} × {_n(seq_len)} × ({_n(kv_lora_rank)} + {_n(rope_head_dim)}) × {b} B"
     return sym, f"{num} = {_n(total)} B"
 
 
@@ -408,10 +406,17 @@ class CacheLayout:
     def max_context(self, budget_bytes: int, batch: int = 1, dtype: str = "fp16") -> int:
         """The longest sequence that fits ``budget_bytes`` (see :func:`max_context`)."""
         if self.kind == "MLA":
-            return max_context(budget_bytes, self.n_layers, batch=batch, dtype=dtype, kv_lora_rank=self.kv_lora_rank,
-                               rope_head_dim=self.rope_dim)
-        return max_context(budget_bytes, self.n_layers, self.n_kv_heads, self.k_dim, batch=batch, dtype=dtype,
-                           v_head_dim=self.v_dim)
+            return max_context(
+                budget_bytes,
+                self.n_layers,
+                batch=batch,
+                dtype=dtype,
+                kv_lora_rank=self.kv_lora_rank,
+                rope_head_dim=self.rope_dim,
+            )
+        return max_context(
+            budget_bytes, self.n_layers, self.n_kv_heads, self.k_dim, batch=batch, dtype=dtype, v_head_dim=self.v_dim
+        )
 
     def formula(self, seq_len: int, batch: int = 1, dtype: str = "fp16") -> tuple[str, str]:
         """(symbolic, substituted) formula for :meth:`bytes`."""
@@ -457,6 +462,11 @@ def cache_layouts(
 def preset_layouts(preset: ModelPreset) -> list[CacheLayout]:
     """:func:`cache_layouts` for a preset."""
     return cache_layouts(
-        preset.n_layers, preset.n_heads, preset.n_kv_heads, preset.head_dim, v_head_dim=preset.v_head_dim,
-        kv_lora_rank=preset.kv_lora_rank, rope_dim=preset.qk_rope_head_dim,
+        preset.n_layers,
+        preset.n_heads,
+        preset.n_kv_heads,
+        preset.head_dim,
+        v_head_dim=preset.v_head_dim,
+        kv_lora_rank=preset.kv_lora_rank,
+        rope_dim=preset.qk_rope_head_dim,
     )

@@ -18,18 +18,6 @@ LIVE_REDRAW_S = 0.25  # least time between two redraws of the live charts
 ui.page_guard()
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def cached_prefill_decode(
-    n_heads: int, n_kv_heads: int, head_dim: int, n_layers: int, batch: int, dtype: str, n_tokens: int, seed: int,
-    device_name: str, nonce: int,
-) -> tuple[int, float, float]:
-    """:func:`attn_core.kv_cache.time_prefill_vs_decode` as plain numbers; ``nonce`` forces a new measurement."""
-    cfg = kv_cache.DecodeConfig(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, n_layers=n_layers,
-                                batch=batch, dtype=dtype, seed=seed)
-    timing = kv_cache.time_prefill_vs_decode(cfg, n_tokens, device_name)
-    return timing.n_tokens, timing.prefill_s, timing.decode_s
-
-
 def latex_formula(symbolic: str, substituted: str, total: int) -> str:
     """One LaTeX line: symbols = numbers = bytes = binary units."""
 
@@ -38,7 +26,19 @@ def latex_formula(symbolic: str, substituted: str, total: int) -> str:
         s = s.replace("×", r"\times").replace(",", "{,}")
         return re.sub(r"(\d) B\b", r"\1\\,\\mathrm{B}", s)  # the unit after a number, not the batch symbol B
 
-    return rf"\mathrm{{KV}} = {tex(symbolic)} = {tex(substituted)} = \text{{{memory.format_bytes(total)}}}"
+    numbers, exact = substituted.rsplit(" = ", 1)
+    return (
+        rf"\begin{{aligned}}\mathrm{{KV}} &= {tex(symbolic)} \\ &= {tex(numbers)} \\ "
+        rf"&= {tex(exact)} = \text{{{memory.format_bytes(total)}}}\end{{aligned}}"
+    )
+
+
+def ratio_text(size: int, reference: int) -> str:
+    """``size`` as a multiple of ``reference``: ``1×``, ``1/8``, ``1/71.1``."""
+    if reference == 0:
+        return "–"
+    r = size / reference
+    return f"{r:.4g}×" if r >= 1 else f"1/{1 / r:.4g}"
 
 
 style = ui.style()
@@ -62,16 +62,28 @@ with c1:
     else:
         n_heads, n_kv_heads, head_dim, n_layers = preset.n_heads, preset.n_kv_heads, preset.head_dim, preset.n_layers
         model_name = preset.name
-        shape = ui.t("kvcache.preset_shape", L=preset.n_layers, d=f"{preset.hidden_size:,}", h=preset.n_heads,
-                     kv=preset.n_kv_heads, dk=preset.head_dim, max=f"{preset.max_positions:,}",
-                     params=f"{preset.n_params:,}")
+        shape = ui.t(
+            "kvcache.preset_shape",
+            L=preset.n_layers,
+            d=f"{preset.hidden_size:,}",
+            h=preset.n_heads,
+            kv=preset.n_kv_heads,
+            dk=preset.head_dim,
+            max=f"{preset.max_positions:,}",
+            params=f"{preset.n_params:,}",
+        )
         if preset.is_mla:
-            shape += " " + ui.t("kvcache.preset_mla", r=preset.kv_lora_rank, rope=preset.qk_rope_head_dim,
-                                nope=preset.qk_nope_head_dim, dv=preset.v_head_dim)
+            shape += " " + ui.t(
+                "kvcache.preset_mla",
+                r=preset.kv_lora_rank,
+                rope=preset.qk_rope_head_dim,
+                nope=preset.qk_nope_head_dim,
+                dv=preset.v_head_dim,
+            )
         st.markdown(shape)
         st.caption(ui.t("kvcache.source", url=preset.source))
 with c2:
-    dtype = ui.choice("dtype", list(memory.DTYPES), "fp16", help_key="help.dtype")
+    dtype = ui.choice("dtype", list(memory.DTYPES), "fp16", widget="select", help_key="help.dtype")
     batch = ui.int_slider("batch", 1, 256, 1, help_key="help.batch")
     seq_len = ui.pow2_slider("seq_len", 1, memory.MAX_CALC_SEQ_LEN, 4096, help_key="help.kv_seq_len")
 with c3:
@@ -86,17 +98,23 @@ with c3:
         device_label = ui.t("kvcache.device_label")
     if preset is not None:
         stack = ui.toggle("stack_weights", False, help_key="help.stack_weights")
-        weights_dtype = ui.choice("weights_dtype", list(memory.DTYPES), "bf16", help_key="help.weights_dtype") \
-            if stack else "bf16"
+        weights_dtype = (
+            ui.choice("weights_dtype", list(memory.DTYPES), "bf16", widget="select", help_key="help.weights_dtype")
+            if stack
+            else "bf16"
+        )
     else:
         stack, weights_dtype = False, "bf16"
         st.caption(ui.t("kvcache.no_weights"))
     y_scale = ui.choice("y_scale", ["log", "linear"], "log")
 
-layouts = ui.run_safely(lambda: (
-    memory.preset_layouts(preset) if preset is not None
-    else memory.cache_layouts(n_layers, n_heads, n_kv_heads, head_dim)
-))
+layouts = ui.run_safely(
+    lambda: (
+        memory.preset_layouts(preset)
+        if preset is not None
+        else memory.cache_layouts(n_layers, n_heads, n_kv_heads, head_dim)
+    )
+)
 if layouts is None:
     st.stop()
 native = next(lay for lay in layouts if lay.native)
@@ -104,8 +122,9 @@ mha = layouts[0]
 weights = memory.weights_bytes(preset.n_params, weights_dtype) if stack and preset is not None else None
 
 if preset is not None and seq_len > preset.max_positions:
-    st.warning(ui.t("kvcache.beyond_max", model=preset.name, max=f"{preset.max_positions:,}", s=f"{seq_len:,}"),
-               icon="⚠️")
+    st.warning(
+        ui.t("kvcache.beyond_max", model=preset.name, max=f"{preset.max_positions:,}", s=f"{seq_len:,}"), icon="⚠️"
+    )
 if preset is not None and preset.sliding_window:
     st.info(ui.t("kvcache.sliding", model=preset.name, w=f"{preset.sliding_window:,}"), icon="ℹ️")
 
@@ -114,50 +133,96 @@ symbolic, substituted = native.formula(seq_len, batch, dtype)
 m1, m2 = st.columns([1, 2.4], gap="large")
 with m1:
     st.metric(ui.t("kvcache.result_label", kind=native.label), memory.format_bytes(total))
-    st.markdown(ui.t("kvcache.result_exact", exact=f"{total:,}",
-                     per_token=memory.format_bytes_exact(native.bytes(1, 1, dtype))))
+    st.markdown(
+        ui.t("kvcache.result_exact", exact=f"{total:,}", per_token=memory.format_bytes_exact(native.bytes(1, 1, dtype)))
+    )
 with m2:
     st.latex(latex_formula(symbolic, substituted, total))
     b_text = memory.bytes_per_element_text(dtype)
     if native.kind == "MLA":
-        st.caption(ui.t("kvcache.symbols_mla", L=n_layers, B=batch, S=f"{seq_len:,}", r=native.kv_lora_rank,
-                        rope=native.rope_dim, b=b_text, dtype=dtype))
+        st.caption(
+            ui.t(
+                "kvcache.symbols_mla",
+                L=n_layers,
+                B=batch,
+                S=f"{seq_len:,}",
+                r=native.kv_lora_rank,
+                rope=native.rope_dim,
+                b=b_text,
+                dtype=dtype,
+            )
+        )
     else:
-        st.caption(ui.t("kvcache.symbols", L=n_layers, B=batch, H=native.n_kv_heads, S=f"{seq_len:,}", D=head_dim,
-                        b=b_text, dtype=dtype))
+        st.caption(
+            ui.t(
+                "kvcache.symbols",
+                L=n_layers,
+                B=batch,
+                H=native.n_kv_heads,
+                S=f"{seq_len:,}",
+                D=head_dim,
+                b=b_text,
+                dtype=dtype,
+            )
+        )
 
 budget = max(0, device_bytes - (weights or 0))
 rows = []
 for lay in layouts:
     size = lay.bytes(seq_len, batch, dtype)
     fits = lay.max_context(budget, batch, dtype)
-    rows.append({
-        ui.t("kvcache.col_layout"): fig_memory.layout_name(lay, style),
-        ui.t("kvcache.col_kv"): lay.n_kv_heads if lay.kind != "MLA" else f"{lay.kv_lora_rank} + {lay.rope_dim}",
-        ui.t("kvcache.col_per_token"): memory.format_bytes(lay.bytes(1, 1, dtype)),
-        ui.t("kvcache.col_total", s=f"{seq_len:,}"): memory.format_bytes(size),
-        ui.t("kvcache.col_bytes"): f"{size:,}",
-        ui.t("kvcache.col_vs_mha"): f"{size / mha.bytes(seq_len, batch, dtype):.4g}×" if seq_len else "–",
-        ui.t("kvcache.col_fits"): f"{fits:,}",
-    })
+    rows.append(
+        {
+            ui.t("kvcache.col_layout"): fig_memory.layout_name(lay, style),
+            ui.t("kvcache.col_kv"): lay.n_kv_heads if lay.kind != "MLA" else f"{lay.kv_lora_rank} + {lay.rope_dim}",
+            ui.t("kvcache.col_per_token"): memory.format_bytes(lay.bytes(1, 1, dtype)),
+            ui.t("kvcache.col_total", s=f"{seq_len:,}"): memory.format_bytes(size),
+            ui.t("kvcache.col_bytes"): f"{size:,}",
+            ui.t("kvcache.col_vs_mha"): ratio_text(size, mha.bytes(seq_len, batch, dtype)),
+            ui.t("kvcache.col_fits"): f"{fits:,}",
+        }
+    )
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 if weights is not None:
-    st.caption(ui.t("kvcache.weights_line", params=f"{preset.n_params:,}", b=memory.bytes_per_element_text(weights_dtype),
-                    size=memory.format_bytes_exact(weights), dtype=weights_dtype))
+    st.caption(
+        ui.t(
+            "kvcache.weights_line",
+            params=f"{preset.n_params:,}",
+            b=memory.bytes_per_element_text(weights_dtype),
+            size=memory.format_bytes_exact(weights),
+            dtype=weights_dtype,
+        )
+    )
     if weights >= device_bytes:
-        st.warning(ui.t("kvcache.weights_exceed", w=memory.format_bytes(weights), dev=memory.format_bytes(device_bytes)),
-                   icon="⚠️")
+        st.warning(
+            ui.t("kvcache.weights_exceed", w=memory.format_bytes(weights), dev=memory.format_bytes(device_bytes)),
+            icon="⚠️",
+        )
 if native.kind == "MLA":
-    ui.help_expander("kvcache.mla_help", nope=preset.qk_nope_head_dim, rope=preset.qk_rope_head_dim,
-                     dv=preset.v_head_dim, h=n_heads, r=preset.kv_lora_rank,
-                     ratio=f"{mha.elements_per_token() / native.elements_per_token():.1f}")
+    ui.help_expander(
+        "kvcache.mla_help",
+        nope=preset.qk_nope_head_dim,
+        rope=preset.qk_rope_head_dim,
+        dv=preset.v_head_dim,
+        h=n_heads,
+        r=preset.kv_lora_rank,
+        ratio=f"{mha.elements_per_token() / native.elements_per_token():.1f}",
+    )
 
 # ---------------------------------------------------------------- 2. memory against sequence length
 st.subheader(ui.t("kvcache.chart_header"))
 fig = fig_memory.memory_figure(
-    layouts, batch=batch, dtype=dtype, device_bytes=device_bytes, device_label=device_label, model_name=model_name,
-    weights=weights, seq_len=seq_len, max_positions=preset.max_positions if preset is not None else None,
-    y_log=y_scale == "log", style=style,
+    layouts,
+    batch=batch,
+    dtype=dtype,
+    device_bytes=device_bytes,
+    device_label=device_label,
+    model_name=model_name,
+    weights=weights,
+    seq_len=seq_len,
+    max_positions=preset.max_positions if preset is not None else None,
+    y_log=y_scale == "log",
+    style=style,
 )
 curves = fig_memory.memory_curves(layouts, batch, dtype, fig_memory.seq_points(), weights)
 ui.show_figure(fig, "kv_memory", data=pd.DataFrame(curves), name=f"kv_cache_{model_id}_{dtype}_b{batch}")
@@ -182,10 +247,31 @@ with d3:
     dec_wrong = ui.toggle("dec_wrong", False, help_key="help.dec_wrong")
     dec_recompute = ui.toggle("dec_recompute", True, help_key="help.dec_recompute")
 
-dec_cfg = kv_cache.DecodeConfig(n_heads=dec_heads, n_kv_heads=dec_kv, head_dim=dec_dim, n_layers=dec_layers,
-                                batch=dec_batch, dtype=dec_dtype, seed=ui.seed(), cache_after_repeat=dec_wrong)
-st.markdown(ui.t("kvcache.live_intro", h=dec_heads, kv=dec_kv, d=dec_dim, L=dec_layers, dm=dec_cfg.d_model,
-                 p=dec_prompt, n=dec_steps, B=dec_batch, dtype=dec_dtype, seed=ui.seed()))
+dec_cfg = kv_cache.DecodeConfig(
+    n_heads=dec_heads,
+    n_kv_heads=dec_kv,
+    head_dim=dec_dim,
+    n_layers=dec_layers,
+    batch=dec_batch,
+    dtype=dec_dtype,
+    seed=ui.seed(),
+    cache_after_repeat=dec_wrong,
+)
+st.markdown(
+    ui.t(
+        "kvcache.live_intro",
+        h=dec_heads,
+        kv=dec_kv,
+        d=dec_dim,
+        L=dec_layers,
+        dm=dec_cfg.d_model,
+        p=dec_prompt,
+        n=dec_steps,
+        B=dec_batch,
+        dtype=dec_dtype,
+        seed=ui.seed(),
+    )
+)
 if dec_wrong:
     if dec_cfg.n_rep == 1:
         st.info(ui.t("kvcache.wrong_mha"), icon="ℹ️")
@@ -210,27 +296,39 @@ mem_box, time_box = g1.empty(), g2.empty()
 def decode_frames(steps: list, n_total: int, cfg: kv_cache.DecodeConfig, prompt_len: int):
     """The two live figures and their data for the steps so far."""
     x_max = prompt_len + n_total - 1
-    y_max = max(memory.kv_cache_bytes(cfg.n_layers, cfg.cache_heads, cfg.head_dim, x_max, cfg.batch, cfg.dtype),
-                steps[0].allocated_bytes if steps else 0)
+    y_max = max(
+        memory.kv_cache_bytes(cfg.n_layers, cfg.cache_heads, cfg.head_dim, x_max, cfg.batch, cfg.dtype),
+        steps[0].allocated_bytes if steps else 0,
+    )
     seq = [s.seq_len for s in steps]
     cuda = [s.cuda_bytes for s in steps] if steps and steps[0].cuda_bytes is not None else None
     mem_fig = fig_memory.decode_memory_figure(
-        seq, [s.cache_bytes for s in steps], [s.formula_bytes for s in steps], x_max=x_max, y_max=y_max,
-        correct=[s.correct_bytes for s in steps] if cfg.cache_after_repeat else None, cuda=cuda,
-        allocated=steps[0].allocated_bytes if steps else None, style=style,
+        seq,
+        [s.cache_bytes for s in steps],
+        [s.formula_bytes for s in steps],
+        x_max=x_max,
+        y_max=y_max,
+        correct=[s.correct_bytes for s in steps] if cfg.cache_after_repeat else None,
+        cuda=cuda,
+        allocated=steps[0].allocated_bytes if steps else None,
+        style=style,
     )
     rec = [s.time_recompute_s * 1e3 for s in steps] if steps and steps[0].time_recompute_s is not None else None
-    time_fig = fig_memory.decode_time_figure(seq, [s.time_cached_s * 1e3 for s in steps], rec, x_max=x_max,
-                                             style=style)
-    data = pd.DataFrame({
-        "step": [s.step for s in steps], "tokens in cache": seq, "token (cache)": [s.token for s in steps],
-        "token (recompute)": [s.token_recompute for s in steps],
-        "measured cache (bytes)": [s.cache_bytes for s in steps],
-        "formula (bytes)": [s.formula_bytes for s in steps], "correct cache (bytes)": [s.correct_bytes for s in steps],
-        "cuda memory_allocated growth (bytes)": [s.cuda_bytes for s in steps],
-        "time with cache (ms)": [s.time_cached_s * 1e3 for s in steps],
-        "time recompute (ms)": [None if s.time_recompute_s is None else s.time_recompute_s * 1e3 for s in steps],
-    })
+    time_fig = fig_memory.decode_time_figure(seq, [s.time_cached_s * 1e3 for s in steps], rec, x_max=x_max, style=style)
+    data = pd.DataFrame(
+        {
+            "step": [s.step for s in steps],
+            "tokens in cache": seq,
+            "token (cache)": [s.token for s in steps],
+            "token (recompute)": [s.token_recompute for s in steps],
+            "measured cache (bytes)": [s.cache_bytes for s in steps],
+            "formula (bytes)": [s.formula_bytes for s in steps],
+            "correct cache (bytes)": [s.correct_bytes for s in steps],
+            "cuda memory_allocated growth (bytes)": [s.cuda_bytes for s in steps],
+            "time with cache (ms)": [s.time_cached_s * 1e3 for s in steps],
+            "time recompute (ms)": [None if s.time_recompute_s is None else s.time_recompute_s * 1e3 for s in steps],
+        }
+    )
     return mem_fig, time_fig, data
 
 
@@ -242,8 +340,9 @@ if run:
         frame, last_draw = 0, 0.0
         for step in kv_cache.run_decode(dec_cfg, dec_prompt, dec_steps, ui.device(), recompute=dec_recompute):
             state["steps"].append(step)
-            bar.progress(step.step / dec_steps, text=ui.t("kvcache.progress", i=step.step, n=dec_steps,
-                                                          s=f"{step.seq_len:,}"))
+            bar.progress(
+                step.step / dec_steps, text=ui.t("kvcache.progress", i=step.step, n=dec_steps, s=f"{step.seq_len:,}")
+            )
             now = time.perf_counter()
             if now - last_draw >= LIVE_REDRAW_S or step.step == dec_steps:
                 mem_fig, time_fig, _ = decode_frames(state["steps"], dec_steps, dec_cfg, dec_prompt)
@@ -266,29 +365,38 @@ if state is not None:
         if state["params"] != params:
             st.caption(ui.t("kvcache.stale"))
         equal = all(s.cache_bytes == s.formula_bytes for s in steps)
-        msg = ui.t("kvcache.equal_yes" if equal else "kvcache.equal_no", n=len(steps),
-                   last=memory.format_bytes_exact(steps[-1].cache_bytes))
+        msg = ui.t(
+            "kvcache.equal_yes" if equal else "kvcache.equal_no",
+            n=len(steps),
+            last=memory.format_bytes_exact(steps[-1].cache_bytes),
+        )
         if s_recompute:
             same = sum(s.token == s.token_recompute for s in steps)
             msg += " " + ui.t("kvcache.same_tokens", same=same, n=len(steps))
-            msg += " " + ui.t("kvcache.speed", cached=f"{sum(s.time_cached_s for s in steps) * 1e3:,.1f}",
-                              recompute=f"{sum(s.time_recompute_s for s in steps) * 1e3:,.1f}")
+            msg += " " + ui.t(
+                "kvcache.speed",
+                cached=f"{sum(s.time_cached_s for s in steps) * 1e3:,.1f}",
+                recompute=f"{sum(s.time_recompute_s for s in steps) * 1e3:,.1f}",
+            )
         if steps[0].cuda_bytes is not None:
-            msg += " " + ui.t("kvcache.cuda_note", alloc=memory.format_bytes_exact(steps[0].allocated_bytes),
-                              grow=memory.format_bytes_exact(steps[-1].cuda_bytes))
+            msg += " " + ui.t(
+                "kvcache.cuda_note",
+                alloc=memory.format_bytes_exact(steps[0].allocated_bytes),
+                grow=memory.format_bytes_exact(steps[-1].cuda_bytes),
+            )
         else:
             msg += " " + ui.t("kvcache.cpu_note", alloc=memory.format_bytes_exact(steps[0].allocated_bytes))
         if state["status"] == "stopped":
-            status_box.warning(ui.t("kvcache.stopped", i=len(steps), n=s_n) + " " + msg, icon="⏹️")
+            status_box.warning(ui.t("kvcache.stopped", i=len(steps), n=s_n) + " " + msg, icon=":material/stop_circle:")
         else:
-            status_box.success(msg, icon="✅")
+            status_box.success(msg, icon=":material/check_circle:")
         mem_fig, time_fig, data = decode_frames(steps, s_n, s_cfg, s_prompt)
         with mem_box.container():
             ui.show_figure(mem_fig, "kv_decode_memory", data=data, name="kv_decode_memory")
         with time_box.container():
             ui.show_figure(time_fig, "kv_decode_time", data=data, name="kv_decode_time")
     elif state["status"] == "stopped":
-        status_box.warning(ui.t("kvcache.stopped", i=0, n=s_n), icon="⏹️")
+        status_box.warning(ui.t("kvcache.stopped", i=0, n=s_n), icon=":material/stop_circle:")
 else:
     status_box.caption(ui.t("kvcache.press_run"))
 
@@ -297,20 +405,51 @@ st.subheader(ui.t("kvcache.pd_header"))
 p1, p2 = st.columns([1, 2], gap="large")
 with p1:
     pd_tokens = ui.int_slider("pd_tokens", 2, 256, 64, help_key="help.pd_tokens")
-    if st.button(ui.t("kvcache.pd_again"), key="kv_pd_again", icon=":material/refresh:"):
-        st.session_state["kv_pd_nonce"] = st.session_state.get("kv_pd_nonce", 0) + 1
+    measure = st.button(ui.t("kvcache.pd_run"), key="kv_pd_run", icon=":material/timer:")
     st.markdown(ui.t("kvcache.pd_body"))
 with p2:
-    timing = ui.run_safely(lambda: cached_prefill_decode(
-        dec_heads, dec_kv, dec_dim, dec_layers, dec_batch, dec_dtype, pd_tokens, ui.seed(), ui.device(),
-        st.session_state.get("kv_pd_nonce", 0),
-    ))
-    if timing is not None:
-        n_tok, prefill_s, decode_s = timing
-        pd_fig = fig_memory.prefill_decode_figure(n_tok, prefill_s, decode_s, style=style)
-        pd_data = pd.DataFrame({"phase": ["prefill", "decode"], "tokens": [n_tok, n_tok],
-                                "total (ms)": [prefill_s * 1e3, decode_s * 1e3],
-                                "per token (ms)": [prefill_s * 1e3 / n_tok, decode_s * 1e3 / n_tok]})
+    pd_cfg = kv_cache.DecodeConfig(
+        n_heads=dec_heads,
+        n_kv_heads=dec_kv,
+        head_dim=dec_dim,
+        n_layers=dec_layers,
+        batch=dec_batch,
+        dtype=dec_dtype,
+        seed=ui.seed(),
+    )
+    pd_params = (pd_cfg, pd_tokens, ui.device())
+    if measure:
+        with st.spinner(ui.t("kvcache.pd_running")):
+            timing = ui.run_safely(lambda: kv_cache.time_prefill_vs_decode(pd_cfg, pd_tokens, ui.device()))
+        if timing is not None:
+            st.session_state["kv_pd"] = {"params": pd_params, "timing": timing}
+    measured = st.session_state.get("kv_pd")
+    if measured is None:
+        st.caption(ui.t("kvcache.pd_press"))
+    else:
+        timing = measured["timing"]
+        if measured["params"] != pd_params:
+            st.caption(ui.t("kvcache.stale_pd"))
+        pd_fig = fig_memory.prefill_decode_figure(timing.n_tokens, timing.prefill_s, timing.decode_s, style=style)
+        pd_data = pd.DataFrame(
+            {
+                "phase": ["prefill", "decode"],
+                "tokens": [timing.n_tokens] * 2,
+                "total (ms)": [timing.prefill_s * 1e3, timing.decode_s * 1e3],
+                "per token (ms)": [timing.prefill_per_token_s * 1e3, timing.decode_per_token_s * 1e3],
+            }
+        )
         ui.show_figure(pd_fig, "kv_prefill_decode", data=pd_data, name="kv_prefill_decode")
-        st.caption(ui.t("kvcache.pd_caption", h=dec_heads, kv=dec_kv, d=dec_dim, L=dec_layers, B=dec_batch,
-                        dtype=dec_dtype, device=ui.device()))
+        m_cfg, _, m_device = measured["params"]
+        st.caption(
+            ui.t(
+                "kvcache.pd_caption",
+                h=m_cfg.n_heads,
+                kv=m_cfg.n_kv_heads,
+                d=m_cfg.head_dim,
+                L=m_cfg.n_layers,
+                B=m_cfg.batch,
+                dtype=m_cfg.dtype,
+                device=m_device,
+            )
+        )

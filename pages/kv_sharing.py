@@ -44,6 +44,25 @@ def conversion_study(
         return study(mha, x, seed=seed, source=source)
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def mapping_study(
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    d_model: int,
+    tokens: tuple[str, ...],
+    seed: int,
+    device_name: str,
+    built_with: str,
+):
+    """The page's layer run with the mapping it was built with and with the other one (cached, CPU numpy)."""
+    check_sim_size(d_model, n_heads, head_dim)
+    maps = ui.attention_maps(
+        n_heads, n_kv_heads, head_dim, d_model, tokens, None, "none", None, True, 1.0, seed, device_name
+    )
+    return mapping_mismatch(maps.q, maps.k, maps.scale, maps.mask, built_with)
+
+
 def n(value: int) -> str:
     """A whole number with thousands separators."""
     return f"{value:,}"
@@ -275,16 +294,12 @@ elif view == "costs":
         }
     )
     st.dataframe(table, hide_index=True, width="stretch", height=38 * (len(rows) + 1) + 4)
-    st.caption(
-        ui.t(
-            "kv.cost_ratio",
-            kind=kind,
-            pct=f"{100 * n_kv_heads / n_heads:.4g}",
-            kv=n_kv_heads,
-            h=n_heads,
-            saved=nbytes(costs["mha"]["kv_bytes_per_token"] - cur["kv_bytes_per_token"]),
-        )
-    )
+    if kind == "MHA":
+        st.caption(ui.t("kv.cost_ratio_mha"))
+    else:
+        saved = nbytes(costs["mha"]["kv_bytes_per_token"] - cur["kv_bytes_per_token"])
+        pct = f"{100 * n_kv_heads / n_heads:.4g}"
+        st.caption(ui.t("kv.cost_ratio", kind=kind, pct=pct, kv=n_kv_heads, h=n_heads, saved=saved))
     st.caption(ui.t("kv.flops_note", h=n_heads, t=T, t1=T - 1, d=head_dim, attn=n(value(cur, "flops_attn"))))
     options = divisors(n_heads)
     per_kv = [
@@ -334,10 +349,11 @@ elif view == "mapping":
         st.info(ui.t("kv.mapping_same", kind=kind), icon="ℹ️")
     else:
         built_with = ui.choice("built_with", list(MAPPINGS), "contiguous", help_key="help.built_with")
-        maps = get_maps()
-        if maps is None:
+        mm = ui.run_safely(
+            lambda: mapping_study(n_heads, n_kv_heads, head_dim, d_model, tuple(tokens), seed, ui.device(), built_with)
+        )
+        if mm is None:
             st.stop()
-        mm = mapping_mismatch(maps.q, maps.k, maps.scale, maps.mask, built_with)
         fig = fig_kv.mismatch_figure(mm.kl, mm.built, mm.run, style=style)
         ui.show_figure(
             fig,
@@ -355,8 +371,8 @@ elif view == "mapping":
         fig = fig_kv.pair_maps_figure(
             mm.weights_built[head],
             mm.weights_run[head],
-            list(maps.tokens_q),
-            list(maps.tokens_k),
+            list(tokens),
+            list(tokens),
             (
                 ui.t("kv.pair_built", h=head, g=a, m=ui.t(f"opt.built_with.{built_with}")),
                 ui.t("kv.pair_run", h=head, g=b, m=ui.t(f"opt.built_with.{mm.run_with}")),
@@ -364,8 +380,8 @@ elif view == "mapping":
             (group_color(a), group_color(b)),
             style=style,
         )
-        lq = [f"{tok} ({i})" for i, tok in enumerate(maps.tokens_q)]
-        lk = [f"{tok} ({i})" for i, tok in enumerate(maps.tokens_k)]
+        lq = [f"{tok} ({i})" for i, tok in enumerate(tokens)]
+        lk = [f"{tok} ({i})" for i, tok in enumerate(tokens)]
         pair = pd.DataFrame(
             {
                 "query": np.repeat(np.array(lq, dtype=object), len(lk)),

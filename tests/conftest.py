@@ -52,9 +52,8 @@ def app_test():
     def make(page: str | None = None, query: dict[str, str] | None = None, session: dict | None = None):
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
         if page is not None and page != DEFAULT_PAGE:
-            # AppTest finds st.navigation pages only after a first run; the sidebar's widgets
-            # (seed, lang) then already exist, so tests set those through ``session``.
-            at.run()
+            # A fresh session opening the page's URL: each page's url_path equals its file stem,
+            # which is how AppTest finds a page before the first run.
             at.switch_page(page)
         for key, value in (query or {}).items():
             at.query_params[key] = value

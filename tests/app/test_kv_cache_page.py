@@ -66,10 +66,22 @@ def test_defaults_show_llama_7b_at_4096_tokens_as_2_gib(app_test):
     table = at.dataframe[0].value
     assert "2,147,483,648" in table.iloc[:, 4].tolist()
     assert table.iloc[0, -1] == "163,840"  # 80 GiB / 512 KiB per token
-    assert "Press Run decode" in texts(at)
-    # prefill against decode, measured: two bars in milliseconds
+    assert "Press Run decode" in texts(at) and "Press Measure prefill and decode" in texts(at)
+    assert len(chart_specs(at)) == 1  # nothing is timed until asked
+
+
+def test_prefill_against_decode_is_measured_on_request(app_test):
+    at = app_test(PAGE, query={"model": "gpt2", "pd_tokens": "8"})
+    at.button(key="kv_pd_run").click().run()
+    no_exception(at)
     bars = next(s for s in chart_specs(at) if s["data"][0]["type"] == "bar")
-    assert len(arr(bars["data"][0]["y"])) == 2 and np.all(arr(bars["data"][0]["y"]) > 0)
+    ms = arr(bars["data"][0]["y"])
+    assert len(ms) == 2 and np.all(ms > 0)
+    timing = at.session_state["kv_pd"]["timing"]
+    assert timing.n_tokens == 8 and ms.tolist() == [timing.prefill_s * 1e3, timing.decode_s * 1e3]
+    assert "12 query heads, 12 KV heads, d_k = 64" in texts(at)
+    at.slider(key="pd_tokens").set_value(16).run()  # other settings: the old bars stay, marked as such
+    assert "earlier settings" in texts(at)
 
 
 def test_preset_switch_updates_formula_result_and_chart(app_test):
@@ -119,8 +131,9 @@ def test_controls_change_the_numbers(app_test):
 
 
 def test_current_settings_come_from_the_shared_parameters():
-    at = open_link({"model": "custom", "n_heads": "16", "n_kv_heads": "4", "head_dim": "64", "n_layers": "24",
-                    "seq_len": "2048"})
+    at = open_link(
+        {"model": "custom", "n_heads": "16", "n_kv_heads": "4", "head_dim": "64", "n_layers": "24", "seq_len": "2048"}
+    )
     no_exception(at)
     assert not at.warning and not at.info
     want = kv_cache_bytes(24, 4, 64, 2048)
@@ -140,7 +153,11 @@ def test_current_settings_come_from_the_shared_parameters():
         ({"seq_len": "-3"}, "warning", "seq_len=-3"),
         ({"batch": "0"}, "warning", "batch=0"),
         ({"device_gib": "lots"}, "warning", "device_gib=lots"),
-        ({"model": "custom", "n_heads": "12", "n_kv_heads": "5"}, "info", "nearest divisor, 4. Valid values: 1, 2, 3, 4, 6, 12"),
+        (
+            {"model": "custom", "n_heads": "12", "n_kv_heads": "5"},
+            "info",
+            "nearest divisor, 4. Valid values: 1, 2, 3, 4, 6, 12",
+        ),
     ],
 )
 def test_bad_url_values_give_a_notice_and_keep_the_page(query, kind, text):
@@ -179,8 +196,16 @@ def test_live_decode_runs_to_completion_and_matches_the_formula(app_test):
 
 
 def test_repeat_kv_mistake_caches_n_rep_times_more(app_test):
-    at = app_test(PAGE, query={"model": "llama-3-8b", "dec_steps": "3", "dec_prompt": "2", "dec_wrong": "true",
-                               "dec_recompute": "false"})
+    at = app_test(
+        PAGE,
+        query={
+            "model": "llama-3-8b",
+            "dec_steps": "3",
+            "dec_prompt": "2",
+            "dec_wrong": "true",
+            "dec_recompute": "false",
+        },
+    )
     assert "32 heads instead of 8: 4× the memory" in texts(at)
     at.button(key="kv_run").click().run()
     no_exception(at)

@@ -287,3 +287,17 @@ def test_many_kv_groups_are_shown_eight_at_a_time(app_test):
     m = expected_maps(n_heads=16, n_kv_heads=16)
     x, y0 = where["head 11"]
     np.testing.assert_allclose(block(z_w, x, y0, T, T), m.weights[11], atol=1e-6)
+
+
+def test_seed_and_kv_heads_carry_over_from_another_page(app_test):
+    at = app_test()  # the heatmap page
+    at.select_slider(key="n_kv_heads").set_value(4).run()
+    at.switch_page(PAGE)
+    at.session_state["kv_view"] = "maps"
+    at.session_state["seed"] = 3
+    at.run()
+    no_exception(at)
+    assert at.select_slider(key="n_kv_heads").value == 4 and "n_kv_heads = 4 KV heads" in at.markdown[0].value
+    where, z_w, _ = panels(chart_specs(at)[0])
+    x, y0 = where["head 5"]
+    np.testing.assert_allclose(block(z_w, x, y0, T, T), expected_maps(n_kv_heads=4, seed=3).weights[5], atol=1e-6)

@@ -32,8 +32,16 @@ def test_seq_points_cover_one_to_a_million_on_a_log_grid():
 def test_memory_figure_plots_exact_bytes_and_the_max_context():
     llama = load_presets()["llama-2-7b"]
     layouts = preset_layouts(llama)
-    fig = fig_memory.memory_figure(layouts, batch=1, dtype="fp16", device_bytes=80 * GiB, device_label="device",
-                                   model_name=llama.name, seq_len=4096, max_positions=4096)
+    fig = fig_memory.memory_figure(
+        layouts,
+        batch=1,
+        dtype="fp16",
+        device_bytes=80 * GiB,
+        device_label="device",
+        model_name=llama.name,
+        seq_len=4096,
+        max_positions=4096,
+    )
     s = spec(fig)
     mha = next(t for t in s["data"] if t.get("name", "").startswith("MHA"))
     x, y = arr(mha["x"]).astype(np.int64), arr(mha["y"])
@@ -59,8 +67,16 @@ def test_memory_figure_plots_exact_bytes_and_the_max_context():
 def test_stacked_weights_shift_every_line_and_shrink_what_fits():
     p = load_presets()["llama-3-8b"]
     w = weights_bytes(p.n_params, "bf16")
-    fig = fig_memory.memory_figure(preset_layouts(p), batch=1, dtype="bf16", device_bytes=24 * GiB,
-                                   device_label="device", model_name=p.name, weights=w, y_log=False)
+    fig = fig_memory.memory_figure(
+        preset_layouts(p),
+        batch=1,
+        dtype="bf16",
+        device_bytes=24 * GiB,
+        device_label="device",
+        model_name=p.name,
+        weights=w,
+        y_log=False,
+    )
     s = spec(fig)
     gqa = next(t for t in s["data"] if t.get("name", "").startswith("GQA-8"))
     x, y = arr(gqa["x"]).astype(np.int64), arr(gqa["y"])
@@ -74,8 +90,15 @@ def test_stacked_weights_shift_every_line_and_shrink_what_fits():
 
 def test_weights_larger_than_the_device_fit_nothing():
     p = load_presets()["llama-2-70b"]
-    fig = fig_memory.memory_figure(preset_layouts(p), batch=1, dtype="fp16", device_bytes=80 * GiB,
-                                   device_label="device", model_name=p.name, weights=weights_bytes(p.n_params))
+    fig = fig_memory.memory_figure(
+        preset_layouts(p),
+        batch=1,
+        dtype="fp16",
+        device_bytes=80 * GiB,
+        device_label="device",
+        model_name=p.name,
+        weights=weights_bytes(p.n_params),
+    )
     names = [t.get("name", "") for t in spec(fig)["data"]]
     assert sum("nothing fits" in n for n in names) == 3
 
@@ -99,8 +122,9 @@ def test_byte_ticks():
 def test_decode_figures_plot_the_given_steps():
     seq = [4, 5, 6]
     measured = [1024, 1280, 1536]
-    fig = fig_memory.decode_memory_figure(seq, measured, measured, x_max=10, y_max=2560, correct=[256, 320, 384],
-                                          allocated=2560, style=Style(lang="zh"))
+    fig = fig_memory.decode_memory_figure(
+        seq, measured, measured, x_max=10, y_max=2560, correct=[256, 320, 384], allocated=2560, style=Style(lang="zh")
+    )
     s = traces_by_name(spec(fig))
     assert arr(s["实测：在 repeat_kv 之后缓存"]["y"]).tolist() == [1.0, 1.25, 1.5]  # KiB
     assert arr(s["正确的缓存（n_kv_heads 个头）"]["y"]).tolist() == [0.25, 0.3125, 0.375]

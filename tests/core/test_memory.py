@@ -110,8 +110,10 @@ def test_layout_lists_per_model():
 
 
 # ---------------------------------------------------------------- dtypes and exactness
-@pytest.mark.parametrize(("dtype", "num", "den"), [("fp32", 4, 1), ("fp16", 2, 1), ("bf16", 2, 1), ("fp8", 1, 1),
-                                                   ("int8", 1, 1), ("int4", 1, 2)])
+@pytest.mark.parametrize(
+    ("dtype", "num", "den"),
+    [("fp32", 4, 1), ("fp16", 2, 1), ("bf16", 2, 1), ("fp8", 1, 1), ("int8", 1, 1), ("int4", 1, 2)],
+)
 def test_every_dtype_scales_the_element_count(dtype, num, den):
     elements = 2 * 32 * 1 * 32 * 4096 * 128
     assert kv_cache_bytes(32, 32, 128, 4096, dtype=dtype) == elements * num // den
@@ -273,8 +275,18 @@ def test_cache_layouts_refuse_non_divisors():
 # ---------------------------------------------------------------- presets
 def test_presets_are_complete_and_sourced():
     presets = load_presets()
-    want = {"gpt2", "llama-2-7b", "llama-2-70b", "llama-3-8b", "mistral-7b", "qwen2.5-7b", "gemma-2-9b", "falcon-7b",
-            "deepseek-v2-lite", "deepseek-v3"}
+    want = {
+        "gpt2",
+        "llama-2-7b",
+        "llama-2-70b",
+        "llama-3-8b",
+        "mistral-7b",
+        "qwen2.5-7b",
+        "gemma-2-9b",
+        "falcon-7b",
+        "deepseek-v2-lite",
+        "deepseek-v3",
+    }
     assert want <= set(presets)
     for p in presets.values():
         assert re.fullmatch(r"https://huggingface\.co/[\w.-]+/[\w.-]+/blob/main/config\.json", p.source), p.source

@@ -1,0 +1,102 @@
+"""attn_core.fig_kv: the KV-sharing figures say what the engine computed."""
+
+import json
+
+import numpy as np
+import pytest
+
+from attn_core import fig_kv
+from attn_core.attention import kv_group_of
+from attn_core.config import AttentionConfig, ConfigError
+from attn_core.figures import Style, group_color
+from attn_core.maps import compute_attention_maps
+from attn_core.tokens import tokenize
+from tests.util import arr
+
+TOKS = tokenize("the cat sat on the mat")
+
+
+def spec(fig) -> dict:
+    return json.loads(fig.to_json())
+
+
+@pytest.mark.parametrize("mapping", ["contiguous", "interleaved"])
+@pytest.mark.parametrize("h,kv", [(8, 2), (12, 4), (6, 6), (5, 1)])
+def test_diagram_links_nodes_and_colours(mapping, h, kv):
+    s = spec(fig_kv.kv_diagram(h, kv, mapping))
+    kv_nodes = next(t for t in s["data"] if t["name"] == "KV heads")
+    q_nodes = next(t for t in s["data"] if t["name"] == "query heads")
+    xs_kv = list(arr(kv_nodes["x"]))
+    assert xs_kv == fig_kv.kv_positions(h, kv)  # KV heads sit at the same places for both mappings
+    owner = {}
+    for t in s["data"]:
+        if isinstance(t.get("meta"), dict):
+            g = t["meta"]["kv_head"]
+            assert t["line"]["color"] == group_color(g)
+            for i in range(0, len(t["x"]), 3):
+                owner[t["x"][i]] = g
+                assert t["x"][i + 1] == pytest.approx(xs_kv[g])
+    expect = {q: (kv_group_of(q, h, kv) if mapping == "contiguous" else q % kv) for q in range(h)}
+    assert owner == expect
+    assert q_nodes["marker"]["color"] == [group_color(expect[q]) for q in range(h)]
+    assert len(q_nodes["text"]) == h and len(kv_nodes["text"]) == kv
+
+
+def test_repeat_kv_blocks_state_shapes_and_copies():
+    s = spec(fig_kv.repeat_kv_figure(12, 3, seq_len=7, head_dim=32, batch=2))
+    rects = [sh for sh in s["layout"]["shapes"] if sh["type"] == "rect"]
+    lines = [sh for sh in s["layout"]["shapes"] if sh["type"] == "line"]
+    assert len(rects) == 3 + 12 and len(lines) == 12
+    texts = [a["text"] for a in s["layout"]["annotations"]]
+    assert (
+        "cache [B, H_kv, T, D]<br>= [2, 3, 7, 32]" in texts and "repeat_kv → [B, H, T, D]<br>= [2, 12, 7, 32]" in texts
+    )
+    assert "head 5 ← KV 1" in texts and "<b>× 4</b>" in texts
+    mha = spec(fig_kv.repeat_kv_figure(4, 4, 7, 8))
+    assert "n_rep = 1:<br>no copy" in [a["text"] for a in mha["layout"]["annotations"]]
+    with pytest.raises(ConfigError):
+        fig_kv.repeat_kv_figure(6, 4, 7, 8)
+
+
+def test_grouped_maps_pool_long_inputs_and_cut_dimensions():
+    m = compute_attention_maps(AttentionConfig(n_heads=4, n_kv_heads=2, head_dim=80), [f"t{i}" for i in range(120)])
+    fig = fig_kv.grouped_maps_figure(m.weights, m.k, m.v, list(m.tokens_q), list(m.tokens_k), max_cells=40)
+    s = spec(fig)
+    title = s["layout"]["title"]["text"]
+    assert "showing 40×40 blocks (max) of 120×120" in title and "of 80 dimensions" in title
+    z = arr(s["data"][0]["z"])
+    assert np.nanmax(z) <= 1 and np.nanmin(z) >= 0
+    assert s["layout"]["coloraxis"]["cmin"] == 0 and s["layout"]["coloraxis"]["cmax"] == 1
+    c2 = s["layout"]["coloraxis2"]
+    assert c2["cmin"] == -c2["cmax"] and c2["cmid"] == 0
+    kv = arr(s["data"][1]["z"])
+    assert np.nanmax(np.abs(kv)) == pytest.approx(c2["cmax"], rel=1e-5)
+    # pooled weights are block maxima of the true weights
+    assert np.nanmax(z) == pytest.approx(float(m.weights.max()), rel=1e-6)
+
+
+def test_styles_translate_and_grow_for_a_projector():
+    big = spec(fig_kv.kv_diagram(8, 2, style=Style(present=True, lang="zh")))
+    assert big["layout"]["font"]["size"] >= 20 and big["layout"]["title"]["font"]["size"] >= 20
+    assert big["layout"]["title"]["text"].startswith("GQA：8 个查询头")
+    assert big["layout"]["yaxis"]["ticktext"] == ["查询头（8）", "KV 头（2）"]
+
+
+def test_kv_bytes_chart_uses_binary_units_and_exact_hover():
+    s = spec(fig_kv.kv_bytes_figure([1, 2, 4, 8], [512, 1024, 2048, 4096], 8, 2))
+    bar = s["data"][0]
+    assert s["layout"]["yaxis"]["title"]["text"] == "bytes per token per layer (KiB)"
+    assert list(arr(bar["y"])) == [0.5, 1, 2, 4] and list(arr(bar["customdata"])) == [512, 1024, 2048, 4096]
+    assert bar["x"] == ["1 · MQA", "2 · GQA", "4 · GQA", "8 · MHA"]
+    assert fig_kv.binary_unit(3 * 2**30) == ("GiB", 2**30) and fig_kv.binary_unit(100) == ("B", 1.0)
+
+
+def test_conversion_chart_one_line_per_method_and_panel():
+    rel = {"mean": np.array([0.5, 0.1, 0.0]), "first": np.array([0.7, 0.2, 0.0]), "random": np.array([1, 1, 1.0])}
+    kl = {k: v / 10 for k, v in rel.items()}
+    s = spec(fig_kv.conversion_figure((1, 2, 4), rel, kl, 4, current=2))
+    assert len(s["data"]) == 6
+    by = {(t["legendgroup"], t["xaxis"]): arr(t["y"]) for t in s["data"]}
+    np.testing.assert_allclose(by[("first", "x")], rel["first"])
+    np.testing.assert_allclose(by[("random", "x2")], kl["random"])
+    assert sum(1 for sh in s["layout"]["shapes"] if sh["type"] == "rect") == 2  # current n_kv shaded in both panels
