@@ -44,6 +44,9 @@ def _layout(fig: go.Figure, style: Style, title: str, height: int, **kw: object)
     )
     layout.update(kw)
     fig.update_layout(**layout)
+    # explicit sizes: a chart theme may set its own tick and axis-title fonts, which would not grow on a projector
+    fig.update_xaxes(tickfont=dict(size=style.font), title_font=dict(size=style.font))
+    fig.update_yaxes(tickfont=dict(size=style.font), title_font=dict(size=style.font))
     return fig
 
 
@@ -259,7 +262,7 @@ def repeat_kv_figure(
     return _layout(
         fig,
         style,
-        style.t("kvfig.block_title"),
+        style.t("kvfig.block_title") + "<br><sup>" + style.t("kvfig.block_sub") + "</sup>",
         height,
         shapes=shapes,
         annotations=annotations,
@@ -430,13 +433,12 @@ def grouped_maps_figure(
     )
     xt, xl = _ticks(c, labels_k, f, max(2, c * cell_px // (style.font + 4)))
     title = style.t("kvfig.maps_title", h=h_all, kv=n_kv, shown=len(groups))
-    notes = []
+    notes = [style.t("kvfig.maps_sub")]
     if f > 1:
         notes.append(style.t("fig.pooled", r=r, c=c, tq=t_q, tk=t_k))
     if dd < d_full:
         notes.append(style.t("kvfig.dims_cut", dd=dd, d=d_full))
-    if notes:
-        title += "<br><sup>" + " · ".join(notes) + "</sup>"
+    title += "<br><sup>" + " · ".join(notes) + "</sup>"
     return _layout(
         fig,
         style,
@@ -504,10 +506,12 @@ def mismatch_figure(kl: np.ndarray, built: Sequence[int], run: Sequence[int], st
         )
     )
     top = float(np.max(kl)) if n else 1.0
+    n_wrong = int(sum(a != b for a, b in zip(built, run, strict=True)))
+    title = style.t("kvfig.mismatch_title", n=n_wrong, h=n) + "<br><sup>" + style.t("kvfig.mismatch_sub") + "</sup>"
     return _layout(
         fig,
         style,
-        style.t("kvfig.mismatch_title", n=int(sum(a != b for a, b in zip(built, run, strict=True))), h=n),
+        title,
         360 if not style.present else 440,
         xaxis=dict(title=dict(text=style.t("kvfig.query_head")), type="category", tickangle=-45 if n > 16 else 0),
         yaxis=dict(title=dict(text=style.t("kvfig.kl_axis")), range=[0, max(top, 1e-3) * 1.25], rangemode="tozero"),
@@ -724,7 +728,7 @@ def conversion_figure(
     return _layout(
         fig,
         style,
-        style.t("kvfig.conv_title", h=n_heads),
+        style.t("kvfig.conv_title", h=n_heads) + "<br><sup>" + style.t("kvfig.conv_sub") + "</sup>",
         440 if not style.present else 540,
         legend=dict(orientation="h", y=-0.25, x=0.5, xanchor="center", font=dict(size=style.font)),
         margin=dict(l=10, r=10, t=90 if not style.present else 110, b=10),

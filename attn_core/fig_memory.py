@@ -225,14 +225,16 @@ def memory_figure(
         yv, yl = byte_ticks_linear(hi)
         yaxis = dict(type="linear", range=[0, hi], tickvals=yv, ticktext=yl)
     # Vertical markers are traces, not shapes, so their position means the same on log and linear axes.
-    # S is labelled at the top, the model's max positions at the bottom, so equal values never overlap.
-    for x, text, dash, pos, at_top in (
-        (seq_len, f"S = {seq_len:,}" if seq_len else "", "solid", "bottom right", True),
+    # Vertical markers are traces (a line means the same on log and linear axes); their labels are
+    # annotations, whose x on a log axis is log10 of the value. S is labelled at the top, the model's
+    # max positions at the bottom, so equal values never overlap.
+    annotations = []
+    for x, text, dash, at_top in (
+        (seq_len, f"S = {seq_len:,}" if seq_len else "", "solid", True),
         (
             max_positions,
             style.t("kvmem.max_positions", n=f"{max_positions:,}") if max_positions else "",
             "dashdot",
-            "top left",
             False,
         ),
     ):
@@ -241,14 +243,26 @@ def memory_figure(
                 go.Scatter(
                     x=[x, x],
                     y=[lo if y_log else 0.0, hi],
-                    mode="lines+text",
-                    text=["", text] if at_top else [text, ""],
-                    textposition=pos,
-                    textfont=dict(size=max(11, style.font - 1), color="#444444"),
-                    cliponaxis=False,
+                    mode="lines",
                     showlegend=False,
-                    line=dict(color="#555555", width=2 if style.present else 1.5, dash=dash),
                     hoverinfo="skip",
+                    line=dict(color="#555555", width=2 if style.present else 1.5, dash=dash),
+                )
+            )
+            annotations.append(
+                dict(
+                    x=math.log10(x),
+                    y=1.0 if at_top else 0.0,
+                    xref="x",
+                    yref="paper",
+                    text=text,
+                    showarrow=False,
+                    xanchor="left",
+                    yanchor="top" if at_top else "bottom",
+                    xshift=4,
+                    yshift=-2 if at_top else 2,
+                    font=dict(size=max(11, style.font - 1), color="#333333"),
+                    bgcolor="rgba(255,255,255,0.85)",
                 )
             )
     yaxis["title"] = dict(text=style.t("kvmem.mem_axis_stacked" if weights is not None else "kvmem.mem_axis"))
@@ -263,6 +277,7 @@ def memory_figure(
             title=dict(text=style.t("kvmem.seq_axis")),
         ),
         yaxis=yaxis,
+        annotations=annotations,
         hovermode="closest",
         legend=dict(orientation="h", yanchor="top", y=-0.16, x=0),
         margin=dict(l=10, r=10, t=90 if style.present else 70, b=10),
@@ -385,11 +400,12 @@ def decode_time_figure(
     recompute_ms: Sequence[float] | None = None,
     *,
     x_max: int,
+    repeats: int = 1,
     style: Style = Style(),
 ) -> go.Figure:
     """Wall time per generated token with the cache and recomputing everything, against the context length.
 
-    The first point of each series is the prefill of the prompt.
+    The first point of each series is the prefill of the prompt; each point is the best of ``repeats`` runs.
     """
     x = np.asarray(seq_len, dtype=np.int64)
     fig = go.Figure()
@@ -408,7 +424,7 @@ def decode_time_figure(
                 hovertemplate="S = %{x:,}<br>%{y:.3f} ms<extra>%{fullData.name}</extra>",
             )
         )
-    _base_layout(fig, style.t("kvmem.live_time_title"), style, 420 if style.present else 380)
+    _base_layout(fig, style.t("kvmem.live_time_title", k=repeats), style, 420 if style.present else 380)
     fig.update_layout(
         xaxis=dict(range=[0, x_max * 1.02 + 1], title=dict(text=style.t("kvmem.tokens_in_context"))),
         yaxis=dict(title=dict(text=style.t("kvmem.ms_axis")), rangemode="tozero"),

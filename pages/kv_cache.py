@@ -13,7 +13,8 @@ from attn_core.config import ConfigError
 
 DEFAULT_MODEL = "llama-2-7b"
 DEFAULT_DEVICE_GIB = 80
-LIVE_REDRAW_S = 0.25  # least time between two redraws of the live charts
+LIVE_REDRAW_S = 0.5  # least time between two redraws of the live charts
+LIVE_REPEATS = 3  # each step is timed this many times, the best is shown
 
 ui.page_guard()
 
@@ -314,7 +315,9 @@ def decode_frames(steps: list, n_total: int, cfg: kv_cache.DecodeConfig, prompt_
         style=style,
     )
     rec = [s.time_recompute_s * 1e3 for s in steps] if steps and steps[0].time_recompute_s is not None else None
-    time_fig = fig_memory.decode_time_figure(seq, [s.time_cached_s * 1e3 for s in steps], rec, x_max=x_max, style=style)
+    time_fig = fig_memory.decode_time_figure(
+        seq, [s.time_cached_s * 1e3 for s in steps], rec, x_max=x_max, repeats=LIVE_REPEATS, style=style
+    )
     data = pd.DataFrame(
         {
             "step": [s.step for s in steps],
@@ -338,7 +341,9 @@ if run:
     bar = progress_box.progress(0.0, text=ui.t("kvcache.starting"))
     try:
         frame, last_draw = 0, 0.0
-        for step in kv_cache.run_decode(dec_cfg, dec_prompt, dec_steps, ui.device(), recompute=dec_recompute):
+        for step in kv_cache.run_decode(
+            dec_cfg, dec_prompt, dec_steps, ui.device(), recompute=dec_recompute, repeats=LIVE_REPEATS
+        ):
             state["steps"].append(step)
             bar.progress(
                 step.step / dec_steps, text=ui.t("kvcache.progress", i=step.step, n=dec_steps, s=f"{step.seq_len:,}")

@@ -79,8 +79,13 @@ def maps_dataframe(weights: np.ndarray, tokens_q: list[str], tokens_k: list[str]
     f = 1
     if w.size > MAX_EXPORT_CELLS:
         w, f = pool_max(w, 48)
-    lq = [f"{t} ({i})" for i, t in enumerate(tokens_q)] if f == 1 else [f"{i * f}–" for i in range(w.shape[1])]
-    lk = [f"{t} ({i})" for i, t in enumerate(tokens_k)] if f == 1 else [f"{i * f}–" for i in range(w.shape[2])]
+
+    def labels(tokens: list[str], n_cells: int) -> list[str]:
+        if f == 1:
+            return [f"{t} ({i})" for i, t in enumerate(tokens)]
+        return [f"{i * f}–{min((i + 1) * f, len(tokens)) - 1}" for i in range(n_cells)]  # pooled position ranges
+
+    lq, lk = labels(tokens_q, w.shape[1]), labels(tokens_k, w.shape[2])
     hh, qq, kk = np.meshgrid(np.array(heads), np.arange(w.shape[1]), np.arange(w.shape[2]), indexing="ij")
     return pd.DataFrame(
         {
@@ -339,10 +344,12 @@ elif view == "mapping":
             data=pd.DataFrame({"query_head": range(n_heads), "kv_head": interleaved}),
             name="mapping_interleaved",
         )
+    calls = [f"k.repeat_interleave({n_rep}, dim=1)", f"k.repeat(1, {n_rep}, 1, 1)"]
+    width = max(map(len, calls)) + 2
     st.code(
-        f"# k: [B, H_kv, T, d_k] = [1, {n_kv_heads}, {T}, {head_dim}]\n"
-        f"k.repeat_interleave({n_rep}, dim=1)  # contiguous (= repeat_kv): KV heads {contiguous}\n"
-        f"k.repeat(1, {n_rep}, 1, 1)           # interleaved:             KV heads {interleaved}",
+        f"# {ui.t('kv.code_k', kv=n_kv_heads, t=T, d=head_dim)}\n"
+        f"{calls[0]:<{width}}# {ui.t('kv.code_contiguous', m=contiguous)}\n"
+        f"{calls[1]:<{width}}# {ui.t('kv.code_interleaved', m=interleaved)}",
         language="python",
     )
     if contiguous == interleaved:
@@ -380,12 +387,11 @@ elif view == "mapping":
             (group_color(a), group_color(b)),
             style=style,
         )
-        lq = [f"{tok} ({i})" for i, tok in enumerate(tokens)]
-        lk = [f"{tok} ({i})" for i, tok in enumerate(tokens)]
+        labels = np.array([f"{tok} ({i})" for i, tok in enumerate(tokens)], dtype=object)
         pair = pd.DataFrame(
             {
-                "query": np.repeat(np.array(lq, dtype=object), len(lk)),
-                "key": np.tile(np.array(lk, dtype=object), len(lq)),
+                "query": np.repeat(labels, len(labels)),
+                "key": np.tile(labels, len(labels)),
                 f"weight_{built_with}_kv{a}": mm.weights_built[head].ravel(),
                 f"weight_{mm.run_with}_kv{b}": mm.weights_run[head].ravel(),
             }

@@ -109,7 +109,7 @@ def test_preset_switch_updates_formula_result_and_chart(app_test):
 
 def test_controls_change_the_numbers(app_test):
     at = app_test(PAGE)
-    at.segmented_control(key="dtype").set_value("int4").run()
+    at.selectbox(key="dtype").set_value("int4").run()
     assert metric(at) == "512 MiB" and r"\times 0.5\,\mathrm{B}" in latex(at)
     at.slider(key="batch").set_value(8).run()
     assert metric(at) == "4.00 GiB" and r"2 \times 32 \times 8 \times 32" in latex(at)

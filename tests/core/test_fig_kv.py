@@ -80,6 +80,7 @@ def test_styles_translate_and_grow_for_a_projector():
     assert big["layout"]["font"]["size"] >= 20 and big["layout"]["title"]["font"]["size"] >= 20
     assert big["layout"]["title"]["text"].startswith("GQA：8 个查询头")
     assert big["layout"]["yaxis"]["ticktext"] == ["查询头（8）", "KV 头（2）"]
+    assert big["layout"]["yaxis"]["tickfont"]["size"] >= 20
 
 
 def test_kv_bytes_chart_uses_binary_units_and_exact_hover():

@@ -145,6 +145,21 @@ def test_decode_with_cache_gives_the_same_tokens_as_without():
     assert not torch.is_inference_mode_enabled()  # nothing leaks out of the generators
 
 
+def test_timing_repeats_rewrite_the_same_positions():
+    model = TinyDecoder(GQA)
+    prompt = make_prompt(GQA, 5)
+    once, thrice = model.new_caches(10), model.new_caches(10)
+    a = [int(t[0]) for t, _, _ in generate_cached(model, prompt, 6, once)]
+    b = [int(t[0]) for t, _, _ in generate_cached(model, prompt, 6, thrice, repeats=3)]
+    r = [int(t[0]) for t, _ in generate_recompute(model, prompt, 6, repeats=2)]
+    assert a == b == r
+    assert once[0].length == thrice[0].length == 10
+    for c1, c3 in zip(once, thrice, strict=True):
+        assert torch.equal(c1.k, c3.k) and torch.equal(c1.v, c3.v)
+    with pytest.raises(ConfigError, match="repeats"):
+        next(generate_cached(model, prompt, 2, repeats=0))
+
+
 def test_caching_after_repeat_kv_is_n_rep_times_larger_with_the_same_tokens():
     wrong_cfg = DecodeConfig(**{**GQA.__dict__, "cache_after_repeat": True})
     right = list(run_decode(GQA, 4, 8, recompute=False))

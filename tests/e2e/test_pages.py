@@ -14,9 +14,13 @@ PAGES = [
 
 
 def assert_clean(w) -> None:
+    """No exception box, no page or console error, no dialog, and every request went to the app's own host."""
     assert not w.exceptions(), w.exceptions()
     assert not w.page_errors, w.page_errors
     assert not w.real_console_errors(), (w.console_errors, w.failed)
+    assert not w.dialogs, w.dialogs
+    foreign = [u for u in w.requests if not u.startswith((w.base_url, "data:", "blob:", "about:"))]
+    assert foreign == [], f"requests left the app's host (offline use would break): {foreign[:5]}"
 
 
 @pytest.mark.parametrize("path,slider,presses", PAGES, ids=[p[0] or "heatmaps" for p in PAGES])
