@@ -179,16 +179,17 @@ def heatmap_grid(
             go.Heatmap(z=mask_layer, colorscale=[[0, MASK_GREY], [1, MASK_GREY]], showscale=False,
                        hoverongaps=False, hovertemplate=style.t("fig.masked") + "<extra></extra>", name="mask")
         )
-    max_labels = 24 if ncols <= 2 else (16 if ncols <= 4 else 8)
-    xt, xl = _tick_positions(c, labels_k, f, max_labels)
-    yt, yl = _tick_positions(r, labels_q, f, max_labels * 2)
+    # Roughly square cells at a typical wide-layout plot width of ~900 px; as many token labels as fit
+    # without overlapping (one per label height of tile), the rest every k-th.
+    cell_px = max(3.0, min(36.0, 900.0 / big.shape[1]))
+    label_px = style.font + 4
+    xt, xl = _tick_positions(c, labels_k, f, max(2, int(c * cell_px / label_px)))
+    yt, yl = _tick_positions(r, labels_q, f, max(2, int(r * cell_px / label_px)))
     tickvals_x = [col * (c + gap) + j for col in range(ncols) for j in xt]
     tickvals_y = [row * (r + gap_y) + j for row in range(nrows) for j in yt]
     title = style.t("fig.grid_title", n=len(heads), kv=n_kv_heads)
     if f > 1:
         title += " · " + style.t("fig.pooled", r=r, c=c, tq=t_q, tk=t_k)
-    # Roughly square cells at a typical wide-layout plot width of ~900 px.
-    cell_px = max(3.0, min(36.0, 900.0 / big.shape[1]))
     label_room = 40 + 7 * max((len(s) for s in xl), default=4)  # rotated key labels under the panels
     height = int(min(3000, max(320, big.shape[0] * cell_px + label_room + (110 if style.present else 80))))
     fig.update_layout(

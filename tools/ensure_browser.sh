@@ -5,6 +5,7 @@ set -u
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if ! fc-list 2>/dev/null | grep -qi "Noto Sans CJK"; then need+=(fonts-noto-cjk); fi
+if ! fc-list 2>/dev/null | grep -qi "Noto Color Emoji"; then need+=(fonts-noto-color-emoji); fi
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else
   echo "note: ${need[*]} missing; browser tests will be skipped. Install with: sudo apt-get install ${need[*]}" >&2
