@@ -3,15 +3,13 @@
 Pure arithmetic on the layer's shape, so the numbers a page shows can be checked
 by hand. MHA, GQA and MQA differ only in ``n_kv_heads``: it shrinks W_K, W_V and
 the KV cache, while the attention itself (every query head still scores every
-key) costs the same.
+key) costs the same. Byte counts of whole models and their formatting live in
+:mod:`attn_core.memory`.
 """
 
 from __future__ import annotations
 
 from .config import ConfigError, check_int, check_kv_heads
-
-# Bytes per stored element for the cache dtypes the pages offer.
-DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 
 
 def attention_costs(
@@ -91,25 +89,3 @@ def attention_costs(
         **flops,
         "flops_total": sum(flops.values()),
     }
-
-
-def format_bytes(n: float) -> str:
-    """Bytes with a binary unit: ``"512 B"``, ``"1.5 KiB"``, ``"2 GiB"`` (1 KiB = 1024 B)."""
-    if n < 1024:
-        return f"{n:g} B"
-    value = float(n)
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        value /= 1024.0
-        if value < 1024 or unit == "TiB":
-            break
-    return f"{value:.4g} {unit}"
-
-
-def format_count(n: float) -> str:
-    """A large count in short form with an SI suffix: ``"4.19 M"``, ``"1.07 G"`` (``"512"`` below 10⁴)."""
-    if abs(n) < 10_000:
-        return f"{n:g}"
-    for div, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(n) >= div:
-            return f"{n / div:.3g} {suffix}"
-    return f"{n:g}"

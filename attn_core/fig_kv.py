@@ -18,6 +18,7 @@ from plotly.subplots import make_subplots
 from .config import attention_kind, check_kv_heads
 from .convert import METHODS, kv_map
 from .figures import DIVERGING_SCALE, MAX_HOVER_CELLS, Style, group_color, pool_max
+from .memory import binary_unit
 
 # One colour, dash and marker per conversion method (Okabe-Ito hues not used for the first KV groups).
 METHOD_STYLE = {
@@ -625,14 +626,6 @@ def kv_option_label(d: int, n_heads: int) -> str:
     return f"{d} · {attention_kind(n_heads, d)}"
 
 
-def binary_unit(max_bytes: float) -> tuple[str, float]:
-    """The binary unit (B, KiB, MiB, GiB) that suits ``max_bytes``, and its size in bytes."""
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if max_bytes >= size:
-            return unit, float(size)
-    return "B", 1.0
-
-
 def kv_bytes_figure(
     n_kv: Sequence[int], kv_bytes: Sequence[int], n_heads: int, current: int, style: Style = Style()
 ) -> go.Figure:
@@ -641,7 +634,7 @@ def kv_bytes_figure(
     The bar of the current choice is drawn in full colour, the others faded; hover
     gives the exact byte count.
     """
-    unit, size = binary_unit(max(kv_bytes) if len(kv_bytes) else 1)
+    size, unit = binary_unit(max(kv_bytes) if len(kv_bytes) else 1)
     labels = [kv_option_label(d, n_heads) for d in n_kv]
     fig = go.Figure(
         go.Bar(

@@ -132,7 +132,7 @@ def memory_figure(
     w = int(weights or 0)
     budget = max(0, int(device_bytes) - w)
     fig = go.Figure()
-    y_min, y_max = math.inf, float(device_bytes)
+    y_min, y_max = float(device_bytes), float(device_bytes)  # the device line is always in view
     if weights is not None:
         fig.add_trace(
             go.Scatter(

@@ -8,8 +8,9 @@ import ui
 from attn_core import fig_kv
 from attn_core.config import AttentionConfig, ConfigError, divisors
 from attn_core.convert import MAPPINGS, check_sim_size, kv_map, mapping_mismatch
-from attn_core.costs import DTYPE_BYTES, attention_costs, format_bytes
+from attn_core.costs import attention_costs
 from attn_core.figures import group_color, pool_max
+from attn_core.memory import dtype_bits, format_bytes
 from attn_core.tokens import synthetic_tokens, tokenize
 
 DEFAULT_TEXT = "The cat sat on the mat because it was tired ."
@@ -255,7 +256,7 @@ elif view == "maps":
 
 elif view == "costs":
     dtype = ui.choice("kv_dtype", list(DTYPES), "fp16", help_key="help.kv_dtype")
-    nbytes_el = DTYPE_BYTES[dtype]
+    nbytes_el = dtype_bits(dtype) // 8
     settings = [("current", n_kv_heads), ("mha", n_heads), ("mqa", 1)]
     costs = {
         name: attention_costs(d_model, n_heads, kv, head_dim, T, bytes_per_element=nbytes_el) for name, kv in settings

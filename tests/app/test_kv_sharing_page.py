@@ -150,7 +150,7 @@ def test_cost_table_equals_hand_arithmetic(app_test):
     assert list(mqa.values())[6] == 64 and list(mha.values())[6] == 512
     formulas = list(at.dataframe[0].value.iloc[:, 1])
     assert "2 × H_kv × d_k = 2 × 2 × 16" in formulas
-    assert "1,408 B = 1.375 KiB" in list(at.dataframe[0].value.iloc[:, 2])
+    assert "1,408 B = 1.38 KiB" in list(at.dataframe[0].value.iloc[:, 2])
     bars = chart_specs(at)[0]["data"][0]
     assert list(arr(bars["customdata"])) == [64, 128, 256, 512] and bars["x"][1] == "2 · GQA"
     at.segmented_control(key="kv_dtype").set_value("fp32").run()

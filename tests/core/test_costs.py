@@ -6,7 +6,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from attn_core.attention import GroupedQueryAttention
 from attn_core.config import ConfigError
-from attn_core.costs import DTYPE_BYTES, attention_costs, format_bytes, format_count
+from attn_core.costs import attention_costs
+from attn_core.memory import dtype_bits, kv_cache_bytes
 
 # (d_model, n_heads, n_kv_heads, head_dim, seq_len): GQA, a Llama-3-8B-like layer, MHA, MQA, d_model != H * d_k
 SHAPES = [(128, 8, 2, 16, 12), (4096, 32, 8, 128, 4096), (4096, 32, 32, 128, 1), (768, 12, 1, 64, 7), (100, 5, 5, 7, 3)]
@@ -80,7 +81,7 @@ def test_kv_cache_size_matches_the_cached_tensors(dtype, name):
         out = layer(torch.randn(1, t, d_model, dtype=dtype), use_cache=True)
     k, v = out.present_kv
     cached_bytes = k.numel() * k.element_size() + v.numel() * v.element_size()
-    c = attention_costs(d_model, h, h_kv, d, t, bytes_per_element=DTYPE_BYTES[name])
+    c = attention_costs(d_model, h, h_kv, d, t, bytes_per_element=dtype_bits(name) // 8)
     assert c["kv_elements_per_token"] * t == k.numel() + v.numel()
     assert c["kv_bytes_seq"] == cached_bytes
 
@@ -111,9 +112,8 @@ def test_bad_input_raises_config_error_naming_the_field(kwargs, field):
     assert err.value.field == field and field in str(err.value)
 
 
-def test_formatting():
-    assert format_bytes(512) == "512 B"
-    assert format_bytes(1536) == "1.5 KiB"
-    assert format_bytes(16 * 2**20) == "16 MiB"
-    assert format_bytes(2**31) == "2 GiB"
-    assert format_count(512) == "512" and format_count(16_777_216) == "16.8 M"
+def test_kv_bytes_agree_with_the_memory_calculator():
+    for d_model, h, h_kv, d, t in SHAPES:
+        for dtype in ("fp32", "bf16", "int8"):
+            c = attention_costs(d_model, h, h_kv, d, t, bytes_per_element=dtype_bits(dtype) // 8)
+            assert c["kv_bytes_seq"] == kv_cache_bytes(1, h_kv, d, t, dtype=dtype)

@@ -89,7 +89,8 @@ def test_kv_bytes_chart_uses_binary_units_and_exact_hover():
     assert s["layout"]["yaxis"]["title"]["text"] == "bytes per token per layer (KiB)"
     assert list(arr(bar["y"])) == [0.5, 1, 2, 4] and list(arr(bar["customdata"])) == [512, 1024, 2048, 4096]
     assert bar["x"] == ["1 · MQA", "2 · GQA", "4 · GQA", "8 · MHA"]
-    assert fig_kv.binary_unit(3 * 2**30) == ("GiB", 2**30) and fig_kv.binary_unit(100) == ("B", 1.0)
+    mib = spec(fig_kv.kv_bytes_figure([1, 2], [3 * 2**20, 6 * 2**20], 2, 1))
+    assert list(arr(mib["data"][0]["y"])) == [3, 6] and "(MiB)" in mib["layout"]["yaxis"]["title"]["text"]
 
 
 def test_conversion_chart_one_line_per_method_and_panel():

@@ -1,0 +1,136 @@
+"""Resource guard, CUDA fallback, determinism across processes and memory after many reruns."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from attn_core import guard
+from attn_core.config import AttentionConfig, ConfigError
+from attn_core.maps import compute_attention_maps, estimate_bytes
+from attn_core.tokens import synthetic_tokens, tokenize
+from tests.conftest import no_exception
+from tests.util import arr, chart_specs
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXT = "The cat sat on the mat because it was tired ."
+
+
+def test_budget_refuses_before_allocating(monkeypatch):
+    cfg = AttentionConfig(n_heads=64, n_kv_heads=8, head_dim=256)
+    need = estimate_bytes(cfg, 512, 512)
+    assert need > 64 * 512 * 512 * 4 * 4  # at least the score/weight tensors
+    monkeypatch.setenv("ATTN_MAX_BYTES", str(need - 1))
+    with pytest.raises(ConfigError, match="ATTN_MAX_BYTES") as err:
+        compute_attention_maps(cfg, synthetic_tokens(512))
+    assert "fewer tokens or fewer heads" in str(err.value)
+    monkeypatch.setenv("ATTN_MAX_BYTES", "garbage")
+    with pytest.raises(ConfigError, match="positive whole number"):
+        guard.max_bytes()
+
+
+def test_estimate_is_an_upper_bound_of_what_the_arrays_hold():
+    cfg = AttentionConfig(n_heads=8, n_kv_heads=2, head_dim=16)
+    m = compute_attention_maps(cfg, synthetic_tokens(64))
+    held = sum(a.nbytes for a in (m.q, m.k, m.v, m.raw_scores, m.scaled_scores, m.masked_scores, m.weights,
+                                  m.head_outputs, m.output, m.entropy))
+    assert held <= estimate_bytes(cfg, 64, 64)
+
+
+def test_page_refuses_with_a_message_under_a_tiny_budget(app_test, monkeypatch):
+    monkeypatch.setenv("ATTN_MAX_BYTES", "100000")
+    at = app_test(query={"source": "synthetic", "seq_len": "200", "n_heads": "16", "n_kv_heads": "4",
+                         "seed": "4242"})  # a seed no other test uses, so the result is not cached
+    no_exception(at)
+    assert at.error and "ATTN_MAX_BYTES" in at.error[0].value and "fewer tokens" in at.error[0].value
+    assert at.slider(key="n_heads").value == 16  # controls stay; the user can reduce and go on
+
+
+def test_cuda_out_of_memory_falls_back_to_cpu():
+    calls = []
+
+    def fn(dev):
+        calls.append(dev)
+        if dev.startswith("cuda"):
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return "ok"
+
+    assert guard.run_with_fallback(fn, "cuda") == ("ok", "cpu")
+    assert calls == ["cuda", "cpu"]
+    with pytest.raises(torch.OutOfMemoryError):
+        guard.run_with_fallback(lambda d: (_ for _ in ()).throw(torch.OutOfMemoryError("x")), "cpu")
+
+
+HASH_SNIPPET = """
+import hashlib
+from attn_core.config import AttentionConfig
+from attn_core.maps import compute_attention_maps
+from attn_core.tokens import tokenize
+m = compute_attention_maps(AttentionConfig(n_heads=8, n_kv_heads=2, head_dim=16, seed=7),
+                           tokenize("The cat sat on the mat because it was tired ."), mask_kind="causal")
+print(hashlib.sha256(m.weights.tobytes()).hexdigest())
+"""
+
+
+def test_bit_identical_weights_across_processes_and_sessions(app_test):
+    hashes = {
+        subprocess.run([sys.executable, "-c", HASH_SNIPPET], cwd=ROOT, capture_output=True, text=True,
+                       check=True, env={"ATTN_DEVICE": "cpu", "PATH": "/usr/bin:/bin"}).stdout.strip()
+        for _ in range(2)
+    }
+    assert len(hashes) == 1
+    m = compute_attention_maps(AttentionConfig(n_heads=8, n_kv_heads=2, head_dim=16, seed=7), tokenize(TEXT),
+                               mask_kind="causal")
+    assert hashlib.sha256(m.weights.tobytes()).hexdigest() in hashes
+    q = {"seed": "7", "mask": "causal"}
+    z1, z2 = (arr(chart_specs(app_test(query=q))[0]["data"][0]["z"]) for _ in range(2))
+    assert np.array_equal(z1, z2, equal_nan=True)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cpu_and_cuda_agree():
+    cfg = AttentionConfig(n_heads=8, n_kv_heads=2, head_dim=64, seed=3)
+    toks = tokenize(TEXT)
+    cpu = compute_attention_maps(cfg, toks, mask_kind="causal", device="cpu")
+    gpu = compute_attention_maps(cfg, toks, mask_kind="causal", device="cuda")
+    assert gpu.device.startswith("cuda")
+    np.testing.assert_allclose(gpu.weights, cpu.weights, atol=1e-4)
+    np.testing.assert_allclose(gpu.output, cpu.output, atol=1e-4)
+
+
+def rss_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads RSS from /proc")
+def test_memory_returns_to_idle_after_100_reruns(app_test):
+    at = app_test()
+    settings = [(h, d) for h in (2, 4, 8) for d in (8, 16, 32)]
+    # warm-up: every setting once, so caches and lazy imports are in place
+    for h, d in settings:
+        at.slider(key="n_heads").set_value(h)
+        at.slider(key="head_dim").set_value(d).run()
+    gc.collect()
+    idle = rss_bytes()
+    for i in range(100):
+        h, d = settings[i % len(settings)]
+        at.slider(key="n_heads").set_value(h)
+        at.slider(key="head_dim").set_value(d).run()
+        no_exception(at)
+    gc.collect()
+    grown = rss_bytes() - idle
+    assert grown < 40 * 2**20, f"RSS grew by {grown / 2**20:.1f} MiB over 100 reruns"
+    # no tensors kept per user
+    state = {k: at.session_state[k] for k in at.session_state}
+    assert state and not [k for k, v in state.items() if isinstance(v, torch.Tensor)]
