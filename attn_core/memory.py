@@ -252,8 +252,10 @@ def format_bytes(n_bytes: int | float) -> str:
 
 
 def format_bytes_exact(n_bytes: int) -> str:
-    """``2.00 GiB (2,147,483,648 bytes)``: the rounded binary value with the exact count."""
-    return f"{format_bytes(n_bytes)} ({n_bytes:,} bytes)"
+    """``2.00 GiB (2,147,483,648 B)``: the rounded binary value with the exact count (language-neutral)."""
+    if binary_unit(n_bytes)[0] == 1:
+        return format_bytes(n_bytes)
+    return f"{format_bytes(n_bytes)} ({n_bytes:,} B)"
 
 
 def format_tokens(n: int) -> str:

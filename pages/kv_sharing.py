@@ -420,10 +420,11 @@ else:
         conv_source = ui.choice("conv_source", ["correlated", "random"], "correlated", help_key="help.conv_source")
     n_base, noise = 1, 0.0
     if conv_source == "correlated":
-        if st.session_state.get("n_base", 1) > n_heads:
-            st.session_state["n_base"] = n_heads
-        with cc2:
-            n_base = ui.int_slider("n_base", 1, n_heads, min(2, n_heads), help_key="help.n_base")
+        if n_heads > 1:  # with one head there is one base head and nothing to choose
+            if st.session_state.get("n_base", 1) > n_heads:
+                st.session_state["n_base"] = n_heads
+            with cc2:
+                n_base = ui.int_slider("n_base", 1, n_heads, min(2, n_heads), help_key="help.n_base")
         with cc3:
             noise = ui.float_slider("noise", 0.0, 1.0, 0.3, 0.05, help_key="help.noise")
     with st.spinner(ui.t("kv.study_running")):

@@ -301,3 +301,10 @@ def test_seed_and_kv_heads_carry_over_from_another_page(app_test):
     where, z_w, _ = panels(chart_specs(at)[0])
     x, y0 = where["head 5"]
     np.testing.assert_allclose(block(z_w, x, y0, T, T), expected_maps(n_kv_heads=4, seed=3).weights[5], atol=1e-6)
+
+
+@pytest.mark.parametrize("view", ["diagram", "maps", "costs", "mapping", "convert"])
+def test_single_head_renders_every_view(view):
+    at = fresh({"n_heads": "1", "n_kv_heads": "1", "kv_view": view})
+    no_exception(at)
+    assert not at.error and chart_specs(at)

@@ -230,7 +230,8 @@ def test_binary_units_and_labels():
     assert format_bytes(2 * GiB) == "2.00 GiB"
     assert format_bytes(1024**4) == "1.00 TiB"
     assert format_bytes(1024 * 1024 - 1) == "1.00 MiB"  # never "1024 KiB"
-    assert format_bytes_exact(2 * GiB) == "2.00 GiB (2,147,483,648 bytes)"
+    assert format_bytes_exact(2 * GiB) == "2.00 GiB (2,147,483,648 B)"
+    assert format_bytes_exact(512) == "512 B"
     assert all(u in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB") for u in (binary_unit(10**n)[1] for n in range(19)))
 
 
