@@ -343,6 +343,7 @@ def show_figure(fig: Any, key: str, data: Any = None, name: str | None = None) -
     ``data`` is a pandas DataFrame of the numbers behind the chart (with token
     labels) for the CSV export; ``name`` is the file stem of every export.
     """
+    figures.apply_fonts(fig, style())
     st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme="streamlit")
     export_menu(fig, key, data, name or key)
 

@@ -107,6 +107,7 @@ def run(argv: list[str] | None = None) -> list[Path]:
             else f"seed{args.seed}")  # other pages' view names already carry their parameters
     written = []
     for view in PAGES[args.page](args, style):
+        figures.apply_fonts(view.figure, style)
         for fmt in formats:
             path = out_dir / f"{view.name}_{stem}.{fmt}"
             path.write_bytes(export_bytes(view.figure, fmt, view.data))

@@ -48,6 +48,25 @@ class Style:
         return translate(key, self.lang, **kw)
 
 
+def apply_fonts(fig: go.Figure, style: Style) -> go.Figure:
+    """Set every axis, legend and colour-bar font explicitly (in place; returns ``fig``).
+
+    Streamlit's chart theme replaces plotly's inherited font sizes with its own
+    small ones, so the sizes of :class:`Style` (20 px and more in presentation
+    mode) must be set on each axis to reach the screen, the export and the CLI.
+    """
+    size, title = style.font, style.font + 2
+    axes = [k for k in fig.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))] or ["xaxis", "yaxis"]
+    for name in axes:
+        fig.layout[name].update(tickfont=dict(size=size), title=dict(font=dict(size=title)))
+    fig.update_layout(legend=dict(font=dict(size=size)), hoverlabel=dict(font=dict(size=max(12, size - 2))))
+    fig.update_coloraxes(colorbar=dict(tickfont=dict(size=size), title=dict(font=dict(size=size))))
+    for trace in fig.data:
+        if getattr(trace, "colorbar", None) is not None and getattr(trace, "showscale", None) is not False:
+            trace.colorbar.update(tickfont=dict(size=size))
+    return fig
+
+
 def group_color(group: int) -> str:
     """The hue of KV group ``group``."""
     return GROUP_COLORS[group % len(GROUP_COLORS)]

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from . import guard
 from .attention import GroupedQueryAttention, repeat_kv, scaled_dot_product_attention
 from .config import ConfigError, check_int, check_kv_heads, divisors
 from .masks import causal_mask
@@ -41,8 +42,6 @@ MAX_DECODE_LAYERS = 8
 MAX_DECODE_BATCH = 16
 MAX_DECODE_STEPS = 2048
 MAX_PROMPT_LEN = 512
-#: Most memory a live decode may use on the CPU, whatever the machine has free.
-CPU_DECODE_LIMIT = 2 * 1024**3
 
 
 def torch_dtype(dtype: str | torch.dtype) -> torch.dtype:
@@ -309,17 +308,22 @@ def device_total_memory(device: torch.device | str) -> int | None:
 
 
 def device_budget(device: torch.device | str) -> int:
-    """Bytes a live decode may use on ``device``: 90 % of the free GPU memory, or on the CPU
-    half the available RAM, at most :data:`CPU_DECODE_LIMIT`."""
+    """Bytes a live decode may use on ``device``.
+
+    The project's memory budget (:func:`attn_core.guard.max_bytes`: 1 GiB unless
+    ``ATTN_MAX_BYTES`` says otherwise), and never more than 90 % of the free GPU
+    memory on CUDA or half the available RAM on the CPU.
+    """
     dev = torch.device(device)
     if dev.type == "cuda":
         free, _total = torch.cuda.mem_get_info(dev)
-        return int(free * 0.9)
-    try:
-        avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        avail = 2 * CPU_DECODE_LIMIT
-    return int(min(CPU_DECODE_LIMIT, avail // 2))
+        room = int(free * 0.9)
+    else:
+        try:
+            room = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+        except (ValueError, OSError, AttributeError):
+            room = guard.max_bytes()
+    return int(min(guard.max_bytes(), room))
 
 
 @dataclass(frozen=True)
@@ -370,10 +374,16 @@ def check_decode_budget(
     need = decode_need(cfg, prompt_len, n_new, recompute)
     budget = device_budget(device) if budget_bytes is None else int(budget_bytes)
     if need.total > budget:
+        why = (
+            f" (the smaller of the budget set by ATTN_MAX_BYTES, {format_bytes(guard.max_bytes())}, "
+            "and the device's free memory)"
+            if budget_bytes is None
+            else ""
+        )
         raise ConfigError(
             f"the live decode needs about {format_bytes(need.total)} (cache {format_bytes(need.cache)}, "
             f"weights {format_bytes(need.weights)}, largest step {format_bytes(need.transient)}) but only "
-            f"{format_bytes(budget)} may be used on {torch.device(device)}; lower the steps, the batch, "
+            f"{format_bytes(budget)} may be used on {torch.device(device)}{why}; lower the steps, the batch, "
             "the heads or the head dimension",
             "budget",
         )
@@ -515,6 +525,21 @@ def run_decode(
     """
     dev = torch.device(device)
     check_decode_budget(cfg, prompt_len, n_new, dev, budget_bytes, recompute)
+    try:
+        yield from _decode_steps(cfg, prompt_len, n_new, dev, recompute, repeats)
+    except torch.OutOfMemoryError as exc:
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+        raise ConfigError(
+            f"{dev} ran out of memory during the live decode (other work may be using it); lower the steps, "
+            "the batch, the heads or the head dimension",
+            "budget",
+        ) from exc
+
+
+def _decode_steps(
+    cfg: DecodeConfig, prompt_len: int, n_new: int, dev: torch.device, recompute: bool, repeats: int
+) -> Iterator[DecodeStep]:
     model = TinyDecoder(cfg).to(dev)
     prompt = make_prompt(cfg, prompt_len)
     _warm_up(model, prompt)
@@ -575,6 +600,19 @@ def time_prefill_vs_decode(
     check_int("repeats", repeats, 1, 20)
     dev = torch.device(device)
     check_decode_budget(cfg, n_tokens, 1, dev, recompute=False)
+    try:
+        best_p, best_d = _time_phases(cfg, n_tokens, dev, repeats)
+    except torch.OutOfMemoryError as exc:
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+        raise ConfigError(
+            f"{dev} ran out of memory timing prefill and decode; lower the tokens, the batch or the heads", "budget"
+        ) from exc
+    return PrefillDecodeTiming(n_tokens, best_p, best_d)
+
+
+def _time_phases(cfg: DecodeConfig, n_tokens: int, dev: torch.device, repeats: int) -> tuple[float, float]:
+    """(best prefill seconds, best decode seconds) for :func:`time_prefill_vs_decode`."""
     model = TinyDecoder(cfg).to(dev)
     prompt = make_prompt(cfg, n_tokens).to(dev)
     best_p = best_d = math.inf
@@ -594,4 +632,4 @@ def time_prefill_vs_decode(
                 model(prompt[:, i : i + 1], caches)
             _sync(dev)
             best_d = min(best_d, time.perf_counter() - t0)
-    return PrefillDecodeTiming(n_tokens, best_p, best_d)
+    return best_p, best_d

@@ -20,7 +20,7 @@ ui.page_guard()
 
 
 def latex_formula(symbolic: str, substituted: str, total: int) -> str:
-    """One LaTeX line: symbols = numbers = bytes = binary units."""
+    """The formula as three aligned LaTeX lines: symbols, the numbers substituted, bytes and binary units."""
 
     def tex(s: str) -> str:
         s = s.replace("H_kv", "H_{kv}").replace("d_c", "d_{c}").replace("d_R", "d_{R}").replace("d_v", "d_{v}")
@@ -175,7 +175,9 @@ for lay in layouts:
     rows.append(
         {
             ui.t("kvcache.col_layout"): fig_memory.layout_name(lay, style),
-            ui.t("kvcache.col_kv"): lay.n_kv_heads if lay.kind != "MLA" else f"{lay.kv_lora_rank} + {lay.rope_dim}",
+            ui.t("kvcache.col_kv"): str(lay.n_kv_heads)
+            if lay.kind != "MLA"
+            else f"{lay.kv_lora_rank} + {lay.rope_dim}",
             ui.t("kvcache.col_per_token"): memory.format_bytes(lay.bytes(1, 1, dtype)),
             ui.t("kvcache.col_total", s=f"{seq_len:,}"): memory.format_bytes(size),
             ui.t("kvcache.col_bytes"): f"{size:,}",
@@ -295,7 +297,7 @@ mem_box, time_box = g1.empty(), g2.empty()
 
 
 def decode_frames(steps: list, n_total: int, cfg: kv_cache.DecodeConfig, prompt_len: int):
-    """The two live figures and their data for the steps so far."""
+    """The two live figures for the steps so far."""
     x_max = prompt_len + n_total - 1
     y_max = max(
         memory.kv_cache_bytes(cfg.n_layers, cfg.cache_heads, cfg.head_dim, x_max, cfg.batch, cfg.dtype),
@@ -318,10 +320,15 @@ def decode_frames(steps: list, n_total: int, cfg: kv_cache.DecodeConfig, prompt_
     time_fig = fig_memory.decode_time_figure(
         seq, [s.time_cached_s * 1e3 for s in steps], rec, x_max=x_max, repeats=LIVE_REPEATS, style=style
     )
-    data = pd.DataFrame(
+    return mem_fig, time_fig
+
+
+def decode_table(steps: list) -> pd.DataFrame:
+    """The numbers behind the live figures, one row per generated token."""
+    return pd.DataFrame(
         {
             "step": [s.step for s in steps],
-            "tokens in cache": seq,
+            "tokens in cache": [s.seq_len for s in steps],
             "token (cache)": [s.token for s in steps],
             "token (recompute)": [s.token_recompute for s in steps],
             "measured cache (bytes)": [s.cache_bytes for s in steps],
@@ -332,7 +339,6 @@ def decode_frames(steps: list, n_total: int, cfg: kv_cache.DecodeConfig, prompt_
             "time recompute (ms)": [None if s.time_recompute_s is None else s.time_recompute_s * 1e3 for s in steps],
         }
     )
-    return mem_fig, time_fig, data
 
 
 if run:
@@ -350,7 +356,7 @@ if run:
             )
             now = time.perf_counter()
             if now - last_draw >= LIVE_REDRAW_S or step.step == dec_steps:
-                mem_fig, time_fig, _ = decode_frames(state["steps"], dec_steps, dec_cfg, dec_prompt)
+                mem_fig, time_fig = decode_frames(state["steps"], dec_steps, dec_cfg, dec_prompt)
                 mem_box.plotly_chart(mem_fig, key=f"kv_live_mem_{frame}", config=ui.PLOT_CONFIG)
                 time_box.plotly_chart(time_fig, key=f"kv_live_time_{frame}", config=ui.PLOT_CONFIG)
                 frame, last_draw = frame + 1, now
@@ -395,7 +401,8 @@ if state is not None:
             status_box.warning(ui.t("kvcache.stopped", i=len(steps), n=s_n) + " " + msg, icon=":material/stop_circle:")
         else:
             status_box.success(msg, icon=":material/check_circle:")
-        mem_fig, time_fig, data = decode_frames(steps, s_n, s_cfg, s_prompt)
+        mem_fig, time_fig = decode_frames(steps, s_n, s_cfg, s_prompt)
+        data = decode_table(steps)
         with mem_box.container():
             ui.show_figure(mem_fig, "kv_decode_memory", data=data, name="kv_decode_memory")
         with time_box.container():

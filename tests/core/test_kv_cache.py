@@ -222,6 +222,25 @@ def test_budget_need_counts_the_cache_exactly():
         check_decode_budget(big, 512, 2048, "cpu")
 
 
+def test_the_project_memory_budget_applies(monkeypatch):
+    need = decode_need(GQA, 16, 100)
+    monkeypatch.setenv("ATTN_MAX_BYTES", str(need.total - 1))
+    with pytest.raises(ConfigError, match=r"ATTN_MAX_BYTES"):
+        check_decode_budget(GQA, 16, 100, "cpu")
+    monkeypatch.setenv("ATTN_MAX_BYTES", str(need.total))
+    assert check_decode_budget(GQA, 16, 100, "cpu") == need
+
+
+def test_out_of_memory_mid_run_becomes_a_message(monkeypatch):
+    def oom(*args, **kwargs):
+        yield from ()
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(kvc, "_decode_steps", oom)
+    with pytest.raises(ConfigError, match="ran out of memory during the live decode"):
+        list(run_decode(GQA, 4, 4))
+
+
 def test_bad_decode_settings_are_config_errors():
     with pytest.raises(ConfigError, match="valid n_kv_heads: 1, 2, 4, 8"):
         TinyDecoder(DecodeConfig(n_heads=8, n_kv_heads=3))

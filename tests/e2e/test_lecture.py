@@ -1,0 +1,92 @@
+"""Lecture features in a real browser: downloads in every format, Chinese, presentation mode, share link."""
+
+from __future__ import annotations
+
+import io
+import re
+import struct
+import xml.etree.ElementTree as ET
+
+import pandas as pd
+import pytest
+
+from tests.e2e.test_pages import assert_clean
+
+pytestmark = pytest.mark.e2e
+
+
+def download(watch, chart_key: str, fmt: str) -> bytes:
+    page = watch.page
+    page.locator(f".st-key-{chart_key}__export button").first.click()
+    button = page.locator(f".st-key-{chart_key}__{fmt} button").first
+    button.wait_for(state="visible")
+    with page.expect_download(timeout=120_000) as info:
+        button.click()
+    path = info.value.path()
+    page.keyboard.press("Escape")
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def test_downloads_are_valid_files_of_the_right_content(watch):
+    watch.open("?text=注意力+is+all+you+need&n_heads=4&n_kv_heads=2&head_dim=8")
+    png = download(watch, "grid", "png")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">I", png[16:20])[0] >= 1600
+    svg = download(watch, "grid", "svg")
+    assert ET.fromstring(svg).tag.endswith("svg") and "注 (0)".encode() in svg
+    pdf = download(watch, "grid", "pdf")
+    assert pdf[:5] == b"%PDF-"
+    csv = download(watch, "grid", "csv")
+    df = pd.read_csv(io.BytesIO(csv), encoding="utf-8-sig")
+    assert list(df.columns[:4]) == ["head", "kv_group", "query_pos", "query"]
+    assert len(df) == 4 * 7 * 7 and df["query"].iloc[0] == "注"
+    html = download(watch, "grid", "html").decode("utf-8")
+    assert "Plotly.newPlot" in html and not re.search(r"<script[^>]*\bsrc=", html)
+    assert_clean(watch)
+
+
+def test_chinese_ui(watch):
+    watch.open("?lang=zh")
+    body = watch.page.inner_text("body")
+    assert "注意力热力图" in body and "查询头数" in body and "计算设备" in body
+    assert_clean(watch)
+    watch.shot("heatmaps-zh")
+    watch.open("saturation?lang=zh")
+    assert_clean(watch)
+    watch.shot("saturation-zh")
+
+
+def test_presentation_mode(watch):
+    watch.open("?present=1&view=steps")
+    assert watch.page.get_by_test_id("stSidebar").get_attribute("data-collapsed") == "true"
+    assert watch.page.locator(".st-key-n_heads").is_hidden()  # controls folded into the compact bar
+    size = watch.page.evaluate(
+        "() => parseFloat(getComputedStyle(document.querySelector('.js-plotly-plot .xtitle')).fontSize)"
+    )
+    assert size >= 20
+    watch.shot("heatmaps-present-step1")
+    watch.page.keyboard.press("PageDown")
+    watch.wait_idle()
+    watch.page.keyboard.press("PageDown")
+    watch.wait_idle()
+    assert "Step 3 of 8" in watch.page.inner_text("body")
+    assert "slide=3" in watch.page.url
+    watch.shot("heatmaps-present-step3")
+    assert_clean(watch)
+
+
+def test_share_link_reopens_the_same_view(watch, browser, server):
+    watch.open("?n_heads=4&n_kv_heads=1&seed=9")
+    watch.press_slider("head_dim", 2)
+    link = watch.page.locator("[data-testid='stSidebar'] code").inner_text().strip()
+    assert "head_dim=18" in link and "seed=9" in link
+    before = watch.chart_fingerprints()
+    ctx = browser.new_context(viewport={"width": 1440, "height": 1000})
+    from tests.e2e.conftest import PageWatch
+
+    other = PageWatch(ctx.new_page(), server)
+    other.page.goto(link)
+    other.page.wait_for_selector(".js-plotly-plot .main-svg")
+    other.wait_idle()
+    assert other.chart_fingerprints() == before
+    ctx.close()
