@@ -26,6 +26,8 @@ PAGES = {
     "pages/heatmaps.py": ["source", "text", "seq_len", "cross", "cross_text", "n_heads", "n_kv_heads", "head_dim",
                           "mask", "scaling", "temperature", "pad_len", "view", "head"],
     "pages/saturation.py": ["head_dim", "scaling", "seq_len", "samples", "temperature", "dist", "row"],
+    "pages/kv_sharing.py": ["source", "text", "seq_len", "n_heads", "n_kv_heads", "head_dim", "d_model", "kv_view",
+                            "kv_dtype", "built_with", "head", "conv_source", "n_base", "noise", "kv_first"],
 }
 
 # examples that once failed, kept as regression tests

@@ -99,6 +99,9 @@ def test_preset_switch_updates_formula_result_and_chart(app_test):
     assert r"61 \times 1 \times 4{,}096 \times (512 + 64) \times 2\,\mathrm{B}" in latex(at)
     assert f"{want:,}".replace(",", "{,}") in latex(at)
     assert "MLA is not simulated" in texts(at)
+    table = at.dataframe[0].value  # one text column mixing head counts and "d_c + d_R" (Arrow needs one type)
+    assert table.iloc[:, 1].tolist() == ["128", "1", "512 + 64"]
+    assert table.iloc[:, 5].tolist() == ["1×", f"1/{128:.4g}", f"1/{40960 / 576:.4g}"]
     names = [t.get("name", "") for t in memory_chart(at)["data"]]
     assert any(n.startswith("MLA (this model)") for n in names) and any(n.startswith("MHA") for n in names)
     at.selectbox(key="model").set_value("falcon-7b").run()

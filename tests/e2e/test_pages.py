@@ -10,6 +10,7 @@ pytestmark = pytest.mark.e2e
 PAGES = [
     ("", "head_dim", 3),  # the default page lives at the root URL
     ("saturation", "head_dim", 1),
+    ("kv_sharing", "n_heads", 4),
 ]
 
 
