@@ -5,27 +5,11 @@ import pytest
 
 from attn_core.kv_cache import DecodeConfig, run_decode
 from attn_core.memory import kv_cache_bytes, load_presets, mla_cache_bytes
-from tests.conftest import ROOT, no_exception
+from tests.conftest import no_exception
 from tests.util import arr, chart_specs
 
 PAGE = "pages/kv_cache.py"
 GiB = 1024**3
-
-
-def open_link(query: dict[str, str]):
-    """The page opened straight from a link, as a browser does: the link's values are the first ones seen.
-
-    (The shared ``app_test`` fixture first runs the default page, whose n_heads / n_kv_heads / head_dim
-    widgets would then win over the link's values for these shared keys.)
-    """
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.switch_page(PAGE)
-    at.run()
-    return at
 
 
 def latex(at) -> str:
@@ -133,10 +117,16 @@ def test_controls_change_the_numbers(app_test):
     assert memory_chart(at)["layout"]["yaxis"]["type"] == "linear"
 
 
-def test_current_settings_come_from_the_shared_parameters():
-    at = open_link(
-        {"model": "custom", "n_heads": "16", "n_kv_heads": "4", "head_dim": "64", "n_layers": "24", "seq_len": "2048"}
-    )
+def test_current_settings_come_from_the_shared_parameters(app_test):
+    query = {
+        "model": "custom",
+        "n_heads": "16",
+        "n_kv_heads": "4",
+        "head_dim": "64",
+        "n_layers": "24",
+        "seq_len": "2048",
+    }
+    at = app_test(PAGE, query=query)
     no_exception(at)
     assert not at.warning and not at.info
     want = kv_cache_bytes(24, 4, 64, 2048)
@@ -163,8 +153,8 @@ def test_current_settings_come_from_the_shared_parameters():
         ),
     ],
 )
-def test_bad_url_values_give_a_notice_and_keep_the_page(query, kind, text):
-    at = open_link(query)
+def test_bad_url_values_give_a_notice_and_keep_the_page(app_test, query, kind, text):
+    at = app_test(PAGE, query=query)
     no_exception(at)
     notices = " ".join(e.value for e in getattr(at, kind))
     assert text in notices
