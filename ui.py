@@ -332,9 +332,20 @@ def pow2_slider(
 
 
 # ---------------------------------------------------------------- output
+def error_text(exc: Exception) -> str:
+    """The message of ``exc`` in the user's language (catalog ``err.<key>`` when the error names one)."""
+    key = getattr(exc, "key", None)
+    if key and lang() != DEFAULT_LANG:
+        from attn_core.i18n import catalog
+
+        if f"err.{key}" in catalog(lang()):
+            return t(f"err.{key}", **getattr(exc, "params", {}))
+    return str(exc)
+
+
 def show_error(exc: Exception) -> None:
     """Show a ConfigError (or any expected failure) as a message, never a traceback."""
-    st.error(t("ui.fix_this", msg=str(exc)), icon="🛑")
+    st.error(t("ui.fix_this", msg=error_text(exc)), icon="🛑")
 
 
 def show_figure(fig: Any, key: str, data: Any = None, name: str | None = None) -> None:

@@ -15,11 +15,17 @@ MAX_D_MODEL = 16384
 
 
 class ConfigError(ValueError):
-    """A parameter is invalid. The message names the field and says how to fix it."""
+    """A parameter is invalid. The message names the field and says how to fix it.
 
-    def __init__(self, message: str, field: str | None = None):
+    ``key`` and ``params`` optionally name a catalog entry (``err.<key>``) with the
+    same content, so the UI can show the message in the user's language.
+    """
+
+    def __init__(self, message: str, field: str | None = None, key: str | None = None, **params: object):
         super().__init__(message)
         self.field = field
+        self.key = key
+        self.params = params
 
 
 def divisors(n: int) -> list[int]:
@@ -43,14 +49,17 @@ def nearest_divisor(n: int, value: float) -> int:
 def check_int(name: str, value: object, lo: int, hi: int | None = None) -> int:
     """Return ``value`` as an int in ``[lo, hi]`` or raise ConfigError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{name} must be a whole number, got {value!r}", name)
+        raise ConfigError(f"{name} must be a whole number, got {value!r}", name, "whole", name=name, value=repr(value))
     if isinstance(value, float):
         if not math.isfinite(value) or value != int(value):
-            raise ConfigError(f"{name} must be a whole number, got {value!r}", name)
+            raise ConfigError(f"{name} must be a whole number, got {value!r}", name, "whole", name=name,
+                              value=repr(value))
         value = int(value)
     if value < lo or (hi is not None and value > hi):
-        rng = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
-        raise ConfigError(f"{name} ({value}) must be {rng}", name)
+        if hi is not None:
+            raise ConfigError(f"{name} ({value}) must be between {lo} and {hi}", name, "between", name=name,
+                              value=value, lo=lo, hi=hi)
+        raise ConfigError(f"{name} ({value}) must be at least {lo}", name, "at_least", name=name, value=value, lo=lo)
     return int(value)
 
 
@@ -61,7 +70,7 @@ def check_kv_heads(n_heads: int, n_kv_heads: int) -> None:
         raise ConfigError(
             f"n_heads ({n_heads}) must be divisible by n_kv_heads ({n_kv_heads}); "
             f"valid n_kv_heads: {valid}",
-            "n_kv_heads",
+            "n_kv_heads", "divisible", n_heads=n_heads, n_kv_heads=n_kv_heads, valid=valid,
         )
 
 

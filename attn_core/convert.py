@@ -17,6 +17,7 @@ keys and values.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +26,7 @@ import torch
 from .attention import AttentionOutput, GroupedQueryAttention, kv_group_of, repeat_kv, scaled_dot_product_attention
 from .config import ConfigError, check_int, check_kv_heads, divisors
 from .maps import init_layer
+from .tokens import embed
 
 METHODS = ("mean", "first", "random")
 MAPPINGS = ("contiguous", "interleaved")
@@ -309,6 +311,30 @@ def conversion_study(
             gqa = mha_to_gqa(mha, kv, method, seed=seed)
             rel[method][i], kl[method][i] = conversion_errors(mha, gqa, x, mask, reference)
     return ConversionStudy(n_kv=n_kv, rel_l2=rel, kl=kl, source=source)
+
+
+def conversion_on_tokens(
+    n_heads: int,
+    head_dim: int,
+    d_model: int,
+    tokens: Sequence[str],
+    source: str = "correlated",
+    n_base: int = 2,
+    noise: float = 0.3,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+) -> ConversionStudy:
+    """:func:`conversion_study` of the KV-sharing page: the source layer of :func:`build_source` run on ``tokens``.
+
+    The input is ``embed(tokens, d_model, seed)`` ``[1, T, d_model]`` (no mask);
+    the layer and the input live on ``device``, the result is CPU numpy. Raises
+    :class:`ConfigError` (from :func:`check_sim_size`) when the layer is too large.
+    """
+    check_sim_size(d_model, n_heads, head_dim)
+    mha = build_source(source, d_model, n_heads, head_dim, seed=seed, n_base=n_base, noise=noise).to(device)
+    x = embed(list(tokens), d_model, seed)[None].to(device)  # (1, T, d_model)
+    with torch.no_grad():
+        return conversion_study(mha, x, seed=seed, source=source)
 
 
 # Largest projection (d_model × n_heads × d_k weights) the pages simulate live: 64 MiB in float32.

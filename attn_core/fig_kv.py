@@ -1,7 +1,10 @@
 """Plotly figures of the KV-sharing page: who reads which K/V, repeat_kv, maps by group, costs, conversion.
 
 Every builder takes plain numbers or CPU numpy arrays and returns a
-``plotly.graph_objects.Figure``. Colours identify KV groups
+``plotly.graph_objects.Figure``; the ``*_view`` functions pair a figure with the
+numbers behind it (:class:`attn_core.views.View`) for the page's export buttons
+and the command-line exporter alike, and :func:`kv_sharing_views` gives every
+chart of the page. Colours identify KV groups
 (:func:`attn_core.figures.group_color`), always next to a text label; weights
 use the fixed 0..1 scale of :mod:`attn_core.figures`, K and V values a
 diverging scale centred at 0 with its range in the colour bar.
@@ -9,16 +12,32 @@ diverging scale centred at 0 with its range in the colour bar.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .config import attention_kind, check_kv_heads
-from .convert import METHODS, kv_map
+from .config import AttentionConfig, ConfigError, attention_kind, check_int, check_kv_heads, divisors
+from .convert import (
+    MAPPINGS,
+    METHODS,
+    SOURCES,
+    ConversionStudy,
+    MappingMismatch,
+    check_sim_size,
+    conversion_on_tokens,
+    kv_map,
+    mapping_mismatch,
+)
+from .costs import attention_costs
 from .figures import DIVERGING_SCALE, MAX_HOVER_CELLS, Style, group_color, pool_max
-from .memory import binary_unit
+from .maps import AttentionMaps, compute_attention_maps
+from .memory import binary_unit, dtype_bits
+from .tokens import synthetic_tokens
+from .views import View
 
 # One colour, dash and marker per conversion method (Okabe-Ito hues not used for the first KV groups).
 METHOD_STYLE = {
@@ -726,3 +745,347 @@ def conversion_figure(
         legend=dict(orientation="h", y=-0.25, x=0.5, xanchor="center", font=dict(size=style.font)),
         margin=dict(l=10, r=10, t=90 if not style.present else 110, b=10),
     )
+
+
+# ---------------------------------------------------------------- views: (name, figure, data) for the page and export
+KV_VIEWS = ("diagram", "maps", "costs", "mapping", "convert")  # the page's views, in its order
+DTYPES = ("fp32", "fp16", "int8")  # KV-cache element types of the cost view
+MAX_GROUPS_SHOWN = 8  # KV groups drawn at once in the maps view
+MAX_EXPORT_CELLS = 250_000  # beyond this the exported map numbers are the pooled ones drawn
+
+
+def _tag(n_heads: int, n_kv_heads: int) -> str:
+    return f"h{n_heads}_kv{n_kv_heads}"
+
+
+def links_frame(n_heads: int, n_kv_heads: int, mapping: str = "contiguous") -> pd.DataFrame:
+    """One row per query head: ``query_head``, the ``kv_head`` it reads under ``mapping``."""
+    return pd.DataFrame({"query_head": np.arange(n_heads), "kv_head": kv_map(n_heads, n_kv_heads, mapping)})
+
+
+def diagram_view(n_heads: int, n_kv_heads: int, style: Style = Style()) -> View:
+    """Diagram view, left: who reads which K/V (contiguous mapping, as ``repeat_kv``)."""
+    fig = kv_diagram(n_heads, n_kv_heads, style=style)
+    return View(f"kv_diagram_{_tag(n_heads, n_kv_heads)}", fig, links_frame(n_heads, n_kv_heads))
+
+
+def repeat_kv_view(n_heads: int, n_kv_heads: int, seq_len: int, head_dim: int, style: Style = Style()) -> View:
+    """Diagram view, right: ``repeat_kv`` as tensor blocks; data: every block and the KV head it holds."""
+    fig = repeat_kv_figure(n_heads, n_kv_heads, seq_len, head_dim, style=style)
+    owner = kv_map(n_heads, n_kv_heads)
+    data = pd.DataFrame(
+        {
+            "tensor": ["K, V cache"] * n_kv_heads + ["after repeat_kv"] * n_heads,
+            "head": list(range(n_kv_heads)) + list(range(n_heads)),
+            "kv_head": list(range(n_kv_heads)) + owner,
+        }
+    )
+    name = f"repeat_kv_{_tag(n_heads, n_kv_heads)}_t{seq_len}_d{head_dim}"
+    return View(name, fig, data)
+
+
+def maps_groups(n_kv_heads: int, kv_first: int = 0) -> list[int]:
+    """The KV groups the maps view draws: all of them, or :data:`MAX_GROUPS_SHOWN` from ``kv_first`` on."""
+    if n_kv_heads <= MAX_GROUPS_SHOWN:
+        return list(range(n_kv_heads))
+    kv_first = check_int("kv_first", kv_first, 0, n_kv_heads - MAX_GROUPS_SHOWN)
+    return list(range(kv_first, kv_first + MAX_GROUPS_SHOWN))
+
+
+def maps_frame(
+    weights: np.ndarray,
+    tokens_q: Sequence[str],
+    tokens_k: Sequence[str],
+    heads: Sequence[int],
+    n_rep: int,
+    max_cells: int = 48,
+) -> pd.DataFrame:
+    """Long table (head, KV head, query, key, weight) of the maps of ``heads``; weights ``[H, Tq, Tk]``.
+
+    More than :data:`MAX_EXPORT_CELLS` cells are block-max pooled to at most
+    ``max_cells`` a side, as the figure draws them, and labelled with position ranges.
+    """
+    w = weights[list(heads)]
+    f = 1
+    if w.size > MAX_EXPORT_CELLS:
+        w, f = pool_max(w, max_cells)
+
+    def labels(tokens: Sequence[str], n_cells: int) -> list[str]:
+        if f == 1:
+            return [f"{t} ({i})" for i, t in enumerate(tokens)]
+        return [f"{i * f}–{min((i + 1) * f, len(tokens)) - 1}" for i in range(n_cells)]  # pooled position ranges
+
+    lq, lk = labels(tokens_q, w.shape[1]), labels(tokens_k, w.shape[2])
+    hh, qq, kk = np.meshgrid(np.array(list(heads)), np.arange(w.shape[1]), np.arange(w.shape[2]), indexing="ij")
+    return pd.DataFrame(
+        {
+            "head": hh.ravel(),
+            "kv_head": hh.ravel() // n_rep,
+            "query": np.array(lq, dtype=object)[qq.ravel()],
+            "key": np.array(lk, dtype=object)[kk.ravel()],
+            "weight": w.ravel(),
+        }
+    )
+
+
+def maps_view(maps: AttentionMaps, groups: Sequence[int], style: Style = Style()) -> View:
+    """Maps view: the weights of the query heads of ``groups``, banded by KV head with its K and V."""
+    n_heads, n_kv = maps.weights.shape[0], maps.n_kv_heads
+    n_rep = n_heads // n_kv
+    groups = list(groups)
+    heads = [h for g in groups for h in range(g * n_rep, (g + 1) * n_rep)]
+    max_cells = 64 if len(heads) <= 8 else 40
+    tq, tk = list(maps.tokens_q), list(maps.tokens_k)
+    fig = grouped_maps_figure(maps.weights, maps.k, maps.v, tq, tk, groups=groups, style=style, max_cells=max_cells)
+    name = f"kv_maps_{_tag(n_heads, n_kv)}_d{maps.k.shape[-1]}_t{len(tq)}"
+    if len(groups) < n_kv:
+        name += f"_groups{groups[0]}-{groups[-1]}"
+    return View(name, fig, maps_frame(maps.weights, tq, tk, heads, n_rep, max_cells))
+
+
+def kv_costs_frame(
+    d_model: int, n_heads: int, n_kv_heads: int, head_dim: int, seq_len: int, dtype: str = "fp16"
+) -> pd.DataFrame:
+    """:func:`attn_core.costs.attention_costs` for every ``n_kv_heads`` dividing ``n_heads``, one row each.
+
+    Columns: ``n_kv_heads``, ``kind`` (MHA/GQA/MQA), ``current`` (the row of
+    ``n_kv_heads``), ``dtype``, then every key of ``attention_costs`` (parameters,
+    KV elements and bytes per token and for ``seq_len`` tokens, FLOPs of one decoding step).
+    """
+    if dtype not in DTYPES:
+        raise ConfigError(f"dtype '{dtype}' is not offered here; use one of: {', '.join(DTYPES)}", "dtype")
+    check_kv_heads(n_heads, n_kv_heads)
+    nbytes = dtype_bits(dtype) // 8
+    rows = []
+    for d in divisors(n_heads):
+        c = attention_costs(d_model, n_heads, d, head_dim, seq_len, bytes_per_element=nbytes)
+        rows.append(
+            {"n_kv_heads": d, "kind": attention_kind(n_heads, d), "current": d == n_kv_heads, "dtype": dtype}
+            | {k: v for k, v in c.items() if k != "n_kv_heads"}
+        )
+    return pd.DataFrame(rows)
+
+
+def kv_bytes_view(
+    d_model: int,
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    seq_len: int,
+    dtype: str = "fp16",
+    style: Style = Style(),
+) -> View:
+    """Costs view: KV-cache bytes per token per layer for every ``n_kv_heads``; data: every cost of each choice."""
+    data = kv_costs_frame(d_model, n_heads, n_kv_heads, head_dim, seq_len, dtype)
+    fig = kv_bytes_figure(
+        data["n_kv_heads"].tolist(), data["kv_bytes_per_token"].tolist(), n_heads, n_kv_heads, style=style
+    )
+    return View(f"kv_bytes_{_tag(n_heads, n_kv_heads)}_d{head_dim}_{dtype}", fig, data)
+
+
+def mappings_differ(n_heads: int, n_kv_heads: int) -> bool:
+    """Whether contiguous and interleaved mappings pair some query head with different KV heads."""
+    return kv_map(n_heads, n_kv_heads, "contiguous") != kv_map(n_heads, n_kv_heads, "interleaved")
+
+
+def mapping_diagram_views(n_heads: int, n_kv_heads: int, style: Style = Style()) -> list[View]:
+    """Mapping view: the contiguous and the interleaved diagrams, each with its links."""
+    n_rep = n_heads // n_kv_heads
+    titles = {
+        "contiguous": style.t("kv.map_contiguous", rep=n_rep),
+        "interleaved": style.t("kv.map_interleaved", kv=n_kv_heads),
+    }
+    return [
+        View(
+            f"mapping_{m}_{_tag(n_heads, n_kv_heads)}",
+            kv_diagram(n_heads, n_kv_heads, m, style=style, title=titles[m]),
+            links_frame(n_heads, n_kv_heads, m),
+        )
+        for m in MAPPINGS
+    ]
+
+
+def mismatch_view(mm: MappingMismatch, style: Style = Style()) -> View:
+    """Mapping view: mean KL per query head when a checkpoint runs with the other mapping."""
+    n = len(mm.built)
+    fig = mismatch_figure(mm.kl, mm.built, mm.run, style=style)
+    data = pd.DataFrame(
+        {"query_head": range(n), "kv_head_built": mm.built, "kv_head_run": mm.run, "mean_kl_nats": mm.kl}
+    )
+    return View(f"mapping_mismatch_{mm.built_with}_{_tag(n, len(set(mm.built)))}", fig, data)
+
+
+def first_wrong_head(mm: MappingMismatch) -> int:
+    """The first query head that reads another KV head under the wrong mapping (0 when none does)."""
+    return next((h for h, (a, b) in enumerate(zip(mm.built, mm.run, strict=True)) if a != b), 0)
+
+
+def pair_view(mm: MappingMismatch, head: int, tokens: Sequence[str], style: Style = Style()) -> View:
+    """Mapping view: the map of query ``head`` as built and as run with the other mapping, side by side."""
+    n = len(mm.built)
+    head = check_int("head", head, 0, n - 1)
+    a, b = mm.built[head], mm.run[head]
+    titles = (
+        style.t("kv.pair_built", h=head, g=a, m=style.t(f"opt.built_with.{mm.built_with}")),
+        style.t("kv.pair_run", h=head, g=b, m=style.t(f"opt.built_with.{mm.run_with}")),
+    )
+    fig = pair_maps_figure(
+        mm.weights_built[head],
+        mm.weights_run[head],
+        list(tokens),
+        list(tokens),
+        titles,
+        (group_color(a), group_color(b)),
+        style=style,
+    )
+    labels = np.array([f"{tok} ({i})" for i, tok in enumerate(tokens)], dtype=object)
+    data = pd.DataFrame(
+        {
+            "query": np.repeat(labels, len(labels)),
+            "key": np.tile(labels, len(labels)),
+            f"weight_{mm.built_with}_kv{a}": mm.weights_built[head].ravel(),
+            f"weight_{mm.run_with}_kv{b}": mm.weights_run[head].ravel(),
+        }
+    )
+    return View(f"mapping_head{head}_{mm.built_with}_{_tag(n, len(set(mm.built)))}", fig, data)
+
+
+def conversion_view(
+    study: ConversionStudy, n_heads: int, n_kv_heads: int, n_base: int = 1, noise: float = 0.0, style: Style = Style()
+) -> View:
+    """Conversion view: output error and map KL of MHA -> GQA for every ``n_kv_heads``, per method."""
+    fig = conversion_figure(study.n_kv, study.rel_l2, study.kl, n_heads, current=n_kv_heads, style=style)
+    data = pd.DataFrame(
+        {
+            "n_kv_heads": list(study.n_kv),
+            **{f"rel_l2_{m}": study.rel_l2[m] for m in study.rel_l2},
+            **{f"mean_kl_{m}": study.kl[m] for m in study.kl},
+        }
+    )
+    name = f"mha_to_gqa_{study.source}_h{n_heads}"
+    if study.source == "correlated":
+        name += f"_base{n_base}_noise{noise:g}"
+    return View(name, fig, data)
+
+
+def conversion_settings(n_heads: int, conv_source: str, n_base: int | None, noise: float) -> tuple[int, float]:
+    """(n_base, noise) the conversion view uses: the page's defaults and its rules.
+
+    A random source has no base heads and no noise (1, 0.0); a correlated one
+    takes ``n_base`` (default ``min(2, n_heads)``; 1 with one head) and ``noise``
+    rounded to 4 decimals, as the page's sliders give them.
+    """
+    if conv_source not in SOURCES:
+        raise ConfigError(f"conv_source '{conv_source}' is not known; use one of: {', '.join(SOURCES)}", "conv_source")
+    if conv_source == "random":
+        return 1, 0.0
+    n_base = min(2, n_heads) if n_base is None or n_heads == 1 else check_int("n_base", n_base, 1, n_heads)
+    if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not math.isfinite(noise) or noise < 0:
+        raise ConfigError(f"noise must be a number ≥ 0, got {noise!r}", "noise")
+    return n_base, round(float(noise), 4)
+
+
+def layer_maps(
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    d_model: int,
+    tokens: Sequence[str],
+    seed: int = 0,
+    device: str = "cpu",
+) -> AttentionMaps:
+    """The maps of the page's layer: self-attention over ``tokens``, no mask, scaled, temperature 1.
+
+    The same as the app's cached ``ui.attention_maps(..., None, "none", None, True, 1.0, seed, device)``;
+    raises :class:`ConfigError` when the layer is too large to simulate.
+    """
+    check_sim_size(d_model, n_heads, head_dim)
+    cfg = AttentionConfig(
+        n_heads=n_heads,
+        n_kv_heads=n_kv_heads,
+        head_dim=head_dim,
+        d_model=d_model,
+        seq_len=len(tokens),
+        use_scaling=True,
+        seed=seed,
+        causal=False,
+    )
+    return compute_attention_maps(
+        cfg, list(tokens), None, mask_kind="none", pad_len=None, temperature=1.0, device=device
+    )
+
+
+def kv_sharing_views(
+    n_heads: int = 8,
+    n_kv_heads: int = 2,
+    head_dim: int = 16,
+    d_model: int = 128,
+    tokens: Sequence[str] | None = None,
+    seq_len: int = 16,
+    seed: int = 0,
+    dtype: str = "fp16",
+    built_with: str = "contiguous",
+    head: int | None = None,
+    conv_source: str = "correlated",
+    n_base: int | None = None,
+    noise: float = 0.3,
+    kv_first: int = 0,
+    views: Sequence[str] = KV_VIEWS,
+    style: Style = Style(),
+    device: str = "cpu",
+) -> list[View]:
+    """Every chart of the KV-sharing page for these settings, in the page's order (for the exporter and tests).
+
+    ``tokens`` (or ``seq_len`` synthetic tokens ``t0 ..`` when None) are the
+    sequence; ``views`` picks among :data:`KV_VIEWS`: ``diagram`` (diagram and
+    repeat_kv blocks), ``maps`` (the groups from ``kv_first`` when there are more
+    than 8), ``costs`` (KV bytes per token, cache of ``dtype``), ``mapping`` (the
+    two diagrams; when they differ, the KL per head of a checkpoint ``built_with``
+    one mapping and run with the other, and the maps of ``head``, by default the
+    first head that reads another KV head) and ``convert`` (MHA -> GQA from a
+    ``conv_source`` layer, ``n_base`` and ``noise`` for a correlated one). The
+    defaults are the page's. Raises :class:`ConfigError` naming the field for a bad value.
+    """
+    tokens = list(tokens) if tokens is not None else synthetic_tokens(check_int("seq_len", seq_len, 1))
+    if not tokens:
+        raise ConfigError("the text has no tokens; type some words", "text")
+    AttentionConfig(
+        n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, seq_len=len(tokens), d_model=d_model, seed=seed
+    ).validate()
+    views = list(views)
+    unknown = [v for v in views if v not in KV_VIEWS]
+    if unknown or not views:
+        raise ConfigError(f"view {', '.join(unknown) or '(none)'} is not known; use: {', '.join(KV_VIEWS)}", "view")
+    if built_with not in MAPPINGS:
+        raise ConfigError(f"built_with '{built_with}' is not known; use one of: {', '.join(MAPPINGS)}", "built_with")
+    if head is not None:
+        head = check_int("head", head, 0, n_heads - 1)
+    n_base, noise = conversion_settings(n_heads, conv_source, n_base, noise)
+    out: list[View] = []
+    maps = None
+    if "maps" in views or ("mapping" in views and mappings_differ(n_heads, n_kv_heads)):
+        maps = layer_maps(n_heads, n_kv_heads, head_dim, d_model, tokens, seed, device)
+    for view in KV_VIEWS:
+        if view not in views:
+            continue
+        if view == "diagram":
+            out += [
+                diagram_view(n_heads, n_kv_heads, style),
+                repeat_kv_view(n_heads, n_kv_heads, len(tokens), head_dim, style),
+            ]
+        elif view == "maps":
+            out.append(maps_view(maps, maps_groups(n_kv_heads, kv_first), style))
+        elif view == "costs":
+            out.append(kv_bytes_view(d_model, n_heads, n_kv_heads, head_dim, len(tokens), dtype, style))
+        elif view == "mapping":
+            out += mapping_diagram_views(n_heads, n_kv_heads, style)
+            if maps is not None:
+                mm = mapping_mismatch(maps.q, maps.k, maps.scale, maps.mask, built_with)
+                out += [
+                    mismatch_view(mm, style),
+                    pair_view(mm, first_wrong_head(mm) if head is None else head, tokens, style),
+                ]
+        else:
+            study = conversion_on_tokens(n_heads, head_dim, d_model, tokens, conv_source, n_base, noise, seed, device)
+            out.append(conversion_view(study, n_heads, n_kv_heads, n_base, noise, style))
+    return out

@@ -43,13 +43,17 @@ def format_bytes(n: float) -> str:
 
 
 def check_budget(need: int, what: str, fix: str, field: str) -> int:
-    """Return ``need`` if it fits :func:`max_bytes`, else raise ConfigError saying what to reduce."""
+    """Return ``need`` if it fits :func:`max_bytes`, else raise ConfigError saying what to reduce.
+
+    The translated message (``err.budget``) names the field to reduce instead of
+    repeating ``what`` and ``fix``, which are English.
+    """
     budget = max_bytes()
     if need > budget:
         raise ConfigError(
             f"{what} needs about {format_bytes(need)} of memory, more than the budget of {format_bytes(budget)} "
             f"(set by ATTN_MAX_BYTES); {fix}",
-            field,
+            field, "budget", need=format_bytes(need), budget=format_bytes(budget), reduce=field,
         )
     return need
 

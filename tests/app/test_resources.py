@@ -134,3 +134,11 @@ def test_memory_returns_to_idle_after_100_reruns(app_test):
     # no tensors kept per user
     state = {k: at.session_state[k] for k in at.session_state}
     assert state and not [k for k, v in state.items() if isinstance(v, torch.Tensor)]
+
+
+def test_budget_message_in_chinese(app_test, monkeypatch):
+    monkeypatch.setenv("ATTN_MAX_BYTES", "100000")
+    at = app_test(query={"source": "synthetic", "seq_len": "200", "n_heads": "16", "n_kv_heads": "4",
+                         "seed": "4243", "lang": "zh"})
+    no_exception(at)
+    assert at.error and "超过了" in at.error[0].value and "ATTN_MAX_BYTES" in at.error[0].value
