@@ -2,6 +2,7 @@
 
     python -m attn_core.export --page heatmaps --n-heads 8 --n-kv-heads 2 --d-k 16 \\
         --text "The cat sat on the mat" --mask causal --format png,svg,csv --out slides/
+    python -m attn_core.export --page kv_sharing --n-heads 8 --n-kv-heads 2 --view diagram,costs --format svg,csv
 
 The figures come from the same builders the pages use (:mod:`attn_core.views`),
 so a slide matches what the page shows for the same parameters and seed.
@@ -31,14 +32,16 @@ def _heatmap_views(args: argparse.Namespace, style: figures.Style) -> list[View]
                           seq_len=max(1, len(tokens_q)), use_scaling=not args.no_scaling, seed=args.seed)
     maps = compute_attention_maps(cfg, tokens_q, tokens_k, mask_kind=args.mask, pad_len=args.pad_len,
                                   temperature=args.temperature, device=args.device)
-    wanted = set(args.view.split(",")) if args.view != "all" else {"grid", "steps", "entropy"}
+    view = args.view or "grid"
+    wanted = set(view.split(",")) if view != "all" else {"grid", "steps", "entropy"}
     out: list[View] = []
     if "grid" in wanted:
         out.append(views.heatmap_grid_view(maps, style))
     if "steps" in wanted:
-        if not 0 <= args.head < args.n_heads:
-            raise ConfigError(f"head ({args.head}) must be between 0 and {args.n_heads - 1}", "head")
-        out.extend(views.step_views(maps, args.head, style))
+        head = 0 if args.head is None else args.head
+        if not 0 <= head < args.n_heads:
+            raise ConfigError(f"head ({head}) must be between 0 and {args.n_heads - 1}", "head")
+        out.extend(views.step_views(maps, head, style))
     if "entropy" in wanted:
         out.append(views.entropy_view(maps, style))
     return out
@@ -53,10 +56,25 @@ def _saturation_views(args: argparse.Namespace, style: figures.Style) -> list[Vi
                             row=args.row, style=style, device=args.device)
 
 
+def _kv_sharing_views(args: argparse.Namespace, style: figures.Style) -> list[View]:
+    from .fig_kv import KV_VIEWS, kv_sharing_views
+    from .tokens import tokenize
+
+    wanted = KV_VIEWS if args.view in (None, "all") else [v.strip() for v in args.view.split(",") if v.strip()]
+    return kv_sharing_views(
+        n_heads=args.n_heads, n_kv_heads=args.n_kv_heads, head_dim=args.d_k,
+        d_model=128 if args.d_model is None else args.d_model,
+        tokens=tokenize(args.text, 256) if args.text is not None else None, seq_len=args.seq_len, seed=args.seed,
+        dtype=args.dtype or "fp16", built_with=args.built_with, head=args.head, conv_source=args.conv_source,
+        n_base=args.n_base, noise=args.noise, kv_first=args.kv_first, views=wanted, style=style, device=args.device,
+    )
+
+
 # page name -> builder of its views; pages register theirs here
 PAGES: dict[str, Callable[[argparse.Namespace, figures.Style], list[View]]] = {
     "heatmaps": _heatmap_views,
     "saturation": _saturation_views,
+    "kv_sharing": _kv_sharing_views,
 }
 
 
@@ -74,11 +92,25 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-scaling", action="store_true", help="do not divide the scores by sqrt(d_k)")
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--view", default="grid", help="heatmaps: grid, steps, entropy (comma-separated) or all")
-    p.add_argument("--head", type=int, default=0, help="the head of the step-by-step view")
+    p.add_argument("--view", default=None, help="comma-separated or all; heatmaps: grid (default), steps, entropy; "
+                   "kv_sharing: diagram, maps, costs, mapping, convert (default: all)")
+    p.add_argument("--head", type=int, default=None, help="heatmaps: the head of the step-by-step view (default 0); "
+                   "kv_sharing: the head whose maps the mapping view compares (default: the first that differs)")
     p.add_argument("--samples", type=int, default=256, help="saturation: random sequences per d_k")
     p.add_argument("--dist", default="normal", choices=["normal", "projected"], help="saturation: q/k entries")
     p.add_argument("--row", type=int, default=0, help="saturation: the query row shown as bars")
+    p.add_argument("--d-model", type=int, default=None, help="kv_sharing: model width d_model (default 128)")
+    p.add_argument("--dtype", default=None, help="kv_sharing: KV-cache element type of the costs view: "
+                   "fp32, fp16 (default) or int8")
+    p.add_argument("--built-with", default="contiguous", choices=["contiguous", "interleaved"],
+                   help="kv_sharing: the mapping the checkpoint of the mapping view was trained with")
+    p.add_argument("--conv-source", default="correlated", choices=["correlated", "random"],
+                   help="kv_sharing: the MHA layer the convert view converts")
+    p.add_argument("--n-base", type=int, default=None,
+                   help="kv_sharing: base heads of a correlated source (default min(2, n_heads))")
+    p.add_argument("--noise", type=float, default=0.3, help="kv_sharing: noise of a correlated source's copies")
+    p.add_argument("--kv-first", type=int, default=0,
+                   help="kv_sharing: first KV group of the maps view when there are more than 8")
     p.add_argument("--format", default="png", help=f"comma-separated: {', '.join(ALL_FORMATS)}")
     p.add_argument("--out", default="export", help="output folder (created if missing)")
     p.add_argument("--lang", default="en", choices=["en", "zh"])

@@ -787,6 +787,8 @@ def repeat_kv_view(n_heads: int, n_kv_heads: int, seq_len: int, head_dim: int, s
 def maps_groups(n_kv_heads: int, kv_first: int = 0) -> list[int]:
     """The KV groups the maps view draws: all of them, or :data:`MAX_GROUPS_SHOWN` from ``kv_first`` on."""
     if n_kv_heads <= MAX_GROUPS_SHOWN:
+        if kv_first != 0:
+            raise ConfigError(f"kv_first ({kv_first}) must be 0: all {n_kv_heads} KV groups are shown", "kv_first")
         return list(range(n_kv_heads))
     kv_first = check_int("kv_first", kv_first, 0, n_kv_heads - MAX_GROUPS_SHOWN)
     return list(range(kv_first, kv_first + MAX_GROUPS_SHOWN))

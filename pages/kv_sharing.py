@@ -6,17 +6,12 @@ import streamlit as st
 
 import ui
 from attn_core import fig_kv
-from attn_core.config import AttentionConfig, ConfigError, divisors
-from attn_core.convert import MAPPINGS, check_sim_size, kv_map, mapping_mismatch
-from attn_core.costs import attention_costs
-from attn_core.figures import group_color, pool_max
+from attn_core.config import AttentionConfig, ConfigError
+from attn_core.convert import MAPPINGS, check_sim_size, conversion_on_tokens, kv_map, mapping_mismatch
 from attn_core.memory import dtype_bits, format_bytes
 from attn_core.tokens import synthetic_tokens, tokenize
 
 DEFAULT_TEXT = "The cat sat on the mat because it was tired ."
-MAX_GROUPS_SHOWN = 8  # KV groups drawn at once in the maps view
-MAX_EXPORT_CELLS = 250_000  # beyond this the exported map numbers are the pooled ones drawn
-DTYPES = ("fp32", "fp16", "int8")
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -31,18 +26,8 @@ def conversion_study(
     seed: int,
     device_name: str,
 ):
-    """:func:`attn_core.convert.conversion_study` on the page's tokens, cached by primitive arguments (CPU numpy)."""
-    import torch
-
-    from attn_core.convert import build_source
-    from attn_core.convert import conversion_study as study
-    from attn_core.tokens import embed
-
-    check_sim_size(d_model, n_heads, head_dim)
-    mha = build_source(source, d_model, n_heads, head_dim, seed=seed, n_base=n_base, noise=noise).to(device_name)
-    x = embed(list(tokens), d_model, seed)[None].to(device_name)  # (1, T, d_model)
-    with torch.no_grad():
-        return study(mha, x, seed=seed, source=source)
+    """:func:`attn_core.convert.conversion_on_tokens`, cached by primitive arguments (CPU numpy)."""
+    return conversion_on_tokens(n_heads, head_dim, d_model, tokens, source, n_base, noise, seed, device_name)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -56,7 +41,10 @@ def mapping_study(
     device_name: str,
     built_with: str,
 ):
-    """The page's layer run with the mapping it was built with and with the other one (cached, CPU numpy)."""
+    """The page's layer run with the mapping it was built with and with the other one (cached, CPU numpy).
+
+    The maps are those of :func:`attn_core.fig_kv.layer_maps`, from the cache the maps view shares.
+    """
     check_sim_size(d_model, n_heads, head_dim)
     maps = ui.attention_maps(
         n_heads, n_kv_heads, head_dim, d_model, tokens, None, "none", None, True, 1.0, seed, device_name
@@ -72,31 +60,6 @@ def n(value: int) -> str:
 def nbytes(value: int) -> str:
     """Exact bytes, plus the binary unit when that is shorter to read."""
     return f"{value:,} B" if value < 1024 else f"{value:,} B = {format_bytes(value)}"
-
-
-def maps_dataframe(weights: np.ndarray, tokens_q: list[str], tokens_k: list[str], heads: list[int], n_rep: int):
-    """Long table (head, KV head, query, key, weight) of the maps drawn; pooled like the figure when large."""
-    w = weights[heads]
-    f = 1
-    if w.size > MAX_EXPORT_CELLS:
-        w, f = pool_max(w, 48)
-
-    def labels(tokens: list[str], n_cells: int) -> list[str]:
-        if f == 1:
-            return [f"{t} ({i})" for i, t in enumerate(tokens)]
-        return [f"{i * f}–{min((i + 1) * f, len(tokens)) - 1}" for i in range(n_cells)]  # pooled position ranges
-
-    lq, lk = labels(tokens_q, w.shape[1]), labels(tokens_k, w.shape[2])
-    hh, qq, kk = np.meshgrid(np.array(heads), np.arange(w.shape[1]), np.arange(w.shape[2]), indexing="ij")
-    return pd.DataFrame(
-        {
-            "head": hh.ravel(),
-            "kv_head": hh.ravel() // n_rep,
-            "query": np.array(lq, dtype=object)[qq.ravel()],
-            "key": np.array(lk, dtype=object)[kk.ravel()],
-            "weight": w.ravel(),
-        }
-    )
 
 
 ui.page_guard()
@@ -166,7 +129,7 @@ view = ui.choice("kv_view", ["diagram", "maps", "costs", "mapping", "convert"], 
 def get_maps():
     """The page's attention maps (cached), or None after showing why not."""
 
-    def compute():
+    def compute():  # fig_kv.layer_maps, from the cache the app's pages share
         check_sim_size(d_model, n_heads, head_dim)
         return ui.attention_maps(
             n_heads, n_kv_heads, head_dim, d_model, tuple(tokens), None, "none", None, True, 1.0, seed, ui.device()
@@ -177,15 +140,9 @@ def get_maps():
 
 if view == "diagram":
     left, right = st.columns([1.15, 1], gap="medium")
-    owner = kv_map(n_heads, n_kv_heads)
     with left:
-        fig = fig_kv.kv_diagram(n_heads, n_kv_heads, style=style)
-        ui.show_figure(
-            fig,
-            "kv_diagram",
-            data=pd.DataFrame({"query_head": range(n_heads), "kv_head": owner}),
-            name="kv_sharing_diagram",
-        )
+        v = fig_kv.diagram_view(n_heads, n_kv_heads, style)
+        ui.show_figure(v.figure, "kv_diagram", data=v.data, name=v.name)
         groups_txt = "; ".join(
             ui.t("kv.group_line", g=g, a=g * n_rep, b=(g + 1) * n_rep - 1) if n_rep > 1 else ui.t("kv.group_one", g=g)
             for g in range(min(n_kv_heads, 8))
@@ -193,15 +150,8 @@ if view == "diagram":
         more = ui.t("kv.more_groups", n=n_kv_heads - 8) if n_kv_heads > 8 else ""
         st.caption(groups_txt + more)
     with right:
-        fig = fig_kv.repeat_kv_figure(n_heads, n_kv_heads, T, head_dim, style=style)
-        blocks = pd.DataFrame(
-            {
-                "tensor": ["K, V cache"] * n_kv_heads + ["after repeat_kv"] * n_heads,
-                "head": list(range(n_kv_heads)) + list(range(n_heads)),
-                "kv_head": list(range(n_kv_heads)) + owner,
-            }
-        )
-        ui.show_figure(fig, "repeat_kv", data=blocks, name="repeat_kv_blocks")
+        v = fig_kv.repeat_kv_view(n_heads, n_kv_heads, T, head_dim, style)
+        ui.show_figure(v.figure, "repeat_kv", data=v.data, name=v.name)
         st.caption(
             ui.t(
                 "kv.repeat_note",
@@ -220,27 +170,12 @@ elif view == "maps":
     maps = get_maps()
     if maps is None:
         st.stop()
-    groups = list(range(n_kv_heads))
-    if n_kv_heads > MAX_GROUPS_SHOWN:
-        first = ui.int_slider("kv_first", 0, n_kv_heads - MAX_GROUPS_SHOWN, 0, help_key="help.kv_first")
-        groups = list(range(first, first + MAX_GROUPS_SHOWN))
-    heads = [h for g in groups for h in range(g * n_rep, (g + 1) * n_rep)]
-    fig = fig_kv.grouped_maps_figure(
-        maps.weights,
-        maps.k,
-        maps.v,
-        list(maps.tokens_q),
-        list(maps.tokens_k),
-        groups=groups,
-        style=style,
-        max_cells=64 if len(heads) <= 8 else 40,
-    )
-    ui.show_figure(
-        fig,
-        "kv_maps",
-        data=maps_dataframe(maps.weights, list(maps.tokens_q), list(maps.tokens_k), heads, n_rep),
-        name="kv_maps_by_group",
-    )
+    first = 0
+    if n_kv_heads > fig_kv.MAX_GROUPS_SHOWN:
+        first = ui.int_slider("kv_first", 0, n_kv_heads - fig_kv.MAX_GROUPS_SHOWN, 0, help_key="help.kv_first")
+    groups = fig_kv.maps_groups(n_kv_heads, first)
+    v = fig_kv.maps_view(maps, groups, style)
+    ui.show_figure(v.figure, "kv_maps", data=v.data, name=v.name)
     if n_rep > 1:
         spread = [
             float(np.max(np.abs(maps.weights[g * n_rep : (g + 1) * n_rep] - maps.weights[g * n_rep][None])))
@@ -255,12 +190,12 @@ elif view == "maps":
     ui.help_expander("kv.maps_help")
 
 elif view == "costs":
-    dtype = ui.choice("kv_dtype", list(DTYPES), "fp16", help_key="help.kv_dtype")
+    dtype = ui.choice("kv_dtype", list(fig_kv.DTYPES), "fp16", help_key="help.kv_dtype")
     nbytes_el = dtype_bits(dtype) // 8
+    bytes_view = fig_kv.kv_bytes_view(d_model, n_heads, n_kv_heads, head_dim, T, dtype, style)
+    by_kv = {row["n_kv_heads"]: row for row in bytes_view.data.to_dict("records")}  # attention_costs per choice
     settings = [("current", n_kv_heads), ("mha", n_heads), ("mqa", 1)]
-    costs = {
-        name: attention_costs(d_model, n_heads, kv, head_dim, T, bytes_per_element=nbytes_el) for name, kv in settings
-    }
+    costs = {name: by_kv[kv] for name, kv in settings}
     cols = {name: ui.t(f"kv.col_{name}", kind=kind, kv=kv) for name, kv in settings}
     cur = costs["current"]
     rows = [
@@ -307,44 +242,17 @@ elif view == "costs":
         pct = f"{100 * n_kv_heads / n_heads:.4g}"
         st.caption(ui.t("kv.cost_ratio", kind=kind, pct=pct, kv=n_kv_heads, h=n_heads, saved=saved))
     st.caption(ui.t("kv.flops_note", h=n_heads, t=T, t1=T - 1, d=head_dim, attn=n(value(cur, "flops_attn"))))
-    options = divisors(n_heads)
-    per_kv = [
-        attention_costs(d_model, n_heads, d, head_dim, T, bytes_per_element=nbytes_el)["kv_bytes_per_token"]
-        for d in options
-    ]
-    fig = fig_kv.kv_bytes_figure(options, per_kv, n_heads, n_kv_heads, style=style)
-    ui.show_figure(
-        fig,
-        "kv_bytes",
-        data=pd.DataFrame({"n_kv_heads": options, "kv_bytes_per_token_per_layer": per_kv}),
-        name="kv_bytes_per_token",
-    )
+    ui.show_figure(bytes_view.figure, "kv_bytes", data=bytes_view.data, name=bytes_view.name)
     ui.help_expander("kv.costs_help")
 
 elif view == "mapping":
     n_rep_txt = str(n_rep)
     left, right = st.columns(2, gap="medium")
     contiguous, interleaved = kv_map(n_heads, n_kv_heads, "contiguous"), kv_map(n_heads, n_kv_heads, "interleaved")
-    with left:
-        fig = fig_kv.kv_diagram(
-            n_heads, n_kv_heads, "contiguous", style=style, title=ui.t("kv.map_contiguous", rep=n_rep)
-        )
-        ui.show_figure(
-            fig,
-            "map_contiguous",
-            data=pd.DataFrame({"query_head": range(n_heads), "kv_head": contiguous}),
-            name="mapping_contiguous",
-        )
-    with right:
-        fig = fig_kv.kv_diagram(
-            n_heads, n_kv_heads, "interleaved", style=style, title=ui.t("kv.map_interleaved", kv=n_kv_heads)
-        )
-        ui.show_figure(
-            fig,
-            "map_interleaved",
-            data=pd.DataFrame({"query_head": range(n_heads), "kv_head": interleaved}),
-            name="mapping_interleaved",
-        )
+    diagrams = fig_kv.mapping_diagram_views(n_heads, n_kv_heads, style)  # contiguous, interleaved
+    for column, mapping, v in zip((left, right), MAPPINGS, diagrams, strict=True):
+        with column:
+            ui.show_figure(v.figure, f"map_{mapping}", data=v.data, name=v.name)
     calls = [f"k.repeat_interleave({n_rep}, dim=1)", f"k.repeat(1, {n_rep}, 1, 1)"]
     width = max(map(len, calls)) + 2
     st.code(
@@ -353,7 +261,7 @@ elif view == "mapping":
         f"{calls[1]:<{width}}# {ui.t('kv.code_interleaved', m=interleaved)}",
         language="python",
     )
-    if contiguous == interleaved:
+    if not fig_kv.mappings_differ(n_heads, n_kv_heads):
         st.info(ui.t("kv.mapping_same", kind=kind), icon="ℹ️")
     else:
         built_with = ui.choice("built_with", list(MAPPINGS), "contiguous", help_key="help.built_with")
@@ -362,42 +270,15 @@ elif view == "mapping":
         )
         if mm is None:
             st.stop()
-        fig = fig_kv.mismatch_figure(mm.kl, mm.built, mm.run, style=style)
-        ui.show_figure(
-            fig,
-            "mismatch",
-            data=pd.DataFrame(
-                {"query_head": range(n_heads), "kv_head_built": mm.built, "kv_head_run": mm.run, "mean_kl_nats": mm.kl}
-            ),
-            name="mapping_mismatch",
-        )
+        v = fig_kv.mismatch_view(mm, style)
+        ui.show_figure(v.figure, "mismatch", data=v.data, name=v.name)
         wrong = [h for h in range(n_heads) if mm.built[h] != mm.run[h]]
         if st.session_state.get("head", 0) >= n_heads:
             st.session_state["head"] = n_heads - 1
-        head = ui.int_slider("head", 0, n_heads - 1, wrong[0], help_key="help.kv_head")
+        head = ui.int_slider("head", 0, n_heads - 1, fig_kv.first_wrong_head(mm), help_key="help.kv_head")
         a, b = mm.built[head], mm.run[head]
-        fig = fig_kv.pair_maps_figure(
-            mm.weights_built[head],
-            mm.weights_run[head],
-            list(tokens),
-            list(tokens),
-            (
-                ui.t("kv.pair_built", h=head, g=a, m=ui.t(f"opt.built_with.{built_with}")),
-                ui.t("kv.pair_run", h=head, g=b, m=ui.t(f"opt.built_with.{mm.run_with}")),
-            ),
-            (group_color(a), group_color(b)),
-            style=style,
-        )
-        labels = np.array([f"{tok} ({i})" for i, tok in enumerate(tokens)], dtype=object)
-        pair = pd.DataFrame(
-            {
-                "query": np.repeat(labels, len(labels)),
-                "key": np.tile(labels, len(labels)),
-                f"weight_{built_with}_kv{a}": mm.weights_built[head].ravel(),
-                f"weight_{mm.run_with}_kv{b}": mm.weights_run[head].ravel(),
-            }
-        )
-        ui.show_figure(fig, "mismatch_pair", data=pair, name=f"mapping_head{head}")
+        v = fig_kv.pair_view(mm, head, tokens, style)
+        ui.show_figure(v.figure, "mismatch_pair", data=v.data, name=v.name)
         if a == b:
             st.markdown(ui.t("kv.pair_same", h=head, g=a))
         else:
@@ -418,7 +299,7 @@ else:
     cc1, cc2, cc3 = st.columns([1.2, 1, 1], gap="large")
     with cc1:
         conv_source = ui.choice("conv_source", ["correlated", "random"], "correlated", help_key="help.conv_source")
-    n_base, noise = 1, 0.0
+    n_base, noise = None, 0.0
     if conv_source == "correlated":
         if n_heads > 1:  # with one head there is one base head and nothing to choose
             if st.session_state.get("n_base", 1) > n_heads:
@@ -427,6 +308,7 @@ else:
                 n_base = ui.int_slider("n_base", 1, n_heads, min(2, n_heads), help_key="help.n_base")
         with cc3:
             noise = ui.float_slider("noise", 0.0, 1.0, 0.3, 0.05, help_key="help.noise")
+    n_base, noise = fig_kv.conversion_settings(n_heads, conv_source, n_base, noise)
     with st.spinner(ui.t("kv.study_running")):
         study = ui.run_safely(
             lambda: conversion_study(
@@ -435,23 +317,16 @@ else:
                 d_model,
                 tuple(tokens),
                 conv_source,
-                int(n_base),
-                round(float(noise), 4),
+                n_base,
+                noise,
                 seed,
                 ui.device(),
             )
         )
     if study is None:
         st.stop()
-    fig = fig_kv.conversion_figure(study.n_kv, study.rel_l2, study.kl, n_heads, current=n_kv_heads, style=style)
-    data = pd.DataFrame(
-        {
-            "n_kv_heads": list(study.n_kv),
-            **{f"rel_l2_{m}": study.rel_l2[m] for m in study.rel_l2},
-            **{f"mean_kl_{m}": study.kl[m] for m in study.kl},
-        }
-    )
-    ui.show_figure(fig, "conversion", data=data, name="mha_to_gqa_conversion")
+    v = fig_kv.conversion_view(study, n_heads, n_kv_heads, n_base, noise, style)
+    ui.show_figure(v.figure, "conversion", data=v.data, name=v.name)
     i = list(study.n_kv).index(n_kv_heads)
     st.markdown(
         ui.t(

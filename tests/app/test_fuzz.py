@@ -28,6 +28,9 @@ PAGES = {
     "pages/saturation.py": ["head_dim", "scaling", "seq_len", "samples", "temperature", "dist", "row"],
     "pages/kv_sharing.py": ["source", "text", "seq_len", "n_heads", "n_kv_heads", "head_dim", "d_model", "kv_view",
                             "kv_dtype", "built_with", "head", "conv_source", "n_base", "noise", "kv_first"],
+    "pages/kv_cache.py": ["model", "n_heads", "n_kv_heads", "head_dim", "n_layers", "dtype", "batch", "seq_len",
+                          "device_gib", "stack_weights", "weights_dtype", "y_scale", "dec_layers", "dec_steps",
+                          "dec_prompt", "dec_batch", "dec_dtype", "dec_wrong", "dec_recompute", "pd_tokens"],
 }
 
 # examples that once failed, kept as regression tests

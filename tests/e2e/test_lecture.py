@@ -90,3 +90,30 @@ def test_share_link_reopens_the_same_view(watch, browser, server):
     other.wait_idle()
     assert other.chart_fingerprints() == before
     ctx.close()
+
+
+LIVE_POINTS = """() => {
+    const el = Array.from(document.querySelectorAll('[class*="st-key-kv_live_mem"] .js-plotly-plot')).pop();
+    if (!el || !el.data) return 0;
+    const sizes = {f8: 8, f4: 4, i4: 4, u4: 4, i2: 2, u2: 2, i1: 1, u1: 1, i8: 8};
+    const count = x => !x ? 0 : (x.length !== undefined ? x.length : atob(x.bdata).length / (sizes[x.dtype] || 8));
+    return Math.max(0, ...el.data.map(t => count(t.x)));  // the longest series: the measured cache so far
+}"""
+
+
+def test_live_decode_chart_grows_and_stop_leaves_page_usable(watch):
+    watch.open("kv_cache?dec_steps=400&dec_recompute=false")
+    watch.page.locator(".st-key-kv_run button").click()
+    watch.page.wait_for_function(f"() => ({LIVE_POINTS})() > 0", timeout=60_000)
+    first = watch.page.evaluate(LIVE_POINTS)
+    watch.page.wait_for_function(f"n => ({LIVE_POINTS})() > n", arg=first, timeout=60_000)
+    second = watch.page.evaluate(LIVE_POINTS)
+    assert second > first  # the chart grows while the loop runs
+    watch.shot("kv_cache-live-decode")
+    watch.page.locator(".st-key-kv_stop button").click()
+    watch.wait_idle()
+    body = watch.page.inner_text("body")
+    assert "Stopped after" in body
+    assert_clean(watch)
+    watch.press_slider("batch", 1)  # still usable
+    assert_clean(watch)

@@ -11,6 +11,7 @@ PAGES = [
     ("", "head_dim", 3),  # the default page lives at the root URL
     ("saturation", "head_dim", 1),
     ("kv_sharing", "n_heads", 4),
+    ("kv_cache", "batch", 3),
 ]
 
 
