@@ -62,9 +62,9 @@ def style() -> figures.Style:
 @st.cache_resource(show_spinner=False)
 def _device_choice() -> tuple[str, str, str | None]:
     """(device string, label, error message) for this server process; immutable."""
-    from attn_core.device import device_label, pick_device
-
     import torch
+
+    from attn_core.device import device_label, pick_device
 
     try:
         dev = pick_device()
@@ -142,7 +142,13 @@ def int_slider(
     if isinstance(current, (int, float)) and not isinstance(current, bool) and not lo <= current <= hi:
         st.session_state[key] = int(min(max(current, lo), hi))
     value = box.slider(
-        t(f"ctl.{key}"), lo, hi, default, step=step, key=key, bind=BIND,
+        t(f"ctl.{key}"),
+        lo,
+        hi,
+        default,
+        step=step,
+        key=key,
+        bind=BIND,
         help=t(help_key) if help_key else None,
     )
     num = _parse_number(raw)
@@ -205,8 +211,7 @@ def choice(
         if raw in options:
             st.session_state[key] = raw
         else:
-            st.warning(t("ui.url_replaced", key=key, raw=raw[:40], expect=" / ".join(options), value=default),
-                       icon="⚠️")
+            st.warning(t("ui.url_replaced", key=key, raw=raw[:40], expect=" / ".join(options), value=default), icon="⚠️")
     if st.session_state.get(key) not in options:
         st.session_state[key] = default
     label = t(f"ctl.{key}")
@@ -263,8 +268,10 @@ def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", cont
         num = _parse_number(raw.split(" ")[0])
         if num is None or num != int(num) or num < 1:
             fallback_value = default if default in options else nearest_divisor(n_heads, default)
-            st.warning(t("ui.url_replaced", key=key, raw=raw[:40], expect=", ".join(map(str, options)),
-                         value=fallback_value), icon="⚠️")
+            st.warning(
+                t("ui.url_replaced", key=key, raw=raw[:40], expect=", ".join(map(str, options)), value=fallback_value),
+                icon="⚠️",
+            )
         elif int(num) not in options:
             wanted = num
         else:
@@ -274,8 +281,9 @@ def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", cont
         snapped = nearest_divisor(n_heads, wanted)
         st.session_state[key] = snapped
         shown = int(wanted) if float(wanted).is_integer() else wanted
-        st.info(t("ui.kv_snapped", want=shown, n_heads=n_heads, got=snapped, valid=", ".join(map(str, options))),
-                icon="↔️")
+        st.info(
+            t("ui.kv_snapped", want=shown, n_heads=n_heads, got=snapped, valid=", ".join(map(str, options))), icon="↔️"
+        )
     elif current is not None:
         # Widget ids include the page, so after a page switch the value under this key belongs to the
         # previous page's widget; re-assigning it makes this page's new widget start from it, not from 1.
@@ -290,15 +298,14 @@ def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", cont
         return f"{d} · GQA"
 
     kwargs = {} if key in st.session_state else {"value": fallback}
-    value = box.select_slider(t("ctl.n_kv_heads"), options=options, format_func=fmt, key=key, bind=BIND,
-                              help=t("help.n_kv_heads"), **kwargs)
+    value = box.select_slider(
+        t("ctl.n_kv_heads"), options=options, format_func=fmt, key=key, bind=BIND, help=t("help.n_kv_heads"), **kwargs
+    )
     _remember(key, int(value), fallback)
     return int(value)
 
 
-def pow2_slider(
-    key: str, lo: int, hi: int, default: int, *, container: Any = None, help_key: str | None = None
-) -> int:
+def pow2_slider(key: str, lo: int, hi: int, default: int, *, container: Any = None, help_key: str | None = None) -> int:
     """A slider over the powers of two from ``lo`` to ``hi`` (log steps), bound to the URL parameter ``key``.
 
     A URL value (or an earlier choice) that is not one of them snaps to the
@@ -322,12 +329,15 @@ def pow2_slider(
             st.info(t("ui.pow2_snapped", key=key, want=shown, lo=lo, hi=hi, got=snapped), icon="↔️")
         else:
             snapped = default
-            st.warning(t("ui.url_replaced", key=key, raw=shown, expect=t("ui.expect_pow2", lo=lo, hi=hi),
-                         value=snapped), icon="⚠️")
+            st.warning(
+                t("ui.url_replaced", key=key, raw=shown, expect=t("ui.expect_pow2", lo=lo, hi=hi), value=snapped),
+                icon="⚠️",
+            )
         st.session_state[key] = snapped
     kwargs = {} if key in st.session_state else {"value": default}
-    value = box.select_slider(t(f"ctl.{key}"), options=options, key=key, bind=BIND,
-                              help=t(help_key) if help_key else None, **kwargs)
+    value = box.select_slider(
+        t(f"ctl.{key}"), options=options, key=key, bind=BIND, help=t(help_key) if help_key else None, **kwargs
+    )
     return int(value)
 
 
@@ -390,8 +400,14 @@ def export_menu(fig: Any, key: str, data: Any, name: str) -> None:
         for col, fmt in zip(cols, ("png", "svg", "pdf", "csv", "html"), strict=True):
             disabled = (fmt in ("png", "svg", "pdf") and not has_browser) or (fmt == "csv" and data is None)
             col.download_button(
-                fmt.upper(), data=_deferred(fig, fmt, data), file_name=f"{name}.{fmt}", mime=MIME[fmt],
-                key=f"{key}__{fmt}", on_click="ignore", disabled=disabled, width="stretch",
+                fmt.upper(),
+                data=_deferred(fig, fmt, data),
+                file_name=f"{name}.{fmt}",
+                mime=MIME[fmt],
+                key=f"{key}__{fmt}",
+                on_click="ignore",
+                disabled=disabled,
+                width="stretch",
             )
         if not has_browser:
             st.info(chromium_missing_message(), icon="ℹ️")
@@ -443,13 +459,24 @@ def attention_maps(
     from attn_core.maps import compute_attention_maps
 
     cfg = AttentionConfig(
-        n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, d_model=d_model,
-        seq_len=len(tokens_q), use_scaling=use_scaling, seed=seed, causal=mask_kind == "causal",
+        n_heads=n_heads,
+        n_kv_heads=n_kv_heads,
+        head_dim=head_dim,
+        d_model=d_model,
+        seq_len=len(tokens_q),
+        use_scaling=use_scaling,
+        seed=seed,
+        causal=mask_kind == "causal",
     )
     maps, _ = run_with_fallback(
         lambda dev: compute_attention_maps(
-            cfg, list(tokens_q), None if tokens_k is None else list(tokens_k), mask_kind=mask_kind,
-            pad_len=pad_len, temperature=temperature, device=dev,
+            cfg,
+            list(tokens_q),
+            None if tokens_k is None else list(tokens_k),
+            mask_kind=mask_kind,
+            pad_len=pad_len,
+            temperature=temperature,
+            device=dev,
         ),
         device_name,
     )
@@ -469,15 +496,27 @@ def sidebar() -> None:
         st.session_state["present"] = True  # ?present=1 as well as the toggle's own ?present=true
     with st.sidebar:
         # Options are the codes themselves so that links carry ?lang=zh.
-        st.segmented_control("Language / 语言 (en = English, zh = 中文)", list(LANGUAGES), default=DEFAULT_LANG,
-                             key="lang", bind=BIND, required=True)
+        st.segmented_control(
+            "Language / 语言 (en = English, zh = 中文)",
+            list(LANGUAGES),
+            default=DEFAULT_LANG,
+            key="lang",
+            bind=BIND,
+            required=True,
+        )
         _remember("lang", lang(), DEFAULT_LANG)
         raw = _url_raw("seed")
-        seed_value = st.number_input(t("ctl.seed"), min_value=0, max_value=2**31 - 1, value=0, step=1, key="seed",
-                                     bind=BIND, help=t("help.seed"))
+        seed_value = st.number_input(
+            t("ctl.seed"), min_value=0, max_value=2**31 - 1, value=0, step=1, key="seed", bind=BIND, help=t("help.seed")
+        )
         num = _parse_number(raw)
-        _notice_if_replaced("seed", raw, seed_value, num is not None and num.is_integer() and 0 <= num < 2**31,
-                            t("ui.expect_int", lo=0, hi=2**31 - 1))
+        _notice_if_replaced(
+            "seed",
+            raw,
+            seed_value,
+            num is not None and num.is_integer() and 0 <= num < 2**31,
+            t("ui.expect_int", lo=0, hi=2**31 - 1),
+        )
         _remember("seed", int(seed_value), 0)
         present = st.toggle(t("ctl.present"), value=False, key="present", bind=BIND, help=t("help.present"))
         _remember("present", bool(present), False)
@@ -533,10 +572,26 @@ def slide_controls(key: str, n: int) -> int:
     idx = min(max(int(st.session_state[key]), 0), n - 1)
     st.session_state[key] = idx
     left, mid, right = st.columns([1, 3, 1])
-    left.button(t("ui.prev"), key=f"{key}__prev", icon=":material/arrow_back:", shortcut="pageup",
-                disabled=idx == 0, width="stretch", on_click=_shift_slide, args=(key, -1, n))
-    right.button(t("ui.next"), key=f"{key}__next", icon=":material/arrow_forward:", shortcut="pagedown",
-                 disabled=idx == n - 1, width="stretch", on_click=_shift_slide, args=(key, 1, n))
+    left.button(
+        t("ui.prev"),
+        key=f"{key}__prev",
+        icon=":material/arrow_back:",
+        shortcut="pageup",
+        disabled=idx == 0,
+        width="stretch",
+        on_click=_shift_slide,
+        args=(key, -1, n),
+    )
+    right.button(
+        t("ui.next"),
+        key=f"{key}__next",
+        icon=":material/arrow_forward:",
+        shortcut="pagedown",
+        disabled=idx == n - 1,
+        width="stretch",
+        on_click=_shift_slide,
+        args=(key, 1, n),
+    )
     mid.progress((idx + 1) / n, text=t("ui.slide", i=idx + 1, n=n))
     mid.caption(t("ui.slide_keys"))
     _write_url(key, str(idx + 1), "1")

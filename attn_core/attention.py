@@ -147,8 +147,7 @@ class GroupedQueryAttention(nn.Module):
         if head_dim is None:
             if d_model % n_heads:
                 raise ConfigError(
-                    f"d_model ({d_model}) must be divisible by n_heads ({n_heads}) "
-                    "when head_dim is not given",
+                    f"d_model ({d_model}) must be divisible by n_heads ({n_heads}) when head_dim is not given",
                     "d_model",
                 )
             head_dim = d_model // n_heads

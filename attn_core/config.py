@@ -52,13 +52,15 @@ def check_int(name: str, value: object, lo: int, hi: int | None = None) -> int:
         raise ConfigError(f"{name} must be a whole number, got {value!r}", name, "whole", name=name, value=repr(value))
     if isinstance(value, float):
         if not math.isfinite(value) or value != int(value):
-            raise ConfigError(f"{name} must be a whole number, got {value!r}", name, "whole", name=name,
-                              value=repr(value))
+            raise ConfigError(
+                f"{name} must be a whole number, got {value!r}", name, "whole", name=name, value=repr(value)
+            )
         value = int(value)
     if value < lo or (hi is not None and value > hi):
         if hi is not None:
-            raise ConfigError(f"{name} ({value}) must be between {lo} and {hi}", name, "between", name=name,
-                              value=value, lo=lo, hi=hi)
+            raise ConfigError(
+                f"{name} ({value}) must be between {lo} and {hi}", name, "between", name=name, value=value, lo=lo, hi=hi
+            )
         raise ConfigError(f"{name} ({value}) must be at least {lo}", name, "at_least", name=name, value=value, lo=lo)
     return int(value)
 
@@ -68,9 +70,12 @@ def check_kv_heads(n_heads: int, n_kv_heads: int) -> None:
     if n_heads % n_kv_heads != 0:
         valid = ", ".join(str(d) for d in divisors(n_heads))
         raise ConfigError(
-            f"n_heads ({n_heads}) must be divisible by n_kv_heads ({n_kv_heads}); "
-            f"valid n_kv_heads: {valid}",
-            "n_kv_heads", "divisible", n_heads=n_heads, n_kv_heads=n_kv_heads, valid=valid,
+            f"n_heads ({n_heads}) must be divisible by n_kv_heads ({n_kv_heads}); valid n_kv_heads: {valid}",
+            "n_kv_heads",
+            "divisible",
+            n_heads=n_heads,
+            n_kv_heads=n_kv_heads,
+            valid=valid,
         )
 
 

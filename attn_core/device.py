@@ -33,9 +33,7 @@ def pick_device(prefer: str = "auto") -> torch.device:
     choice = (os.environ.get("ATTN_DEVICE") or prefer or "auto").strip().lower()
     kind = choice.split(":", 1)[0]
     if kind not in _KNOWN:
-        raise ConfigError(
-            f"device '{choice}' is not known; use one of: {', '.join(_KNOWN)}", "device"
-        )
+        raise ConfigError(f"device '{choice}' is not known; use one of: {', '.join(_KNOWN)}", "device")
     if kind == "auto":
         for candidate in ("cuda", "mps"):
             if _available(candidate):
@@ -50,8 +48,7 @@ def pick_device(prefer: str = "auto") -> torch.device:
     dev = torch.device(choice)
     if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
         raise ConfigError(
-            f"device '{choice}' does not exist: this machine has "
-            f"{torch.cuda.device_count()} CUDA device(s)",
+            f"device '{choice}' does not exist: this machine has {torch.cuda.device_count()} CUDA device(s)",
             "device",
         )
     return dev

@@ -3,6 +3,8 @@
     python -m attn_core.export --page heatmaps --n-heads 8 --n-kv-heads 2 --d-k 16 \\
         --text "The cat sat on the mat" --mask causal --format png,svg,csv --out slides/
     python -m attn_core.export --page kv_sharing --n-heads 8 --n-kv-heads 2 --view diagram,costs --format svg,csv
+    python -m attn_core.export --page kv_cache --model llama-3-8b --seq-len 8192 --stack-weights --decode \\
+        --dec-steps 64 --format png,csv
 
 The figures come from the same builders the pages use (:mod:`attn_core.views`),
 so a slide matches what the page shows for the same parameters and seed.
@@ -70,11 +72,31 @@ def _kv_sharing_views(args: argparse.Namespace, style: figures.Style) -> list[Vi
     )
 
 
+def _kv_cache_views(args: argparse.Namespace, style: figures.Style) -> list[View]:
+    from .fig_memory import kv_cache_views
+
+    return kv_cache_views(
+        model=args.model, n_heads=args.n_heads, n_kv_heads=args.n_kv_heads, head_dim=args.d_k, n_layers=args.layers,
+        dtype=args.dtype or "fp16", batch=args.batch, seq_len=args.seq_len, device_gib=args.device_gib,
+        stack_weights=args.stack_weights, weights_dtype=args.weights_dtype, y_scale=args.y_scale,
+        decode=args.decode, dec_layers=args.dec_layers, dec_steps=args.dec_steps, dec_prompt=args.dec_prompt,
+        dec_batch=args.dec_batch, dec_dtype=args.dec_dtype, dec_wrong=args.dec_wrong,
+        dec_recompute=not args.no_recompute, prefill_decode=args.prefill_decode, pd_tokens=args.pd_tokens,
+        seed=args.seed, style=style, device=args.device,
+    )
+
+
 # page name -> builder of its views; pages register theirs here
 PAGES: dict[str, Callable[[argparse.Namespace, figures.Style], list[View]]] = {
     "heatmaps": _heatmap_views,
     "saturation": _saturation_views,
     "kv_sharing": _kv_sharing_views,
+    "kv_cache": _kv_cache_views,
+}
+
+# a page's own defaults for options shared with other pages (an option given on the command line wins)
+PAGE_DEFAULTS: dict[str, dict[str, object]] = {
+    "kv_cache": {"seq_len": 4096},
 }
 
 
@@ -84,7 +106,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--n-heads", type=int, default=8)
     p.add_argument("--n-kv-heads", type=int, default=2)
     p.add_argument("--d-k", type=int, default=16, help="head dimension d_k")
-    p.add_argument("--seq-len", type=int, default=16, help="synthetic tokens when no --text is given")
+    p.add_argument("--seq-len", type=int, default=16, help="synthetic tokens when no --text is given; "
+                   "kv_cache: the tokens S of the layouts table and the chart's marker (default 4096)")
     p.add_argument("--text", default=None, help="input text; its tokens become the sequence")
     p.add_argument("--cross-text", default=None, help="key/value text for cross-attention")
     p.add_argument("--mask", default="none", choices=["none", "causal", "padding"])
@@ -101,7 +124,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--row", type=int, default=0, help="saturation: the query row shown as bars")
     p.add_argument("--d-model", type=int, default=None, help="kv_sharing: model width d_model (default 128)")
     p.add_argument("--dtype", default=None, help="kv_sharing: KV-cache element type of the costs view: "
-                   "fp32, fp16 (default) or int8")
+                   "fp32, fp16 (default) or int8; kv_cache: KV-cache element type: fp32, fp16 (default), bf16, "
+                   "fp8, int8 or int4")
     p.add_argument("--built-with", default="contiguous", choices=["contiguous", "interleaved"],
                    help="kv_sharing: the mapping the checkpoint of the mapping view was trained with")
     p.add_argument("--conv-source", default="correlated", choices=["correlated", "random"],
@@ -111,6 +135,28 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--noise", type=float, default=0.3, help="kv_sharing: noise of a correlated source's copies")
     p.add_argument("--kv-first", type=int, default=0,
                    help="kv_sharing: first KV group of the maps view when there are more than 8")
+    p.add_argument("--model", default="llama-2-7b", help="kv_cache: a model preset id (assets/model_presets.json) "
+                   "or custom (then --n-heads, --n-kv-heads, --d-k and --layers)")
+    p.add_argument("--layers", type=int, default=12, help="kv_cache: layers of a custom model")
+    p.add_argument("--batch", type=int, default=1, help="kv_cache: sequences in the batch")
+    p.add_argument("--device-gib", type=int, default=None,
+                   help="kv_cache: device memory in GiB (default: the GPU's own with --device cuda, else 80)")
+    p.add_argument("--stack-weights", action="store_true", help="kv_cache: put the preset's weights under the cache")
+    p.add_argument("--weights-dtype", default="bf16", help="kv_cache: element type of the stacked weights")
+    p.add_argument("--y-scale", default="log", choices=["log", "linear"], help="kv_cache: memory axis")
+    p.add_argument("--decode", action="store_true",
+                   help="kv_cache: run a complete live decode and add its memory and time charts")
+    p.add_argument("--dec-layers", type=int, default=2, help="kv_cache: layers of the decode model")
+    p.add_argument("--dec-steps", type=int, default=128, help="kv_cache: tokens the decode generates")
+    p.add_argument("--dec-prompt", type=int, default=16, help="kv_cache: prompt tokens of the decode")
+    p.add_argument("--dec-batch", type=int, default=1, help="kv_cache: sequences decoded at once")
+    p.add_argument("--dec-dtype", default="fp16", help="kv_cache: the decode's cache element type: fp32, fp16, bf16")
+    p.add_argument("--dec-wrong", action="store_true", help="kv_cache: cache K and V after repeat_kv (the mistake)")
+    p.add_argument("--no-recompute", action="store_true",
+                   help="kv_cache: do not also decode without the cache (no recompute times)")
+    p.add_argument("--prefill-decode", action="store_true",
+                   help="kv_cache: time prefill against decode with the decode model")
+    p.add_argument("--pd-tokens", type=int, default=64, help="kv_cache: tokens of prefill against decode")
     p.add_argument("--format", default="png", help=f"comma-separated: {', '.join(ALL_FORMATS)}")
     p.add_argument("--out", default="export", help="output folder (created if missing)")
     p.add_argument("--lang", default="en", choices=["en", "zh"])
@@ -121,7 +167,11 @@ def parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str] | None = None) -> list[Path]:
     """Parse ``argv``, build the page's figures and write them; returns the written paths."""
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    if args.page in PAGE_DEFAULTS:
+        p.set_defaults(**PAGE_DEFAULTS[args.page])
+        args = p.parse_args(argv)
     if args.page not in PAGES:
         raise ConfigError(f"page '{args.page}' is not known; use one of: {', '.join(PAGES)}", "page")
     formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]

@@ -1,4 +1,5 @@
-"""Plotly figures of the KV-cache page: memory against sequence length, the live decode, prefill against decode.
+"""Plotly figures of the KV-cache page: memory against sequence length, the layouts compared, the live decode,
+prefill against decode; and :func:`kv_cache_views`, every view of the page for the command-line exporter.
 
 Bytes are always shown in binary units (KiB = 1024 B, MiB, GiB, TiB), with the
 exact byte count in the hover. Builders take plain numbers and numpy arrays.
@@ -10,10 +11,29 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 
+from . import kv_cache
+from .config import ConfigError, check_int
 from .figures import Style
-from .memory import MAX_CALC_SEQ_LEN, CacheLayout, binary_unit, format_bytes, format_bytes_exact, format_tokens
+from .memory import (
+    DTYPES,
+    MAX_CALC_SEQ_LEN,
+    CacheLayout,
+    ModelPreset,
+    binary_unit,
+    cache_layouts,
+    dtype_bits,
+    format_bytes,
+    format_bytes_exact,
+    format_tokens,
+    kv_cache_bytes,
+    load_presets,
+    preset_layouts,
+    weights_bytes,
+)
+from .views import View
 
 #: Okabe-Ito hues, one per cache layout, the same on every chart of the page.
 LAYOUT_COLORS = {"MHA": "#D55E00", "GQA": "#0072B2", "MQA": "#009E73", "MLA": "#CC79A7"}
@@ -464,3 +484,453 @@ def prefill_decode_figure(n_tokens: int, prefill_s: float, decode_s: float, styl
         showlegend=False,
     )
     return fig
+
+
+# ---------------------------------------------------------------- the page's views (page and exporter)
+DEFAULT_MODEL = "llama-2-7b"
+DEFAULT_DEVICE_GIB = 80
+MAX_DEVICE_GIB = 2048
+#: Each step of the live decode is timed this many times and the best is shown.
+DECODE_REPEATS = 3
+#: Limits of the page's decode controls (tighter than what :mod:`attn_core.kv_cache` accepts).
+MAX_DEC_STEPS = 1024
+MAX_DEC_PROMPT = 256
+MAX_PD_TOKENS = 256
+Y_SCALES = ("log", "linear")
+
+
+def model_layouts(
+    model_id: str, n_heads: int, n_kv_heads: int, head_dim: int, n_layers: int
+) -> tuple[ModelPreset | None, list[CacheLayout]]:
+    """(preset, cache layouts) of a preset id, or ``(None, layouts)`` of the given numbers for ``custom``.
+
+    Raises :class:`ConfigError` for an unknown id or numbers that do not make a model.
+    """
+    if model_id == "custom":
+        return None, cache_layouts(n_layers, n_heads, n_kv_heads, head_dim)
+    presets = load_presets()
+    if model_id not in presets:
+        raise ConfigError(f"model '{model_id}' is not known; use custom or one of: {', '.join(presets)}", "model")
+    return presets[model_id], preset_layouts(presets[model_id])
+
+
+def model_tag(model_id: str, n_heads: int, n_kv_heads: int, head_dim: int, n_layers: int) -> str:
+    """File-name part naming the model: the preset id, or ``custom_h8_kv2_d16_L12``."""
+    return model_id if model_id != "custom" else f"custom_h{n_heads}_kv{n_kv_heads}_d{head_dim}_L{n_layers}"
+
+
+def stacked_weights(preset: ModelPreset | None, weights_dtype: str) -> int:
+    """Bytes of the preset's weights in ``weights_dtype``; :class:`ConfigError` without a parameter count."""
+    if preset is None or preset.n_params is None:
+        raise ConfigError("stacking the weights needs a parameter count: pick a model preset", "stack_weights")
+    if weights_dtype not in DTYPES:
+        raise ConfigError(
+            f"weights_dtype {weights_dtype!r} is not known; use one of: {', '.join(DTYPES)}", "weights_dtype"
+        )
+    return weights_bytes(preset.n_params, weights_dtype)
+
+
+def device_memory(device: str, device_gib: int | None, style: Style = Style()) -> tuple[int, str]:
+    """(bytes, legend label) of the device-memory line.
+
+    On CUDA with no ``device_gib`` the GPU's own total (from torch); else
+    ``device_gib`` GiB (default :data:`DEFAULT_DEVICE_GIB`, 1 to :data:`MAX_DEVICE_GIB`).
+    """
+    if device_gib is None and str(device).startswith("cuda"):
+        total = kv_cache.device_total_memory(device)
+        if total is not None:
+            return total, style.t("kvcache.gpu_label")
+    gib = check_int("device_gib", DEFAULT_DEVICE_GIB if device_gib is None else device_gib, 1, MAX_DEVICE_GIB)
+    return gib * 1024**3, style.t("kvcache.device_label")
+
+
+def memory_view(
+    layouts: Sequence[CacheLayout],
+    *,
+    name: str,
+    model_name: str,
+    batch: int,
+    dtype: str,
+    seq_len: int,
+    device_bytes: int,
+    device_label: str,
+    weights: int | None = None,
+    max_positions: int | None = None,
+    y_log: bool = True,
+    style: Style = Style(),
+) -> View:
+    """:func:`memory_figure` with :func:`memory_curves` as its data, named ``name``."""
+    fig = memory_figure(
+        layouts,
+        batch=batch,
+        dtype=dtype,
+        device_bytes=device_bytes,
+        device_label=device_label,
+        model_name=model_name,
+        weights=weights,
+        seq_len=seq_len,
+        max_positions=max_positions,
+        y_log=y_log,
+        style=style,
+    )
+    return View(name, fig, pd.DataFrame(memory_curves(layouts, batch, dtype, seq_points(), weights)))
+
+
+def ratio_text(size: int, reference: int) -> str:
+    """``size`` as a multiple of ``reference``: ``1×``, ``1/8``, ``1/71.1``."""
+    if reference == 0:
+        return "–"
+    r = size / reference
+    return f"{r:.4g}×" if r >= 1 else f"1/{1 / r:.4g}"
+
+
+def comparison_data(
+    layouts: Sequence[CacheLayout], seq_len: int, batch: int, dtype: str, budget_bytes: int
+) -> pd.DataFrame:
+    """The layouts compared, as exact numbers: one row per layout (MHA first).
+
+    Columns: ``layout``, ``this_model``, ``kv_heads`` (empty for MLA),
+    ``kv_lora_rank`` and ``rope_dim`` (MLA only), ``bytes_per_token`` (all
+    layers, one sequence), ``seq_len``, ``batch``, ``dtype``, ``cache_bytes``
+    (at ``seq_len`` for ``batch``), ``vs_mha`` (cache bytes / MHA's),
+    ``budget_bytes`` and ``max_context_tokens`` (the longest context whose cache fits the budget).
+    """
+    mha = layouts[0].bytes(seq_len, batch, dtype)
+    rows = []
+    for lay in layouts:
+        mla = lay.kind == "MLA"
+        size = lay.bytes(seq_len, batch, dtype)
+        rows.append(
+            {
+                "layout": lay.label,
+                "this_model": lay.native,
+                "kv_heads": pd.NA if mla else lay.n_kv_heads,
+                "kv_lora_rank": lay.kv_lora_rank if mla else pd.NA,
+                "rope_dim": lay.rope_dim if mla else pd.NA,
+                "bytes_per_token": lay.bytes(1, 1, dtype),
+                "seq_len": seq_len,
+                "batch": batch,
+                "dtype": dtype,
+                "cache_bytes": size,
+                "vs_mha": size / mha if mha else float("nan"),
+                "budget_bytes": budget_bytes,
+                "max_context_tokens": lay.max_context(budget_bytes, batch, dtype),
+            }
+        )
+    df = pd.DataFrame(rows)
+    return df.astype({"kv_heads": "Int64", "kv_lora_rank": "Int64", "rope_dim": "Int64"})
+
+
+def comparison_table(data: pd.DataFrame, style: Style = Style()) -> pd.DataFrame:
+    """:func:`comparison_data` as the page's table: translated headers, binary units, ratios to MHA as text."""
+    t = style.t
+    mha = int(data["cache_bytes"].iloc[0])
+    rows = []
+    for r in data.itertuples(index=False):
+        rows.append(
+            {
+                t("kvcache.col_layout"): f"{r.layout} {t('kvmem.this_model')}" if r.this_model else r.layout,
+                t("kvcache.col_kv"): str(r.kv_heads) if not pd.isna(r.kv_heads) else f"{r.kv_lora_rank} + {r.rope_dim}",
+                t("kvcache.col_per_token"): format_bytes(int(r.bytes_per_token)),
+                t("kvcache.col_total", s=f"{int(r.seq_len):,}"): format_bytes(int(r.cache_bytes)),
+                t("kvcache.col_bytes"): f"{int(r.cache_bytes):,}",
+                t("kvcache.col_vs_mha"): ratio_text(int(r.cache_bytes), mha),
+                t("kvcache.col_fits"): f"{int(r.max_context_tokens):,}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def comparison_figure(table: pd.DataFrame, title: str, kinds: Sequence[str], style: Style = Style()) -> go.Figure:
+    """The table of :func:`comparison_table` drawn as a plotly table; ``kinds`` colour each layout's name."""
+    n_cols = len(table.columns)
+    color = [LAYOUT_COLORS.get(k, "#222222") for k in kinds]
+    font_color = [color] + [["#222222"] * len(table)] * (n_cols - 1)
+    fig = go.Figure(
+        go.Table(
+            columnwidth=[1.5, 1.3, 1.0, 1.0, 1.5, 0.8, 1.7],  # the seven columns of comparison_table
+            header=dict(
+                values=[f"<b>{c}</b>" for c in table.columns],
+                fill_color="#e9eef4",
+                line_color="#c8d0d9",
+                align=["left"] + ["right"] * (n_cols - 1),
+                font=dict(size=style.font, color="#222222"),
+                height=2.4 * style.font + 12,
+            ),
+            cells=dict(
+                values=[table[c].tolist() for c in table.columns],
+                fill_color="white",
+                line_color="#dde3ea",
+                align=["left"] + ["right"] * (n_cols - 1),
+                font=dict(size=style.font, color=font_color),
+                height=1.6 * style.font + 10,
+            ),
+        )
+    )
+    rows_h = (2.4 * style.font + 12) + len(table) * (1.6 * style.font + 10)
+    top = 80 if style.present else 60
+    _base_layout(fig, title, style, int(top + rows_h + 30))
+    fig.update_layout(
+        margin=dict(l=10, r=10, t=top, b=10),
+        xaxis=dict(visible=False),
+        yaxis=dict(visible=False),
+    )
+    return fig
+
+
+def comparison_view(
+    layouts: Sequence[CacheLayout],
+    *,
+    name: str,
+    model_name: str,
+    seq_len: int,
+    batch: int,
+    dtype: str,
+    budget_bytes: int,
+    style: Style = Style(),
+) -> View:
+    """The layouts compared: the page's table as a figure, with :func:`comparison_data` as its data."""
+    data = comparison_data(layouts, seq_len, batch, dtype, budget_bytes)
+    title = style.t(
+        "kvmem.table_title",
+        model=model_name,
+        s=f"{seq_len:,}",
+        batch=batch,
+        dtype=dtype,
+        budget=format_bytes(budget_bytes),
+    )
+    fig = comparison_figure(comparison_table(data, style), title, [lay.kind for lay in layouts], style)
+    return View(name, fig, data)
+
+
+def decode_shape(preset: ModelPreset | None, n_heads: int, n_kv_heads: int, head_dim: int) -> tuple[int, int, int]:
+    """(query heads, KV heads, head dim) the live decode runs.
+
+    A preset's own shape (the numbers given are then ignored), or for an MLA
+    model its MHA equivalent with values of ``v_head_dim``; without a preset the numbers given.
+    """
+    if preset is None:
+        return n_heads, n_kv_heads, head_dim
+    if preset.is_mla:
+        return preset.n_heads, preset.n_heads, preset.v_head_dim
+    return preset.n_heads, preset.n_kv_heads, preset.head_dim
+
+
+def decode_config(
+    preset: ModelPreset | None,
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    *,
+    n_layers: int,
+    batch: int,
+    dtype: str,
+    seed: int,
+    cache_after_repeat: bool = False,
+) -> kv_cache.DecodeConfig:
+    """The small decoder of the live decode and of prefill against decode, with the model's attention shape."""
+    heads, kv, dim = decode_shape(preset, n_heads, n_kv_heads, head_dim)
+    return kv_cache.DecodeConfig(
+        n_heads=heads,
+        n_kv_heads=kv,
+        head_dim=dim,
+        n_layers=n_layers,
+        batch=batch,
+        dtype=dtype,
+        seed=seed,
+        cache_after_repeat=cache_after_repeat,
+    )
+
+
+def decode_tag(cfg: kv_cache.DecodeConfig) -> str:
+    """File-name part naming a decode: ``h32_kv8_d128_L2_b1_fp16`` (``_after_repeat_kv`` for the mistake)."""
+    tag = f"h{cfg.n_heads}_kv{cfg.n_kv_heads}_d{cfg.head_dim}_L{cfg.n_layers}_b{cfg.batch}_{cfg.dtype}"
+    return tag + ("_after_repeat_kv" if cfg.cache_after_repeat else "")
+
+
+def decode_figures(
+    steps: Sequence[kv_cache.DecodeStep],
+    n_total: int,
+    cfg: kv_cache.DecodeConfig,
+    prompt_len: int,
+    *,
+    repeats: int = DECODE_REPEATS,
+    style: Style = Style(),
+) -> tuple[go.Figure, go.Figure]:
+    """(memory figure, time figure) of a decode of ``n_total`` steps after ``prompt_len``, for the steps so far.
+
+    The axes span the whole run, so the live charts grow in place.
+    """
+    x_max = prompt_len + n_total - 1
+    y_max = max(
+        kv_cache_bytes(cfg.n_layers, cfg.cache_heads, cfg.head_dim, x_max, cfg.batch, cfg.dtype),
+        steps[0].allocated_bytes if steps else 0,
+    )
+    seq = [s.seq_len for s in steps]
+    cuda = [s.cuda_bytes for s in steps] if steps and steps[0].cuda_bytes is not None else None
+    mem_fig = decode_memory_figure(
+        seq,
+        [s.cache_bytes for s in steps],
+        [s.formula_bytes for s in steps],
+        x_max=x_max,
+        y_max=y_max,
+        correct=[s.correct_bytes for s in steps] if cfg.cache_after_repeat else None,
+        cuda=cuda,
+        allocated=steps[0].allocated_bytes if steps else None,
+        style=style,
+    )
+    rec = [s.time_recompute_s * 1e3 for s in steps] if steps and steps[0].time_recompute_s is not None else None
+    time_fig = decode_time_figure(
+        seq, [s.time_cached_s * 1e3 for s in steps], rec, x_max=x_max, repeats=repeats, style=style
+    )
+    return mem_fig, time_fig
+
+
+def decode_data(steps: Sequence[kv_cache.DecodeStep]) -> pd.DataFrame:
+    """The numbers behind the decode figures, one row per generated token."""
+    return pd.DataFrame(
+        {
+            "step": [s.step for s in steps],
+            "tokens in cache": [s.seq_len for s in steps],
+            "token (cache)": [s.token for s in steps],
+            "token (recompute)": [s.token_recompute for s in steps],
+            "measured cache (bytes)": [s.cache_bytes for s in steps],
+            "formula (bytes)": [s.formula_bytes for s in steps],
+            "correct cache (bytes)": [s.correct_bytes for s in steps],
+            "cuda memory_allocated growth (bytes)": [s.cuda_bytes for s in steps],
+            "time with cache (ms)": [s.time_cached_s * 1e3 for s in steps],
+            "time recompute (ms)": [None if s.time_recompute_s is None else s.time_recompute_s * 1e3 for s in steps],
+        }
+    )
+
+
+def decode_views(
+    steps: Sequence[kv_cache.DecodeStep],
+    n_total: int,
+    cfg: kv_cache.DecodeConfig,
+    prompt_len: int,
+    *,
+    repeats: int = DECODE_REPEATS,
+    style: Style = Style(),
+) -> list[View]:
+    """The decode's memory and time figures, both with :func:`decode_data` as their data."""
+    mem_fig, time_fig = decode_figures(steps, n_total, cfg, prompt_len, repeats=repeats, style=style)
+    data = decode_data(steps)
+    tag = decode_tag(cfg)
+    return [View(f"kv_decode_memory_{tag}", mem_fig, data), View(f"kv_decode_time_{tag}", time_fig, data)]
+
+
+def prefill_decode_view(
+    timing: kv_cache.PrefillDecodeTiming, cfg: kv_cache.DecodeConfig, style: Style = Style()
+) -> View:
+    """:func:`prefill_decode_figure` of a measurement, with its totals and per-token times as data."""
+    fig = prefill_decode_figure(timing.n_tokens, timing.prefill_s, timing.decode_s, style=style)
+    data = pd.DataFrame(
+        {
+            "phase": ["prefill", "decode"],
+            "tokens": [timing.n_tokens] * 2,
+            "total (ms)": [timing.prefill_s * 1e3, timing.decode_s * 1e3],
+            "per token (ms)": [timing.prefill_per_token_s * 1e3, timing.decode_per_token_s * 1e3],
+        }
+    )
+    return View(f"kv_prefill_decode_{decode_tag(cfg)}_n{timing.n_tokens}", fig, data)
+
+
+def kv_cache_views(
+    model: str = DEFAULT_MODEL,
+    n_heads: int = 8,
+    n_kv_heads: int = 2,
+    head_dim: int = 16,
+    n_layers: int = 12,
+    dtype: str = "fp16",
+    batch: int = 1,
+    seq_len: int = 4096,
+    device_gib: int | None = None,
+    stack_weights: bool = False,
+    weights_dtype: str = "bf16",
+    y_scale: str = "log",
+    decode: bool = False,
+    dec_layers: int = 2,
+    dec_steps: int = 128,
+    dec_prompt: int = 16,
+    dec_batch: int = 1,
+    dec_dtype: str = "fp16",
+    dec_wrong: bool = False,
+    dec_recompute: bool = True,
+    prefill_decode: bool = False,
+    pd_tokens: int = 64,
+    seed: int = 0,
+    style: Style = Style(),
+    device: str = "cpu",
+) -> list[View]:
+    """The views of the KV-cache page for these settings, in the page's order (for the exporter and tests).
+
+    ``model`` is a preset id (``n_heads`` .. ``n_layers`` are then ignored) or
+    ``custom``. Always the layouts compared at ``seq_len`` tokens and memory
+    against sequence length, with the device memory of :func:`device_memory`
+    (minus the weights with ``stack_weights``); with ``decode`` a complete live
+    decode is run (:func:`attn_core.kv_cache.run_decode`, ``dec_*`` settings,
+    recomputing every step too with ``dec_recompute``) and its memory and time
+    figures added; with ``prefill_decode`` the prefill and decode of
+    ``pd_tokens`` tokens are timed. The defaults are the page's. Raises
+    :class:`ConfigError` naming the field for a bad value.
+    """
+    preset, layouts = model_layouts(model, n_heads, n_kv_heads, head_dim, n_layers)
+    seq_len = check_int("seq_len", seq_len, 1, MAX_CALC_SEQ_LEN)
+    dtype_bits(dtype)
+    if y_scale not in Y_SCALES:
+        raise ConfigError(f"y_scale '{y_scale}' is not known; use one of: {', '.join(Y_SCALES)}", "y_scale")
+    weights = stacked_weights(preset, weights_dtype) if stack_weights else None
+    device_bytes, device_label = device_memory(device, device_gib, style)
+    model_name = preset.name if preset is not None else style.t("opt.model.custom")
+    tag = model_tag(model, n_heads, n_kv_heads, head_dim, n_layers)
+    native = next(lay for lay in layouts if lay.native)
+    native.bytes(seq_len, batch, dtype)  # validates the batch
+    out = [
+        comparison_view(
+            layouts,
+            name=f"kv_layouts_{tag}_{dtype}_b{batch}_s{seq_len}",
+            model_name=model_name,
+            seq_len=seq_len,
+            batch=batch,
+            dtype=dtype,
+            budget_bytes=max(0, device_bytes - (weights or 0)),
+            style=style,
+        ),
+        memory_view(
+            layouts,
+            name=f"kv_cache_{tag}_{dtype}_b{batch}",
+            model_name=model_name,
+            batch=batch,
+            dtype=dtype,
+            seq_len=seq_len,
+            device_bytes=device_bytes,
+            device_label=device_label,
+            weights=weights,
+            max_positions=preset.max_positions if preset is not None else None,
+            y_log=y_scale == "log",
+            style=style,
+        ),
+    ]
+    if not (decode or prefill_decode):
+        return out
+    dec_layers = check_int("dec_layers", dec_layers, 1, kv_cache.MAX_DECODE_LAYERS)
+    dec_batch = check_int("dec_batch", dec_batch, 1, kv_cache.MAX_DECODE_BATCH)
+    if dec_dtype not in kv_cache.DECODE_DTYPES:
+        raise ConfigError(
+            f"dec_dtype {dec_dtype!r} is not supported; use one of: {', '.join(kv_cache.DECODE_DTYPES)}", "dec_dtype"
+        )
+    shape = dict(n_layers=dec_layers, batch=dec_batch, dtype=dec_dtype, seed=seed)
+    if decode:
+        dec_steps = check_int("dec_steps", dec_steps, 2, MAX_DEC_STEPS)
+        dec_prompt = check_int("dec_prompt", dec_prompt, 1, MAX_DEC_PROMPT)
+        cfg = decode_config(preset, n_heads, n_kv_heads, head_dim, cache_after_repeat=dec_wrong, **shape)
+        steps = list(
+            kv_cache.run_decode(cfg, dec_prompt, dec_steps, device, recompute=dec_recompute, repeats=DECODE_REPEATS)
+        )
+        out += decode_views(steps, dec_steps, cfg, dec_prompt, style=style)
+    if prefill_decode:
+        pd_tokens = check_int("pd_tokens", pd_tokens, 2, MAX_PD_TOKENS)
+        cfg = decode_config(preset, n_heads, n_kv_heads, head_dim, **shape)
+        out.append(prefill_decode_view(kv_cache.time_prefill_vs_decode(cfg, pd_tokens, device), cfg, style))
+    return out

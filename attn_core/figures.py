@@ -168,35 +168,58 @@ def heatmap_grid(
                 np.char.add(np.array(labels_q, dtype=str)[:, None], " → "),
                 np.array(labels_k, dtype=str)[None, :],
             )
-            text[y0 : y0 + r, x0 : x0 + c] = np.char.add(
-                qk, f"<br>{style.t('fig.head')} {head} · KV {group}"
-            )
+            text[y0 : y0 + r, x0 : x0 + c] = np.char.add(qk, f"<br>{style.t('fig.head')} {head} · KV {group}")
         color = group_color(group)
         shapes.append(
-            dict(type="rect", x0=x0 - 0.5, x1=x0 + c - 0.5, y0=y0 - 0.5, y1=y0 + r - 0.5,
-                 line=dict(color=color, width=3 if not style.present else 4), layer="above")
+            dict(
+                type="rect",
+                x0=x0 - 0.5,
+                x1=x0 + c - 0.5,
+                y0=y0 - 0.5,
+                y1=y0 + r - 0.5,
+                line=dict(color=color, width=3 if not style.present else 4),
+                layer="above",
+            )
         )
         annotations.append(
-            dict(x=x0 + (c - 1) / 2, y=y0 - 0.6, xref="x", yref="y", yanchor="bottom", showarrow=False,
-                 text=f"<b>{style.t('fig.head')} {head}</b> · KV {group}",
-                 font=dict(color=color, size=style.font))
+            dict(
+                x=x0 + (c - 1) / 2,
+                y=y0 - 0.6,
+                xref="x",
+                yref="y",
+                yanchor="bottom",
+                showarrow=False,
+                text=f"<b>{style.t('fig.head')} {head}</b> · KV {group}",
+                font=dict(color=color, size=style.font),
+            )
         )
     fig = go.Figure()
     fig.add_trace(
         go.Heatmap(
-            z=big, coloraxis="coloraxis", hoverongaps=False, text=text,
+            z=big,
+            coloraxis="coloraxis",
+            hoverongaps=False,
+            text=text,
             hovertemplate=(
                 "%{text}<br>" + style.t("fig.weight") + " %{z:.4f}<extra></extra>"
                 if text is not None
                 else style.t("fig.weight") + " %{z:.4f}<extra></extra>"
             ),
-            xgap=0, ygap=0, name="weights",
+            xgap=0,
+            ygap=0,
+            name="weights",
         )
     )
     if m_pooled is not None:
         fig.add_trace(
-            go.Heatmap(z=mask_layer, colorscale=[[0, MASK_GREY], [1, MASK_GREY]], showscale=False,
-                       hoverongaps=False, hovertemplate=style.t("fig.masked") + "<extra></extra>", name="mask")
+            go.Heatmap(
+                z=mask_layer,
+                colorscale=[[0, MASK_GREY], [1, MASK_GREY]],
+                showscale=False,
+                hoverongaps=False,
+                hovertemplate=style.t("fig.masked") + "<extra></extra>",
+                name="mask",
+            )
         )
     # Roughly square cells at a typical wide-layout plot width of ~900 px; as many token labels as fit
     # without overlapping (one per label height of tile), the rest every k-th.
@@ -214,17 +237,30 @@ def heatmap_grid(
     fig.update_layout(
         title=dict(text=title, font=dict(size=style.title_font)),
         font=dict(size=style.font),
-        coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0,
-                       colorbar=dict(title=dict(text=style.t("fig.weight")))),
+        coloraxis=dict(
+            colorscale=style.weight_scale, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=style.t("fig.weight")))
+        ),
         shapes=shapes,
         annotations=annotations,
         height=height,
         margin=dict(l=10, r=10, t=70 if not style.present else 90, b=10),
         plot_bgcolor="rgba(0,0,0,0)",
-        xaxis=dict(tickvals=tickvals_x, ticktext=xl * ncols, tickangle=-60, showgrid=False, zeroline=False,
-                   title=dict(text=style.t("fig.key"))),
-        yaxis=dict(tickvals=tickvals_y, ticktext=yl * nrows, autorange="reversed", showgrid=False, zeroline=False,
-                   title=dict(text=style.t("fig.query"))),
+        xaxis=dict(
+            tickvals=tickvals_x,
+            ticktext=xl * ncols,
+            tickangle=-60,
+            showgrid=False,
+            zeroline=False,
+            title=dict(text=style.t("fig.key")),
+        ),
+        yaxis=dict(
+            tickvals=tickvals_y,
+            ticktext=yl * nrows,
+            autorange="reversed",
+            showgrid=False,
+            zeroline=False,
+            title=dict(text=style.t("fig.query")),
+        ),
         uirevision="grid",
     )
     return fig
@@ -271,9 +307,15 @@ def matrix_figure(
     fig.add_trace(trace)
     if mask is not None and not np.all(mask):
         fig.add_trace(
-            go.Heatmap(z=np.where(mask, np.nan, 1.0), x=cols_u, y=rows_u, showscale=False,
-                       colorscale=[[0, MASK_GREY], [1, MASK_GREY]], hoverongaps=False,
-                       hovertemplate=style.t("fig.masked") + "<extra></extra>")
+            go.Heatmap(
+                z=np.where(mask, np.nan, 1.0),
+                x=cols_u,
+                y=rows_u,
+                showscale=False,
+                colorscale=[[0, MASK_GREY], [1, MASK_GREY]],
+                hoverongaps=False,
+                hovertemplate=style.t("fig.masked") + "<extra></extra>",
+            )
         )
     if z.shape[0] * z.shape[1] <= 144 and z.shape[1] <= 16:
         fig.data[0].update(texttemplate="%{z:.2f}", textfont=dict(size=max(9, style.font - 3)))
@@ -303,10 +345,15 @@ def entropy_figure(entropy: np.ndarray, tokens_q: list[str], n_kv_heads: int, st
         group = head // n_rep
         fig.add_trace(
             go.Scatter(
-                x=labels, y=entropy[head], mode="lines+markers",
+                x=labels,
+                y=entropy[head],
+                mode="lines+markers",
                 name=f"{style.t('fig.head')} {head} · KV {group}",
-                line=dict(color=group_color(group), width=3 if style.present else 2,
-                          dash=("solid", "dot", "dash", "dashdot")[(head % n_rep) % 4]),
+                line=dict(
+                    color=group_color(group),
+                    width=3 if style.present else 2,
+                    dash=("solid", "dot", "dash", "dashdot")[(head % n_rep) % 4],
+                ),
                 hovertemplate=f"{style.t('fig.head')} {head}<br>%{{x}}<br>H/log n = %{{y:.3f}}<extra></extra>",
             )
         )

@@ -53,7 +53,11 @@ def check_budget(need: int, what: str, fix: str, field: str) -> int:
         raise ConfigError(
             f"{what} needs about {format_bytes(need)} of memory, more than the budget of {format_bytes(budget)} "
             f"(set by ATTN_MAX_BYTES); {fix}",
-            field, "budget", need=format_bytes(need), budget=format_bytes(budget), reduce=field,
+            field,
+            "budget",
+            need=format_bytes(need),
+            budget=format_bytes(budget),
+            reduce=field,
         )
     return need
 

@@ -7,17 +7,17 @@ The catalogs are read once per process and never mutated.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
 
 LANGUAGES = ("en", "zh")
 DEFAULT_LANG = "en"
 CATALOG_DIR = Path(__file__).resolve().parent.parent / "assets" / "i18n"
 
 
-@lru_cache(maxsize=None)
+@cache
 def catalog(lang: str) -> Mapping[str, str]:
     """The read-only catalog of ``lang`` (``en`` or ``zh``)."""
     if lang not in LANGUAGES:

@@ -20,9 +20,7 @@ def causal_mask(t: int, t_k: int | None = None, device: torch.device | str = "cp
     return k_pos <= q_pos
 
 
-def padding_mask(
-    lengths: Sequence[int] | torch.Tensor, t: int, device: torch.device | str = "cpu"
-) -> torch.Tensor:
+def padding_mask(lengths: Sequence[int] | torch.Tensor, t: int, device: torch.device | str = "cpu") -> torch.Tensor:
     """Key-padding mask, bool ``[B, 1, 1, T]``: key ``j`` of sequence ``b`` is real iff ``j < lengths[b]``."""
     lengths = torch.as_tensor(lengths, device=device).reshape(-1, 1)
     return (torch.arange(t, device=device)[None, :] < lengths)[:, None, None, :]

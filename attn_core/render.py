@@ -39,8 +39,12 @@ class RenderError(RuntimeError):
 
 def find_chromium() -> str | None:
     """The system Chromium kaleido should drive: ``$BROWSER_PATH``, ``chromium`` on the PATH, or None."""
-    for cand in (os.environ.get("BROWSER_PATH"), shutil.which("chromium"), shutil.which("chromium-browser"),
-                 "/usr/bin/chromium"):
+    for cand in (
+        os.environ.get("BROWSER_PATH"),
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+        "/usr/bin/chromium",
+    ):
         if cand and Path(cand).exists():
             return cand
     return None

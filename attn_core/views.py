@@ -25,8 +25,9 @@ class View:
     data: pd.DataFrame
 
 
-def matrix_frame(mat: np.ndarray, rows: list[str], cols: list[str], row_name: str, col_name: str,
-                 value_name: str) -> pd.DataFrame:
+def matrix_frame(
+    mat: np.ndarray, rows: list[str], cols: list[str], row_name: str, col_name: str, value_name: str
+) -> pd.DataFrame:
     """Long-format table of a matrix ``[R, C]``: one row per cell with both labels and positions."""
     r, c = mat.shape
     return pd.DataFrame(
@@ -77,17 +78,47 @@ def step_views(m: AttentionMaps, head: int, style: figures.Style) -> list[View]:
         ("k", f"K · KV {group}", m.k[group], lk, dims, "values", None, t("fig.key"), t("fig.dim"), sk),
         ("v", f"V · KV {group}", m.v[group], lk, dims, "values", None, t("fig.key"), t("fig.dim"), sk),
         ("scores", "QKᵀ", m.raw_scores[head], lq, lk, "scores", None, None, None, st_),
-        ("scaled", t("heatmap.step_scaled", scale=f"{m.scale:.4g}"), m.scaled_scores[head], lq, lk, "scores", None,
-         None, None, st_),
+        (
+            "scaled",
+            t("heatmap.step_scaled", scale=f"{m.scale:.4g}"),
+            m.scaled_scores[head],
+            lq,
+            lk,
+            "scores",
+            None,
+            None,
+            None,
+            st_,
+        ),
         ("masked", t("heatmap.step_masked"), m.scaled_scores[head], lq, lk, "scores", m.mask, None, None, st_),
         ("softmax", "softmax", m.weights[head], lq, lk, "weights", m.mask, None, None, st_),
-        ("output", t("heatmap.step_output"), m.head_outputs[head], lq, dims, "values", None, t("fig.query"),
-         t("fig.dim"), sq),
+        (
+            "output",
+            t("heatmap.step_output"),
+            m.head_outputs[head],
+            lq,
+            dims,
+            "values",
+            None,
+            t("fig.query"),
+            t("fig.dim"),
+            sq,
+        ),
     ]
     views = []
     for name, title, mat, rows, cols, kind, mask, rt, ct, shape in spec:
-        fig = figures.matrix_figure(mat, rows, cols, f"{title}   {shape}", kind=kind, style=style, mask=mask,
-                                    row_title=rt, col_title=ct, height=560 if style.present else None)
+        fig = figures.matrix_figure(
+            mat,
+            rows,
+            cols,
+            f"{title}   {shape}",
+            kind=kind,
+            style=style,
+            mask=mask,
+            row_title=rt,
+            col_title=ct,
+            height=560 if style.present else None,
+        )
         data = mat if mask is None else np.where(mask, mat, -np.inf)
         df = matrix_frame(np.asarray(data), rows, cols, "row", "col", "value")
         views.append(View(f"head{head}_{name}", fig, df))

@@ -72,8 +72,10 @@ def main() -> None:
         proc.wait(10)
     latencies.sort()
     p95 = latencies[int(round(0.95 * (len(latencies) - 1)))]
-    print(f"{args.sessions} sessions x {args.rounds} rounds: p50 {statistics.median(latencies):.2f} s, "
-          f"p95 {p95:.2f} s, max {latencies[-1]:.2f} s")
+    print(
+        f"{args.sessions} sessions x {args.rounds} rounds: p50 {statistics.median(latencies):.2f} s, "
+        f"p95 {p95:.2f} s, max {latencies[-1]:.2f} s"
+    )
 
 
 if __name__ == "__main__":

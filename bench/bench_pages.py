@@ -28,8 +28,18 @@ disable_legacy_pages_routing()  # measure the steady state of a warm server
 
 
 def find_widget(at, key: str):
-    for kind in ("toggle", "slider", "select_slider", "segmented_control", "checkbox", "number_input", "selectbox",
-                 "radio", "text_area", "text_input"):
+    for kind in (
+        "toggle",
+        "slider",
+        "select_slider",
+        "segmented_control",
+        "checkbox",
+        "number_input",
+        "selectbox",
+        "radio",
+        "text_area",
+        "text_input",
+    ):
         try:
             return getattr(at, kind)(key=key)
         except KeyError:
@@ -67,8 +77,13 @@ def run_scenario(name: str, page: str | None, query: dict[str, str], toggle_key:
 SCENARIOS = [
     # name, page, query params, widget key to alternate, values
     ("heatmaps: defaults (alternate scaling)", None, {}, "scaling", [False, True]),
-    ("heatmaps: seq_len 512, 16 heads", None, {"source": "synthetic", "seq_len": "512", "n_heads": "16",
-                                               "n_kv_heads": "4"}, "scaling", [False, True]),
+    (
+        "heatmaps: seq_len 512, 16 heads",
+        None,
+        {"source": "synthetic", "seq_len": "512", "n_heads": "16", "n_kv_heads": "4"},
+        "scaling",
+        [False, True],
+    ),
 ]
 
 

@@ -58,8 +58,9 @@ t_k = len(tokens_k) if tokens_k is not None else len(tokens_q)
 pad_len = None
 if mask_kind == "padding" and t_k >= 1:
     with pad_slot.container():
-        pad_len = min(ui.int_slider("pad_len", 1, max(t_k, 2), max(1, (t_k * 3 + 3) // 4), help_key="help.pad_len"),
-                      t_k)
+        pad_len = min(
+            ui.int_slider("pad_len", 1, max(t_k, 2), max(1, (t_k * 3 + 3) // 4), help_key="help.pad_len"), t_k
+        )
 
 problem = None
 if not tokens_q:
@@ -72,13 +73,28 @@ if problem is not None:
     ui.show_error(problem)
     st.stop()
 
-cfg = AttentionConfig(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, seq_len=len(tokens_q),
-                      use_scaling=use_scaling, seed=ui.seed())
+cfg = AttentionConfig(
+    n_heads=n_heads,
+    n_kv_heads=n_kv_heads,
+    head_dim=head_dim,
+    seq_len=len(tokens_q),
+    use_scaling=use_scaling,
+    seed=ui.seed(),
+)
 maps = ui.run_safely(
     lambda: ui.attention_maps(
-        n_heads, n_kv_heads, head_dim, cfg.d_model, tuple(tokens_q),
-        None if tokens_k is None else tuple(tokens_k), mask_kind, pad_len, use_scaling, float(temperature),
-        ui.seed(), ui.device(),
+        n_heads,
+        n_kv_heads,
+        head_dim,
+        cfg.d_model,
+        tuple(tokens_q),
+        None if tokens_k is None else tuple(tokens_k),
+        mask_kind,
+        pad_len,
+        use_scaling,
+        float(temperature),
+        ui.seed(),
+        ui.device(),
     )
 )
 if maps is None:
@@ -86,8 +102,19 @@ if maps is None:
 ui.fell_back_to_cpu(maps.device)
 
 st.markdown(
-    ui.t("heatmap.summary", kind=cfg.kind, h=n_heads, kv=n_kv_heads, rep=cfg.n_rep, d=head_dim, tq=len(tokens_q),
-         tk=t_k, scale=f"{maps.scale:.4g}", sqrt=f"{np.sqrt(head_dim):.4g}", tau=f"{temperature:g}")
+    ui.t(
+        "heatmap.summary",
+        kind=cfg.kind,
+        h=n_heads,
+        kv=n_kv_heads,
+        rep=cfg.n_rep,
+        d=head_dim,
+        tq=len(tokens_q),
+        tk=t_k,
+        scale=f"{maps.scale:.4g}",
+        sqrt=f"{np.sqrt(head_dim):.4g}",
+        tau=f"{temperature:g}",
+    )
 )
 
 style = ui.style()
@@ -117,13 +144,14 @@ elif view == "steps":
 elif view == "shapes":
     rows = shape_walk(cfg, len(tokens_q), t_k)
     df = pd.DataFrame(
-        {ui.t("shapes.step"): [ui.t(f"shapes.{r['step']}") for r in rows],
-         ui.t("shapes.op"): [r["op"] for r in rows],
-         ui.t("shapes.shape"): [r["shape"] for r in rows]}
+        {
+            ui.t("shapes.step"): [ui.t(f"shapes.{r['step']}") for r in rows],
+            ui.t("shapes.op"): [r["op"] for r in rows],
+            ui.t("shapes.shape"): [r["shape"] for r in rows],
+        }
     )
     st.dataframe(df, hide_index=True, width="stretch")
-    st.caption(ui.t("shapes.note", b=cfg.batch, t=len(tokens_q), dm=cfg.d_model, h=n_heads, kv=n_kv_heads,
-                    d=head_dim))
+    st.caption(ui.t("shapes.note", b=cfg.batch, t=len(tokens_q), dm=cfg.d_model, h=n_heads, kv=n_kv_heads, d=head_dim))
 else:
     v = views.entropy_view(maps, style)
     ui.show_figure(v.figure, "entropy", data=v.data, name=f"{v.name}_{stem}")

@@ -4,17 +4,13 @@ a live decode whose measured cache equals the formula, and prefill against decod
 import re
 import time
 
-import pandas as pd
 import streamlit as st
 
 import ui
 from attn_core import fig_memory, kv_cache, memory
 from attn_core.config import ConfigError
 
-DEFAULT_MODEL = "llama-2-7b"
-DEFAULT_DEVICE_GIB = 80
 LIVE_REDRAW_S = 0.5  # least time between two redraws of the live charts
-LIVE_REPEATS = 3  # each step is timed this many times, the best is shown
 
 ui.page_guard()
 
@@ -34,14 +30,6 @@ def latex_formula(symbolic: str, substituted: str, total: int) -> str:
     )
 
 
-def ratio_text(size: int, reference: int) -> str:
-    """``size`` as a multiple of ``reference``: ``1×``, ``1/8``, ``1/71.1``."""
-    if reference == 0:
-        return "–"
-    r = size / reference
-    return f"{r:.4g}×" if r >= 1 else f"1/{1 / r:.4g}"
-
-
 style = ui.style()
 presets = memory.load_presets()
 
@@ -51,7 +39,9 @@ st.caption(ui.t("kvcache.intro"))
 # ---------------------------------------------------------------- 1. calculator
 c1, c2, c3 = st.columns([1.2, 1, 1], gap="large")
 with c1:
-    model_id = ui.choice("model", ["custom", *presets], DEFAULT_MODEL, widget="select", help_key="help.model")
+    model_id = ui.choice(
+        "model", ["custom", *presets], fig_memory.DEFAULT_MODEL, widget="select", help_key="help.model"
+    )
     preset = presets.get(model_id)
     if preset is None:
         n_heads = ui.int_slider("n_heads", 1, 128, 8, help_key="help.kv_n_heads")
@@ -90,13 +80,13 @@ with c2:
 with c3:
     gpu_total = kv_cache.device_total_memory(ui.device()) if ui.device().startswith("cuda") else None
     if gpu_total is not None:
-        device_bytes = gpu_total
-        device_label = ui.t("kvcache.gpu_label")
+        device_bytes, device_label = fig_memory.device_memory(ui.device(), None, style)
         st.markdown(ui.t("kvcache.device_cuda", size=memory.format_bytes_exact(gpu_total)))
     else:
-        device_gib = ui.int_slider("device_gib", 1, 2048, DEFAULT_DEVICE_GIB, help_key="help.device_gib")
-        device_bytes = device_gib * 1024**3
-        device_label = ui.t("kvcache.device_label")
+        device_gib = ui.int_slider(
+            "device_gib", 1, fig_memory.MAX_DEVICE_GIB, fig_memory.DEFAULT_DEVICE_GIB, help_key="help.device_gib"
+        )
+        device_bytes, device_label = fig_memory.device_memory(ui.device(), device_gib, style)
     if preset is not None:
         stack = ui.toggle("stack_weights", False, help_key="help.stack_weights")
         weights_dtype = (
@@ -109,18 +99,14 @@ with c3:
         st.caption(ui.t("kvcache.no_weights"))
     y_scale = ui.choice("y_scale", ["log", "linear"], "log")
 
-layouts = ui.run_safely(
-    lambda: (
-        memory.preset_layouts(preset)
-        if preset is not None
-        else memory.cache_layouts(n_layers, n_heads, n_kv_heads, head_dim)
-    )
-)
-if layouts is None:
+resolved = ui.run_safely(lambda: fig_memory.model_layouts(model_id, n_heads, n_kv_heads, head_dim, n_layers))
+if resolved is None:
     st.stop()
+layouts = resolved[1]
 native = next(lay for lay in layouts if lay.native)
 mha = layouts[0]
-weights = memory.weights_bytes(preset.n_params, weights_dtype) if stack and preset is not None else None
+weights = fig_memory.stacked_weights(preset, weights_dtype) if stack and preset is not None else None
+tag = fig_memory.model_tag(model_id, n_heads, n_kv_heads, head_dim, n_layers)
 
 if preset is not None and seq_len > preset.max_positions:
     st.warning(
@@ -168,24 +154,8 @@ with m2:
         )
 
 budget = max(0, device_bytes - (weights or 0))
-rows = []
-for lay in layouts:
-    size = lay.bytes(seq_len, batch, dtype)
-    fits = lay.max_context(budget, batch, dtype)
-    rows.append(
-        {
-            ui.t("kvcache.col_layout"): fig_memory.layout_name(lay, style),
-            ui.t("kvcache.col_kv"): str(lay.n_kv_heads)
-            if lay.kind != "MLA"
-            else f"{lay.kv_lora_rank} + {lay.rope_dim}",
-            ui.t("kvcache.col_per_token"): memory.format_bytes(lay.bytes(1, 1, dtype)),
-            ui.t("kvcache.col_total", s=f"{seq_len:,}"): memory.format_bytes(size),
-            ui.t("kvcache.col_bytes"): f"{size:,}",
-            ui.t("kvcache.col_vs_mha"): ratio_text(size, mha.bytes(seq_len, batch, dtype)),
-            ui.t("kvcache.col_fits"): f"{fits:,}",
-        }
-    )
-st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+comparison = fig_memory.comparison_data(layouts, seq_len, batch, dtype, budget)
+st.dataframe(fig_memory.comparison_table(comparison, style), hide_index=True, width="stretch")
 if weights is not None:
     st.caption(
         ui.t(
@@ -214,52 +184,42 @@ if native.kind == "MLA":
 
 # ---------------------------------------------------------------- 2. memory against sequence length
 st.subheader(ui.t("kvcache.chart_header"))
-fig = fig_memory.memory_figure(
+mem_view = fig_memory.memory_view(
     layouts,
+    name=f"kv_cache_{tag}_{dtype}_b{batch}",
+    model_name=model_name,
     batch=batch,
     dtype=dtype,
+    seq_len=seq_len,
     device_bytes=device_bytes,
     device_label=device_label,
-    model_name=model_name,
     weights=weights,
-    seq_len=seq_len,
     max_positions=preset.max_positions if preset is not None else None,
     y_log=y_scale == "log",
     style=style,
 )
-curves = fig_memory.memory_curves(layouts, batch, dtype, fig_memory.seq_points(), weights)
-ui.show_figure(fig, "kv_memory", data=pd.DataFrame(curves), name=f"kv_cache_{model_id}_{dtype}_b{batch}")
+ui.show_figure(mem_view.figure, "kv_memory", data=mem_view.data, name=mem_view.name)
 ui.help_expander("kvcache.chart_help")
 
 # ---------------------------------------------------------------- 3. live decode
 st.subheader(ui.t("kvcache.live_header"))
+dec_heads, dec_kv, dec_dim = fig_memory.decode_shape(preset, n_heads, n_kv_heads, head_dim)
 if native.kind == "MLA":
-    dec_heads, dec_kv, dec_dim = n_heads, n_heads, preset.v_head_dim
     st.info(ui.t("kvcache.live_mla", model=model_name, h=dec_heads, d=dec_dim), icon="ℹ️")
-else:
-    dec_heads, dec_kv, dec_dim = n_heads, n_kv_heads, head_dim
 d1, d2, d3 = st.columns(3, gap="large")
 with d1:
     dec_layers = ui.int_slider("dec_layers", 1, kv_cache.MAX_DECODE_LAYERS, 2, help_key="help.dec_layers")
-    dec_steps = ui.int_slider("dec_steps", 2, 1024, 128, help_key="help.dec_steps")
+    dec_steps = ui.int_slider("dec_steps", 2, fig_memory.MAX_DEC_STEPS, 128, help_key="help.dec_steps")
 with d2:
-    dec_prompt = ui.int_slider("dec_prompt", 1, 256, 16, help_key="help.dec_prompt")
+    dec_prompt = ui.int_slider("dec_prompt", 1, fig_memory.MAX_DEC_PROMPT, 16, help_key="help.dec_prompt")
     dec_batch = ui.int_slider("dec_batch", 1, kv_cache.MAX_DECODE_BATCH, 1, help_key="help.dec_batch")
 with d3:
     dec_dtype = ui.choice("dec_dtype", list(kv_cache.DECODE_DTYPES), "fp16", help_key="help.dec_dtype")
     dec_wrong = ui.toggle("dec_wrong", False, help_key="help.dec_wrong")
     dec_recompute = ui.toggle("dec_recompute", True, help_key="help.dec_recompute")
 
-dec_cfg = kv_cache.DecodeConfig(
-    n_heads=dec_heads,
-    n_kv_heads=dec_kv,
-    head_dim=dec_dim,
-    n_layers=dec_layers,
-    batch=dec_batch,
-    dtype=dec_dtype,
-    seed=ui.seed(),
-    cache_after_repeat=dec_wrong,
-)
+dec_shape = dict(n_layers=dec_layers, batch=dec_batch, dtype=dec_dtype, seed=ui.seed())
+dec_cfg = fig_memory.decode_config(preset, n_heads, n_kv_heads, head_dim, cache_after_repeat=dec_wrong, **dec_shape)
 st.markdown(
     ui.t(
         "kvcache.live_intro",
@@ -296,51 +256,6 @@ g1, g2 = st.columns(2, gap="medium")
 mem_box, time_box = g1.empty(), g2.empty()
 
 
-def decode_frames(steps: list, n_total: int, cfg: kv_cache.DecodeConfig, prompt_len: int):
-    """The two live figures for the steps so far."""
-    x_max = prompt_len + n_total - 1
-    y_max = max(
-        memory.kv_cache_bytes(cfg.n_layers, cfg.cache_heads, cfg.head_dim, x_max, cfg.batch, cfg.dtype),
-        steps[0].allocated_bytes if steps else 0,
-    )
-    seq = [s.seq_len for s in steps]
-    cuda = [s.cuda_bytes for s in steps] if steps and steps[0].cuda_bytes is not None else None
-    mem_fig = fig_memory.decode_memory_figure(
-        seq,
-        [s.cache_bytes for s in steps],
-        [s.formula_bytes for s in steps],
-        x_max=x_max,
-        y_max=y_max,
-        correct=[s.correct_bytes for s in steps] if cfg.cache_after_repeat else None,
-        cuda=cuda,
-        allocated=steps[0].allocated_bytes if steps else None,
-        style=style,
-    )
-    rec = [s.time_recompute_s * 1e3 for s in steps] if steps and steps[0].time_recompute_s is not None else None
-    time_fig = fig_memory.decode_time_figure(
-        seq, [s.time_cached_s * 1e3 for s in steps], rec, x_max=x_max, repeats=LIVE_REPEATS, style=style
-    )
-    return mem_fig, time_fig
-
-
-def decode_table(steps: list) -> pd.DataFrame:
-    """The numbers behind the live figures, one row per generated token."""
-    return pd.DataFrame(
-        {
-            "step": [s.step for s in steps],
-            "tokens in cache": [s.seq_len for s in steps],
-            "token (cache)": [s.token for s in steps],
-            "token (recompute)": [s.token_recompute for s in steps],
-            "measured cache (bytes)": [s.cache_bytes for s in steps],
-            "formula (bytes)": [s.formula_bytes for s in steps],
-            "correct cache (bytes)": [s.correct_bytes for s in steps],
-            "cuda memory_allocated growth (bytes)": [s.cuda_bytes for s in steps],
-            "time with cache (ms)": [s.time_cached_s * 1e3 for s in steps],
-            "time recompute (ms)": [None if s.time_recompute_s is None else s.time_recompute_s * 1e3 for s in steps],
-        }
-    )
-
-
 if run:
     state = {"params": params, "steps": [], "status": "running", "error": None}
     st.session_state["kv_decode"] = state
@@ -348,7 +263,7 @@ if run:
     try:
         frame, last_draw = 0, 0.0
         for step in kv_cache.run_decode(
-            dec_cfg, dec_prompt, dec_steps, ui.device(), recompute=dec_recompute, repeats=LIVE_REPEATS
+            dec_cfg, dec_prompt, dec_steps, ui.device(), recompute=dec_recompute, repeats=fig_memory.DECODE_REPEATS
         ):
             state["steps"].append(step)
             bar.progress(
@@ -356,7 +271,9 @@ if run:
             )
             now = time.perf_counter()
             if now - last_draw >= LIVE_REDRAW_S or step.step == dec_steps:
-                mem_fig, time_fig = decode_frames(state["steps"], dec_steps, dec_cfg, dec_prompt)
+                mem_fig, time_fig = fig_memory.decode_figures(
+                    state["steps"], dec_steps, dec_cfg, dec_prompt, style=style
+                )
                 mem_box.plotly_chart(mem_fig, key=f"kv_live_mem_{frame}", config=ui.PLOT_CONFIG)
                 time_box.plotly_chart(time_fig, key=f"kv_live_time_{frame}", config=ui.PLOT_CONFIG)
                 frame, last_draw = frame + 1, now
@@ -401,12 +318,11 @@ if state is not None:
             status_box.warning(ui.t("kvcache.stopped", i=len(steps), n=s_n) + " " + msg, icon=":material/stop_circle:")
         else:
             status_box.success(msg, icon=":material/check_circle:")
-        mem_fig, time_fig = decode_frames(steps, s_n, s_cfg, s_prompt)
-        data = decode_table(steps)
+        dec_mem_view, dec_time_view = fig_memory.decode_views(steps, s_n, s_cfg, s_prompt, style=style)
         with mem_box.container():
-            ui.show_figure(mem_fig, "kv_decode_memory", data=data, name="kv_decode_memory")
+            ui.show_figure(dec_mem_view.figure, "kv_decode_memory", data=dec_mem_view.data, name=dec_mem_view.name)
         with time_box.container():
-            ui.show_figure(time_fig, "kv_decode_time", data=data, name="kv_decode_time")
+            ui.show_figure(dec_time_view.figure, "kv_decode_time", data=dec_time_view.data, name=dec_time_view.name)
     elif state["status"] == "stopped":
         status_box.warning(ui.t("kvcache.stopped", i=0, n=s_n), icon=":material/stop_circle:")
 else:
@@ -416,19 +332,11 @@ else:
 st.subheader(ui.t("kvcache.pd_header"))
 p1, p2 = st.columns([1, 2], gap="large")
 with p1:
-    pd_tokens = ui.int_slider("pd_tokens", 2, 256, 64, help_key="help.pd_tokens")
+    pd_tokens = ui.int_slider("pd_tokens", 2, fig_memory.MAX_PD_TOKENS, 64, help_key="help.pd_tokens")
     measure = st.button(ui.t("kvcache.pd_run"), key="kv_pd_run", icon=":material/timer:")
     st.markdown(ui.t("kvcache.pd_body"))
 with p2:
-    pd_cfg = kv_cache.DecodeConfig(
-        n_heads=dec_heads,
-        n_kv_heads=dec_kv,
-        head_dim=dec_dim,
-        n_layers=dec_layers,
-        batch=dec_batch,
-        dtype=dec_dtype,
-        seed=ui.seed(),
-    )
+    pd_cfg = fig_memory.decode_config(preset, n_heads, n_kv_heads, head_dim, **dec_shape)
     pd_params = (pd_cfg, pd_tokens, ui.device())
     if measure:
         with st.spinner(ui.t("kvcache.pd_running")):
@@ -442,17 +350,9 @@ with p2:
         timing = measured["timing"]
         if measured["params"] != pd_params:
             st.caption(ui.t("kvcache.stale_pd"))
-        pd_fig = fig_memory.prefill_decode_figure(timing.n_tokens, timing.prefill_s, timing.decode_s, style=style)
-        pd_data = pd.DataFrame(
-            {
-                "phase": ["prefill", "decode"],
-                "tokens": [timing.n_tokens] * 2,
-                "total (ms)": [timing.prefill_s * 1e3, timing.decode_s * 1e3],
-                "per token (ms)": [timing.prefill_per_token_s * 1e3, timing.decode_per_token_s * 1e3],
-            }
-        )
-        ui.show_figure(pd_fig, "kv_prefill_decode", data=pd_data, name="kv_prefill_decode")
         m_cfg, _, m_device = measured["params"]
+        pd_view = fig_memory.prefill_decode_view(timing, m_cfg, style)
+        ui.show_figure(pd_view.figure, "kv_prefill_decode", data=pd_view.data, name=pd_view.name)
         st.caption(
             ui.t(
                 "kvcache.pd_caption",

@@ -8,8 +8,17 @@ from typing import Any
 
 import numpy as np
 
-_DTYPES = {"f4": np.float32, "f8": np.float64, "i1": np.int8, "i2": np.int16, "i4": np.int32, "u1": np.uint8,
-           "u2": np.uint16, "u4": np.uint32, "i8": np.int64}
+_DTYPES = {
+    "f4": np.float32,
+    "f8": np.float64,
+    "i1": np.int8,
+    "i2": np.int16,
+    "i4": np.int32,
+    "u1": np.uint8,
+    "u2": np.uint16,
+    "u4": np.uint32,
+    "i8": np.int64,
+}
 
 
 def arr(value: Any) -> np.ndarray:

@@ -28,8 +28,9 @@ def add(entries: dict[str, list[str]]) -> None:
             data = json.loads(path.read_text(encoding="utf-8"))
             for key, pair in entries.items():
                 data[key] = pair[idx]
-            path.write_text(json.dumps(dict(sorted(data.items())), ensure_ascii=False, indent=1) + "\n",
-                            encoding="utf-8")
+            path.write_text(
+                json.dumps(dict(sorted(data.items())), ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
+            )
 
 
 if __name__ == "__main__":

@@ -16,21 +16,105 @@ import pytest
 from tests.conftest import no_exception
 
 N_SETS = 200
-HOSTILE = ["", " ", "0", "-1", "-7", "1e9", "1000000000", "nan", "NaN", "inf", "-inf", "abc", "３", "二", "😀",
-           "<script>alert(1)</script>", "1.5", "2.7", "true", "false", "TRUE", "12", "5", "3", " 4 ", "0x10", "1,2",
-           "%00", "null", "None", "[]", "{}", "'; DROP TABLE", "\u202eevil", "2 · GQA", "8 · MHA", "a" * 3000]
+HOSTILE = [
+    "",
+    " ",
+    "0",
+    "-1",
+    "-7",
+    "1e9",
+    "1000000000",
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "abc",
+    "３",
+    "二",
+    "😀",
+    "<script>alert(1)</script>",
+    "1.5",
+    "2.7",
+    "true",
+    "false",
+    "TRUE",
+    "12",
+    "5",
+    "3",
+    " 4 ",
+    "0x10",
+    "1,2",
+    "%00",
+    "null",
+    "None",
+    "[]",
+    "{}",
+    "'; DROP TABLE",
+    "\u202eevil",
+    "2 · GQA",
+    "8 · MHA",
+    "a" * 3000,
+]
 
 # page -> widget keys fuzzed through the URL (found by running the page once would also work; listing them
 # keeps the test honest when a page silently drops a control)
 PAGES = {
-    "pages/heatmaps.py": ["source", "text", "seq_len", "cross", "cross_text", "n_heads", "n_kv_heads", "head_dim",
-                          "mask", "scaling", "temperature", "pad_len", "view", "head"],
+    "pages/heatmaps.py": [
+        "source",
+        "text",
+        "seq_len",
+        "cross",
+        "cross_text",
+        "n_heads",
+        "n_kv_heads",
+        "head_dim",
+        "mask",
+        "scaling",
+        "temperature",
+        "pad_len",
+        "view",
+        "head",
+    ],
     "pages/saturation.py": ["head_dim", "scaling", "seq_len", "samples", "temperature", "dist", "row"],
-    "pages/kv_sharing.py": ["source", "text", "seq_len", "n_heads", "n_kv_heads", "head_dim", "d_model", "kv_view",
-                            "kv_dtype", "built_with", "head", "conv_source", "n_base", "noise", "kv_first"],
-    "pages/kv_cache.py": ["model", "n_heads", "n_kv_heads", "head_dim", "n_layers", "dtype", "batch", "seq_len",
-                          "device_gib", "stack_weights", "weights_dtype", "y_scale", "dec_layers", "dec_steps",
-                          "dec_prompt", "dec_batch", "dec_dtype", "dec_wrong", "dec_recompute", "pd_tokens"],
+    "pages/kv_sharing.py": [
+        "source",
+        "text",
+        "seq_len",
+        "n_heads",
+        "n_kv_heads",
+        "head_dim",
+        "d_model",
+        "kv_view",
+        "kv_dtype",
+        "built_with",
+        "head",
+        "conv_source",
+        "n_base",
+        "noise",
+        "kv_first",
+    ],
+    "pages/kv_cache.py": [
+        "model",
+        "n_heads",
+        "n_kv_heads",
+        "head_dim",
+        "n_layers",
+        "dtype",
+        "batch",
+        "seq_len",
+        "device_gib",
+        "stack_weights",
+        "weights_dtype",
+        "y_scale",
+        "dec_layers",
+        "dec_steps",
+        "dec_prompt",
+        "dec_batch",
+        "dec_dtype",
+        "dec_wrong",
+        "dec_recompute",
+        "pd_tokens",
+    ],
 }
 
 # examples that once failed, kept as regression tests
@@ -56,8 +140,18 @@ def adopted(raw: str, value) -> bool:
 
 
 def widget_value(at, key):
-    for kind in ("slider", "select_slider", "segmented_control", "toggle", "text_area", "number_input", "selectbox",
-                 "radio", "checkbox", "text_input"):
+    for kind in (
+        "slider",
+        "select_slider",
+        "segmented_control",
+        "toggle",
+        "text_area",
+        "number_input",
+        "selectbox",
+        "radio",
+        "checkbox",
+        "text_input",
+    ):
         try:
             return getattr(at, kind)(key=key).value
         except KeyError:
@@ -102,8 +196,18 @@ def test_regressions(app_test, page, query):
     check(app_test(page, query=query), query)
 
 
-TEXTS = ["", " \n\t ", "<b>bold</b><script>alert('x')</script>", "**markdown** _x_ [a](javascript:alert(1))",
-         "مرحبا بالعالم", "注意力机制。" * 50, "😀" * 300, "a\u0000b", "x" * 1999, "\u202e" + "abc"]
+TEXTS = [
+    "",
+    " \n\t ",
+    "<b>bold</b><script>alert('x')</script>",
+    "**markdown** _x_ [a](javascript:alert(1))",
+    "مرحبا بالعالم",
+    "注意力机制。" * 50,
+    "😀" * 300,
+    "a\u0000b",
+    "x" * 1999,
+    "\u202e" + "abc",
+]
 
 
 def test_fuzz_text_widget_values(app_test):

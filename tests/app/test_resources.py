@@ -39,15 +39,29 @@ def test_budget_refuses_before_allocating(monkeypatch):
 def test_estimate_is_an_upper_bound_of_what_the_arrays_hold():
     cfg = AttentionConfig(n_heads=8, n_kv_heads=2, head_dim=16)
     m = compute_attention_maps(cfg, synthetic_tokens(64))
-    held = sum(a.nbytes for a in (m.q, m.k, m.v, m.raw_scores, m.scaled_scores, m.masked_scores, m.weights,
-                                  m.head_outputs, m.output, m.entropy))
+    held = sum(
+        a.nbytes
+        for a in (
+            m.q,
+            m.k,
+            m.v,
+            m.raw_scores,
+            m.scaled_scores,
+            m.masked_scores,
+            m.weights,
+            m.head_outputs,
+            m.output,
+            m.entropy,
+        )
+    )
     assert held <= estimate_bytes(cfg, 64, 64)
 
 
 def test_page_refuses_with_a_message_under_a_tiny_budget(app_test, monkeypatch):
     monkeypatch.setenv("ATTN_MAX_BYTES", "100000")
-    at = app_test(query={"source": "synthetic", "seq_len": "200", "n_heads": "16", "n_kv_heads": "4",
-                         "seed": "4242"})  # a seed no other test uses, so the result is not cached
+    at = app_test(
+        query={"source": "synthetic", "seq_len": "200", "n_heads": "16", "n_kv_heads": "4", "seed": "4242"}
+    )  # a seed no other test uses, so the result is not cached
     no_exception(at)
     assert at.error and "ATTN_MAX_BYTES" in at.error[0].value and "fewer tokens" in at.error[0].value
     assert at.slider(key="n_heads").value == 16  # controls stay; the user can reduce and go on
@@ -81,13 +95,20 @@ print(hashlib.sha256(m.weights.tobytes()).hexdigest())
 
 def test_bit_identical_weights_across_processes_and_sessions(app_test):
     hashes = {
-        subprocess.run([sys.executable, "-c", HASH_SNIPPET], cwd=ROOT, capture_output=True, text=True,
-                       check=True, env={"ATTN_DEVICE": "cpu", "PATH": "/usr/bin:/bin"}).stdout.strip()
+        subprocess.run(
+            [sys.executable, "-c", HASH_SNIPPET],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"ATTN_DEVICE": "cpu", "PATH": "/usr/bin:/bin"},
+        ).stdout.strip()
         for _ in range(2)
     }
     assert len(hashes) == 1
-    m = compute_attention_maps(AttentionConfig(n_heads=8, n_kv_heads=2, head_dim=16, seed=7), tokenize(TEXT),
-                               mask_kind="causal")
+    m = compute_attention_maps(
+        AttentionConfig(n_heads=8, n_kv_heads=2, head_dim=16, seed=7), tokenize(TEXT), mask_kind="causal"
+    )
     assert hashlib.sha256(m.weights.tobytes()).hexdigest() in hashes
     q = {"seed": "7", "mask": "causal"}
     z1, z2 = (arr(chart_specs(app_test(query=q))[0]["data"][0]["z"]) for _ in range(2))
@@ -138,7 +159,15 @@ def test_memory_returns_to_idle_after_100_reruns(app_test):
 
 def test_budget_message_in_chinese(app_test, monkeypatch):
     monkeypatch.setenv("ATTN_MAX_BYTES", "100000")
-    at = app_test(query={"source": "synthetic", "seq_len": "200", "n_heads": "16", "n_kv_heads": "4",
-                         "seed": "4243", "lang": "zh"})
+    at = app_test(
+        query={
+            "source": "synthetic",
+            "seq_len": "200",
+            "n_heads": "16",
+            "n_kv_heads": "4",
+            "seed": "4243",
+            "lang": "zh",
+        }
+    )
     no_exception(at)
     assert at.error and "超过了" in at.error[0].value and "ATTN_MAX_BYTES" in at.error[0].value

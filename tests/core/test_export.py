@@ -1,8 +1,8 @@
 """Exported files (PNG, SVG, PDF, CSV, HTML) and the command-line exporter."""
 
 import io
-import re
 import os
+import re
 import struct
 import xml.etree.ElementTree as ET
 
@@ -31,8 +31,26 @@ def png_size(data: bytes) -> tuple[int, int]:
 def test_cli_writes_every_format_with_the_page_numbers(tmp_path):
     need_chromium()
     text = "注意力 is all you need"
-    paths = export.run(["--text", text, "--mask", "causal", "--n-heads", "4", "--n-kv-heads", "2", "--d-k", "8",
-                        "--format", "png,svg,pdf,csv,html", "--out", str(tmp_path), "--seed", "3"])
+    paths = export.run(
+        [
+            "--text",
+            text,
+            "--mask",
+            "causal",
+            "--n-heads",
+            "4",
+            "--n-kv-heads",
+            "2",
+            "--d-k",
+            "8",
+            "--format",
+            "png,svg,pdf,csv,html",
+            "--out",
+            str(tmp_path),
+            "--seed",
+            "3",
+        ]
+    )
     by_ext = {p.suffix: p for p in paths}
     assert set(by_ext) == {".png", ".svg", ".pdf", ".csv", ".html"}
     w, h = png_size(by_ext[".png"].read_bytes())
@@ -45,8 +63,9 @@ def test_cli_writes_every_format_with_the_page_numbers(tmp_path):
     assert "Plotly.newPlot" in html and len(html) > 1_000_000  # plotly.js is embedded
     assert not re.search(r"<script[^>]*\bsrc=", html)  # nothing loaded from a CDN: works offline
     df = pd.read_csv(by_ext[".csv"], encoding="utf-8-sig")
-    maps = compute_attention_maps(AttentionConfig(n_heads=4, n_kv_heads=2, head_dim=8, seed=3), tokenize(text),
-                                  mask_kind="causal")
+    maps = compute_attention_maps(
+        AttentionConfig(n_heads=4, n_kv_heads=2, head_dim=8, seed=3), tokenize(text), mask_kind="causal"
+    )
     got = df.sort_values(["head", "query_pos", "key_pos"])["weight"].to_numpy().reshape(4, 7, 7)
     np.testing.assert_allclose(got, maps.weights, atol=1e-7)
     assert df.loc[0, "query"] == "注" and bool(df.loc[1, "masked"]) is True

@@ -13,7 +13,12 @@ from attn_core.i18n import CATALOG_DIR, translate
 ROOT = Path(__file__).resolve().parents[2]
 EN = json.loads((CATALOG_DIR / "en.json").read_text(encoding="utf-8"))
 ZH = json.loads((CATALOG_DIR / "zh.json").read_text(encoding="utf-8"))
-CODE = [ROOT / "app.py", ROOT / "ui.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "attn_core").glob("*.py"))]
+CODE = [
+    ROOT / "app.py",
+    ROOT / "ui.py",
+    *sorted((ROOT / "pages").glob("*.py")),
+    *sorted((ROOT / "attn_core").glob("*.py")),
+]
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -46,8 +51,10 @@ def literal_keys() -> set[str]:
                 fn = node.func
                 name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
                 arg = node.args[0]
-                if name in ("t", "translate", "help_expander") and isinstance(arg, ast.Constant) and isinstance(
-                    arg.value, str
+                if (
+                    name in ("t", "translate", "help_expander")
+                    and isinstance(arg, ast.Constant)
+                    and isinstance(arg.value, str)
                 ):
                     keys.add(arg.value if name != "help_expander" else arg.value + ".title")
                     if name == "help_expander":
@@ -60,10 +67,37 @@ def test_every_literal_key_exists():
     assert missing == []
 
 
-DISPLAY_CALLS = {"title", "header", "subheader", "markdown", "caption", "write", "text", "info", "warning", "error",
-                 "success", "button", "expander", "tabs", "metric", "toast", "popover", "download_button", "radio",
-                 "selectbox", "slider", "toggle", "checkbox", "number_input", "text_input", "text_area",
-                 "select_slider", "segmented_control", "progress"}
+DISPLAY_CALLS = {
+    "title",
+    "header",
+    "subheader",
+    "markdown",
+    "caption",
+    "write",
+    "text",
+    "info",
+    "warning",
+    "error",
+    "success",
+    "button",
+    "expander",
+    "tabs",
+    "metric",
+    "toast",
+    "popover",
+    "download_button",
+    "radio",
+    "selectbox",
+    "slider",
+    "toggle",
+    "checkbox",
+    "number_input",
+    "text_input",
+    "text_area",
+    "select_slider",
+    "segmented_control",
+    "progress",
+}
 
 
 def hard_coded(path: Path) -> list[str]:
@@ -75,7 +109,11 @@ def hard_coded(path: Path) -> list[str]:
             if isinstance(node.func.value, ast.Name) and node.func.value.id == "ui":
                 continue  # ui's helpers take a widget key and translate the label themselves
             for arg in node.args[:1]:
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and re.search(r"[A-Za-z]{3,}", arg.value):
+                if (
+                    isinstance(arg, ast.Constant)
+                    and isinstance(arg.value, str)
+                    and re.search(r"[A-Za-z]{3,}", arg.value)
+                ):
                     found.append(f"{path.name}:{node.lineno}: {arg.value[:50]!r}")
                 if isinstance(arg, ast.JoinedStr):
                     text = "".join(v.value for v in arg.values if isinstance(v, ast.Constant))
@@ -84,8 +122,9 @@ def hard_coded(path: Path) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", [ROOT / "app.py", ROOT / "ui.py", *sorted((ROOT / "pages").glob("*.py"))],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", [ROOT / "app.py", ROOT / "ui.py", *sorted((ROOT / "pages").glob("*.py"))], ids=lambda p: p.name
+)
 def test_no_hard_coded_display_strings(path):
     allowed = {"ui.py": ["Language / 语言"]}  # the language switch names both languages on purpose
     found = [f for f in hard_coded(path) if not any(a in f for a in allowed.get(path.name, []))]

@@ -2,8 +2,6 @@
 
 import json
 
-from tests.util import arr
-
 import numpy as np
 import pytest
 import torch
@@ -12,6 +10,7 @@ from attn_core import figures
 from attn_core.config import AttentionConfig, ConfigError
 from attn_core.maps import build_mask, compute_attention_maps, normalized_entropy, shape_walk
 from attn_core.tokens import tokenize
+from tests.util import arr
 
 TOKS = tokenize("the cat sat on the mat")
 
@@ -26,8 +25,8 @@ def test_maps_shapes_dtypes_and_rows_sum_to_one():
     m = maps()
     assert m.weights.shape == (4, 6, 6) and m.q.shape == (4, 6, 8) and m.k.shape == (2, 6, 8)
     assert m.output.shape == (6, 32) and m.entropy.shape == (4, 6)
-    for arr in (m.q, m.k, m.v, m.weights, m.output, m.raw_scores):
-        assert isinstance(arr, np.ndarray) and arr.dtype == np.float32
+    for a in (m.q, m.k, m.v, m.weights, m.output, m.raw_scores):
+        assert isinstance(a, np.ndarray) and a.dtype == np.float32
     np.testing.assert_allclose(m.weights.sum(-1), 1.0, atol=1e-5)
 
 

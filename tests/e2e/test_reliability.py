@@ -37,8 +37,10 @@ def test_twenty_sessions_see_only_their_own_numbers(browser, server):
             w.page.set_default_timeout(120_000)
             sessions.append((ctx, w, dict(seed=100 + i, n_heads=1 + i % 4, head_dim=4 + i)))
         for _, w, p in sessions:  # all load at once: navigate without waiting
-            w.page.goto(f"{server}/?seed={p['seed']}&n_heads={p['n_heads']}&n_kv_heads=1&head_dim={p['head_dim']}",
-                        wait_until="commit")
+            w.page.goto(
+                f"{server}/?seed={p['seed']}&n_heads={p['n_heads']}&n_kv_heads=1&head_dim={p['head_dim']}",
+                wait_until="commit",
+            )
         for _, w, _p in sessions:
             w.page.wait_for_selector(".st-key-grid .js-plotly-plot .main-svg", timeout=120_000)
             w.wait_idle(120_000)
