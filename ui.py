@@ -489,6 +489,25 @@ def fell_back_to_cpu(result_device: str) -> None:
         st.warning(t("ui.oom_fallback"), icon="⚠️")
 
 
+def limited_tokens(text: str | None) -> list[str]:
+    """The tokens of ``text``, at most MAX_TEXT_TOKENS of them, with a notice when some were cut."""
+    from attn_core.tokens import tokenize
+
+    tokens = tokenize(text or "")
+    if len(tokens) > MAX_TEXT_TOKENS:
+        st.warning(t("heatmap.cut", n=len(tokens), limit=MAX_TEXT_TOKENS), icon="✂️")
+    return tokens[:MAX_TEXT_TOKENS]
+
+
+def token_input(default_text: str) -> list[str]:
+    """The input sequence: a text box (its tokens) or synthetic tokens of a chosen length, URL-bound."""
+    from attn_core.tokens import synthetic_tokens
+
+    if choice("source", ["text", "synthetic"], "text") == "text":
+        return limited_tokens(text_area("text", default_text, MAX_TEXT_CHARS))
+    return synthetic_tokens(int_slider("seq_len", 1, 512, 16))
+
+
 def sidebar() -> None:
     """The global sidebar: language, seed, presentation mode, the compute device and the share link."""
     st.session_state["_link_params"] = {}

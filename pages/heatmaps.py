@@ -8,7 +8,6 @@ import ui
 from attn_core import views
 from attn_core.config import AttentionConfig, ConfigError
 from attn_core.maps import shape_walk
-from attn_core.tokens import synthetic_tokens, tokenize
 
 DEFAULT_TEXT = "The cat sat on the mat because it was tired ."
 DEFAULT_CROSS = "Le chat était fatigué ."
@@ -20,15 +19,13 @@ st.caption(ui.t("heatmap.intro"))
 with ui.controls_box():
     c1, c2, c3 = st.columns([1.3, 1, 1], gap="large")
     with c1:
-        source = ui.choice("source", ["text", "synthetic"], "text")
-        if source == "text":
-            text = ui.text_area("text", DEFAULT_TEXT, ui.MAX_TEXT_CHARS)
-            seq_len = None
-        else:
-            text = None
-            seq_len = ui.int_slider("seq_len", 1, 512, 16)
+        tokens_q = ui.token_input(DEFAULT_TEXT)
         cross = ui.toggle("cross", False, help_key="help.cross")
-        cross_text = ui.text_area("cross_text", DEFAULT_CROSS, ui.MAX_TEXT_CHARS, height=68) if cross else None
+        tokens_k = (
+            ui.limited_tokens(ui.text_area("cross_text", DEFAULT_CROSS, ui.MAX_TEXT_CHARS, height=68))
+            if cross
+            else None
+        )
     with c2:
         n_heads = ui.int_slider("n_heads", 1, 64, 8, help_key="help.n_heads")
         n_kv_heads = ui.kv_heads_select(n_heads, 2)
@@ -38,21 +35,6 @@ with ui.controls_box():
         use_scaling = ui.toggle("scaling", True, help_key="help.scaling")
         temperature = ui.float_slider("temperature", 0.1, 5.0, 1.0, 0.1, help_key="help.temperature")
         pad_slot = st.empty()
-
-# ---- tokens
-if source == "text":
-    all_tokens = tokenize(text or "")
-    tokens_q = all_tokens[: ui.MAX_TEXT_TOKENS]
-    if len(all_tokens) > ui.MAX_TEXT_TOKENS:
-        st.warning(ui.t("heatmap.cut", n=len(all_tokens), limit=ui.MAX_TEXT_TOKENS), icon="✂️")
-else:
-    tokens_q = synthetic_tokens(seq_len)
-tokens_k = None
-if cross:
-    all_k = tokenize(cross_text or "")
-    tokens_k = all_k[: ui.MAX_TEXT_TOKENS]
-    if len(all_k) > ui.MAX_TEXT_TOKENS:
-        st.warning(ui.t("heatmap.cut", n=len(all_k), limit=ui.MAX_TEXT_TOKENS), icon="✂️")
 
 t_k = len(tokens_k) if tokens_k is not None else len(tokens_q)
 pad_len = None

@@ -9,7 +9,6 @@ from attn_core import fig_kv
 from attn_core.config import AttentionConfig, ConfigError
 from attn_core.convert import MAPPINGS, check_sim_size, conversion_on_tokens, kv_map, mapping_mismatch
 from attn_core.memory import dtype_bits, format_bytes
-from attn_core.tokens import synthetic_tokens, tokenize
 
 DEFAULT_TEXT = "The cat sat on the mat because it was tired ."
 
@@ -69,13 +68,7 @@ st.caption(ui.t("kv.intro"))
 with ui.controls_box():
     c1, c2, c3 = st.columns([1.3, 1, 1], gap="large")
     with c1:
-        source = ui.choice("source", ["text", "synthetic"], "text")
-        if source == "text":
-            text = ui.text_area("text", DEFAULT_TEXT, ui.MAX_TEXT_CHARS)
-            seq_len = None
-        else:
-            text = None
-            seq_len = ui.int_slider("seq_len", 1, 512, 16)
+        tokens = ui.token_input(DEFAULT_TEXT)
     with c2:
         n_heads = ui.int_slider("n_heads", 1, 64, 8, help_key="help.n_heads")
         n_kv_heads = ui.kv_heads_select(n_heads, 2)
@@ -83,13 +76,6 @@ with ui.controls_box():
         head_dim = ui.int_slider("head_dim", 1, 256, 16, help_key="help.head_dim")
         d_model = ui.int_slider("d_model", 8, 4096, 128, step=8, help_key="help.d_model")
 
-if source == "text":
-    all_tokens = tokenize(text or "")
-    tokens = all_tokens[: ui.MAX_TEXT_TOKENS]
-    if len(all_tokens) > ui.MAX_TEXT_TOKENS:
-        st.warning(ui.t("heatmap.cut", n=len(all_tokens), limit=ui.MAX_TEXT_TOKENS), icon="✂️")
-else:
-    tokens = synthetic_tokens(seq_len)
 if not tokens:
     ui.show_error(ConfigError(ui.t("heatmap.no_tokens"), "text"))
     st.stop()
