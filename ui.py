@@ -251,6 +251,14 @@ def text_area(key: str, default: str, max_chars: int, *, container: Any = None, 
     return value
 
 
+def _page_id() -> str:
+    """The running page's script hash (which page of the app this run draws)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return ctx.page_script_hash if ctx is not None else ""
+
+
 def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", container: Any = None) -> int:
     """Choose ``n_kv_heads`` among the divisors of ``n_heads`` (1 = MQA, n_heads = MHA).
 
@@ -262,6 +270,7 @@ def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", cont
     raw = _url_raw(key)
     current = st.session_state.get(key)
     wanted: float | None = None
+    assigned = False  # whether this run sets the value through session state
     if current is not None and current not in options:
         wanted = float(current)
     elif current is None and raw is not None:
@@ -277,17 +286,21 @@ def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", cont
         else:
             # ?n_kv_heads=2 as well as the widget's own "2 · GQA" form
             st.session_state[key] = int(num)
+            assigned = True
     if wanted is not None:
         snapped = nearest_divisor(n_heads, wanted)
         st.session_state[key] = snapped
+        assigned = True
         shown = int(wanted) if float(wanted).is_integer() else wanted
         st.info(
             t("ui.kv_snapped", want=shown, n_heads=n_heads, got=snapped, valid=", ".join(map(str, options))), icon="↔️"
         )
-    elif current is not None:
+    elif current is not None and st.session_state.get(f"_{key}_page") != _page_id():
         # Widget ids include the page, so after a page switch the value under this key belongs to the
         # previous page's widget; re-assigning it makes this page's new widget start from it, not from 1.
         st.session_state[key] = current
+        assigned = True
+    st.session_state[f"_{key}_page"] = _page_id()
     fallback = default if default in options else nearest_divisor(n_heads, default)
 
     def fmt(d: int) -> str:
@@ -297,7 +310,9 @@ def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", cont
             return f"{d} · MQA"
         return f"{d} · GQA"
 
-    kwargs = {} if key in st.session_state else {"value": fallback}
+    # The default decides what the URL leaves out (a value equal to it); it may not be passed in a run that
+    # set the value through session state, which Streamlit reports as a conflict.
+    kwargs = {} if assigned else {"value": fallback}
     value = box.select_slider(
         t("ctl.n_kv_heads"), options=options, format_func=fmt, key=key, bind=BIND, help=t("help.n_kv_heads"), **kwargs
     )
@@ -512,7 +527,10 @@ def sidebar() -> None:
     """The global sidebar: language, seed, presentation mode, the compute device and the share link."""
     st.session_state["_link_params"] = {}
     if "present" not in st.session_state and _url_raw("present") in ("1", "yes", "on"):
-        st.session_state["present"] = True  # ?present=1 as well as the toggle's own ?present=true
+        # ?present=1 as well as the toggle's own ?present=true: rewrite the link and start over, so the
+        # bound toggle reads "true" from the URL in the browser and on the server alike
+        st.query_params["present"] = "true"
+        st.rerun()
     with st.sidebar:
         # Options are the codes themselves so that links carry ?lang=zh.
         st.segmented_control(

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 from .i18n import translate
 
 WEIGHT_SCALE = "Viridis"
-WEIGHT_SCALE_CONTRAST = "Cividis"
+WEIGHT_SCALE_CONTRAST = "Inferno"  # black to pale yellow: the widest luminance range, readable on a projector
 DIVERGING_SCALE = "RdBu_r"
 MASK_GREY = "#b8b8b8"
 # Okabe-Ito, colour-blind safe; one hue per KV group.

@@ -6,6 +6,7 @@ import streamlit as st
 
 import ui
 from attn_core import fig_saturation, stats
+from attn_core.guard import run_with_fallback
 
 DEFAULT_D_K = 64
 
@@ -15,13 +16,20 @@ ui.page_guard()
 @st.cache_data(max_entries=32, show_spinner=False)
 def cached_sweep(seq_len: int, n_samples: int, seed: int, distribution: str, temperature: float, device_name: str):
     """:func:`attn_core.stats.saturation_sweep` over d_k = 1..1024, cached by primitive arguments."""
-    return stats.saturation_sweep(stats.SWEEP_D_K, seq_len, n_samples, seed, device_name, distribution, temperature)
+    sweep, _ = run_with_fallback(  # a CUDA out-of-memory reruns on the CPU
+        lambda dev: stats.saturation_sweep(stats.SWEEP_D_K, seq_len, n_samples, seed, dev, distribution, temperature),
+        device_name,
+    )
+    return sweep
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_sample(d_k: int, seq_len: int, n_samples: int, seed: int, distribution: str, device_name: str):
     """:func:`attn_core.stats.score_sample` (CPU numpy out), cached by primitive arguments."""
-    return stats.score_sample(d_k, seq_len, n_samples, seed, device_name, distribution)
+    sample, _ = run_with_fallback(
+        lambda dev: stats.score_sample(d_k, seq_len, n_samples, seed, dev, distribution), device_name
+    )
+    return sample
 
 
 st.title(ui.t("sat.title"))

@@ -218,3 +218,21 @@ def test_fuzz_text_widget_values(app_test):
         if not text.strip() or "\u0000" in text and len(text) < 4:
             continue
         assert at.get("plotly_chart") or at.error, text[:20]
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_fuzz_widget_values(app_test, page):
+    """Random but allowed slider and toggle moves in sequence, as a restless student would make them."""
+    rng = random.Random(f"widgets:{page}")
+    at = app_test(page)
+    for step in range(40):
+        widgets = [w for w in [*at.slider, *at.toggle] if w.key and not w.disabled]
+        w = rng.choice(widgets)
+        if hasattr(w, "min") and w.min is not None:
+            lo, hi, st = float(w.min), float(w.max), float(w.step or 1)
+            value = lo + st * rng.randint(0, int(round((hi - lo) / st)))
+            value = int(value) if float(w.step or 1).is_integer() and lo.is_integer() else round(value, 6)
+        else:
+            value = not w.value
+        w.set_value(value).run()
+        assert not at.exception, f"step {step}: {w.key}={value!r}: {[e.value for e in at.exception]}"

@@ -117,3 +117,20 @@ def test_live_decode_chart_grows_and_stop_leaves_page_usable(watch):
     assert_clean(watch)
     watch.press_slider("batch", 1)  # still usable
     assert_clean(watch)
+
+
+def test_dark_theme_follows_the_system(browser, server):
+    """Streamlit follows the browser's colour scheme; the charts follow Streamlit's theme."""
+    from tests.e2e.conftest import PageWatch
+
+    ctx = browser.new_context(viewport={"width": 1440, "height": 1000}, color_scheme="dark")
+    w = PageWatch(ctx.new_page(), server)
+    w.open("")
+    bg = w.page.evaluate("() => getComputedStyle(document.querySelector('[data-testid=\"stApp\"]')).backgroundColor")
+    channels = [int(c) for c in re.findall(r"\d+", bg)[:3]]
+    assert sum(channels) < 200, bg  # a dark background
+    tick = w.page.evaluate("() => getComputedStyle(document.querySelector('.js-plotly-plot .xtick text')).fill")
+    assert sum(int(c) for c in re.findall(r"\d+", tick)[:3]) > 300, tick  # light text on it
+    assert_clean(w)
+    w.shot("heatmaps-dark")
+    ctx.close()
