@@ -384,6 +384,11 @@ def show_figure(fig: Any, key: str, data: Any = None, name: str | None = None) -
     export_menu(fig, key, data, name or key)
 
 
+def show_view(view: Any, key: str, name: str | None = None) -> None:
+    """Draw an :class:`attn_core.views.View`; its table is built only if its CSV is downloaded."""
+    show_figure(view.figure, key, data=view.source, name=name or view.name)
+
+
 @st.cache_resource(show_spinner=False)
 def _chromium() -> str | None:
     from attn_core.render import find_chromium

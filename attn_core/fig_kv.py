@@ -842,7 +842,7 @@ def maps_view(maps: AttentionMaps, groups: Sequence[int], style: Style = Style()
     name = f"kv_maps_{_tag(n_heads, n_kv)}_d{maps.k.shape[-1]}_t{len(tq)}"
     if len(groups) < n_kv:
         name += f"_groups{groups[0]}-{groups[-1]}"
-    return View(name, fig, maps_frame(maps.weights, tq, tk, heads, n_rep, max_cells))
+    return View(name, fig, lambda: maps_frame(maps.weights, tq, tk, heads, n_rep, max_cells))
 
 
 def kv_costs_frame(

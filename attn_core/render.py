@@ -114,8 +114,8 @@ def data_csv(df: pd.DataFrame) -> bytes:
     return ("\ufeff" + buf.getvalue()).encode("utf-8")
 
 
-def export_bytes(fig: go.Figure, fmt: str, data: pd.DataFrame | None = None) -> bytes:
-    """The bytes of one export format of a chart (``data`` is needed for ``csv``)."""
+def export_bytes(fig: go.Figure, fmt: str, data: object = None) -> bytes:
+    """The bytes of one export format of a chart (``data``, a DataFrame or a function returning one, for ``csv``)."""
     if fmt in IMAGE_FORMATS:
         return render_image(fig, fmt)
     if fmt == "html":
@@ -123,5 +123,5 @@ def export_bytes(fig: go.Figure, fmt: str, data: pd.DataFrame | None = None) -> 
     if fmt == "csv":
         if data is None:
             raise ValueError("CSV export needs the chart's data")
-        return data_csv(data)
+        return data_csv(data() if callable(data) else data)
     raise ValueError(f"format must be one of {', '.join(ALL_FORMATS)}, got {fmt!r}")

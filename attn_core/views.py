@@ -6,6 +6,7 @@ calls the same builders and writes the files, so a slide matches the screen.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,11 +19,20 @@ from .maps import AttentionMaps
 
 @dataclass(frozen=True)
 class View:
-    """One chart: a file-safe ``name``, the plotly ``figure`` and the numbers behind it."""
+    """One chart: a file-safe ``name``, the plotly ``figure`` and the numbers behind it.
+
+    ``source`` is the DataFrame, or a function that builds it: tables of every
+    cell of large maps take longer than the chart itself, so pages build them only
+    when a CSV is asked for.
+    """
 
     name: str
     figure: go.Figure
-    data: pd.DataFrame
+    source: pd.DataFrame | Callable[[], pd.DataFrame]
+
+    @property
+    def data(self) -> pd.DataFrame:
+        return self.source() if callable(self.source) else self.source
 
 
 def matrix_frame(
@@ -57,7 +67,7 @@ def weights_frame(m: AttentionMaps) -> pd.DataFrame:
 
 def heatmap_grid_view(m: AttentionMaps, style: figures.Style) -> View:
     fig = figures.heatmap_grid(m.weights, list(m.tokens_q), list(m.tokens_k), m.n_kv_heads, mask=m.mask, style=style)
-    return View("attention_weights", fig, weights_frame(m))
+    return View("attention_weights", fig, lambda: weights_frame(m))
 
 
 STEP_NAMES = ("q", "k", "v", "scores", "scaled", "masked", "softmax", "output")

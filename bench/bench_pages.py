@@ -84,6 +84,9 @@ SCENARIOS = [
         "scaling",
         [False, True],
     ),
+    ("saturation: defaults (alternate scaling)", "pages/saturation.py", {}, "scaling", [False, True]),
+    ("kv sharing: defaults (alternate n_heads)", "pages/kv_sharing.py", {}, "n_heads", [12, 8]),
+    ("kv cache: defaults (alternate batch)", "pages/kv_cache.py", {}, "batch", [2, 1]),
 ]
 
 

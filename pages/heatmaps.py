@@ -105,7 +105,7 @@ view = ui.choice("view", ["grid", "steps", "shapes", "entropy"], "grid")
 
 if view == "grid":
     v = views.heatmap_grid_view(maps, style)
-    ui.show_figure(v.figure, "grid", data=v.data, name=f"{v.name}_{stem}")
+    ui.show_view(v, "grid", name=f"{v.name}_{stem}")
     ui.help_expander("heatmap.read")
 elif view == "steps":
     head = ui.int_slider("head", 0, n_heads - 1, 0, help_key="help.head")
@@ -115,14 +115,14 @@ elif view == "steps":
         # one step per slide; Page Down / Page Up (what a clicker sends) move through them
         i = ui.slide_controls("slide", len(steps))
         st.markdown(f"### {i + 1}. {ui.t(f'heatmap.explain{i + 1}')}")
-        ui.show_figure(steps[i].figure, f"step{i}", data=steps[i].data, name=f"{steps[i].name}_{stem}")
+        ui.show_view(steps[i], f"step{i}", name=f"{steps[i].name}_{stem}")
     else:
         for i, v in enumerate(steps):
             if i % 2 == 0:
                 cols = st.columns(2)  # one row per pair, so the steps read left to right, top to bottom
             with cols[i % 2]:
                 st.markdown(f"**{i + 1}.** {ui.t(f'heatmap.explain{i + 1}')}")
-                ui.show_figure(v.figure, f"step{i}", data=v.data, name=f"{v.name}_{stem}")
+                ui.show_view(v, f"step{i}", name=f"{v.name}_{stem}")
 elif view == "shapes":
     rows = shape_walk(cfg, len(tokens_q), t_k)
     df = pd.DataFrame(
@@ -136,5 +136,5 @@ elif view == "shapes":
     st.caption(ui.t("shapes.note", b=cfg.batch, t=len(tokens_q), dm=cfg.d_model, h=n_heads, kv=n_kv_heads, d=head_dim))
 else:
     v = views.entropy_view(maps, style)
-    ui.show_figure(v.figure, "entropy", data=v.data, name=f"{v.name}_{stem}")
+    ui.show_view(v, "entropy", name=f"{v.name}_{stem}")
     ui.help_expander("heatmap.entropy_help")

@@ -198,7 +198,7 @@ mem_view = fig_memory.memory_view(
     y_log=y_scale == "log",
     style=style,
 )
-ui.show_figure(mem_view.figure, "kv_memory", data=mem_view.data, name=mem_view.name)
+ui.show_view(mem_view, "kv_memory", name=mem_view.name)
 ui.help_expander("kvcache.chart_help")
 
 # ---------------------------------------------------------------- 3. live decode
@@ -320,9 +320,9 @@ if state is not None:
             status_box.success(msg, icon=":material/check_circle:")
         dec_mem_view, dec_time_view = fig_memory.decode_views(steps, s_n, s_cfg, s_prompt, style=style)
         with mem_box.container():
-            ui.show_figure(dec_mem_view.figure, "kv_decode_memory", data=dec_mem_view.data, name=dec_mem_view.name)
+            ui.show_view(dec_mem_view, "kv_decode_memory", name=dec_mem_view.name)
         with time_box.container():
-            ui.show_figure(dec_time_view.figure, "kv_decode_time", data=dec_time_view.data, name=dec_time_view.name)
+            ui.show_view(dec_time_view, "kv_decode_time", name=dec_time_view.name)
     elif state["status"] == "stopped":
         status_box.warning(ui.t("kvcache.stopped", i=0, n=s_n), icon=":material/stop_circle:")
 else:
@@ -352,7 +352,7 @@ with p2:
             st.caption(ui.t("kvcache.stale_pd"))
         m_cfg, _, m_device = measured["params"]
         pd_view = fig_memory.prefill_decode_view(timing, m_cfg, style)
-        ui.show_figure(pd_view.figure, "kv_prefill_decode", data=pd_view.data, name=pd_view.name)
+        ui.show_view(pd_view, "kv_prefill_decode", name=pd_view.name)
         st.caption(
             ui.t(
                 "kvcache.pd_caption",

@@ -128,7 +128,7 @@ if view == "diagram":
     left, right = st.columns([1.15, 1], gap="medium")
     with left:
         v = fig_kv.diagram_view(n_heads, n_kv_heads, style)
-        ui.show_figure(v.figure, "kv_diagram", data=v.data, name=v.name)
+        ui.show_view(v, "kv_diagram", name=v.name)
         groups_txt = "; ".join(
             ui.t("kv.group_line", g=g, a=g * n_rep, b=(g + 1) * n_rep - 1) if n_rep > 1 else ui.t("kv.group_one", g=g)
             for g in range(min(n_kv_heads, 8))
@@ -137,7 +137,7 @@ if view == "diagram":
         st.caption(groups_txt + more)
     with right:
         v = fig_kv.repeat_kv_view(n_heads, n_kv_heads, T, head_dim, style)
-        ui.show_figure(v.figure, "repeat_kv", data=v.data, name=v.name)
+        ui.show_view(v, "repeat_kv", name=v.name)
         st.caption(
             ui.t(
                 "kv.repeat_note",
@@ -161,7 +161,7 @@ elif view == "maps":
         first = ui.int_slider("kv_first", 0, n_kv_heads - fig_kv.MAX_GROUPS_SHOWN, 0, help_key="help.kv_first")
     groups = fig_kv.maps_groups(n_kv_heads, first)
     v = fig_kv.maps_view(maps, groups, style)
-    ui.show_figure(v.figure, "kv_maps", data=v.data, name=v.name)
+    ui.show_view(v, "kv_maps", name=v.name)
     if n_rep > 1:
         spread = [
             float(np.max(np.abs(maps.weights[g * n_rep : (g + 1) * n_rep] - maps.weights[g * n_rep][None])))
@@ -228,7 +228,7 @@ elif view == "costs":
         pct = f"{100 * n_kv_heads / n_heads:.4g}"
         st.caption(ui.t("kv.cost_ratio", kind=kind, pct=pct, kv=n_kv_heads, h=n_heads, saved=saved))
     st.caption(ui.t("kv.flops_note", h=n_heads, t=T, t1=T - 1, d=head_dim, attn=n(value(cur, "flops_attn"))))
-    ui.show_figure(bytes_view.figure, "kv_bytes", data=bytes_view.data, name=bytes_view.name)
+    ui.show_view(bytes_view, "kv_bytes", name=bytes_view.name)
     ui.help_expander("kv.costs_help")
 
 elif view == "mapping":
@@ -238,7 +238,7 @@ elif view == "mapping":
     diagrams = fig_kv.mapping_diagram_views(n_heads, n_kv_heads, style)  # contiguous, interleaved
     for column, mapping, v in zip((left, right), MAPPINGS, diagrams, strict=True):
         with column:
-            ui.show_figure(v.figure, f"map_{mapping}", data=v.data, name=v.name)
+            ui.show_view(v, f"map_{mapping}", name=v.name)
     calls = [f"k.repeat_interleave({n_rep}, dim=1)", f"k.repeat(1, {n_rep}, 1, 1)"]
     width = max(map(len, calls)) + 2
     st.code(
@@ -257,14 +257,14 @@ elif view == "mapping":
         if mm is None:
             st.stop()
         v = fig_kv.mismatch_view(mm, style)
-        ui.show_figure(v.figure, "mismatch", data=v.data, name=v.name)
+        ui.show_view(v, "mismatch", name=v.name)
         wrong = [h for h in range(n_heads) if mm.built[h] != mm.run[h]]
         if st.session_state.get("head", 0) >= n_heads:
             st.session_state["head"] = n_heads - 1
         head = ui.int_slider("head", 0, n_heads - 1, fig_kv.first_wrong_head(mm), help_key="help.kv_head")
         a, b = mm.built[head], mm.run[head]
         v = fig_kv.pair_view(mm, head, tokens, style)
-        ui.show_figure(v.figure, "mismatch_pair", data=v.data, name=v.name)
+        ui.show_view(v, "mismatch_pair", name=v.name)
         if a == b:
             st.markdown(ui.t("kv.pair_same", h=head, g=a))
         else:
@@ -312,7 +312,7 @@ else:
     if study is None:
         st.stop()
     v = fig_kv.conversion_view(study, n_heads, n_kv_heads, n_base, noise, style)
-    ui.show_figure(v.figure, "conversion", data=v.data, name=v.name)
+    ui.show_view(v, "conversion", name=v.name)
     i = list(study.n_kv).index(n_kv_heads)
     st.markdown(
         ui.t(

@@ -71,21 +71,21 @@ st.subheader(ui.t("sat.h1"))
 st.caption(ui.t("sat.c1", d=d_k))
 if sample is not None:
     v = fig_saturation.distribution_view(sample, style)
-    ui.show_figure(v.figure, "sat_dist", data=v.data, name=v.name)
+    ui.show_view(v, "sat_dist", name=v.name)
 
 # ---- 2. the same queries and keys, unscaled and scaled
 st.subheader(ui.t("sat.h2"))
 st.caption(ui.t("sat.c2"))
 if sample is not None:
     v = fig_saturation.maps_view(sample, temperature, style)
-    ui.show_figure(v.figure, "sat_maps", data=v.data, name=v.name)
+    ui.show_view(v, "sat_maps", name=v.name)
 
 # ---- 3. saturation against d_k
 st.subheader(ui.t("sat.h3"))
 st.caption(ui.t("sat.c3"))
 if sweep is not None:
     v = fig_saturation.curves_view(sweep, d_k, use_scaling, seq_len, n_samples, temperature, style)
-    ui.show_figure(v.figure, "sat_curves", data=v.data, name=v.name)
+    ui.show_view(v, "sat_curves", name=v.name)
 
 # ---- 4. one query row and its Jacobian
 st.subheader(ui.t("sat.h4"))
@@ -94,14 +94,14 @@ if sample is not None:
     row = ui.int_slider("row", 0, seq_len - 1, 0, container=st.columns(3)[0], help_key="help.row")
     st.caption(ui.t("sat.c4"))
     v, _ = fig_saturation.row_view(sample, row, use_scaling, temperature, style)
-    ui.show_figure(v.figure, "sat_row", data=v.data, name=v.name)
+    ui.show_view(v, "sat_row", name=v.name)
 
 # ---- 5. float16 numerics
 st.subheader(ui.t("sat.h5"))
 st.caption(ui.t("sat.c5", lim=f"{math.log(stats.FLOAT16_MAX):.2f}"))
 if sample is not None and sweep is not None:
     v, demo = fig_saturation.float16_view(sample, sweep, row, style)
-    ui.show_figure(v.figure, "sat_fp16", data=v.data, name=v.name)
+    ui.show_view(v, "sat_fp16", name=v.name)
     st.markdown(ui.t("sat.fp16_ok" if demo.naive_ok else "sat.fp16_broken", d=d_k))
     with st.expander(ui.t("sat.fp16_table")):
         headers = {col: ui.t(f"sat.col.{col}") for col in fig_saturation.FLOAT16_COLUMNS}
