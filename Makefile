@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8501
 
-.PHONY: run test lint unit e2e bench install install-dev browser clean
+.PHONY: run test lint unit e2e bench bench-concurrency install install-dev browser clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is needed: set PYTHON=/path/to/python3.11"; exit 1; }
@@ -42,6 +42,10 @@ test: lint
 
 bench: install-dev
 	$(BIN)/python bench/bench_pages.py
+
+bench-concurrency: install-dev
+	@bash tools/ensure_browser.sh
+	$(BIN)/python bench/bench_concurrency.py
 
 # Debian's chromium (browser tests, image export) and CJK fonts; needs root or sudo.
 browser:
