@@ -66,7 +66,13 @@ def check_int(name: str, value: object, lo: int, hi: int | None = None) -> int:
 
 
 def check_kv_heads(n_heads: int, n_kv_heads: int) -> None:
-    """Raise ConfigError unless ``n_kv_heads`` divides ``n_heads``."""
+    """Raise ConfigError unless ``n_kv_heads`` divides ``n_heads`` (and so is at most ``n_heads``)."""
+    if n_kv_heads > n_heads:
+        raise ConfigError(
+            f"n_kv_heads ({n_kv_heads}) cannot exceed n_heads ({n_heads}); "
+            f"valid n_kv_heads: {', '.join(map(str, divisors(n_heads)))}",
+            "n_kv_heads",
+        )
     if n_heads % n_kv_heads != 0:
         valid = ", ".join(str(d) for d in divisors(n_heads))
         raise ConfigError(
@@ -121,12 +127,6 @@ class AttentionConfig:
         check_int("d_model", self.d_model, 1, MAX_D_MODEL)
         check_int("batch", self.batch, 1, MAX_BATCH)
         check_int("seed", self.seed, 0, 2**31 - 1)
-        if self.n_kv_heads > self.n_heads:
-            raise ConfigError(
-                f"n_kv_heads ({self.n_kv_heads}) cannot exceed n_heads ({self.n_heads}); "
-                f"valid n_kv_heads: {', '.join(map(str, divisors(self.n_heads)))}",
-                "n_kv_heads",
-            )
         check_kv_heads(self.n_heads, self.n_kv_heads)
         for name in ("causal", "use_scaling"):
             if not isinstance(getattr(self, name), bool):

@@ -27,7 +27,7 @@ from torch import nn
 
 from . import guard
 from .attention import GroupedQueryAttention, repeat_kv, scaled_dot_product_attention
-from .config import ConfigError, check_int, check_kv_heads, divisors
+from .config import ConfigError, check_int, check_kv_heads
 from .masks import causal_mask
 from .memory import format_bytes, kv_cache_bytes
 
@@ -173,12 +173,6 @@ class DecodeConfig:
     def validate(self) -> DecodeConfig:
         check_int("n_heads", self.n_heads, 1, MAX_DECODE_HEADS)
         check_int("n_kv_heads", self.n_kv_heads, 1, MAX_DECODE_HEADS)
-        if self.n_kv_heads > self.n_heads:
-            raise ConfigError(
-                f"n_kv_heads ({self.n_kv_heads}) cannot exceed n_heads ({self.n_heads}); "
-                f"valid n_kv_heads: {', '.join(map(str, divisors(self.n_heads)))}",
-                "n_kv_heads",
-            )
         check_kv_heads(self.n_heads, self.n_kv_heads)
         check_int("head_dim", self.head_dim, 1, MAX_DECODE_HEAD_DIM)
         check_int("n_layers", self.n_layers, 1, MAX_DECODE_LAYERS)

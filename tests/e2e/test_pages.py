@@ -67,3 +67,20 @@ def test_bad_url_shows_notice_not_traceback(watch):
     assert_clean(watch)
     assert watch.page.get_by_test_id("stPlotlyChart").count() >= 1
     watch.shot("heatmaps-bad-url")
+
+
+@pytest.mark.parametrize(
+    "path,views",
+    [
+        ("kv_sharing", ["maps", "costs", "mapping", "convert"]),
+        ("kv_cache", []),
+        ("saturation", []),
+    ],
+)
+def test_every_view_renders_in_both_languages(watch, path, views):
+    for lang in ("en", "zh"):
+        for view in views or [None]:
+            query = f"?lang={lang}" + (f"&kv_view={view}" if view else "")
+            watch.open(path + query, chart=view != "costs")
+            assert_clean(watch)
+            watch.shot(f"{path}-{view or 'default'}-{lang}")
