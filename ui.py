@@ -11,7 +11,6 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 import streamlit as st
 
 from attn_core import figures
@@ -353,6 +352,7 @@ def pow2_slider(key: str, lo: int, hi: int, default: int, *, container: Any = No
     value = box.select_slider(
         t(f"ctl.{key}"), options=options, key=key, bind=BIND, help=t(help_key) if help_key else None, **kwargs
     )
+    _remember(key, int(value), default)
     return int(value)
 
 
@@ -431,11 +431,6 @@ def export_menu(fig: Any, key: str, data: Any, name: str) -> None:
             )
         if not has_browser:
             st.info(chromium_missing_message(), icon="ℹ️")
-
-
-def as_numpy(x: Any) -> np.ndarray:
-    """A CPU float32 copy of an array-like."""
-    return np.asarray(x, dtype=np.float32).copy()
 
 
 def help_expander(key: str, **kwargs: object) -> None:
