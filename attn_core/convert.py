@@ -350,4 +350,10 @@ def check_sim_size(d_model: int, n_heads: int, head_dim: int) -> None:
             f"is more than {MAX_SIM_ELEMENTS:,} that are simulated live; reduce d_model, n_heads or head_dim "
             "(the diagram and the cost table work at any size)",
             "d_model",
+            "sim_size",
+            dm=d_model,
+            h=n_heads,
+            d=head_dim,
+            size=f"{size:,}",
+            limit=f"{MAX_SIM_ELEMENTS:,}",
         )

@@ -380,6 +380,10 @@ def check_decode_budget(
             f"{format_bytes(budget)} may be used on {torch.device(device)}{why}; lower the steps, the batch, "
             "the heads or the head dimension",
             "budget",
+            "budget",
+            need=format_bytes(need.total),
+            budget=format_bytes(budget),
+            reduce="dec_steps / dec_batch / n_heads / head_dim",
         )
     return need
 
@@ -528,6 +532,9 @@ def run_decode(
             f"{dev} ran out of memory during the live decode (other work may be using it); lower the steps, "
             "the batch, the heads or the head dimension",
             "budget",
+            "oom",
+            dev=str(dev),
+            reduce="dec_steps / dec_batch / n_heads / head_dim",
         ) from exc
 
 
@@ -600,7 +607,11 @@ def time_prefill_vs_decode(
         if dev.type == "cuda":
             torch.cuda.empty_cache()
         raise ConfigError(
-            f"{dev} ran out of memory timing prefill and decode; lower the tokens, the batch or the heads", "budget"
+            f"{dev} ran out of memory timing prefill and decode; lower the tokens, the batch or the heads",
+            "budget",
+            "oom",
+            dev=str(dev),
+            reduce="pd_tokens / batch / n_heads",
         ) from exc
     return PrefillDecodeTiming(n_tokens, best_p, best_d)
 

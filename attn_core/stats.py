@@ -147,6 +147,10 @@ def check_memory(d_k: int, seq_len: int, n_samples: int, distribution: str = "no
             + f"samples ({n_samples}) × keys ({seq_len}) at d_k = {d_k} need about {format_bytes(need)} of memory, "
             f"more than the budget of {format_bytes(budget)} (set by ATTN_MAX_BYTES); {fix}",
             "samples",
+            "budget",
+            need=format_bytes(need),
+            budget=format_bytes(budget),
+            reduce="samples / seq_len",
         )
     return need
 

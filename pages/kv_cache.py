@@ -280,7 +280,7 @@ if run:
         state["status"] = "done"
     except ConfigError as exc:
         state["status"] = "error"
-        state["error"] = str(exc)
+        state["error"] = ui.error_text(exc)
     progress_box.empty()
 
 if state is not None:

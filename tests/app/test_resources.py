@@ -171,3 +171,16 @@ def test_budget_message_in_chinese(app_test, monkeypatch):
     )
     no_exception(at)
     assert at.error and "超过了" in at.error[0].value and "ATTN_MAX_BYTES" in at.error[0].value
+
+
+def test_engine_budget_errors_in_chinese(app_test, monkeypatch):
+    monkeypatch.setenv("ATTN_MAX_BYTES", "200000")
+    at = app_test("pages/saturation.py", query={"lang": "zh", "samples": "4096", "seq_len": "200"})
+    no_exception(at)
+    assert any("超过了" in e.value and "samples" in e.value for e in at.error), [e.value for e in at.error]
+    at = app_test(
+        "pages/kv_sharing.py",
+        query={"lang": "zh", "d_model": "4096", "n_heads": "64", "head_dim": "256", "kv_view": "maps"},
+    )
+    no_exception(at)
+    assert any("实时模拟的上限" in e.value for e in at.error), [e.value for e in at.error]
