@@ -402,13 +402,13 @@ def decode_memory_figure(
                 hovertemplate=hover,
             )
         )
-    _base_layout(fig, style.t("kvmem.live_mem_title"), style, 420 if style.present else 380)
+    _base_layout(fig, style.t("kvmem.live_mem_title"), style, 480 if style.present else 430)
     fig.update_layout(
         xaxis=dict(range=[0, x_max * 1.02 + 1], title=dict(text=style.t("kvmem.tokens_in_cache"))),
         yaxis=dict(
             range=[0, y_max / div * 1.08], title=dict(text=style.t("kvmem.bytes_axis", unit=unit)), rangemode="tozero"
         ),
-        legend=dict(orientation="h", yanchor="top", y=-0.2, x=0),
+        legend=dict(orientation="h", yanchor="top", y=-0.3, x=0),
         uirevision="kv_live_mem",
     )
     return fig
@@ -448,7 +448,7 @@ def decode_time_figure(
     fig.update_layout(
         xaxis=dict(range=[0, x_max * 1.02 + 1], title=dict(text=style.t("kvmem.tokens_in_context"))),
         yaxis=dict(title=dict(text=style.t("kvmem.ms_axis")), rangemode="tozero"),
-        legend=dict(orientation="h", yanchor="top", y=-0.2, x=0),
+        legend=dict(orientation="h", yanchor="top", y=-0.3, x=0),
         uirevision="kv_live_time",
     )
     return fig

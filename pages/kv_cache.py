@@ -7,7 +7,7 @@ import time
 import streamlit as st
 
 import ui
-from attn_core import fig_memory, kv_cache, memory
+from attn_core import fig_memory, figures, kv_cache, memory
 from attn_core.config import ConfigError
 
 LIVE_REDRAW_S = 0.5  # least time between two redraws of the live charts
@@ -253,7 +253,7 @@ if state is not None and state["status"] == "running" and not run:
 progress_box = st.empty()
 status_box = st.empty()
 g1, g2 = st.columns(2, gap="medium")
-mem_box, time_box = g1.empty(), g2.empty()
+mem_box, time_box = g1.container(key="kv_live_mem").empty(), g2.container(key="kv_live_time").empty()
 
 
 if run:
@@ -261,7 +261,7 @@ if run:
     st.session_state["kv_decode"] = state
     bar = progress_box.progress(0.0, text=ui.t("kvcache.starting"))
     try:
-        frame, last_draw = 0, 0.0
+        last_draw = 0.0
         for step in kv_cache.run_decode(
             dec_cfg, dec_prompt, dec_steps, ui.device(), recompute=dec_recompute, repeats=fig_memory.DECODE_REPEATS
         ):
@@ -274,9 +274,10 @@ if run:
                 mem_fig, time_fig = fig_memory.decode_figures(
                     state["steps"], dec_steps, dec_cfg, dec_prompt, style=style
                 )
-                mem_box.plotly_chart(mem_fig, key=f"kv_live_mem_{frame}", config=ui.PLOT_CONFIG)
-                time_box.plotly_chart(time_fig, key=f"kv_live_time_{frame}", config=ui.PLOT_CONFIG)
-                frame, last_draw = frame + 1, now
+                # no key: each frame replaces the chart in place (a new key would remount it, and it blinks)
+                for box, fig in ((mem_box, mem_fig), (time_box, time_fig)):
+                    box.plotly_chart(figures.apply_fonts(fig, style), config=ui.PLOT_CONFIG, theme="streamlit")
+                last_draw = now
         state["status"] = "done"
     except ConfigError as exc:
         state["status"] = "error"
