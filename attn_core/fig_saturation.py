@@ -201,7 +201,13 @@ def scaled_unscaled_figure(
             row=1, col=col,
         )  # fmt: skip
         fig.update_xaxes(title=dict(text=style.t("fig.key")), type="category", tickangle=-60, row=1, col=col)
-        fig.update_yaxes(title=dict(text=style.t("fig.query")), type="category", autorange="reversed", row=1, col=col)
+        fig.update_yaxes(  # one "query" title, left of both maps: a second one would sit on the first map's edge
+            title=dict(text=style.t("fig.query") if col == 1 else ""),
+            type="category",
+            autorange="reversed",
+            row=1,
+            col=col,
+        )
     fig.update_layout(
         coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0,
                        colorbar=dict(title=dict(text=style.t("fig.weight")))),

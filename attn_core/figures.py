@@ -12,12 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import plotly.colors as pc
 import plotly.graph_objects as go
 
 from .i18n import translate
 
 WEIGHT_SCALE = "Viridis"
-WEIGHT_SCALE_CONTRAST = "Inferno"  # black to pale yellow: the widest luminance range, readable on a projector
+# Inferno (black to pale yellow: the widest luminance range, readable on a projector) with its first stop
+# moved from #000004 to #000000: Streamlit's chart theme uses #000001-#000020 as placeholders and repaints
+# them with theme colours in the browser, which turned weight 0 pink.
+WEIGHT_SCALE_CONTRAST = ["#000000", *pc.sequential.Inferno[1:]]
 DIVERGING_SCALE = "RdBu_r"
 MASK_GREY = "#b8b8b8"
 # Okabe-Ito, colour-blind safe; one hue per KV group.
