@@ -19,7 +19,7 @@ from .i18n import translate
 
 WEIGHT_SCALE = "Viridis"
 # Inferno (black to pale yellow: the widest luminance range, readable on a projector) with its first stop
-# moved from #000004 to #000000: Streamlit's chart theme uses #000001-#000020 as placeholders and repaints
+# moved from #000004 to #000000: Streamlit's chart theme uses #000001-#000020 as stand-in colours and repaints
 # them with theme colours in the browser, which turned weight 0 pink.
 WEIGHT_SCALE_CONTRAST = ["#000000", *pc.sequential.Inferno[1:]]
 DIVERGING_SCALE = "RdBu_r"
