@@ -125,6 +125,12 @@ REGRESSIONS = [
     ("pages/heatmaps.py", {"source": "synthetic", "seq_len": "1", "mask": "padding"}),
     ("pages/heatmaps.py", {"text": "   ", "view": "steps"}),
     ("pages/heatmaps.py", {"view": "steps", "head": "63", "n_heads": "4"}),
+    # found by the fuzz: a fractional n_kv_heads was replaced silently; a bool on a non-default page was
+    # swallowed when that page was reached after another page
+    ("pages/heatmaps.py", {"scaling": "12", "n_kv_heads": "1.5"}),
+    ("pages/saturation.py", {"scaling": "1.5", "row": "<script>alert(1)</script>", "dist": "5"}),
+    ("pages/kv_sharing.py", {"n_heads": "12", "n_kv_heads": "5", "kv_view": "maps"}),
+    ("pages/kv_cache.py", {"model": "custom", "n_heads": "7", "n_kv_heads": "2", "seq_len": "1000000"}),
 ]
 
 
