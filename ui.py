@@ -468,29 +468,26 @@ def attention_maps(
     seed: int,
     device_name: str,
 ):
-    """:func:`attn_core.maps.compute_attention_maps` cached by primitive arguments (CPU numpy out)."""
-    from attn_core.config import AttentionConfig
-    from attn_core.guard import run_with_fallback
-    from attn_core.maps import compute_attention_maps
+    """:func:`attn_core.maps.attention_maps_for` cached by primitive arguments (CPU numpy out).
 
-    cfg = AttentionConfig(
-        n_heads=n_heads,
-        n_kv_heads=n_kv_heads,
-        head_dim=head_dim,
-        d_model=d_model,
-        seq_len=len(tokens_q),
-        use_scaling=use_scaling,
-        seed=seed,
-        causal=mask_kind == "causal",
-    )
+    A CUDA out-of-memory error reruns it on the CPU; the result's ``device`` tells which ran.
+    """
+    from attn_core.guard import run_with_fallback
+    from attn_core.maps import attention_maps_for
+
     maps, _ = run_with_fallback(
-        lambda dev: compute_attention_maps(
-            cfg,
-            list(tokens_q),
-            None if tokens_k is None else list(tokens_k),
+        lambda dev: attention_maps_for(
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            tokens_q,
+            tokens_k,
+            d_model=d_model,
             mask_kind=mask_kind,
             pad_len=pad_len,
+            use_scaling=use_scaling,
             temperature=temperature,
+            seed=seed,
             device=dev,
         ),
         device_name,

@@ -18,33 +18,29 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import figures
-from .config import AttentionConfig, ConfigError
+from .config import ConfigError
 from .render import ALL_FORMATS, RenderError, export_bytes
 from .views import View
 
 
 def _heatmap_views(args: argparse.Namespace, style: figures.Style) -> list[View]:
     from . import views
-    from .maps import compute_attention_maps
+    from .maps import attention_maps_for
     from .tokens import synthetic_tokens, tokenize
 
     tokens_q = tokenize(args.text, 256) if args.text is not None else synthetic_tokens(args.seq_len)
     tokens_k = tokenize(args.cross_text, 256) if args.cross_text is not None else None
-    cfg = AttentionConfig(
-        n_heads=args.n_heads,
-        n_kv_heads=args.n_kv_heads,
-        head_dim=args.d_k,
-        seq_len=max(1, len(tokens_q)),
-        use_scaling=not args.no_scaling,
-        seed=args.seed,
-    )
-    maps = compute_attention_maps(
-        cfg,
+    maps = attention_maps_for(
+        args.n_heads,
+        args.n_kv_heads,
+        args.d_k,
         tokens_q,
         tokens_k,
         mask_kind=args.mask,
         pad_len=args.pad_len,
+        use_scaling=not args.no_scaling,
         temperature=args.temperature,
+        seed=args.seed,
         device=args.device,
     )
     view = args.view or "grid"

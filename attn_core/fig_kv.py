@@ -34,7 +34,7 @@ from .convert import (
 )
 from .costs import attention_costs
 from .figures import DIVERGING_SCALE, MAX_HOVER_CELLS, Style, group_color, pool_max
-from .maps import AttentionMaps, compute_attention_maps
+from .maps import AttentionMaps, attention_maps_for
 from .memory import binary_unit, dtype_bits
 from .tokens import synthetic_tokens
 from .views import View
@@ -1002,19 +1002,7 @@ def layer_maps(
     raises :class:`ConfigError` when the layer is too large to simulate.
     """
     check_sim_size(d_model, n_heads, head_dim)
-    cfg = AttentionConfig(
-        n_heads=n_heads,
-        n_kv_heads=n_kv_heads,
-        head_dim=head_dim,
-        d_model=d_model,
-        seq_len=len(tokens),
-        use_scaling=True,
-        seed=seed,
-        causal=False,
-    )
-    return compute_attention_maps(
-        cfg, list(tokens), None, mask_kind="none", pad_len=None, temperature=1.0, device=device
-    )
+    return attention_maps_for(n_heads, n_kv_heads, head_dim, tokens, d_model=d_model, seed=seed, device=device)
 
 
 def kv_sharing_views(

@@ -8,6 +8,7 @@ returns CPU float32 numpy arrays only, ready for plotting or caching.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -193,3 +194,43 @@ def shape_walk(cfg: AttentionConfig, t_q: int, t_k: int | None = None) -> list[d
         ("o_proj", "· W_O", f"[B, T, d_model] = [{b}, {t_q}, {dm}]"),
     ]
     return [{"step": s, "op": o, "shape": sh} for s, o, sh in rows]
+
+
+def attention_maps_for(
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    tokens_q: Sequence[str],
+    tokens_k: Sequence[str] | None = None,
+    *,
+    d_model: int | None = None,
+    mask_kind: str = "none",
+    pad_len: int | None = None,
+    use_scaling: bool = True,
+    temperature: float = 1.0,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+) -> AttentionMaps:
+    """:func:`compute_attention_maps` from plain values: the one path the pages, their cache and the CLI share.
+
+    ``d_model`` defaults to ``n_heads * head_dim``; the layer's weights come from ``seed``.
+    """
+    cfg = AttentionConfig(
+        n_heads=n_heads,
+        n_kv_heads=n_kv_heads,
+        head_dim=head_dim,
+        d_model=d_model,
+        seq_len=max(1, len(tokens_q)),
+        use_scaling=use_scaling,
+        seed=seed,
+        causal=mask_kind == "causal",
+    )
+    return compute_attention_maps(
+        cfg,
+        list(tokens_q),
+        None if tokens_k is None else list(tokens_k),
+        mask_kind=mask_kind,
+        pad_len=pad_len,
+        temperature=temperature,
+        device=device,
+    )
