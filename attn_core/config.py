@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 # fit the resource guard; these bound what a slider or a URL may ask for.
 MAX_HEADS = 64
 MAX_HEAD_DIM = 1024
-MAX_SEQ_LEN = 4096
+MAX_SEQ_LEN = 8192
 MAX_BATCH = 64
 MAX_D_MODEL = 16384
 

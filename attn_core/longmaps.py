@@ -1,0 +1,410 @@
+"""Attention weights of long sequences, computed by chunks of query rows and pooled as they are made.
+
+One head's weights at 8192 tokens are 8192² float32 = 256 MiB, and 64 heads 16 GiB: too much to
+build, and far too much to draw. :func:`pooled_attention` runs the same seeded layer as
+:func:`attn_core.maps.compute_attention_maps` but walks the query rows in chunks that fit a fixed
+scratch budget and keeps only what is shown: every head's weights pooled to at most
+``max_side × max_side`` blocks (block max or block mean) and, on request, every row's entropy.
+:func:`head_window` gives one head's full computation (Q, K, V, scores, softmax, output) for a
+window of rows and keys, with the softmax taken over all keys.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .attention import GroupedQueryAttention, resolve_scale
+from .config import AttentionConfig, ConfigError, check_int
+from .guard import check_budget
+from .maps import MASK_KINDS, init_layer
+from .tokens import embed
+
+REDUCES = ("max", "mean")
+CHUNK_BYTES = 192 * 2**20  # scratch for one chunk of query rows (scores, weights and their temporaries)
+_SLOTS = 4  # [heads, rows, keys] float32 tensors alive at once in a chunk
+STEP_WINDOW = 64  # rows and keys of the step-by-step matrices
+
+
+@dataclass(frozen=True)
+class PooledMaps:
+    """Weights of some heads pooled into blocks, as CPU float32 numpy.
+
+    ``weights`` ``[Hs, R, C]``: cell ``(i, j)`` of head ``heads[s]`` is the
+    ``reduce`` (max or mean) of the weights of query rows ``q0 + i·f ..`` and keys
+    ``k0 + j·f ..`` (``f = factor``, the last block may be smaller) over the cells
+    the mask allows; NaN where the mask allows none. ``allowed`` bool ``[R, C]``.
+    ``entropy`` ``[Hs, q1 - q0]`` normalised row entropy over all keys, or None.
+    """
+
+    weights: np.ndarray
+    allowed: np.ndarray
+    entropy: np.ndarray | None
+    factor: int
+    reduce: str
+    heads: tuple[int, ...]
+    n_heads: int
+    n_kv_heads: int
+    tokens_q: tuple[str, ...]
+    tokens_k: tuple[str, ...]
+    q_range: tuple[int, int]
+    k_range: tuple[int, int]
+    scale: float
+    device: str
+
+    @property
+    def pooled(self) -> bool:
+        return self.factor > 1
+
+    def group_of(self, head: int) -> int:
+        return head // (self.n_heads // self.n_kv_heads)
+
+
+def pool_factor(t_q: int, t_k: int, max_side: int) -> int:
+    """Block side ``f`` so that ``ceil(t/f) <= max_side`` for both lengths (1 = no pooling)."""
+    return max(1, -(-max(t_q, t_k) // max(1, int(max_side))))
+
+
+def _chunk_rows(n_heads: int, t_k: int) -> int:
+    return max(1, CHUNK_BYTES // (_SLOTS * 4 * max(1, n_heads) * max(1, t_k)))
+
+
+def estimate_pooled_bytes(
+    n_heads: int, n_kv_heads: int, head_dim: int, d_model: int, t_q: int, t_k: int, n_shown: int
+) -> int:
+    """Peak bytes of :func:`pooled_attention` (an upper bound): embeddings, projections, Q, K, V, one chunk."""
+    floats = 2 * (t_q + t_k) * d_model  # embeddings (query and key side) and a temporary copy
+    floats += 4 * d_model * n_heads * head_dim  # W_Q, W_K, W_V, W_O as the seeded layer draws them
+    floats += n_shown * t_q * head_dim + 2 * n_kv_heads * t_k * head_dim  # Q of the shown heads, K, V
+    rows = min(t_q, _chunk_rows(n_shown, t_k))
+    floats += _SLOTS * n_shown * rows * t_k + n_shown * t_q  # one chunk, the entropy
+    return 4 * floats
+
+
+def _pool_last(x: torch.Tensor, f: int, how: str) -> torch.Tensor:
+    """Max or sum over blocks of ``f`` along the last dim: ``[..., W] -> [..., ceil(W/f)]``."""
+    if f == 1:
+        return x
+    w = x.shape[-1]
+    n_full = w // f
+    parts = []
+    if n_full:
+        blocks = x[..., : n_full * f].reshape(*x.shape[:-1], n_full, f)
+        parts.append(blocks.amax(-1) if how == "max" else blocks.sum(-1))
+    if w % f:
+        tail = x[..., n_full * f :]
+        parts.append(tail.amax(-1, keepdim=True) if how == "max" else tail.sum(-1, keepdim=True))
+    return torch.cat(parts, -1) if len(parts) > 1 else parts[0]
+
+
+def _check_tokens(tokens_q: Sequence[str], tokens_k: Sequence[str] | None, mask_kind: str, temperature: float) -> None:
+    if not tokens_q:
+        raise ConfigError("the query text has no tokens; type some text or use synthetic tokens", "text")
+    if tokens_k is not None and not tokens_k:
+        raise ConfigError("the key/value text has no tokens; type some text for the keys", "cross_text")
+    if mask_kind not in MASK_KINDS:
+        raise ConfigError(f"mask '{mask_kind}' is not known; use one of: {', '.join(MASK_KINDS)}", "mask")
+    if mask_kind == "causal" and tokens_k is not None:
+        raise ConfigError("a causal mask needs self-attention; pick 'none' or 'padding' for cross-attention", "mask")
+    if isinstance(temperature, bool) or not (
+        isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0
+    ):
+        raise ConfigError(f"temperature must be a positive number, got {temperature!r}", "temperature")
+
+
+def _row_mask(mask_kind: str, rows: torch.Tensor, t_q: int, t_k: int, pad_len: int | None) -> torch.Tensor:
+    """Bool ``[len(rows), Tk]``: which keys each query row in ``rows`` may attend to (True = allowed)."""
+    keys = torch.arange(t_k, device=rows.device)
+    if mask_kind == "causal":  # aligned to the end of the keys, as masks.causal_mask
+        return keys[None, :] <= rows[:, None] + (t_k - t_q)
+    if mask_kind == "padding":
+        return (keys < pad_len)[None, :].expand(len(rows), t_k)
+    return torch.ones(len(rows), t_k, dtype=torch.bool, device=rows.device)
+
+
+def _projections(
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    d_model: int,
+    tokens_q: Sequence[str],
+    tokens_k: Sequence[str] | None,
+    seed: int,
+    heads: Sequence[int],
+    device: torch.device,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Q of ``heads`` ``[Hs, Tq, D]`` and all K, V ``[H_kv, Tk, D]`` of the seeded layer, on ``device``.
+
+    The layer is the one :func:`attn_core.maps.compute_attention_maps` builds for the
+    same arguments (same seed, same weights), so both paths give the same maps.
+    """
+    layer = init_layer(GroupedQueryAttention(d_model, n_heads, n_kv_heads, head_dim), seed)
+    d = head_dim
+    rows = torch.cat([torch.arange(h * d, (h + 1) * d) for h in heads])
+    w_q = layer.q_proj.weight[rows].to(device)  # (Hs*D, d_model)
+    w_k, w_v = layer.k_proj.weight.to(device), layer.v_proj.weight.to(device)  # (H_kv*D, d_model)
+    del layer
+    with torch.no_grad():
+        x = embed(list(tokens_q), d_model, seed).to(device)  # (Tq, d_model)
+        q = (x @ w_q.T).view(len(tokens_q), len(heads), d).transpose(0, 1).contiguous()  # (Hs, Tq, D)
+        if tokens_k is not None:
+            x = embed(list(tokens_k), d_model, seed).to(device)  # (Tk, d_model)
+        t_k = x.shape[0]
+        k = (x @ w_k.T).view(t_k, n_kv_heads, d).transpose(0, 1).contiguous()  # (H_kv, Tk, D)
+        v = (x @ w_v.T).view(t_k, n_kv_heads, d).transpose(0, 1).contiguous()  # (H_kv, Tk, D)
+    return q, k, v
+
+
+def pooled_attention(
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    tokens_q: Sequence[str],
+    tokens_k: Sequence[str] | None = None,
+    *,
+    d_model: int | None = None,
+    mask_kind: str = "none",
+    pad_len: int | None = None,
+    use_scaling: bool = True,
+    temperature: float = 1.0,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+    max_side: int = 256,
+    reduce: str = "max",
+    heads: Sequence[int] | None = None,
+    window: tuple[int, int, int, int] | None = None,
+    entropy: bool = False,
+) -> PooledMaps:
+    """The weights of ``heads`` (default: all), pooled to at most ``max_side`` cells a side.
+
+    ``window = (q0, q1, k0, k1)`` keeps query rows ``q0 .. q1-1`` and keys
+    ``k0 .. k1-1`` (default: everything); the softmax is always over all keys.
+    Only the window's rows are computed, ``rows_per_chunk`` at a time, so the
+    memory stays at :func:`estimate_pooled_bytes` whatever the length; the full
+    ``[H, Tq, Tk]`` tensor is never built. ``reduce`` ``max`` or ``mean`` (over
+    the allowed cells of each block). With ``entropy`` the rows' normalised
+    entropy is returned too.
+    """
+    cfg = AttentionConfig(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, d_model=d_model,
+                          seq_len=max(1, len(tokens_q)), use_scaling=use_scaling, seed=seed)  # fmt: skip
+    cfg.validate()
+    _check_tokens(tokens_q, tokens_k, mask_kind, temperature)
+    if reduce not in REDUCES:
+        raise ConfigError(f"pooling '{reduce}' is not known; use one of: {', '.join(REDUCES)}", "pool")
+    t_q = len(tokens_q)
+    t_k = len(tokens_k) if tokens_k is not None else t_q
+    if mask_kind == "padding":
+        pad_len = check_int("pad_len", t_k if pad_len is None else pad_len, 1, t_k)
+    heads = tuple(range(n_heads)) if heads is None else tuple(int(h) for h in heads)
+    if not heads:
+        raise ConfigError("pick at least one head", "head")
+    for h in heads:
+        check_int("head", h, 0, n_heads - 1)
+    q0, q1, k0, k1 = window if window is not None else (0, t_q, 0, t_k)
+    check_int("q_start", q0, 0, t_q - 1)
+    check_int("q_end", q1, q0 + 1, t_q)
+    check_int("k_start", k0, 0, t_k - 1)
+    check_int("k_end", k1, k0 + 1, t_k)
+    check_int("max_side", max_side, 1)
+    dm = cfg.d_model
+    check_budget(
+        estimate_pooled_bytes(n_heads, n_kv_heads, head_dim, dm, t_q, t_k, len(heads)),
+        f"{len(heads)} heads × {t_q} × {t_k} tokens at d_k = {head_dim}",
+        "use fewer tokens, fewer heads or a smaller d_k",
+        "seq_len",
+    )
+    dev = torch.device(device)
+    n_rep = n_heads // n_kv_heads
+    scale = resolve_scale(head_dim, use_scaling) / float(temperature)
+    f = pool_factor(q1 - q0, k1 - k0, max_side)
+    n_r, n_c = -(-(q1 - q0) // f), -(-(k1 - k0) // f)
+    hs = len(heads)
+    fill = float("-inf") if reduce == "max" else 0.0
+    acc = torch.full((hs, n_r, n_c), fill, dtype=torch.float32, device=dev)  # block max, or block sums
+    count = torch.zeros((n_r, n_c), dtype=torch.float32, device=dev)  # allowed cells per block
+    ent = torch.zeros((hs, q1 - q0), dtype=torch.float32, device=dev) if entropy else None
+    groups = [h // n_rep for h in heads]
+    # heads that read the same KV head are multiplied together: [m, c, D] -> [m*c, D] @ [D, Tk]
+    by_group: dict[int, list[int]] = {}
+    for i, g in enumerate(groups):
+        by_group.setdefault(g, []).append(i)
+    step = _chunk_rows(hs, t_k)
+    with torch.no_grad():
+        q, k, v = _projections(n_heads, n_kv_heads, head_dim, dm, tokens_q, tokens_k, seed, heads, dev)
+        del v
+        q.mul_(scale)  # scale once here instead of on every score
+        k_t = k.transpose(-2, -1)  # (H_kv, D, Tk)
+        for r0 in range(q0, q1, step):
+            r1 = min(q1, r0 + step)
+            c = r1 - r0
+            s = torch.empty((hs, c, t_k), dtype=torch.float32, device=dev)  # scaled scores
+            for g, idx in by_group.items():
+                qi = q[idx, r0:r1].reshape(len(idx) * c, head_dim)  # (m*c, D)
+                s[idx] = (qi @ k_t[g]).view(len(idx), c, t_k)
+            allowed = _row_mask(mask_kind, torch.arange(r0, r1, device=dev), t_q, t_k, pad_len)  # (c, Tk)
+            if not bool(allowed.all()):
+                s.masked_fill_(~allowed, float("-inf"))
+            lse = torch.logsumexp(s, dim=-1, keepdim=True)  # (Hs, c, 1); every row has an allowed key
+            p = torch.exp(s - lse) if (ent is not None or reduce == "mean") else None  # (Hs, c, Tk)
+            if ent is not None:  # H(p) = lse - sum_j p_j s_j over the allowed keys
+                n_ok = allowed.sum(-1).float()  # (c,)
+                h_row = lse[..., 0] - (p * torch.where(allowed, s, 0.0)).sum(-1)  # (Hs, c)
+                norm = torch.where(n_ok > 1, torch.log(n_ok.clamp_min(2.0)), torch.ones_like(n_ok))
+                ent[:, r0 - q0 : r1 - q0] = torch.where(n_ok > 1, h_row.clamp_min(0.0) / norm, 0.0)
+            if reduce == "max":  # the largest weight of a block is exp(largest score - lse) of its row
+                cols = torch.exp(_pool_last(s[..., k0:k1], f, "max") - lse)  # (Hs, c, C)
+            else:
+                cols = _pool_last(p[..., k0:k1], f, "sum")  # masked weights are exactly 0
+            del s, p
+            row_block = ((torch.arange(r0, r1, device=dev) - q0) // f)[None, :, None].expand(hs, c, n_c)
+            if reduce == "max":
+                acc.scatter_reduce_(1, row_block, cols, "amax")
+            else:
+                acc.scatter_add_(1, row_block, cols)
+            ok_cols = _pool_last(allowed[:, k0:k1].float(), f, "sum")  # (c, C)
+            count.scatter_add_(0, row_block[0], ok_cols)
+    has = count > 0
+    if reduce == "mean":
+        acc = acc / count.clamp_min(1.0)
+    acc = torch.where(has, acc, torch.tensor(float("nan"), device=dev))
+    keys = tuple(tokens_k) if tokens_k is not None else tuple(tokens_q)
+    return PooledMaps(
+        weights=acc.to("cpu", torch.float32).numpy(),
+        allowed=has.cpu().numpy(),
+        entropy=None if ent is None else ent.to("cpu", torch.float32).numpy(),
+        factor=f,
+        reduce=reduce,
+        heads=heads,
+        n_heads=n_heads,
+        n_kv_heads=n_kv_heads,
+        tokens_q=tuple(tokens_q),
+        tokens_k=keys,
+        q_range=(q0, q1),
+        k_range=(k0, k1),
+        scale=scale,
+        device=str(dev),
+    )
+
+
+@dataclass(frozen=True)
+class HeadWindow:
+    """One head's computation for query rows ``q0 ..`` and keys ``k0 ..``, as CPU float32 numpy.
+
+    ``q`` ``[W, D]``; ``k``, ``v`` ``[Wk, D]`` (its KV head ``group``); ``raw_scores``
+    (q·k), ``scaled_scores`` (× scale/τ) and ``weights`` ``[W, Wk]``, where the
+    softmax ran over all ``t_k`` keys, so a row of the window sums to its
+    ``row_mass`` (1 when the window holds every key); ``head_output`` ``[W, D]``
+    (all keys); ``mask`` bool ``[W, Wk]`` (True = may attend).
+    """
+
+    head: int
+    group: int
+    q0: int
+    k0: int
+    t_q: int
+    t_k: int
+    tokens_q: tuple[str, ...]
+    tokens_k: tuple[str, ...]
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    raw_scores: np.ndarray
+    scaled_scores: np.ndarray
+    weights: np.ndarray
+    head_output: np.ndarray
+    mask: np.ndarray
+    row_mass: np.ndarray
+    scale: float
+    device: str
+
+    @property
+    def complete(self) -> bool:
+        """True when the window holds the whole sequence (every row and every key)."""
+        return len(self.tokens_q) == self.t_q and len(self.tokens_k) == self.t_k
+
+
+def head_window(
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    tokens_q: Sequence[str],
+    tokens_k: Sequence[str] | None = None,
+    *,
+    head: int = 0,
+    q_start: int = 0,
+    k_start: int = 0,
+    size: int = STEP_WINDOW,
+    d_model: int | None = None,
+    mask_kind: str = "none",
+    pad_len: int | None = None,
+    use_scaling: bool = True,
+    temperature: float = 1.0,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+) -> HeadWindow:
+    """Head ``head``'s Q, K, V, scores, weights and output for at most ``size`` rows and keys.
+
+    Rows ``q_start ..`` and keys ``k_start ..`` (clipped so the window stays
+    inside the sequence). The scores of the window's rows are computed against
+    every key, so the weights and the output are exactly the layer's.
+    """
+    cfg = AttentionConfig(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, d_model=d_model,
+                          seq_len=max(1, len(tokens_q)), use_scaling=use_scaling, seed=seed)  # fmt: skip
+    cfg.validate()
+    _check_tokens(tokens_q, tokens_k, mask_kind, temperature)
+    check_int("head", head, 0, n_heads - 1)
+    size = check_int("size", size, 1)
+    t_q = len(tokens_q)
+    t_k = len(tokens_k) if tokens_k is not None else t_q
+    if mask_kind == "padding":
+        pad_len = check_int("pad_len", t_k if pad_len is None else pad_len, 1, t_k)
+    q0 = min(check_int("q_start", q_start, 0), max(0, t_q - size))
+    k0 = min(check_int("k_start", k_start, 0), max(0, t_k - size))
+    q1, k1 = min(t_q, q0 + size), min(t_k, k0 + size)
+    check_budget(
+        estimate_pooled_bytes(n_heads, n_kv_heads, head_dim, cfg.d_model, t_q, t_k, 1),
+        f"one head × {t_q} × {t_k} tokens at d_k = {head_dim}",
+        "use fewer tokens or a smaller d_k",
+        "seq_len",
+    )
+    dev = torch.device(device)
+    group = head // (n_heads // n_kv_heads)
+    scale = resolve_scale(head_dim, use_scaling) / float(temperature)
+    with torch.no_grad():
+        q, k, v = _projections(n_heads, n_kv_heads, head_dim, cfg.d_model, tokens_q, tokens_k, seed, [head], dev)
+        qw = q[0, q0:q1]  # (W, D)
+        raw = qw @ k[group].T  # (W, Tk)
+        allowed = _row_mask(mask_kind, torch.arange(q0, q1, device=dev), t_q, t_k, pad_len)  # (W, Tk)
+        p = torch.softmax((raw * scale).masked_fill(~allowed, float("-inf")), dim=-1)  # (W, Tk)
+        out = p @ v[group]  # (W, D)
+
+    def np32(t: torch.Tensor) -> np.ndarray:
+        return t.to("cpu", torch.float32).numpy()
+
+    keys = tokens_k if tokens_k is not None else tokens_q
+    w = p[:, k0:k1]
+    return HeadWindow(
+        head=head,
+        group=group,
+        q0=q0,
+        k0=k0,
+        t_q=t_q,
+        t_k=t_k,
+        tokens_q=tuple(tokens_q[q0:q1]),
+        tokens_k=tuple(keys[k0:k1]),
+        q=np32(qw),
+        k=np32(k[group, k0:k1]),
+        v=np32(v[group, k0:k1]),
+        raw_scores=np32(raw[:, k0:k1]),
+        scaled_scores=np32(raw[:, k0:k1] * scale),
+        weights=np32(w),
+        head_output=np32(out),
+        mask=allowed[:, k0:k1].cpu().numpy(),
+        row_mass=np32(w.sum(-1)),
+        scale=scale,
+        device=str(dev),
+    )
