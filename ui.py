@@ -451,6 +451,7 @@ def run_safely(fn: Callable[[], Any]) -> Any:
 # ---------------------------------------------------------------- cached computations
 MAX_TEXT_TOKENS = 256
 MAX_TEXT_CHARS = 2000
+MAX_SEQ_LEN = 8192  # synthetic tokens; longer sequences are drawn pooled
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -495,6 +496,78 @@ def attention_maps(
     return maps
 
 
+@st.cache_data(max_entries=48, show_spinner=False)
+def pooled_maps(
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    d_model: int,
+    tokens_q: tuple[str, ...],
+    tokens_k: tuple[str, ...] | None,
+    mask_kind: str,
+    pad_len: int | None,
+    use_scaling: bool,
+    temperature: float,
+    seed: int,
+    device_name: str,
+    max_side: int,
+    reduce: str,
+    heads: tuple[int, ...] | None = None,
+    window: tuple[int, int, int, int] | None = None,
+    entropy: bool = False,
+):
+    """:func:`attn_core.longmaps.pooled_attention` cached by primitive arguments (CPU numpy out).
+
+    Computed by chunks of query rows, so the full ``[H, T, T]`` tensor is never
+    built; a CUDA out-of-memory error reruns it on the CPU (see the result's ``device``).
+    """
+    from attn_core.guard import run_with_fallback
+    from attn_core.longmaps import pooled_attention
+
+    maps, _ = run_with_fallback(
+        lambda dev: pooled_attention(
+            n_heads, n_kv_heads, head_dim, tokens_q, tokens_k, d_model=d_model, mask_kind=mask_kind,
+            pad_len=pad_len, use_scaling=use_scaling, temperature=temperature, seed=seed, device=dev,
+            max_side=max_side, reduce=reduce, heads=heads, window=window, entropy=entropy,
+        ),
+        device_name,
+    )  # fmt: skip
+    return maps
+
+
+@st.cache_data(max_entries=48, show_spinner=False)
+def head_window(
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    d_model: int,
+    tokens_q: tuple[str, ...],
+    tokens_k: tuple[str, ...] | None,
+    mask_kind: str,
+    pad_len: int | None,
+    use_scaling: bool,
+    temperature: float,
+    seed: int,
+    device_name: str,
+    head: int,
+    q_start: int,
+    k_start: int,
+):
+    """:func:`attn_core.longmaps.head_window` cached by primitive arguments (CPU numpy out)."""
+    from attn_core.guard import run_with_fallback
+    from attn_core.longmaps import head_window as window_of_head
+
+    hw, _ = run_with_fallback(
+        lambda dev: window_of_head(
+            n_heads, n_kv_heads, head_dim, tokens_q, tokens_k, head=head, q_start=q_start, k_start=k_start,
+            d_model=d_model, mask_kind=mask_kind, pad_len=pad_len, use_scaling=use_scaling,
+            temperature=temperature, seed=seed, device=dev,
+        ),
+        device_name,
+    )  # fmt: skip
+    return hw
+
+
 def fell_back_to_cpu(result_device: str) -> None:
     """Tell the user a CUDA out-of-memory error made the computation rerun on the CPU."""
     if device().startswith("cuda") and not str(result_device).startswith("cuda"):
@@ -517,7 +590,7 @@ def token_input(default_text: str) -> list[str]:
 
     if choice("source", ["text", "synthetic"], "text") == "text":
         return limited_tokens(text_area("text", default_text, MAX_TEXT_CHARS))
-    return synthetic_tokens(int_slider("seq_len", 1, 512, 16))
+    return synthetic_tokens(int_slider("seq_len", 1, MAX_SEQ_LEN, 16, help_key="help.seq_len_long"))
 
 
 def sidebar() -> None:

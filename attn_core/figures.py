@@ -108,164 +108,134 @@ def grid_columns(n_heads: int, n_kv_heads: int) -> int:
     return n_rep * max(1, target // n_rep)
 
 
-def _tick_positions(n: int, labels: list[str], factor: int, max_labels: int) -> tuple[list[int], list[str]]:
-    step = max(1, int(np.ceil(n / max_labels)))
-    idx = list(range(0, n, step))
+GRID_MAX_CELLS = 196_608  # float32 cells in one grid figure (~1 MB of base64): every chart stays under 2 MB
+GRID_MAX_SIDE = 256  # cells per side of one pooled head
+
+
+def grid_side(n_panels: int, max_cells: int = GRID_MAX_CELLS, max_side: int = GRID_MAX_SIDE) -> int:
+    """Cells per side of each of ``n_panels`` pooled panels so the whole grid holds at most ``max_cells``."""
+    return max(8, min(max_side, int(np.sqrt(max_cells / max(1, n_panels)))))
+
+
+def block_labels(tokens: list[str] | tuple[str, ...], start: int, stop: int, factor: int) -> list[str]:
+    """Axis labels of the cells covering positions ``start .. stop-1``: ``"cat (1)"``, or ``"0–31"`` for blocks."""
     if factor == 1:
-        return idx, [labels[i] for i in idx]
-    return idx, [f"{i * factor}–{min((i + 1) * factor, len(labels)) - 1}" for i in idx]
+        return [f"{tokens[i]} ({i})" for i in range(start, stop)]
+    return [f"{a}–{min(a + factor, stop) - 1}" for a in range(start, stop, factor)]
 
 
 def heatmap_grid(
     weights: np.ndarray,
-    tokens_q: list[str],
-    tokens_k: list[str],
+    heads: list[int] | tuple[int, ...],
+    n_heads: int,
     n_kv_heads: int,
-    mask: np.ndarray | None = None,
+    labels_q: list[str],
+    labels_k: list[str],
     style: Style = Style(),
-    max_cells: int = 96,
-    heads: list[int] | None = None,
+    *,
+    title: str | None = None,
+    value_label: str | None = None,
+    panel_px: int | None = None,
 ) -> go.Figure:
-    """Small multiples of per-head attention weights, grouped by KV head.
+    """Small multiples of attention weights, one panel per head, framed in its KV group's colour.
 
-    weights ``[H, Tq, Tk]`` in [0, 1]; mask bool ``[Tq, Tk]`` (False = masked,
-    drawn grey). All heads share one 0..1 colour scale; query rows run top to
-    bottom, keys left to right. Each panel is framed in its KV group's colour.
-    Maps larger than ``max_cells`` per side are block-max pooled, and the title
-    says so.
+    weights ``[Hs, R, C]`` in [0, 1] (NaN = masked, drawn grey by a rectangle
+    under the panel); ``heads`` the head index of each panel; ``labels_q`` (R)
+    and ``labels_k`` (C) unique labels of the rows and columns. Each panel is a
+    float32 heatmap on its own axes (zoom and pan move all panels together);
+    hover shows the head, its KV group, the query, the key and the value, from a
+    hover template, not per-cell text. All panels share one fixed 0..1 scale.
     """
-    h_all, t_q, t_k = weights.shape
-    heads = list(range(h_all)) if heads is None else heads
-    n_rep = h_all // n_kv_heads
-    w = weights[heads].astype(np.float32)
-    masked = None if mask is None else ~mask.astype(bool)
-    if masked is not None and masked.any():
-        w = np.where(masked[None], np.nan, w)
-    w, f = pool_max(w, max_cells)
-    m_pooled = None
-    if masked is not None and masked.any():
-        m_pooled, _ = pool_max(np.where(masked, np.nan, 1.0)[None], max_cells)
-        m_pooled = np.isnan(m_pooled[0])
-    n, r, c = w.shape
-    ncols = grid_columns(h_all, n_kv_heads) if len(heads) == h_all else min(len(heads), 4)
-    nrows = -(-n // ncols)
-    gap = max(1, int(round(0.12 * max(r, c))))  # between panels of a row
-    gap_y = max(2, int(round(0.3 * r)))  # between rows: room for the panel titles
-    big = np.full((nrows * (r + gap_y) - gap_y, ncols * (c + gap) - gap), np.nan, dtype=np.float32)
-    mask_layer = np.full_like(big, np.nan)
-    labels_q = [f"{t} ({i})" for i, t in enumerate(tokens_q)]
-    labels_k = [f"{t} ({i})" for i, t in enumerate(tokens_k)]
-    text = None
-    hover_ok = f == 1 and big.size <= MAX_HOVER_CELLS
-    if hover_ok:
-        text = np.full(big.shape, "", dtype=object)
+    hs, r, c = weights.shape
+    n_rep = n_heads // n_kv_heads
+    ncols = grid_columns(n_heads, n_kv_heads) if hs == n_heads else min(hs, 4)
+    nrows = -(-hs // ncols)
+    value_label = value_label or style.t("fig.weight")
+    head_word = style.t("fig.head")
+    q_word, k_word = style.t("fig.query"), style.t("fig.key")
+    if panel_px is None:  # square cells at a typical plot width of ~860 px (wide layout beside the sidebar)
+        panel_px = int(max(80, min(420, (760 - 20 * (ncols - 1)) / ncols * r / max(c, 1))))
+    title_px = 30 if style.present else 24
+    plot_h = nrows * panel_px + (nrows - 1) * title_px
+    xgap = 0.025 if ncols > 1 else 0.0
+    width = (1.0 - xgap * (ncols - 1)) / ncols
+    longest = max((len(s) for s in labels_k), default=4)
+    label_room = int(min(160, 30 + 6.5 * longest)) if style.font < 20 else int(min(200, 40 + 10 * longest))
+
+    def panel_title(head: int, group: int) -> str:  # eight panels a row leave no room for the word "head"
+        return f"<b>{head_word} {head}</b> · KV {group}" if ncols < 8 else f"<b>{head}</b> · KV {group}"
+
+    z = np.ascontiguousarray(weights, dtype=np.float32)
+    allowed_all = not np.isnan(z).any()
+    data, layout = [], {}
     shapes, annotations = [], []
     for i, head in enumerate(heads):
         row, col = divmod(i, ncols)
-        y0, x0 = row * (r + gap_y), col * (c + gap)
-        big[y0 : y0 + r, x0 : x0 + c] = w[i]
-        if m_pooled is not None:
-            mask_layer[y0 : y0 + r, x0 : x0 + c] = np.where(m_pooled, 1.0, np.nan)
+        n = "" if i == 0 else str(i + 1)
         group = head // n_rep
-        if text is not None:
-            qk = np.char.add(
-                np.char.add(np.array(labels_q, dtype=str)[:, None], " → "),
-                np.array(labels_k, dtype=str)[None, :],
-            )
-            text[y0 : y0 + r, x0 : x0 + c] = np.char.add(qk, f"<br>{style.t('fig.head')} {head} · KV {group}")
         color = group_color(group)
-        shapes.append(
-            dict(
-                type="rect",
-                x0=x0 - 0.5,
-                x1=x0 + c - 0.5,
-                y0=y0 - 0.5,
-                y1=y0 + r - 0.5,
-                line=dict(color=color, width=3 if not style.present else 4),
-                layer="above",
-            )
-        )
-        annotations.append(
-            dict(
-                x=x0 + (c - 1) / 2,
-                y=y0 - 0.6,
-                xref="x",
-                yref="y",
-                yanchor="bottom",
-                showarrow=False,
-                text=f"<b>{style.t('fig.head')} {head}</b> · KV {group}",
-                font=dict(color=color, size=style.font),
-            )
-        )
-    fig = go.Figure()
-    fig.add_trace(
-        go.Heatmap(
-            z=big,
-            coloraxis="coloraxis",
-            hoverongaps=False,
-            text=text,
-            hovertemplate=(
-                "%{text}<br>" + style.t("fig.weight") + " %{z:.4f}<extra></extra>"
-                if text is not None
-                else style.t("fig.weight") + " %{z:.4f}<extra></extra>"
-            ),
-            xgap=0,
-            ygap=0,
-            name="weights",
-        )
-    )
-    if m_pooled is not None:
-        fig.add_trace(
+        x0 = col * (width + xgap)
+        top = 1.0 - row * (panel_px + title_px) / plot_h
+        data.append(
             go.Heatmap(
-                z=mask_layer,
-                colorscale=[[0, MASK_GREY], [1, MASK_GREY]],
-                showscale=False,
+                z=z[i],
+                x=labels_k,
+                y=labels_q,
+                xaxis=f"x{n}",
+                yaxis=f"y{n}",
+                coloraxis="coloraxis",
                 hoverongaps=False,
-                hovertemplate=style.t("fig.masked") + "<extra></extra>",
-                name="mask",
+                hovertemplate=(
+                    f"<b>{head_word} {head}</b> · KV {group}<br>{q_word} %{{y}}<br>{k_word} %{{x}}"
+                    f"<br>{value_label} %{{z:.4f}}<extra></extra>"
+                ),
+                name=f"{head_word} {head}",
             )
         )
-    # Roughly square cells at a typical wide-layout plot width of ~900 px; as many token labels as fit
-    # without overlapping (one per label height of tile), the rest every k-th.
-    cell_px = max(3.0, min(36.0, 900.0 / big.shape[1]))
-    label_px = style.font + 4
-    xt, xl = _tick_positions(c, labels_k, f, max(2, int(c * cell_px / label_px)))
-    yt, yl = _tick_positions(r, labels_q, f, max(2, int(r * cell_px / label_px)))
-    tickvals_x = [col * (c + gap) + j for col in range(ncols) for j in xt]
-    tickvals_y = [row * (r + gap_y) + j for row in range(nrows) for j in yt]
-    title = style.t("fig.grid_title", n=len(heads), kv=n_kv_heads)
-    if f > 1:
-        title += " · " + style.t("fig.pooled", r=r, c=c, tq=t_q, tk=t_k)
-    label_room = 40 + 7 * max((len(s) for s in xl), default=4)  # rotated key labels under the panels
-    height = int(min(3000, max(320, big.shape[0] * cell_px + label_room + (110 if style.present else 80))))
-    fig.update_layout(
-        title=dict(text=title, font=dict(size=style.title_font)),
-        font=dict(size=style.font),
-        coloraxis=dict(
-            colorscale=style.weight_scale, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=style.t("fig.weight")))
-        ),
-        shapes=shapes,
-        annotations=annotations,
-        height=height,
-        margin=dict(l=10, r=10, t=70 if not style.present else 90, b=10),
-        plot_bgcolor="rgba(0,0,0,0)",
-        xaxis=dict(
-            tickvals=tickvals_x,
-            ticktext=xl * ncols,
+        layout[f"xaxis{n}"] = dict(
+            domain=[x0, min(1.0, x0 + width)],
+            anchor=f"y{n}",
+            type="category",
+            matches=None if i == 0 else "x",
+            range=[-0.5, c - 0.5] if i == 0 else None,  # category i sits at i: the cells fill the panel
+            showticklabels=row == nrows - 1 or i + ncols >= hs,
             tickangle=-60,
             showgrid=False,
             zeroline=False,
-            title=dict(text=style.t("fig.key")),
-        ),
-        yaxis=dict(
-            tickvals=tickvals_y,
-            ticktext=yl * nrows,
-            autorange="reversed",
+            title=dict(text=k_word if row == nrows - 1 and col == 0 else ""),
+        )
+        layout[f"yaxis{n}"] = dict(
+            domain=[max(0.0, top - panel_px / plot_h), top],
+            anchor=f"x{n}",
+            type="category",
+            matches=None if i == 0 else "y",
+            range=[r - 0.5, -0.5] if i == 0 else None,  # first query row at the top
+            showticklabels=col == 0,
             showgrid=False,
             zeroline=False,
-            title=dict(text=style.t("fig.query")),
-        ),
+            title=dict(text=q_word if col == 0 and row == 0 else ""),
+        )
+        panel = dict(type="rect", xref=f"x{n} domain", yref=f"y{n} domain", x0=0, x1=1, y0=0, y1=1)
+        if not allowed_all:  # grey under the panel shows through the masked (NaN) cells
+            shapes.append(dict(panel, fillcolor=MASK_GREY, line=dict(width=0), layer="below"))
+        shapes.append(dict(panel, line=dict(color=color, width=4 if style.present else 3), layer="above"))
+        annotations.append(
+            dict(x=0.5, y=1.0, xref=f"x{n} domain", yref=f"y{n} domain", yanchor="bottom", showarrow=False,
+                 text=panel_title(head, group), font=dict(color=color, size=style.font if ncols < 8 else style.font - 1))
+        )  # fmt: skip
+    fig = go.Figure(data=data)
+    top_margin = (100 if style.present else 80) + title_px
+    fig.update_layout(
+        title=dict(text=title or style.t("fig.grid_title", n=hs, kv=n_kv_heads), font=dict(size=style.title_font)),
+        font=dict(size=style.font),
+        coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=value_label))),
+        shapes=shapes,
+        annotations=annotations,
+        height=int(top_margin + plot_h + label_room),
+        margin=dict(l=10, r=10, t=top_margin, b=label_room),
+        plot_bgcolor="rgba(0,0,0,0)",
         uirevision="grid",
+        **layout,
     )
     return fig
 
@@ -284,15 +254,18 @@ def matrix_figure(
 ) -> go.Figure:
     """One matrix as a heatmap with its labels and exact hover values.
 
-    ``kind`` ``weights`` uses the fixed 0..1 scale; ``scores`` and ``values`` a
-    diverging scale centred at 0 whose symmetric range is stated in the colour
-    bar. ``mask`` bool like ``mat`` (False = masked) greys cells out.
+    ``row_labels`` and ``col_labels`` are used as they are and must be unique
+    (category axes merge equal labels): give tokens with their positions, e.g.
+    :func:`block_labels`. ``kind`` ``weights`` uses the fixed 0..1 scale;
+    ``scores`` and ``values`` a diverging scale centred at 0 whose symmetric
+    range is stated in the colour bar. ``mask`` bool like ``mat`` (False =
+    masked) greys cells out.
     """
     z = np.asarray(mat, dtype=np.float32)
     z = np.where(np.isfinite(z), z, np.nan)
     if mask is not None:
         z = np.where(mask, z, np.nan)
-    rows_u = [f"{t} ({i})" for i, t in enumerate(row_labels)]
+    rows_u = [str(rl) for rl in row_labels]
     cols_u = [str(cl) for cl in col_labels]
     hover = (
         f"{row_title or style.t('fig.query')} %{{y}}<br>{col_title or style.t('fig.key')} %{{x}}"
@@ -336,36 +309,73 @@ def matrix_figure(
     return fig
 
 
-def entropy_figure(entropy: np.ndarray, tokens_q: list[str], n_kv_heads: int, style: Style = Style()) -> go.Figure:
-    """Normalised row entropy ``[H, Tq]`` as one line per head, coloured by KV group.
+ENTROPY_MAX_POINTS = 512  # per head line; longer sequences are averaged over blocks of positions
 
-    1 = attention spread evenly over every allowed key, 0 = all on one key.
+
+def entropy_figure(
+    entropy: np.ndarray,
+    tokens_q: list[str] | tuple[str, ...],
+    n_kv_heads: int,
+    style: Style = Style(),
+    n_heads: int | None = None,
+    heads: list[int] | tuple[int, ...] | None = None,
+) -> go.Figure:
+    """Normalised row entropy ``[Hs, Tq]`` as one line per head, coloured by KV group.
+
+    1 = attention spread evenly over every allowed key, 0 = all on one key. Up
+    to :data:`ENTROPY_MAX_POINTS` queries the x axis names each token; longer
+    sequences plot the mean of each block of positions against its first
+    position, and the title says so.
     """
-    h, t = entropy.shape
-    n_rep = h // n_kv_heads
-    labels = [f"{tok} ({i})" for i, tok in enumerate(tokens_q)]
+    hs, t = entropy.shape
+    n_heads = hs if n_heads is None else n_heads
+    heads = list(range(hs)) if heads is None else list(heads)
+    n_rep = n_heads // n_kv_heads
+    f = -(-t // ENTROPY_MAX_POINTS)
+    if f == 1:
+        x: list[str] | np.ndarray = [f"{tok} ({i})" for i, tok in enumerate(tokens_q)]
+        y = entropy.astype(np.float32)
+        ends = None
+        x_hover = "%{x}"
+    else:
+        n_full = t // f
+        blocks = [entropy[:, : n_full * f].reshape(hs, n_full, f).mean(-1)]
+        if t % f:
+            blocks.append(entropy[:, n_full * f :].mean(-1, keepdims=True))
+        y = np.concatenate(blocks, axis=1).astype(np.float32)
+        x = np.arange(0, t, f, dtype=np.float32)  # first position of each block
+        ends = np.minimum(x + f, t) - 1
+        x_hover = "%{x:.0f}–%{customdata:.0f}"
     fig = go.Figure()
-    for head in range(h):
+    for i, head in enumerate(heads):
         group = head // n_rep
         fig.add_trace(
             go.Scatter(
-                x=labels,
-                y=entropy[head],
-                mode="lines+markers",
+                x=x,
+                y=y[i],
+                customdata=ends,
+                mode="lines+markers" if y.shape[1] <= 64 else "lines",
                 name=f"{style.t('fig.head')} {head} · KV {group}",
                 line=dict(
                     color=group_color(group),
                     width=3 if style.present else 2,
                     dash=("solid", "dot", "dash", "dashdot")[(head % n_rep) % 4],
                 ),
-                hovertemplate=f"{style.t('fig.head')} {head}<br>%{{x}}<br>H/log n = %{{y:.3f}}<extra></extra>",
+                hovertemplate=f"{style.t('fig.head')} {head}<br>{x_hover}<br>H/log n = %{{y:.3f}}<extra></extra>",
             )
         )
+    title = style.t("fig.entropy_title")
+    if f > 1:
+        title += " · " + style.t("fig.entropy_pooled", f=f, t=t)
     fig.update_layout(
-        title=dict(text=style.t("fig.entropy_title"), font=dict(size=style.title_font)),
+        title=dict(text=title, font=dict(size=style.title_font)),
         font=dict(size=style.font),
         yaxis=dict(title=dict(text=style.t("fig.entropy_axis")), range=[0, 1.05]),
-        xaxis=dict(title=dict(text=style.t("fig.query")), tickangle=-60, type="category"),
+        xaxis=dict(
+            title=dict(text=style.t("fig.query") if f == 1 else style.t("fig.query_pos")),
+            tickangle=-60 if f == 1 else 0,
+            type="category" if f == 1 else "linear",
+        ),
         height=420,
         margin=dict(l=10, r=10, t=60, b=10),
         legend=dict(font=dict(size=max(10, style.font - 2))),

@@ -28,6 +28,7 @@ REDUCES = ("max", "mean")
 CHUNK_BYTES = 192 * 2**20  # scratch for one chunk of query rows (scores, weights and their temporaries)
 _SLOTS = 4  # [heads, rows, keys] float32 tensors alive at once in a chunk
 STEP_WINDOW = 64  # rows and keys of the step-by-step matrices
+ZOOM_SIDE = 512  # cells per side of the one-head zoom: 512² float32 is about 1.4 MB of chart
 
 
 @dataclass(frozen=True)
@@ -246,20 +247,24 @@ def pooled_attention(
                 qi = q[idx, r0:r1].reshape(len(idx) * c, head_dim)  # (m*c, D)
                 s[idx] = (qi @ k_t[g]).view(len(idx), c, t_k)
             allowed = _row_mask(mask_kind, torch.arange(r0, r1, device=dev), t_q, t_k, pad_len)  # (c, Tk)
-            if not bool(allowed.all()):
+            full = bool(allowed.all())
+            if not full:
                 s.masked_fill_(~allowed, float("-inf"))
-            lse = torch.logsumexp(s, dim=-1, keepdim=True)  # (Hs, c, 1); every row has an allowed key
-            p = torch.exp(s - lse) if (ent is not None or reduce == "mean") else None  # (Hs, c, Tk)
-            if ent is not None:  # H(p) = lse - sum_j p_j s_j over the allowed keys
+            p = torch.softmax(s, dim=-1)  # (Hs, c, Tk); every row has an allowed key
+            if ent is not None:
+                # H(p) = lse - sum_j p_j s_j, with lse = max_j s_j - log(max_j p_j) (both at the argmax)
+                lse = s.amax(-1) - torch.log(p.amax(-1))  # (Hs, c)
+                if not full:
+                    s.masked_fill_(~allowed, 0.0)  # p is 0 there; avoids 0 * -inf
+                ps = torch.einsum("hck,hck->hc", p, s)  # (Hs, c)
                 n_ok = allowed.sum(-1).float()  # (c,)
-                h_row = lse[..., 0] - (p * torch.where(allowed, s, 0.0)).sum(-1)  # (Hs, c)
                 norm = torch.where(n_ok > 1, torch.log(n_ok.clamp_min(2.0)), torch.ones_like(n_ok))
-                ent[:, r0 - q0 : r1 - q0] = torch.where(n_ok > 1, h_row.clamp_min(0.0) / norm, 0.0)
-            if reduce == "max":  # the largest weight of a block is exp(largest score - lse) of its row
-                cols = torch.exp(_pool_last(s[..., k0:k1], f, "max") - lse)  # (Hs, c, C)
-            else:
-                cols = _pool_last(p[..., k0:k1], f, "sum")  # masked weights are exactly 0
-            del s, p
+                ent[:, r0 - q0 : r1 - q0] = torch.where(n_ok > 1, (lse - ps).clamp_min(0.0) / norm, 0.0)
+            del s
+            # masked weights are exactly 0: a block's max is over its allowed cells (weights >= 0, and a
+            # block with none becomes NaN below); its mean is the sum over the count of allowed cells
+            cols = _pool_last(p[..., k0:k1], f, "max" if reduce == "max" else "sum")  # (Hs, c, C)
+            del p
             row_block = ((torch.arange(r0, r1, device=dev) - q0) // f)[None, :, None].expand(hs, c, n_c)
             if reduce == "max":
                 acc.scatter_reduce_(1, row_block, cols, "amax")

@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from . import figures
-from .maps import AttentionMaps
+from .longmaps import HeadWindow, PooledMaps
 
 
 @dataclass(frozen=True)
@@ -51,69 +51,94 @@ def matrix_frame(
     )
 
 
-def weights_frame(m: AttentionMaps) -> pd.DataFrame:
-    """Every head's weights in long format: head, kv_group, query/key position and token, weight, masked."""
-    h, tq, tk = m.weights.shape
-    n_rep = h // m.n_kv_heads
-    frames = []
-    for head in range(h):
-        df = matrix_frame(m.weights[head], list(m.tokens_q), list(m.tokens_k), "query", "key", "weight")
-        df.insert(0, "kv_group", head // n_rep)
-        df.insert(0, "head", head)
-        df["masked"] = ~m.mask.reshape(-1)
-        frames.append(df)
-    return pd.concat(frames, ignore_index=True)
+def pooled_frame(pm: PooledMaps) -> pd.DataFrame:
+    """The numbers of a grid or zoom chart in long format, one row per drawn cell.
+
+    Unpooled: head, kv_group, query/key position and token, weight, masked.
+    Pooled: head, kv_group, the first and last query and key position of each
+    block and its ``weight_max`` or ``weight_mean`` (NaN where all is masked).
+    """
+    hs, r, c = pm.weights.shape
+    (q0, q1), (k0, k1), f = pm.q_range, pm.k_range, pm.factor
+    head = np.repeat(np.asarray(pm.heads), r * c)
+    cols: dict[str, np.ndarray] = {"head": head, "kv_group": np.array([pm.group_of(h) for h in pm.heads]).repeat(r * c)}
+    qa = np.arange(q0, q1, f)
+    ka = np.arange(k0, k1, f)
+    if f == 1:
+        cols["query_pos"] = np.tile(np.repeat(qa, c), hs)
+        cols["query"] = np.asarray(pm.tokens_q, dtype=object)[cols["query_pos"]]
+        cols["key_pos"] = np.tile(ka, hs * r)
+        cols["key"] = np.asarray(pm.tokens_k, dtype=object)[cols["key_pos"]]
+        cols["weight"] = np.nan_to_num(pm.weights.reshape(-1).astype(np.float64), nan=0.0)
+        cols["masked"] = np.tile(~pm.allowed.reshape(-1), hs)
+    else:
+        cols["query_from"] = np.tile(np.repeat(qa, c), hs)
+        cols["query_to"] = np.minimum(cols["query_from"] + f, q1) - 1
+        cols["key_from"] = np.tile(ka, hs * r)
+        cols["key_to"] = np.minimum(cols["key_from"] + f, k1) - 1
+        cols[f"weight_{pm.reduce}"] = pm.weights.reshape(-1).astype(np.float64)
+    return pd.DataFrame(cols)
 
 
-def heatmap_grid_view(m: AttentionMaps, style: figures.Style) -> View:
-    fig = figures.heatmap_grid(m.weights, list(m.tokens_q), list(m.tokens_k), m.n_kv_heads, mask=m.mask, style=style)
-    return View("attention_weights", fig, lambda: weights_frame(m))
+def grid_view(pm: PooledMaps, style: figures.Style) -> View:
+    """The grid of every head (or the zoom on one head's window), pooled as ``pm`` says, with its title."""
+    (q0, q1), (k0, k1), f = pm.q_range, pm.k_range, pm.factor
+    t_q, t_k = len(pm.tokens_q), len(pm.tokens_k)
+    whole = (q0, q1, k0, k1) == (0, t_q, 0, t_k)
+    hs, r, c = pm.weights.shape
+    if whole and hs == pm.n_heads:
+        title, name, panel_px = style.t("fig.grid_title", n=hs, kv=pm.n_kv_heads), "attention_weights", None
+    else:
+        h = pm.heads[0]
+        title = style.t("fig.zoom_title", h=h, g=pm.group_of(h), q0=q0, q1=q1 - 1, k0=k0, k1=k1 - 1, tq=t_q, tk=t_k)
+        name, panel_px = f"head{h}_q{q0}-{q1 - 1}_k{k0}-{k1 - 1}", 640 if hs == 1 else None
+    value = style.t("fig.weight")
+    if f > 1:
+        how = style.t(f"fig.how.{pm.reduce}")
+        title += "<br><sub>" + style.t("fig.grid_pooled", how=how, f=f, tq=q1 - q0, tk=k1 - k0, r=r, c=c) + "</sub>"
+        value = style.t(f"fig.block_{pm.reduce}")
+    fig = figures.heatmap_grid(
+        pm.weights,
+        pm.heads,
+        pm.n_heads,
+        pm.n_kv_heads,
+        figures.block_labels(pm.tokens_q, q0, q1, f),
+        figures.block_labels(pm.tokens_k, k0, k1, f),
+        style,
+        title=title,
+        value_label=value,
+        panel_px=panel_px,
+    )
+    return View(name, fig, lambda: pooled_frame(pm))
 
 
 STEP_NAMES = ("q", "k", "v", "scores", "scaled", "masked", "softmax", "output")
 
 
-def step_views(m: AttentionMaps, head: int, style: figures.Style) -> list[View]:
-    """The eight matrices of one head's computation: Q, K, V, QKᵀ, scaled, masked, softmax weights, output."""
-    n_rep = m.weights.shape[0] // m.n_kv_heads
-    group = head // n_rep
-    lq, lk = list(m.tokens_q), list(m.tokens_k)
-    d = m.q.shape[-1]
+def step_views(hw: HeadWindow, style: figures.Style) -> list[View]:
+    """The eight matrices of one head's computation: Q, K, V, QKᵀ, scaled, masked, softmax weights, output.
+
+    For the rows and keys of ``hw``'s window; the shapes in the titles are those of the whole sequence.
+    """
+    head, group = hw.head, hw.group
+    lq = [f"{tok} ({hw.q0 + i})" for i, tok in enumerate(hw.tokens_q)]
+    lk = [f"{tok} ({hw.k0 + i})" for i, tok in enumerate(hw.tokens_k)]
+    d = hw.q.shape[-1]
     dims = [f"d{i}" for i in range(d)]
-    tq, tk = len(lq), len(lk)
+    tq, tk = hw.t_q, hw.t_k
     t = style.t
     sq, sk, st_ = f"[T, d_k] = [{tq}, {d}]", f"[T, d_k] = [{tk}, {d}]", f"[T, T] = [{tq}, {tk}]"
+    q_t, k_t, d_t = t("fig.query"), t("fig.key"), t("fig.dim")
+    scaled_title = t("heatmap.step_scaled", scale=f"{hw.scale:.4g}")
     spec = [
-        ("q", f"Q · {t('fig.head')} {head}", m.q[head], lq, dims, "values", None, t("fig.query"), t("fig.dim"), sq),
-        ("k", f"K · KV {group}", m.k[group], lk, dims, "values", None, t("fig.key"), t("fig.dim"), sk),
-        ("v", f"V · KV {group}", m.v[group], lk, dims, "values", None, t("fig.key"), t("fig.dim"), sk),
-        ("scores", "QKᵀ", m.raw_scores[head], lq, lk, "scores", None, None, None, st_),
-        (
-            "scaled",
-            t("heatmap.step_scaled", scale=f"{m.scale:.4g}"),
-            m.scaled_scores[head],
-            lq,
-            lk,
-            "scores",
-            None,
-            None,
-            None,
-            st_,
-        ),
-        ("masked", t("heatmap.step_masked"), m.scaled_scores[head], lq, lk, "scores", m.mask, None, None, st_),
-        ("softmax", "softmax", m.weights[head], lq, lk, "weights", m.mask, None, None, st_),
-        (
-            "output",
-            t("heatmap.step_output"),
-            m.head_outputs[head],
-            lq,
-            dims,
-            "values",
-            None,
-            t("fig.query"),
-            t("fig.dim"),
-            sq,
-        ),
+        ("q", f"Q · {t('fig.head')} {head}", hw.q, lq, dims, "values", None, q_t, d_t, sq),
+        ("k", f"K · KV {group}", hw.k, lk, dims, "values", None, k_t, d_t, sk),
+        ("v", f"V · KV {group}", hw.v, lk, dims, "values", None, k_t, d_t, sk),
+        ("scores", "QKᵀ", hw.raw_scores, lq, lk, "scores", None, None, None, st_),
+        ("scaled", scaled_title, hw.scaled_scores, lq, lk, "scores", None, None, None, st_),
+        ("masked", t("heatmap.step_masked"), hw.scaled_scores, lq, lk, "scores", hw.mask, None, None, st_),
+        ("softmax", "softmax", hw.weights, lq, lk, "weights", hw.mask, None, None, st_),
+        ("output", t("heatmap.step_output"), hw.head_output, lq, dims, "values", None, q_t, d_t, sq),
     ]
     views = []
     for name, title, mat, rows, cols, kind, mask, rt, ct, shape in spec:
@@ -135,17 +160,23 @@ def step_views(m: AttentionMaps, head: int, style: figures.Style) -> list[View]:
     return views
 
 
-def entropy_view(m: AttentionMaps, style: figures.Style) -> View:
-    fig = figures.entropy_figure(m.entropy, list(m.tokens_q), m.n_kv_heads, style=style)
-    h, tq = m.entropy.shape
-    n_rep = h // m.n_kv_heads
-    df = pd.DataFrame(
-        {
-            "head": np.repeat(np.arange(h), tq),
-            "kv_group": np.repeat(np.arange(h) // n_rep, tq),
-            "query_pos": np.tile(np.arange(tq), h),
-            "query": np.tile(np.asarray(m.tokens_q, dtype=object), h),
-            "normalized_entropy": m.entropy.reshape(-1).astype(np.float64),
-        }
-    )
-    return View("row_entropy", fig, df)
+def entropy_view(
+    entropy: np.ndarray, tokens_q: tuple[str, ...], n_heads: int, n_kv_heads: int, style: figures.Style
+) -> View:
+    """Every head's normalised row entropy ``[H, Tq]`` as lines, and as a table."""
+    fig = figures.entropy_figure(entropy, list(tokens_q), n_kv_heads, style=style, n_heads=n_heads)
+    h, tq = entropy.shape
+    n_rep = n_heads // n_kv_heads
+
+    def frame() -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "head": np.repeat(np.arange(h), tq),
+                "kv_group": np.repeat(np.arange(h) // n_rep, tq),
+                "query_pos": np.tile(np.arange(tq), h),
+                "query": np.tile(np.asarray(tokens_q, dtype=object), h),
+                "normalized_entropy": entropy.reshape(-1).astype(np.float64),
+            }
+        )
+
+    return View("row_entropy", fig, frame)

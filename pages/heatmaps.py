@@ -1,12 +1,16 @@
-"""Page: attention-weight heatmaps, one head step by step, tensor shapes, row entropy."""
+"""Page: attention-weight heatmaps (pooled for long sequences), one head zoomed or step by step, shapes, entropy."""
+
+import contextlib
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 import ui
-from attn_core import views
+from attn_core import figures, views
+from attn_core.attention import resolve_scale
 from attn_core.config import AttentionConfig, ConfigError
+from attn_core.longmaps import STEP_WINDOW, ZOOM_SIDE, pool_factor
 from attn_core.maps import shape_walk
 
 DEFAULT_TEXT = "The cat sat on the mat because it was tired ."
@@ -63,26 +67,10 @@ cfg = AttentionConfig(
     use_scaling=use_scaling,
     seed=ui.seed(),
 )
-maps = ui.run_safely(
-    lambda: ui.attention_maps(
-        n_heads,
-        n_kv_heads,
-        head_dim,
-        cfg.d_model,
-        tuple(tokens_q),
-        None if tokens_k is None else tuple(tokens_k),
-        mask_kind,
-        pad_len,
-        use_scaling,
-        float(temperature),
-        ui.seed(),
-        ui.device(),
-    )
-)
-if maps is None:
+if ui.run_safely(cfg.validate) is None:
     st.stop()
-ui.fell_back_to_cpu(maps.device)
-
+t_q = len(tokens_q)
+scale = resolve_scale(head_dim, use_scaling) / float(temperature)
 st.markdown(
     ui.t(
         "heatmap.summary",
@@ -91,9 +79,9 @@ st.markdown(
         kv=n_kv_heads,
         rep=cfg.n_rep,
         d=head_dim,
-        tq=len(tokens_q),
+        tq=t_q,
         tk=t_k,
-        scale=f"{maps.scale:.4g}",
+        scale=f"{scale:.4g}",
         sqrt=f"{np.sqrt(head_dim):.4g}",
         tau=f"{temperature:g}",
     )
@@ -101,16 +89,81 @@ st.markdown(
 
 style = ui.style()
 stem = f"h{n_heads}_kv{n_kv_heads}_dk{head_dim}_seed{ui.seed()}"
-view = ui.choice("view", ["grid", "steps", "shapes", "entropy"], "grid")
+# the layer and its input: the same arguments for every view's cached computation
+layer = (n_heads, n_kv_heads, head_dim, cfg.d_model, tuple(tokens_q), None if tokens_k is None else tuple(tokens_k),
+         mask_kind, pad_len, use_scaling, float(temperature), ui.seed(), ui.device())  # fmt: skip
+big = n_heads * t_q * t_k >= 2**24  # long enough that the first computation takes a moment
+view = ui.choice("view", ["grid", "zoom", "steps", "shapes", "entropy"], "grid")
+
+
+def pool_choice(t_rows: int, t_cols: int, side: int) -> str:
+    """Block max or mean, asked only when the map is pooled."""
+    if pool_factor(t_rows, t_cols, side) == 1:
+        return "max"
+    return ui.choice("pool", ["max", "mean"], "max", help_key="help.pool")
+
+
+def window_start(key: str, length: int, size: int) -> int:
+    """First position of a window of ``size`` in a sequence of ``length`` (0 when it holds everything)."""
+    if size >= length:
+        return 0
+    return ui.int_slider(key, 0, length - size, 0, help_key=f"help.{key}")
+
+
+def computing(n_rows: int, n_cols: int, n: int):
+    return st.spinner(ui.t("heatmap.computing", h=n, tq=n_rows, tk=n_cols), show_time=True)
+
 
 if view == "grid":
-    v = views.heatmap_grid_view(maps, style)
+    side = figures.grid_side(n_heads)
+    reduce = pool_choice(t_q, t_k, side)
+    with computing(t_q, t_k, n_heads) if big else contextlib.nullcontext():
+        pm = ui.run_safely(lambda: ui.pooled_maps(*layer, side, reduce))
+    if pm is None:
+        st.stop()
+    ui.fell_back_to_cpu(pm.device)
+    v = views.grid_view(pm, style)
     ui.show_view(v, "grid", name=f"{v.name}_{stem}")
     ui.help_expander("heatmap.read")
+elif view == "zoom":
+    c1, c2, c3, c4 = st.columns(4, gap="medium")
+    with c1:
+        head = ui.int_slider("head", 0, n_heads - 1, 0, help_key="help.head")
+    longest = max(t_q, t_k)
+    with c2:
+        size = ui.pow2_slider("zoom_size", 16, max(16, 1 << (longest - 1).bit_length()), max(16, 1 << (longest - 1).bit_length()),
+                              help_key="help.zoom_size")  # fmt: skip
+    with c3:
+        q0 = window_start("q_start", t_q, size)
+    with c4:
+        k0 = window_start("k_start", t_k, size)
+    window = (q0, min(t_q, q0 + size), k0, min(t_k, k0 + size))
+    reduce = pool_choice(window[1] - q0, window[3] - k0, ZOOM_SIDE)
+    with computing(window[1] - q0, t_k, 1) if t_q * t_k >= 2**24 else contextlib.nullcontext():
+        pm = ui.run_safely(lambda: ui.pooled_maps(*layer, ZOOM_SIDE, reduce, (head,), window))
+    if pm is None:
+        st.stop()
+    v = views.grid_view(pm, style)
+    ui.show_view(v, "zoom", name=f"{v.name}_{stem}")
+    st.caption(ui.t("heatmap.zoom_note", side=ZOOM_SIDE, f=pm.factor, tk=t_k))
 elif view == "steps":
     head = ui.int_slider("head", 0, n_heads - 1, 0, help_key="help.head")
-    st.markdown(ui.t("heatmap.step_head", head=head, group=head // cfg.n_rep, rep=cfg.n_rep))
-    steps = views.step_views(maps, head, style)
+    c1, c2 = st.columns(2, gap="medium")
+    with c1:
+        q0 = window_start("q_start", t_q, STEP_WINDOW)
+    with c2:
+        k0 = window_start("k_start", t_k, STEP_WINDOW)
+    hw = ui.run_safely(lambda: ui.head_window(*layer, head, q0, k0))
+    if hw is None:
+        st.stop()
+    st.markdown(ui.t("heatmap.step_head", head=head, group=hw.group, rep=cfg.n_rep))
+    if not hw.complete:
+        mass = hw.row_mass
+        st.caption(
+            ui.t("heatmap.step_window", q0=hw.q0, q1=hw.q0 + len(hw.tokens_q) - 1, k0=hw.k0,
+                 k1=hw.k0 + len(hw.tokens_k) - 1, tq=t_q, tk=t_k, lo=f"{mass.min():.3f}", hi=f"{mass.max():.3f}")
+        )  # fmt: skip
+    steps = views.step_views(hw, style)
     if ui.present():
         # one step per slide; Page Down / Page Up (what a clicker sends) move through them
         i = ui.slide_controls("slide", len(steps))
@@ -124,7 +177,7 @@ elif view == "steps":
                 st.markdown(f"**{i + 1}.** {ui.t(f'heatmap.explain{i + 1}')}")
                 ui.show_view(v, f"step{i}", name=f"{v.name}_{stem}")
 elif view == "shapes":
-    rows = shape_walk(cfg, len(tokens_q), t_k)
+    rows = shape_walk(cfg, t_q, t_k)
     df = pd.DataFrame(
         {
             ui.t("shapes.step"): [ui.t(f"shapes.{r['step']}") for r in rows],
@@ -133,8 +186,12 @@ elif view == "shapes":
         }
     )
     st.dataframe(df, hide_index=True, width="stretch")
-    st.caption(ui.t("shapes.note", b=cfg.batch, t=len(tokens_q), dm=cfg.d_model, h=n_heads, kv=n_kv_heads, d=head_dim))
+    st.caption(ui.t("shapes.note", b=cfg.batch, t=t_q, dm=cfg.d_model, h=n_heads, kv=n_kv_heads, d=head_dim))
 else:
-    v = views.entropy_view(maps, style)
+    with computing(t_q, t_k, n_heads) if big else contextlib.nullcontext():
+        pm = ui.run_safely(lambda: ui.pooled_maps(*layer, 8, "max", None, None, True))
+    if pm is None:
+        st.stop()
+    v = views.entropy_view(pm.entropy, pm.tokens_q, n_heads, n_kv_heads, style)
     ui.show_view(v, "entropy", name=f"{v.name}_{stem}")
     ui.help_expander("heatmap.entropy_help")
