@@ -25,17 +25,13 @@ from .views import View
 
 def _heatmap_views(args: argparse.Namespace, style: figures.Style) -> list[View]:
     from . import views
-    from .maps import attention_maps_for
+    from .longmaps import ZOOM_SIDE, head_window, pooled_attention
     from .tokens import synthetic_tokens, tokenize
 
     tokens_q = tokenize(args.text, 256) if args.text is not None else synthetic_tokens(args.seq_len)
     tokens_k = tokenize(args.cross_text, 256) if args.cross_text is not None else None
-    maps = attention_maps_for(
-        args.n_heads,
-        args.n_kv_heads,
-        args.d_k,
-        tokens_q,
-        tokens_k,
+    layer = dict(
+        d_model=None,
         mask_kind=args.mask,
         pad_len=args.pad_len,
         use_scaling=not args.no_scaling,
@@ -43,18 +39,29 @@ def _heatmap_views(args: argparse.Namespace, style: figures.Style) -> list[View]
         seed=args.seed,
         device=args.device,
     )
+    shape = (args.n_heads, args.n_kv_heads, args.d_k, tokens_q, tokens_k)
     view = args.view or "grid"
-    wanted = set(view.split(",")) if view != "all" else {"grid", "steps", "entropy"}
+    wanted = set(view.split(",")) if view != "all" else {"grid", "zoom", "steps", "entropy"}
+    head = 0 if args.head is None else args.head
+    if wanted & {"zoom", "steps"} and not 0 <= head < args.n_heads:
+        raise ConfigError(f"head ({head}) must be between 0 and {args.n_heads - 1}", "head")
     out: list[View] = []
     if "grid" in wanted:
-        out.append(views.heatmap_grid_view(maps, style))
+        side = figures.grid_side(args.n_heads)
+        out.append(views.grid_view(pooled_attention(*shape, **layer, max_side=side, reduce=args.pool), style))
+    if "zoom" in wanted:
+        t_q, t_k = len(tokens_q), len(tokens_k or tokens_q)
+        size = args.zoom_size or max(t_q, t_k)
+        q0, k0 = min(args.q_start, max(0, t_q - size)), min(args.k_start, max(0, t_k - size))
+        window = (q0, min(t_q, q0 + size), k0, min(t_k, k0 + size))
+        pm = pooled_attention(*shape, **layer, max_side=ZOOM_SIDE, reduce=args.pool, heads=[head], window=window)
+        out.append(views.grid_view(pm, style))
     if "steps" in wanted:
-        head = 0 if args.head is None else args.head
-        if not 0 <= head < args.n_heads:
-            raise ConfigError(f"head ({head}) must be between 0 and {args.n_heads - 1}", "head")
-        out.extend(views.step_views(maps, head, style))
+        hw = head_window(*shape, **layer, head=head, q_start=args.q_start, k_start=args.k_start)
+        out.extend(views.step_views(hw, style))
     if "entropy" in wanted:
-        out.append(views.entropy_view(maps, style))
+        pm = pooled_attention(*shape, **layer, max_side=8, entropy=True)
+        out.append(views.entropy_view(pm.entropy, pm.tokens_q, args.n_heads, args.n_kv_heads, style))
     return out
 
 
@@ -171,16 +178,20 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--view",
         default=None,
-        help="comma-separated or all; heatmaps: grid (default), steps, entropy; "
+        help="comma-separated or all; heatmaps: grid (default), zoom, steps, entropy; "
         "kv_sharing: diagram, maps, costs, mapping, convert (default: all)",
     )
     p.add_argument(
         "--head",
         type=int,
         default=None,
-        help="heatmaps: the head of the step-by-step view (default 0); "
+        help="heatmaps: the head of the zoom and step-by-step views (default 0); "
         "kv_sharing: the head whose maps the mapping view compares (default: the first that differs)",
     )
+    p.add_argument("--pool", default="max", choices=["max", "mean"], help="heatmaps: what a pooled cell shows")
+    p.add_argument("--zoom-size", type=int, default=None, help="heatmaps: zoom window, tokens a side (default all)")
+    p.add_argument("--q-start", type=int, default=0, help="heatmaps: first query row of the zoom/steps window")
+    p.add_argument("--k-start", type=int, default=0, help="heatmaps: first key of the zoom/steps window")
     p.add_argument("--samples", type=int, default=256, help="saturation: random sequences per d_k")
     p.add_argument("--dist", default="normal", choices=["normal", "projected"], help="saturation: q/k entries")
     p.add_argument("--row", type=int, default=0, help="saturation: the query row shown as bars")

@@ -108,33 +108,66 @@ def test_grid_columns_keep_groups_together(h, kv, cols):
     assert figures.grid_columns(h, kv) == cols
 
 
+def grid(m, style=figures.Style()):
+    from attn_core import views
+    from attn_core.longmaps import pooled_attention
+
+    pm = pooled_attention(4, 2, 8, list(m.tokens_q), mask_kind="causal" if not m.mask.all() else "none")
+    return views.grid_view(pm, style).figure
+
+
 def test_heatmap_grid_tiles_heads_by_group_and_masks():
     m = maps(mask_kind="causal")
-    fig = figures.heatmap_grid(m.weights, list(m.tokens_q), list(m.tokens_k), 2, mask=m.mask)
-    spec = json.loads(fig.to_json())
-    z = arr(spec["data"][0]["z"])
-    # 4 heads, 4 columns (2 groups of 2 side by side), 6x6 each, gap 1
-    assert z.shape == (6, 4 * 6 + 3)
-    np.testing.assert_allclose(z[:, 7:13], np.where(m.mask, m.weights[1], np.nan), atol=1e-6)
-    assert np.isnan(z[0, 1])  # masked cell above the diagonal -> NaN, drawn by the grey mask layer
+    spec = json.loads(grid(m).to_json())
+    assert len(spec["data"]) == 4  # one heatmap per head, each on its own axes
+    for h, trace in enumerate(spec["data"]):
+        np.testing.assert_allclose(arr(trace["z"]), np.where(m.mask, m.weights[h], np.nan), atol=1e-6)
+        assert "text" not in trace and f"<b>head {h}</b> · KV {h // 2}" in trace["hovertemplate"]
+        assert trace["x"] == [f"{t} ({i})" for i, t in enumerate(m.tokens_k)]
     assert spec["layout"]["coloraxis"]["cmin"] == 0 and spec["layout"]["coloraxis"]["cmax"] == 1
-    assert spec["layout"]["yaxis"]["autorange"] == "reversed"
-    frames = [s["line"]["color"] for s in spec["layout"]["shapes"]]
+    assert spec["layout"]["yaxis"]["range"] == [5.5, -0.5]  # first query at the top
+    assert spec["layout"]["xaxis2"]["matches"] == "x" and spec["layout"]["yaxis4"]["matches"] == "y"
+    frames = [s["line"]["color"] for s in spec["layout"]["shapes"] if s["layer"] == "above"]
     assert frames[0] == frames[1] == figures.group_color(0) and frames[2] == frames[3] == figures.group_color(1)
-    assert spec["data"][1]["name"] == "mask"
-    assert "cat (1) → the (0)" in spec["data"][0]["text"][1][0]
+    greys = [s for s in spec["layout"]["shapes"] if s["layer"] == "below"]
+    assert len(greys) == 4 and all(s["fillcolor"] == figures.MASK_GREY for s in greys)
+    # unmasked: no grey rectangles at all
+    assert not [s for s in json.loads(grid(maps()).to_json())["layout"]["shapes"] if s["layer"] == "below"]
 
 
-def test_heatmap_grid_pools_large_maps_and_says_so():
-    w = np.random.default_rng(0).random((2, 300, 300)).astype(np.float32)
-    fig = figures.heatmap_grid(w, [f"t{i}" for i in range(300)], [f"t{i}" for i in range(300)], 1, max_cells=100)
-    z = np.array(fig.data[0].z, dtype=float)
-    assert z.shape[0] == 100 and "100×100" in fig.layout.title.text and "300×300" in fig.layout.title.text
+@pytest.mark.parametrize("n", [1, 2, 3, 8, 16, 32, 64])
+def test_grid_side_keeps_every_grid_light(n):
+    side = figures.grid_side(n)
+    assert 8 <= side <= figures.GRID_MAX_SIDE and n * side * side <= figures.GRID_MAX_CELLS
+    if n <= 3:
+        assert side == 256
+
+
+def test_grid_of_64_pooled_heads_serializes_under_2_mb():
+    from attn_core import views
+    from attn_core.longmaps import PooledMaps
+
+    side = figures.grid_side(64)
+    w = np.random.default_rng(0).random((64, side, side)).astype(np.float32)
+    toks = tuple(f"t{i}" for i in range(8192))
+    f = -(-8192 // side)
+    pm = PooledMaps(w, np.ones((side, side), bool), None, f, "max", tuple(range(64)), 64, 8, toks, toks,
+                    (0, 8192), (0, 8192), 0.25, "cpu")  # fmt: skip
+    fig = views.grid_view(pm, figures.Style(present=True)).figure
+    figures.apply_fonts(fig, figures.Style(present=True))
+    assert len(fig.to_json()) < 2_000_000
+    assert f"{f}×{f}" in fig.layout.title.text and "largest" in fig.layout.title.text
+
+
+def test_block_labels():
+    toks = ["a", "b", "c", "d", "e"]
+    assert figures.block_labels(toks, 1, 4, 1) == ["b (1)", "c (2)", "d (3)"]
+    assert figures.block_labels(toks, 0, 5, 2) == ["0–1", "2–3", "4–4"]
 
 
 def test_matrix_figure_scales():
     m = maps()
-    fw = figures.matrix_figure(m.weights[0], list(m.tokens_q), list(m.tokens_k), "w")
+    fw = figures.matrix_figure(m.weights[0], figures.block_labels(m.tokens_q, 0, 6, 1), list(m.tokens_k), "w")
     assert fw.layout.coloraxis.cmin == 0 and fw.layout.coloraxis.cmax == 1
     fs = figures.matrix_figure(m.raw_scores[0], list(m.tokens_q), list(m.tokens_k), "s", kind="scores")
     lim = float(np.abs(m.raw_scores[0]).max())
@@ -143,9 +176,9 @@ def test_matrix_figure_scales():
 
 def test_figures_translate():
     m = maps()
-    fig = figures.heatmap_grid(m.weights, list(m.tokens_q), list(m.tokens_k), 2, style=figures.Style(lang="zh"))
+    fig = grid(m, figures.Style(lang="zh"))
     assert fig.layout.xaxis.title.text == "键" and fig.layout.yaxis.title.text == "查询"
-    big = figures.heatmap_grid(m.weights, list(m.tokens_q), list(m.tokens_k), 2, style=figures.Style(present=True))
+    big = grid(m, figures.Style(present=True))
     assert big.layout.font.size >= 20
 
 
