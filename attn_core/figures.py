@@ -136,6 +136,7 @@ def heatmap_grid(
     title: str | None = None,
     value_label: str | None = None,
     panel_px: int | None = None,
+    cmax: float = 1.0,
 ) -> go.Figure:
     """Small multiples of attention weights, one panel per head, framed in its KV group's colour.
 
@@ -144,7 +145,8 @@ def heatmap_grid(
     and ``labels_k`` (C) unique labels of the rows and columns. Each panel is a
     float32 heatmap on its own axes (zoom and pan move all panels together);
     hover shows the head, its KV group, the query, the key and the value, from a
-    hover template, not per-cell text. All panels share one fixed 0..1 scale.
+    hover template, not per-cell text. All panels share one colour scale from
+    0 to ``cmax`` (1 unless the caller fits it to the data).
     """
     hs, r, c = weights.shape
     n_rep = n_heads // n_kv_heads
@@ -224,11 +226,11 @@ def heatmap_grid(
                  text=panel_title(head, group), font=dict(color=color, size=style.font if ncols < 8 else style.font - 1))
         )  # fmt: skip
     fig = go.Figure(data=data)
-    top_margin = (100 if style.present else 80) + title_px
+    top_margin = (100 if style.present else 80) + title_px + 16 * (title or "").count("<br>")
     fig.update_layout(
         title=dict(text=title or style.t("fig.grid_title", n=hs, kv=n_kv_heads), font=dict(size=style.title_font)),
         font=dict(size=style.font),
-        coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=value_label))),
+        coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=cmax, colorbar=dict(title=dict(text=value_label))),
         shapes=shapes,
         annotations=annotations,
         height=int(top_margin + plot_h + label_room),

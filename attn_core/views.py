@@ -80,8 +80,16 @@ def pooled_frame(pm: PooledMaps) -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
-def grid_view(pm: PooledMaps, style: figures.Style) -> View:
-    """The grid of every head (or the zoom on one head's window), pooled as ``pm`` says, with its title."""
+FIT_PERCENTILE = 99.5  # of the drawn values: the top of a fitted colour scale
+
+
+def grid_view(pm: PooledMaps, style: figures.Style, fit: bool = False) -> View:
+    """The grid of every head (or the zoom on one head's window), pooled as ``pm`` says, with its title.
+
+    ``fit`` stretches the colour scale from 0 to the :data:`FIT_PERCENTILE`
+    percentile of the values drawn instead of 0..1 (long sequences spread their
+    weights thin; larger values take the top colour), and the title says so.
+    """
     (q0, q1), (k0, k1), f = pm.q_range, pm.k_range, pm.factor
     t_q, t_k = len(pm.tokens_q), len(pm.tokens_k)
     whole = (q0, q1, k0, k1) == (0, t_q, 0, t_k)
@@ -97,6 +105,13 @@ def grid_view(pm: PooledMaps, style: figures.Style) -> View:
         how = style.t(f"fig.how.{pm.reduce}")
         title += "<br><sub>" + style.t("fig.grid_pooled", how=how, f=f, tq=q1 - q0, tk=k1 - k0, r=r, c=c) + "</sub>"
         value = style.t(f"fig.block_{pm.reduce}")
+    cmax = 1.0
+    finite = pm.weights[np.isfinite(pm.weights)]
+    if fit and finite.size and float(finite.max()) > 0:
+        # robust: a few large weights (the first rows of a causal map are 1) would otherwise set the scale
+        cmax = float(np.percentile(finite, FIT_PERCENTILE))
+        cmax = cmax if cmax > 0 else float(finite.max())
+        title += "<br><sub>" + style.t("fig.fit_note", top=f"{cmax:.3g}", pct=f"{FIT_PERCENTILE:g}") + "</sub>"
     fig = figures.heatmap_grid(
         pm.weights,
         pm.heads,
@@ -108,6 +123,7 @@ def grid_view(pm: PooledMaps, style: figures.Style) -> View:
         title=title,
         value_label=value,
         panel_px=panel_px,
+        cmax=cmax,
     )
     return View(name, fig, lambda: pooled_frame(pm))
 

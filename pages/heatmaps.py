@@ -96,11 +96,18 @@ big = n_heads * t_q * t_k >= 2**24  # long enough that the first computation tak
 view = ui.choice("view", ["grid", "zoom", "steps", "shapes", "entropy"], "grid")
 
 
-def pool_choice(t_rows: int, t_cols: int, side: int) -> str:
-    """Block max or mean, asked only when the map is pooled."""
+def map_options(t_rows: int, t_cols: int, side: int) -> tuple[str, bool]:
+    """Block max or mean (asked only when the map is pooled), and the colour scale: 0..1 or fitted to the data.
+
+    Long rows spread their weight thin (about 1/T each), so the scale is fitted by default from 64 keys on.
+    """
+    c1, c2 = st.columns(2, gap="medium")
+    with c1:
+        fit = ui.choice("cscale", ["fixed", "fit"], "fit" if t_k > 64 else "fixed", help_key="help.cscale") == "fit"
     if pool_factor(t_rows, t_cols, side) == 1:
-        return "max"
-    return ui.choice("pool", ["max", "mean"], "max", help_key="help.pool")
+        return "max", fit
+    with c2:
+        return ui.choice("pool", ["max", "mean"], "max", help_key="help.pool"), fit
 
 
 def window_start(key: str, length: int, size: int) -> int:
@@ -116,13 +123,13 @@ def computing(n_rows: int, n_cols: int, n: int):
 
 if view == "grid":
     side = figures.grid_side(n_heads)
-    reduce = pool_choice(t_q, t_k, side)
+    reduce, fit = map_options(t_q, t_k, side)
     with computing(t_q, t_k, n_heads) if big else contextlib.nullcontext():
         pm = ui.run_safely(lambda: ui.pooled_maps(*layer, side, reduce))
     if pm is None:
         st.stop()
     ui.fell_back_to_cpu(pm.device)
-    v = views.grid_view(pm, style)
+    v = views.grid_view(pm, style, fit)
     ui.show_view(v, "grid", name=f"{v.name}_{stem}")
     ui.help_expander("heatmap.read")
 elif view == "zoom":
@@ -138,12 +145,12 @@ elif view == "zoom":
     with c4:
         k0 = window_start("k_start", t_k, size)
     window = (q0, min(t_q, q0 + size), k0, min(t_k, k0 + size))
-    reduce = pool_choice(window[1] - q0, window[3] - k0, ZOOM_SIDE)
+    reduce, fit = map_options(window[1] - q0, window[3] - k0, ZOOM_SIDE)
     with computing(window[1] - q0, t_k, 1) if t_q * t_k >= 2**24 else contextlib.nullcontext():
         pm = ui.run_safely(lambda: ui.pooled_maps(*layer, ZOOM_SIDE, reduce, (head,), window))
     if pm is None:
         st.stop()
-    v = views.grid_view(pm, style)
+    v = views.grid_view(pm, style, fit)
     ui.show_view(v, "zoom", name=f"{v.name}_{stem}")
     st.caption(ui.t("heatmap.zoom_note", side=ZOOM_SIDE, f=pm.factor, tk=t_k))
 elif view == "steps":

@@ -216,6 +216,12 @@ def test_long_sequence_grid_is_pooled_light_and_says_so(app_test):
     assert spec["data"][0]["x"][0] == f"0–{f - 1}"
     assert max(chart_sizes(at)) < MAX_CHART_BYTES
     assert np.nanmax(z) <= 1.0 and np.nanmin(z) >= 0.0
+    # long rows spread their weight thin: the colour scale is fitted (99.5th percentile) by default, and says so
+    top = spec["layout"]["coloraxis"]["cmax"]
+    assert top == pytest.approx(float(np.percentile(z[np.isfinite(z)], 99.5)), rel=1e-5) and top < 0.5
+    assert "99.5th percentile" in spec["layout"]["title"]["text"]
+    at.segmented_control(key="cscale").set_value("fixed").run()
+    assert chart_specs(at)[0]["layout"]["coloraxis"]["cmax"] == 1
     # block mean: the mean weight of a block of a row-stochastic map is 1/8192 on average
     at.segmented_control(key="pool").set_value("mean").run()
     no_exception(at)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+
+from tests.util import arr
 
 pytestmark = pytest.mark.e2e
 
@@ -53,11 +56,34 @@ def test_heatmap_views_and_chinese(watch):
     assert watch.page.get_by_role("heading", name="注意力热力图").count() == 1
     assert_clean(watch)
     watch.shot("heatmaps-zh-causal")
-    for view in ("steps", "shapes", "entropy"):
+    for view in ("zoom", "steps", "shapes", "entropy"):
         watch.open(f"?view={view}", chart=view != "shapes")
         assert_clean(watch)
         watch.shot(f"heatmaps-{view}")
     assert watch.page.get_by_test_id("stPlotlyChart").count() >= 1  # entropy chart
+
+
+def test_long_sequence_grid_and_zoom(watch):
+    """8192 tokens x 32 heads: every head drawn pooled in the browser, and one head zoomed to a window."""
+    q = "?source=synthetic&seq_len=8192&n_heads=32&n_kv_heads=8&mask=causal"
+    watch.open(q, timeout=300_000)
+    assert_clean(watch)
+    n, z0, title = watch.page.evaluate(
+        "() => { const g = document.querySelector('.st-key-grid .js-plotly-plot');"
+        " return [g.data.length, g.data[0].z, g.layout.title.text]; }"
+    )
+    z0 = arr(z0)
+    assert n == 32 and z0.shape[0] == z0.shape[1] <= 256 and "8192×8192" in title
+    assert np.isnan(z0[0, -1]) and 0 < np.nanmax(z0) <= 1  # causal: the top-right block is masked
+    watch.shot("heatmaps-8192-tokens-32-heads")
+    watch.open(q + "&view=zoom&zoom_size=128&q_start=4000&k_start=3900&head=5", timeout=300_000)
+    assert_clean(watch)
+    z = arr(watch.page.evaluate("() => document.querySelector('.st-key-zoom .js-plotly-plot').data[0].z"))
+    assert z.shape == (128, 128)  # full resolution in the window
+    assert "queries 4000–4127" in watch.page.inner_text("body") or "4000–4127" in watch.page.evaluate(
+        "() => document.querySelector('.st-key-zoom .js-plotly-plot').layout.title.text"
+    )
+    watch.shot("heatmaps-8192-zoom-window")
 
 
 def test_bad_url_shows_notice_not_traceback(watch):
