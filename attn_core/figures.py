@@ -295,42 +295,43 @@ def matrix_figure(
         f"{row_title or style.t('fig.query')} %{{y}}<br>{col_title or style.t('fig.key')} %{{x}}"
         "<br>%{z:.4g}<extra></extra>"
     )
-    fig = go.Figure()
     if kind == "weights":
-        trace = go.Heatmap(z=z, x=cols_u, y=rows_u, coloraxis="coloraxis", hoverongaps=False, hovertemplate=hover)
         caxis = dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0)
     else:
         finite = z[np.isfinite(z)]
         lim = float(np.max(np.abs(finite))) if finite.size else 1.0
         lim = lim if lim > 0 else 1.0
-        trace = go.Heatmap(z=z, x=cols_u, y=rows_u, coloraxis="coloraxis", hoverongaps=False, hovertemplate=hover)
         caxis = dict(colorscale=DIVERGING_SCALE, cmin=-lim, cmax=lim, cmid=0.0)
-    fig.add_trace(trace)
-    if mask is not None and not np.all(mask):
-        fig.add_trace(
-            go.Heatmap(
-                z=np.where(mask, np.nan, 1.0),
-                x=cols_u,
-                y=rows_u,
-                showscale=False,
-                colorscale=[[0, MASK_GREY], [1, MASK_GREY]],
-                hoverongaps=False,
-                hovertemplate=style.t("fig.masked") + "<extra></extra>",
-            )
-        )
+    font, axis_font = dict(size=style.font), dict(size=style.font + 2)
+    caxis["colorbar"] = dict(tickfont=font, title=dict(font=font))
+    trace = dict(type="heatmap", z=z, x=cols_u, y=rows_u, coloraxis="coloraxis", hoverongaps=False,
+                 hovertemplate=hover)  # fmt: skip
     if z.shape[0] * z.shape[1] <= 144 and z.shape[1] <= 16:
-        fig.data[0].update(texttemplate="%{z:.2f}", textfont=dict(size=max(9, style.font - 3)))
-    fig.update_layout(
+        trace.update(texttemplate="%{z:.2f}", textfont=dict(size=max(9, style.font - 3)))
+    data = [trace]
+    if mask is not None and not np.all(mask):
+        data.append(
+            dict(type="heatmap", z=np.where(mask, np.nan, 1.0).astype(np.float32), x=cols_u, y=rows_u,
+                 showscale=False, colorscale=[[0, MASK_GREY], [1, MASK_GREY]], hoverongaps=False,
+                 hovertemplate=style.t("fig.masked") + "<extra></extra>")
+        )  # fmt: skip
+    layout = dict(
         title=dict(text=title, font=dict(size=style.font + 1)),
-        font=dict(size=style.font),
+        font=font,
         coloraxis=caxis,
         height=height or int(min(700, max(260, 22 * len(rows_u) + 140))),
         margin=dict(l=10, r=10, t=50, b=10),
         plot_bgcolor="rgba(0,0,0,0)",
-        xaxis=dict(title=dict(text=col_title or style.t("fig.key")), tickangle=-60, type="category"),
-        yaxis=dict(title=dict(text=row_title or style.t("fig.query")), autorange="reversed", type="category"),
-    )
-    return fig
+        hoverlabel=dict(font=dict(size=max(12, style.font - 2))),
+        legend=dict(font=font),
+        xaxis=dict(title=dict(text=col_title or style.t("fig.key"), font=axis_font), tickangle=-60, type="category",
+                   tickfont=font),
+        yaxis=dict(title=dict(text=row_title or style.t("fig.query"), font=axis_font), autorange="reversed",
+                   type="category", tickfont=font),
+        meta={FONTS_SET: style.font},
+    )  # fmt: skip
+    # eight of these per step-by-step view: plain dicts, no per-property validation (see heatmap_grid)
+    return go.Figure(data=data, layout=layout, _validate=False)
 
 
 ENTROPY_MAX_POINTS = 512  # per head line; longer sequences are averaged over blocks of positions

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -171,8 +172,7 @@ def step_views(hw: HeadWindow, style: figures.Style) -> list[View]:
             height=560 if style.present else None,
         )
         data = mat if mask is None else np.where(mask, mat, -np.inf)
-        df = matrix_frame(np.asarray(data), rows, cols, "row", "col", "value")
-        views.append(View(f"head{head}_{name}", fig, df))
+        views.append(View(f"head{head}_{name}", fig, partial(matrix_frame, data, rows, cols, "row", "col", "value")))
     return views
 
 
