@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .attention import GroupedQueryAttention, resolve_scale
+from .attention import resolve_scale
 from .config import AttentionConfig, ConfigError, check_int
 from .guard import check_budget
-from .maps import MASK_KINDS, init_layer
+from .maps import MASK_KINDS
 from .tokens import embed
 
 REDUCES = ("max", "mean")
@@ -75,12 +75,18 @@ def _chunk_rows(n_heads: int, t_k: int) -> int:
 
 
 def estimate_pooled_bytes(
-    n_heads: int, n_kv_heads: int, head_dim: int, d_model: int, t_q: int, t_k: int, n_shown: int
+    n_heads: int, n_kv_heads: int, head_dim: int, d_model: int, t_q: int, t_k: int, n_shown: int, cross: bool = False
 ) -> int:
-    """Peak bytes of :func:`pooled_attention` (an upper bound): embeddings, projections, Q, K, V, one chunk."""
-    floats = 2 * (t_q + t_k) * d_model  # embeddings (query and key side) and a temporary copy
-    floats += 4 * d_model * n_heads * head_dim  # W_Q, W_K, W_V, W_O as the seeded layer draws them
-    floats += n_shown * t_q * head_dim + 2 * n_kv_heads * t_k * head_dim  # Q of the shown heads, K, V
+    """Peak bytes of :func:`pooled_attention` (an upper bound).
+
+    The embeddings ``[T, d_model]`` (one side at a time, plus a 512-row block of
+    positions), one drawn weight matrix ``[H·D, d_model]`` and the kept rows, Q of
+    the shown heads, K and V of their KV heads, and one chunk of rows.
+    """
+    groups = min(n_kv_heads, n_shown)
+    floats = (t_q + t_k if cross else t_q) * d_model + 3 * 512 * d_model  # embeddings, a block of positions
+    floats += (n_heads + n_shown + 2 * groups) * head_dim * d_model  # W_Q drawn, kept rows of W_Q, W_K, W_V
+    floats += n_shown * t_q * head_dim + 4 * groups * t_k * head_dim  # Q; K and V with their projections
     rows = min(t_q, _chunk_rows(n_shown, t_k))
     floats += _SLOTS * n_shown * rows * t_k + n_shown * t_q  # one chunk, the entropy
     return 4 * floats
@@ -137,26 +143,40 @@ def _projections(
     seed: int,
     heads: Sequence[int],
     device: torch.device,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Q of ``heads`` ``[Hs, Tq, D]`` and all K, V ``[H_kv, Tk, D]`` of the seeded layer, on ``device``.
+    values: bool = False,
+) -> tuple[torch.Tensor, dict[int, torch.Tensor], dict[int, torch.Tensor]]:
+    """Q of ``heads`` ``[Hs, Tq, D]``, and K (and with ``values`` V) ``[Tk, D]`` of the KV heads they read.
 
-    The layer is the one :func:`attn_core.maps.compute_attention_maps` builds for the
-    same arguments (same seed, same weights), so both paths give the same maps.
+    The weights are drawn exactly as :func:`attn_core.maps.init_layer` draws them
+    (one generator seeded with ``seed``: W_Q, W_K, W_V, W_O in turn, N(0, 1/d_model)),
+    so this is the layer :func:`attn_core.maps.compute_attention_maps` builds for
+    the same arguments; only the rows of the needed heads are kept, and W_O,
+    which no map needs, is never drawn.
     """
-    layer = init_layer(GroupedQueryAttention(d_model, n_heads, n_kv_heads, head_dim), seed)
     d = head_dim
-    rows = torch.cat([torch.arange(h * d, (h + 1) * d) for h in heads])
-    w_q = layer.q_proj.weight[rows].to(device)  # (Hs*D, d_model)
-    w_k, w_v = layer.k_proj.weight.to(device), layer.v_proj.weight.to(device)  # (H_kv*D, d_model)
-    del layer
+    n_rep = n_heads // n_kv_heads
+    groups = sorted({h // n_rep for h in heads})
+    g = torch.Generator().manual_seed(int(seed))
+    scale = math.sqrt(d_model)
+
+    def rows_of(n_out: int, keep: Sequence[int]) -> torch.Tensor:  # draw [n_out*D, d_model], keep some heads
+        w = torch.randn(n_out * d, d_model, generator=g) / scale
+        return torch.cat([w[i * d : (i + 1) * d] for i in keep]).to(device)
+
+    w_q = rows_of(n_heads, heads)  # (Hs*D, d_model)
+    w_k = rows_of(n_kv_heads, groups)  # (G*D, d_model)
+    w_v = rows_of(n_kv_heads, groups) if values else None
     with torch.no_grad():
         x = embed(list(tokens_q), d_model, seed).to(device)  # (Tq, d_model)
         q = (x @ w_q.T).view(len(tokens_q), len(heads), d).transpose(0, 1).contiguous()  # (Hs, Tq, D)
         if tokens_k is not None:
             x = embed(list(tokens_k), d_model, seed).to(device)  # (Tk, d_model)
-        t_k = x.shape[0]
-        k = (x @ w_k.T).view(t_k, n_kv_heads, d).transpose(0, 1).contiguous()  # (H_kv, Tk, D)
-        v = (x @ w_v.T).view(t_k, n_kv_heads, d).transpose(0, 1).contiguous()  # (H_kv, Tk, D)
+        k_all = x @ w_k.T  # (Tk, G*D)
+        k = {gr: k_all[:, i * d : (i + 1) * d].contiguous() for i, gr in enumerate(groups)}
+        v = {}
+        if w_v is not None:
+            v_all = x @ w_v.T
+            v = {gr: v_all[:, i * d : (i + 1) * d].contiguous() for i, gr in enumerate(groups)}
     return q, k, v
 
 
@@ -213,7 +233,7 @@ def pooled_attention(
     check_int("max_side", max_side, 1)
     dm = cfg.d_model
     check_budget(
-        estimate_pooled_bytes(n_heads, n_kv_heads, head_dim, dm, t_q, t_k, len(heads)),
+        estimate_pooled_bytes(n_heads, n_kv_heads, head_dim, dm, t_q, t_k, len(heads), tokens_k is not None),
         f"{len(heads)} heads × {t_q} × {t_k} tokens at d_k = {head_dim}",
         "use fewer tokens, fewer heads or a smaller d_k",
         "seq_len",
@@ -235,10 +255,9 @@ def pooled_attention(
         by_group.setdefault(g, []).append(i)
     step = _chunk_rows(hs, t_k)
     with torch.no_grad():
-        q, k, v = _projections(n_heads, n_kv_heads, head_dim, dm, tokens_q, tokens_k, seed, heads, dev)
-        del v
+        q, k, _ = _projections(n_heads, n_kv_heads, head_dim, dm, tokens_q, tokens_k, seed, heads, dev)
         q.mul_(scale)  # scale once here instead of on every score
-        k_t = k.transpose(-2, -1)  # (H_kv, D, Tk)
+        k_t = {g: kg.T for g, kg in k.items()}  # (D, Tk) each
         for r0 in range(q0, q1, step):
             r1 = min(q1, r0 + step)
             c = r1 - r0
@@ -371,7 +390,7 @@ def head_window(
     k0 = min(check_int("k_start", k_start, 0), max(0, t_k - size))
     q1, k1 = min(t_q, q0 + size), min(t_k, k0 + size)
     check_budget(
-        estimate_pooled_bytes(n_heads, n_kv_heads, head_dim, cfg.d_model, t_q, t_k, 1),
+        estimate_pooled_bytes(n_heads, n_kv_heads, head_dim, cfg.d_model, t_q, t_k, 1, tokens_k is not None),
         f"one head × {t_q} × {t_k} tokens at d_k = {head_dim}",
         "use fewer tokens or a smaller d_k",
         "seq_len",
@@ -380,7 +399,9 @@ def head_window(
     group = head // (n_heads // n_kv_heads)
     scale = resolve_scale(head_dim, use_scaling) / float(temperature)
     with torch.no_grad():
-        q, k, v = _projections(n_heads, n_kv_heads, head_dim, cfg.d_model, tokens_q, tokens_k, seed, [head], dev)
+        q, k, v = _projections(
+            n_heads, n_kv_heads, head_dim, cfg.d_model, tokens_q, tokens_k, seed, [head], dev, values=True
+        )
         qw = q[0, q0:q1]  # (W, D)
         raw = qw @ k[group].T  # (W, Tk)
         allowed = _row_mask(mask_kind, torch.arange(q0, q1, device=dev), t_q, t_k, pad_len)  # (W, Tk)
@@ -402,8 +423,8 @@ def head_window(
         tokens_q=tuple(tokens_q[q0:q1]),
         tokens_k=tuple(keys[k0:k1]),
         q=np32(qw),
-        k=np32(k[group, k0:k1]),
-        v=np32(v[group, k0:k1]),
+        k=np32(k[group][k0:k1]),
+        v=np32(v[group][k0:k1]),
         raw_scores=np32(raw[:, k0:k1]),
         scaled_scores=np32(raw[:, k0:k1] * scale),
         weights=np32(w),

@@ -62,9 +62,9 @@ def _token_seed(token: str, seed: int) -> int:
     return int.from_bytes(digest, "little") & (2**63 - 1)
 
 
-def sinusoidal_positions(t: int, d_model: int) -> torch.Tensor:
-    """The Transformer's fixed positional encoding, float32 ``[T, d_model]``."""
-    pos = torch.arange(t, dtype=torch.float64)[:, None]
+def sinusoidal_positions(t: int, d_model: int, start: int = 0) -> torch.Tensor:
+    """The Transformer's fixed positional encoding of positions ``start .. start+t-1``, float32 ``[T, d_model]``."""
+    pos = torch.arange(start, start + t, dtype=torch.float64)[:, None]
     i = torch.arange(0, d_model, 2, dtype=torch.float64)
     angle = pos / torch.pow(10000.0, i / d_model)  # (T, ceil(d/2))
     pe = torch.zeros(t, d_model, dtype=torch.float64)
@@ -73,19 +73,25 @@ def sinusoidal_positions(t: int, d_model: int) -> torch.Tensor:
     return pe.float()
 
 
+EMBED_CHUNK_ROWS = 512  # positions are added this many rows at a time (the float64 table is 2x the rows)
+
+
 def embed(tokens: list[str], d_model: int, seed: int = 0, positions: bool = True) -> torch.Tensor:
     """Deterministic embeddings, float32 ``[T, d_model]`` on the CPU.
 
     The same token gets the same N(0, 1) vector within a seed (hashed with BLAKE2,
     so it is stable across processes and machines). With ``positions`` the
     sinusoidal encoding (entries of variance 1/2) is added with weight sqrt(2)
-    and the sum divided by sqrt(2), so entries keep unit variance.
+    and the sum divided by sqrt(2), so entries keep unit variance. Built in place,
+    so 8192 tokens of width 16384 take the output's memory and little more.
     """
-    rows = []
-    for tok in tokens:
+    x = torch.empty(len(tokens), d_model)
+    for row, tok in enumerate(tokens):
         g = torch.Generator().manual_seed(_token_seed(tok, seed))
-        rows.append(torch.randn(d_model, generator=g))
-    x = torch.stack(rows) if rows else torch.zeros(0, d_model)
-    if positions and len(tokens):
-        x = (x + sinusoidal_positions(len(tokens), d_model) * math.sqrt(2.0)) / math.sqrt(2.0)
+        x[row] = torch.randn(d_model, generator=g)
+    if positions:
+        for r0 in range(0, len(tokens), EMBED_CHUNK_ROWS):
+            r1 = min(len(tokens), r0 + EMBED_CHUNK_ROWS)
+            pe = sinusoidal_positions(r1 - r0, d_model, start=r0)
+            x[r0:r1] = (x[r0:r1] + pe * math.sqrt(2.0)) / math.sqrt(2.0)
     return x
