@@ -7,32 +7,45 @@ plain values and a :class:`~attn_core.figures.Style`, and returns a
 blue (Okabe-Ito, colour-blind safe), always beside a text label. The
 ``*_view`` functions pair each figure with the numbers behind it
 (:class:`attn_core.views.View`), for the page's export buttons and the
-command-line exporter alike.
+command-line exporter alike; their tables are built only when asked for.
+
+The figures are written as plain trace and layout dicts (subplot domains laid
+out here the way ``make_subplots`` does) and wrapped without plotly's
+per-property validation: building them through ``add_trace``/``update_*`` cost
+most of a page rerun. Arrays go to plotly as float32 numpy (sent as base64
+typed arrays), hover text comes from hovertemplates, and what grows with the
+sequence is bounded: maps pooled to 64 per side, a row's bars labelled per key up
+to 256 keys (then drawn against the key position), the float16 bars limited to
+the 128 largest scores, the Jacobian to the 32 largest weights. A chart stays
+near 100 KB at 8192 keys.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
+import plotly.colors as pc
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from .config import ConfigError
-from .figures import DIVERGING_SCALE, GROUP_COLORS, Style, pool_max
+from .figures import DIVERGING_SCALE, FONTS_SET, GROUP_COLORS, Style
 from .stats import (
     FLOAT16_MAX,
     SATURATION_THRESHOLD,
     SWEEP_D_K,
+    ExampleMaps,
     Float16Demo,
     RowSoftmax,
     ScoreSample,
+    example_maps,
+    example_scores,
     float16_demo,
     row_softmax,
     saturation_sweep,
     score_sample,
-    softmax_weights,
 )
 from .tokens import synthetic_tokens
 from .views import View
@@ -44,6 +57,8 @@ THEORY_COLOR = "#444444"
 JACOBIAN_LIMIT = 0.25
 MAX_HEATMAP_CELLS = 64  # per side in the scaled/unscaled maps; larger maps are block-max pooled
 MAX_JACOBIAN_KEYS = 32
+MAX_LABELLED_KEYS = 256  # rows of more keys draw their weights against the key position, without a label per key
+MAX_FP16_KEYS = 128  # the float16 bars show at most this many keys: the largest scores, where exp overflows
 NON_FINITE_Y = 1.08  # height of the inf/NaN flags above the 0..1 weight bars
 
 
@@ -55,24 +70,105 @@ def _marker_size(style: Style) -> int:
     return 18 if style.present else 13
 
 
-def _layout(fig: go.Figure, title: str, style: Style, height: int) -> go.Figure:
+def _f32(x: object) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.float32)
+
+
+def _figure(data: list[dict], layout: dict, style: Style) -> go.Figure:
+    """A figure from plain trace and layout dicts, without plotly's per-property validation (fast).
+
+    The fonts of :func:`attn_core.figures.apply_fonts` are written in already (every axis's tick
+    and title font, legend, hover label, colour bars) and ``layout.meta`` says so, so apply_fonts
+    leaves the figure as it is (its plotly layout updates took most of a rerun).
+    """
+    size = style.font
+    for key, axis in layout.items():
+        if key.startswith(("xaxis", "yaxis")):
+            axis["tickfont"] = dict(size=size)
+            axis.setdefault("title", {})["font"] = dict(size=size + 2)
+    layout.setdefault("legend", {})["font"] = dict(size=size)
+    layout.setdefault("hoverlabel", {})["font"] = dict(size=max(12, size - 2))
+    bar = layout.setdefault("coloraxis", {}).setdefault("colorbar", {})  # apply_fonts adds it even when unused
+    bar["tickfont"] = dict(size=size)
+    bar.setdefault("title", {})["font"] = dict(size=size)
+    for trace in data:
+        if trace["type"] == "heatmap":  # apply_fonts sizes every colour bar, shown or not
+            trace.setdefault("colorbar", {})["tickfont"] = dict(size=size)
+    layout["meta"] = {FONTS_SET: size}
+    return go.Figure({"data": data, "layout": layout}, _validate=False)
+
+
+def _scale(colorscale: str | list) -> list:
+    """A colour scale as plotly.js takes it, [[position, colour], ...], as validation would write it:
+    named scales spelled out (``RdBu_r`` is known to Python plotly only), bare colour lists spaced evenly."""
+    if isinstance(colorscale, str):
+        return pc.get_colorscale(colorscale)
+    if all(isinstance(c, str) for c in colorscale):
+        return pc.make_colorscale(list(colorscale))
+    return [list(stop) for stop in colorscale]
+
+
+def _axes(i: int) -> tuple[str, str, str, str]:
+    """Trace references and layout keys of subplot ``i`` (1-based): ``("x2", "y2", "xaxis2", "yaxis2")``."""
+    n = "" if i == 1 else str(i)
+    return f"x{n}", f"y{n}", f"xaxis{n}", f"yaxis{n}"
+
+
+def _grid(
+    rows: int,
+    cols: int,
+    titles: list[str],
+    column_widths: list[float] | None = None,
+    h_space: float | None = None,
+    v_space: float | None = None,
+) -> dict:
+    """Layout of a rows × cols subplot grid, as ``make_subplots`` lays it out: axes with domains and
+    anchors, numbered left to right then top to bottom, and one title annotation above each subplot."""
+    h = 0.2 / cols if h_space is None else h_space
+    v = 0.3 / rows if v_space is None else v_space
+    widths = column_widths or [1.0] * cols
+    total = sum(widths)
+    w = [(1.0 - h * (cols - 1)) * x / total for x in widths]
+    height = (1.0 - v * (rows - 1)) / rows
+    layout: dict = {}
+    annotations = []
+    for r in range(rows):
+        y1 = 1.0 - r * (height + v)
+        y0 = max(0.0, y1 - height)
+        x0 = 0.0
+        for c in range(cols):
+            i = r * cols + c + 1
+            xref, yref, xkey, ykey = _axes(i)
+            x1 = min(1.0, x0 + w[c])
+            layout[xkey] = {"anchor": yref, "domain": [x0, x1]}
+            layout[ykey] = {"anchor": xref, "domain": [y0, y1]}
+            if i <= len(titles):
+                annotations.append(
+                    dict(text=titles[i - 1], x=(x0 + x1) / 2, y=y1, xref="paper", yref="paper", xanchor="center",
+                         yanchor="bottom", showarrow=False, font=dict(size=16))
+                )  # fmt: skip
+            x0 = x1 + h
+    layout["annotations"] = annotations
+    return layout
+
+
+def _layout(layout: dict, title: str, style: Style, height: int) -> dict:
     """Title, then a legend of up to two lines, then the subplot titles, each in its own band of pixels."""
     f, tf = style.font, style.title_font
     legend_top = 12 + int(tf * 1.5) + 6
     top = legend_top + int(2 * f * 1.5) + int(f * 1.8)
     height += top
-    fig.update_layout(
+    layout.update(
         title=dict(text=title, font=dict(size=tf), y=1 - 12 / height, yref="container", yanchor="top"),
         font=dict(size=f),
         height=height,
         margin=dict(l=10, r=10, t=top, b=10),
-        legend=dict(orientation="h", yref="container", yanchor="top", y=1 - legend_top / height, x=0,
-                    font=dict(size=max(11, f - 1))),
-        hoverlabel=dict(font=dict(size=max(12, f - 1))),
+        legend=dict(orientation="h", yref="container", yanchor="top", y=1 - legend_top / height, x=0),
     )  # fmt: skip
     # Subplot titles are annotations: give them the axis-label size.
-    fig.update_annotations(font=dict(size=f))
-    return fig
+    for a in layout.get("annotations", []):
+        a["font"] = dict(size=f)
+    return layout
 
 
 def _d_k_axis(style: Style, d_values: list[int]) -> dict:
@@ -89,6 +185,17 @@ def _normal_pdf(x: np.ndarray, var: float) -> np.ndarray:
     return np.exp(-(x**2) / (2.0 * var)) / math.sqrt(2.0 * math.pi * var)
 
 
+def _measured(style: Style, rows: int, total: int) -> str:
+    """`` · measured on R of N query rows`` when fewer rows than all were measured, else nothing."""
+    if rows >= total:
+        return ""
+    return " · " + style.t("sat.fig.measured", rows=f"{rows:,}", total=f"{total:,}")
+
+
+def _key_ticks(labels: list[str], keys: np.ndarray | range) -> list[str]:
+    return [f"{labels[i]} ({i})" for i in keys]
+
+
 # ---------------------------------------------------------------- 1. score distributions
 def score_distribution_figure(sample: ScoreSample, style: Style = Style()) -> go.Figure:
     """Histograms of the raw scores q·k and the scaled q·k/sqrt(d_k), with the N(0, d_k) and N(0, 1) curves.
@@ -98,44 +205,45 @@ def score_distribution_figure(sample: ScoreSample, style: Style = Style()) -> go
     d = sample.d_k
     sq = math.sqrt(d)
     panels = [
-        (sample.raw_density, sample.raw_edges, float(d), sample.raw_var, UNSCALED_COLOR,
+        (sample.raw_density, sample.raw_edges, float(d), UNSCALED_COLOR,
          style.t("sat.fig.dist_raw", var=f"{sample.raw_var:.4g}", d=d), style.t("sat.fig.dist_raw_axis"),
          style.t("sat.fig.raw_name")),
-        (sample.scaled_density, sample.scaled_edges, 1.0, sample.scaled_var, SCALED_COLOR,
+        (sample.scaled_density, sample.scaled_edges, 1.0, SCALED_COLOR,
          style.t("sat.fig.dist_scaled", var=f"{sample.scaled_var:.4g}", sq=f"{sq:.4g}"),
          style.t("sat.fig.dist_scaled_axis"), style.t("sat.fig.scaled_name")),
     ]  # fmt: skip
-    fig = make_subplots(rows=1, cols=2, subplot_titles=[p[5] for p in panels], horizontal_spacing=0.08)
-    for col, (density, edges, theory_var, _measured, color, _title, axis, name) in enumerate(panels, start=1):
-        centers = (edges[:-1] + edges[1:]) / 2.0
-        widths = np.diff(edges)
-        custom = np.stack([edges[:-1], edges[1:]], axis=-1)
-        fig.add_trace(
-            go.Bar(
-                x=centers, y=density, width=widths, marker=dict(color=color, line=dict(width=0)), opacity=0.8,
-                name=name, customdata=custom, showlegend=True,
+    layout = _grid(1, 2, [p[4] for p in panels], h_space=0.08)
+    data = []
+    lw = _line_width(style)
+    for i, (density, edges, theory_var, color, _title, axis, name) in enumerate(panels, start=1):
+        xref, yref, xkey, ykey = _axes(i)
+        edges = np.asarray(edges, dtype=np.float64)
+        data.append(
+            dict(
+                type="bar", x=_f32((edges[:-1] + edges[1:]) / 2.0), y=_f32(density), width=_f32(np.diff(edges)),
+                marker=dict(color=color, line=dict(width=0)), opacity=0.8, name=name, showlegend=True,
+                customdata=_f32(np.stack([edges[:-1], edges[1:]], axis=-1)), xaxis=xref, yaxis=yref,
                 hovertemplate=(
                     style.t("sat.fig.bin_hover") + " [%{customdata[0]:.4g}, %{customdata[1]:.4g})"
                     "<br>" + style.t("sat.fig.density") + " %{y:.4g}<extra>" + name + "</extra>"
                 ),
-            ),
-            row=1, col=col,
+            )
         )  # fmt: skip
         x = np.linspace(float(edges[0]), float(edges[-1]), 241)
         theory_name = style.t("sat.fig.theory_curve", var=f"{theory_var:g}")
-        fig.add_trace(
-            go.Scatter(
-                x=x, y=_normal_pdf(x, theory_var), mode="lines", name=theory_name,
-                line=dict(color=THEORY_COLOR, width=_line_width(style), dash="dash"),
+        data.append(
+            dict(
+                type="scatter", x=_f32(x), y=_f32(_normal_pdf(x, theory_var)), mode="lines", name=theory_name,
+                line=dict(color=THEORY_COLOR, width=lw, dash="dash"), xaxis=xref, yaxis=yref,
                 hovertemplate="%{x:.4g} → %{y:.4g}<extra>" + theory_name + "</extra>",
-            ),
-            row=1, col=col,
+            )
         )  # fmt: skip
-        fig.update_xaxes(title=dict(text=axis), row=1, col=col)
-        fig.update_yaxes(title=dict(text=style.t("sat.fig.density_axis")), rangemode="tozero", row=1, col=col)
-    fig.update_layout(bargap=0, barmode="overlay")
+        layout[xkey]["title"] = dict(text=axis)
+        layout[ykey].update(title=dict(text=style.t("sat.fig.density_axis")), rangemode="tozero")
+    layout.update(bargap=0, barmode="overlay")
     title = style.t("sat.fig.dist_title", n=f"{sample.n_scores:,}", d=d)
-    return _layout(fig, title, style, 440 if style.present else 360)
+    title += _measured(style, sample.n_rows, sample.total_rows)
+    return _figure(data, _layout(layout, title, style, 440 if style.present else 360), style)
 
 
 def score_distribution_data(sample: ScoreSample) -> pd.DataFrame:
@@ -150,75 +258,96 @@ def score_distribution_data(sample: ScoreSample) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------- 2. the same scores, unscaled and scaled
-def scaled_unscaled_figure(
-    raw: np.ndarray,
-    weights_unscaled: np.ndarray,
-    weights_scaled: np.ndarray,
-    labels: list[str],
-    d_k: int,
-    temperature: float,
-    style: Style = Style(),
-) -> go.Figure:
+def _block_ranges(n: int, f: int, t: int) -> list[str]:
+    return [f"{i * f}–{min((i + 1) * f, t) - 1}" for i in range(n)]
+
+
+def scaled_unscaled_figure(maps: ExampleMaps, style: Style = Style()) -> go.Figure:
     """The weights of one sequence without and with 1/sqrt(d_k), side by side on one fixed 0..1 scale.
 
-    raw ``[T, T]`` (q·k, shown on hover), weights ``[T, T]`` each; query rows top
-    to bottom, key columns left to right. Maps wider than 64 keys are block-max
-    pooled and the title says so.
+    Query rows top to bottom, key columns left to right; the raw q·k is shown on
+    hover. Maps wider than 64 keys arrive block-max pooled
+    (:func:`attn_core.stats.example_maps`) and the title says so.
     """
-    t = raw.shape[0]
-    w_u, f = pool_max(weights_unscaled[None].astype(np.float32), MAX_HEATMAP_CELLS)
-    w_s, _ = pool_max(weights_scaled[None].astype(np.float32), MAX_HEATMAP_CELLS)
-    w_u, w_s = w_u[0], w_s[0]
-    tau = f"{temperature:g}"
+    t, f, d_k = maps.seq_len, maps.factor, maps.d_k
+    tau = f"{maps.temperature:g}"
     titles = [
-        style.t("sat.fig.map_unscaled", tau=tau, mw=f"{weights_unscaled.max(-1).mean():.3f}"),
-        style.t("sat.fig.map_scaled", d=d_k, tau=tau, mw=f"{weights_scaled.max(-1).mean():.3f}"),
+        style.t("sat.fig.map_unscaled", tau=tau, mw=f"{maps.mean_max_unscaled:.3f}"),
+        style.t("sat.fig.map_scaled", d=d_k, tau=tau, mw=f"{maps.mean_max_scaled:.3f}"),
     ]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.08)
+    layout = _grid(1, 2, titles, h_space=0.08)
     if f == 1:
-        ticks = [f"{lab} ({i})" for i, lab in enumerate(labels)]
-        x, y = ticks, ticks
-        custom = raw.astype(np.float32)
+        ticks = _key_ticks(synthetic_tokens(t), range(t))
+        custom = None if maps.raw is None else _f32(maps.raw)
         hover = (
             style.t("fig.query") + " %{y} → " + style.t("fig.key") + " %{x}<br>q·k = %{customdata:.4g}<br>"
             + style.t("fig.weight") + " %{z:.4f}<extra>{name}</extra>"
         )  # fmt: skip
     else:
-        n = w_u.shape[0]
-        ranges = [f"{i * f}–{min((i + 1) * f, t) - 1}" for i in range(n)]
-        x, y = ranges, ranges
+        ticks = _block_ranges(maps.unscaled.shape[0], f, t)
         custom = None
         hover = (
             style.t("fig.query") + " %{y} → " + style.t("fig.key") + " %{x}<br>"
             + style.t("sat.fig.block_max") + " %{z:.4f}<extra>{name}</extra>"
         )  # fmt: skip
-    for col, (w, name) in enumerate(((w_u, style.t("sat.fig.unscaled")), (w_s, style.t("sat.fig.scaled"))), start=1):
-        fig.add_trace(
-            go.Heatmap(
-                z=w, x=x, y=y, customdata=custom, coloraxis="coloraxis", name=name,
-                hovertemplate=hover.replace("{name}", name), hoverongaps=False,
-            ),
-            row=1, col=col,
+    data = []
+    for i, (w, name) in enumerate(((maps.unscaled, style.t("sat.fig.unscaled")),
+                                   (maps.scaled, style.t("sat.fig.scaled"))), start=1):  # fmt: skip
+        xref, yref, xkey, ykey = _axes(i)
+        trace = dict(
+            type="heatmap", z=_f32(w), x=ticks, y=ticks, coloraxis="coloraxis", name=name, xaxis=xref, yaxis=yref,
+            hovertemplate=hover.replace("{name}", name), hoverongaps=False,
         )  # fmt: skip
-        fig.update_xaxes(title=dict(text=style.t("fig.key")), type="category", tickangle=-60, row=1, col=col)
-        fig.update_yaxes(  # one "query" title, left of both maps: a second one would sit on the first map's edge
-            title=dict(text=style.t("fig.query") if col == 1 else ""),
-            type="category",
-            autorange="reversed",
-            row=1,
-            col=col,
-        )
-    fig.update_layout(
-        coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0,
+        if custom is not None:
+            trace["customdata"] = custom
+        data.append(trace)
+        layout[xkey].update(title=dict(text=style.t("fig.key")), type="category", tickangle=-60)
+        # one "query" title, left of both maps: a second one would sit on the first map's edge
+        layout[ykey].update(title=dict(text=style.t("fig.query") if i == 1 else ""), type="category",
+                            autorange="reversed")  # fmt: skip
+    layout.update(
+        coloraxis=dict(colorscale=_scale(style.weight_scale), cmin=0.0, cmax=1.0,
                        colorbar=dict(title=dict(text=style.t("fig.weight")))),
         plot_bgcolor="rgba(0,0,0,0)",
     )  # fmt: skip
     title = style.t("sat.fig.map_title", t=t, d=d_k)
     if f > 1:
-        title += " · " + style.t("fig.pooled", r=w_u.shape[0], c=w_u.shape[1], tq=t, tk=t)
+        n = maps.unscaled.shape[0]
+        title += " · " + style.t("fig.pooled", r=n, c=maps.unscaled.shape[1], tq=t, tk=t)
     side = min(t, MAX_HEATMAP_CELLS)
     height = int(min(680, max(340, side * (14 if style.present else 11) + 120)))
-    return _layout(fig, title, style, height)
+    return _figure(data, _layout(layout, title, style, height), style)
+
+
+def maps_data(maps: ExampleMaps) -> pd.DataFrame:
+    """The numbers behind :func:`scaled_unscaled_figure`: one row per cell (or per pooled block)."""
+    n_r, n_c = maps.unscaled.shape
+    if maps.factor == 1:
+        labels = np.asarray(synthetic_tokens(maps.seq_len), dtype=object)
+        t = maps.seq_len
+        return pd.DataFrame(
+            {
+                "query_pos": np.repeat(np.arange(t), t),
+                "query": np.repeat(labels, t),
+                "key_pos": np.tile(np.arange(t), t),
+                "key": np.tile(labels, t),
+                "score_qk": maps.raw.reshape(-1).astype(np.float64),
+                "weight_unscaled": maps.unscaled.reshape(-1).astype(np.float64),
+                "weight_scaled": maps.scaled.reshape(-1).astype(np.float64),
+            }
+        )
+    f, t = maps.factor, maps.seq_len
+    starts_r, starts_c = np.arange(n_r) * f, np.arange(n_c) * f
+    return pd.DataFrame(
+        {
+            "query_from": np.repeat(starts_r, n_c),
+            "query_to": np.repeat(np.minimum(starts_r + f, t) - 1, n_c),
+            "key_from": np.tile(starts_c, n_r),
+            "key_to": np.tile(np.minimum(starts_c + f, t) - 1, n_r),
+            "block_max_unscaled": maps.unscaled.reshape(-1).astype(np.float64),
+            "block_max_scaled": maps.scaled.reshape(-1).astype(np.float64),
+        }
+    )
 
 
 # ---------------------------------------------------------------- 3. saturation against d_k
@@ -230,6 +359,31 @@ CURVE_PANELS = (
     ("jacobian_norm", "sat.fig.p_jacobian", "sat.fig.ax_jacobian", False),
     ("grad_norm", "sat.fig.p_grad", "sat.fig.ax_grad", False),
 )
+
+
+def _sweep_arrays(sweep: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, dict[bool, dict[str, np.ndarray]]]:
+    """The sweep as numpy: its d_k values, and each column's values for unscaled/scaled in d_k order."""
+    d = sweep["d_k"].to_numpy()
+    scaled = sweep["scaled"].to_numpy(dtype=bool)
+    out: dict[bool, dict[str, np.ndarray]] = {}
+    for flag in (False, True):
+        idx = np.flatnonzero(scaled == flag)
+        idx = idx[np.argsort(d[idx], kind="stable")]
+        out[flag] = {"d_k": d[idx].astype(np.int64)} | {c: sweep[c].to_numpy(dtype=float)[idx] for c in columns}
+    return np.unique(d).astype(np.int64), out
+
+
+def sweep_at(sweep: pd.DataFrame, d_k: int) -> dict[bool, dict[str, float]] | None:
+    """The sweep's numbers at ``d_k``, unscaled (False) and scaled (True), or None if it was not measured."""
+    cols = [c for c in sweep.columns if c not in ("d_k", "scaled")]
+    _, arrays = _sweep_arrays(sweep, cols)
+    out = {}
+    for flag, a in arrays.items():
+        hit = np.flatnonzero(a["d_k"] == d_k)
+        if not len(hit):
+            return None
+        out[flag] = {c: float(a[c][hit[0]]) for c in cols}
+    return out
 
 
 def saturation_curves_figure(
@@ -248,91 +402,109 @@ def saturation_curves_figure(
     marker on each curve (filled on the curve of the current scaling); the
     marker traces are named ``current`` so tests and the browser can find them.
     """
-    d_values = sorted(int(d) for d in sweep["d_k"].unique())
-    fig = make_subplots(
-        rows=2, cols=3, subplot_titles=[style.t(p[1], thr=SATURATION_THRESHOLD) for p in CURVE_PANELS],
-        horizontal_spacing=0.07, vertical_spacing=0.2,
-    )  # fmt: skip
-    unscaled = sweep[~sweep["scaled"]].sort_values("d_k")
-    scaled = sweep[sweep["scaled"]].sort_values("d_k")
+    d_values_arr, arrays = _sweep_arrays(sweep, [p[0] for p in CURVE_PANELS])
+    d_values = [int(d) for d in d_values_arr]
+    layout = _grid(2, 3, [style.t(p[1], thr=SATURATION_THRESHOLD) for p in CURVE_PANELS], h_space=0.07,
+                   v_space=0.2)  # fmt: skip
     lw, ms = _line_width(style), _marker_size(style)
+    names = {False: style.t("sat.fig.unscaled"), True: style.t("sat.fig.scaled")}
+    colors = {False: UNSCALED_COLOR, True: SCALED_COLOR}
+    data = []
     for i, (col_name, _title, axis_key, log_y) in enumerate(CURVE_PANELS):
-        row, col = divmod(i, 3)
-        row, col = row + 1, col + 1
-        for frame, is_scaled, color, name in (
-            (unscaled, False, UNSCALED_COLOR, style.t("sat.fig.unscaled")),
-            (scaled, True, SCALED_COLOR, style.t("sat.fig.scaled")),
-        ):
-            fig.add_trace(
-                go.Scatter(
-                    x=frame["d_k"].to_numpy(), y=frame[col_name].to_numpy(dtype=float), mode="lines+markers",
-                    name=name, legendgroup=name, showlegend=i == 0,
-                    line=dict(color=color, width=lw, dash="solid" if is_scaled else "dash"),
-                    marker=dict(size=ms // 2 + 1, color=color),
-                    hovertemplate="d_k = %{x}<br>%{y:.4g}<extra>" + name + "</extra>",
-                ),
-                row=row, col=col,
+        xref, yref, xkey, ykey = _axes(i + 1)
+        for flag in (False, True):
+            a = arrays[flag]
+            data.append(
+                dict(
+                    type="scatter", x=_f32(a["d_k"]), y=_f32(a[col_name]), mode="lines+markers", name=names[flag],
+                    legendgroup=names[flag], showlegend=i == 0, xaxis=xref, yaxis=yref,
+                    line=dict(color=colors[flag], width=lw, dash="solid" if flag else "dash"),
+                    marker=dict(size=ms // 2 + 1, color=colors[flag]),
+                    hovertemplate="d_k = %{x}<br>%{y:.4g}<extra>" + names[flag] + "</extra>",
+                )
             )  # fmt: skip
         if col_name == "score_var":
             theory = style.t("sat.fig.theory")
-            fig.add_trace(
-                go.Scatter(
-                    x=d_values, y=[float(d) for d in d_values], mode="lines", name=theory, legendgroup=theory,
+            data.append(
+                dict(
+                    type="scatter", x=_f32(d_values), y=_f32(d_values), mode="lines", name=theory, legendgroup=theory,
                     showlegend=True, line=dict(color=THEORY_COLOR, width=max(1, lw - 1), dash="dot"),
                     hovertemplate="d_k = %{x}<br>" + style.t("sat.fig.theory_var") + " %{y}<extra></extra>",
-                ),
-                row=row, col=col,
+                    xaxis=xref, yaxis=yref,
+                )
             )  # fmt: skip
-            fig.add_trace(
-                go.Scatter(
-                    x=[d_values[0], d_values[-1]], y=[1.0, 1.0], mode="lines", name=theory, legendgroup=theory,
-                    showlegend=False, line=dict(color=THEORY_COLOR, width=max(1, lw - 1), dash="dot"),
-                    hoverinfo="skip",
-                ),
-                row=row, col=col,
+            data.append(
+                dict(
+                    type="scatter", x=[d_values[0], d_values[-1]], y=[1.0, 1.0], mode="lines", name=theory,
+                    legendgroup=theory, showlegend=False, hoverinfo="skip", xaxis=xref, yaxis=yref,
+                    line=dict(color=THEORY_COLOR, width=max(1, lw - 1), dash="dot"),
+                )
             )  # fmt: skip
-        cur = sweep[sweep["d_k"] == d_k]
-        ys = [float(cur[cur["scaled"] == s][col_name].iloc[0]) for s in (False, True)] if len(cur) == 2 else []
-        values = sweep[col_name].to_numpy(dtype=float)
+        ys = []
+        for flag in (False, True):
+            hit = np.flatnonzero(arrays[flag]["d_k"] == d_k)
+            if len(hit):
+                ys.append(float(arrays[flag][col_name][hit[0]]))
+        ys = ys if len(ys) == 2 else []
+        values = np.concatenate([arrays[False][col_name], arrays[True][col_name]])
         if log_y:
             lo, hi = float(values.min()) * 0.7, float(values.max()) * 1.4
         elif col_name in ("jacobian_norm", "grad_norm"):
             lo, hi = 0.0, float(values.max()) * 1.15
         else:  # shares and normalized entropy live in [0, 1]
             lo, hi = 0.0, 1.02
-        fig.add_trace(
-            go.Scatter(
-                x=[d_k, d_k], y=[lo, hi], mode="lines", name="current_line", showlegend=False, hoverinfo="skip",
-                line=dict(color=THEORY_COLOR, width=max(1, lw - 1), dash="dot"),
-            ),
-            row=row, col=col,
+        data.append(
+            dict(
+                type="scatter", x=[d_k, d_k], y=[lo, hi], mode="lines", name="current_line", showlegend=False,
+                hoverinfo="skip", line=dict(color=THEORY_COLOR, width=max(1, lw - 1), dash="dot"),
+                xaxis=xref, yaxis=yref,
+            )
         )  # fmt: skip
         if ys:
-            fig.add_trace(
-                go.Scatter(
-                    x=[d_k, d_k], y=ys, mode="markers", name="current", showlegend=False,
+            data.append(
+                dict(
+                    type="scatter", x=[d_k, d_k], y=ys, mode="markers", name="current", showlegend=False,
                     marker=dict(
                         size=ms, color=[UNSCALED_COLOR, SCALED_COLOR], line=dict(color="#000000", width=2),
                         symbol=["circle" if not use_scaling else "circle-open",
                                 "circle" if use_scaling else "circle-open"],
                     ),
-                    customdata=[style.t("sat.fig.unscaled"), style.t("sat.fig.scaled")],
+                    customdata=[names[False], names[True]], xaxis=xref, yaxis=yref,
                     hovertemplate=style.t("sat.fig.current", d=d_k) + "<br>%{customdata}: %{y:.4g}<extra></extra>",
-                ),
-                row=row, col=col,
+                )
             )  # fmt: skip
-        fig.update_xaxes(_d_k_axis(style, d_values), row=row, col=col)
+        layout[xkey].update(_d_k_axis(style, d_values))
         yaxis = dict(title=dict(text=style.t(axis_key)))
         if log_y:
             yaxis.update(type="log", range=[math.log10(lo), math.log10(hi)])
         else:
             yaxis.update(range=[lo, hi])
-        fig.update_yaxes(yaxis, row=row, col=col)
+        layout[ykey].update(yaxis)
     title = style.t("sat.fig.curves_title", n=n_samples, t=seq_len, tau=f"{temperature:g}", d=d_k)
-    return _layout(fig, title, style, 760 if style.present else 620)
+    if "measured_rows" in sweep.columns and len(sweep):
+        title += _measured(style, int(sweep["measured_rows"].iloc[0]), int(sweep["total_rows"].iloc[0]))
+    return _figure(data, _layout(layout, title, style, 760 if style.present else 620), style)
 
 
 # ---------------------------------------------------------------- 4. one row and its Jacobian
+def _weight_bars(p: np.ndarray, z: np.ndarray, labels: list[str], style: Style, xref: str, yref: str) -> dict:
+    """Bars of one row's weights: one labelled bar per key, or against the key position for long rows."""
+    t = len(p)
+    bar = dict(
+        type="bar", y=_f32(p), customdata=_f32(z), marker=dict(color=SCALED_COLOR), name=style.t("fig.weight"),
+        showlegend=False, xaxis=xref, yaxis=yref,
+    )  # fmt: skip
+    if t <= MAX_LABELLED_KEYS:
+        bar["x"] = _key_ticks(labels, range(t))
+        bar["hovertemplate"] = style.t("fig.key") + " %{x}<br>z = %{customdata:.4g}<br>p = %{y:.5f}<extra></extra>"
+    else:  # the synthetic key labels are "t<position>": the position says it all
+        bar.update(x0=0, dx=1)
+        bar["hovertemplate"] = (
+            style.t("sat.fig.key_pos") + " %{x}<br>z = %{customdata:.4g}<br>p = %{y:.5f}<extra></extra>"
+        )
+    return bar
+
+
 def row_figure(
     row: RowSoftmax,
     labels: list[str],
@@ -344,56 +516,52 @@ def row_figure(
 
     The Jacobian uses a fixed diverging scale from -0.25 to 0.25 (the largest
     possible |entry|), so a saturated row's Jacobian visibly fades to 0. Rows of
-    more than 32 keys show the Jacobian of the 32 keys with the largest weights.
+    more than 32 keys show the Jacobian of the 32 keys with the largest weights
+    (``row.keys``); rows of more than 256 keys draw their bars against the key position.
     """
     t = row.p.shape[0]
-    ticks = [f"{lab} ({i})" for i, lab in enumerate(labels)]
-    if t > MAX_JACOBIAN_KEYS:
-        keep = np.sort(np.argsort(-row.p, kind="stable")[:MAX_JACOBIAN_KEYS])
-    else:
-        keep = np.arange(t)
-    jac = row.jacobian[np.ix_(keep, keep)]
-    jt = [ticks[i] for i in keep]
+    jt = _key_ticks(labels, row.keys)
     titles = [
         style.t("sat.fig.row_bars", q=query_label, mw=f"{row.max_weight:.4f}", ent=f"{row.entropy:.3f}"),
         style.t("sat.fig.row_jac", norm=f"{row.jacobian_norm:.4g}"),
     ]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=titles, column_widths=[0.55, 0.45], horizontal_spacing=0.1)
-    fig.add_trace(
-        go.Bar(
-            x=ticks, y=row.p, customdata=row.z, marker=dict(color=SCALED_COLOR), name=style.t("fig.weight"),
-            showlegend=False,
-            hovertemplate=(
-                style.t("fig.key") + " %{x}<br>z = %{customdata:.4g}<br>p = %{y:.5f}<extra></extra>"
-            ),
-        ),
-        row=1, col=1,
-    )  # fmt: skip
-    fig.add_trace(
-        go.Heatmap(
-            z=jac, x=jt, y=jt, coloraxis="coloraxis", name="J",
+    layout = _grid(1, 2, titles, column_widths=[0.55, 0.45], h_space=0.1)
+    data = [
+        _weight_bars(row.p, row.z, labels, style, "x", "y"),
+        dict(
+            type="heatmap", z=_f32(row.jacobian), x=jt, y=jt, coloraxis="coloraxis", name="J", xaxis="x2", yaxis="y2",
             hovertemplate="∂p(%{y}) / ∂z(%{x}) = %{z:.3e}<extra></extra>",
         ),
-        row=1, col=2,
-    )  # fmt: skip
-    fig.update_xaxes(title=dict(text=style.t("fig.key")), type="category", tickangle=-60, row=1, col=1)
-    fig.update_yaxes(title=dict(text=style.t("sat.fig.weight_axis")), range=[0, 1.02], row=1, col=1)
-    fig.update_xaxes(title=dict(text=style.t("sat.fig.jac_x")), type="category", tickangle=-60, row=1, col=2)
-    fig.update_yaxes(title=dict(text=style.t("sat.fig.jac_y")), type="category", autorange="reversed", row=1, col=2)
-    fig.update_layout(
+    ]  # fmt: skip
+    if t <= MAX_LABELLED_KEYS:
+        layout["xaxis"].update(title=dict(text=style.t("fig.key")), type="category", tickangle=-60)
+    else:
+        layout["xaxis"].update(title=dict(text=style.t("sat.fig.key_pos")), range=[-0.5, t - 0.5])
+    layout["yaxis"].update(title=dict(text=style.t("sat.fig.weight_axis")), range=[0, 1.02])
+    layout["xaxis2"].update(title=dict(text=style.t("sat.fig.jac_x")), type="category", tickangle=-60)
+    layout["yaxis2"].update(title=dict(text=style.t("sat.fig.jac_y")), type="category", autorange="reversed")
+    layout.update(
         coloraxis=dict(
-            colorscale=DIVERGING_SCALE, cmin=-JACOBIAN_LIMIT, cmax=JACOBIAN_LIMIT, cmid=0.0,
+            colorscale=_scale(DIVERGING_SCALE), cmin=-JACOBIAN_LIMIT, cmax=JACOBIAN_LIMIT, cmid=0.0,
             colorbar=dict(title=dict(text=style.t("sat.fig.jac_scale"))),
         ),
         plot_bgcolor="rgba(0,0,0,0)",
     )  # fmt: skip
     title = formula
-    if len(keep) < t:
-        title += " · " + style.t("sat.fig.jac_top", k=len(keep), t=t)
-    return _layout(fig, title, style, 460 if style.present else 390)
+    if len(row.keys) < t:
+        title += " · " + style.t("sat.fig.jac_top", k=len(row.keys), t=t)
+    return _figure(data, _layout(layout, title, style, 460 if style.present else 390), style)
 
 
 # ---------------------------------------------------------------- 5. float16 numerics
+def float16_keys(demo: Float16Demo) -> np.ndarray:
+    """The keys the float16 bars show: all of them, or the MAX_FP16_KEYS largest scores (in key order)."""
+    t = demo.scores16.shape[0]
+    if t <= MAX_FP16_KEYS:
+        return np.arange(t)
+    return np.sort(np.argsort(-demo.scores16, kind="stable")[:MAX_FP16_KEYS])
+
+
 def float16_figure(
     demo: Float16Demo,
     sweep: pd.DataFrame,
@@ -402,109 +570,110 @@ def float16_figure(
     style: Style = Style(),
 ) -> go.Figure:
     """Left: one row of unscaled scores through softmax in float16, naive against max-subtracted;
-    keys where the naive result is inf or NaN are marked with that word. Right: share of rows
-    whose float16 softmax is not a valid distribution, against d_k (log x), current d_k marked.
+    keys where the naive result is inf or NaN are marked with that word (rows of more than 128 keys
+    show the 128 largest scores, where exp overflows first). Right: share of rows whose float16
+    softmax is not a valid distribution, against d_k (log x), current d_k marked.
     """
-    ticks = [f"{lab} ({i})" for i, lab in enumerate(labels)]
+    t = len(labels)
+    keys = float16_keys(demo)
+    ticks = _key_ticks(labels, keys)
     n_inf = int(np.isinf(demo.exp_naive).sum())
-    titles = [
-        style.t("sat.fig.fp16_row", n_inf=n_inf, t=len(ticks), total=_fmt_special(demo.sum_naive)),
-        style.t("sat.fig.fp16_curve"),
-    ]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=titles, column_widths=[0.55, 0.45], horizontal_spacing=0.1)
+    row_title = style.t("sat.fig.fp16_row", n_inf=n_inf, t=t, total=_fmt_special(demo.sum_naive))
+    if len(keys) < t:
+        row_title += "<br>" + style.t("sat.fig.fp16_top", k=len(keys), t=t)
+    layout = _grid(1, 2, [row_title, style.t("sat.fig.fp16_curve")], column_widths=[0.55, 0.45], h_space=0.1)
     lw, ms = _line_width(style), _marker_size(style)
-    naive_finite = np.where(np.isfinite(demo.naive), demo.naive, np.nan)
-    fig.add_trace(
-        go.Bar(
-            x=ticks, y=demo.stable, name=style.t("sat.fig.fp16_stable"), marker=dict(color=SCALED_COLOR),
-            customdata=np.stack([demo.scores16, demo.reference], axis=-1),
+    naive = demo.naive[keys]
+    data = [
+        dict(
+            type="bar", x=ticks, y=_f32(demo.stable[keys]), name=style.t("sat.fig.fp16_stable"),
+            marker=dict(color=SCALED_COLOR), xaxis="x", yaxis="y",
+            customdata=_f32(np.stack([demo.scores16[keys], demo.reference[keys]], axis=-1)),
             hovertemplate=(
                 style.t("fig.key") + " %{x}<br>q·k (float16) = %{customdata[0]:.5g}<br>"
                 + style.t("sat.fig.fp16_stable") + " %{y:.5f}<br>float64: %{customdata[1]:.5f}<extra></extra>"
             ),
         ),
-        row=1, col=1,
-    )  # fmt: skip
-    fig.add_trace(
-        go.Bar(
-            x=ticks, y=naive_finite, name=style.t("sat.fig.fp16_naive"), marker=dict(color=UNSCALED_COLOR),
+        dict(
+            type="bar", x=ticks, y=_f32(np.where(np.isfinite(naive), naive, np.nan)),
+            name=style.t("sat.fig.fp16_naive"), marker=dict(color=UNSCALED_COLOR), xaxis="x", yaxis="y",
             hovertemplate=style.t("fig.key") + " %{x}<br>" + style.t("sat.fig.fp16_naive") + " %{y:.5f}<extra></extra>",
         ),
-        row=1, col=1,
-    )  # fmt: skip
-    bad = ~np.isfinite(demo.naive)
-    if bad.any():
-        words = np.where(np.isnan(demo.naive), "NaN", np.where(demo.naive > 0, "inf", "−inf"))
-        fig.add_trace(
-            go.Scatter(
-                x=[ticks[i] for i in np.flatnonzero(bad)], y=[NON_FINITE_Y] * int(bad.sum()), mode="markers+text",
-                text=[words[i] for i in np.flatnonzero(bad)], textposition="top center", name="non-finite",
-                marker=dict(symbol="x", size=ms, color=UNSCALED_COLOR), showlegend=False,
-                textfont=dict(color=UNSCALED_COLOR, size=style.font),
-                customdata=[_fmt_special(float(demo.exp_naive[i])) for i in np.flatnonzero(bad)],
+    ]  # fmt: skip
+    bad = np.flatnonzero(~np.isfinite(naive))
+    if len(bad):
+        words = np.where(np.isnan(naive), "NaN", np.where(naive > 0, "inf", "−inf"))
+        data.append(
+            dict(
+                type="scatter", x=[ticks[i] for i in bad], y=_f32(np.full(len(bad), NON_FINITE_Y)),
+                mode="markers+text", text=[str(words[i]) for i in bad], textposition="top center",
+                name="non-finite", marker=dict(symbol="x", size=ms, color=UNSCALED_COLOR), showlegend=False,
+                textfont=dict(color=UNSCALED_COLOR, size=style.font), xaxis="x", yaxis="y",
+                customdata=[_fmt_special(float(demo.exp_naive[keys[i]])) for i in bad],
                 hovertemplate=(
                     style.t("fig.key") + " %{x}<br>exp(q·k) float16 = %{customdata}<br>"
                     + style.t("sat.fig.fp16_naive") + " = %{text}<extra></extra>"
                 ),
-            ),
-            row=1, col=1,
+            )
         )  # fmt: skip
-    fig.update_xaxes(title=dict(text=style.t("fig.key")), type="category", tickangle=-60, row=1, col=1)
+    layout["xaxis"].update(title=dict(text=style.t("fig.key")), type="category", tickangle=-60)
     # weights live in 0..1; the band above holds the inf/NaN flags of the naive softmax
-    fig.update_yaxes(title=dict(text=style.t("sat.fig.weight_axis")), range=[0, 1.22], tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1],
-                     row=1, col=1)  # fmt: skip
-    d_values = sorted(int(d) for d in sweep["d_k"].unique())
-    unscaled = sweep[~sweep["scaled"]].sort_values("d_k")
-    scaled = sweep[sweep["scaled"]].sort_values("d_k")
+    layout["yaxis"].update(title=dict(text=style.t("sat.fig.weight_axis")), range=[0, 1.22],
+                           tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1])  # fmt: skip
+    d_values_arr, arrays = _sweep_arrays(sweep, ["fp16_naive_fail", "fp16_stable_fail"])
+    d_values = [int(d) for d in d_values_arr]
     curves = (
-        (unscaled, "fp16_naive_fail", UNSCALED_COLOR, "dash", style.t("sat.fig.fp16_naive_unscaled")),
-        (scaled, "fp16_naive_fail", SCALED_COLOR, "solid", style.t("sat.fig.fp16_naive_scaled")),
-        (unscaled, "fp16_stable_fail", THEORY_COLOR, "dot", style.t("sat.fig.fp16_stable_unscaled")),
+        (arrays[False], "fp16_naive_fail", UNSCALED_COLOR, "dash", style.t("sat.fig.fp16_naive_unscaled")),
+        (arrays[True], "fp16_naive_fail", SCALED_COLOR, "solid", style.t("sat.fig.fp16_naive_scaled")),
+        (arrays[False], "fp16_stable_fail", THEORY_COLOR, "dot", style.t("sat.fig.fp16_stable_unscaled")),
     )
-    for frame, column, color, dash, name in curves:
-        fig.add_trace(
-            go.Scatter(
-                x=frame["d_k"].to_numpy(), y=frame[column].to_numpy(dtype=float), mode="lines+markers", name=name,
+    for a, column, color, dash, name in curves:
+        data.append(
+            dict(
+                type="scatter", x=_f32(a["d_k"]), y=_f32(a[column]), mode="lines+markers", name=name,
                 line=dict(color=color, width=lw, dash=dash), marker=dict(size=ms // 2 + 1, color=color),
-                hovertemplate="d_k = %{x}<br>%{y:.2%}<extra>" + name + "</extra>",
-            ),
-            row=1, col=2,
+                hovertemplate="d_k = %{x}<br>%{y:.2%}<extra>" + name + "</extra>", xaxis="x2", yaxis="y2",
+            )
         )  # fmt: skip
-    cur = unscaled[unscaled["d_k"] == d_k]
-    fig.add_trace(
-        go.Scatter(
-            x=[d_k, d_k], y=[0.0, 1.05], mode="lines", name="current_line", showlegend=False, hoverinfo="skip",
-            line=dict(color=THEORY_COLOR, width=max(1, lw - 1), dash="dot"),
-        ),
-        row=1, col=2,
+    data.append(
+        dict(
+            type="scatter", x=[d_k, d_k], y=[0.0, 1.05], mode="lines", name="current_line", showlegend=False,
+            hoverinfo="skip", line=dict(color=THEORY_COLOR, width=max(1, lw - 1), dash="dot"), xaxis="x2", yaxis="y2",
+        )
     )  # fmt: skip
-    if len(cur):
-        fig.add_trace(
-            go.Scatter(
-                x=[d_k], y=[float(cur["fp16_naive_fail"].iloc[0])], mode="markers", name="current", showlegend=False,
+    hit = np.flatnonzero(arrays[False]["d_k"] == d_k)
+    if len(hit):
+        data.append(
+            dict(
+                type="scatter", x=[d_k], y=[float(arrays[False]["fp16_naive_fail"][hit[0]])], mode="markers",
+                name="current", showlegend=False, xaxis="x2", yaxis="y2",
                 marker=dict(size=ms, color=UNSCALED_COLOR, line=dict(color="#000000", width=2)),
                 hovertemplate=style.t("sat.fig.current", d=d_k) + "<br>%{y:.2%}<extra></extra>",
-            ),
-            row=1, col=2,
+            )
         )  # fmt: skip
-    fig.update_xaxes(_d_k_axis(style, d_values), row=1, col=2)
-    fig.update_yaxes(title=dict(text=style.t("sat.fig.fp16_axis")), range=[0, 1.05], tickformat=".0%", row=1, col=2)
-    fig.update_layout(barmode="group")
+    layout["xaxis2"].update(_d_k_axis(style, d_values))
+    layout["yaxis2"].update(title=dict(text=style.t("sat.fig.fp16_axis")), range=[0, 1.05], tickformat=".0%")
+    layout.update(barmode="group")
     title = style.t("sat.fig.fp16_title", d=d_k, lim=f"{math.log(FLOAT16_MAX):.2f}", max=f"{FLOAT16_MAX:.0f}")
-    return _layout(fig, title, style, 480 if style.present else 400)
+    return _figure(data, _layout(layout, title, style, 480 if style.present else 400), style)
 
 
 FLOAT16_COLUMNS = ("key_pos", "key", "score_fp16", "exp_fp16", "naive_fp16", "stable_fp16", "reference_fp64")
 
 
-def float16_data(demo: Float16Demo, labels: list[str]) -> pd.DataFrame:
+def float16_data(demo: Float16Demo, labels: list[str] | None = None, keys: np.ndarray | None = None) -> pd.DataFrame:
     """The numbers behind the left panel of :func:`float16_figure`, one row per key (inf/NaN kept).
 
     Columns :data:`FLOAT16_COLUMNS`: the score rounded to float16, its float16 exp,
     the naive and the max-subtracted float16 softmax, and the float64 softmax.
+    ``labels`` default to the synthetic tokens; ``keys`` picks some keys (e.g.
+    :func:`float16_keys`, the ones drawn), default all.
     """
+    labels = synthetic_tokens(demo.scores16.shape[0]) if labels is None else labels
+    idx = np.arange(len(labels)) if keys is None else np.asarray(keys)
     values = (demo.scores16, demo.exp_naive, demo.naive, demo.stable, demo.reference)
-    return pd.DataFrame(dict(zip(FLOAT16_COLUMNS, (np.arange(len(labels)), list(labels), *values), strict=True)))
+    key_labels = [labels[i] for i in idx]
+    return pd.DataFrame(dict(zip(FLOAT16_COLUMNS, (idx, key_labels, *(v[idx] for v in values)), strict=True)))
 
 
 def _fmt_special(x: float) -> str:
@@ -516,30 +685,19 @@ def _fmt_special(x: float) -> str:
 
 
 # ---------------------------------------------------------------- views: (name, figure, data) for the page and export
+def _lazy(fn: Callable[..., pd.DataFrame], *args: object) -> Callable[[], pd.DataFrame]:
+    return lambda: fn(*args)
+
+
 def distribution_view(sample: ScoreSample, style: Style = Style()) -> View:
     """View 1: score histograms, raw against scaled."""
-    return View(f"scores_dk{sample.d_k}", score_distribution_figure(sample, style), score_distribution_data(sample))
+    fig = score_distribution_figure(sample, style)
+    return View(f"scores_dk{sample.d_k}", fig, _lazy(score_distribution_data, sample))
 
 
-def maps_view(sample: ScoreSample, temperature: float, style: Style = Style()) -> View:
+def maps_view(maps: ExampleMaps, style: Style = Style()) -> View:
     """View 2: the first sampled sequence through softmax without and with 1/sqrt(d_k), at temperature τ."""
-    labels = synthetic_tokens(sample.seq_len)
-    w_unscaled = softmax_weights(sample.example, 1.0 / temperature)  # (T, T)
-    w_scaled = softmax_weights(sample.example, 1.0 / (math.sqrt(sample.d_k) * temperature))  # (T, T)
-    fig = scaled_unscaled_figure(sample.example, w_unscaled, w_scaled, labels, sample.d_k, temperature, style)
-    t = sample.seq_len
-    data = pd.DataFrame(
-        {
-            "query_pos": np.repeat(np.arange(t), t),
-            "query": np.repeat(np.asarray(labels, dtype=object), t),
-            "key_pos": np.tile(np.arange(t), t),
-            "key": np.tile(np.asarray(labels, dtype=object), t),
-            "score_qk": sample.example.reshape(-1).astype(np.float64),
-            "weight_unscaled": w_unscaled.reshape(-1).astype(np.float64),
-            "weight_scaled": w_scaled.reshape(-1).astype(np.float64),
-        }
-    )
-    return View(f"maps_dk{sample.d_k}", fig, data)
+    return View(f"maps_dk{maps.d_k}", scaled_unscaled_figure(maps, style), _lazy(maps_data, maps))
 
 
 def curves_view(
@@ -556,30 +714,33 @@ def curves_view(
     return View("saturation_sweep", fig, sweep)
 
 
+def _row_data(result: RowSoftmax, labels: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({"key_pos": np.arange(len(labels)), "key": labels, "z": result.z, "weight": result.p})
+
+
 def row_view(
-    sample: ScoreSample, row: int, use_scaling: bool, temperature: float, style: Style = Style()
+    raw_row: np.ndarray, row: int, d_k: int, use_scaling: bool, temperature: float, style: Style = Style()
 ) -> tuple[View, RowSoftmax]:
-    """View 4: query ``row`` of the first sequence as softmax bars with its Jacobian (current scaling and τ)."""
-    labels = synthetic_tokens(sample.seq_len)
-    sq = math.sqrt(sample.d_k)
-    result = row_softmax(sample.example[row], 1.0 / sq if use_scaling else 1.0, temperature)
+    """View 4: query ``row`` (its raw q·k ``[T]``) as softmax bars with its Jacobian (current scaling and τ)."""
+    labels = synthetic_tokens(len(raw_row))
+    sq = math.sqrt(d_k)
+    result = row_softmax(raw_row, 1.0 / sq if use_scaling else 1.0, temperature, MAX_JACOBIAN_KEYS)
     q = f"{labels[row]} ({row})"
     formula = style.t(
         "sat.row_formula_on" if use_scaling else "sat.row_formula_off", q=q, sq=f"{sq:.4g}", tau=f"{temperature:g}"
     )
     fig = row_figure(result, labels, q, formula, style)
-    data = pd.DataFrame({"key_pos": np.arange(sample.seq_len), "key": labels, "z": result.z, "weight": result.p})
-    return View(f"row{row}_dk{sample.d_k}", fig, data), result
+    return View(f"row{row}_dk{d_k}", fig, _lazy(_row_data, result, labels)), result
 
 
 def float16_view(
-    sample: ScoreSample, sweep: pd.DataFrame, row: int, style: Style = Style()
+    raw_row: np.ndarray, row: int, d_k: int, sweep: pd.DataFrame, style: Style = Style()
 ) -> tuple[View, Float16Demo]:
-    """View 5: the unscaled scores of query ``row`` through naive and max-subtracted float16 softmax."""
-    labels = synthetic_tokens(sample.seq_len)
-    demo = float16_demo(sample.example[row])
-    fig = float16_figure(demo, sweep, labels, sample.d_k, style)
-    return View(f"float16_row{row}_dk{sample.d_k}", fig, float16_data(demo, labels)), demo
+    """View 5: the unscaled scores of query ``row`` (raw q·k ``[T]``) through naive and max-subtracted float16 softmax."""
+    labels = synthetic_tokens(len(raw_row))
+    demo = float16_demo(raw_row)
+    fig = float16_figure(demo, sweep, labels, d_k, style)
+    return View(f"float16_row{row}_dk{d_k}", fig, _lazy(float16_data, demo, labels)), demo
 
 
 def saturation_views(
@@ -599,10 +760,12 @@ def saturation_views(
         raise ConfigError(f"row ({row}) must be between 0 and {seq_len - 1}", "row")
     sample = score_sample(d_k, seq_len, n_samples, seed, device, distribution)
     sweep = saturation_sweep(SWEEP_D_K, seq_len, n_samples, seed, device, distribution, temperature)
+    maps = example_maps(d_k, seq_len, n_samples, seed, distribution, temperature, MAX_HEATMAP_CELLS, device)
+    raw_row = example_scores(d_k, seq_len, n_samples, seed, distribution, device, rows=[row])[0]
     return [
         distribution_view(sample, style),
-        maps_view(sample, temperature, style),
+        maps_view(maps, style),
         curves_view(sweep, d_k, use_scaling, seq_len, n_samples, temperature, style),
-        row_view(sample, row, use_scaling, temperature, style)[0],
-        float16_view(sample, sweep, row, style)[0],
+        row_view(raw_row, row, d_k, use_scaling, temperature, style)[0],
+        float16_view(raw_row, row, d_k, sweep, style)[0],
     ]

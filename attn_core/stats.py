@@ -4,20 +4,28 @@ For q, k with independent zero-mean unit-variance entries, Var(q·k) = d_k.
 Large scores push softmax into saturation (one weight near 1, the rest near 0),
 where its Jacobian diag(p) - p pᵀ, and so the gradient, nearly vanishes.
 Everything here is plain torch (CPU or CUDA inside); the functions meant for
-the UI return CPU float32 numpy or a pandas DataFrame.
+the UI return CPU float32 numpy, small dataclasses or a pandas DataFrame.
+
+Time and memory stay bounded at every setting the page offers (up to 8192 keys
+and 16384 samples): sequences are drawn in blocks, scores are measured by chunks
+of query rows, and at most :data:`MAX_MEASURED_ROWS` query rows (and
+:data:`MAX_MEASURED_SCORES` scores) are measured per d_k. :func:`row_plan` says
+which rows; every result carries how many rows it measured, so the page can say so.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import torch
 
-from .config import MAX_HEAD_DIM, MAX_SEQ_LEN, ConfigError, check_int
+from . import config
+from .config import MAX_HEAD_DIM, ConfigError, check_int
 from .guard import format_bytes, max_bytes
 from .tokens import sinusoidal_positions
 
@@ -28,13 +36,25 @@ SWEEP_D_K = tuple(2**i for i in range(11))
 PROJECTED_D_MODEL = 512
 SATURATION_THRESHOLD = 0.99
 FLOAT16_MAX = float(torch.finfo(torch.float16).max)  # 65504
-# Same memory model as estimate_bytes: per score, float32 scores, logits, weights,
-# loss weights, gradient and autograd's saved weights, two float16 softmax paths
-# and a float64 copy for the variance (12 float32 slots in all).
-_SCORE_SLOTS = 12
+# Longest sequence measured here (the app-wide limit, or 8192 if that is lower).
+MAX_SEQ_LEN = max(config.MAX_SEQ_LEN, 8192)
+# Sequences are drawn in blocks of max(1, BLOCK_ROWS // T) sequences, each block from its own seeded
+# generator, so that any block can be drawn alone and the numbers never depend on the memory budget.
+BLOCK_ROWS = 4096
+# Per d_k at most this many query rows, and at most this many scores (rows × keys), are measured.
+MAX_MEASURED_ROWS = 2**16
+MAX_MEASURED_SCORES = 2**23
+# Scores measured at once (one chunk of query rows through softmax and autograd).
+CHUNK_SCORES = 2**20
+# Memory per score of a chunk, in float32 slots (an upper bound): scores, softmax input and output, the
+# downstream weights, autograd's gradient and saved output and its temporaries, the deviations for the
+# variance, the Jacobian norm's terms, and the float16 softmax paths.
+_SCORE_SLOTS = 16
+# Per score of the first sequence's maps: scores, a float64 input and output, float32 weights, pooling.
+_MAP_SLOTS = 8
 _SWEEP_COLUMNS = (
     "d_k", "scaled", "score_var", "max_weight", "entropy", "saturated_frac", "jacobian_norm", "grad_norm",
-    "fp16_naive_fail", "fp16_stable_fail",
+    "fp16_naive_fail", "fp16_stable_fail", "measured_rows", "total_rows",
 )  # fmt: skip
 
 
@@ -48,14 +68,17 @@ def row_entropy(weights: torch.Tensor, normalized: bool = True, mask: torch.Tens
     means spread evenly and 0 all on one key; a row with one or no allowed key
     has normalized entropy 0. ``0·log 0`` counts as 0.
     """
-    p = torch.as_tensor(weights).float()
-    ent = -torch.where(p > 0, p * torch.log(p), torch.zeros_like(p)).sum(-1)  # (...)
+    p = torch.as_tensor(weights)
+    p = p if p.is_floating_point() else p.float()
+    # p·log p with log's argument clamped to the smallest normal number: 0 stays 0, and below that
+    # p·(log p - log tiny) is under 1e-36 (the same as where(p > 0, p log p, 0), at a third of the cost)
+    ent = -(p * torch.log(p.clamp_min(torch.finfo(p.dtype).tiny))).sum(-1)  # (...)
     if not normalized:
         return ent
     if mask is None:
         n = torch.full_like(ent, float(p.shape[-1]))
     else:
-        n = torch.as_tensor(mask, device=p.device).bool().expand_as(p).sum(-1).float()  # (...)
+        n = torch.as_tensor(mask, device=p.device).bool().expand_as(p).sum(-1).to(ent.dtype)  # (...)
     denom = torch.where(n > 1, torch.log(n.clamp_min(2.0)), torch.ones_like(n))
     return torch.where(n > 1, ent / denom, torch.zeros_like(ent))
 
@@ -84,15 +107,110 @@ def softmax_jacobian(p: torch.Tensor) -> torch.Tensor:
 
 
 def jacobian_norm(p: torch.Tensor) -> torch.Tensor:
-    """Frobenius norm of the softmax Jacobian of each row: ``[..., T] -> [...]``.
+    """Frobenius norm of the softmax Jacobian of each row: ``[..., T] -> [...]`` (p's floating dtype).
 
-    Uses ``‖diag(p) - p pᵀ‖²_F = Σp² - 2Σp³ + (Σp²)²`` so no ``[T, T]`` matrix is
-    built per row (the tests compare it with :func:`softmax_jacobian`).
+    Row i of J = diag(p) - p pᵀ has squared norm p_i² ((1 - p_i)² + Σ_{j≠i} p_j²),
+    a sum of non-negative terms, so no ``[T, T]`` matrix is built and nothing
+    cancels, even when one weight is within 1e-10 of 1 (the tests compare it with
+    :func:`softmax_jacobian`). For the largest weight p_m, 1 - p_m and Σ_{j≠m} p_j²
+    are summed from the other weights; for every other i, Σ_{j≠i} p_j² ≥ Σ p² / 2.
+    Every sum adds non-negative terms (torch sums them by cascade, ~1e-7 relative).
     """
-    p = torch.as_tensor(p).double()
-    s2 = (p * p).sum(-1)
-    s3 = (p * p * p).sum(-1)
-    return (s2 - 2.0 * s3 + s2 * s2).clamp_min(0.0).sqrt().float()
+    p = torch.as_tensor(p)
+    p = p if p.is_floating_point() else p.float()
+    pm, m = p.max(dim=-1, keepdim=True)  # (..., 1) the largest weight and where it is
+    o = p.scatter(-1, m, 0.0)  # (..., T) the other weights, 0 at m
+    o2 = o * o
+    q = o2.sum(-1, keepdim=True)  # Σ_{j≠m} p_j²
+    rest = o.sum(-1, keepdim=True)  # Σ_{j≠m} p_j = 1 - p_m
+    pm2 = pm * pm
+    others = (o2 * ((1.0 - o) ** 2 + ((q + pm2) - o2))).sum(-1)  # rows i ≠ m of J (0 at m)
+    total = others.double() + (pm2.double() * (rest.double() ** 2 + q.double())).squeeze(-1)  # + row m
+    return total.clamp_min(0.0).sqrt().to(p.dtype)
+
+
+# ---------------------------------------------------------------- which rows are measured
+@dataclass(frozen=True)
+class RowPlan:
+    """Which query rows are sampled and measured for (seq_len, n_samples), the same at every d_k.
+
+    All ``n_samples × seq_len`` query rows are measured when there are at most
+    :data:`MAX_MEASURED_ROWS` of them and at most :data:`MAX_MEASURED_SCORES`
+    scores. Otherwise the first ``sequences`` sequences are measured, every query
+    of each, or, when one sequence alone has too many scores, ``queries`` evenly
+    spaced queries of the first sequence, each against all its keys. The queries
+    are drawn independently of each other, so the averages over the measured rows
+    are unbiased estimates of the averages over all rows (the evenly spaced
+    positions also cover the position-dependent ``projected`` queries).
+    Sequences are drawn in blocks of ``block`` sequences (:data:`BLOCK_ROWS`).
+    """
+
+    seq_len: int
+    n_samples: int
+    sequences: int  # measured sequences (the first ones)
+    queries: int  # measured queries per measured sequence
+    block: int  # sequences per sampling block
+
+    @property
+    def rows(self) -> int:
+        """Query rows measured."""
+        return self.sequences * self.queries
+
+    @property
+    def total_rows(self) -> int:
+        """Query rows of the whole sample, ``n_samples × seq_len``."""
+        return self.n_samples * self.seq_len
+
+    @property
+    def scores(self) -> int:
+        """Scores measured (every measured row has ``seq_len`` keys)."""
+        return self.rows * self.seq_len
+
+    @property
+    def complete(self) -> bool:
+        """Whether every query row of the sample is measured."""
+        return self.rows == self.total_rows
+
+    def positions(self) -> np.ndarray:
+        """The measured query positions within a sequence, int64 ``[queries]`` (``0..T-1`` when all)."""
+        return (np.arange(self.queries, dtype=np.int64) * self.seq_len) // self.queries
+
+    def blocks(self) -> Iterator[tuple[int, int, int]]:
+        """``(block index, sequences drawn, sequences measured)`` for every block holding a measured sequence."""
+        for b, start in enumerate(range(0, self.sequences, self.block)):
+            yield b, min(self.block, self.n_samples - start), min(self.block, self.sequences - start)
+
+    def chunks(self, n_sequences: int) -> Iterator[tuple[int, int, int, int]]:
+        """``(i0, i1, r0, r1)``: sequences i0..i1 and query rows r0..r1 of a block, at most CHUNK_SCORES scores each."""
+        t, tq = self.seq_len, self.queries
+        if tq * t <= CHUNK_SCORES:
+            per = max(1, CHUNK_SCORES // (tq * t))
+            for i0 in range(0, n_sequences, per):
+                yield i0, min(i0 + per, n_sequences), 0, tq
+        else:
+            rc = max(1, CHUNK_SCORES // t)
+            for i in range(n_sequences):
+                for r0 in range(0, tq, rc):
+                    yield i, i + 1, r0, min(r0 + rc, tq)
+
+    def chunk_scores(self) -> int:
+        """The most scores one chunk holds."""
+        t, tq = self.seq_len, self.queries
+        if tq * t <= CHUNK_SCORES:
+            return min(max(1, CHUNK_SCORES // (tq * t)), self.block, self.sequences) * tq * t
+        return min(max(1, CHUNK_SCORES // t), tq) * t
+
+
+def row_plan(seq_len: int, n_samples: int) -> RowPlan:
+    """The :class:`RowPlan` for ``n_samples`` sequences of ``seq_len`` tokens."""
+    t, n = int(seq_len), int(n_samples)
+    block = max(1, BLOCK_ROWS // t)
+    limit = max(1, min(MAX_MEASURED_ROWS, MAX_MEASURED_SCORES // t))
+    if n * t <= limit:
+        return RowPlan(t, n, n, t, block)
+    if limit >= t:
+        return RowPlan(t, n, limit // t, t, block)
+    return RowPlan(t, n, 1, limit, block)
 
 
 # ---------------------------------------------------------------- validation and memory
@@ -115,19 +233,46 @@ def check_d_k(d_k: object) -> int:
     return check_int("d_k", d_k, 1, MAX_HEAD_DIM)
 
 
+def _block_bytes(d_k: int, seq_len: int, n_drawn: int, distribution: str) -> int:
+    """q and k of one block ``[n, T, d_k]`` float32, and for ``projected`` its embeddings and positions."""
+    rows, d, m = n_drawn * seq_len, int(d_k), PROJECTED_D_MODEL
+    total = 4 * 2 * rows * d
+    if distribution == "projected":
+        # embeddings twice while positions are added, the float64 positions being built, the projections
+        total += 4 * (2 * rows * m + 6 * seq_len * m + 2 * m * d)
+    return total
+
+
 def estimate_bytes(d_k: int, seq_len: int, n_samples: int, distribution: str = "normal") -> int:
     """Peak memory, in bytes, of sampling and measuring one ``d_k`` (an upper-bound estimate).
 
-    q and k ``[N, T, d_k]`` float32, about 12 float32 tensors ``[N, T, T]`` of
-    scores, weights, gradients and their float16/float64 copies, and for
-    ``projected`` the embeddings ``[N, T, 512]`` (twice, while positions are
-    added) and the two ``[512, d_k]`` projections.
+    One sampling block of q and k (:func:`_block_bytes`) plus the copy of the
+    measured queries, the downstream weights of every measured row and their
+    block as drawn, the measured scores kept for the histogram (all float32), and
+    one chunk of at most :data:`CHUNK_SCORES` scores at ``_SCORE_SLOTS`` float32
+    slots each. Bounded by the plan, so it stops growing with ``n_samples``.
     """
-    n, t, d = int(n_samples), int(seq_len), int(d_k)
-    total = 4 * (2 * n * t * d + _SCORE_SLOTS * n * t * t)
-    if distribution == "projected":
-        total += 4 * (2 * n * t * PROJECTED_D_MODEL + 2 * PROJECTED_D_MODEL * d)
+    plan = row_plan(seq_len, n_samples)
+    t = plan.seq_len
+    n_drawn = min(plan.block, plan.n_samples)
+    total = _block_bytes(d_k, t, n_drawn, distribution)
+    if plan.queries < t:
+        total += 4 * plan.queries * int(d_k)  # the measured queries, picked out of the sequence
+    total += 4 * (2 * plan.scores + n_drawn * plan.queries * t)  # G, the kept scores, one block of G
+    total += 4 * _SCORE_SLOTS * plan.chunk_scores()
     return total
+
+
+def _largest_fitting_samples(d_k: int, seq_len: int, n_samples: int, distribution: str, budget: int) -> int:
+    """The largest sample count below ``n_samples`` whose estimate fits ``budget`` (0 if none)."""
+    lo, hi = 0, int(n_samples)  # estimate(lo) fits (0 trivially), estimate(hi) does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if estimate_bytes(d_k, seq_len, mid, distribution) <= budget:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def check_memory(d_k: int, seq_len: int, n_samples: int, distribution: str = "normal", what: str = "") -> int:
@@ -139,8 +284,7 @@ def check_memory(d_k: int, seq_len: int, n_samples: int, distribution: str = "no
     need = estimate_bytes(d_k, seq_len, n_samples, distribution)
     budget = max_bytes()
     if need > budget:
-        per_sample = estimate_bytes(d_k, seq_len, 1, distribution)
-        fits = max(0, budget // per_sample)
+        fits = _largest_fitting_samples(d_k, seq_len, n_samples, distribution, budget)
         fix = f"use at most {fits} samples, or fewer keys" if fits >= 1 else "use fewer keys or a smaller d_k"
         raise ConfigError(
             (f"{what}: " if what else "")
@@ -155,10 +299,55 @@ def check_memory(d_k: int, seq_len: int, n_samples: int, distribution: str = "no
     return need
 
 
+def _check_bytes(need: int, what: str) -> None:
+    budget = max_bytes()
+    if need > budget:
+        raise ConfigError(
+            f"{what} needs about {format_bytes(need)} of memory, more than the budget of {format_bytes(budget)} "
+            "(set by ATTN_MAX_BYTES); use fewer samples or keys",
+            "samples",
+            "budget",
+            need=format_bytes(need),
+            budget=format_bytes(budget),
+            reduce="samples / seq_len",
+        )
+
+
 # ---------------------------------------------------------------- sampling
 def _seed(*parts: object) -> int:
     digest = hashlib.blake2b("\x00".join(map(str, parts)).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") & (2**63 - 1)
+
+
+def _generator(block: int, *parts: object) -> torch.Generator:
+    """Block 0 keeps the seed of ``parts`` alone (the numbers of a one-block sample); block b adds b."""
+    return torch.Generator().manual_seed(_seed(*parts) if block == 0 else _seed(*parts, block))
+
+
+def _draw_block(
+    d_k: int, seq_len: int, n: int, block: int, seed: int, distribution: str, w: tuple | None = None
+) -> tuple[torch.Tensor, torch.Tensor, tuple | None]:
+    """q, k float32 ``[n, T, d_k]`` (CPU) of sampling block ``block``, and the projections used.
+
+    ``normal``: independent N(0, 1) entries. ``projected``: token embeddings
+    (N(0, 1) plus sinusoidal positions, unit variance, width 512) times the two
+    projections W_Q, W_K with N(0, 1/512) entries, drawn once per seed and d_k
+    after block 0's embeddings (one layer); later blocks pass them back as ``w``.
+    """
+    g = _generator(block, "qk", seed, d_k, distribution)
+    if distribution == "normal":
+        q = torch.randn(n, seq_len, d_k, generator=g)  # (n, T, d_k)
+        k = torch.randn(n, seq_len, d_k, generator=g)  # (n, T, d_k)
+        return q, k, None
+    m = PROJECTED_D_MODEL
+    x = torch.randn(n, seq_len, m, generator=g)  # (n, T, m)
+    # Same mixing as tokens.embed: positions (variance 1/2) weighted by sqrt 2, sum / sqrt 2.
+    x = (x + sinusoidal_positions(seq_len, m) * math.sqrt(2.0)) / math.sqrt(2.0)
+    if w is None:
+        w_q = torch.randn(m, d_k, generator=g) / math.sqrt(m)  # (m, d_k)
+        w_k = torch.randn(m, d_k, generator=g) / math.sqrt(m)  # (m, d_k)
+        w = (w_q, w_k)
+    return x @ w[0], x @ w[1], w  # (n, T, d_k) each
 
 
 def sample_qk(
@@ -169,44 +358,89 @@ def sample_qk(
     distribution: str = "normal",
     device: torch.device | str = "cpu",
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Queries and keys for ``n_samples`` independent sequences of ``seq_len`` tokens.
+    """Queries and keys of all ``n_samples`` sequences of ``seq_len`` tokens, the ones the sweep measures.
 
-    Returns q, k float32 ``[N, T, d_k]`` on ``device``. ``normal``: independent
-    N(0, 1) entries. ``projected``: as on the heatmap page, token embeddings
-    (N(0, 1) plus sinusoidal positions, unit variance, width 512) times two
-    random projections with N(0, 1/512) entries, one pair per seed and d_k (one
-    layer). Drawn on the CPU from a generator seeded by (seed, d_k, distribution),
-    so every device sees the same numbers. Checks the memory budget first.
+    Returns q, k float32 ``[N, T, d_k]`` on ``device``, drawn on the CPU block by
+    block (:func:`_draw_block`) from generators seeded by (seed, d_k,
+    distribution, block), so every device sees the same numbers. Refuses, before
+    allocating, when the whole sample exceeds the memory budget (the sweep itself
+    never holds it all).
     """
     d_k = check_d_k(d_k)
     _check_common(seq_len, n_samples, seed, distribution, 1.0)
-    check_memory(d_k, seq_len, n_samples, distribution)
-    g = torch.Generator().manual_seed(_seed("qk", seed, d_k, distribution))
-    n, t = n_samples, seq_len
-    if distribution == "normal":
-        q = torch.randn(n, t, d_k, generator=g)  # (N, T, d_k)
-        k = torch.randn(n, t, d_k, generator=g)  # (N, T, d_k)
-    else:
-        m = PROJECTED_D_MODEL
-        x = torch.randn(n, t, m, generator=g)  # (N, T, m)
-        # Same mixing as tokens.embed: positions (variance 1/2) weighted by sqrt 2, sum / sqrt 2.
-        x = (x + sinusoidal_positions(t, m) * math.sqrt(2.0)) / math.sqrt(2.0)
-        w_q = torch.randn(m, d_k, generator=g) / math.sqrt(m)  # (m, d_k)
-        w_k = torch.randn(m, d_k, generator=g) / math.sqrt(m)  # (m, d_k)
-        q, k = x @ w_q, x @ w_k  # (N, T, d_k) each
-        del x
-    return q.to(device), k.to(device)
+    plan = row_plan(seq_len, n_samples)
+    _check_bytes(_block_bytes(d_k, seq_len, n_samples, distribution), "the whole sample of q and k")
+    qs, ks, w = [], [], None
+    for b, start in enumerate(range(0, n_samples, plan.block)):
+        q, k, w = _draw_block(d_k, seq_len, min(plan.block, n_samples - start), b, seed, distribution, w)
+        qs.append(q)
+        ks.append(k)
+    return torch.cat(qs).to(device), torch.cat(ks).to(device)
+
+
+def _loss_block(plan: RowPlan, block: int, n_drawn: int, seed: int) -> torch.Tensor:
+    """Downstream weights of sampling block ``block``: float32 ``[n_drawn, queries, T]`` N(0, 1) (CPU)."""
+    g = _generator(block, "loss", seed, plan.seq_len, plan.n_samples)
+    return torch.randn(n_drawn, plan.queries, plan.seq_len, generator=g)
 
 
 def downstream_weights(seq_len: int, n_samples: int, seed: int = 0, device: torch.device | str = "cpu") -> torch.Tensor:
-    """The fixed downstream loss ``L = Σ p · G``: G float32 ``[N, T, T]`` with N(0, 1) entries.
+    """The fixed downstream loss ``L = Σ p · G`` of the whole sample: G float32 ``[N, T, T]``, N(0, 1) entries.
 
     G stands in for the gradient arriving from the layers above. It depends on
     the seed and the shape only, never on d_k or the scaling, so every point of
-    the sweep backpropagates the same loss.
+    the sweep backpropagates the same loss. Drawn block by block like the queries;
+    the sweep draws only the blocks (and, at long sequences, the rows) it measures.
     """
-    g = torch.Generator().manual_seed(_seed("loss", seed, seq_len, n_samples))
-    return torch.randn(n_samples, seq_len, seq_len, generator=g).to(device)
+    plan = row_plan(seq_len, n_samples)
+    full = RowPlan(plan.seq_len, plan.n_samples, plan.n_samples, plan.seq_len, plan.block)
+    _check_bytes(4 * full.scores, "the downstream weights of the whole sample")
+    blocks = [_loss_block(full, b, n, seed) for b, n, _ in full.blocks()]
+    return torch.cat(blocks).to(device)
+
+
+def _measured_blocks(
+    d_k: int, plan: RowPlan, seed: int, distribution: str, device: torch.device
+) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
+    """``(block, q, k)`` of the measured rows: q ``[n, queries, d_k]``, k ``[n, T, d_k]`` on ``device``."""
+    w = None
+    pos = None if plan.queries == plan.seq_len else torch.from_numpy(plan.positions())
+    for b, n_drawn, n_used in plan.blocks():
+        q, k, w = _draw_block(d_k, plan.seq_len, n_drawn, b, seed, distribution, w)
+        q, k = q[:n_used], k[:n_used]
+        if pos is not None:
+            q = q[:, pos]  # (n, queries, d_k): the measured positions only
+        yield b, q.to(device), k.to(device)
+        del q, k
+
+
+def _score_chunks(
+    d_k: int, plan: RowPlan, seed: int, distribution: str, device: torch.device
+) -> Iterator[tuple[int, tuple[int, int, int, int], torch.Tensor]]:
+    """``(block, (i0, i1, r0, r1), s)``: raw scores s = q·k ``[rows, T]`` of every chunk of measured rows."""
+    t = plan.seq_len
+    for b, q, k in _measured_blocks(d_k, plan, seed, distribution, device):
+        for i0, i1, r0, r1 in plan.chunks(q.shape[0]):
+            s = q[i0:i1, r0:r1] @ k[i0:i1].transpose(-2, -1)  # (n, r, T)
+            yield b, (i0, i1, r0, r1), s.reshape(-1, t)
+
+
+def measured_rows(
+    d_k: int, seq_len: int, n_samples: int, seed: int = 0, distribution: str = "normal"
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Exactly what the sweep measures at ``d_k``, for checking it by other means.
+
+    Returns q ``[S, queries, d_k]``, k ``[S, T, d_k]`` and the downstream weights
+    G ``[S, queries, T]`` (float32, CPU) of the ``S`` measured sequences of
+    :func:`row_plan`. Refuses when they exceed the memory budget.
+    """
+    d_k = check_d_k(d_k)
+    _check_common(seq_len, n_samples, seed, distribution, 1.0)
+    plan = row_plan(seq_len, n_samples)
+    _check_bytes(4 * (plan.rows * d_k + plan.sequences * seq_len * d_k + plan.scores), "the measured rows")
+    blocks = list(_measured_blocks(d_k, plan, seed, distribution, torch.device("cpu")))
+    g = [_loss_block(plan, b, n_drawn, seed)[:n_used] for b, n_drawn, n_used in plan.blocks()]
+    return torch.cat([q for _, q, _ in blocks]), torch.cat([k for _, _, k in blocks]), torch.cat(g)
 
 
 # ---------------------------------------------------------------- float16 numerics
@@ -227,31 +461,65 @@ def stable_softmax_fp16(z: torch.Tensor) -> torch.Tensor:
 
 
 def invalid_rows(w: torch.Tensor, atol: float = 1e-2) -> torch.Tensor:
-    """Bool ``[...]``: rows of ``w`` ``[..., T]`` that are not a distribution (inf/NaN, or sum off 1 by > atol)."""
-    w = w.float()
-    finite = torch.isfinite(w).all(dim=-1)
-    sums = torch.where(torch.isfinite(w), w, torch.zeros_like(w)).sum(dim=-1)
-    return ~finite | ((sums - 1.0).abs() > atol)
+    """Bool ``[...]``: rows of ``w`` ``[..., T]`` that are not a distribution (inf/NaN, or sum off 1 by > atol).
+
+    One float32 sum per row decides both: it is inf or NaN exactly when some entry
+    is (finite float16 or softmax entries cannot add up to inf).
+    """
+    sums = w.sum(dim=-1, dtype=torch.float32)
+    return ~torch.isfinite(sums) | ((sums - 1.0).abs() > atol)
 
 
 # ---------------------------------------------------------------- the sweep
-def _measure(s: torch.Tensor, factor: float, temperature: float, loss_g: torch.Tensor) -> dict[str, float]:
-    """Statistics of softmax(s · factor / τ) for raw scores ``s`` ``[N, T, T]``."""
-    z = (s * (factor / temperature)).detach().requires_grad_(True)  # (N, T, T) softmax input
-    p = torch.softmax(z, dim=-1)
-    (grad,) = torch.autograd.grad((p * loss_g).sum(), z)  # (N, T, T) = J·G row by row
-    p = p.detach()
-    zs = z.detach()
-    return {
-        "score_var": float((s * factor).double().var(unbiased=False)),
-        "max_weight": float(max_weight(p).mean()),
-        "entropy": float(row_entropy(p).mean()),
-        "saturated_frac": saturated_fraction(p),
-        "jacobian_norm": float(jacobian_norm(p).mean()),
-        "grad_norm": float(grad.norm(dim=-1).mean()),
-        "fp16_naive_fail": float(invalid_rows(naive_softmax_fp16(zs)).float().mean()),
-        "fp16_stable_fail": float(invalid_rows(stable_softmax_fp16(zs)).float().mean()),
-    }
+class _Moments:
+    """Count, mean and sum of squared deviations of every value seen, merged chunk by chunk in float64."""
+
+    def __init__(self) -> None:
+        self.n, self.mean, self.m2 = 0, 0.0, 0.0
+
+    def add(self, x: torch.Tensor) -> None:
+        n_b = x.numel()
+        if n_b == 0:
+            return
+        mean_b = float(x.sum()) / n_b  # torch sums by cascade: ~1e-7 relative, even in float32
+        d = x - mean_b  # two passes per chunk
+        m2_b = float((d * d).sum())
+        del d
+        n = self.n + n_b
+        delta = mean_b - self.mean
+        self.mean += delta * n_b / n
+        self.m2 += m2_b + delta * delta * self.n * n_b / n
+        self.n = n
+
+    @property
+    def var(self) -> float:
+        return self.m2 / self.n if self.n else float("nan")
+
+
+_ROW_SUMS = ("max_weight", "entropy", "saturated_frac", "jacobian_norm", "grad_norm", "fp16_naive_fail",
+             "fp16_stable_fail")  # fmt: skip
+
+
+def _measure_chunk(s: torch.Tensor, factor: float, temperature: float, loss_g: torch.Tensor) -> dict[str, float]:
+    """Sums over the rows of softmax(s · factor / τ), for raw scores ``s`` ``[R, T]`` and G ``[R, T]``."""
+    with torch.enable_grad():
+        z = (s * (factor / temperature)).detach().requires_grad_(True)  # (R, T) softmax input
+        p = torch.softmax(z, dim=-1)
+        # ∂(Σ p·G)/∂z by autograd, = J·G row by row
+        (grad,) = torch.autograd.grad(p, z, grad_outputs=loss_g)
+    p, zs = p.detach(), z.detach()
+    del z
+    out = {"grad_norm": float(grad.norm(dim=-1).double().sum())}  # per-row values, added up in float64
+    del grad
+    m = max_weight(p)
+    out["max_weight"] = float(m.double().sum())
+    out["saturated_frac"] = float((m > SATURATION_THRESHOLD).sum())
+    out["entropy"] = float(row_entropy(p).double().sum())
+    out["jacobian_norm"] = float(jacobian_norm(p).double().sum())
+    del p
+    out["fp16_naive_fail"] = float(invalid_rows(naive_softmax_fp16(zs)).sum())
+    out["fp16_stable_fail"] = float(invalid_rows(stable_softmax_fp16(zs)).sum())
+    return out
 
 
 def saturation_sweep(
@@ -266,12 +534,16 @@ def saturation_sweep(
     """Softmax saturation against d_k, with and without the 1/sqrt(d_k) scaling.
 
     For each d_k, ``n_samples`` sequences of ``seq_len`` queries and keys
-    (:func:`sample_qk`) give raw scores s = q·k ``[N, T, T]``; softmax runs on
-    z = s · c / τ with c = 1/sqrt(d_k) (scaled) or 1 (unscaled). One row per
-    (d_k, scaled) with columns:
+    (:func:`sample_qk`) give raw scores s = q·k; softmax runs on z = s · c / τ with
+    c = 1/sqrt(d_k) (scaled) or 1 (unscaled). The rows of :func:`row_plan` are
+    measured (all of them unless there are more than :data:`MAX_MEASURED_ROWS` or
+    :data:`MAX_MEASURED_SCORES` scores), by chunks of at most
+    :data:`CHUNK_SCORES` scores. One row per (d_k, scaled) with columns:
 
-    - ``score_var``: measured Var(s · c) over all N·T² scores (theory: d_k unscaled, 1 scaled; τ not included);
-    - ``max_weight``, ``entropy`` (normalized), ``saturated_frac`` (rows with a weight > 0.99): over all N·T rows;
+    - ``score_var``: measured Var(s · c) = c² Var(s) over all measured scores
+      (theory: d_k unscaled, 1 scaled; τ not included);
+    - ``max_weight``, ``entropy`` (normalized), ``saturated_frac`` (rows with a
+      weight > 0.99): averages over the measured rows;
     - ``jacobian_norm``: mean Frobenius norm of each row's softmax Jacobian;
     - ``grad_norm``: mean per-row norm of ∂L/∂z measured by torch autograd, for the
       fixed loss L = Σ p·G of :func:`downstream_weights`, where z is the q·k score
@@ -280,7 +552,8 @@ def saturation_sweep(
       ∂L/∂q_i = c Σ_j (∂L/∂z_ij) k_j, and ‖k_j‖ ≈ sqrt(d_k) cancels c = 1/sqrt(d_k),
       so this norm is the one that decides whether W_Q and W_K still learn;
     - ``fp16_naive_fail`` / ``fp16_stable_fail``: fraction of rows where softmax in
-      float16 without / with the row max subtracted is not a valid distribution.
+      float16 without / with the row max subtracted is not a valid distribution;
+    - ``measured_rows`` / ``total_rows``: query rows measured, of ``n_samples × seq_len``.
 
     Raises :class:`ConfigError` for a bad argument or when the largest d_k would
     exceed the memory budget (checked before anything is allocated).
@@ -290,30 +563,41 @@ def saturation_sweep(
         raise ConfigError("d_k_values is empty; give at least one d_k from 1 to 1024", "d_k")
     _check_common(seq_len, n_samples, seed, distribution, temperature)
     check_memory(max(values), seq_len, n_samples, distribution, f"the sweep over d_k = {min(values)}…{max(values)}")
+    plan = row_plan(seq_len, n_samples)
     dev = torch.device(device)
-    loss_g = downstream_weights(seq_len, n_samples, seed, dev)  # (N, T, T)
+    t = plan.seq_len
+    # the downstream weights of the measured rows, drawn once for every d_k: [sequences, queries, T] per block
+    loss = [_loss_block(plan, b, n_drawn, seed)[:n_used].clone().to(dev) for b, n_drawn, n_used in plan.blocks()]
     rows = []
     for d in values:
-        q, k = sample_qk(d, seq_len, n_samples, seed, distribution, dev)  # (N, T, d) each
-        s = q @ k.transpose(-2, -1)  # (N, T, T) raw q·k
-        del q, k
+        moments = _Moments()
+        sums = {False: dict.fromkeys(_ROW_SUMS, 0.0), True: dict.fromkeys(_ROW_SUMS, 0.0)}
+        for b, (i0, i1, r0, r1), s in _score_chunks(d, plan, seed, distribution, dev):
+            moments.add(s)
+            g = loss[b][i0:i1, r0:r1].reshape(-1, t)
+            for scaled in (False, True):
+                factor = 1.0 / math.sqrt(d) if scaled else 1.0
+                for key, value in _measure_chunk(s, factor, float(temperature), g).items():
+                    sums[scaled][key] += value
+            del s, g
         for scaled in (False, True):
             factor = 1.0 / math.sqrt(d) if scaled else 1.0
-            rows.append({"d_k": d, "scaled": scaled, **_measure(s, factor, float(temperature), loss_g)})
-        del s
+            means = {key: sums[scaled][key] / plan.rows for key in _ROW_SUMS}
+            rows.append({"d_k": d, "scaled": scaled, "score_var": moments.var * factor * factor, **means,
+                         "measured_rows": plan.rows, "total_rows": plan.total_rows})  # fmt: skip
     return pd.DataFrame(rows, columns=list(_SWEEP_COLUMNS))
 
 
 # ---------------------------------------------------------------- one d_k, for the page's views
 @dataclass(frozen=True)
 class ScoreSample:
-    """Scores at one d_k, as CPU float32 numpy.
+    """Scores at one d_k, as CPU float32 numpy and plain numbers (small: cached as is).
 
-    ``raw_var``/``scaled_var``: measured Var(q·k) and Var(q·k/sqrt(d_k)) over all
-    ``n_scores`` = N·T² scores. ``raw_density``/``scaled_density`` ``[bins]`` are
-    histogram densities (per unit of score) over ``raw_edges``/``scaled_edges``
-    ``[bins + 1]``. ``example`` ``[T, T]`` holds the raw q·k of the first sequence
-    (query rows, key columns).
+    ``n_scores``: scores measured (``n_rows`` measured query rows of
+    ``total_rows`` = N·T, ``seq_len`` keys each; see :func:`row_plan`).
+    ``raw_var``/``scaled_var``: measured Var(q·k) and Var(q·k/sqrt(d_k)) over them.
+    ``raw_density``/``scaled_density`` ``[bins]`` are histogram densities (per unit
+    of score) over ``raw_edges``/``scaled_edges`` ``[bins + 1]``.
     """
 
     d_k: int
@@ -321,13 +605,19 @@ class ScoreSample:
     n_samples: int
     distribution: str
     n_scores: int
+    n_rows: int
+    total_rows: int
     raw_var: float
     scaled_var: float
     raw_density: np.ndarray
     raw_edges: np.ndarray
     scaled_density: np.ndarray
     scaled_edges: np.ndarray
-    example: np.ndarray
+
+    @property
+    def complete(self) -> bool:
+        """Whether every query row of the sample was measured."""
+        return self.n_rows == self.total_rows
 
 
 def score_sample(
@@ -339,37 +629,166 @@ def score_sample(
     distribution: str = "normal",
     bins: int = 60,
 ) -> ScoreSample:
-    """Sample q, k at ``d_k`` exactly as :func:`saturation_sweep` does and summarise the scores.
+    """Sample q, k at ``d_k`` exactly as :func:`saturation_sweep` does and summarise the measured scores.
 
     The measured ``raw_var`` equals the sweep's unscaled ``score_var`` at this d_k
-    for the same arguments (same samples).
+    for the same arguments (same rows). The scaled histogram is the raw one with
+    its score axis divided by sqrt(d_k) (the same counts: x < e ⟺ x/√d_k < e/√d_k).
     """
-    q, k = sample_qk(d_k, seq_len, n_samples, seed, distribution, device)
-    s = (q @ k.transpose(-2, -1)).detach().to("cpu", torch.float32)  # (N, T, T)
-    del q, k
+    d_k = check_d_k(d_k)
+    _check_common(seq_len, n_samples, seed, distribution, 1.0)
+    check_memory(d_k, seq_len, n_samples, distribution)
+    plan = row_plan(seq_len, n_samples)
+    moments = _Moments()
+    flat = torch.empty(plan.scores, dtype=torch.float32)  # every measured score, for the histogram
+    at = 0
+    for _, _, s in _score_chunks(d_k, plan, seed, distribution, torch.device(device)):
+        moments.add(s)
+        flat[at : at + s.numel()] = s.detach().reshape(-1).to("cpu", torch.float32)
+        at += s.numel()
     scale = 1.0 / math.sqrt(d_k)
-    flat = s.reshape(-1).double().numpy()
-    raw_var = float(s.double().var(unbiased=False))
-    scaled_var = float((s * scale).double().var(unbiased=False))
-    lim = float(np.max(np.abs(flat))) if flat.size else 1.0
+    values = flat.numpy()
+    lim = float(np.max(np.abs(values))) if values.size else 1.0
     lim = lim if lim > 0 else 1.0
-    raw_density, raw_edges = np.histogram(flat, bins=bins, range=(-lim, lim), density=True)
-    scaled_density, scaled_edges = np.histogram(
-        flat * scale, bins=bins, range=(-lim * scale, lim * scale), density=True
-    )
+    density, edges = np.histogram(values, bins=bins, range=(-lim, lim), density=True)
     return ScoreSample(
         d_k=int(d_k),
         seq_len=int(seq_len),
         n_samples=int(n_samples),
         distribution=distribution,
-        n_scores=int(flat.size),
-        raw_var=raw_var,
-        scaled_var=scaled_var,
-        raw_density=raw_density.astype(np.float32),
-        raw_edges=raw_edges.astype(np.float32),
-        scaled_density=scaled_density.astype(np.float32),
-        scaled_edges=scaled_edges.astype(np.float32),
-        example=s[0].numpy().astype(np.float32),
+        n_scores=plan.scores,
+        n_rows=plan.rows,
+        total_rows=plan.total_rows,
+        raw_var=moments.var,
+        scaled_var=moments.var * scale * scale,
+        raw_density=density.astype(np.float32),
+        raw_edges=edges.astype(np.float32),
+        scaled_density=(density / scale).astype(np.float32),
+        scaled_edges=(edges * scale).astype(np.float32),
+    )
+
+
+def _first_sequence(
+    d_k: int, seq_len: int, n_samples: int, seed: int, distribution: str, device: torch.device | str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """q, k ``[T, d_k]`` of the sample's first sequence (the one every example view shows), on ``device``."""
+    plan = row_plan(seq_len, n_samples)
+    q, k, _ = _draw_block(d_k, seq_len, min(plan.block, n_samples), 0, seed, distribution)
+    return q[0].clone().to(device), k[0].clone().to(device)
+
+
+def _check_example(d_k: object, seq_len: int, n_samples: int, seed: int, distribution: str, rows: int) -> int:
+    d_k = check_d_k(d_k)
+    _check_common(seq_len, n_samples, seed, distribution, 1.0)
+    n_drawn = min(row_plan(seq_len, n_samples).block, n_samples)
+    need = _block_bytes(d_k, seq_len, n_drawn, distribution) + 4 * 2 * seq_len * d_k + 4 * _MAP_SLOTS * rows * seq_len
+    _check_bytes(need, "the first sequence's scores")
+    return d_k
+
+
+def example_scores(
+    d_k: int,
+    seq_len: int = 16,
+    n_samples: int = 256,
+    seed: int = 0,
+    distribution: str = "normal",
+    device: torch.device | str = "cpu",
+    rows: list[int] | None = None,
+) -> np.ndarray:
+    """Raw q·k of the first sampled sequence, the one the maps, the row and the float16 views show.
+
+    float32 ``[len(rows), T]`` (query rows, key columns; every row when ``rows`` is
+    None), the same numbers the sweep measures for that sequence.
+    """
+    idx = list(range(seq_len)) if rows is None else [int(r) for r in rows]
+    for r in idx:
+        if not 0 <= r < seq_len:
+            raise ConfigError(f"row ({r}) must be between 0 and {seq_len - 1}", "row")
+    _check_example(d_k, seq_len, n_samples, seed, distribution, len(idx))
+    q, k = _first_sequence(d_k, seq_len, n_samples, seed, distribution, device)
+    return (q[idx] @ k.T).to("cpu", torch.float32).numpy()  # (R, T)
+
+
+@dataclass(frozen=True)
+class ExampleMaps:
+    """The first sequence through softmax without and with 1/sqrt(d_k), block-max pooled, CPU float32.
+
+    ``unscaled``/``scaled`` ``[B, B]``: the largest weight of each ``factor × factor``
+    block of softmax(q·k/τ) and softmax(q·k/(√d_k·τ)) over ``[T, T]`` (``factor`` 1:
+    the weights themselves; the last blocks may be partial). ``raw`` ``[T, T]``: the
+    q·k scores, only when not pooled. ``mean_max_*``: the mean over all T rows of
+    each row's largest weight.
+    """
+
+    d_k: int
+    seq_len: int
+    temperature: float
+    factor: int
+    unscaled: np.ndarray
+    scaled: np.ndarray
+    raw: np.ndarray | None
+    mean_max_unscaled: float
+    mean_max_scaled: float
+
+
+def _pool_rows(w: torch.Tensor, f: int, cols: int) -> torch.Tensor:
+    """Block max of ``w`` ``[r, T]`` (r a multiple of f, except at the end) over f×f blocks: ``[ceil(r/f), cols]``."""
+    r, t = w.shape
+    rp, tp = -(-r // f) * f, cols * f
+    if (rp, tp) != (r, t):
+        w = torch.nn.functional.pad(w, (0, tp - t, 0, rp - r), value=-math.inf)
+    return w.reshape(rp // f, f, cols, f).amax(dim=(1, 3))
+
+
+def example_maps(
+    d_k: int,
+    seq_len: int = 16,
+    n_samples: int = 256,
+    seed: int = 0,
+    distribution: str = "normal",
+    temperature: float = 1.0,
+    max_cells: int = 64,
+    device: torch.device | str = "cpu",
+) -> ExampleMaps:
+    """Softmax maps of the first sampled sequence, unscaled and scaled, pooled to at most ``max_cells`` per side.
+
+    Computed by chunks of query rows (float64 softmax, like :func:`softmax_weights`)
+    and pooled on the way with one block factor for both sides, the same blocks
+    as :func:`attn_core.figures.pool_max`, so no ``[T, T]`` map is ever held.
+    """
+    _check_common(seq_len, n_samples, seed, distribution, temperature)
+    t = int(seq_len)
+    f = -(-t // max_cells) if t > max_cells else 1
+    cols = -(-t // f)
+    rc = min(t, f * max(1, (CHUNK_SCORES // t) // f))  # a whole number of block rows per chunk
+    d_k = _check_example(d_k, t, n_samples, seed, distribution, max(rc, f))
+    q, k = _first_sequence(d_k, t, n_samples, seed, distribution, device)
+    factors = (1.0 / temperature, 1.0 / (math.sqrt(d_k) * temperature))
+    # outputs allocated up front: small results kept between the large chunk tensors fragment the heap
+    pooled = (np.empty((cols, cols), dtype=np.float32), np.empty((cols, cols), dtype=np.float32))
+    raw = np.empty((t, t), dtype=np.float32) if f == 1 else None
+    row_max = [0.0, 0.0]
+    for r0 in range(0, t, rc):
+        s = q[r0 : r0 + rc] @ k.T  # (rc, T) raw q·k
+        if raw is not None:
+            raw[r0 : r0 + rc] = s.cpu().numpy()
+        for i, c in enumerate(factors):
+            w = torch.softmax(s.double() * c, dim=-1).float()  # (rc, T)
+            row_max[i] += float(w.amax(dim=-1).double().sum())
+            pooled[i][r0 // f : (r0 + rc + f - 1) // f] = _pool_rows(w, f, cols).cpu().numpy()
+            del w
+        del s
+    unscaled, scaled = pooled
+    return ExampleMaps(
+        d_k=int(d_k),
+        seq_len=t,
+        temperature=float(temperature),
+        factor=f,
+        unscaled=unscaled,
+        scaled=scaled,
+        raw=raw,
+        mean_max_unscaled=row_max[0] / t,
+        mean_max_scaled=row_max[1] / t,
     )
 
 
@@ -384,30 +803,40 @@ class RowSoftmax:
     """One query row through softmax, CPU float32 numpy.
 
     ``z`` ``[T]`` the scores softmax receives (q·k · scale / τ); ``p`` ``[T]`` the
-    weights; ``jacobian`` ``[T, T]`` = diag(p) - p pᵀ; ``jacobian_norm`` its
-    Frobenius norm; ``max_weight``, ``entropy`` (normalized).
+    weights; ``keys`` ``[K]`` the key positions whose Jacobian is kept (all of them
+    up to ``max_keys``, else the ``max_keys`` largest weights, in key order);
+    ``jacobian`` ``[K, K]`` = (diag(p) - p pᵀ) on those keys; ``jacobian_norm`` the
+    Frobenius norm of the whole ``[T, T]`` Jacobian; ``max_weight``, ``entropy``
+    (normalized).
     """
 
     z: np.ndarray
     p: np.ndarray
+    keys: np.ndarray
     jacobian: np.ndarray
     jacobian_norm: float
     max_weight: float
     entropy: float
 
 
-def row_softmax(raw_row: np.ndarray, scale: float, temperature: float = 1.0) -> RowSoftmax:
-    """softmax(raw_row · scale / τ) and its Jacobian for one row of raw q·k ``[T]``."""
+def row_softmax(raw_row: np.ndarray, scale: float, temperature: float = 1.0, max_keys: int = 32) -> RowSoftmax:
+    """softmax(raw_row · scale / τ) and its Jacobian for one row of raw q·k ``[T]`` (memory ~ max_keys², not T²)."""
     if not (math.isfinite(temperature) and temperature > 0):
         raise ConfigError(f"temperature must be a positive number, got {temperature!r}", "temperature")
     z = torch.as_tensor(np.asarray(raw_row), dtype=torch.float64) * (float(scale) / float(temperature))  # (T,)
     p = torch.softmax(z, dim=-1)  # (T,)
-    jac = softmax_jacobian(p)  # (T, T)
+    t = p.shape[0]
+    if t > max_keys:
+        keys = np.sort(np.argsort(-p.numpy(), kind="stable")[:max_keys])
+    else:
+        keys = np.arange(t)
+    jac = softmax_jacobian(p[torch.from_numpy(keys)])  # (K, K): diag(p) - p pᵀ restricted to the kept keys
     return RowSoftmax(
         z=z.float().numpy(),
         p=p.float().numpy(),
+        keys=keys,
         jacobian=jac.float().numpy(),
-        jacobian_norm=float(torch.linalg.matrix_norm(jac)),
+        jacobian_norm=float(jacobian_norm(p)),
         max_weight=float(p.max()),
         entropy=float(row_entropy(p[None])[0]),
     )

@@ -25,11 +25,35 @@ def cached_sweep(seq_len: int, n_samples: int, seed: int, distribution: str, tem
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_sample(d_k: int, seq_len: int, n_samples: int, seed: int, distribution: str, device_name: str):
-    """:func:`attn_core.stats.score_sample` (CPU numpy out), cached by primitive arguments."""
+    """:func:`attn_core.stats.score_sample` (histograms and variances, CPU numpy), cached by primitive arguments."""
     sample, _ = run_with_fallback(
         lambda dev: stats.score_sample(d_k, seq_len, n_samples, seed, dev, distribution), device_name
     )
     return sample
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_maps(
+    d_k: int, seq_len: int, n_samples: int, seed: int, distribution: str, temperature: float, device_name: str
+):
+    """:func:`attn_core.stats.example_maps`: the first sequence's maps, pooled to 64 per side (CPU numpy)."""
+    maps, _ = run_with_fallback(
+        lambda dev: stats.example_maps(
+            d_k, seq_len, n_samples, seed, distribution, temperature, fig_saturation.MAX_HEATMAP_CELLS, dev
+        ),
+        device_name,
+    )
+    return maps
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_row(d_k: int, seq_len: int, n_samples: int, seed: int, distribution: str, row: int, device_name: str):
+    """Raw q·k ``[T]`` of query ``row`` of the first sequence (:func:`attn_core.stats.example_scores`)."""
+    raw, _ = run_with_fallback(
+        lambda dev: stats.example_scores(d_k, seq_len, n_samples, seed, distribution, dev, rows=[row])[0],
+        device_name,
+    )
+    return raw
 
 
 st.title(ui.t("sat.title"))
@@ -41,7 +65,7 @@ with ui.controls_box():
         d_k = ui.pow2_slider("head_dim", 1, 1024, DEFAULT_D_K, help_key="help.sat_d_k")
         use_scaling = ui.toggle("scaling", True, help_key="help.scaling")
     with c2:
-        seq_len = ui.int_slider("seq_len", 2, 256, 16, help_key="help.sat_seq_len")
+        seq_len = ui.int_slider("seq_len", 2, stats.MAX_SEQ_LEN, 16, help_key="help.sat_seq_len")
         n_samples = ui.pow2_slider("samples", 16, 16384, 256, help_key="help.samples")
     with c3:
         temperature = ui.float_slider("temperature", 0.1, 5.0, 1.0, 0.1, help_key="help.temperature")
@@ -61,6 +85,14 @@ if sample is not None:
         ui.t("sat.summary", d=d_k, sq=f"{sqrt_d:.4g}", inv=f"{1 / sqrt_d:.4g}", n=f"{sample.n_scores:,}",
              var=f"{sample.raw_var:.4g}", svar=f"{sample.scaled_var:.4g}")
     )  # fmt: skip
+plan = stats.row_plan(seq_len, n_samples)
+if not plan.complete:  # long sequences × many samples: say how many rows every statistic below measured
+    st.info(
+        ui.t("sat.measured_seqs" if plan.queries == seq_len else "sat.measured_queries", rows=f"{plan.rows:,}",
+             total=f"{plan.total_rows:,}", m=f"{plan.sequences:,}", n=f"{n_samples:,}", t=f"{seq_len:,}",
+             scores=f"{plan.scores:,}"),
+        icon="ℹ️",
+    )  # fmt: skip
 st.markdown(
     ui.t("sat.current_on" if use_scaling else "sat.current_off", d=d_k, sq=f"{sqrt_d:.4g}", tau=f"{temperature:g}",
          c=f"{scale / temperature:.4g}")
@@ -76,8 +108,10 @@ if sample is not None:
 # ---- 2. the same queries and keys, unscaled and scaled
 st.subheader(ui.t("sat.h2"))
 st.caption(ui.t("sat.c2"))
-if sample is not None:
-    v = fig_saturation.maps_view(sample, temperature, style)
+with st.spinner(ui.t("sat.computing")):
+    maps = ui.run_safely(lambda: cached_maps(d_k, seq_len, n_samples, seed, distribution, float(temperature), device))
+if maps is not None:
+    v = fig_saturation.maps_view(maps, style)
     ui.show_view(v, "sat_maps", name=v.name)
 
 # ---- 3. saturation against d_k
@@ -89,23 +123,27 @@ if sweep is not None:
 
 # ---- 4. one query row and its Jacobian
 st.subheader(ui.t("sat.h4"))
-row = 0
-if sample is not None:
-    row = ui.int_slider("row", 0, seq_len - 1, 0, container=st.columns(3)[0], help_key="help.row")
+row = ui.int_slider("row", 0, seq_len - 1, 0, container=st.columns(3)[0], help_key="help.row")
+raw_row = ui.run_safely(lambda: cached_row(d_k, seq_len, n_samples, seed, distribution, row, device))
+if raw_row is not None:
     st.caption(ui.t("sat.c4"))
-    v, _ = fig_saturation.row_view(sample, row, use_scaling, temperature, style)
+    v, _ = fig_saturation.row_view(raw_row, row, d_k, use_scaling, temperature, style)
     ui.show_view(v, "sat_row", name=v.name)
 
 # ---- 5. float16 numerics
 st.subheader(ui.t("sat.h5"))
 st.caption(ui.t("sat.c5", lim=f"{math.log(stats.FLOAT16_MAX):.2f}"))
-if sample is not None and sweep is not None:
-    v, demo = fig_saturation.float16_view(sample, sweep, row, style)
+if raw_row is not None and sweep is not None:
+    v, demo = fig_saturation.float16_view(raw_row, row, d_k, sweep, style)
     ui.show_view(v, "sat_fp16", name=v.name)
     st.markdown(ui.t("sat.fp16_ok" if demo.naive_ok else "sat.fp16_broken", d=d_k))
     with st.expander(ui.t("sat.fp16_table")):
+        keys = fig_saturation.float16_keys(demo)
+        if len(keys) < seq_len:
+            st.caption(ui.t("sat.fp16_table_top", k=len(keys), t=f"{seq_len:,}"))
         headers = {col: ui.t(f"sat.col.{col}") for col in fig_saturation.FLOAT16_COLUMNS}
-        st.dataframe(v.data.rename(columns=headers), hide_index=True, width="stretch")
+        table = fig_saturation.float16_data(demo, keys=keys)
+        st.dataframe(table.rename(columns=headers), hide_index=True, width="stretch")
 
 # ---- 6. explanations, with the user's numbers
 st.subheader(ui.t("sat.h6"))
@@ -113,11 +151,11 @@ ui.help_expander("sat.why_var", d=d_k, sq=f"{sqrt_d:.4g}", inv=f"{1 / sqrt_d:.4g
                  var="—" if sample is None else f"{sample.raw_var:.4g}",
                  svar="—" if sample is None else f"{sample.scaled_var:.4g}")  # fmt: skip
 ui.help_expander("sat.why_softmax")
-if sweep is not None:
-    cur = sweep[sweep["d_k"] == d_k].set_index("scaled")
+cur = None if sweep is None else fig_saturation.sweep_at(sweep, d_k)
+if cur is not None:
     ui.help_expander(
         "sat.cost", d=d_k, sq=f"{sqrt_d:.4g}",
-        mw_u=f"{cur.loc[False, 'max_weight']:.3f}", mw_s=f"{cur.loc[True, 'max_weight']:.3f}",
-        g_u=f"{cur.loc[False, 'grad_norm']:.3g}", g_s=f"{cur.loc[True, 'grad_norm']:.3g}",
-        sat_u=f"{cur.loc[False, 'saturated_frac']:.1%}",
+        mw_u=f"{cur[False]['max_weight']:.3f}", mw_s=f"{cur[True]['max_weight']:.3f}",
+        g_u=f"{cur[False]['grad_norm']:.3g}", g_s=f"{cur[True]['grad_norm']:.3g}",
+        sat_u=f"{cur[False]['saturated_frac']:.1%}",
     )  # fmt: skip

@@ -58,6 +58,7 @@ def test_defaults_render_with_the_numbers_of_attn_core(app_test):
     specs = charts(at)
     assert list(specs) == ["sat_dist", "sat_maps", "sat_curves", "sat_row", "sat_fp16"]
     sample = stats.score_sample(64, 16, 256, 0)
+    example = stats.example_scores(64, 16, 256, 0)  # the first sequence: maps, row and float16 views
     summary = at.markdown[0].value
     assert f"{sample.raw_var:.4g}" in summary and f"{sample.scaled_var:.4g}" in summary and "65,536" in summary
     assert "√64 = **8**" in summary and "**0.125**" in summary
@@ -75,12 +76,12 @@ def test_defaults_render_with_the_numbers_of_attn_core(app_test):
     assert len(markers) == 6 and all(m["x"] == [64, 64] for m in markers)
     # the two maps: same scores, scaled and unscaled, on one 0..1 colour axis
     m = specs["sat_maps"]
-    np.testing.assert_allclose(arr(m["data"][0]["z"]), stats.softmax_weights(sample.example, 1.0), atol=1e-6)
-    np.testing.assert_allclose(arr(m["data"][1]["z"]), stats.softmax_weights(sample.example, 1 / 8), atol=1e-6)
+    np.testing.assert_allclose(arr(m["data"][0]["z"]), stats.softmax_weights(example, 1.0), atol=1e-6)
+    np.testing.assert_allclose(arr(m["data"][1]["z"]), stats.softmax_weights(example, 1 / 8), atol=1e-6)
     assert m["data"][0]["coloraxis"] == m["data"][1]["coloraxis"] == "coloraxis"
     assert (m["layout"]["coloraxis"]["cmin"], m["layout"]["coloraxis"]["cmax"]) == (0, 1)
     # one row: the first query of the first sequence, scaled, with its Jacobian on a fixed ±0.25 scale
-    row = stats.row_softmax(sample.example[0], 1 / 8, 1.0)
+    row = stats.row_softmax(example[0], 1 / 8, 1.0)
     r = specs["sat_row"]
     np.testing.assert_allclose(arr(r["data"][0]["y"]), row.p, atol=1e-6)
     np.testing.assert_allclose(arr(r["data"][1]["z"]), row.jacobian, atol=1e-7)
@@ -99,8 +100,8 @@ def test_d_k_moves_the_marker_and_changes_the_maps(app_test):
     np.testing.assert_allclose(arr(markers[1]["y"]), [df.loc[(512, False), "max_weight"],
                                                       df.loc[(512, True), "max_weight"]], rtol=1e-6)  # fmt: skip
     assert df.loc[(512, False), "max_weight"] > 0.9
-    sample = stats.score_sample(512, 16, 256, 0)
-    np.testing.assert_allclose(arr(specs["sat_maps"]["data"][0]["z"]), stats.softmax_weights(sample.example, 1.0),
+    example = stats.example_scores(512, 16, 256, 0)
+    np.testing.assert_allclose(arr(specs["sat_maps"]["data"][0]["z"]), stats.softmax_weights(example, 1.0),
                                atol=1e-6)  # fmt: skip
     assert traces(specs["sat_fp16"], "current")[0]["x"] == [512]
     assert "d_k = **512**" in at.markdown[0].value
@@ -108,17 +109,17 @@ def test_d_k_moves_the_marker_and_changes_the_maps(app_test):
     assert "broken" in " ".join(md.value for md in at.markdown)
     table = at.dataframe[0].value  # headers translated for the screen
     assert table["naive exp/Σexp (float16)"].isna().any() and np.isfinite(table["max-subtracted (float16)"]).all()
-    demo = stats.float16_demo(sample.example[0])
+    demo = stats.float16_demo(example[0])
     np.testing.assert_allclose(table["max-subtracted (float16)"], demo.stable)
 
 
 def test_scaling_and_temperature_change_the_row_and_the_marker(app_test):
     at = open_page(app_test)
-    sample = stats.score_sample(64, 16, 256, 0)
+    example = stats.example_scores(64, 16, 256, 0)
     at.toggle(key="scaling").set_value(False).run()
     no_exception(at)
     specs = charts(at)
-    np.testing.assert_allclose(arr(specs["sat_row"]["data"][0]["y"]), stats.row_softmax(sample.example[0], 1.0).p,
+    np.testing.assert_allclose(arr(specs["sat_row"]["data"][0]["y"]), stats.row_softmax(example[0], 1.0).p,
                                atol=1e-6)  # fmt: skip
     symbols = traces(specs["sat_curves"], "current")[0]["marker"]["symbol"]
     assert symbols == ["circle", "circle-open"]  # the unscaled marker is filled now
@@ -127,7 +128,7 @@ def test_scaling_and_temperature_change_the_row_and_the_marker(app_test):
     no_exception(at)
     specs = charts(at)
     np.testing.assert_allclose(arr(specs["sat_row"]["data"][0]["y"]),
-                               stats.row_softmax(sample.example[0], 1.0, 0.5).p, atol=1e-6)  # fmt: skip
+                               stats.row_softmax(example[0], 1.0, 0.5).p, atol=1e-6)  # fmt: skip
     df = sweep(temperature=0.5)
     np.testing.assert_allclose(curve(specs["sat_curves"], 1, "unscaled"), df[~df["scaled"]]["max_weight"], rtol=1e-6)
 
@@ -141,9 +142,9 @@ def test_keys_samples_distribution_row_and_seed_change_the_numbers(app_test):
     no_exception(at)
     assert f"{64 * 8 * 8:,} scores" in at.markdown[0].value
     at.slider(key="row").set_value(5).run()
-    sample = stats.score_sample(64, 8, 64, 0)
+    example = stats.example_scores(64, 8, 64, 0)
     np.testing.assert_allclose(arr(charts(at)["sat_row"]["data"][0]["y"]),
-                               stats.row_softmax(sample.example[5], 1 / 8).p, atol=1e-6)  # fmt: skip
+                               stats.row_softmax(example[5], 1 / 8).p, atol=1e-6)  # fmt: skip
     at.segmented_control(key="dist").set_value("projected").run()
     no_exception(at)
     projected = stats.score_sample(64, 8, 64, 0, distribution="projected")
@@ -219,3 +220,48 @@ def test_explanations_substitute_the_users_numbers(app_test):
     assert f"**{df.loc[(256, False), 'max_weight']:.3f}**" in body
     assert f"**{df.loc[(256, True), 'grad_norm']:.3g}**" in body
     assert math.isclose(df.loc[(256, True), "score_var"], 1.0, rel_tol=0.05)
+
+
+LARGEST = {"seq_len": "8192", "samples": "16384"}
+
+
+@pytest.mark.parametrize("d_k", [1024, 1])
+def test_largest_settings_render_light_charts_and_say_what_was_measured(app_test, d_k):
+    at = app_test(PAGE, query={**LARGEST, "head_dim": str(d_k)})
+    no_exception(at)
+    assert not at.error, [e.value for e in at.error]
+    assert at.slider(key="seq_len").value == 8192 and at.select_slider(key="samples").value == 16384
+    charts_ = at.get("plotly_chart")
+    sizes = {c.proto.id.rsplit("-", 1)[-1]: len(c.proto.spec.encode("utf-8")) for c in charts_}
+    assert list(sizes) == ["sat_dist", "sat_maps", "sat_curves", "sat_row", "sat_fp16"]
+    assert all(size < 2_000_000 for size in sizes.values()), sizes
+    # 16384 × 8192 query rows; 8,388,608 / 8192 = 1024 of them measured, evenly spaced in the first sequence
+    (note,) = [i.value for i in at.info if "query rows" in i.value]
+    assert "**1,024** of the 134,217,728 query rows" in note and "8,388,608 scores per d_k" in note
+    sample = stats.score_sample(d_k, 8192, 16384, 0)
+    assert sample.n_rows == 1024 and f"{sample.raw_var:.4g}" in at.markdown[0].value
+    assert "Measured on 8,388,608 scores" in at.markdown[0].value
+    specs = charts(at)
+    assert "measured on 1,024 of 134,217,728 query rows" in specs["sat_curves"]["layout"]["title"]["text"]
+    assert "measured on 1,024 of 134,217,728 query rows" in specs["sat_dist"]["layout"]["title"]["text"]
+    maps = specs["sat_maps"]
+    assert "showing 64×64 blocks (max) of 8192×8192" in maps["layout"]["title"]["text"]
+    assert arr(maps["data"][0]["z"]).shape == (64, 64) and maps["data"][0]["z"]["dtype"] == "f4"
+    row = specs["sat_row"]
+    assert len(arr(row["data"][0]["y"])) == 8192 and arr(row["data"][1]["z"]).shape == (32, 32)
+    assert "32 largest of 8192" in row["layout"]["title"]["text"]
+    raw = stats.example_scores(d_k, 8192, 16384, 0, rows=[0])[0]
+    np.testing.assert_allclose(arr(row["data"][0]["y"]), stats.row_softmax(raw, 1 / math.sqrt(d_k)).p, atol=1e-6)
+    assert len(specs["sat_fp16"]["data"][0]["x"]) == 128
+    table = at.dataframe[0].value
+    assert len(table) == 128
+
+
+def test_largest_settings_in_chinese(app_test):
+    from tests.app.test_languages import english_runs, screen_texts
+
+    at = app_test(PAGE, query={**LARGEST, "head_dim": "1024", "lang": "zh"})
+    no_exception(at)
+    assert any("134,217,728" in i.value and "1,024" in i.value for i in at.info)
+    found = [r for text in screen_texts(at) for r in english_runs(text)]
+    assert found == []

@@ -4,13 +4,16 @@ import json
 import math
 
 import numpy as np
+import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
+import torch
+from plotly.subplots import make_subplots
 
 from attn_core import fig_saturation as fs
 from attn_core import stats
 from attn_core.config import ConfigError
-from attn_core.figures import Style
+from attn_core.figures import FONTS_SET, Style, apply_fonts, pool_max
 from attn_core.tokens import synthetic_tokens
 from tests.util import arr
 
@@ -42,13 +45,31 @@ def test_distribution_figure_states_measured_and_theoretical_variance():
 
 
 def test_maps_are_pooled_above_64_keys_and_say_so():
-    raw = np.random.default_rng(0).normal(size=(200, 200)).astype(np.float32) * 10
+    maps = stats.example_maps(100, 200, 32, seed=0, temperature=1.0)
+    raw = stats.example_scores(100, 200, 32, seed=0)  # the first sequence, [200, 200]
     w_u, w_s = stats.softmax_weights(raw, 1.0), stats.softmax_weights(raw, 0.1)
-    s = spec(fs.scaled_unscaled_figure(raw, w_u, w_s, synthetic_tokens(200), 100, 1.0))
-    z = arr(s["data"][0]["z"])
-    assert z.shape == (50, 50)  # factor 4
-    np.testing.assert_allclose(z[0, 0], w_u[:4, :4].max(), rtol=1e-6)  # block maximum
+    s = spec(fs.scaled_unscaled_figure(maps))
+    z_u, z_s = arr(s["data"][0]["z"]), arr(s["data"][1]["z"])
+    assert z_u.shape == z_s.shape == (50, 50) and s["data"][0]["z"]["dtype"] == "f4"  # factor 4, float32
+    np.testing.assert_allclose(z_u[0, 0], w_u[:4, :4].max(), rtol=1e-5)  # block maximum
+    np.testing.assert_allclose(z_u, pool_max(w_u[None], 64)[0][0], atol=1e-5)
+    np.testing.assert_allclose(z_s, pool_max(w_s[None], 64)[0][0], atol=1e-5)
     assert "showing 50×50 blocks (max) of 200×200" in s["layout"]["title"]["text"]
+    assert s["data"][0]["x"][:2] == ["0–3", "4–7"] and "customdata" not in s["data"][0]
+    titles = [a["text"] for a in s["layout"]["annotations"]]
+    assert f"mean row max {w_u.max(-1).mean():.3f}" in titles[0]
+    table = fs.maps_data(maps)
+    assert len(table) == 2500 and table["block_max_unscaled"].iloc[0] == pytest.approx(z_u[0, 0])
+
+
+def test_small_maps_carry_every_weight_and_score():
+    maps = stats.example_maps(16, 8, 32, seed=3, temperature=0.5)
+    raw = stats.example_scores(16, 8, 32, seed=3)
+    s = spec(fs.scaled_unscaled_figure(maps))
+    np.testing.assert_allclose(arr(s["data"][0]["z"]), stats.softmax_weights(raw, 2.0), atol=1e-6)
+    np.testing.assert_allclose(arr(s["data"][1]["z"]), stats.softmax_weights(raw, 0.5), atol=1e-6)
+    np.testing.assert_allclose(arr(s["data"][0]["customdata"]), raw, atol=1e-5)
+    assert s["data"][0]["x"][0] == "t0 (0)" and "blocks" not in s["layout"]["title"]["text"]
 
 
 def test_curves_mark_the_current_d_k_and_fill_the_current_scaling(sweep):
@@ -69,13 +90,42 @@ def test_row_figure_shows_the_jacobian_of_the_top_32_keys_on_a_fixed_scale():
     row = stats.row_softmax(raw, 1.0)
     s = spec(fs.row_figure(row, synthetic_tokens(100), "t0 (0)", "title"))
     jac = arr(s["data"][1]["z"])
-    keep = np.sort(np.argsort(-row.p)[:32])
-    np.testing.assert_allclose(jac, row.jacobian[np.ix_(keep, keep)], atol=1e-8)
-    assert len(arr(s["data"][0]["y"])) == 100
+    p = torch.softmax(torch.tensor(raw, dtype=torch.float64), -1)
+    keep = np.sort(np.argsort(-p.numpy())[:32])
+    np.testing.assert_allclose(jac, stats.softmax_jacobian(p).numpy()[np.ix_(keep, keep)], atol=1e-7)
+    assert s["data"][1]["x"] == [f"t{i} ({i})" for i in keep]
+    np.testing.assert_allclose(arr(s["data"][0]["y"]), p.numpy(), atol=1e-7)
+    assert len(arr(s["data"][0]["y"])) == 100 and s["data"][0]["x"][99] == "t99 (99)"
     assert (s["layout"]["coloraxis"]["cmin"], s["layout"]["coloraxis"]["cmax"], s["layout"]["coloraxis"]["cmid"]) == (
         -0.25, 0.25, 0.0
     )  # fmt: skip
     assert "32 largest of 100" in s["layout"]["title"]["text"]
+
+
+def test_long_rows_stay_light():
+    raw = np.random.default_rng(2).normal(size=8192).astype(np.float32) * 32  # d_k = 1024, unscaled
+    row = stats.row_softmax(raw, 1.0)
+    labels = synthetic_tokens(8192)
+    fig = fs.row_figure(row, labels, "t0 (0)", "title")
+    s = spec(fig)
+    bars = s["data"][0]
+    assert "x" not in bars and (bars["x0"], bars["dx"]) == (0, 1)  # bars against the key position, no labels
+    assert bars["y"]["dtype"] == "f4" and bars["customdata"]["dtype"] == "f4"
+    np.testing.assert_allclose(arr(bars["y"]), row.p)
+    assert arr(s["data"][1]["z"]).shape == (32, 32)
+    demo = stats.float16_demo(raw)
+    sweep = stats.saturation_sweep((1, 1024), 8, 16)
+    f16 = spec(fs.float16_figure(demo, sweep, labels, 1024))
+    keys = np.sort(np.argsort(-demo.scores16, kind="stable")[:128])
+    assert f16["data"][0]["x"] == [f"t{i} ({i})" for i in keys]  # the 128 largest scores, in key order
+    np.testing.assert_allclose(arr(f16["data"][0]["y"]), demo.stable[keys])
+    n_inf = int(np.isinf(demo.exp_naive).sum())
+    assert f"{n_inf} of 8192 exp(q·k) overflow" in f16["layout"]["annotations"][0]["text"]
+    assert "the 128 largest of 8192 scores" in f16["layout"]["annotations"][0]["text"]
+    for f in (fig, fs.float16_figure(demo, sweep, labels, 1024)):
+        assert len(pio.to_json(f)) < 200_000
+    assert len(fs.float16_data(demo, labels, fs.float16_keys(demo))) == 128
+    assert len(fs.float16_data(demo)) == 8192
 
 
 def test_float16_figure_marks_nan_keys(sweep):
@@ -92,10 +142,12 @@ def test_float16_figure_marks_nan_keys(sweep):
 def test_presentation_mode_and_chinese(sweep):
     style = Style(present=True, lang="zh")
     sample = stats.score_sample(4, 8, 16)
+    raw = stats.example_scores(4, 8, 16, rows=[0])[0]
     figs = [
         fs.score_distribution_figure(sample, style),
         fs.saturation_curves_figure(sweep, 4, True, 8, 32, 1.0, style),
-        fs.row_figure(stats.row_softmax(sample.example[0], 0.5), synthetic_tokens(8), "t0 (0)", "x", style),
+        fs.row_figure(stats.row_softmax(raw, 0.5), synthetic_tokens(8), "t0 (0)", "x", style),
+        fs.scaled_unscaled_figure(stats.example_maps(4, 8, 16), style),
     ]
     for f in figs:
         s = spec(f)
@@ -108,16 +160,72 @@ def test_saturation_views_build_every_view_with_its_numbers():
     views = fs.saturation_views(d_k=128, seq_len=8, n_samples=32, seed=4, use_scaling=False, temperature=0.5, row=2)
     assert [v.name for v in views] == ["scores_dk128", "maps_dk128", "saturation_sweep", "row2_dk128",
                                        "float16_row2_dk128"]  # fmt: skip
-    sample = stats.score_sample(128, 8, 32, seed=4)
+    example = stats.example_scores(128, 8, 32, seed=4)
     maps = views[1].data
     assert len(maps) == 64
-    np.testing.assert_allclose(
-        maps["weight_unscaled"], stats.softmax_weights(sample.example, 2.0).reshape(-1), rtol=1e-6
-    )
+    np.testing.assert_allclose(maps["weight_unscaled"], stats.softmax_weights(example, 2.0).reshape(-1), atol=1e-6)
+    np.testing.assert_allclose(maps["score_qk"], example.reshape(-1), atol=1e-5)
     row = views[3].data
-    np.testing.assert_allclose(row["weight"], stats.row_softmax(sample.example[2], 1.0, 0.5).p, rtol=1e-6)
+    np.testing.assert_allclose(row["weight"], stats.row_softmax(example[2], 1.0, 0.5).p, atol=1e-6)
     assert "no 1/√d_k scaling" in spec(views[3].figure)["layout"]["title"]["text"]
     sweep = stats.saturation_sweep(stats.SWEEP_D_K, 8, 32, 4, temperature=0.5)
     np.testing.assert_allclose(views[2].data["max_weight"], sweep["max_weight"])
+    np.testing.assert_allclose(views[4].data["stable_fp16"], stats.float16_demo(example[2]).stable, atol=1e-3)
     with pytest.raises(ConfigError, match="row"):
         fs.saturation_views(seq_len=8, row=8)
+
+
+def test_subplots_are_laid_out_as_make_subplots_does():
+    for rows, cols, kw in ((1, 2, {"horizontal_spacing": 0.08}), (2, 3, {"horizontal_spacing": 0.07,
+                           "vertical_spacing": 0.2}), (1, 2, {"column_widths": [0.55, 0.45], "horizontal_spacing": 0.1})):  # fmt: skip
+        titles = [f"p{i}" for i in range(rows * cols)]
+        ref = make_subplots(rows=rows, cols=cols, subplot_titles=titles, **kw).to_dict()["layout"]
+        ours = fs._grid(rows, cols, titles, kw.get("column_widths"), kw.get("horizontal_spacing"),
+                        kw.get("vertical_spacing"))  # fmt: skip
+        for key, axis in ref.items():
+            if key.startswith(("xaxis", "yaxis")):
+                assert ours[key]["anchor"] == axis["anchor"]
+                np.testing.assert_allclose(ours[key]["domain"], axis["domain"], atol=1e-12)
+        for a, b in zip(ours["annotations"], ref["annotations"], strict=True):
+            assert a["text"] == b["text"] and (a["x"], a["y"]) == pytest.approx((b["x"], b["y"]))
+
+
+@pytest.mark.parametrize("style", [Style(), Style(present=True, lang="zh")], ids=["normal", "present-zh"])
+def test_figures_carry_the_fonts_of_apply_fonts(style):
+    """The builders set the fonts themselves and say so in layout.meta, so that ui.show_view's apply_fonts
+    skips its plotly layout updates (most of a rerun): what it would set must be there already."""
+    sweep = stats.saturation_sweep((1, 4, 16), 8, 16)
+    raw = stats.example_scores(16, 8, 16, rows=[0])[0]
+    views = [
+        fs.distribution_view(stats.score_sample(16, 8, 16), style),
+        fs.maps_view(stats.example_maps(16, 8, 16), style),
+        fs.maps_view(stats.example_maps(16, 100, 16), style),
+        fs.curves_view(sweep, 4, True, 8, 16, 1.0, style),
+        fs.row_view(raw, 0, 16, True, 1.0, style)[0],
+        fs.float16_view(raw, 0, 16, sweep, style)[0],
+    ]
+    for v in views:
+        before = spec(v.figure)
+        assert before["layout"].pop("meta") == {FONTS_SET: style.font}
+        fig = go.Figure(v.figure)  # validated: also checks every property is one plotly accepts as written
+        fig.layout.meta = None
+        assert spec(apply_fonts(fig, style)) == before, v.name  # apply_fonts itself adds nothing
+        assert before["layout"]["xaxis"]["tickfont"]["size"] == style.font
+
+
+def test_figures_survive_plotly_validation():
+    """Built without validation for speed: every property must still be one plotly accepts."""
+    sweep = stats.saturation_sweep((1, 4, 16), 8, 16)
+    raw = np.random.default_rng(0).normal(size=600).astype(np.float32) * 20
+    demo = stats.float16_demo(raw)
+    figs = [
+        fs.score_distribution_figure(stats.score_sample(16, 8, 16)),
+        fs.scaled_unscaled_figure(stats.example_maps(16, 8, 16)),
+        fs.scaled_unscaled_figure(stats.example_maps(16, 100, 16)),
+        fs.saturation_curves_figure(sweep, 4, True, 8, 16, 1.0),
+        fs.row_figure(stats.row_softmax(raw, 1.0), synthetic_tokens(600), "t0 (0)", "x"),
+        fs.row_figure(stats.row_softmax(raw[:20], 1.0), synthetic_tokens(20), "t0 (0)", "x"),
+        fs.float16_figure(demo, sweep, synthetic_tokens(600), 16),
+    ]
+    for fig in figs:
+        go.Figure(fig.to_dict())  # raises ValueError on any invalid property

@@ -1,6 +1,9 @@
 """attn_core.stats: softmax statistics, the Jacobian, the saturation sweep, float16 numerics, memory guard."""
 
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -8,6 +11,9 @@ import torch
 
 from attn_core import guard, stats
 from attn_core.config import ConfigError
+from attn_core.figures import pool_max
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------- row statistics by hand
@@ -71,6 +77,34 @@ def test_jacobian_norm_is_frobenius_of_the_jacobian():
 
 
 # ---------------------------------------------------------------- the sweep
+def check_against_recomputation(df, q_of, g, t: int, tau: float) -> None:
+    """Every column of the sweep ``df`` against plain torch: scores, softmax, the explicit Jacobian [R, T, T]."""
+    g = g.double().reshape(-1, t)  # (R, T)
+    for row in df.itertuples():
+        q, k = q_of(row.d_k)  # (S, queries, d_k), (S, T, d_k)
+        s = (q.double() @ k.double().transpose(-2, -1)).reshape(-1, t)  # (R, T) every measured row
+        c = 1 / math.sqrt(row.d_k) if row.scaled else 1.0
+        z = s * c / tau
+        p = torch.softmax(z, -1)
+        jac = stats.softmax_jacobian(p)  # (R, T, T)
+        grad_by_jacobian = (jac @ g[..., None])[..., 0]  # J is symmetric, so Jᵀ G = J G
+        # the sweep's softmax and autograd run in float32: near saturation ~1e-7 of the norms is rounding
+        assert row.grad_norm == pytest.approx(grad_by_jacobian.norm(dim=-1).mean().item(), rel=1e-4, abs=1e-7)
+        assert row.jacobian_norm == pytest.approx(torch.linalg.matrix_norm(jac).mean().item(), rel=1e-4, abs=1e-7)
+        assert row.score_var == pytest.approx(np.var((s * c).numpy()), rel=1e-4)
+        assert row.max_weight == pytest.approx(p.max(-1).values.mean().item(), rel=1e-5)
+        ent = -torch.special.xlogy(p, p).sum(-1) / math.log(t)
+        assert row.entropy == pytest.approx(ent.mean().item(), rel=1e-4, abs=1e-7)
+        assert row.saturated_frac == pytest.approx((p.max(-1).values > 0.99).double().mean().item())
+        zf = z.float()
+        naive = torch.exp(zf.half()) / torch.exp(zf.half()).sum(-1, keepdim=True)
+        naive_bad = ~torch.isfinite(naive.float()).all(-1) | (
+            (naive.float().nan_to_num(0, 0, 0).sum(-1) - 1).abs() > 1e-2
+        )
+        assert row.fp16_naive_fail == pytest.approx(naive_bad.double().mean().item())
+        assert row.measured_rows == s.shape[0]
+
+
 def test_sweep_columns_match_independent_recomputation():
     d_values, t, n, seed, tau = (4, 64), 6, 32, 3, 0.7
     df = stats.saturation_sweep(d_values, t, n, seed, "cpu", "normal", tau)
@@ -78,22 +112,81 @@ def test_sweep_columns_match_independent_recomputation():
         "d_k", "scaled", "score_var", "max_weight", "entropy", "saturated_frac", "jacobian_norm", "grad_norm"
     ]  # fmt: skip
     assert len(df) == 4 and df["d_k"].tolist() == [4, 4, 64, 64] and df["scaled"].tolist() == [False, True] * 2
-    g = stats.downstream_weights(t, n, seed).double()  # (N, T, T)
-    for row in df.itertuples():
-        q, k = stats.sample_qk(row.d_k, t, n, seed)
-        s = q.double() @ k.double().transpose(-2, -1)  # (N, T, T)
-        c = 1 / math.sqrt(row.d_k) if row.scaled else 1.0
-        z = s * c / tau
-        p = torch.softmax(z, -1)
-        jac = stats.softmax_jacobian(p)  # (N, T, T, T)
-        grad_by_jacobian = (jac @ g[..., None])[..., 0]  # J is symmetric, so Jᵀ G = J G
-        assert row.grad_norm == pytest.approx(grad_by_jacobian.norm(dim=-1).mean().item(), rel=1e-4)
-        assert row.jacobian_norm == pytest.approx(torch.linalg.matrix_norm(jac).mean().item(), rel=1e-4)
-        assert row.score_var == pytest.approx(np.var((s * c).numpy()), rel=1e-4)
-        assert row.max_weight == pytest.approx(p.max(-1).values.mean().item(), rel=1e-5)
-        ent = -(p * torch.log(p)).sum(-1) / math.log(t)
-        assert row.entropy == pytest.approx(ent.mean().item(), rel=1e-4)
-        assert row.saturated_frac == pytest.approx((p.max(-1).values > 0.99).double().mean().item())
+    assert (df["measured_rows"] == n * t).all() and (df["total_rows"] == n * t).all()
+    g = stats.downstream_weights(t, n, seed)  # (N, T, T)
+    check_against_recomputation(df, lambda d: stats.sample_qk(d, t, n, seed), g, t, tau)
+
+
+def test_row_plan_by_hand():
+    plan = stats.row_plan(16, 256)  # the page's defaults: every row
+    assert (plan.sequences, plan.queries, plan.rows, plan.total_rows, plan.complete) == (256, 16, 4096, 4096, True)
+    plan = stats.row_plan(16, 16384)  # 262,144 rows: the first 4096 sequences (65,536 rows)
+    assert (plan.sequences, plan.queries, plan.rows, plan.total_rows) == (4096, 16, 65536, 262144)
+    assert plan.block == 256 and [b for b, _, _ in plan.blocks()] == list(range(16))
+    plan = stats.row_plan(1000, 64)  # 8,388,608 // 1000 = 8388 rows: the first 8 sequences, 8,000 rows
+    assert (plan.sequences, plan.queries, plan.rows, plan.scores) == (8, 1000, 8000, 8_000_000)
+    assert list(plan.blocks()) == [(0, 4, 4), (1, 4, 4)]  # blocks of 4096 // 1000 = 4 sequences
+    plan = stats.row_plan(8192, 256)  # 2,097,152 rows: every 8th query of the first sequence
+    assert (plan.sequences, plan.queries, plan.rows, plan.total_rows) == (1, 1024, 1024, 2_097_152)
+    assert plan.positions().tolist() == list(range(0, 8192, 8)) and not plan.complete
+    assert plan.rows * 8192 == stats.MAX_MEASURED_SCORES
+    for t, n in ((5000, 16), (8192, 16384), (3000, 300), (2, 10**6), (16, 16384), (1500, 64), (40, 7)):
+        plan = stats.row_plan(t, n)
+        assert plan.rows <= stats.MAX_MEASURED_ROWS and plan.scores <= stats.MAX_MEASURED_SCORES
+        assert plan.chunk_scores() <= stats.CHUNK_SCORES
+        chunks = [c for _, _, used in plan.blocks() for c in plan.chunks(used)]
+        assert sum((i1 - i0) * (r1 - r0) for i0, i1, r0, r1 in chunks) == plan.rows  # each row once
+        assert plan.chunk_scores() == max((i1 - i0) * (r1 - r0) for i0, i1, r0, r1 in chunks) * t
+
+
+@pytest.fixture
+def small_bounds(monkeypatch):
+    """Bounds small enough that tiny samples use every path: several blocks, chunks, a subset of rows."""
+    monkeypatch.setattr(stats, "BLOCK_ROWS", 12)
+    monkeypatch.setattr(stats, "MAX_MEASURED_ROWS", 40)
+    monkeypatch.setattr(stats, "MAX_MEASURED_SCORES", 200)
+    monkeypatch.setattr(stats, "CHUNK_SCORES", 30)
+
+
+@pytest.mark.parametrize("distribution", stats.DISTRIBUTIONS)
+def test_first_sequences_mode_matches_independent_recomputation(small_bounds, distribution):
+    t, n, seed, tau = 4, 50, 2, 1.3  # 200 rows; 40 measured: the first 10 sequences, in blocks of 3
+    plan = stats.row_plan(t, n)
+    assert (plan.sequences, plan.queries, plan.block) == (10, 4, 3) and not plan.complete
+    df = stats.saturation_sweep((2, 32), t, n, seed, "cpu", distribution, tau)
+    assert (df["measured_rows"] == 40).all() and (df["total_rows"] == 200).all()
+    # what the sweep measured is the first 10 sequences of the whole sample, with the whole sample's G
+    q_all, k_all = stats.sample_qk(32, t, n, seed, distribution)
+    q, k, g = stats.measured_rows(32, t, n, seed, distribution)
+    assert torch.equal(q, q_all[:10]) and torch.equal(k, k_all[:10])
+    assert torch.equal(g, stats.downstream_weights(t, n, seed)[:10])
+    check_against_recomputation(df, lambda d: stats.measured_rows(d, t, n, seed, distribution)[:2], g, t, tau)
+
+
+@pytest.mark.parametrize("distribution", stats.DISTRIBUTIONS)
+def test_spaced_queries_mode_matches_independent_recomputation(small_bounds, distribution):
+    t, n, seed, tau = 100, 3, 5, 1.0  # 200 // 100 = 2 rows... fewer than one sequence: queries 0 and 50
+    plan = stats.row_plan(t, n)
+    assert (plan.sequences, plan.queries) == (1, 2) and plan.positions().tolist() == [0, 50]
+    df = stats.saturation_sweep((1, 16, 512), t, n, seed, "cpu", distribution, tau)
+    assert (df["measured_rows"] == 2).all() and (df["total_rows"] == 300).all()
+    q_all, k_all = stats.sample_qk(16, t, n, seed, distribution)
+    q, k, g = stats.measured_rows(16, t, n, seed, distribution)
+    assert torch.equal(q, q_all[:1, [0, 50]]) and torch.equal(k, k_all[:1]) and g.shape == (1, 2, t)
+    check_against_recomputation(df, lambda d: stats.measured_rows(d, t, n, seed, distribution)[:2], g, t, tau)
+    sample = stats.score_sample(16, t, n, seed, "cpu", distribution)
+    assert (sample.n_rows, sample.total_rows, sample.n_scores) == (2, 300, 200) and not sample.complete
+    s = (q.double() @ k.double().transpose(-2, -1)).numpy()
+    assert sample.raw_var == pytest.approx(np.var(s), rel=1e-6)
+    assert sample.raw_var == pytest.approx(df[(df["d_k"] == 16) & ~df["scaled"]]["score_var"].item(), rel=1e-9)
+
+
+def test_chunks_do_not_change_the_numbers(monkeypatch):
+    whole = stats.saturation_sweep((4, 64), 24, 40, 1)
+    monkeypatch.setattr(stats, "CHUNK_SCORES", 1000)  # one sequence (24 rows) per chunk instead of all 40
+    chunked = stats.saturation_sweep((4, 64), 24, 40, 1)
+    cols = [c for c in whole.columns if c != "scaled"]
+    np.testing.assert_allclose(chunked[cols].to_numpy(float), whole[cols].to_numpy(float), rtol=1e-6)
 
 
 def test_score_variance_matches_theory_at_20000_samples():
@@ -147,9 +240,22 @@ def test_sampling_is_seeded_and_score_sample_agrees_with_the_sweep():
     df = stats.saturation_sweep((32,), 8, 64, 2).set_index("scaled")
     assert sample.raw_var == pytest.approx(df.loc[False, "score_var"], rel=1e-6)
     assert sample.scaled_var == pytest.approx(df.loc[True, "score_var"], rel=1e-6)
-    assert sample.n_scores == 64 * 8 * 8 and sample.example.shape == (8, 8) and sample.example.dtype == np.float32
+    assert sample.n_scores == 64 * 8 * 8 and sample.complete and sample.n_rows == sample.total_rows == 64 * 8
     q, k = stats.sample_qk(32, 8, 64, seed=2)
-    np.testing.assert_allclose(sample.example, (q[0] @ k[0].T).numpy(), rtol=1e-5, atol=1e-5)
+    example = stats.example_scores(32, 8, 64, seed=2)  # the first sequence, shown by the maps and the row
+    assert example.shape == (8, 8) and example.dtype == np.float32
+    np.testing.assert_allclose(example, (q[0] @ k[0].T).numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(stats.example_scores(32, 8, 64, seed=2, rows=[5])[0], example[5], atol=1e-5)
+    # the histograms are numpy's over every score, raw and scaled
+    flat = (q @ k.transpose(-2, -1)).reshape(-1).numpy()
+    lim = np.abs(flat).max()
+    density, edges = np.histogram(flat, bins=40, range=(-lim, lim), density=True)
+    np.testing.assert_allclose(sample.raw_density, density, rtol=1e-5)
+    np.testing.assert_allclose(sample.raw_edges, edges, rtol=1e-6)
+    c = 1 / math.sqrt(32)
+    density, edges = np.histogram(flat * c, bins=40, range=(-lim * c, lim * c), density=True)
+    np.testing.assert_allclose(sample.scaled_density, density, rtol=1e-5)
+    np.testing.assert_allclose(sample.scaled_edges, edges, rtol=1e-6)
     # densities integrate to 1 over the bins
     assert float(np.sum(sample.raw_density * np.diff(sample.raw_edges))) == pytest.approx(1.0, rel=1e-4)
     assert float(np.sum(sample.scaled_density * np.diff(sample.scaled_edges))) == pytest.approx(1.0, rel=1e-4)
@@ -164,9 +270,77 @@ def test_row_softmax_against_torch():
     jac = torch.autograd.functional.jacobian(
         lambda x: torch.softmax(x, -1), torch.tensor(raw, dtype=torch.float64) * 0.125
     )
+    assert row.keys.tolist() == [0, 1, 2, 3]
     np.testing.assert_allclose(row.jacobian, jac.numpy(), atol=1e-7)
     assert row.jacobian_norm == pytest.approx(float(torch.linalg.matrix_norm(jac)), rel=1e-6)
     assert row.max_weight == pytest.approx(float(expected.max()), rel=1e-6)
+
+
+@pytest.mark.parametrize("spread", [1.0, 4.0, 12.0])
+def test_long_row_keeps_the_top_keys_and_the_whole_norm(spread):
+    raw = np.random.default_rng(3).normal(size=300).astype(np.float32) * spread
+    row = stats.row_softmax(raw, 1.0, max_keys=32)
+    p = torch.softmax(torch.tensor(raw, dtype=torch.float64), -1)
+    keep = np.sort(np.argsort(-p.numpy())[:32])
+    assert row.keys.tolist() == keep.tolist() and row.jacobian.shape == (32, 32)
+    full = torch.autograd.functional.jacobian(lambda x: torch.softmax(x, -1), torch.tensor(raw, dtype=torch.float64))
+    np.testing.assert_allclose(row.jacobian, full.numpy()[np.ix_(keep, keep)], atol=1e-7)
+    # the norm is that of the whole 300×300 Jacobian, not of the 32 keys shown
+    assert row.jacobian_norm == pytest.approx(float(torch.linalg.matrix_norm(full)), rel=1e-6)
+    assert row.entropy == pytest.approx(float(-(p * torch.log(p)).sum() / math.log(300)), rel=1e-6)
+
+
+def test_saturated_row_norm_has_no_cancellation():
+    # p = (1 - 2e, e, e) with e ≈ e^-40: by hand, J = [[2e, -e, -e], [-e, e, -e²], [-e, -e², e]] to first order,
+    # ‖J‖²_F = p0²((2e)² + 2e²) + 2e²((1 - e)² + p0² + e²) ≈ 10 e². The explicit diag(p) - ppᵀ in float64
+    # loses J00 = p0(1 - p0) entirely (p0 rounds to 1) and would say 6 e².
+    row = stats.row_softmax(np.array([40.0, 0.0, 0.0]), 1.0)
+    e = math.exp(-40) / (1 + 2 * math.exp(-40))
+    p0 = 1 - 2 * e
+    by_hand = math.sqrt(p0**2 * ((2 * e) ** 2 + 2 * e**2) + 2 * e**2 * ((1 - e) ** 2 + p0**2 + e**2))
+    assert by_hand == pytest.approx(math.sqrt(10) * e, rel=1e-12, abs=0)
+    assert row.jacobian_norm == pytest.approx(by_hand, rel=1e-9, abs=0)
+    # the same in a batch, and in float32 (1 - 2e rounds to 1 there; the other weights keep their digits)
+    p64 = torch.tensor([[p0, e, e]], dtype=torch.float64)
+    assert stats.jacobian_norm(p64)[0].item() == pytest.approx(by_hand, rel=1e-9, abs=0)
+    f32 = stats.jacobian_norm(p64.float())
+    assert f32.dtype == torch.float32 and f32[0].item() == pytest.approx(by_hand, rel=1e-5, abs=0)
+
+
+@pytest.mark.parametrize("t", [8, 64, 200])
+def test_example_maps_are_the_pooled_softmax_of_the_first_sequence(monkeypatch, t):
+    monkeypatch.setattr(stats, "CHUNK_SCORES", 1000)  # many chunks of query rows
+    maps = stats.example_maps(16, t, 32, seed=1, temperature=0.5)
+    raw = stats.example_scores(16, t, 32, seed=1)  # [T, T], the first sequence
+    for got, mean_max, factor in ((maps.unscaled, maps.mean_max_unscaled, 2.0),
+                                  (maps.scaled, maps.mean_max_scaled, 2.0 / math.sqrt(16))):  # fmt: skip
+        w = stats.softmax_weights(raw, factor)  # (T, T)
+        pooled, f = pool_max(w[None], 64)
+        assert f == maps.factor == (1 if t <= 64 else 4) and got.shape == pooled[0].shape
+        np.testing.assert_allclose(got, pooled[0], atol=1e-5)
+        assert mean_max == pytest.approx(float(w.max(-1).mean()), rel=1e-5)
+    if t <= 64:
+        np.testing.assert_allclose(maps.raw, raw, atol=1e-5)
+    else:
+        assert maps.raw is None
+
+
+def test_largest_settings_stay_within_the_budget_in_a_fresh_process():
+    """The page's heaviest computations at 8192 keys and 16384 samples, d_k = 1024: peak RSS growth < 1 GiB."""
+    code = """
+import resource, torch
+from attn_core import stats
+torch.zeros(1)
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+stats.score_sample(1024, 8192, 16384, distribution="projected")
+stats.example_maps(1024, 8192, 16384, distribution="projected")
+stats.saturation_sweep((1024,), 8192, 16384, distribution="projected")
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base)
+"""
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    grown = int(out.stdout.strip().splitlines()[-1])
+    assert grown < 2**30, f"peak memory grew by {grown / 2**20:.0f} MiB"
+    assert stats.estimate_bytes(1024, 8192, 16384, "projected") < 2**30
 
 
 # ---------------------------------------------------------------- float16 numerics
@@ -205,29 +379,46 @@ def test_float16_failures_in_the_sweep():
 
 # ---------------------------------------------------------------- validation and the memory budget
 def test_estimate_bytes_by_hand():
-    # 4 bytes × (q and k: 2·256·16·64, twelve [256, 16, 16] tensors)
-    assert stats.estimate_bytes(64, 16, 256) == 4 * (2 * 256 * 16 * 64 + 12 * 256 * 16 * 16)
+    # one block (all 256 sequences of 16 rows: 4096 ≤ BLOCK_ROWS) of q and k, G and the kept scores,
+    # one block of G as drawn, and one chunk of all 256·16·16 scores at 16 float32 slots each
+    scores = 256 * 16 * 16
+    assert stats.estimate_bytes(64, 16, 256) == 4 * (2 * 256 * 16 * 64 + 2 * scores + scores + 16 * scores)
     proj = stats.estimate_bytes(64, 16, 256, "projected") - stats.estimate_bytes(64, 16, 256)
-    assert proj == 4 * (2 * 256 * 16 * 512 + 2 * 512 * 64)
+    assert proj == 4 * (2 * 256 * 16 * 512 + 6 * 16 * 512 + 2 * 512 * 64)
     q, k = stats.sample_qk(64, 16, 256)
     assert stats.estimate_bytes(64, 16, 256) > q.nbytes + k.nbytes
+    # 8192 keys: one sequence of q and k, 1024 of its queries, their G and scores, one chunk of 2^20 scores
+    rows = stats.MAX_MEASURED_SCORES // 8192
+    assert stats.estimate_bytes(1024, 8192, 16384) == 4 * (2 * 8192 * 1024 + rows * 1024 + 3 * rows * 8192 + 16 * 2**20)
+
+
+def test_estimate_stops_growing_with_samples_and_fits_the_budget_at_every_page_setting():
+    assert stats.estimate_bytes(1024, 16, 16384) == stats.estimate_bytes(1024, 16, 10**9)
+    for t in (2, 16, 100, 256, 1000, 2896, 4096, 8192):
+        for n in (16, 256, 16384):
+            for dist in stats.DISTRIBUTIONS:
+                assert stats.estimate_bytes(1024, t, n, dist) < 2**30, (t, n, dist)
 
 
 def test_memory_budget_refuses_before_allocating(monkeypatch):
     monkeypatch.delenv("ATTN_MAX_BYTES", raising=False)
     assert guard.max_bytes() == 2**30
-    # 10⁹ samples would need terabytes: refused at once, with the largest count that fits
+    # 16 MiB: the sweep up to d_k = 1024 needs 32 MiB of q and k for 256 sequences of 16 tokens
+    monkeypatch.setenv("ATTN_MAX_BYTES", str(16 * 2**20))
     with pytest.raises(ConfigError) as err:
-        stats.saturation_sweep(stats.SWEEP_D_K, 16, 10**9)
+        stats.saturation_sweep(stats.SWEEP_D_K, 16, 256)
     assert err.value.field == "samples"
     msg = str(err.value)
-    assert "1 GiB" in msg and "ATTN_MAX_BYTES" in msg and "at most" in msg
+    assert "16 MiB" in msg and "ATTN_MAX_BYTES" in msg and "at most" in msg
     fits = int(msg.split("at most ")[1].split(" ")[0])
-    assert stats.estimate_bytes(1024, 16, fits) <= 2**30 < stats.estimate_bytes(1024, 16, fits + 1)
+    assert stats.estimate_bytes(1024, 16, fits) <= 16 * 2**20 < stats.estimate_bytes(1024, 16, fits + 1)
+    stats.saturation_sweep(stats.SWEEP_D_K, 16, fits)  # the advice works
     monkeypatch.setenv("ATTN_MAX_BYTES", str(2**20))
     with pytest.raises(ConfigError, match="1 MiB"):
         stats.score_sample(1024, 16, 256)
-    stats.score_sample(4, 16, 64)  # 4·(2·64·16·4 + 12·64·256) bytes fits in 1 MiB
+    with pytest.raises(ConfigError, match="smaller d_k"):  # even one sequence of 8192 keys is too much
+        stats.score_sample(1024, 8192, 16)
+    stats.score_sample(4, 16, 16)  # 4·(2·256·4 + 3·4096 + 16·4096) bytes fits in 1 MiB
     monkeypatch.setenv("ATTN_MAX_BYTES", "lots")
     with pytest.raises(ConfigError, match="ATTN_MAX_BYTES"):
         guard.max_bytes()
