@@ -41,7 +41,8 @@ test: lint
 	$(BIN)/python -m pytest -q
 
 bench: install-dev
-	$(BIN)/python bench/bench_pages.py
+	@bash tools/ensure_browser.sh
+	$(BIN)/python bench/bench.py
 
 bench-concurrency: install-dev
 	@bash tools/ensure_browser.sh

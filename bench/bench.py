@@ -1,0 +1,714 @@
+"""Benchmark of Attention Explorer (not a timed test): one command, one table. See bench/README.md.
+
+    .venv/bin/python bench/bench.py [--repeats 20] [--only core|pages|browser] [--skip-pages] [--skip-browser]
+
+pages    every page under AppTest at its defaults and at its largest settings: median and p95 of full
+         reruns after a widget change (cache warm), the first (cold) run, the largest plotly chart's
+         serialized size; a page that raises fails the run.
+core     attn_core's weights path against torch's plain matmul-softmax at 1024 tokens and 16 heads, and
+         live-decode steps per second with the KV cache against recomputing everything at 1024 tokens;
+         on the CPU, and on CUDA too when torch sees a GPU.
+browser  Playwright driving Debian's chromium against a real server: cold start to the first chart,
+         and slider-to-paint on the heatmap page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("ATTN_DEVICE", "auto")  # pages and the server compute where a real server would
+
+# ---------------------------------------------------------------- what is measured (edit here)
+#: Page scenarios: (page, scenario, page file or None for the default page, URL query parameters,
+#: (widget key, value A, value B) alternated between reruns so both values are cached, target median ms).
+#: "largest" is each page's largest settings; a value the app does not accept yet is clamped with a
+#: notice (listed under the table), not an error.
+PAGE_SCENARIOS: list[tuple[str, str, str | None, dict[str, str], tuple[str, object, object], float]] = [
+    ("heatmaps", "defaults", None, {}, ("head_dim", 17, 16), 100),
+    (
+        "heatmaps",
+        "largest",
+        None,
+        {"source": "synthetic", "seq_len": "8192", "n_heads": "64", "n_kv_heads": "8"},
+        ("head_dim", 17, 16),
+        600,
+    ),
+    ("saturation", "defaults", "pages/saturation.py", {}, ("temperature", 1.1, 1.0), 100),
+    (
+        "saturation",
+        "largest",
+        "pages/saturation.py",
+        {"seq_len": "8192", "samples": "16384", "head_dim": "1024"},
+        ("temperature", 1.1, 1.0),
+        600,
+    ),
+    ("kv_sharing", "defaults", "pages/kv_sharing.py", {}, ("head_dim", 17, 16), 100),
+    (
+        "kv_sharing",
+        "largest",
+        "pages/kv_sharing.py",
+        {"source": "synthetic", "seq_len": "8192", "n_heads": "64", "n_kv_heads": "8", "kv_view": "maps"},
+        ("head_dim", 17, 16),
+        600,
+    ),
+    ("kv_cache", "defaults", "pages/kv_cache.py", {}, ("batch", 2, 1), 100),
+    (
+        # largest preset (671B parameters, 61 layers), the calculator's longest context (2^20) and largest batch
+        "kv_cache",
+        "largest",
+        "pages/kv_cache.py",
+        {"model": "deepseek-v3", "seq_len": "1048576", "batch": "256", "stack_weights": "true"},
+        ("batch", 255, 256),
+        600,
+    ),
+]
+
+#: Core timings: attention at batch 1, 16 heads, 1024 tokens, head_dim 64; the live decode at 1024 tokens
+#: of context with the page's default live-decode model (the default preset's attention shape, 2 layers,
+#: batch 1, fp16 cache, seed 0).
+CORE_HEADS, CORE_TOKENS, CORE_HEAD_DIM = 16, 1024, 64
+DECODE_CONTEXT = 1024
+
+#: Browser slider-to-paint scenarios on the heatmap page: (label, URL query parameters, target median ms).
+BROWSER_SCENARIOS: list[tuple[str, dict[str, str], float | None]] = [
+    ("defaults", {}, 300),
+    ("synthetic 512 tok, 16 heads", {"source": "synthetic", "seq_len": "512", "n_heads": "16"}, None),
+]
+COLD_START_TARGET_S = 4.0
+GRID = ".st-key-grid .js-plotly-plot"  # the heatmap page's main chart
+SLIDER = ".st-key-head_dim input[type='range']"  # its d_k slider
+
+_SERVERS: list[subprocess.Popen] = []  # killed by the watchdog if the whole run overstays
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def p95(values: list[float]) -> float:
+    """95th percentile, nearest rank."""
+    s = sorted(values)
+    return s[max(0, math.ceil(0.95 * len(s)) - 1)]
+
+
+def ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:,.1f} ms"
+
+
+def secs(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.2f} s"
+
+
+def verdict(value: float | None, target: float | None) -> str:
+    if target is None or value is None:
+        return ""
+    return "ok" if value <= target else "MISSED"
+
+
+# ---------------------------------------------------------------- pages (AppTest)
+@dataclass
+class PageResult:
+    page: str
+    scenario: str
+    target_s: float
+    median: float | None = None
+    p95: float | None = None
+    cold: float | None = None
+    n: int = 0
+    charts: int = 0
+    largest_chart: int = 0
+    notes: list[str] = field(default_factory=list)
+    failed: str | None = None
+    largest_spec: str = ""  # the JSON of the largest chart (the image export line renders the heatmap grid's)
+
+
+WIDGET_KINDS = ("slider", "select_slider", "toggle", "selectbox", "segmented_control", "number_input", "radio")
+
+
+def find_widget(at, key: str):
+    for kind in WIDGET_KINDS:
+        try:
+            return getattr(at, kind)(key=key)
+        except KeyError:
+            continue
+    raise KeyError(f"no widget with key {key!r}")
+
+
+def chart_specs(at) -> list[str]:
+    """Each plotly chart's JSON spec, the string Streamlit sends to the browser (PlotlyChart.spec)."""
+    return [el.proto.spec for el in at.get("plotly_chart")]
+
+
+def nbytes(spec: str) -> int:
+    return len(spec.encode("utf-8"))
+
+
+def check_run(at, what: str) -> None:
+    if at.exception:
+        raise RuntimeError(
+            f"{what} raised: "
+            + " | ".join(
+                f"{e.proto.type}: {e.message[:300]} {' '.join(''.join(e.stack_trace[-1:]).split())}"
+                for e in at.exception
+            )
+        )
+
+
+def page_notes(at, query: dict[str, str]) -> list[str]:
+    """URL values the app replaced (clamped, snapped) and error boxes, which mean the scenario is not what it says."""
+    notes = []
+    for el in list(at.warning) + list(at.info):
+        text = str(el.value)
+        if "link's value" in text or "not a power of two" in text or "does not divide" in text:
+            key = next((k for k in query if f"{k}=" in text or f"{k} =" in text), None)
+            notes.append(f"URL {key or '?'} replaced: {text[:110]}")
+    for el in at.error:
+        notes.append(f"error box: {str(el.value)[:110]}")
+    return notes
+
+
+def run_page_scenario(sc, repeats: int, budget_s: float, timeout_s: float) -> PageResult:
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    page, scenario, path, query, (key, val_a, val_b), target_ms = sc
+    res = PageResult(page, scenario, target_ms / 1e3)
+    st.cache_data.clear()  # the first run of this scenario is cold; model code and imports are warm
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout_s)
+    if path:
+        at.switch_page(path)  # a fresh session opening the page's URL
+    for k, v in query.items():
+        at.query_params[k] = v
+    t0 = time.perf_counter()
+    at.run()
+    res.cold = time.perf_counter() - t0
+    check_run(at, "first run")
+    largest = max(chart_specs(at), key=nbytes, default="")
+    res.notes = page_notes(at, query)
+    times: list[float] = []
+    start = time.perf_counter()
+    for i in range(repeats + 2):  # the first two reruns fill the cache for both values; not counted
+        find_widget(at, key).set_value(val_a if i % 2 == 0 else val_b)
+        t0 = time.perf_counter()
+        at.run()
+        dt = time.perf_counter() - t0
+        check_run(at, f"rerun {i + 1} ({key}={val_a if i % 2 == 0 else val_b})")
+        largest = max([largest, *chart_specs(at)], key=nbytes)
+        if i >= 2:
+            times.append(dt)
+        if len(times) >= 3 and time.perf_counter() - start > budget_s:
+            res.notes.append(f"stopped after {len(times)} reruns (time budget {budget_s:.0f} s)")
+            break
+    res.charts, res.largest_chart, res.largest_spec = len(chart_specs(at)), nbytes(largest), largest
+    res.median, res.p95, res.n = statistics.median(times), p95(times), len(times)
+    return res
+
+
+def bench_pages(args) -> tuple[list[PageResult], list[str]]:
+    from streamlit import config as streamlit_config
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import disable_legacy_pages_routing
+
+    disable_legacy_pages_routing()  # measure the steady state of a warm server
+    streamlit_config.set_option("client.showErrorDetails", "full")  # not redacted, so a failure says why
+    log("pages: warming the process up (imports, first run)...")
+    t0 = time.perf_counter()
+    AppTest.from_file(str(ROOT / "app.py"), default_timeout=args.timeout).run()
+    warm = time.perf_counter() - t0
+    results = []
+    for sc in PAGE_SCENARIOS:
+        log(f"pages: {sc[0]} · {sc[1]} {sc[3] or ''}")
+        try:
+            res = run_page_scenario(sc, args.repeats, args.page_budget, args.timeout)
+        except Exception as exc:  # noqa: BLE001 - report every scenario, fail at the end
+            res = PageResult(sc[0], sc[1], sc[5] / 1e3, failed=f"{type(exc).__name__}: {exc}")
+            log(f"  FAILED: {res.failed}")
+            traceback.print_exc(file=sys.stderr)
+        else:
+            log(
+                f"  median {ms(res.median)}, p95 {ms(res.p95)}, cold {ms(res.cold)}, "
+                f"{res.charts} charts, largest {res.largest_chart:,} B"
+            )
+            for note in res.notes:
+                log(f"  note: {note}")
+        results.append(res)
+    extra = [f"process warm-up before the page scenarios (imports + first run of the default page): {secs(warm)}"]
+    grid = next((r.largest_spec for r in results if r.page == "heatmaps" and r.scenario == "defaults"), "")
+    extra += export_timing(grid)
+    return results, extra
+
+
+def export_timing(spec: str) -> list[str]:
+    """Server-side image export of the heatmap grid at defaults (the chart the page sent, rebuilt from its JSON).
+
+    The first render starts Chromium, later ones reuse the warm renderer.
+    """
+    import plotly.io as pio
+
+    from attn_core.render import find_chromium, render_image
+
+    if find_chromium() is None:
+        return ["export of the heatmap grid: skipped (no chromium)"]
+    if not spec:
+        return ["export of the heatmap grid: skipped (no chart from the heatmaps · defaults scenario)"]
+    log("pages: image export of the heatmap grid...")
+    try:
+        fig = pio.from_json(spec)
+        t0 = time.perf_counter()
+        render_image(fig, "png")
+        first = time.perf_counter() - t0
+        warm = {}
+        for fmt in ("png", "svg", "pdf"):
+            runs = []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                render_image(fig, fmt)
+                runs.append(time.perf_counter() - t0)
+            warm[fmt] = statistics.median(runs)
+    except Exception as exc:  # noqa: BLE001 - an extra line, not a target
+        return [f"export of the heatmap grid: failed ({type(exc).__name__}: {exc})"]
+    return [
+        f"export of the heatmap grid: first PNG {secs(first)} (starts Chromium); warm median "
+        + ", ".join(f"{k.upper()} {secs(v)}" for k, v in warm.items())
+    ]
+
+
+# ---------------------------------------------------------------- core timings (torch)
+def _sync(dev) -> None:
+    import torch
+
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def time_calls(fn, dev, runs: int, warmup: int = 3) -> list[float]:
+    """Seconds of each of ``runs`` calls of ``fn`` after ``warmup`` calls (synchronized on CUDA)."""
+    import torch
+
+    with torch.inference_mode():
+        for _ in range(warmup):
+            fn()
+        _sync(dev)
+        out = []
+        for _ in range(runs):
+            _sync(dev)
+            t0 = time.perf_counter()
+            fn()
+            _sync(dev)
+            out.append(time.perf_counter() - t0)
+    return out
+
+
+def core_attention(dev, runs: int) -> list[str]:
+    import torch
+
+    from attn_core.attention import scaled_dot_product_attention
+
+    b, h, t, d = 1, CORE_HEADS, CORE_TOKENS, CORE_HEAD_DIM
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(b, h, t, d, generator=g).to(dev) for _ in range(3))
+
+    def reference():
+        w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d), -1)
+        return w @ v, w
+
+    def ours():
+        return scaled_dot_product_attention(q, k, v)
+
+    with torch.inference_mode():
+        ref_out, ref_w = reference()
+        got = ours()
+        diff = max(float((got.weights - ref_w).abs().max()), float((got.output - ref_out).abs().max()))
+    t_ref = statistics.median(time_calls(reference, dev, runs))
+    t_ours = statistics.median(time_calls(ours, dev, runs))
+    shape = f"B1 H{h} T{t} D{d}"
+    lines = [
+        f"core {dev.type:<4} weights path {shape}: attn_core.scaled_dot_product_attention {ms(t_ours)} "
+        f"vs torch softmax(q·kᵀ/√d)·v {ms(t_ref)}; ratio {t_ours / t_ref:.2f}x (max |diff| {diff:.1e})"
+    ]
+    lines.append(core_pooled(dev, runs, t_ref, shape))
+    return lines
+
+
+def core_pooled(dev, runs: int, t_ref: float, shape: str) -> str:
+    """attn_core.longmaps.pooled_attention (the heatmap page's chunked, pooled weights path), if present."""
+    try:
+        from attn_core import longmaps
+        from attn_core.tokens import synthetic_tokens
+
+        fn = longmaps.pooled_attention
+        toks = synthetic_tokens(CORE_TOKENS)
+        params = inspect.signature(fn).parameters
+        kwargs = {"device": dev} if "device" in params else {}
+
+        def pooled():
+            return fn(CORE_HEADS, CORE_HEADS, CORE_HEAD_DIM, toks, **kwargs)
+
+        factor = getattr(pooled(), "factor", "?")
+        t = statistics.median(time_calls(pooled, dev, max(3, runs // 2), warmup=1))
+    except Exception as exc:  # noqa: BLE001 - optional: another module's work in progress
+        return f"core {dev.type:<4} pooled_attention: skipped ({type(exc).__name__}: {str(exc)[:120]})"
+    return (
+        f"core {dev.type:<4} pooled weights path {shape}: attn_core.longmaps.pooled_attention {ms(t)} "
+        f"(embedding, projections, pooled by {factor}) vs torch reference {ms(t_ref)}; ratio {t / t_ref:.2f}x"
+    )
+
+
+def core_decode(dev, runs: int) -> list[str]:
+    """Live decode at DECODE_CONTEXT tokens: one cached step against one full recompute, page's default model."""
+    import torch
+
+    from attn_core import fig_memory, memory
+    from attn_core.kv_cache import TinyDecoder
+
+    preset = memory.load_presets()[fig_memory.DEFAULT_MODEL]
+    cfg = fig_memory.decode_config(preset, 8, 2, 16, n_layers=2, batch=1, dtype="fp16", seed=0)  # page defaults
+    model = TinyDecoder(cfg).to(dev)
+    g = torch.Generator().manual_seed(1)
+    tokens = torch.randint(0, cfg.vocab, (cfg.batch, DECODE_CONTEXT), generator=g)
+    ctx = DECODE_CONTEXT - 1
+    caches = model.new_caches(DECODE_CONTEXT, dev)
+    with torch.inference_mode():
+        model(tokens[:, :ctx].to(dev), caches)  # prefill: the cache holds 1023 positions
+
+    def cached_step():
+        for c in caches:
+            c.length = ctx  # rewind: every run writes position 1024 again
+        logits = model(tokens[:, ctx:].to(dev), caches)  # (B, 1, V)
+        return logits[:, -1].argmax(dim=-1).cpu()
+
+    def recompute_step():
+        logits = model(tokens.to(dev), None)  # (B, 1024, V): every key and value again
+        return logits[:, -1].argmax(dim=-1).cpu()
+
+    with torch.inference_mode():
+        same = bool((cached_step() == recompute_step()).all())
+    t_c = statistics.median(time_calls(cached_step, dev, runs))
+    t_r = statistics.median(time_calls(recompute_step, dev, max(5, runs // 2)))
+    shape = f"{cfg.n_heads} heads, {cfg.n_kv_heads} KV, d_k {cfg.head_dim}, {cfg.n_layers} layers, {cfg.dtype} cache"
+    return [
+        f"core {dev.type:<4} live decode at {DECODE_CONTEXT} tokens ({shape}): with cache {1 / t_c:,.1f} steps/s "
+        f"({ms(t_c)}), recompute {1 / t_r:,.1f} steps/s ({ms(t_r)}); speed-up {t_r / t_c:.1f}x"
+        + ("" if same else " (WARNING: the two paths picked different tokens)")
+    ]
+
+
+def bench_core(args) -> list[str]:
+    import torch
+
+    devices = [torch.device("cpu")]
+    if torch.cuda.is_available():
+        devices.append(torch.device("cuda"))
+    lines = []
+    for dev in devices:
+        log(f"core: {dev}...")
+        for part in (core_attention, core_decode):
+            try:
+                new = part(dev, args.repeats)
+            except Exception as exc:  # noqa: BLE001 - report and go on
+                new = [f"core {dev.type:<4} {part.__name__}: FAILED ({type(exc).__name__}: {exc})"]
+                traceback.print_exc(file=sys.stderr)
+            lines += new
+            for line in new:
+                log(f"  {line}")
+    return lines
+
+
+# ---------------------------------------------------------------- browser (Playwright + Debian chromium)
+#: Installed before any page script. Plotly's ``Events.init(gd)`` assigns ``gd.on``; a setter on
+#: HTMLElement.prototype catches that assignment on every chart div the moment plotly creates it, so
+#: every ``plotly_afterplot`` of every chart is recorded, including charts Streamlit remounts (it
+#: replaces the chart's div when the figure changes). Streamlit draws a new chart once while it is
+#: still ``visibility: hidden`` and again when it shows it, so an event's ``paint`` is set only once
+#: the chart is drawn *and* visible (``checkVisibility``, opacity and visibility included), one
+#: animation frame after the frame in which that was first true: that frame has been presented.
+HOOK_JS = r"""
+(() => {
+  const B = (window.__bench = { events: [], keydown: null, idleAt: null });
+  const shown = (gd) => gd.checkVisibility
+    ? gd.checkVisibility({ opacityProperty: true, visibilityProperty: true })
+    : getComputedStyle(gd).visibility === 'visible';
+  const watch = (ev) => {
+    const tick = () => {
+      if (!ev.gd.isConnected) return;
+      if (shown(ev.gd)) { requestAnimationFrame(() => { ev.paint = performance.now(); }); return; }
+      requestAnimationFrame(tick);
+    };
+    requestAnimationFrame(tick);
+  };
+  const hook = (gd, on) => on.call(gd, 'plotly_afterplot', () => {
+    const ev = { gd, t: performance.now(), paint: null, grid: !!gd.closest('.st-key-grid') };
+    B.events.push(ev);
+    watch(ev);
+  });
+  Object.defineProperty(HTMLElement.prototype, 'on', {
+    configurable: true,
+    get() { return undefined; },
+    set(v) {
+      Object.defineProperty(this, 'on', { value: v, writable: true, configurable: true, enumerable: true });
+      if (typeof v === 'function') { try { hook(this, v); } catch (e) { B.hookError = String(e); } }
+    },
+  });
+  window.addEventListener('keydown', () => { B.keydown = performance.now(); }, true);
+})();
+"""
+FIRST_GRID_PAINT_JS = """() => { const p = window.__bench.events.filter(e => e.grid && e.paint !== null).map(e => e.paint);
+  return p.length ? Math.min(...p) : null; }"""
+IDLE_JS = (
+    "() => !!document.querySelector(\"[data-testid='stApp'][data-test-script-state='notRunning']\") && "
+    "!document.querySelector('[data-testid=\"stStatusWidget\"]')"
+)
+# The page shows the new value (summary line "… · d_k = 17 · …") and the script has finished.
+UPDATED_JS = (
+    "d => { const ok = document.body.textContent.includes('d_k = ' + d + ' ·') && "
+    "!!document.querySelector(\"[data-testid='stApp'][data-test-script-state='notRunning']\"); "
+    "if (ok) window.__bench.idleAt = performance.now(); return ok; }"
+)
+MOVE_RESULT_JS = f"""() => {{ const B = window.__bench; const gd = document.querySelector("{GRID}");
+  const ev = B.events.filter(e => e.gd === gd && e.t >= B.keydown);
+  const p = ev.map(e => e.paint).filter(t => t !== null);
+  return {{ keydown: B.keydown, n: ev.length, first: p.length ? Math.min(...p) : null,
+           last: p.length ? Math.max(...p) : null, idle: B.idleAt }}; }}"""
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+    if proc in _SERVERS:
+        _SERVERS.remove(proc)
+
+
+def open_and_wait_chart(browser, url: str, timeout_ms: int):
+    """A new context (empty HTTP cache) opens ``url``; returns (page, ms from navigation start to the chart's paint)."""
+    ctx = browser.new_context(viewport={"width": 1440, "height": 1000}, device_scale_factor=1)
+    ctx.add_init_script(HOOK_JS)
+    page = ctx.new_page()
+    page.set_default_timeout(timeout_ms)
+    page.goto(url, wait_until="commit")
+    painted = page.wait_for_function(FIRST_GRID_PAINT_JS, timeout=timeout_ms, polling=50).json_value()
+    page.wait_for_selector(f"{GRID} .main-svg", state="visible")
+    return page, painted / 1e3
+
+
+def settle(page, timeout_ms: int) -> None:
+    page.wait_for_function(IDLE_JS, timeout=timeout_ms, polling=50)
+    page.wait_for_timeout(300)
+    page.wait_for_function(IDLE_JS, timeout=timeout_ms, polling=50)
+
+
+def slider_moves(page, moves: int, timeout_ms: int) -> dict[str, list[float]]:
+    """Press ArrowRight on the d_k slider ``moves`` times; in-page times from the key press, in seconds."""
+    out: dict[str, list[float]] = {"first": [], "last": [], "idle": []}
+    thumb = page.locator(SLIDER).first
+    for _ in range(moves):
+        settle(page, timeout_ms)
+        want = int(float(thumb.evaluate("el => el.value"))) + 1
+        thumb.focus()
+        page.evaluate(
+            "() => { window.__bench.events = []; window.__bench.keydown = null; window.__bench.idleAt = null; }"
+        )
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(UPDATED_JS, arg=want, timeout=timeout_ms, polling=20)
+        page.wait_for_timeout(400)  # plotly's later afterplots (autosize) and their two frames
+        r = page.evaluate(MOVE_RESULT_JS)
+        if not r["n"] or r["first"] is None or r["keydown"] is None:
+            raise RuntimeError(f"d_k = {want}: no plotly_afterplot on the grid chart after the key press ({r})")
+        out["first"].append((r["first"] - r["keydown"]) / 1e3)
+        out["last"].append((r["last"] - r["keydown"]) / 1e3)
+        out["idle"].append((r["idle"] - r["keydown"]) / 1e3)
+    return out
+
+
+def bench_browser(args) -> list[str]:
+    from tests.e2e.conftest import CHROMIUM_ARGS, chromium_path, start_server
+
+    exe = chromium_path()
+    if exe is None:
+        return ["browser: skipped (needs Debian's chromium: apt-get install chromium, or make browser)"]
+    from playwright.sync_api import sync_playwright
+
+    timeout_ms = int(args.timeout * 1e3)
+    lines = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
+        try:
+            cold, proc, url = [], None, None
+            for i in range(args.cold_runs):
+                log(f"browser: cold start {i + 1}/{args.cold_runs} (fresh server, first visitor)...")
+                proc, url = start_server()
+                _SERVERS.append(proc)
+                page, painted = open_and_wait_chart(browser, url + "/", timeout_ms)
+                cold.append(painted)
+                log(f"  first chart painted {secs(painted)} after navigation start")
+                page.context.close()
+                if i < args.cold_runs - 1:
+                    stop_server(proc)
+            try:
+                lines.append(
+                    f"browser cold start to first chart (fresh server, first visitor, n={len(cold)}): median "
+                    f"{secs(statistics.median(cold))}, max {secs(max(cold))} [target <= {COLD_START_TARGET_S:.0f} s: "
+                    f"{verdict(statistics.median(cold), COLD_START_TARGET_S)}]"
+                )
+                page, painted = open_and_wait_chart(browser, url + "/", timeout_ms)
+                page.context.close()
+                lines.append(f"browser second visitor to first chart (warm server, new session): {secs(painted)}")
+                for label, query, target_ms in BROWSER_SCENARIOS:
+                    qs = "?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else ""
+                    log(f"browser: slider-to-paint, {label} {qs}...")
+                    page, _ = open_and_wait_chart(browser, url + "/" + qs, timeout_ms)
+                    try:
+                        r = slider_moves(page, args.moves, timeout_ms)
+                    finally:
+                        page.context.close()
+                    med = statistics.median(r["first"])
+                    target = f" [target <= {target_ms:.0f} ms: {verdict(med, target_ms / 1e3)}]" if target_ms else ""
+                    lines.append(
+                        f"browser slider-to-paint d_k, {label} (n={len(r['first'])}): median {ms(med)}, "
+                        f"p95 {ms(p95(r['first']))}{target}; chart settled {ms(statistics.median(r['last']))}, "
+                        f"app idle {ms(statistics.median(r['idle']))} (medians)"
+                    )
+                    log(f"  {lines[-1]}")
+            finally:
+                stop_server(proc)
+        finally:
+            browser.close()
+    return lines
+
+
+# ---------------------------------------------------------------- report
+def header() -> str:
+    import streamlit
+    import torch
+
+    from attn_core.device import device_label, pick_device
+
+    try:
+        pages_dev = device_label(pick_device())
+    except Exception as exc:  # noqa: BLE001
+        pages_dev = f"? ({exc})"
+    cuda = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+    return (
+        f"machine: {os.cpu_count()} CPU cores ({platform.machine()}), torch {torch.__version__} "
+        f"({torch.get_num_threads()} threads), CUDA: {cuda}; streamlit {streamlit.__version__}, "
+        f"Python {platform.python_version()}; pages compute on {pages_dev}; "
+        f"load average at start {'/'.join(f'{x:.1f}' for x in os.getloadavg())} (1/5/15 min: other work skews timings)"
+    )
+
+
+def page_table(results: list[PageResult]) -> list[str]:
+    rows = [("scenario", "median", "p95", "cold", "n", "charts", "largest chart", "target (median)")]
+    for r in results:
+        name = f"{r.page} · {r.scenario}"
+        if r.failed:
+            rows.append((name, "FAILED", "", "", "", "", "", r.failed[:60]))
+            continue
+        target = f"<= {r.target_s * 1e3:.0f} ms {verdict(r.median, r.target_s)}" + (" (see notes)" if r.notes else "")
+        rows.append(
+            (
+                name,
+                ms(r.median),
+                ms(r.p95),
+                ms(r.cold),
+                str(r.n),
+                str(r.charts),
+                f"{r.largest_chart:,} B",
+                target,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    right = {1, 2, 3, 4, 5, 6}
+    out = []
+    for j, row in enumerate(rows):
+        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))]
+        out.append("  ".join(cells).rstrip())
+        if j == 0:
+            out.append("  ".join("-" * w for w in widths))
+    for r in results:
+        for note in r.notes + ([f"FAILED: {r.failed}"] if r.failed else []):
+            out.append(f"  note {r.page} · {r.scenario}: {note}")
+    return out
+
+
+def start_watchdog(minutes: float) -> None:
+    def fire() -> None:
+        log(f"bench: still running after {minutes:.0f} minutes; stopping (raise --max-minutes if this is expected)")
+        for proc in list(_SERVERS):
+            proc.kill()
+        os._exit(3)
+
+    timer = threading.Timer(minutes * 60, fire)
+    timer.daemon = True
+    timer.start()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=20, help="reruns per page scenario and runs per core timing")
+    ap.add_argument("--only", choices=["core", "pages", "browser"], help="run one section only")
+    ap.add_argument("--skip-pages", action="store_true")
+    ap.add_argument("--skip-browser", action="store_true")
+    ap.add_argument("--skip-core", action="store_true")
+    ap.add_argument("--moves", type=int, default=15, help="slider moves per browser scenario")
+    ap.add_argument("--cold-runs", type=int, default=3, help="fresh servers for the browser cold start")
+    ap.add_argument("--page-budget", type=float, default=120, help="seconds of reruns per page scenario, at most")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds any single run or browser wait may take")
+    ap.add_argument("--max-minutes", type=float, default=45, help="stop the whole benchmark after this long")
+    args = ap.parse_args()
+    if args.repeats < 3:
+        ap.error("--repeats must be at least 3")
+    sections = {args.only} if args.only else {"pages", "core", "browser"}
+    sections -= {s for s, skip in (("pages", args.skip_pages), ("browser", args.skip_browser)) if skip}
+    sections -= {"core"} if args.skip_core else set()
+    start_watchdog(args.max_minutes)
+    t_start = time.perf_counter()
+
+    head = header()
+    log(head)
+    page_results, page_extra, core_lines, browser_lines = [], [], [], []
+    if "pages" in sections:
+        page_results, page_extra = bench_pages(args)
+    if "core" in sections:
+        core_lines = bench_core(args)
+    if "browser" in sections:
+        try:
+            browser_lines = bench_browser(args)
+        except Exception as exc:  # noqa: BLE001 - report it in the table, fail at the end
+            browser_lines = [f"browser: FAILED ({type(exc).__name__}: {str(exc)[:300]})"]
+            traceback.print_exc(file=sys.stderr)
+
+    load = "/".join(f"{x:.1f}" for x in os.getloadavg())
+    out = ["", "=" * 100, head, f"repeats {args.repeats}; total {time.perf_counter() - t_start:.0f} s; load {load}", ""]
+    if page_results:
+        out += ["page reruns under AppTest (cache warm; cold = first run of a new session, st.cache_data empty)"]
+        out += page_table(page_results) + [""] + page_extra + [""]
+    out += core_lines + ([""] if core_lines else []) + browser_lines
+    print("\n".join(out).rstrip(), flush=True)
+    failed = any(r.failed for r in page_results) or any("FAILED" in line for line in core_lines + browser_lines)
+    if any(r.failed for r in page_results):
+        # a run that timed out leaves its script thread running; do not wait for it at exit
+        sys.stderr.flush()
+        os._exit(1)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
