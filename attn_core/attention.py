@@ -95,10 +95,16 @@ def scaled_dot_product_attention(
     factor = resolve_scale(q.shape[-1], use_scaling, scale)
     k_full = repeat_kv(k, n_rep).float()  # (B, H, Tk, D)
     v_full = repeat_kv(v, n_rep).float()  # (B, H, Tk, D)
-    scores = (q.float() @ k_full.transpose(-2, -1)) * factor  # (B, H, Tq, Tk)
-    if mask is not None:
-        scores = scores.masked_fill(~mask.to(torch.bool), float("-inf"))
-    weights = masked_softmax(scores)  # (B, H, Tq, Tk)
+    scores = (q.float() @ k_full.transpose(-2, -1)).mul_(factor)  # (B, H, Tq, Tk), scaled in place
+    if mask is None:
+        weights = torch.softmax(scores, dim=-1)  # (B, H, Tq, Tk); torch's fused kernel
+    else:
+        allowed = mask.to(torch.bool)
+        scores.masked_fill_(~allowed, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        row_ok = allowed.any(dim=-1, keepdim=True)  # a fully masked row: NaN from softmax, weights 0 here
+        if not bool(row_ok.all()):
+            weights = weights.masked_fill(~row_ok, 0.0)
     output = (weights @ v_full).to(q.dtype)  # (B, H, Tq, D)
     return AttentionResult(output, weights, scores)
 
