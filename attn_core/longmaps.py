@@ -108,7 +108,33 @@ def _pool_last(x: torch.Tensor, f: int, how: str) -> torch.Tensor:
     return torch.cat(parts, -1) if len(parts) > 1 else parts[0]
 
 
-def _check_tokens(tokens_q: Sequence[str], tokens_k: Sequence[str] | None, mask_kind: str, temperature: float) -> None:
+@dataclass(frozen=True)
+class _Layer:
+    """What both entry points check and derive first: the config, lengths, padding length and score factor."""
+
+    d_model: int
+    t_q: int
+    t_k: int
+    pad_len: int | None
+    scale: float
+
+
+def _layer_setup(
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    d_model: int | None,
+    tokens_q: Sequence[str],
+    tokens_k: Sequence[str] | None,
+    mask_kind: str,
+    pad_len: int | None,
+    use_scaling: bool,
+    temperature: float,
+    seed: int,
+) -> _Layer:
+    cfg = AttentionConfig(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, d_model=d_model,
+                          seq_len=max(1, len(tokens_q)), use_scaling=use_scaling, seed=seed)  # fmt: skip
+    cfg.validate()
     if not tokens_q:
         raise ConfigError("the query text has no tokens; type some text or use synthetic tokens", "text")
     if tokens_k is not None and not tokens_k:
@@ -121,6 +147,12 @@ def _check_tokens(tokens_q: Sequence[str], tokens_k: Sequence[str] | None, mask_
         isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0
     ):
         raise ConfigError(f"temperature must be a positive number, got {temperature!r}", "temperature")
+    t_q = len(tokens_q)
+    t_k = len(tokens_k) if tokens_k is not None else t_q
+    if mask_kind == "padding":
+        pad_len = check_int("pad_len", t_k if pad_len is None else pad_len, 1, t_k)
+    scale = resolve_scale(head_dim, use_scaling) / float(temperature)
+    return _Layer(cfg.d_model, t_q, t_k, pad_len, scale)
 
 
 def _row_mask(mask_kind: str, rows: torch.Tensor, t_q: int, t_k: int, pad_len: int | None) -> torch.Tensor:
@@ -210,16 +242,11 @@ def pooled_attention(
     the allowed cells of each block). With ``entropy`` the rows' normalised
     entropy is returned too.
     """
-    cfg = AttentionConfig(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, d_model=d_model,
-                          seq_len=max(1, len(tokens_q)), use_scaling=use_scaling, seed=seed)  # fmt: skip
-    cfg.validate()
-    _check_tokens(tokens_q, tokens_k, mask_kind, temperature)
+    lay = _layer_setup(n_heads, n_kv_heads, head_dim, d_model, tokens_q, tokens_k, mask_kind, pad_len, use_scaling,
+                       temperature, seed)  # fmt: skip
+    t_q, t_k, pad_len, scale, dm = lay.t_q, lay.t_k, lay.pad_len, lay.scale, lay.d_model
     if reduce not in REDUCES:
         raise ConfigError(f"pooling '{reduce}' is not known; use one of: {', '.join(REDUCES)}", "pool")
-    t_q = len(tokens_q)
-    t_k = len(tokens_k) if tokens_k is not None else t_q
-    if mask_kind == "padding":
-        pad_len = check_int("pad_len", t_k if pad_len is None else pad_len, 1, t_k)
     heads = tuple(range(n_heads)) if heads is None else tuple(int(h) for h in heads)
     if not heads:
         raise ConfigError("pick at least one head", "head")
@@ -231,7 +258,6 @@ def pooled_attention(
     check_int("k_start", k0, 0, t_k - 1)
     check_int("k_end", k1, k0 + 1, t_k)
     check_int("max_side", max_side, 1)
-    dm = cfg.d_model
     check_budget(
         estimate_pooled_bytes(n_heads, n_kv_heads, head_dim, dm, t_q, t_k, len(heads), tokens_k is not None),
         f"{len(heads)} heads × {t_q} × {t_k} tokens at d_k = {head_dim}",
@@ -240,7 +266,6 @@ def pooled_attention(
     )
     dev = torch.device(device)
     n_rep = n_heads // n_kv_heads
-    scale = resolve_scale(head_dim, use_scaling) / float(temperature)
     f = pool_factor(q1 - q0, k1 - k0, max_side)
     n_r, n_c = -(-(q1 - q0) // f), -(-(k1 - k0) // f)
     hs = len(heads)
@@ -376,31 +401,25 @@ def head_window(
     inside the sequence). The scores of the window's rows are computed against
     every key, so the weights and the output are exactly the layer's.
     """
-    cfg = AttentionConfig(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, d_model=d_model,
-                          seq_len=max(1, len(tokens_q)), use_scaling=use_scaling, seed=seed)  # fmt: skip
-    cfg.validate()
-    _check_tokens(tokens_q, tokens_k, mask_kind, temperature)
+    lay = _layer_setup(n_heads, n_kv_heads, head_dim, d_model, tokens_q, tokens_k, mask_kind, pad_len, use_scaling,
+                       temperature, seed)  # fmt: skip
+    t_q, t_k, pad_len, scale = lay.t_q, lay.t_k, lay.pad_len, lay.scale
     check_int("head", head, 0, n_heads - 1)
     size = check_int("size", size, 1)
-    t_q = len(tokens_q)
-    t_k = len(tokens_k) if tokens_k is not None else t_q
-    if mask_kind == "padding":
-        pad_len = check_int("pad_len", t_k if pad_len is None else pad_len, 1, t_k)
     q0 = min(check_int("q_start", q_start, 0), max(0, t_q - size))
     k0 = min(check_int("k_start", k_start, 0), max(0, t_k - size))
     q1, k1 = min(t_q, q0 + size), min(t_k, k0 + size)
     check_budget(
-        estimate_pooled_bytes(n_heads, n_kv_heads, head_dim, cfg.d_model, t_q, t_k, 1, tokens_k is not None),
+        estimate_pooled_bytes(n_heads, n_kv_heads, head_dim, lay.d_model, t_q, t_k, 1, tokens_k is not None),
         f"one head × {t_q} × {t_k} tokens at d_k = {head_dim}",
         "use fewer tokens or a smaller d_k",
         "seq_len",
     )
     dev = torch.device(device)
     group = head // (n_heads // n_kv_heads)
-    scale = resolve_scale(head_dim, use_scaling) / float(temperature)
     with torch.no_grad():
         q, k, v = _projections(
-            n_heads, n_kv_heads, head_dim, cfg.d_model, tokens_q, tokens_k, seed, [head], dev, values=True
+            n_heads, n_kv_heads, head_dim, lay.d_model, tokens_q, tokens_k, seed, [head], dev, values=True
         )
         qw = q[0, q0:q1]  # (W, D)
         raw = qw @ k[group].T  # (W, Tk)
