@@ -12,6 +12,14 @@ reads KV head ``h // n_rep``; ``repeat_kv`` / ``repeat_interleave``, what
 **interleaved** (``h mod n_kv_heads``; a plain ``Tensor.repeat``). A checkpoint
 trained with one and run with the other pairs most query heads with the wrong
 keys and values.
+
+Long sequences: the ``[H, T, T]`` maps of thousands of tokens do not fit in memory
+and would take minutes to compare for every head and every conversion. Up to
+:data:`EXACT_CELLS` map cells the studies run as they always did, on every
+query row at once; beyond that they run by chunks of query rows
+(:data:`CHUNK_CELLS` cells at a time) and, past :data:`STUDY_CELLS`, on an
+evenly spaced subset of the query rows (:func:`study_rows`), each still scored
+against every key. The results say how many rows they were measured on.
 """
 
 from __future__ import annotations
@@ -23,14 +31,48 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .attention import AttentionOutput, GroupedQueryAttention, kv_group_of, repeat_kv, scaled_dot_product_attention
-from .config import ConfigError, check_int, check_kv_heads, divisors
-from .maps import init_layer
+from .attention import (
+    AttentionOutput,
+    GroupedQueryAttention,
+    kv_group_of,
+    repeat_kv,
+    resolve_scale,
+    scaled_dot_product_attention,
+)
+from .config import AttentionConfig, ConfigError, check_int, check_kv_heads, divisors
+from .guard import check_budget, max_bytes
+from .longmaps import _projections, pool_factor
+from .maps import attention_maps_for, estimate_bytes, init_layer
 from .tokens import embed
 
 METHODS = ("mean", "first", "random")
 MAPPINGS = ("contiguous", "interleaved")
 SOURCES = ("random", "correlated")
+EXACT_CELLS = 2**22  # H × Tq × Tk up to which the studies build every map at once (the exact, original path)
+STUDY_CELLS = 2**26  # H × rows × Tk the mapping study measures at most: beyond it the query rows are subsampled
+CONV_CELLS = 2**24  # the same for the conversion study, which runs the layer once per divisor and method
+CHUNK_CELLS = 2**21  # H × rows × Tk of one chunk of query rows on the long path
+PAIR_SIDE = 64  # cells a side of the pair maps (block max beyond)
+
+
+def study_rows(n_heads: int, t_q: int, t_k: int, cells: int | None = None) -> range:
+    """The query rows a long study measures: all of them, or every ``step``-th so ``H × rows × Tk <= cells``.
+
+    ``range(0, t_q, step)``: evenly spaced from row 0, so the rows stand for the
+    whole sequence, each scored against all ``t_k`` keys. ``cells`` defaults to :data:`STUDY_CELLS`.
+    """
+    cells = STUDY_CELLS if cells is None else cells
+    budget_rows = max(1, int(cells) // max(1, int(n_heads) * int(t_k)))
+    step = max(1, -(-int(t_q) // budget_rows))
+    return range(0, int(t_q), step)
+
+
+def _exact_fits(n_heads: int, n_kv_heads: int, head_dim: int, d_model: int, t: int) -> bool:
+    """Whether the original path (every ``[H, T, T]`` map at once) is small enough to take."""
+    if n_heads * t * t > EXACT_CELLS:
+        return False
+    cfg = AttentionConfig(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, d_model=d_model, seq_len=t)
+    return estimate_bytes(cfg, t, t) <= max_bytes()
 
 
 # ---------------------------------------------------------------- mapping conventions
@@ -94,18 +136,32 @@ class MappingMismatch:
     """A checkpoint built with one mapping and run with the other.
 
     ``built[h]`` / ``run[h]``: the KV head query head ``h`` reads as trained and as
-    run; ``weights_built``, ``weights_run`` float32 ``[H, Tq, Tk]``; ``kl`` float64
-    ``[H]``: mean over query rows of KL(P_built ‖ P_run) in nats (0 where both
-    mappings agree).
+    run; ``weights_built``, ``weights_run`` float32 ``[H, Tq, Tk]`` (None on the
+    long path, :func:`mapping_mismatch_rows`); ``kl`` float64 ``[H]``: mean over
+    query rows of KL(P_built ‖ P_run) in nats (0 where both mappings agree),
+    measured on ``kl_rows`` of the ``t_q`` query rows, rows ``0, row_step, 2·row_step …``.
     """
 
     built_with: str
     run_with: str
     built: tuple[int, ...]
     run: tuple[int, ...]
-    weights_built: np.ndarray
-    weights_run: np.ndarray
+    weights_built: np.ndarray | None
+    weights_run: np.ndarray | None
     kl: np.ndarray
+    t_q: int = 0
+    kl_rows: int = 0
+    row_step: int = 1
+
+    @property
+    def full(self) -> bool:
+        """True when the weights of every head are kept (the original path); False on the long path."""
+        return self.weights_built is not None
+
+    @property
+    def subset(self) -> bool:
+        """True when ``kl`` was measured on ``kl_rows`` of the ``t_q`` query rows (every ``row_step``-th)."""
+        return 0 < self.kl_rows < self.t_q
 
 
 def mapping_mismatch(
@@ -132,7 +188,235 @@ def mapping_mismatch(
         weights_built=w_b.numpy().astype(np.float32),
         weights_run=w_r.numpy().astype(np.float32),
         kl=kl.numpy(),
+        t_q=int(w_b.shape[1]),
+        kl_rows=int(w_b.shape[1]),
     )
+
+
+def _as_tensor(x: np.ndarray | torch.Tensor, device: torch.device | None = None) -> torch.Tensor:
+    t = x if isinstance(x, torch.Tensor) else torch.from_numpy(np.asarray(x, dtype=np.float32))
+    return t.to(device=device or t.device, dtype=torch.float32)
+
+
+def mapping_mismatch_rows(
+    q: np.ndarray | torch.Tensor,
+    k: np.ndarray | torch.Tensor,
+    scale: float,
+    built_with: str = "contiguous",
+    rows: Sequence[int] | None = None,
+    chunk_cells: int = CHUNK_CELLS,
+) -> MappingMismatch:
+    """:func:`mapping_mismatch` without masks for long sequences: the KL per head only, by chunks of query rows.
+
+    q ``[H, Tq, D]``, k ``[H_kv, Tk, D]`` (numpy or torch; torch stays on its
+    device). The KL of each head whose KV head changes is summed row by row over
+    ``rows`` (default: every row), each row against every key, with the same
+    arithmetic as :func:`mapping_mismatch` (float32 scores, float64 softmax);
+    at most ``chunk_cells`` scores are alive at once and no weights are kept.
+    """
+    _check_mapping(built_with)
+    run_with = MAPPINGS[1 - MAPPINGS.index(built_with)]
+    qt = _as_tensor(q)
+    kt = _as_tensor(k, qt.device)
+    h, t_q, _ = qt.shape
+    h_kv, t_k, _ = kt.shape
+    check_kv_heads(h, h_kv)
+    built, run = kv_map(h, h_kv, built_with), kv_map(h, h_kv, run_with)
+    rows = range(t_q) if rows is None else rows
+    row_idx = torch.as_tensor(list(rows), dtype=torch.long, device=qt.device)
+    if row_idx.numel() == 0 or int(row_idx.min()) < 0 or int(row_idx.max()) >= t_q:
+        raise ConfigError(f"rows must be query rows between 0 and {t_q - 1}", "rows")
+    n_rows = int(row_idx.numel())
+    step = rows.step if isinstance(rows, range) and n_rows > 1 else 1
+    kl = np.zeros(h, dtype=np.float64)
+    per = max(1, int(chunk_cells) // t_k)  # query rows per chunk
+    with torch.no_grad():
+        for i in (i for i in range(h) if built[i] != run[i]):  # heads that keep their KV head have KL 0
+            q_rows = qt[i, row_idx]  # (R, D)
+            k_b, k_r = kt[built[i]].T, kt[run[i]].T  # (D, Tk), no copies
+            total = 0.0
+            for r0 in range(0, n_rows, per):
+                qc = q_rows[r0 : r0 + per]  # (c, D)
+                lp = torch.log_softmax(((qc @ k_b) * scale).double(), -1)  # (c, Tk)
+                lq = torch.log_softmax(((qc @ k_r) * scale).double(), -1)
+                p = lp.exp()
+                total += float(torch.where(p > 0, p * (lp - lq), torch.zeros_like(p)).sum())
+                del lp, lq, p
+            kl[i] = total / n_rows
+    return MappingMismatch(
+        built_with=built_with,
+        run_with=run_with,
+        built=tuple(built),
+        run=tuple(run),
+        weights_built=None,
+        weights_run=None,
+        kl=kl,
+        t_q=t_q,
+        kl_rows=n_rows,
+        row_step=step,
+    )
+
+
+def estimate_mismatch_bytes(
+    n_heads: int, n_kv_heads: int, head_dim: int, d_model: int, t: int, chunk_cells: int = CHUNK_CELLS
+) -> int:
+    """Peak bytes of the long mapping study (an upper bound): weights, embeddings, Q, K, one chunk of one head."""
+    floats = 4 * d_model * n_heads * head_dim + 2 * t * d_model  # the drawn weights, the embeddings
+    floats += n_heads * t * head_dim + 2 * n_kv_heads * t * head_dim  # Q of every head, K (and V)
+    floats += 14 * min(chunk_cells, t * t)  # float32 scores, float64 log-softmaxes, p and the terms
+    return 4 * floats
+
+
+def mapping_on_tokens(
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    d_model: int,
+    tokens: Sequence[str],
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    built_with: str = "contiguous",
+) -> MappingMismatch:
+    """The KV-sharing page's layer (self-attention, no mask) run with ``built_with`` and with the other mapping.
+
+    Short sequences take the original path (:func:`mapping_mismatch` on the
+    layer's maps, every weight kept). Long ones (more than :data:`EXACT_CELLS`
+    map cells, or above the memory budget) take :func:`mapping_mismatch_rows`
+    on the rows of :func:`study_rows`: the full ``[H, T, T]`` maps are never built.
+    """
+    _check_mapping(built_with)
+    check_sim_size(d_model, n_heads, head_dim)
+    t = len(tokens)
+    if _exact_fits(n_heads, n_kv_heads, head_dim, d_model, t):
+        maps = attention_maps_for(n_heads, n_kv_heads, head_dim, tokens, d_model=d_model, seed=seed, device=device)
+        return mapping_mismatch(maps.q, maps.k, maps.scale, maps.mask, built_with)
+    AttentionConfig(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, d_model=d_model, seq_len=t).validate()
+    check_budget(
+        estimate_mismatch_bytes(n_heads, n_kv_heads, head_dim, d_model, t),
+        f"the mapping study of {n_heads} heads × {t} tokens",
+        "use fewer tokens or fewer heads",
+        "seq_len",
+    )
+    dev = torch.device(device)
+    q, k, _ = _projections(n_heads, n_kv_heads, head_dim, d_model, tokens, None, seed, range(n_heads), dev)
+    k = torch.stack([k[g] for g in range(n_kv_heads)])  # (H_kv, T, D)
+    return mapping_mismatch_rows(q, k, resolve_scale(head_dim), built_with, study_rows(n_heads, t, t))
+
+
+@dataclass(frozen=True)
+class PairMaps:
+    """One query head's map as trained and as run with the other mapping, for the pair view (CPU numpy).
+
+    ``weights_built`` / ``weights_run`` ``[R, C]``: the full ``[Tq, Tk]`` maps when
+    ``factor`` is 1, else block maxima of ``factor × factor`` blocks (the last
+    ones smaller). ``max_diff``: the largest ``|P_built − P_run|`` over every
+    cell, measured before any pooling.
+    """
+
+    head: int
+    kv_built: int
+    kv_run: int
+    weights_built: np.ndarray
+    weights_run: np.ndarray
+    factor: int
+    max_diff: float
+    t_q: int
+    t_k: int
+
+    @property
+    def pooled(self) -> bool:
+        return self.factor > 1
+
+
+def pair_from_mismatch(mm: MappingMismatch, head: int) -> PairMaps:
+    """The :class:`PairMaps` of ``head`` from a study that kept every weight (``mm.full``)."""
+    if not mm.full:
+        raise ConfigError("this mapping study kept no maps; use pair_on_tokens", "head")
+    head = check_int("head", head, 0, len(mm.built) - 1)
+    a, b = mm.weights_built[head], mm.weights_run[head]
+    return PairMaps(head, mm.built[head], mm.run[head], a, b, 1, float(np.max(np.abs(a - b))), *a.shape)
+
+
+def _pool_rows_cols(p: torch.Tensor, f: int, n_c: int) -> torch.Tensor:
+    """Block max of ``[..., c, Tk]`` over ``f`` rows and ``f`` keys: ``[..., ceil(c/f), n_c]`` (padding ignored)."""
+    if f == 1:
+        return p
+    *lead, c, t_k = p.shape
+    n_r = -(-c // f)
+    if c == n_r * f and t_k == n_c * f:  # whole blocks: no padded copy
+        return p.view(*lead, n_r, f, n_c, f).amax(dim=(-3, -1))
+    padded = torch.full((*lead, n_r * f, n_c * f), float("-inf"), dtype=p.dtype, device=p.device)
+    padded[..., :c, :t_k] = p
+    return padded.view(*lead, n_r, f, n_c, f).amax(dim=(-3, -1))
+
+
+def pair_maps_rows(
+    q_h: np.ndarray | torch.Tensor,
+    k_built: np.ndarray | torch.Tensor,
+    k_run: np.ndarray | torch.Tensor,
+    scale: float,
+    max_side: int = PAIR_SIDE,
+    chunk_cells: int = CHUNK_CELLS,
+) -> tuple[np.ndarray, np.ndarray, int, float]:
+    """(block max of P_built, of P_run, factor, max |P_built − P_run|) of one head, by chunks of query rows.
+
+    q_h ``[Tq, D]``, k_built / k_run ``[Tk, D]``; no mask. The maps are pooled to
+    at most ``max_side`` cells a side (:func:`attn_core.longmaps.pool_factor`);
+    the difference is measured on every unpooled weight.
+    """
+    qt = _as_tensor(q_h)
+    ks = torch.stack([_as_tensor(k_built, qt.device), _as_tensor(k_run, qt.device)]).transpose(-2, -1)  # (2, D, Tk)
+    t_q, t_k = qt.shape[0], ks.shape[-1]
+    f = pool_factor(t_q, t_k, max_side)
+    n_r, n_c = -(-t_q // f), -(-t_k // f)
+    out = torch.empty((2, n_r, n_c), dtype=torch.float32, device=qt.device)
+    per = max(f, (max(1, int(chunk_cells) // (2 * t_k)) // f) * f)  # whole row blocks per chunk
+    max_diff = 0.0
+    with torch.no_grad():
+        for r0 in range(0, t_q, per):
+            qc = qt[r0 : r0 + per]  # (c, D)
+            p = (qc[None] @ ks).mul_(scale)  # (2, c, Tk) scores, turned into weights in place
+            p.sub_(p.amax(-1, keepdim=True)).exp_()
+            p.div_(p.sum(-1, keepdim=True))
+            max_diff = max(max_diff, float((p[0] - p[1]).abs_().max()))
+            out[:, r0 // f : r0 // f + -(-qc.shape[0] // f)] = _pool_rows_cols(p, f, n_c)
+            del p
+    w = out.cpu().numpy()
+    return w[0], w[1], f, max_diff
+
+
+def pair_on_tokens(
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    d_model: int,
+    tokens: Sequence[str],
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    built_with: str = "contiguous",
+    head: int = 0,
+    max_side: int = PAIR_SIDE,
+) -> PairMaps:
+    """:class:`PairMaps` of ``head`` for the page's layer, by chunks of query rows (any length, never ``[T, T]``)."""
+    _check_mapping(built_with)
+    check_sim_size(d_model, n_heads, head_dim)
+    t = len(tokens)
+    AttentionConfig(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, d_model=d_model, seq_len=t).validate()
+    head = check_int("head", head, 0, n_heads - 1)
+    run_with = MAPPINGS[1 - MAPPINGS.index(built_with)]
+    a, b = kv_head_for(head, n_heads, n_kv_heads, built_with), kv_head_for(head, n_heads, n_kv_heads, run_with)
+    check_budget(
+        estimate_mismatch_bytes(1, n_kv_heads, head_dim, d_model, t) + 4 * 4 * d_model * n_heads * head_dim,
+        f"the maps of one head × {t} tokens",
+        "use fewer tokens",
+        "seq_len",
+    )
+    n_rep = n_heads // n_kv_heads
+    other = b if a == head // n_rep else a  # the KV head that head's own group does not bring
+    q, k, _ = _projections(n_heads, n_kv_heads, head_dim, d_model, tokens, None, seed, [head, other * n_rep],
+                           torch.device(device))  # fmt: skip
+    wb, wr, f, diff = pair_maps_rows(q[0], k[a], k[b], resolve_scale(head_dim), max_side)
+    return PairMaps(head, a, b, wb, wr, f, diff, t, t)
 
 
 # ---------------------------------------------------------------- conversion
@@ -249,13 +533,23 @@ class ConversionStudy:
 
     ``n_kv`` ``[K]`` the divisors; ``rel_l2[method]`` ``[K]``: ‖y_gqa − y_mha‖ / ‖y_mha‖
     (Frobenius norms of the layer outputs ``[T, d_model]``); ``kl[method]`` ``[K]``:
-    mean KL(P_mha ‖ P_gqa) in nats over heads and query rows of the attention maps.
+    mean KL(P_mha ‖ P_gqa) in nats over heads and query rows of the attention maps;
+    measured on ``n_rows`` of the ``t_q`` query rows (rows ``0, row_step, …``;
+    all of them unless :attr:`subset`).
     """
 
     n_kv: tuple[int, ...]
     rel_l2: dict[str, np.ndarray]
     kl: dict[str, np.ndarray]
     source: str
+    t_q: int = 0
+    n_rows: int = 0
+    row_step: int = 1
+
+    @property
+    def subset(self) -> bool:
+        """True when measured on ``n_rows`` of the ``t_q`` query rows (every ``row_step``-th, each against all keys)."""
+        return 0 < self.n_rows < self.t_q
 
 
 def build_source(
@@ -310,7 +604,117 @@ def conversion_study(
         for method in methods:
             gqa = mha_to_gqa(mha, kv, method, seed=seed)
             rel[method][i], kl[method][i] = conversion_errors(mha, gqa, x, mask, reference)
-    return ConversionStudy(n_kv=n_kv, rel_l2=rel, kl=kl, source=source)
+    t = int(x.shape[1])
+    return ConversionStudy(n_kv=n_kv, rel_l2=rel, kl=kl, source=source, t_q=t, n_rows=t)
+
+
+def _rows_forward(
+    layer: GroupedQueryAttention, x_rows: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(output ``[c, d_model]``, scaled scores ``[H, c, Tk]``, their log-sum-exp ``[H, c]``) of some query rows.
+
+    x_rows ``[c, d_model]``; k, v ``[H_kv, Tk, D]`` of every key; no mask. The
+    heads of a group are multiplied together against their one KV head (no
+    ``repeat_kv`` copy); the softmax is float32 as in :func:`scaled_dot_product_attention`.
+    """
+    h, h_kv, d = layer.n_heads, layer.n_kv_heads, layer.head_dim
+    c, t_k = x_rows.shape[0], k.shape[1]
+    q = layer.q_proj(x_rows).view(c, h, d).transpose(0, 1)  # (H, c, D)
+    qg = q.reshape(h_kv, (h // h_kv) * c, d)  # heads g·n_rep .. are contiguous: (H_kv, n_rep·c, D)
+    scores = (qg @ k.transpose(-2, -1)) * resolve_scale(d)  # (H_kv, n_rep·c, Tk)
+    top = scores.amax(-1, keepdim=True)
+    w = (scores - top).exp_()
+    total = w.sum(-1, keepdim=True)
+    lse = (top + total.log()).view(h, c)
+    heads = (w.div_(total) @ v).view(h, c, d)  # (H, c, D)
+    del w
+    out = layer.o_proj(heads.transpose(0, 1).reshape(c, h * d))  # (c, d_model)
+    return out, scores.view(h, c, t_k), lse
+
+
+def conversion_study_rows(
+    mha: GroupedQueryAttention,
+    x: torch.Tensor,
+    rows: Sequence[int] | None = None,
+    methods: tuple[str, ...] = METHODS,
+    seed: int = 0,
+    source: str = "random",
+    chunk_cells: int = CHUNK_CELLS,
+) -> ConversionStudy:
+    """:func:`conversion_study` (no mask) measured on the query rows ``rows`` (default all), by chunks of rows.
+
+    x ``[1, T, d_model]``. Each measured row attends to all ``T`` keys, so its
+    output and its map are exactly the layer's; the relative L2 error is over
+    the outputs of those rows and the KL the mean over heads and those rows,
+    from KL(P ‖ Q) = Σ P·log P − (Σ P·s_Q − logsumexp s_Q) per row (s_Q the
+    converted layer's scaled scores). At most ``chunk_cells`` scores are alive
+    per chunk; the original layer's weights of the measured rows are kept
+    (``H × rows × T`` floats).
+    """
+    if x.dim() != 3 or x.shape[0] != 1:
+        raise ConfigError("x must be one sequence [1, T, d_model]", "x")
+    t = int(x.shape[1])
+    rows = range(t) if rows is None else rows
+    row_idx = torch.as_tensor(list(rows), dtype=torch.long, device=x.device)
+    if row_idx.numel() == 0 or int(row_idx.min()) < 0 or int(row_idx.max()) >= t:
+        raise ConfigError(f"rows must be query rows between 0 and {t - 1}", "rows")
+    n_rows = int(row_idx.numel())
+    h = mha.n_heads
+    xa, xr = x[0], x[0, row_idx]  # (T, d_model), (R, d_model)
+    per = max(1, int(chunk_cells) // (h * t))
+    chunks = [(r0, min(n_rows, r0 + per)) for r0 in range(0, n_rows, per)]
+
+    def kv_of(layer: GroupedQueryAttention) -> tuple[torch.Tensor, torch.Tensor]:
+        hk, d = layer.n_kv_heads, layer.head_dim
+        k = layer.k_proj(xa).view(t, hk, d).transpose(0, 1).contiguous()  # (H_kv, T, D)
+        v = layer.v_proj(xa).view(t, hk, d).transpose(0, 1).contiguous()
+        return k, v
+
+    n_kv = tuple(divisors(h))
+    rel = {m: np.zeros(len(n_kv)) for m in methods}
+    kl = {m: np.zeros(len(n_kv)) for m in methods}
+    with torch.no_grad():
+        k, v = kv_of(mha)
+        ref_out, ref_p = [], []
+        neg_entropy = 0.0  # Σ P·log P over the measured rows of every head
+        for r0, r1 in chunks:
+            out, scores, lse = _rows_forward(mha, xr[r0:r1], k, v)
+            lp = scores.sub_(lse[..., None])  # log P, in place of the scores
+            p = lp.exp()
+            neg_entropy += float(torch.where(p > 0, p * lp, torch.zeros_like(p)).sum(-1).double().sum())
+            ref_out.append(out)
+            ref_p.append(p)
+            del scores, lp
+        ref_sq = sum(float(o.double().pow(2).sum()) for o in ref_out)
+        del k, v
+        for i, kv in enumerate(n_kv):
+            for method in methods:
+                gqa = mha_to_gqa(mha, kv, method, seed=seed)
+                k, v = kv_of(gqa)
+                err_sq, cross = 0.0, 0.0  # Σ (y_gqa − y_mha)², Σ P·log Q
+                for c, (r0, r1) in enumerate(chunks):
+                    out, scores, lse = _rows_forward(gqa, xr[r0:r1], k, v)
+                    err_sq += float((out - ref_out[c]).double().pow(2).sum())
+                    p_s = (ref_p[c] * scores).sum(-1).double()  # (H, c): Σ_j P_j s_Q,j
+                    cross += float((p_s - lse.double()).sum())
+                    del out, scores, lse
+                rel[method][i] = math.sqrt(err_sq / ref_sq) if ref_sq > 0 else float("nan")
+                kl[method][i] = (neg_entropy - cross) / (h * n_rows)
+                del gqa, k, v
+    step = rows.step if isinstance(rows, range) and n_rows > 1 else 1
+    return ConversionStudy(n_kv=n_kv, rel_l2=rel, kl=kl, source=source, t_q=t, n_rows=n_rows, row_step=step)
+
+
+def estimate_conversion_bytes(
+    n_heads: int, head_dim: int, d_model: int, t: int, n_rows: int, chunk_cells: int = CHUNK_CELLS
+) -> int:
+    """Peak bytes of the long conversion study (an upper bound): two layers, K and V, kept log-weights, one chunk."""
+    floats = 2 * 4 * d_model * n_heads * head_dim + 3 * n_heads * head_dim * d_model  # MHA, a converted layer
+    floats += 2 * t * d_model + n_rows * d_model * 2  # embeddings, the measured rows and their outputs
+    floats += 2 * n_heads * t * head_dim  # K and V of one layer (the MHA's are freed before the converted ones)
+    floats += n_heads * n_rows * t  # the MHA's log-weights of the measured rows
+    floats += 6 * min(chunk_cells, n_heads * n_rows * t)  # scores, weights, log-weights, p, terms of one chunk
+    return 4 * floats
 
 
 def conversion_on_tokens(
@@ -327,14 +731,30 @@ def conversion_on_tokens(
     """:func:`conversion_study` of the KV-sharing page: the source layer of :func:`build_source` run on ``tokens``.
 
     The input is ``embed(tokens, d_model, seed)`` ``[1, T, d_model]`` (no mask);
-    the layer and the input live on ``device``, the result is CPU numpy. Raises
-    :class:`ConfigError` (from :func:`check_sim_size`) when the layer is too large.
+    the layer and the input live on ``device``, the result is CPU numpy. Short
+    sequences take :func:`conversion_study` (every row, every map at once); long
+    ones :func:`conversion_study_rows` on the rows of :func:`study_rows`, so no
+    ``[H, T, T]`` tensor is built. Raises :class:`ConfigError` when the layer is
+    too large to simulate (:func:`check_sim_size`) or above the memory budget.
     """
     check_sim_size(d_model, n_heads, head_dim)
+    t = len(tokens)
+    exact = _exact_fits(n_heads, n_heads, head_dim, d_model, t)
+    rows = study_rows(n_heads, t, t, CONV_CELLS)
+    if not exact:
+        AttentionConfig(n_heads=n_heads, n_kv_heads=1, head_dim=head_dim, d_model=d_model, seq_len=t).validate()
+        check_budget(
+            estimate_conversion_bytes(n_heads, head_dim, d_model, t, len(rows)),
+            f"the conversion study of {n_heads} heads × {t} tokens",
+            "use fewer tokens or fewer heads",
+            "seq_len",
+        )
     mha = build_source(source, d_model, n_heads, head_dim, seed=seed, n_base=n_base, noise=noise).to(device)
     x = embed(list(tokens), d_model, seed)[None].to(device)  # (1, T, d_model)
     with torch.no_grad():
-        return conversion_study(mha, x, seed=seed, source=source)
+        if exact:
+            return conversion_study(mha, x, seed=seed, source=source)
+        return conversion_study_rows(mha, x, rows, seed=seed, source=source)
 
 
 # Largest projection (d_model × n_heads × d_k weights) the pages simulate live: 64 MiB in float32.

@@ -8,36 +8,58 @@ chart of the page. Colours identify KV groups
 (:func:`attn_core.figures.group_color`), always next to a text label; weights
 use the fixed 0..1 scale of :mod:`attn_core.figures`, K and V values a
 diverging scale centred at 0 with its range in the colour bar.
+
+Long sequences (up to 8192 tokens, 64 heads): the maps view (:func:`group_maps`)
+computes the shown heads' weights by chunks of query rows, pooled as they are
+made (:mod:`attn_core.longmaps`), with a side (:func:`maps_side`) that keeps the
+chart's JSON under 2 MB; the mapping and conversion studies run by chunks, on a
+stated subset of query rows when every row would take too long
+(:mod:`attn_core.convert`). No view builds the ``[H, T, T]`` maps of a long sequence.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+import torch
 from plotly.subplots import make_subplots
 
 from .config import AttentionConfig, ConfigError, attention_kind, check_int, check_kv_heads, divisors
 from .convert import (
     MAPPINGS,
     METHODS,
+    PAIR_SIDE,
     SOURCES,
     ConversionStudy,
     MappingMismatch,
+    PairMaps,
     check_sim_size,
     conversion_on_tokens,
     kv_map,
-    mapping_mismatch,
+    mapping_on_tokens,
+    pair_from_mismatch,
+    pair_on_tokens,
 )
 from .costs import attention_costs
 from .figures import DIVERGING_SCALE, MAX_HOVER_CELLS, Style, group_color, pool_max
+from .longmaps import PooledMaps, _projections, pool_factor, pooled_attention
 from .maps import AttentionMaps, attention_maps_for
 from .memory import binary_unit, dtype_bits
 from .tokens import synthetic_tokens
 from .views import View
+
+# A chart's JSON stays under 2 MB: plotly writes float32 arrays as base64, about 5.4 bytes a cell and up to 7
+# where NaN gaps are many (their base64 holds '/', which plotly escapes); hover labels count on top.
+MAX_FIGURE_BYTES = 1_900_000
+FIGURE_OVERHEAD_BYTES = 100_000  # layout: titles, ticks, panel frames and labels, the template
+BYTES_PER_CELL = 7
+MAX_MAP_CELLS = (MAX_FIGURE_BYTES - FIGURE_OVERHEAD_BYTES) // BYTES_PER_CELL  # heatmap cells of one chart
 
 # One colour, dash and marker per conversion method (Okabe-Ito hues not used for the first KV groups).
 METHOD_STYLE = {
@@ -310,6 +332,59 @@ def _ticks(n: int, labels: list[str], f: int, max_labels: int) -> tuple[list[int
     return idx, [f"{i * f}–{min((i + 1) * f, len(labels)) - 1}" for i in idx]
 
 
+@dataclass(frozen=True)
+class _MapsLayout:
+    """Where the panels of :func:`grouped_maps_figure` go, in cells: one band per KV group."""
+
+    per_line: int  # maps per line in a band
+    n_lines: int  # lines of maps per band
+    gap: int  # cells between panels
+    panel_cols: int  # columns of the maps part (``per_line`` maps and their gaps)
+    total_cols: int  # the maps, then Kᵀ and Vᵀ
+    cell_px: int
+    gap_y: int  # rows between bands and lines (room for the panel labels)
+    maps_h: int
+    dd: int  # dimensions of Kᵀ and Vᵀ drawn
+    band_h: int
+    height: int
+
+    @property
+    def kv_x0(self) -> int:
+        """First column of the Kᵀ panel: the K/V trace starts there."""
+        return self.panel_cols + self.gap
+
+    @property
+    def cells(self) -> int:
+        """Cells of both heatmap traces: the weights trace spans the maps, the K/V trace the two K/V panels."""
+        return self.height * self.total_cols - self.height * self.gap
+
+
+def _maps_layout(
+    n_rep: int, n_groups: int, r: int, c: int, d_full: int, style: Style, max_dims: int = 64, per_line: int = 8
+) -> _MapsLayout:
+    per_line = max(1, min(per_line, n_rep))
+    n_lines = -(-n_rep // per_line)
+    ncols = per_line + 2  # the maps, then Kᵀ and Vᵀ
+    gap = max(1, int(round(0.15 * max(r, c))))
+    total_cols = ncols * c + (ncols - 1) * gap
+    cell_px = max(4, min(30, 900 // max(total_cols, 1)))  # plot width on a wide page, less the colour bars
+    gap_y = max(gap, -(-(style.font + 20) // cell_px))  # room for the panel labels
+    maps_h = n_lines * r + (n_lines - 1) * gap_y
+    dd = min(d_full, max(maps_h, 16), max_dims)
+    band_h = max(maps_h, dd)
+    height = gap_y + n_groups * band_h + (n_groups - 1) * gap_y
+    return _MapsLayout(
+        per_line, n_lines, gap, per_line * (c + gap) - gap, total_cols, cell_px, gap_y, maps_h, dd, band_h, height
+    )
+
+
+def _json_chars(text: np.ndarray) -> int:
+    """Characters of a text array in a figure's JSON: quotes, commas and plotly's escapes of < > / included."""
+    items = text.ravel().tolist()
+    joined = "".join(items)
+    return len(json.dumps(items)) + 5 * sum(joined.count(ch) for ch in "<>/")
+
+
 def grouped_maps_figure(
     weights: np.ndarray,
     k: np.ndarray,
@@ -331,35 +406,54 @@ def grouped_maps_figure(
     tall, at least 16, at most ``max_dims``, the title says when some are left
     out). Maps longer than ``max_cells`` are block-max pooled (K and V
     block-mean pooled along the keys), as the title says. Trace 0 holds the
-    weights (0..1 scale), trace 1 K and V (diverging, ``coloraxis2``).
+    weights (0..1 scale), trace 1 K and V (diverging, ``coloraxis2``, starting
+    at column ``x0``). :func:`pooled_maps_figure` draws the same from maps
+    pooled while they were computed.
     """
     h_all, t_q, t_k = weights.shape
     n_kv = k.shape[0]
     check_kv_heads(h_all, n_kv)
-    n_rep = h_all // n_kv
     groups = list(range(n_kv)) if groups is None else list(groups)
     w, f = pool_max(weights.astype(np.float32), max_cells)  # (H, r, c)
-    _, r, c = w.shape
-    per_line = max(1, min(per_line, n_rep))
-    n_lines = -(-n_rep // per_line)
-    ncols = per_line + 2  # the maps, then Kᵀ and Vᵀ
-    gap = max(1, int(round(0.15 * max(r, c))))
-    total_cols = ncols * c + (ncols - 1) * gap
-    cell_px = max(4, min(30, 900 // max(total_cols, 1)))  # plot width on a wide page, less the colour bars
-    gap_y = max(gap, -(-(style.font + 20) // cell_px))  # room for the panel labels
-    maps_h = n_lines * r + (n_lines - 1) * gap_y
-    d_full = k.shape[-1]
-    dd = min(d_full, max(maps_h, 16), max_dims)
-    kt = _pool_mean_last(np.swapaxes(k[:, :, :dd], 1, 2), f)  # (H_kv, dd, c)
-    vt = _pool_mean_last(np.swapaxes(v[:, :, :dd], 1, 2), f)
-    band_h = max(maps_h, dd)
-    n_bands = len(groups)
-    height_cells = gap_y + n_bands * band_h + (n_bands - 1) * gap_y
-    big_w = np.full((height_cells, total_cols), np.nan, dtype=np.float32)
-    big_kv = np.full_like(big_w, np.nan)
-    hover_ok = f == 1 and big_w.size <= MAX_HOVER_CELLS
+    dk = min(k.shape[-1], max_dims)
+    kt = _pool_mean_last(np.swapaxes(k[:, :, :dk], 1, 2), f)  # (H_kv, dk, c)
+    vt = _pool_mean_last(np.swapaxes(v[:, :, :dk], 1, 2), f)
+    return _grouped_maps(
+        dict(enumerate(w)), dict(enumerate(kt)), dict(enumerate(vt)), h_all, n_kv, groups, f, list(tokens_q),
+        list(tokens_k), k.shape[-1], style, max_dims, per_line,
+    )  # fmt: skip
+
+
+def _grouped_maps(
+    w: Mapping[int, np.ndarray],
+    kt: Mapping[int, np.ndarray],
+    vt: Mapping[int, np.ndarray],
+    h_all: int,
+    n_kv: int,
+    groups: list[int],
+    f: int,
+    tokens_q: list[str],
+    tokens_k: list[str],
+    d_full: int,
+    style: Style,
+    max_dims: int = 64,
+    per_line: int = 8,
+) -> go.Figure:
+    """The figure of :func:`grouped_maps_figure` from maps already pooled by ``f``.
+
+    ``w[head]`` ``[r, c]`` for every query head of ``groups``; ``kt[g]``,
+    ``vt[g]`` ``[>= dd, c]`` (Kᵀ, Vᵀ of KV head ``g``, keys pooled by ``f``).
+    """
+    n_rep = h_all // n_kv
+    t_q, t_k = len(tokens_q), len(tokens_k)
+    r, c = next(iter(w.values())).shape
+    lay = _maps_layout(n_rep, len(groups), r, c, d_full, style, max_dims, per_line)
+    dd, gap, gap_y, cell_px = lay.dd, lay.gap, lay.gap_y, lay.cell_px
+    big_w = np.full((lay.height, lay.panel_cols), np.nan, dtype=np.float32)  # the maps
+    big_kv = np.full((lay.height, lay.total_cols - lay.kv_x0), np.nan, dtype=np.float32)  # Kᵀ and Vᵀ, from kv_x0
+    hover_ok = f == 1 and lay.cells <= MAX_HOVER_CELLS
     text_w = np.full(big_w.shape, "", dtype=object) if hover_ok else None
-    text_kv = np.full(big_w.shape, "", dtype=object) if hover_ok else None
+    text_kv = np.full(big_kv.shape, "", dtype=object) if hover_ok else None
     labels_q = [f"{tok} ({i})" for i, tok in enumerate(tokens_q)]
     labels_k = [f"{tok} ({i})" for i, tok in enumerate(tokens_k)]
     shapes, annotations, ytick_vals, ytick_text = [], [], [], []
@@ -368,28 +462,30 @@ def grouped_maps_figure(
     t_head = style.t("fig.head")
     for g in groups:
         col = group_color(g)
-        panels = [(per_line, y, kt[g], "K", big_kv), (per_line + 1, y, vt[g], "V", big_kv)]
+        panels = [(lay.per_line, y, kt[g][:dd], "K"), (lay.per_line + 1, y, vt[g][:dd], "V")]
         yy = y
         heads = list(range(g * n_rep, (g + 1) * n_rep))
-        for li in range(n_lines):
-            for j, head in enumerate(heads[li * per_line : (li + 1) * per_line]):
-                panels.append((j, yy, w[head], head, big_w))
+        for li in range(lay.n_lines):
+            for j, head in enumerate(heads[li * lay.per_line : (li + 1) * lay.per_line]):
+                panels.append((j, yy, w[head], head))
             ytick_vals += [yy + i for i in yq]
             ytick_text += yl
             yy += r + gap_y
-        for slot, y0, mat, what, target in panels:
+        for slot, y0, mat, what in panels:
             x0 = slot * (c + gap)
             nr, nc = mat.shape
-            target[y0 : y0 + nr, x0 : x0 + nc] = mat
             if what in ("K", "V"):
+                xk = x0 - lay.kv_x0
+                big_kv[y0 : y0 + nr, xk : xk + nc] = mat
                 label = style.t("kvfig.kv_panel", what=what, g=g)
                 if text_kv is not None:
                     cell = np.char.add(
                         np.char.add(f"{what}ᵀ · KV {g}<br>{style.t('fig.dim')} ", np.arange(nr).astype(str)[:, None]),
                         np.char.add(" · " + style.t("fig.key") + " ", np.array(labels_k, dtype=str)[None, :]),
                     )
-                    text_kv[y0 : y0 + nr, x0 : x0 + nc] = cell
+                    text_kv[y0 : y0 + nr, xk : xk + nc] = cell
             else:
+                big_w[y0 : y0 + nr, x0 : x0 + nc] = mat
                 label = f"{t_head} {what}"
                 if text_w is not None:
                     qk = np.char.add(
@@ -422,8 +518,12 @@ def grouped_maps_figure(
                     font=dict(color=col, size=style.font),
                 )
             )
-        y += band_h + gap_y
-    kv_vals = np.concatenate([kt[groups].ravel(), vt[groups].ravel()]) if groups else np.zeros(1)
+        y += lay.band_h + gap_y
+    if text_w is not None and BYTES_PER_CELL * lay.cells + _json_chars(text_w) + _json_chars(text_kv) > (
+        MAX_FIGURE_BYTES - FIGURE_OVERHEAD_BYTES
+    ):
+        text_w = text_kv = None  # hover labels would make the chart too heavy to send: values only
+    kv_vals = np.concatenate([np.ravel(kt[g][:dd]) for g in groups] + [np.ravel(vt[g][:dd]) for g in groups])
     finite = kv_vals[np.isfinite(kv_vals)]
     lim = float(np.max(np.abs(finite))) if finite.size else 1.0
     lim = lim if lim > 0 else 1.0
@@ -442,6 +542,7 @@ def grouped_maps_figure(
     fig.add_trace(
         go.Heatmap(
             z=big_kv,
+            x0=lay.kv_x0,
             coloraxis="coloraxis2",
             hoverongaps=False,
             text=text_kv,
@@ -456,6 +557,7 @@ def grouped_maps_figure(
     notes = [style.t("kvfig.maps_sub")]
     if f > 1:
         notes.append(style.t("fig.pooled", r=r, c=c, tq=t_q, tk=t_k))
+        notes.append(style.t("kvfig.pooled_how", f=f))
     if dd < d_full:
         notes.append(style.t("kvfig.dims_cut", dd=dd, d=d_full))
     title += "<br><sup>" + " · ".join(notes) + "</sup>"
@@ -463,7 +565,7 @@ def grouped_maps_figure(
         fig,
         style,
         title,
-        int(min(3000, max(360, height_cells * cell_px + 200))),
+        int(min(3000, max(360, lay.height * cell_px + 200))),
         coloraxis=dict(
             colorscale=style.weight_scale,
             cmin=0.0,
@@ -481,8 +583,8 @@ def grouped_maps_figure(
         annotations=annotations,
         uirevision="kvmaps",
         xaxis=dict(
-            tickvals=[col * (c + gap) + j for col in range(ncols) for j in xt],
-            ticktext=xl * ncols,
+            tickvals=[col * (c + gap) + j for col in range(lay.per_line + 2) for j in xt],
+            ticktext=xl * (lay.per_line + 2),
             tickangle=-60,
             showgrid=False,
             zeroline=False,
@@ -503,12 +605,15 @@ def grouped_maps_figure(
 
 
 # ---------------------------------------------------------------- mapping conventions
-def mismatch_figure(kl: np.ndarray, built: Sequence[int], run: Sequence[int], style: Style = Style()) -> go.Figure:
+def mismatch_figure(
+    kl: np.ndarray, built: Sequence[int], run: Sequence[int], style: Style = Style(), note: str | None = None
+) -> go.Figure:
     """Per query head: mean KL (nats) between the map as built and as run with the other mapping.
 
     kl ``[H]``; ``built[h]`` / ``run[h]`` the KV head query head ``h`` reads in
     each case. Bars are coloured by the KV head of the checkpoint; heads whose
-    KV head is the same under both mappings have KL 0 and say so.
+    KV head is the same under both mappings have KL 0 and say so. ``note`` is
+    added to the subtitle (which query rows the KL was measured on).
     """
     n = len(kl)
     x = [f"{style.t('fig.head')} {h}" for h in range(n)]
@@ -527,7 +632,8 @@ def mismatch_figure(kl: np.ndarray, built: Sequence[int], run: Sequence[int], st
     )
     top = float(np.max(kl)) if n else 1.0
     n_wrong = int(sum(a != b for a, b in zip(built, run, strict=True)))
-    title = style.t("kvfig.mismatch_title", n=n_wrong, h=n) + "<br><sup>" + style.t("kvfig.mismatch_sub") + "</sup>"
+    sub = style.t("kvfig.mismatch_sub") + (f" · {note}" if note else "")
+    title = style.t("kvfig.mismatch_title", n=n_wrong, h=n) + "<br><sup>" + sub + "</sup>"
     return _layout(
         fig,
         style,
@@ -548,9 +654,18 @@ def pair_maps_figure(
     colors: tuple[str, str],
     style: Style = Style(),
     max_cells: int = 64,
+    factor: int = 1,
 ) -> go.Figure:
-    """Two weight maps ``[Tq, Tk]`` side by side on one 0..1 scale, framed in the colours of the KV heads they read."""
-    both, f = pool_max(np.stack([a, b]).astype(np.float32), max_cells)
+    """Two weight maps ``[Tq, Tk]`` side by side on one 0..1 scale, framed in the colours of the KV heads they read.
+
+    Maps longer than ``max_cells`` are block-max pooled here; ``factor`` > 1 says
+    ``a`` and ``b`` are already block maxima of ``factor × factor`` blocks of the
+    ``len(tokens_q) × len(tokens_k)`` maps (:func:`attn_core.convert.pair_maps_rows`).
+    """
+    if factor > 1:
+        both, f = np.stack([a, b]).astype(np.float32), int(factor)
+    else:
+        both, f = pool_max(np.stack([a, b]).astype(np.float32), max_cells)
     _, r, c = both.shape
     gap = max(1, int(round(0.15 * c)))
     big = np.full((r, 2 * c + gap), np.nan, dtype=np.float32)
@@ -604,7 +719,8 @@ def pair_maps_figure(
     yt, yl = _ticks(r, labels_q, f, 32)
     title = style.t("kvfig.pair_title")
     if f > 1:
-        title += " · " + style.t("fig.pooled", r=r, c=c, tq=a.shape[0], tk=a.shape[1])
+        title += "<br><sup>" + style.t("fig.pooled", r=r, c=c, tq=len(tokens_q), tk=len(tokens_k))
+        title += " · " + style.t("kvfig.pooled_pair", f=f) + "</sup>"
     cell_px = max(6, min(32, 560 // max(c, 1)))
     return _layout(
         fig,
@@ -689,12 +805,13 @@ def conversion_figure(
     n_heads: int,
     current: int | None = None,
     style: Style = Style(),
+    note: str | None = None,
 ) -> go.Figure:
     """Two panels over every ``n_kv_heads``: relative L2 error of the layer output, and mean KL of the maps.
 
     One line per conversion method (colour, dash and marker differ); the current
     ``n_kv_heads`` is shaded. Values are ratios (1 = an error as large as the
-    output itself) and nats.
+    output itself) and nats. ``note`` is added to the subtitle (which query rows were measured).
     """
     labels = [kv_option_label(d, n_heads) for d in n_kv]
     fig = make_subplots(
@@ -740,7 +857,11 @@ def conversion_figure(
     return _layout(
         fig,
         style,
-        style.t("kvfig.conv_title", h=n_heads) + "<br><sup>" + style.t("kvfig.conv_sub") + "</sup>",
+        style.t("kvfig.conv_title", h=n_heads)
+        + "<br><sup>"
+        + style.t("kvfig.conv_sub")
+        + (f" · {note}" if note else "")
+        + "</sup>",
         440 if not style.present else 540,
         legend=dict(orientation="h", y=-0.25, x=0.5, xanchor="center", font=dict(size=style.font)),
         margin=dict(l=10, r=10, t=90 if not style.present else 110, b=10),
@@ -800,17 +921,14 @@ def maps_frame(
     tokens_k: Sequence[str],
     heads: Sequence[int],
     n_rep: int,
-    max_cells: int = 48,
+    factor: int = 1,
 ) -> pd.DataFrame:
-    """Long table (head, KV head, query, key, weight) of the maps of ``heads``; weights ``[H, Tq, Tk]``.
+    """Long table (head, KV head, query, key, weight) of the maps of ``heads``; weights ``[len(heads), R, C]``.
 
-    More than :data:`MAX_EXPORT_CELLS` cells are block-max pooled to at most
-    ``max_cells`` a side, as the figure draws them, and labelled with position ranges.
+    ``factor`` > 1: the maps are block maxima of ``factor × factor`` blocks of
+    the ``len(tokens_q) × len(tokens_k)`` maps, labelled with position ranges.
     """
-    w = weights[list(heads)]
-    f = 1
-    if w.size > MAX_EXPORT_CELLS:
-        w, f = pool_max(w, max_cells)
+    w, f = np.asarray(weights), int(factor)
 
     def labels(tokens: Sequence[str], n_cells: int) -> list[str]:
         if f == 1:
@@ -830,19 +948,139 @@ def maps_frame(
     )
 
 
-def maps_view(maps: AttentionMaps, groups: Sequence[int], style: Style = Style()) -> View:
-    """Maps view: the weights of the query heads of ``groups``, banded by KV head with its K and V."""
-    n_heads, n_kv = maps.weights.shape[0], maps.n_kv_heads
-    n_rep = n_heads // n_kv
-    groups = list(groups)
+@dataclass(frozen=True)
+class GroupMaps:
+    """What the maps view draws, as CPU float32 numpy: the query heads of some KV groups with their K and V.
+
+    ``maps``: the weights of every query head of ``groups`` (in order), pooled
+    as they were computed (:func:`attn_core.longmaps.pooled_attention`, block
+    max, ``maps.factor`` = f; exact when f = 1). ``kt``, ``vt`` ``[G, dk, C]``:
+    Kᵀ and Vᵀ of each KV head of ``groups`` (the first ``dk = min(d_k, 64)``
+    dimensions), each column the mean of the same ``f`` keys as the maps' columns.
+    """
+
+    maps: PooledMaps
+    groups: tuple[int, ...]
+    kt: np.ndarray
+    vt: np.ndarray
+    head_dim: int
+    d_model: int
+    seed: int
+
+    @property
+    def factor(self) -> int:
+        return self.maps.factor
+
+    def weights_of(self, head: int) -> np.ndarray:
+        """The (pooled) map ``[R, C]`` of query head ``head``."""
+        return self.maps.weights[self.maps.heads.index(head)]
+
+
+def maps_side(n_heads: int, n_kv_heads: int, head_dim: int, seq_len: int, n_groups: int, style: Style = Style()) -> int:
+    """Cells a side of each map in the maps view: 64 (8 heads or fewer) or 40, less when the chart would be too heavy.
+
+    The largest side whose figure (``n_groups`` bands of ``n_rep`` maps and their
+    Kᵀ, Vᵀ, laid out as :func:`grouped_maps_figure` does) holds at most
+    :data:`MAX_MAP_CELLS` heatmap cells, so its JSON stays under 2 MB.
+    """
+    check_kv_heads(n_heads, n_kv_heads)
+    n_rep = n_heads // n_kv_heads
+    t = check_int("seq_len", seq_len, 1)
+    cap = 64 if n_groups * n_rep <= 8 else 40
+    for side in range(cap, 0, -1):
+        f = pool_factor(t, t, side)
+        r = -(-t // f)
+        if _maps_layout(n_rep, n_groups, r, r, head_dim, style).cells <= MAX_MAP_CELLS:
+            return side
+    return 1
+
+
+def group_maps(
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    d_model: int,
+    tokens: Sequence[str],
+    seed: int = 0,
+    device: str = "cpu",
+    groups: Sequence[int] | None = None,
+    max_side: int = 64,
+) -> GroupMaps:
+    """The maps view's numbers for the page's layer (self-attention, no mask, scaled, temperature 1).
+
+    The weights of the query heads of ``groups`` (default: all) come from
+    :func:`attn_core.longmaps.pooled_attention` by chunks of query rows, pooled
+    to at most ``max_side`` cells a side: the ``[H, T, T]`` maps are never built,
+    and for ``T <= max_side`` they are the exact weights. K and V come from the
+    same seeded layer. Raises :class:`ConfigError` for a layer too large to simulate.
+    """
+    check_sim_size(d_model, n_heads, head_dim)
+    check_kv_heads(n_heads, n_kv_heads)
+    n_rep = n_heads // n_kv_heads
+    groups = tuple(range(n_kv_heads)) if groups is None else tuple(int(g) for g in groups)
+    for g in groups:
+        check_int("kv_group", g, 0, n_kv_heads - 1)
     heads = [h for g in groups for h in range(g * n_rep, (g + 1) * n_rep)]
-    max_cells = 64 if len(heads) <= 8 else 40
-    tq, tk = list(maps.tokens_q), list(maps.tokens_k)
-    fig = grouped_maps_figure(maps.weights, maps.k, maps.v, tq, tk, groups=groups, style=style, max_cells=max_cells)
-    name = f"kv_maps_{_tag(n_heads, n_kv)}_d{maps.k.shape[-1]}_t{len(tq)}"
-    if len(groups) < n_kv:
+    pm = pooled_attention(n_heads, n_kv_heads, head_dim, list(tokens), d_model=d_model, seed=seed, device=device,
+                          max_side=max_side, heads=heads)  # fmt: skip
+    firsts = [g * n_rep for g in groups]  # one query head per shown group: its K and V come with it
+    _, k, v = _projections(n_heads, n_kv_heads, head_dim, d_model, list(tokens), None, seed, firsts,
+                           torch.device(device), values=True)  # fmt: skip
+    dk = min(head_dim, 64)
+
+    def pooled_t(x: dict[int, torch.Tensor]) -> np.ndarray:  # {g: (T, D)} -> Kᵀ of the groups (G, dk, C), pooled
+        xt = torch.stack([x[g][:, :dk].T for g in groups])  # (G, dk, T)
+        return _pool_mean_last(xt.to("cpu", torch.float32).numpy(), pm.factor)
+
+    return GroupMaps(pm, groups, pooled_t(k), pooled_t(v), head_dim, d_model, seed)
+
+
+def pooled_maps_figure(gm: GroupMaps, style: Style = Style(), max_dims: int = 64, per_line: int = 8) -> go.Figure:
+    """:func:`grouped_maps_figure` of :class:`GroupMaps`: the same chart from maps pooled while computed."""
+    pm = gm.maps
+    return _grouped_maps(
+        {h: pm.weights[i] for i, h in enumerate(pm.heads)}, dict(zip(gm.groups, gm.kt, strict=True)),
+        dict(zip(gm.groups, gm.vt, strict=True)), pm.n_heads, pm.n_kv_heads, list(gm.groups), pm.factor,
+        list(pm.tokens_q), list(pm.tokens_k), gm.head_dim, style, max_dims, per_line,
+    )  # fmt: skip
+
+
+def group_spread(gm: GroupMaps) -> list[float]:
+    """Per shown KV group: the largest ``|w_h − w_first|`` between the maps of its heads and its first head's.
+
+    Measured on the maps as drawn: exact weights when ``gm.factor`` is 1, block maxima otherwise.
+    """
+    n_rep = gm.maps.n_heads // gm.maps.n_kv_heads
+    out = []
+    for g in gm.groups:
+        w = np.stack([gm.weights_of(h) for h in range(g * n_rep, (g + 1) * n_rep)])
+        diff = np.abs(w - w[0][None])
+        out.append(float(np.nanmax(diff)) if np.isfinite(diff).any() else 0.0)
+    return out
+
+
+def group_maps_frame(gm: GroupMaps) -> pd.DataFrame:
+    """The maps view's numbers as a long table: exact weights while the shown heads hold at most
+    :data:`MAX_EXPORT_CELLS` cells (recomputed unpooled when the chart is pooled), else the pooled ones drawn."""
+    pm = gm.maps
+    n_rep = pm.n_heads // pm.n_kv_heads
+    t_q, t_k = len(pm.tokens_q), len(pm.tokens_k)
+    if pm.factor > 1 and len(pm.heads) * t_q * t_k <= MAX_EXPORT_CELLS:
+        exact = pooled_attention(pm.n_heads, pm.n_kv_heads, gm.head_dim, list(pm.tokens_q), d_model=gm.d_model,
+                                 seed=gm.seed, device=pm.device, max_side=max(t_q, t_k), heads=pm.heads)  # fmt: skip
+        return maps_frame(exact.weights, pm.tokens_q, pm.tokens_k, pm.heads, n_rep)
+    return maps_frame(pm.weights, pm.tokens_q, pm.tokens_k, pm.heads, n_rep, pm.factor)
+
+
+def maps_view(gm: GroupMaps, style: Style = Style()) -> View:
+    """Maps view: the weights of the query heads of ``gm.groups``, banded by KV head with its K and V."""
+    pm = gm.maps
+    groups = list(gm.groups)
+    fig = pooled_maps_figure(gm, style)
+    name = f"kv_maps_{_tag(pm.n_heads, pm.n_kv_heads)}_d{gm.head_dim}_t{len(pm.tokens_q)}"
+    if len(groups) < pm.n_kv_heads:
         name += f"_groups{groups[0]}-{groups[-1]}"
-    return View(name, fig, lambda: maps_frame(maps.weights, tq, tk, heads, n_rep, max_cells))
+    return View(name, fig, lambda: group_maps_frame(gm))
 
 
 def kv_costs_frame(
@@ -907,12 +1145,24 @@ def mapping_diagram_views(n_heads: int, n_kv_heads: int, style: Style = Style())
     ]
 
 
+def rows_note(n_rows: int, t_q: int, step: int, style: Style = Style()) -> str:
+    """``measured on 32 of 8192 query rows (0, 256, 512, …), each against all 8192 keys``, translated."""
+    return style.t("kvfig.rows_note", n=f"{n_rows:,}", t=f"{t_q:,}", step=step, step2=2 * step)
+
+
 def mismatch_view(mm: MappingMismatch, style: Style = Style()) -> View:
     """Mapping view: mean KL per query head when a checkpoint runs with the other mapping."""
     n = len(mm.built)
-    fig = mismatch_figure(mm.kl, mm.built, mm.run, style=style)
+    note = rows_note(mm.kl_rows, mm.t_q, mm.row_step, style) if mm.subset else None
+    fig = mismatch_figure(mm.kl, mm.built, mm.run, style=style, note=note)
     data = pd.DataFrame(
-        {"query_head": range(n), "kv_head_built": mm.built, "kv_head_run": mm.run, "mean_kl_nats": mm.kl}
+        {
+            "query_head": range(n),
+            "kv_head_built": mm.built,
+            "kv_head_run": mm.run,
+            "mean_kl_nats": mm.kl,
+            "query_rows_measured": mm.kl_rows,
+        }
     )
     return View(f"mapping_mismatch_{mm.built_with}_{_tag(n, len(set(mm.built)))}", fig, data)
 
@@ -922,31 +1172,48 @@ def first_wrong_head(mm: MappingMismatch) -> int:
     return next((h for h, (a, b) in enumerate(zip(mm.built, mm.run, strict=True)) if a != b), 0)
 
 
-def pair_view(mm: MappingMismatch, head: int, tokens: Sequence[str], style: Style = Style()) -> View:
-    """Mapping view: the map of query ``head`` as built and as run with the other mapping, side by side."""
+def pair_view(
+    mm: MappingMismatch, head: int, tokens: Sequence[str], style: Style = Style(), pair: PairMaps | None = None
+) -> View:
+    """Mapping view: the map of query ``head`` as built and as run with the other mapping, side by side.
+
+    ``pair``: the head's :class:`~attn_core.convert.PairMaps` (default: taken from
+    ``mm``, which must have kept its maps; long sequences pass pooled ones).
+    """
     n = len(mm.built)
     head = check_int("head", head, 0, n - 1)
-    a, b = mm.built[head], mm.run[head]
+    pair = pair_from_mismatch(mm, head) if pair is None else pair
+    if pair.head != head:
+        raise ConfigError(f"the pair maps are of head {pair.head}, not {head}", "head")
+    a, b = pair.kv_built, pair.kv_run
     titles = (
         style.t("kv.pair_built", h=head, g=a, m=style.t(f"opt.built_with.{mm.built_with}")),
         style.t("kv.pair_run", h=head, g=b, m=style.t(f"opt.built_with.{mm.run_with}")),
     )
     fig = pair_maps_figure(
-        mm.weights_built[head],
-        mm.weights_run[head],
+        pair.weights_built,
+        pair.weights_run,
         list(tokens),
         list(tokens),
         titles,
         (group_color(a), group_color(b)),
         style=style,
+        max_cells=PAIR_SIDE,
+        factor=pair.factor,
     )
-    labels = np.array([f"{tok} ({i})" for i, tok in enumerate(tokens)], dtype=object)
+    f = pair.factor
+    if f == 1:
+        labels_q = labels_k = np.array([f"{tok} ({i})" for i, tok in enumerate(tokens)], dtype=object)
+    else:  # pooled position ranges
+        r, c = pair.weights_built.shape
+        labels_q = np.array([f"{i * f}–{min((i + 1) * f, pair.t_q) - 1}" for i in range(r)], dtype=object)
+        labels_k = np.array([f"{j * f}–{min((j + 1) * f, pair.t_k) - 1}" for j in range(c)], dtype=object)
     data = pd.DataFrame(
         {
-            "query": np.repeat(labels, len(labels)),
-            "key": np.tile(labels, len(labels)),
-            f"weight_{mm.built_with}_kv{a}": mm.weights_built[head].ravel(),
-            f"weight_{mm.run_with}_kv{b}": mm.weights_run[head].ravel(),
+            "query": np.repeat(labels_q, len(labels_k)),
+            "key": np.tile(labels_k, len(labels_q)),
+            f"weight_{mm.built_with}_kv{a}": pair.weights_built.ravel(),
+            f"weight_{mm.run_with}_kv{b}": pair.weights_run.ravel(),
         }
     )
     return View(f"mapping_head{head}_{mm.built_with}_{_tag(n, len(set(mm.built)))}", fig, data)
@@ -956,12 +1223,14 @@ def conversion_view(
     study: ConversionStudy, n_heads: int, n_kv_heads: int, n_base: int = 1, noise: float = 0.0, style: Style = Style()
 ) -> View:
     """Conversion view: output error and map KL of MHA -> GQA for every ``n_kv_heads``, per method."""
-    fig = conversion_figure(study.n_kv, study.rel_l2, study.kl, n_heads, current=n_kv_heads, style=style)
+    note = rows_note(study.n_rows, study.t_q, study.row_step, style) if study.subset else None
+    fig = conversion_figure(study.n_kv, study.rel_l2, study.kl, n_heads, current=n_kv_heads, style=style, note=note)
     data = pd.DataFrame(
         {
             "n_kv_heads": list(study.n_kv),
             **{f"rel_l2_{m}": study.rel_l2[m] for m in study.rel_l2},
             **{f"mean_kl_{m}": study.kl[m] for m in study.kl},
+            "query_rows_measured": study.n_rows,
         }
     )
     name = f"mha_to_gqa_{study.source}_h{n_heads}"
@@ -985,6 +1254,23 @@ def conversion_settings(n_heads: int, conv_source: str, n_base: int | None, nois
     if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not math.isfinite(noise) or noise < 0:
         raise ConfigError(f"noise must be a number ≥ 0, got {noise!r}", "noise")
     return n_base, round(float(noise), 4)
+
+
+def mapping_pair(
+    mm: MappingMismatch,
+    head: int,
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    d_model: int,
+    tokens: Sequence[str],
+    seed: int = 0,
+    device: str = "cpu",
+) -> PairMaps:
+    """The pair maps of ``head``: from ``mm`` when it kept every map, else computed by chunks for that head alone."""
+    if mm.full:
+        return pair_from_mismatch(mm, head)
+    return pair_on_tokens(n_heads, n_kv_heads, head_dim, d_model, tokens, seed, device, mm.built_with, head)
 
 
 def layer_maps(
@@ -1052,9 +1338,6 @@ def kv_sharing_views(
         head = check_int("head", head, 0, n_heads - 1)
     n_base, noise = conversion_settings(n_heads, conv_source, n_base, noise)
     out: list[View] = []
-    maps = None
-    if "maps" in views or ("mapping" in views and mappings_differ(n_heads, n_kv_heads)):
-        maps = layer_maps(n_heads, n_kv_heads, head_dim, d_model, tokens, seed, device)
     for view in KV_VIEWS:
         if view not in views:
             continue
@@ -1064,17 +1347,19 @@ def kv_sharing_views(
                 repeat_kv_view(n_heads, n_kv_heads, len(tokens), head_dim, style),
             ]
         elif view == "maps":
-            out.append(maps_view(maps, maps_groups(n_kv_heads, kv_first), style))
+            groups = maps_groups(n_kv_heads, kv_first)
+            side = maps_side(n_heads, n_kv_heads, head_dim, len(tokens), len(groups), style)
+            gm = group_maps(n_heads, n_kv_heads, head_dim, d_model, tokens, seed, device, groups, side)
+            out.append(maps_view(gm, style))
         elif view == "costs":
             out.append(kv_bytes_view(d_model, n_heads, n_kv_heads, head_dim, len(tokens), dtype, style))
         elif view == "mapping":
             out += mapping_diagram_views(n_heads, n_kv_heads, style)
-            if maps is not None:
-                mm = mapping_mismatch(maps.q, maps.k, maps.scale, maps.mask, built_with)
-                out += [
-                    mismatch_view(mm, style),
-                    pair_view(mm, first_wrong_head(mm) if head is None else head, tokens, style),
-                ]
+            if mappings_differ(n_heads, n_kv_heads):
+                mm = mapping_on_tokens(n_heads, n_kv_heads, head_dim, d_model, tokens, seed, device, built_with)
+                h = first_wrong_head(mm) if head is None else head
+                pair = mapping_pair(mm, h, n_heads, n_kv_heads, head_dim, d_model, tokens, seed, device)
+                out += [mismatch_view(mm, style), pair_view(mm, h, tokens, style, pair)]
         else:
             study = conversion_on_tokens(n_heads, head_dim, d_model, tokens, conv_source, n_base, noise, seed, device)
             out.append(conversion_view(study, n_heads, n_kv_heads, n_base, noise, style))

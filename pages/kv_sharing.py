@@ -1,5 +1,8 @@
 """Page: KV sharing. MHA, GQA and MQA side by side: who reads which K/V, the maps, the costs, conversion."""
 
+import hashlib
+import json
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -7,48 +10,44 @@ import streamlit as st
 import ui
 from attn_core import fig_kv
 from attn_core.config import AttentionConfig, ConfigError
-from attn_core.convert import MAPPINGS, check_sim_size, conversion_on_tokens, kv_map, mapping_mismatch
+from attn_core.convert import (
+    MAPPINGS,
+    conversion_on_tokens,
+    kv_map,
+    mapping_on_tokens,
+    pair_from_mismatch,
+    pair_on_tokens,
+)
+from attn_core.guard import run_with_fallback
 from attn_core.memory import dtype_bits, format_bytes
 
 DEFAULT_TEXT = "The cat sat on the mat because it was tired ."
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def conversion_study(
-    n_heads: int,
-    head_dim: int,
-    d_model: int,
-    tokens: tuple[str, ...],
-    source: str,
-    n_base: int,
-    noise: float,
-    seed: int,
-    device_name: str,
-):
-    """:func:`attn_core.convert.conversion_on_tokens`, cached by primitive arguments (CPU numpy)."""
-    return conversion_on_tokens(n_heads, head_dim, d_model, tokens, source, n_base, noise, seed, device_name)
+# The page's computations: attn_core functions of (..., tokens=..., device=...), CPU numpy out.
+COMPUTE = {
+    "maps": fig_kv.group_maps,  # the shown groups' maps, pooled by chunks of rows
+    "mapping": mapping_on_tokens,  # the layer run with the mapping it was built with and with the other one
+    "pair": pair_on_tokens,  # one head's pair of maps by chunks of rows (long sequences)
+    "conversion": conversion_on_tokens,  # MHA -> GQA for every divisor of n_heads
+}
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def mapping_study(
-    n_heads: int,
-    n_kv_heads: int,
-    head_dim: int,
-    d_model: int,
-    tokens: tuple[str, ...],
-    seed: int,
-    device_name: str,
-    built_with: str,
-):
-    """The page's layer run with the mapping it was built with and with the other one (cached, CPU numpy).
+@st.cache_data(max_entries=48, show_spinner=False)
+def computed(what: str, tokens_id: str, _tokens: tuple[str, ...], device_name: str, **kwargs):
+    """``COMPUTE[what](tokens=_tokens, device=..., **kwargs)``, cached by primitive arguments.
 
-    The maps are those of :func:`attn_core.fig_kv.layer_maps`, from the cache the maps view shares.
+    ``tokens_id`` (:func:`tokens_key`) stands for the tokens in the cache key:
+    Streamlit hashes a tuple element by element, about 40 ms for 8192 tokens on
+    every call. A CUDA out-of-memory error reruns the computation on the CPU.
     """
-    check_sim_size(d_model, n_heads, head_dim)
-    maps = ui.attention_maps(
-        n_heads, n_kv_heads, head_dim, d_model, tokens, None, "none", None, True, 1.0, seed, device_name
-    )
-    return mapping_mismatch(maps.q, maps.k, maps.scale, maps.mask, built_with)
+    fn = COMPUTE[what]
+    return run_with_fallback(lambda dev: fn(tokens=_tokens, device=dev, **kwargs), device_name)[0]
+
+
+def tokens_key(tokens: list[str]) -> str:
+    """A digest of the token sequence: its key in the page's cache."""
+    return hashlib.blake2b(json.dumps(tokens).encode(), digest_size=16).hexdigest()
 
 
 def n(value: int) -> str:
@@ -87,6 +86,8 @@ cfg = AttentionConfig(
 if ui.run_safely(cfg.validate) is None:
     st.stop()
 T = len(tokens)
+cache_args = (tokens_key(tokens), tuple(tokens), ui.device())  # (tokens_id, _tokens, device_name) of computed()
+shape = dict(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, d_model=d_model, seed=seed)
 n_rep = cfg.n_rep
 kind = cfg.kind
 kv_elems = 2 * n_kv_heads * head_dim
@@ -110,18 +111,6 @@ if d_model != n_heads * head_dim:
 
 style = ui.style()
 view = ui.choice("kv_view", ["diagram", "maps", "costs", "mapping", "convert"], "diagram")
-
-
-def get_maps():
-    """The page's attention maps (cached), or None after showing why not."""
-
-    def compute():  # fig_kv.layer_maps, from the cache the app's pages share
-        check_sim_size(d_model, n_heads, head_dim)
-        return ui.attention_maps(
-            n_heads, n_kv_heads, head_dim, d_model, tuple(tokens), None, "none", None, True, 1.0, seed, ui.device()
-        )
-
-    return ui.run_safely(compute)
 
 
 if view == "diagram":
@@ -153,24 +142,24 @@ if view == "diagram":
     ui.help_expander("kv.diagram_help", rep=n_rep, h=n_heads, kv=n_kv_heads)
 
 elif view == "maps":
-    maps = get_maps()
-    if maps is None:
-        st.stop()
     first = 0
     if n_kv_heads > fig_kv.MAX_GROUPS_SHOWN:
         first = ui.int_slider("kv_first", 0, n_kv_heads - fig_kv.MAX_GROUPS_SHOWN, 0, help_key="help.kv_first")
     groups = fig_kv.maps_groups(n_kv_heads, first)
-    v = fig_kv.maps_view(maps, groups, style)
+    side = fig_kv.maps_side(n_heads, n_kv_heads, head_dim, T, len(groups), style)
+    gm = ui.run_safely(lambda: computed("maps", *cache_args, **shape, groups=tuple(groups), max_side=side))
+    if gm is None:
+        st.stop()
+    ui.fell_back_to_cpu(gm.maps.device)
+    v = fig_kv.maps_view(gm, style)
     ui.show_view(v, "kv_maps", name=v.name)
     if n_rep > 1:
-        spread = [
-            float(np.max(np.abs(maps.weights[g * n_rep : (g + 1) * n_rep] - maps.weights[g * n_rep][None])))
-            for g in groups
-        ]
+        spread = fig_kv.group_spread(gm)
         g_best = groups[int(np.argmax(spread))]
-        st.markdown(
-            ui.t("kv.maps_differ", g=g_best, a=g_best * n_rep, b=(g_best + 1) * n_rep - 1, diff=f"{max(spread):.3f}")
+        differ = ui.t(
+            "kv.maps_differ", g=g_best, a=g_best * n_rep, b=(g_best + 1) * n_rep - 1, diff=f"{max(spread):.3f}"
         )
+        st.markdown(differ + (ui.t("kv.maps_differ_pooled", f=gm.factor) if gm.factor > 1 else ""))
     else:
         st.markdown(ui.t("kv.maps_mha"))
     ui.help_expander("kv.maps_help")
@@ -251,19 +240,26 @@ elif view == "mapping":
         st.info(ui.t("kv.mapping_same", kind=kind), icon="ℹ️")
     else:
         built_with = ui.choice("built_with", list(MAPPINGS), "contiguous", help_key="help.built_with")
-        mm = ui.run_safely(
-            lambda: mapping_study(n_heads, n_kv_heads, head_dim, d_model, tuple(tokens), seed, ui.device(), built_with)
-        )
+        mm = ui.run_safely(lambda: computed("mapping", *cache_args, **shape, built_with=built_with))
         if mm is None:
             st.stop()
         v = fig_kv.mismatch_view(mm, style)
         ui.show_view(v, "mismatch", name=v.name)
+        if mm.subset:
+            step = mm.row_step
+            st.caption(ui.t("kv.mismatch_rows", n=n(mm.kl_rows), t=n(T), step=step, step2=2 * step, h=n_heads))
         wrong = [h for h in range(n_heads) if mm.built[h] != mm.run[h]]
         if st.session_state.get("head", 0) >= n_heads:
             st.session_state["head"] = n_heads - 1
         head = ui.int_slider("head", 0, n_heads - 1, fig_kv.first_wrong_head(mm), help_key="help.kv_head")
         a, b = mm.built[head], mm.run[head]
-        v = fig_kv.pair_view(mm, head, tokens, style)
+        if mm.full:
+            pair = pair_from_mismatch(mm, head)
+        else:  # long sequence: this head's maps alone, by chunks of rows
+            pair = ui.run_safely(lambda: computed("pair", *cache_args, **shape, built_with=built_with, head=head))
+            if pair is None:
+                st.stop()
+        v = fig_kv.pair_view(mm, head, tokens, style, pair)
         ui.show_view(v, "mismatch_pair", name=v.name)
         if a == b:
             st.markdown(ui.t("kv.pair_same", h=head, g=a))
@@ -275,7 +271,7 @@ elif view == "mapping":
                     a=a,
                     b=b,
                     kl=f"{mm.kl[head]:.4f}",
-                    diff=f"{np.max(np.abs(mm.weights_built[head] - mm.weights_run[head])):.3f}",
+                    diff=f"{pair.max_diff:.3f}",
                 )
             )
         st.caption(ui.t("kv.mismatch_count", n=len(wrong), h=n_heads))
@@ -297,17 +293,17 @@ else:
     n_base, noise = fig_kv.conversion_settings(n_heads, conv_source, n_base, noise)
     with st.spinner(ui.t("kv.study_running")):
         study = ui.run_safely(
-            lambda: conversion_study(
-                n_heads,
-                head_dim,
-                d_model,
-                tuple(tokens),
-                conv_source,
-                n_base,
-                noise,
-                seed,
-                ui.device(),
-            )
+            lambda: computed(
+                "conversion",
+                *cache_args,
+                n_heads=n_heads,
+                head_dim=head_dim,
+                d_model=d_model,
+                seed=seed,
+                source=conv_source,
+                n_base=n_base,
+                noise=noise,
+            )  # fmt: skip
         )
     if study is None:
         st.stop()
@@ -327,6 +323,10 @@ else:
             kl_rnd=f"{study.kl['random'][i]:.4f}",
         )
     )
+    if study.subset:
+        step = study.row_step
+        runs = 1 + len(study.n_kv) * len(study.rel_l2)  # the source and every converted layer
+        st.caption(ui.t("kv.conv_rows", n=n(study.n_rows), t=n(T), step=step, step2=2 * step, runs=runs))
     st.caption(ui.t(f"kv.conv_source_{conv_source}", base=n_base, noise=f"{noise:g}", h=n_heads))
     ui.help_expander("kv.conv_methods")
     ui.help_expander("kv.uptrain")

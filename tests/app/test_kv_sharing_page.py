@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from attn_core import convert
 from attn_core.attention import kv_group_of
 from attn_core.config import AttentionConfig
 from attn_core.convert import build_source, conversion_study, kv_map, weights_with_mapping
@@ -52,8 +53,14 @@ def diagram_links(spec: dict) -> dict[int, int]:
 
 
 def panels(spec: dict) -> tuple[dict[str, tuple[float, int]], np.ndarray, np.ndarray]:
-    """Panel label -> the z block under it, in the grouped-maps figure (weights or K/V trace)."""
+    """Panel label -> the z block under it, in the grouped-maps figure (weights or K/V trace).
+
+    The K/V trace starts at column ``x0`` (the Kᵀ panel); it is padded back to column 0 here, so that
+    both traces are indexed by the x of the panel labels.
+    """
     z_w, z_kv = arr(spec["data"][0]["z"]), arr(spec["data"][1]["z"])
+    x0 = int(spec["data"][1].get("x0", 0))
+    z_kv = np.hstack([np.full((z_kv.shape[0], x0), np.nan, dtype=z_kv.dtype), z_kv])
     out = {}
     for ann in spec["layout"]["annotations"]:
         label = re.sub(r"</?b>", "", ann["text"])
@@ -308,3 +315,46 @@ def test_single_head_renders_every_view(view):
     at = fresh({"n_heads": "1", "n_kv_heads": "1", "kv_view": view})
     no_exception(at)
     assert not at.error and chart_specs(at)
+
+
+LARGEST = {"source": "synthetic", "seq_len": "8192"}
+MAX_SPEC_BYTES = 2_000_000
+
+
+@pytest.mark.parametrize("heads", [{"n_heads": "64", "n_kv_heads": "8"}, {"n_heads": "32", "n_kv_heads": "32"}])
+@pytest.mark.parametrize("view", ["diagram", "maps", "costs", "mapping", "convert"])
+def test_largest_settings_render_every_view_with_small_charts(view, heads):
+    # 8192 tokens and up to 64 heads: nothing builds the [H, T, T] maps, every chart's JSON stays under 2 MB.
+    at = AppTest.from_file(str(ROOT / PAGE), default_timeout=900)
+    for key, value in (LARGEST | heads | {"kv_view": view}).items():
+        at.query_params[key] = value
+    at.run()
+    no_exception(at)
+    assert not at.error, [e.value for e in at.error]
+    assert "8192 tokens" in at.markdown[0].value  # the page really ran at 8192 tokens
+    charts = at.get("plotly_chart")
+    assert charts
+    for chart in charts:
+        assert len(chart.proto.spec) < MAX_SPEC_BYTES
+    specs = chart_specs(at)
+    texts = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+    h, kv = int(heads["n_heads"]), int(heads["n_kv_heads"])
+    if view == "maps":
+        title = specs[0]["layout"]["title"]["text"]
+        assert "blocks (max) of 8192×8192" in title and "the largest weight in a block of" in title
+        n_shown = min(kv, 8) * (h // kv)
+        assert sum(1 for a in specs[0]["layout"]["annotations"] if a["text"].startswith("<b>head ")) == n_shown
+        if h > kv:
+            assert "Measured on the maps as drawn" in texts
+    elif view == "mapping" and h > kv:
+        rows = convert.STUDY_CELLS // (h * 8192)  # every step-th query row, step = 8192 / rows
+        note = f"measured on {rows} of 8,192 query rows (rows 0, {8192 // rows}, {2 * 8192 // rows}, …)"
+        assert note in specs[2]["layout"]["title"]["text"]
+        assert f"The KL of each head is measured on {rows} of 8,192 query rows" in texts
+        assert "blocks (max) of 8192×8192" in specs[3]["layout"]["title"]["text"]
+        kl = arr(specs[2]["data"][0]["y"])
+        assert np.all(np.isfinite(kl)) and (kl > 0).sum() == 56  # 8 of 64 heads keep their KV head
+    elif view == "convert":
+        rows = convert.CONV_CELLS // (h * 8192)
+        assert f"Measured on {rows} of 8,192 query rows" in texts
+        assert f"measured on {rows} of 8,192 query rows" in specs[0]["layout"]["title"]["text"]

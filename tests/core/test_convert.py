@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from attn_core import convert
 from attn_core.attention import GroupedQueryAttention, kv_group_of, repeat_kv
 from attn_core.config import AttentionConfig, ConfigError, divisors
 from attn_core.convert import (
@@ -14,16 +15,25 @@ from attn_core.convert import (
     build_source,
     check_sim_size,
     conversion_errors,
+    conversion_on_tokens,
     conversion_study,
+    conversion_study_rows,
     correlated_mha,
     expand_kv,
     kv_head_for,
     kv_map,
     mapping_mismatch,
+    mapping_mismatch_rows,
+    mapping_on_tokens,
     mean_kl,
     mha_to_gqa,
+    pair_from_mismatch,
+    pair_maps_rows,
+    pair_on_tokens,
+    study_rows,
     weights_with_mapping,
 )
+from attn_core.figures import pool_max
 from attn_core.maps import compute_attention_maps, init_layer
 from attn_core.tokens import embed, tokenize
 
@@ -244,3 +254,90 @@ def test_simulation_size_guard():
     check_sim_size(4096, 32, 128)  # exactly 2**24
     with pytest.raises(ConfigError, match="d_model × n_heads × head_dim"):
         check_sim_size(4096, 64, 128)
+
+
+# ---------------------------------------------------------------- long sequences: by chunks of rows, on some rows
+LONG = [f"w{i % 9}" for i in range(40)]
+
+
+def test_study_rows_are_all_rows_or_an_even_subset():
+    assert study_rows(8, 100, 100, cells=8 * 100 * 100) == range(100)
+    rows = study_rows(64, 8192, 8192, cells=2**24)
+    assert rows == range(0, 8192, 256) and len(rows) == 32
+    assert len(study_rows(64, 8192, 8192, cells=1)) == 1  # at least one row
+
+
+@pytest.mark.parametrize("built_with", ["contiguous", "interleaved"])
+def test_mapping_by_chunks_equals_the_full_computation(built_with):
+    m = compute_attention_maps(AttentionConfig(n_heads=8, n_kv_heads=2, head_dim=16), LONG)
+    full = mapping_mismatch(m.q, m.k, m.scale, m.mask, built_with)
+    rows = mapping_mismatch_rows(m.q, m.k, m.scale, built_with, chunk_cells=500)  # many small chunks
+    np.testing.assert_allclose(rows.kl, full.kl, rtol=1e-6, atol=1e-9)  # float32 scores
+    assert rows.built == full.built and rows.run == full.run and not rows.full and not rows.subset
+    # on every 3rd row: the mean over exactly those rows (each row's KL depends on its query and all keys)
+    some = mapping_mismatch_rows(m.q, m.k, m.scale, built_with, rows=range(0, 40, 3))
+    by_hand = mapping_mismatch(m.q[:, ::3], m.k, m.scale, m.mask[::3], built_with)
+    np.testing.assert_allclose(some.kl, by_hand.kl, rtol=1e-6, atol=1e-9)
+    assert some.subset and (some.kl_rows, some.t_q, some.row_step) == (14, 40, 3)
+
+
+@pytest.mark.parametrize("side", [64, 7])
+def test_pair_maps_by_chunks_are_the_pooled_exact_maps(side):
+    m = compute_attention_maps(AttentionConfig(n_heads=8, n_kv_heads=2, head_dim=16), LONG)
+    mm = mapping_mismatch(m.q, m.k, m.scale, m.mask, "contiguous")
+    for h in (1, 3):
+        exact = pair_from_mismatch(mm, h)
+        assert exact.max_diff == pytest.approx(float(np.max(np.abs(mm.weights_built[h] - mm.weights_run[h]))))
+        wb, wr, f, diff = pair_maps_rows(m.q[h], m.k[mm.built[h]], m.k[mm.run[h]], m.scale, side, chunk_cells=3000)
+        pooled, f_exact = pool_max(np.stack([exact.weights_built, exact.weights_run]), side)
+        assert f == f_exact == (1 if side == 64 else 6)
+        np.testing.assert_allclose(wb, pooled[0], atol=1e-6)
+        np.testing.assert_allclose(wr, pooled[1], atol=1e-6)
+        assert diff == pytest.approx(exact.max_diff, abs=1e-6)
+
+
+def test_conversion_by_chunks_equals_the_full_study_and_on_rows_the_rows_by_hand():
+    m, x = correlated_mha(48, 6, 8, n_base=2, noise=0.3), embed(LONG, 48, 0)[None]
+    full = conversion_study(m, x)
+    chunked = conversion_study_rows(m, x, chunk_cells=1000)
+    assert chunked.n_kv == full.n_kv and not chunked.subset and full.n_rows == full.t_q == 40
+    for method in METHODS:
+        np.testing.assert_allclose(chunked.rel_l2[method], full.rel_l2[method], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(chunked.kl[method], full.kl[method], rtol=1e-4, atol=1e-6)
+    rows = range(1, 40, 5)
+    some = conversion_study_rows(m, x, rows, chunk_cells=1000)
+    assert some.subset and (some.n_rows, some.t_q, some.row_step) == (8, 40, 5)
+    with torch.no_grad():
+        ref = m(x)
+        for i, kv in enumerate(some.n_kv):
+            for method in METHODS:
+                out = mha_to_gqa(m, kv, method)(x)
+                a, b = ref.output[0, list(rows)], out.output[0, list(rows)]
+                rel = float(torch.linalg.vector_norm(b - a) / torch.linalg.vector_norm(a))
+                kl = mean_kl(torch.log_softmax(ref.scores[:, :, list(rows)], -1),
+                             torch.log_softmax(out.scores[:, :, list(rows)], -1))  # fmt: skip
+                assert some.rel_l2[method][i] == pytest.approx(rel, rel=1e-5, abs=1e-6)
+                assert some.kl[method][i] == pytest.approx(kl, rel=1e-4, abs=1e-6)
+
+
+def test_long_paths_of_the_page_studies(monkeypatch):
+    # Shrink the thresholds so 40 tokens take the long paths: the results are those of the rows they name.
+    monkeypatch.setattr(convert, "EXACT_CELLS", 100)
+    monkeypatch.setattr(convert, "STUDY_CELLS", 8 * 40 * 10)
+    monkeypatch.setattr(convert, "CONV_CELLS", 8 * 40 * 5)
+    mm = mapping_on_tokens(8, 2, 16, 128, LONG, seed=1)
+    assert not mm.full and mm.subset and (mm.kl_rows, mm.row_step) == (10, 4)
+    m = compute_attention_maps(AttentionConfig(n_heads=8, n_kv_heads=2, head_dim=16, d_model=128, seed=1), LONG)
+    by_hand = mapping_mismatch(m.q[:, ::4], m.k, m.scale, m.mask[::4], "contiguous")
+    np.testing.assert_allclose(mm.kl, by_hand.kl, rtol=1e-4, atol=1e-7)
+    pair = pair_on_tokens(8, 2, 16, 128, LONG, seed=1, head=1)
+    full = mapping_mismatch(m.q, m.k, m.scale, m.mask, "contiguous")
+    np.testing.assert_allclose(pair.weights_built, full.weights_built[1], atol=1e-6)
+    np.testing.assert_allclose(pair.weights_run, full.weights_run[1], atol=1e-6)
+    assert (pair.kv_built, pair.kv_run, pair.factor) == (0, 1, 1)
+    study = conversion_on_tokens(8, 16, 128, LONG, "correlated", 2, 0.3, seed=1)
+    assert study.subset and (study.n_rows, study.row_step) == (5, 8)
+    src = build_source("correlated", 128, 8, 16, seed=1, n_base=2, noise=0.3)
+    expect = conversion_study_rows(src, embed(LONG, 128, 1)[None], range(0, 40, 8), seed=1)
+    for method in METHODS:
+        np.testing.assert_allclose(study.rel_l2[method], expect.rel_l2[method], rtol=1e-6)

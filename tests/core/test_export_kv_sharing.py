@@ -95,7 +95,7 @@ def test_maps_mapping_and_conversion_csv_equal_attn_core(csv_paths):
     maps = read(csv_paths, "kv_maps_h12_kv3_d8_t11")
     assert list(maps["kv_head"]) == list(maps["head"] // (H // KV))
     got = maps.sort_values(["head"], kind="stable")["weight"].to_numpy().reshape(H, T, T)
-    np.testing.assert_allclose(got, m.weights, atol=1e-7)
+    np.testing.assert_allclose(got, m.weights, atol=1e-6)  # the chunked engine (longmaps): float32 rounding only
     assert maps["query"][T] == "cat (1)" and maps["key"][1] == "cat (1)"
 
     assert list(read(csv_paths, "mapping_interleaved_h12_kv3")["kv_head"]) == [h % KV for h in range(H)]
