@@ -129,7 +129,7 @@ def test_dark_theme_follows_the_system(browser, server):
     bg = w.page.evaluate("() => getComputedStyle(document.querySelector('[data-testid=\"stApp\"]')).backgroundColor")
     channels = [int(c) for c in re.findall(r"\d+", bg)[:3]]
     assert sum(channels) < 200, bg  # a dark background
-    tick = w.page.evaluate("() => getComputedStyle(document.querySelector('.js-plotly-plot .xtick text')).fill")
+    tick = w.page.evaluate("() => getComputedStyle(document.querySelector('.js-plotly-plot .ytick text')).fill")
     assert sum(int(c) for c in re.findall(r"\d+", tick)[:3]) > 300, tick  # light text on it
     assert_clean(w)
     w.shot("heatmaps-dark")
