@@ -454,48 +454,6 @@ MAX_TEXT_CHARS = 2000
 MAX_SEQ_LEN = 8192  # synthetic tokens; longer sequences are drawn pooled
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def attention_maps(
-    n_heads: int,
-    n_kv_heads: int,
-    head_dim: int,
-    d_model: int,
-    tokens_q: tuple[str, ...],
-    tokens_k: tuple[str, ...] | None,
-    mask_kind: str,
-    pad_len: int | None,
-    use_scaling: bool,
-    temperature: float,
-    seed: int,
-    device_name: str,
-):
-    """:func:`attn_core.maps.attention_maps_for` cached by primitive arguments (CPU numpy out).
-
-    A CUDA out-of-memory error reruns it on the CPU; the result's ``device`` tells which ran.
-    """
-    from attn_core.guard import run_with_fallback
-    from attn_core.maps import attention_maps_for
-
-    maps, _ = run_with_fallback(
-        lambda dev: attention_maps_for(
-            n_heads,
-            n_kv_heads,
-            head_dim,
-            tokens_q,
-            tokens_k,
-            d_model=d_model,
-            mask_kind=mask_kind,
-            pad_len=pad_len,
-            use_scaling=use_scaling,
-            temperature=temperature,
-            seed=seed,
-            device=dev,
-        ),
-        device_name,
-    )
-    return maps
-
-
 @st.cache_data(max_entries=48, show_spinner=False)
 def pooled_maps(
     n_heads: int,

@@ -41,7 +41,7 @@ from .attention import (
 )
 from .config import AttentionConfig, ConfigError, check_int, check_kv_heads, divisors
 from .guard import check_budget, max_bytes
-from .longmaps import _projections, pool_factor
+from .longmaps import layer_projections, pool_factor
 from .maps import attention_maps_for, estimate_bytes, init_layer
 from .tokens import embed
 
@@ -298,7 +298,7 @@ def mapping_on_tokens(
         "seq_len",
     )
     dev = torch.device(device)
-    q, k, _ = _projections(n_heads, n_kv_heads, head_dim, d_model, tokens, None, seed, range(n_heads), dev)
+    q, k, _ = layer_projections(n_heads, n_kv_heads, head_dim, d_model, tokens, None, seed, range(n_heads), dev)
     k = torch.stack([k[g] for g in range(n_kv_heads)])  # (H_kv, T, D)
     return mapping_mismatch_rows(q, k, resolve_scale(head_dim), built_with, study_rows(n_heads, t, t))
 
@@ -413,7 +413,7 @@ def pair_on_tokens(
     )
     n_rep = n_heads // n_kv_heads
     other = b if a == head // n_rep else a  # the KV head that head's own group does not bring
-    q, k, _ = _projections(n_heads, n_kv_heads, head_dim, d_model, tokens, None, seed, [head, other * n_rep],
+    q, k, _ = layer_projections(n_heads, n_kv_heads, head_dim, d_model, tokens, None, seed, [head, other * n_rep],
                            torch.device(device))  # fmt: skip
     wb, wr, f, diff = pair_maps_rows(q[0], k[a], k[b], resolve_scale(head_dim), max_side)
     return PairMaps(head, a, b, wb, wr, f, diff, t, t)

@@ -48,8 +48,7 @@ from .convert import (
 )
 from .costs import attention_costs
 from .figures import DIVERGING_SCALE, MAX_HOVER_CELLS, Style, group_color, pool_max
-from .longmaps import PooledMaps, _projections, pool_factor, pooled_attention
-from .maps import AttentionMaps, attention_maps_for
+from .longmaps import PooledMaps, layer_projections, pool_factor, pooled_attention
 from .memory import binary_unit, dtype_bits
 from .tokens import synthetic_tokens
 from .views import View
@@ -1024,7 +1023,7 @@ def group_maps(
     pm = pooled_attention(n_heads, n_kv_heads, head_dim, list(tokens), d_model=d_model, seed=seed, device=device,
                           max_side=max_side, heads=heads)  # fmt: skip
     firsts = [g * n_rep for g in groups]  # one query head per shown group: its K and V come with it
-    _, k, v = _projections(n_heads, n_kv_heads, head_dim, d_model, list(tokens), None, seed, firsts,
+    _, k, v = layer_projections(n_heads, n_kv_heads, head_dim, d_model, list(tokens), None, seed, firsts,
                            torch.device(device), values=True)  # fmt: skip
     dk = min(head_dim, 64)
 
@@ -1271,24 +1270,6 @@ def mapping_pair(
     if mm.full:
         return pair_from_mismatch(mm, head)
     return pair_on_tokens(n_heads, n_kv_heads, head_dim, d_model, tokens, seed, device, mm.built_with, head)
-
-
-def layer_maps(
-    n_heads: int,
-    n_kv_heads: int,
-    head_dim: int,
-    d_model: int,
-    tokens: Sequence[str],
-    seed: int = 0,
-    device: str = "cpu",
-) -> AttentionMaps:
-    """The maps of the page's layer: self-attention over ``tokens``, no mask, scaled, temperature 1.
-
-    The same as the app's cached ``ui.attention_maps(..., None, "none", None, True, 1.0, seed, device)``;
-    raises :class:`ConfigError` when the layer is too large to simulate.
-    """
-    check_sim_size(d_model, n_heads, head_dim)
-    return attention_maps_for(n_heads, n_kv_heads, head_dim, tokens, d_model=d_model, seed=seed, device=device)
 
 
 def kv_sharing_views(

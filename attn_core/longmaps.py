@@ -165,7 +165,7 @@ def _row_mask(mask_kind: str, rows: torch.Tensor, t_q: int, t_k: int, pad_len: i
     return torch.ones(len(rows), t_k, dtype=torch.bool, device=rows.device)
 
 
-def _projections(
+def layer_projections(
     n_heads: int,
     n_kv_heads: int,
     head_dim: int,
@@ -280,7 +280,7 @@ def pooled_attention(
         by_group.setdefault(g, []).append(i)
     step = _chunk_rows(hs, t_k)
     with torch.no_grad():
-        q, k, _ = _projections(n_heads, n_kv_heads, head_dim, dm, tokens_q, tokens_k, seed, heads, dev)
+        q, k, _ = layer_projections(n_heads, n_kv_heads, head_dim, dm, tokens_q, tokens_k, seed, heads, dev)
         q.mul_(scale)  # scale once here instead of on every score
         k_t = {g: kg.T for g, kg in k.items()}  # (D, Tk) each
         for r0 in range(q0, q1, step):
@@ -418,7 +418,7 @@ def head_window(
     dev = torch.device(device)
     group = head // (n_heads // n_kv_heads)
     with torch.no_grad():
-        q, k, v = _projections(
+        q, k, v = layer_projections(
             n_heads, n_kv_heads, head_dim, lay.d_model, tokens_q, tokens_k, seed, [head], dev, values=True
         )
         qw = q[0, q0:q1]  # (W, D)
