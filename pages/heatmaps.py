@@ -138,8 +138,8 @@ elif view == "zoom":
         head = ui.int_slider("head", 0, n_heads - 1, 0, help_key="help.head")
     longest = max(t_q, t_k)
     with c2:
-        size = ui.pow2_slider("zoom_size", 16, max(16, 1 << (longest - 1).bit_length()), max(16, 1 << (longest - 1).bit_length()),
-                              help_key="help.zoom_size")  # fmt: skip
+        whole = max(16, 1 << (longest - 1).bit_length())  # the smallest power of two that holds every token
+        size = whole if whole == 16 else ui.pow2_slider("zoom_size", 16, whole, whole, help_key="help.zoom_size")
     with c3:
         q0 = window_start("q_start", t_q, size)
     with c4:
@@ -152,7 +152,10 @@ elif view == "zoom":
         st.stop()
     v = views.grid_view(pm, style, fit)
     ui.show_view(v, "zoom", name=f"{v.name}_{stem}")
-    st.caption(ui.t("heatmap.zoom_note", side=ZOOM_SIDE, f=pm.factor, tk=t_k))
+    if window == (0, t_q, 0, t_k):
+        st.caption(ui.t("heatmap.zoom_whole", side=ZOOM_SIDE, f=pm.factor))
+    else:
+        st.caption(ui.t("heatmap.zoom_note", side=ZOOM_SIDE, f=pm.factor, tk=t_k))
 elif view == "steps":
     head = ui.int_slider("head", 0, n_heads - 1, 0, help_key="help.head")
     c1, c2 = st.columns(2, gap="medium")
