@@ -423,6 +423,18 @@ def grouped_maps_figure(
     )  # fmt: skip
 
 
+def _map_axes(
+    x_vals: list, x_text: list[str], y_vals: list, y_text: list[str], x_title: str, y_title: str
+) -> dict[str, dict]:
+    """``xaxis`` and ``yaxis`` of a grid of maps drawn in one heatmap: labelled ticks, square cells, rows downwards."""
+    common = dict(showgrid=False, zeroline=False, constrain="domain")
+    return dict(
+        xaxis=dict(tickvals=x_vals, ticktext=x_text, tickangle=-60, title=dict(text=x_title), **common),
+        yaxis=dict(tickvals=y_vals, ticktext=y_text, autorange="reversed", scaleanchor="x",
+                   title=dict(text=y_title), **common),
+    )  # fmt: skip
+
+
 def _grouped_maps(
     w: Mapping[int, np.ndarray],
     kt: Mapping[int, np.ndarray],
@@ -581,24 +593,13 @@ def _grouped_maps(
         shapes=shapes,
         annotations=annotations,
         uirevision="kvmaps",
-        xaxis=dict(
-            tickvals=[col * (c + gap) + j for col in range(lay.per_line + 2) for j in xt],
-            ticktext=xl * (lay.per_line + 2),
-            tickangle=-60,
-            showgrid=False,
-            zeroline=False,
-            constrain="domain",
-            title=dict(text=style.t("fig.key")),
-        ),
-        yaxis=dict(
-            tickvals=ytick_vals,
-            ticktext=ytick_text,
-            autorange="reversed",
-            showgrid=False,
-            zeroline=False,
-            scaleanchor="x",
-            constrain="domain",
-            title=dict(text=style.t("kvfig.maps_y")),
+        **_map_axes(
+            [col * (c + gap) + j for col in range(lay.per_line + 2) for j in xt],
+            xl * (lay.per_line + 2),
+            ytick_vals,
+            ytick_text,
+            style.t("fig.key"),
+            style.t("kvfig.maps_y"),
         ),
     )
 
@@ -732,25 +733,7 @@ def pair_maps_figure(
         shapes=shapes,
         annotations=annotations,
         uirevision="pair",
-        xaxis=dict(
-            tickvals=xt + [c + gap + j for j in xt],
-            ticktext=xl * 2,
-            tickangle=-60,
-            showgrid=False,
-            zeroline=False,
-            constrain="domain",
-            title=dict(text=style.t("fig.key")),
-        ),
-        yaxis=dict(
-            tickvals=yt,
-            ticktext=yl,
-            autorange="reversed",
-            showgrid=False,
-            zeroline=False,
-            scaleanchor="x",
-            constrain="domain",
-            title=dict(text=style.t("fig.query")),
-        ),
+        **_map_axes(xt + [c + gap + j for j in xt], xl * 2, yt, yl, style.t("fig.key"), style.t("fig.query")),
     )
 
 
