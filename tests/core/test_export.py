@@ -67,7 +67,9 @@ def test_cli_writes_every_format_with_the_page_numbers(tmp_path):
         AttentionConfig(n_heads=4, n_kv_heads=2, head_dim=8, seed=3), tokenize(text), mask_kind="causal"
     )
     got = df.sort_values(["head", "query_pos", "key_pos"])["weight"].to_numpy().reshape(4, 7, 7)
-    np.testing.assert_allclose(got, maps.weights, atol=1e-7)
+    # the CLI's pooled (chunked) path against compute_attention_maps: two float32 computations whose rounding
+    # depends on the CPU's kernels, so float32 tolerances (weights are in 0..1)
+    np.testing.assert_allclose(got, maps.weights, rtol=1e-5, atol=1e-6)
     assert df.loc[0, "query"] == "注" and bool(df.loc[1, "masked"]) is True
 
 

@@ -103,12 +103,16 @@ def test_maps_mapping_and_conversion_csv_equal_attn_core(csv_paths):
     bars = read(csv_paths, "mapping_mismatch_interleaved_h12_kv3")
     assert list(bars["kv_head_built"]) == [h % KV for h in range(H)]
     assert list(bars["kv_head_run"]) == [h // (H // KV) for h in range(H)]
-    np.testing.assert_allclose(bars["mean_kl_nats"], mm.kl, rtol=1e-9)
+    # float32 weights from the CLI's path and this one: KL agrees to float32 rounding, not to the last bit
+    np.testing.assert_allclose(bars["mean_kl_nats"], mm.kl, rtol=1e-4, atol=1e-7)
     assert (bars["mean_kl_nats"] == 0).tolist() == [h % KV == h // 4 for h in range(H)]
     pair = read(csv_paths, "mapping_head5_interleaved_h12_kv3")  # head 5 reads KV 2 as built, KV 1 as run
     built = weights_with_mapping(m.q, m.k, m.scale, m.mask, "interleaved")[5]
-    np.testing.assert_allclose(pair["weight_interleaved_kv2"].to_numpy().reshape(T, T), built, atol=1e-7)
-    np.testing.assert_allclose(pair["weight_contiguous_kv1"].to_numpy().reshape(T, T), m.weights[5], atol=1e-7)
+    # two float32 computations of the same weights (in 0..1): float32 tolerances
+    np.testing.assert_allclose(pair["weight_interleaved_kv2"].to_numpy().reshape(T, T), built, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        pair["weight_contiguous_kv1"].to_numpy().reshape(T, T), m.weights[5], rtol=1e-5, atol=1e-6
+    )
 
     conv = read(csv_paths, "mha_to_gqa_correlated_h12_base3_noise0.1")
     study = conversion_study(build_source("correlated", DM, H, D, seed=SEED, n_base=3, noise=0.1),

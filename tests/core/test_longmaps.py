@@ -81,7 +81,8 @@ def test_chunks_do_not_change_the_result(monkeypatch):
     one = pooled_attention(4, 2, 8, toks, mask_kind="causal", max_side=16, reduce="mean", entropy=True)
     monkeypatch.setattr(longmaps, "CHUNK_BYTES", 1)  # one query row per chunk
     many = pooled_attention(4, 2, 8, toks, mask_kind="causal", max_side=16, reduce="mean", entropy=True)
-    np.testing.assert_allclose(many.weights, one.weights, atol=1e-7, equal_nan=True)
+    # other chunk sizes run other matmul shapes: float32 rounding may differ (by CPU kernel), nothing more
+    np.testing.assert_allclose(many.weights, one.weights, rtol=1e-5, atol=1e-6, equal_nan=True)
     np.testing.assert_allclose(many.entropy, one.entropy, atol=1e-6)
 
 

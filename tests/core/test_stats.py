@@ -21,9 +21,10 @@ def test_entropy_and_max_weight_by_hand():
     p = torch.tensor([[0.5, 0.25, 0.25], [1.0, 0.0, 0.0], [1 / 3, 1 / 3, 1 / 3]])
     raw = stats.row_entropy(p, normalized=False)
     # H = -(0.5 ln 0.5 + 2 · 0.25 ln 0.25) = 1.5 ln 2; a one-hot row has H = 0; uniform over 3 has ln 3
-    np.testing.assert_allclose(raw.numpy(), [1.5 * math.log(2), 0.0, math.log(3)], rtol=1e-6, atol=1e-7)
+    # float32 logs against exact values: float32 tolerances (the vectorised log differs between CPU kernels)
+    np.testing.assert_allclose(raw.numpy(), [1.5 * math.log(2), 0.0, math.log(3)], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(
-        stats.row_entropy(p).numpy(), [1.5 * math.log(2) / math.log(3), 0.0, 1.0], rtol=1e-6, atol=1e-7
+        stats.row_entropy(p).numpy(), [1.5 * math.log(2) / math.log(3), 0.0, 1.0], rtol=1e-5, atol=1e-6
     )
     np.testing.assert_allclose(stats.max_weight(p).numpy(), [0.5, 1.0, 1 / 3], rtol=1e-7)
 
@@ -32,7 +33,7 @@ def test_entropy_counts_only_unmasked_keys():
     p = torch.tensor([[0.5, 0.5, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
     mask = torch.tensor([[True, True, False, False], [True, False, False, False]])
     # two allowed keys with equal weight: H / log 2 = 1; one allowed key: 0 by definition
-    np.testing.assert_allclose(stats.row_entropy(p, mask=mask).numpy(), [1.0, 0.0], atol=1e-7)
+    np.testing.assert_allclose(stats.row_entropy(p, mask=mask).numpy(), [1.0, 0.0], rtol=1e-5, atol=1e-6)
     # without the mask the same row counts four keys: ln 2 / ln 4 = 0.5
     assert stats.row_entropy(p)[0].item() == pytest.approx(0.5, abs=1e-7)
 
@@ -68,7 +69,7 @@ def test_jacobian_norm_is_frobenius_of_the_jacobian():
     z = torch.randn(4, 6, 9, generator=torch.Generator().manual_seed(2)) * torch.tensor([0.1, 1, 5, 30])[:, None, None]
     p = torch.softmax(z.double(), -1)
     expected = torch.linalg.matrix_norm(stats.softmax_jacobian(p))  # (4, 6)
-    torch.testing.assert_close(stats.jacobian_norm(p).double(), expected, rtol=1e-5, atol=1e-7)
+    torch.testing.assert_close(stats.jacobian_norm(p).double(), expected, rtol=1e-5, atol=1e-6)
     # uniform over T: J = I/T - 11ᵀ/T², ‖J‖²_F = (T - 1)/T²
     t = 16
     assert stats.jacobian_norm(torch.full((t,), 1 / t)).item() == pytest.approx(math.sqrt(t - 1) / t, rel=1e-6)
