@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8501
 
-.PHONY: run test lint unit e2e bench bench-concurrency install install-dev browser clean
+.PHONY: run test lint unit e2e portable bench bench-concurrency install install-dev browser clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is needed: set PYTHON=/path/to/python3.11"; exit 1; }
@@ -31,6 +31,11 @@ lint: install-dev
 
 unit: install-dev
 	$(BIN)/python -m pytest tests/core tests/app -q
+
+# The engine's tests again on torch's portable kernels and one thread: a tolerance that only holds for one
+# CPU's float32 kernels (AVX2, AVX-512) or one blocking fails here.
+portable: install-dev
+	ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests/core -q
 
 e2e: install-dev
 	@bash tools/ensure_browser.sh
