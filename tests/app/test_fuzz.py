@@ -242,3 +242,102 @@ def test_fuzz_widget_values(app_test, page):
             value = not w.value
         w.set_value(value).run()
         assert not at.exception, f"step {step}: {w.key}={value!r}: {[e.value for e in at.exception]}"
+
+
+# ---------------------------------------------------------------- every view of every page at the extremes
+# Each page's view choices (every value of every view or tab control) crossed with the extremes of its shape
+# controls: one head, MQA and MHA at the most heads, d_k 1 and the largest, the shortest and longest sequence,
+# cross-attention. A slider built from the data (head, window start, row, pad_len) collapses to one value at
+# these extremes, which is where pages used to crash.
+VIEWS = {
+    "pages/heatmaps.py": {"view": ["grid", "zoom", "steps", "shapes", "entropy"]},
+    "pages/kv_sharing.py": {"kv_view": ["diagram", "maps", "costs", "mapping", "convert"]},
+}
+# sub-choices shown inside one view, each of their values tried in that view
+SUB_CHOICES = {
+    ("pages/heatmaps.py", "grid"): {"cscale": ["fixed", "fit"], "pool": ["max", "mean"]},
+    ("pages/heatmaps.py", "zoom"): {"cscale": ["fixed", "fit"]},
+    ("pages/kv_sharing.py", "mapping"): {"built_with": ["contiguous", "interleaved"]},
+    ("pages/kv_sharing.py", "convert"): {"conv_source": ["correlated", "random"]},
+}
+SHAPES = [
+    {},
+    {"n_heads": "1", "n_kv_heads": "1"},
+    {"n_heads": "1", "n_kv_heads": "1", "head_dim": "1", "source": "synthetic", "seq_len": "1"},
+    {"n_heads": "64", "n_kv_heads": "1"},
+    {"n_heads": "64", "n_kv_heads": "64"},
+    {"head_dim": "1"},
+    {"head_dim": "256"},
+    {"source": "synthetic", "seq_len": "1"},
+    {"source": "synthetic", "seq_len": "8192"},
+    {"mask": "causal", "source": "synthetic", "seq_len": "2"},
+    {"mask": "padding", "source": "synthetic", "seq_len": "1"},
+    {"n_heads": "64", "n_kv_heads": "64", "head_dim": "256", "source": "synthetic", "seq_len": "64"},
+]
+CROSS_SHAPES = [
+    {"cross": "true"},
+    {"cross": "true", "n_heads": "1", "n_kv_heads": "1", "cross_text": "x", "mask": "padding"},
+    {"cross": "true", "source": "synthetic", "seq_len": "8192", "cross_text": "x"},
+]
+KV_SHARING_SHAPES = [{"d_model": "8"}, {"d_model": "4096", "n_heads": "64", "n_kv_heads": "8"}]
+SATURATION_CASES = [
+    {"head_dim": "1"},
+    {"head_dim": "1024", "scaling": "false"},
+    {"seq_len": "2", "samples": "16"},
+    {"seq_len": "8192", "samples": "16384", "head_dim": "1024"},
+    {"seq_len": "8192", "row": "8191", "temperature": "0.1"},
+    {"dist": "projected", "head_dim": "1", "temperature": "5"},
+    {"dist": "projected", "seq_len": "2", "row": "1"},
+]
+KV_CACHE_CASES = [
+    {"model": "custom", "n_heads": "1", "n_kv_heads": "1", "head_dim": "1", "n_layers": "1", "seq_len": "1"},
+    {"model": "custom", "n_heads": "128", "n_kv_heads": "128", "head_dim": "256", "n_layers": "128",
+     "batch": "256", "seq_len": "1048576", "dtype": "fp32"},
+    {"model": "custom", "n_heads": "128", "n_kv_heads": "1", "dtype": "int4", "y_scale": "linear"},
+    {"model": "deepseek-v3", "batch": "256", "seq_len": "1048576", "stack_weights": "true"},
+    {"model": "deepseek-v2-lite", "dec_wrong": "true", "dec_steps": "2", "dec_prompt": "1"},
+    {"model": "falcon-7b", "dec_wrong": "true", "dtype": "fp8", "weights_dtype": "int4", "stack_weights": "true"},
+    {"model": "gpt2", "seq_len": "1", "device_gib": "1", "stack_weights": "true"},
+]  # fmt: skip
+
+
+def view_cases():
+    for page, choices in VIEWS.items():
+        shapes = SHAPES + (CROSS_SHAPES if page == "pages/heatmaps.py" else KV_SHARING_SHAPES)
+        for key, values in choices.items():
+            for value in values:
+                for shape in shapes:
+                    yield page, {**shape, key: value}
+                # a view's own sub-choices at the default, the smallest and the longest shapes
+                for sub, sub_values in SUB_CHOICES.get((page, value), {}).items():
+                    for sub_value in sub_values:
+                        for shape in (SHAPES[0], SHAPES[2], SHAPES[8]):
+                            yield page, {**shape, key: value, sub: sub_value}
+    for query in SATURATION_CASES:
+        yield "pages/saturation.py", query
+    for model in ("custom", "gpt2", "llama-2-7b", "llama-3-8b", "falcon-7b", "deepseek-v3"):
+        yield "pages/kv_cache.py", {"model": model}
+    for query in KV_CACHE_CASES:
+        yield "pages/kv_cache.py", query
+
+
+def case_id(case) -> str:
+    page, query = case
+    return page.split("/")[1][:-3] + ":" + ",".join(f"{k}={v}" for k, v in query.items())
+
+
+@pytest.mark.parametrize("case", list(view_cases()), ids=case_id)
+def test_every_view_at_the_extremes(app_test, case):
+    """No exception in any view at any extreme; each shows a chart, a table or a message saying what to change."""
+    page, query = case
+    at = app_test(page, query=query)
+    check(at, query)
+    shown = at.get("plotly_chart") or at.dataframe or at.error
+    assert shown, f"{query}: nothing drawn and no message"
+
+
+@pytest.mark.parametrize("page,key", [(p, k) for p, c in VIEWS.items() for k in c])
+def test_view_lists_are_complete(app_test, page, key):
+    """The lists above hold every option a page offers, so a new view is fuzzed as soon as it exists."""
+    at = app_test(page)
+    assert len(at.segmented_control(key=key).options) == len(VIEWS[page][key])
