@@ -37,7 +37,9 @@ from .memory import (
 from .views import View
 
 #: Okabe-Ito hues, one per cache layout, the same on every chart of the page.
-LAYOUT_COLORS = {"MHA": "#D55E00", "GQA": "#0072B2", "MQA": "#009E73", "MLA-naive": "#E69F00", "MLA": "#CC79A7"}
+LAYOUT_COLORS = {"MHA": "#D55E00", "GQA": "#0072B2", "MQA": "#009E73", "MLA-naive": "#56B4E9", "MLA": "#CC79A7"}
+#: Darker text where a line colour is too light for text on white (sky blue).
+TABLE_TEXT_COLORS = {"MLA-naive": "#1F78B4"}
 DEVICE_COLOR = "#222222"
 WEIGHTS_COLOR = "#8a8a8a"
 CACHED_COLOR = "#0072B2"
@@ -178,10 +180,12 @@ def memory_figure(
             )
         )
         y_min = min(y_min, w)
-    for lay in layouts:
+    all_fits = [lay.max_context(budget, batch, dtype) for lay in layouts]
+    rank = {i: r for r, i in enumerate(sorted(range(len(layouts)), key=lambda i: all_fits[i]))}
+    for i, lay in enumerate(layouts):
         cache = np.array([lay.bytes(int(s), batch, dtype) for s in pts], dtype=np.int64)
         total = cache + w
-        fits = lay.max_context(budget, batch, dtype)
+        fits = all_fits[i]
         fits_text = style.t("kvmem.fits_none") if fits == 0 else style.t(count_key("kvmem.fits", fits), n=f"{fits:,}")
         color = LAYOUT_COLORS[lay.kind]
         custom = [format_bytes_exact(int(c)) for c in cache]
@@ -200,7 +204,7 @@ def memory_figure(
                 line=dict(
                     color=color,
                     width=(5 if style.present else 4) if lay.native else (3 if style.present else 2),
-                    dash="solid" if lay.native else "dash",
+                    dash="solid" if lay.native else ("longdash" if lay.kind == "MLA-naive" else "dash"),
                 ),
                 customdata=custom,
                 hovertemplate=hover + "<extra></extra>",
@@ -225,7 +229,8 @@ def memory_figure(
                         line=dict(color="white", width=1.5),
                     ),
                     text=[f"{fits:,}"],
-                    textposition="top left",
+                    # neighbours by size alternate sides, so two close markers' labels do not overlap
+                    textposition="top left" if rank[i] % 2 == 0 else "bottom left",
                     textfont=dict(color=color, size=style.font),
                     hovertemplate=(
                         f"<b>{layout_name(lay, style)}</b><br>"
@@ -645,7 +650,8 @@ def comparison_data(
 
 
 def per_layer_text(r: object) -> str:
-    """``2 × 8 × 128 = 2,048``: the elements per token and layer of one :func:`comparison_data` row."""
+    """``2 × 8 × 128 = 2,048`` (2 × H_kv × d_k), ``128 × (192 + 128) = 40,960`` or ``512 + 64 = 576`` (d_c + d_R):
+    the elements one :func:`comparison_data` row caches per token and layer, with the KV heads in the formula."""
     if pd.isna(r.kv_heads):
         formula = f"{r.kv_lora_rank:,} + {r.rope_dim:,}"
     elif r.k_dim == r.v_dim:
@@ -664,7 +670,6 @@ def comparison_table(data: pd.DataFrame, style: Style = Style()) -> pd.DataFrame
         rows.append(
             {
                 t("kvcache.col_layout"): label_text(r.layout, bool(r.this_model), style),
-                t("kvcache.col_kv"): str(r.kv_heads) if not pd.isna(r.kv_heads) else f"{r.kv_lora_rank} + {r.rope_dim}",
                 t("kvcache.col_per_layer"): per_layer_text(r),
                 t("kvcache.col_per_token"): format_bytes(int(r.bytes_per_token)),
                 t("kvcache.col_total", s=f"{int(r.seq_len):,}"): format_bytes(int(r.cache_bytes)),
@@ -679,11 +684,11 @@ def comparison_table(data: pd.DataFrame, style: Style = Style()) -> pd.DataFrame
 def comparison_figure(table: pd.DataFrame, title: str, kinds: Sequence[str], style: Style = Style()) -> go.Figure:
     """The table of :func:`comparison_table` drawn as a plotly table; ``kinds`` colour each layout's name."""
     n_cols = len(table.columns)
-    color = [LAYOUT_COLORS.get(k, "#222222") for k in kinds]
+    color = [TABLE_TEXT_COLORS.get(k, LAYOUT_COLORS.get(k, "#222222")) for k in kinds]
     font_color = [color] + [["#222222"] * len(table)] * (n_cols - 1)
     fig = go.Figure(
         go.Table(
-            columnwidth=[1.7, 1.2, 1.7, 1.0, 1.0, 1.5, 0.8, 1.7],  # the eight columns of comparison_table
+            columnwidth=[1.7, 1.7, 1.0, 1.0, 1.5, 0.8, 1.7],  # the seven columns of comparison_table
             header=dict(
                 values=[f"<b>{c}</b>" for c in table.columns],
                 fill_color="#e9eef4",

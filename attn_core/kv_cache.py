@@ -741,7 +741,10 @@ def _time_phases(cfg: DecodeConfig, n_tokens: int, dev: torch.device, repeats: i
     prompt = make_prompt(cfg, n_tokens).to(dev)
     best_p = best_d = math.inf
     with torch.inference_mode():
-        model(prompt[:, :2])  # warm-up
+        scratch = model.new_caches(n_tokens + 1)  # warm-up: one prefill and one decode step, as both are timed
+        model(prompt, scratch)
+        model(prompt[:, -1:], scratch)
+        del scratch
         for _ in range(repeats):
             caches = model.new_caches(n_tokens, dev)
             _sync(dev)

@@ -42,10 +42,10 @@ def test_defaults_open_on_a_gqa_model_so_the_comparison_has_a_gqa_row(app_test):
     assert at.selectbox(key="model").value == "llama-3-8b"
     table = at.dataframe[0].value
     assert table.iloc[:, 0].tolist() == ["MHA", "GQA-8 (this model)", "MQA"]
-    assert table.iloc[:, 1].tolist() == ["32", "8", "1"]
+    assert table.iloc[:, 1].tolist() == ["2 × 32 × 128 = 8,192", "2 × 8 × 128 = 2,048", "2 × 1 × 128 = 256"]
     # 2 x 32 layers x 8 KV heads x 4096 tokens x 128 x 2 bytes = 512 MiB, a quarter of MHA's, 8 times MQA's
-    assert metric(at) == "512 MiB" and table.iloc[:, 5].tolist() == ["2,147,483,648", "536,870,912", "67,108,864"]
-    assert table.iloc[:, 6].tolist() == ["1×", "1/4", "1/32"]
+    assert metric(at) == "512 MiB" and table.iloc[:, 4].tolist() == ["2,147,483,648", "536,870,912", "67,108,864"]
+    assert table.iloc[:, 5].tolist() == ["1×", "1/4", "1/32"]
     assert "query heads **32** · KV heads **8** · head_dim **128**" in texts(at)
 
 
@@ -64,7 +64,7 @@ def test_llama_2_7b_at_4096_tokens_is_2_gib(app_test):
     x, y = line(memory_chart(at), "MHA")
     assert y[x == 4096][0] == 2 * GiB and np.all(y == x * 512 * 1024)
     table = at.dataframe[0].value
-    assert "2,147,483,648" in table.iloc[:, 5].tolist()
+    assert "2,147,483,648" in table.iloc[:, 4].tolist()
     assert table.iloc[0, -1] == "163,840"  # 80 GiB / 512 KiB per token
     assert "Press Run decode" in texts(at) and "Press Measure prefill and decode" in texts(at)
     assert len(chart_specs(at)) == 1  # nothing is timed until asked
@@ -99,10 +99,15 @@ def test_preset_switch_updates_formula_result_and_chart(app_test):
     assert r"61 \times 1 \times 4{,}096 \times (512 + 64) \times 2\,\mathrm{B}" in latex(at)
     assert f"{want:,}".replace(",", "{,}") in latex(at)
     assert "MLA is not simulated" in texts(at)
-    table = at.dataframe[0].value  # one text column mixing head counts and "d_c + d_R" (Arrow needs one type)
-    assert table.iloc[:, 1].tolist() == ["128", "1", "128", "512 + 64"]
+    table = at.dataframe[0].value  # the KV heads (or d_c + d_R) inside the elements cached per token and layer
+    assert table.iloc[:, 1].tolist() == [
+        "2 × 128 × 128 = 32,768",
+        "2 × 1 × 128 = 256",
+        "128 × (192 + 128) = 40,960",
+        "512 + 64 = 576",
+    ]
     # MHA is DeepSeek-V2's comparison, 2 x 128 heads x d_h 128 = 32,768 elements per token and layer
-    assert table.iloc[:, 6].tolist() == ["1×", f"1/{128:.4g}", "1.25×", f"1/{32768 / 576:.4g}"]
+    assert table.iloc[:, 5].tolist() == ["1×", f"1/{128:.4g}", "1.25×", f"1/{32768 / 576:.4g}"]
     names = [t.get("name", "") for t in memory_chart(at)["data"]]
     assert any(n.startswith("MLA (this model)") for n in names) and any(n.startswith("MHA") for n in names)
     assert any(n.startswith("MLA decompressed, cached per head (naive) · ") for n in names)

@@ -154,8 +154,8 @@ def test_memory_figure_and_table_equal_the_page(app_test, monkeypatch, tmp_path,
     # the exporter's table numbers are the page's table
     numbers = pd.read_csv(paths[0], encoding="utf-8-sig")
     shown = at.dataframe[0].value
-    assert shown.iloc[:, 5].tolist() == [f"{b:,}" for b in numbers["cache_bytes"]]
-    assert shown.iloc[:, 7].tolist() == [f"{n:,}" for n in numbers["max_context_tokens"]]
+    assert shown.iloc[:, 4].tolist() == [f"{b:,}" for b in numbers["cache_bytes"]]
+    assert shown.iloc[:, 6].tolist() == [f"{n:,}" for n in numbers["max_context_tokens"]]
     cells = seen["1.html"]["data"][0]["cells"]["values"]
     assert [list(col) for col in cells] == [shown[c].tolist() for c in shown.columns]  # the slide shows the same cells
 

@@ -125,7 +125,7 @@ def test_mla_rows_are_named_and_counted_as_the_paper_does(lang):
     assert data["k_dim"].tolist()[:3] == [128, 128, 192] and data["v_dim"].tolist()[:3] == [128, 128, 128]
     assert data["vs_mha"].tolist()[3] == pytest.approx(576 / 32_768)
     table = fig_memory.comparison_table(data, style)
-    names, per_layer, ratio = table.iloc[:, 0].tolist(), table.iloc[:, 2].tolist(), table.iloc[:, 6].tolist()
+    names, per_layer, ratio = table.iloc[:, 0].tolist(), table.iloc[:, 1].tolist(), table.iloc[:, 5].tolist()
     assert per_layer == ["2 × 128 × 128 = 32,768", "2 × 1 × 128 = 256", "128 × (192 + 128) = 40,960", "512 + 64 = 576"]
     assert ratio == ["1×", "1/128", "1.25×", "1/56.89"]
     naive = {"en": "MLA decompressed, cached per head (naive)", "zh": "MLA 解压后逐头缓存（朴素实现）"}[lang]
