@@ -227,7 +227,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--model",
-        default="llama-2-7b",
+        default="llama-3-8b",
         help="kv_cache: a model preset id (assets/model_presets.json) "
         "or custom (then --n-heads, --n-kv-heads, --d-k and --layers)",
     )

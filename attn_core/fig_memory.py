@@ -31,12 +31,15 @@ from .memory import (
     kv_cache_bytes,
     load_presets,
     preset_layouts,
+    unknown_choice,
     weights_bytes,
 )
 from .views import View
 
 #: Okabe-Ito hues, one per cache layout, the same on every chart of the page.
-LAYOUT_COLORS = {"MHA": "#D55E00", "GQA": "#0072B2", "MQA": "#009E73", "MLA": "#CC79A7"}
+LAYOUT_COLORS = {"MHA": "#D55E00", "GQA": "#0072B2", "MQA": "#009E73", "MLA-naive": "#56B4E9", "MLA": "#CC79A7"}
+#: Darker text where a line colour is too light for text on white (sky blue).
+TABLE_TEXT_COLORS = {"MLA-naive": "#1F78B4"}
 DEVICE_COLOR = "#222222"
 WEIGHTS_COLOR = "#8a8a8a"
 CACHED_COLOR = "#0072B2"
@@ -102,11 +105,21 @@ def _base_layout(fig: go.Figure, title: str, style: Style, height: int) -> None:
     )
 
 
+def count_key(key: str, n: int) -> str:
+    """``key`` or, for a count of exactly one, its singular variant ``<key>_one`` (both in the catalogs)."""
+    return f"{key}_one" if n == 1 else key
+
+
 # ---------------------------------------------------------------- memory against sequence length
+def label_text(label: str, native: bool, style: Style) -> str:
+    """Display text of a layout label: ``GQA-8 (this model)``; ``MLA-naive`` is spelled out in the user's language."""
+    name = style.t("kvmem.layout_naive") if label == "MLA-naive" else label
+    return style.t("kvmem.layout_this_model", name=name) if native else name
+
+
 def layout_name(layout: CacheLayout, style: Style) -> str:
-    """Legend text of a layout: ``GQA-8 (this model)``."""
-    name = layout.label
-    return name + " " + style.t("kvmem.this_model") if layout.native else name
+    """Legend text of a layout: ``GQA-8 (this model)``, ``MLA decompressed per head (naive)``."""
+    return label_text(layout.label, layout.native, style)
 
 
 def memory_curves(
@@ -167,19 +180,18 @@ def memory_figure(
             )
         )
         y_min = min(y_min, w)
-    for lay in layouts:
+    all_fits = [lay.max_context(budget, batch, dtype) for lay in layouts]
+    rank = {i: r for r, i in enumerate(sorted(range(len(layouts)), key=lambda i: all_fits[i]))}
+    for i, lay in enumerate(layouts):
         cache = np.array([lay.bytes(int(s), batch, dtype) for s in pts], dtype=np.int64)
         total = cache + w
-        fits = lay.max_context(budget, batch, dtype)
-        fits_text = (
-            style.t("kvmem.fits_none")
-            if fits == 0
-            else style.t("kvmem.fits", n=format_tokens(fits) if fits > max_seq else f"{fits:,}")
-        )
+        fits = all_fits[i]
+        fits_text = style.t("kvmem.fits_none") if fits == 0 else style.t(count_key("kvmem.fits", fits), n=f"{fits:,}")
         color = LAYOUT_COLORS[lay.kind]
         custom = [format_bytes_exact(int(c)) for c in cache]
         hover = (
-            f"<b>{lay.label}</b><br>S = %{{x:,}} {style.t('kvmem.tokens')}<br>{style.t('kvmem.cache')} %{{customdata}}"
+            f"<b>{layout_name(lay, style)}</b><br>{style.t('kvmem.seq_hover')} = %{{x:,}}<br>"
+            f"{style.t('kvmem.cache')} %{{customdata}}"
         )
         if weights is not None:
             hover += "<br>" + style.t("kvmem.plus_weights") + " %{y:,.0f} B"
@@ -192,7 +204,7 @@ def memory_figure(
                 line=dict(
                     color=color,
                     width=(5 if style.present else 4) if lay.native else (3 if style.present else 2),
-                    dash="solid" if lay.native else "dash",
+                    dash="solid" if lay.native else ("longdash" if lay.kind == "MLA-naive" else "dash"),
                 ),
                 customdata=custom,
                 hovertemplate=hover + "<extra></extra>",
@@ -217,10 +229,12 @@ def memory_figure(
                         line=dict(color="white", width=1.5),
                     ),
                     text=[f"{fits:,}"],
-                    textposition="top left",
+                    # neighbours by size alternate sides, so two close markers' labels do not overlap
+                    textposition="top left" if rank[i] % 2 == 0 else "bottom left",
                     textfont=dict(color=color, size=style.font),
                     hovertemplate=(
-                        f"<b>{lay.label}</b><br>{style.t('kvmem.max_fit_hover', n=f'{fits:,}')}<br>"
+                        f"<b>{layout_name(lay, style)}</b><br>"
+                        f"{style.t(count_key('kvmem.max_fit_hover', fits), n=f'{fits:,}')}<br>"
                         f"{format_bytes_exact(int(at))}<extra></extra>"
                     ),
                 )
@@ -230,7 +244,7 @@ def memory_figure(
             x=[1, max_seq],
             y=[float(device_bytes)] * 2,
             mode="lines",
-            name=f"{device_label}: {format_bytes(device_bytes)}",
+            name=style.t("kvmem.device_line", label=device_label, size=format_bytes(device_bytes)),
             line=dict(color=DEVICE_COLOR, width=3 if style.present else 2, dash="dot"),
             hovertemplate=f"{device_label}<br>{format_bytes_exact(int(device_bytes))}<extra></extra>",
         )
@@ -487,7 +501,7 @@ def prefill_decode_figure(n_tokens: int, prefill_s: float, decode_s: float, styl
 
 
 # ---------------------------------------------------------------- the page's views (page and exporter)
-DEFAULT_MODEL = "llama-2-7b"
+DEFAULT_MODEL = "llama-3-8b"  # a GQA model, so the comparison has MHA, GQA and MQA rows
 DEFAULT_DEVICE_GIB = 80
 MAX_DEVICE_GIB = 2048
 #: Each step of the live decode is timed this many times and the best is shown.
@@ -510,7 +524,14 @@ def model_layouts(
         return None, cache_layouts(n_layers, n_heads, n_kv_heads, head_dim)
     presets = load_presets()
     if model_id not in presets:
-        raise ConfigError(f"model '{model_id}' is not known; use custom or one of: {', '.join(presets)}", "model")
+        raise ConfigError(
+            f"model '{model_id}' is not known; use custom or one of: {', '.join(presets)}",
+            "model",
+            "kv_unknown_choice",
+            name="model",
+            value=repr(model_id),
+            options=", ".join(["custom", *presets]),
+        )
     return presets[model_id], preset_layouts(presets[model_id])
 
 
@@ -522,11 +543,13 @@ def model_tag(model_id: str, n_heads: int, n_kv_heads: int, head_dim: int, n_lay
 def stacked_weights(preset: ModelPreset | None, weights_dtype: str) -> int:
     """Bytes of the preset's weights in ``weights_dtype``; :class:`ConfigError` without a parameter count."""
     if preset is None or preset.n_params is None:
-        raise ConfigError("stacking the weights needs a parameter count: pick a model preset", "stack_weights")
-    if weights_dtype not in DTYPES:
         raise ConfigError(
-            f"weights_dtype {weights_dtype!r} is not known; use one of: {', '.join(DTYPES)}", "weights_dtype"
+            "stacking the weights needs a parameter count: pick a model preset",
+            "stack_weights",
+            "kv_stack_needs_preset",
         )
+    if weights_dtype not in DTYPES:
+        raise unknown_choice("weights_dtype", weights_dtype, DTYPES)
     return weights_bytes(preset.n_params, weights_dtype)
 
 
@@ -589,8 +612,10 @@ def comparison_data(
 ) -> pd.DataFrame:
     """The layouts compared, as exact numbers: one row per layout (MHA first).
 
-    Columns: ``layout``, ``this_model``, ``kv_heads`` (empty for MLA),
-    ``kv_lora_rank`` and ``rope_dim`` (MLA only), ``bytes_per_token`` (all
+    Columns: ``layout``, ``this_model``, ``kv_heads``, ``k_dim`` and ``v_dim``
+    (per head; empty for MLA), ``kv_lora_rank`` and ``rope_dim`` (MLA only),
+    ``elements_per_token_layer`` (cached elements per token and layer: 2 x H_kv x d_k,
+    H_kv x (d_k + d_v), or d_c + d_R), ``bytes_per_token`` (all
     layers, one sequence), ``seq_len``, ``batch``, ``dtype``, ``cache_bytes``
     (at ``seq_len`` for ``batch``), ``vs_mha`` (cache bytes / MHA's),
     ``budget_bytes`` and ``max_context_tokens`` (the longest context whose cache fits the budget).
@@ -605,8 +630,11 @@ def comparison_data(
                 "layout": lay.label,
                 "this_model": lay.native,
                 "kv_heads": pd.NA if mla else lay.n_kv_heads,
+                "k_dim": pd.NA if mla else lay.k_dim,
+                "v_dim": pd.NA if mla else lay.v_dim,
                 "kv_lora_rank": lay.kv_lora_rank if mla else pd.NA,
                 "rope_dim": lay.rope_dim if mla else pd.NA,
+                "elements_per_token_layer": lay.per_layer()[1],
                 "bytes_per_token": lay.bytes(1, 1, dtype),
                 "seq_len": seq_len,
                 "batch": batch,
@@ -618,7 +646,19 @@ def comparison_data(
             }
         )
     df = pd.DataFrame(rows)
-    return df.astype({"kv_heads": "Int64", "kv_lora_rank": "Int64", "rope_dim": "Int64"})
+    return df.astype({c: "Int64" for c in ("kv_heads", "k_dim", "v_dim", "kv_lora_rank", "rope_dim")})
+
+
+def per_layer_text(r: object) -> str:
+    """``2 × 8 × 128 = 2,048`` (2 × H_kv × d_k), ``128 × (192 + 128) = 40,960`` or ``512 + 64 = 576`` (d_c + d_R):
+    the elements one :func:`comparison_data` row caches per token and layer, with the KV heads in the formula."""
+    if pd.isna(r.kv_heads):
+        formula = f"{r.kv_lora_rank:,} + {r.rope_dim:,}"
+    elif r.k_dim == r.v_dim:
+        formula = f"2 × {r.kv_heads:,} × {r.k_dim:,}"
+    else:
+        formula = f"{r.kv_heads:,} × ({r.k_dim:,} + {r.v_dim:,})"
+    return f"{formula} = {int(r.elements_per_token_layer):,}"
 
 
 def comparison_table(data: pd.DataFrame, style: Style = Style()) -> pd.DataFrame:
@@ -629,8 +669,8 @@ def comparison_table(data: pd.DataFrame, style: Style = Style()) -> pd.DataFrame
     for r in data.itertuples(index=False):
         rows.append(
             {
-                t("kvcache.col_layout"): f"{r.layout} {t('kvmem.this_model')}" if r.this_model else r.layout,
-                t("kvcache.col_kv"): str(r.kv_heads) if not pd.isna(r.kv_heads) else f"{r.kv_lora_rank} + {r.rope_dim}",
+                t("kvcache.col_layout"): label_text(r.layout, bool(r.this_model), style),
+                t("kvcache.col_per_layer"): per_layer_text(r),
                 t("kvcache.col_per_token"): format_bytes(int(r.bytes_per_token)),
                 t("kvcache.col_total", s=f"{int(r.seq_len):,}"): format_bytes(int(r.cache_bytes)),
                 t("kvcache.col_bytes"): f"{int(r.cache_bytes):,}",
@@ -644,11 +684,11 @@ def comparison_table(data: pd.DataFrame, style: Style = Style()) -> pd.DataFrame
 def comparison_figure(table: pd.DataFrame, title: str, kinds: Sequence[str], style: Style = Style()) -> go.Figure:
     """The table of :func:`comparison_table` drawn as a plotly table; ``kinds`` colour each layout's name."""
     n_cols = len(table.columns)
-    color = [LAYOUT_COLORS.get(k, "#222222") for k in kinds]
+    color = [TABLE_TEXT_COLORS.get(k, LAYOUT_COLORS.get(k, "#222222")) for k in kinds]
     font_color = [color] + [["#222222"] * len(table)] * (n_cols - 1)
     fig = go.Figure(
         go.Table(
-            columnwidth=[1.5, 1.3, 1.0, 1.0, 1.5, 0.8, 1.7],  # the seven columns of comparison_table
+            columnwidth=[1.7, 1.7, 1.0, 1.0, 1.5, 0.8, 1.7],  # the seven columns of comparison_table
             header=dict(
                 values=[f"<b>{c}</b>" for c in table.columns],
                 fill_color="#e9eef4",
@@ -692,7 +732,7 @@ def comparison_view(
     """The layouts compared: the page's table as a figure, with :func:`comparison_data` as its data."""
     data = comparison_data(layouts, seq_len, batch, dtype, budget_bytes)
     title = style.t(
-        "kvmem.table_title",
+        count_key("kvmem.table_title", seq_len),
         model=model_name,
         s=f"{seq_len:,}",
         batch=batch,
@@ -703,16 +743,52 @@ def comparison_view(
     return View(name, fig, data)
 
 
+def mla_help_numbers(layouts: Sequence[CacheLayout], preset: ModelPreset, style: Style = Style()) -> dict[str, str]:
+    """The numbers of the MLA explanation, from the layouts the table shows (MHA, MQA, MLA-naive, MLA)."""
+    by_kind = {lay.kind: lay for lay in layouts}
+    mha, mqa, naive, mla = (by_kind[k] for k in ("MHA", "MQA", "MLA-naive", "MLA"))
+    mla_n = mla.per_layer()[1]
+    return {
+        "r": f"{mla.kv_lora_rank:,}",
+        "rope": f"{mla.rope_dim:,}",
+        "mla": f"{mla_n:,}",
+        "h": f"{mha.n_kv_heads:,}",
+        "dh": f"{mha.k_dim:,}",
+        "mha": f"{mha.per_layer()[1]:,}",
+        "ratio": f"{mha.per_layer()[1] / mla_n:.1f}",
+        "mqa": f"{mqa.per_layer()[1]:,}",
+        "naive": style.t("kvmem.layout_naive"),
+        "nope": f"{preset.qk_nope_head_dim:,}",
+        "dk": f"{naive.k_dim:,}",
+        "dv": f"{naive.v_dim:,}",
+        "naive_n": f"{naive.per_layer()[1]:,}",
+        "naive_ratio": f"{naive.per_layer()[1] / mla_n:.1f}",
+    }
+
+
+def speed_numbers(speed: kv_cache.DecodeSpeed) -> dict[str, str]:
+    """The measured medians of :func:`attn_core.kv_cache.decode_speed` as the page's speed sentence shows them."""
+    return {
+        "c": f"{speed.cached_s * 1e3:.3g}",
+        "r": f"{speed.recompute_s * 1e3:.3g}",
+        "x": f"{speed.ratio:.3g}",
+        "y": f"{1 / speed.ratio:.3g}" if speed.ratio > 0 else "–",
+        "s": f"{speed.max_context:,}",
+    }
+
+
 def decode_shape(preset: ModelPreset | None, n_heads: int, n_kv_heads: int, head_dim: int) -> tuple[int, int, int]:
     """(query heads, KV heads, head dim) the live decode runs.
 
     A preset's own shape (the numbers given are then ignored), or for an MLA
-    model its MHA equivalent with values of ``v_head_dim``; without a preset the numbers given.
+    model the MHA row of its comparison (:func:`~attn_core.memory.cache_layouts`:
+    ``n_heads`` heads of the paper's d_h); without a preset the numbers given.
     """
     if preset is None:
         return n_heads, n_kv_heads, head_dim
     if preset.is_mla:
-        return preset.n_heads, preset.n_heads, preset.v_head_dim
+        mha = preset_layouts(preset)[0]  # the table's MHA row: keys of d_h, values of d_h
+        return preset.n_heads, mha.n_kv_heads, mha.k_dim
     return preset.n_heads, preset.n_kv_heads, preset.head_dim
 
 
@@ -879,7 +955,7 @@ def kv_cache_views(
     seq_len = check_int("seq_len", seq_len, 1, MAX_CALC_SEQ_LEN)
     dtype_bits(dtype)
     if y_scale not in Y_SCALES:
-        raise ConfigError(f"y_scale '{y_scale}' is not known; use one of: {', '.join(Y_SCALES)}", "y_scale")
+        raise unknown_choice("y_scale", y_scale, Y_SCALES)
     weights = stacked_weights(preset, weights_dtype) if stack_weights else None
     device_bytes, device_label = device_memory(device, device_gib, style)
     model_name = preset.name if preset is not None else style.t("opt.model.custom")
@@ -918,7 +994,12 @@ def kv_cache_views(
     dec_batch = check_int("dec_batch", dec_batch, 1, kv_cache.MAX_DECODE_BATCH)
     if dec_dtype not in kv_cache.DECODE_DTYPES:
         raise ConfigError(
-            f"dec_dtype {dec_dtype!r} is not supported; use one of: {', '.join(kv_cache.DECODE_DTYPES)}", "dec_dtype"
+            f"dec_dtype {dec_dtype!r} is not supported; use one of: {', '.join(kv_cache.DECODE_DTYPES)}",
+            "dec_dtype",
+            "kv_unknown_choice",
+            name="dec_dtype",
+            value=repr(dec_dtype),
+            options=", ".join(kv_cache.DECODE_DTYPES),
         )
     shape = dict(n_layers=dec_layers, batch=dec_batch, dtype=dec_dtype, seed=seed)
     if decode:

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -44,14 +45,27 @@ MAX_DECODE_STEPS = 2048
 MAX_PROMPT_LEN = 512
 
 
+def _unsupported_dtype(dtype: object) -> ConfigError:
+    shown = str(dtype) if isinstance(dtype, torch.dtype) else repr(dtype)
+    options = ", ".join(DECODE_DTYPES)
+    return ConfigError(
+        f"cache dtype {shown} is not supported; use one of: {options}",
+        "dtype",
+        "kv_unknown_choice",
+        name="dtype",
+        value=shown,
+        options=options,
+    )
+
+
 def torch_dtype(dtype: str | torch.dtype) -> torch.dtype:
     """``fp32``/``fp16``/``bf16`` (or the torch dtype itself) as a torch dtype."""
     if isinstance(dtype, torch.dtype):
         if dtype not in TORCH_DTYPES.values():
-            raise ConfigError(f"cache dtype {dtype} is not supported; use one of: {', '.join(DECODE_DTYPES)}", "dtype")
+            raise _unsupported_dtype(dtype)
         return dtype
     if dtype not in TORCH_DTYPES:
-        raise ConfigError(f"cache dtype {dtype!r} is not supported; use one of: {', '.join(DECODE_DTYPES)}", "dtype")
+        raise _unsupported_dtype(dtype)
     return TORCH_DTYPES[dtype]
 
 
@@ -60,7 +74,7 @@ def dtype_name(dtype: torch.dtype) -> str:
     for name, value in TORCH_DTYPES.items():
         if value == dtype:
             return name
-    raise ConfigError(f"cache dtype {dtype} is not supported; use one of: {', '.join(DECODE_DTYPES)}", "dtype")
+    raise _unsupported_dtype(dtype)
 
 
 # ---------------------------------------------------------------- the cache
@@ -100,13 +114,23 @@ class KVCache:
         want = (self.batch, self.n_kv_heads, self.head_dim)
         for name, x in (("k", k), ("v", v)):
             if x.dim() != 4 or (x.shape[0], x.shape[1], x.shape[3]) != want:
+                holds = f"[{self.batch}, {self.n_kv_heads}, T, {self.head_dim}]"
                 raise ConfigError(
-                    f"{name} has shape {list(x.shape)}; this cache holds [B, H_kv, T, D] = "
-                    f"[{self.batch}, {self.n_kv_heads}, T, {self.head_dim}]",
+                    f"{name} has shape {list(x.shape)}; this cache holds [B, H_kv, T, D] = {holds}",
                     "shape",
+                    "kv_cache_shape",
+                    name=name,
+                    shape=str(list(x.shape)),
+                    holds=holds,
                 )
         if k.shape[2] != v.shape[2]:
-            raise ConfigError(f"k has {k.shape[2]} positions but v has {v.shape[2]}", "shape")
+            raise ConfigError(
+                f"k has {k.shape[2]} positions but v has {v.shape[2]}",
+                "shape",
+                "kv_cache_positions",
+                k=k.shape[2],
+                v=v.shape[2],
+            )
         t = k.shape[2]
         end = self.length + t
         if end > self.max_seq_len:
@@ -114,6 +138,11 @@ class KVCache:
                 f"the cache holds {self.max_seq_len} positions; appending {t} to {self.length} would need {end}. "
                 "Allocate it with a larger max_seq_len",
                 "max_seq_len",
+                "kv_cache_full",
+                max=self.max_seq_len,
+                t=t,
+                length=self.length,
+                end=end,
             )
         self.k[:, :, self.length : end].copy_(k)
         self.v[:, :, self.length : end].copy_(v)
@@ -170,6 +199,10 @@ class DecodeConfig:
         """K/V heads the cache really holds."""
         return self.n_heads if self.cache_after_repeat else self.n_kv_heads
 
+    def cache_shape(self, max_seq_len: int) -> tuple[int, int, int, int]:
+        """Shape ``[B, heads held, S_max, D]`` of each layer's K and V buffer (n_heads heads after repeat_kv)."""
+        return (self.batch, self.cache_heads, max_seq_len, self.head_dim)
+
     def validate(self) -> DecodeConfig:
         check_int("n_heads", self.n_heads, 1, MAX_DECODE_HEADS)
         check_int("n_kv_heads", self.n_kv_heads, 1, MAX_DECODE_HEADS)
@@ -178,7 +211,12 @@ class DecodeConfig:
         check_int("n_layers", self.n_layers, 1, MAX_DECODE_LAYERS)
         check_int("d_model", self.d_model, 2, 4096)
         if self.d_model % 2:
-            raise ConfigError(f"d_model ({self.d_model}) must be even (sinusoidal positions)", "d_model")
+            raise ConfigError(
+                f"d_model ({self.d_model}) must be even (sinusoidal positions)",
+                "d_model",
+                "kv_d_model_even",
+                d_model=self.d_model,
+            )
         check_int("vocab", self.vocab, 2, 65536)
         check_int("batch", self.batch, 1, MAX_DECODE_BATCH)
         check_int("seed", self.seed, 0, 2**31 - 1)
@@ -274,7 +312,13 @@ class TinyDecoder(nn.Module):
     def forward(self, tokens: torch.Tensor, caches: list[KVCache] | None = None, start: int = 0) -> torch.Tensor:
         if caches is not None:
             if len(caches) != self.cfg.n_layers:
-                raise ConfigError(f"need {self.cfg.n_layers} caches, got {len(caches)}", "caches")
+                raise ConfigError(
+                    f"need {self.cfg.n_layers} caches, got {len(caches)}",
+                    "caches",
+                    "kv_n_caches",
+                    want=self.cfg.n_layers,
+                    got=len(caches),
+                )
             start = caches[0].length
         b, t = tokens.shape
         x = self.embed(tokens) + sinusoidal_positions(start, t, self.cfg.d_model, tokens.device)  # (B, T, d)
@@ -445,18 +489,32 @@ def _timed_step(model: TinyDecoder, tokens: torch.Tensor, caches: list[KVCache] 
         return nxt.cpu(), dt
 
 
-def _warm_up(model: TinyDecoder, prompt: torch.Tensor) -> None:
-    """Run a prefill, a cached step and a full pass once, on a throwaway cache.
+def _warm_up(model: TinyDecoder, prompt: torch.Tensor, recompute: bool) -> None:
+    """Run every kind of measured step once at the real prompt length, on throwaway caches.
 
-    Libraries allocate persistent workspaces (cuBLAS, cuBLASLt) on their first
-    call of each kind; doing that here keeps them out of what is measured later.
+    The prefill of the whole prompt and two cached one-token steps, and with
+    ``recompute`` full passes over the prompt and the prompt plus one token.
+    First calls pay one-off costs (kernel selection, thread pools, cuBLAS
+    workspaces); doing them here keeps them out of both measured paths alike.
     """
-    scratch = model.new_caches(3)
-    _timed_step(model, prompt[:, :2], scratch)
-    _timed_step(model, prompt[:, :1], scratch)
-    _timed_step(model, prompt[:, :3], None)
+    scratch = model.new_caches(prompt.shape[1] + 2)
+    nxt, _ = _timed_step(model, prompt, scratch)
+    nxt2, _ = _timed_step(model, nxt[:, None], scratch)
+    _timed_step(model, nxt2[:, None], scratch)
+    if recompute:
+        _timed_step(model, prompt, None)
+        _timed_step(model, torch.cat([prompt, nxt[:, None]], dim=1), None)
     del scratch
     _sync(next(model.parameters()).device)
+
+
+def _cached_step(
+    model: TinyDecoder, step_input: torch.Tensor, caches: list[KVCache], start: int
+) -> tuple[torch.Tensor, float]:
+    """One timed step with the cache rewound to ``start`` positions (a repeat rewrites the same positions)."""
+    for c in caches:
+        c.length = start
+    return _timed_step(model, step_input, caches)
 
 
 def generate_cached(
@@ -471,17 +529,13 @@ def generate_cached(
     positions with the same values) and the best time is reported.
     """
     check_int("repeats", repeats, 1, 20)
-    b, p = prompt.shape
-    caches = caches if caches is not None else model.new_caches(p + n_new - 1)
+    caches = caches if caches is not None else model.new_caches(prompt.shape[1] + n_new - 1)
     step_input = prompt.cpu()
     for _ in range(n_new):
-        start, best = caches[0].length, math.inf
-        for _ in range(repeats):
-            for c in caches:
-                c.length = start
-            nxt, dt = _timed_step(model, step_input, caches)
-            best = min(best, dt)
-        yield nxt, caches, best
+        start = caches[0].length
+        timings = [_cached_step(model, step_input, caches, start) for _ in range(repeats)]
+        nxt = timings[-1][0]
+        yield nxt, caches, min(t for _, t in timings)
         step_input = nxt[:, None]  # (B, 1)
 
 
@@ -541,19 +595,31 @@ def run_decode(
 def _decode_steps(
     cfg: DecodeConfig, prompt_len: int, n_new: int, dev: torch.device, recompute: bool, repeats: int
 ) -> Iterator[DecodeStep]:
+    """The steps of :func:`run_decode`: both paths warmed up, then timed alike, their runs interleaved.
+
+    Each step runs the cached step and (with ``recompute``) the full pass in
+    turn, ``repeats`` times, and keeps each one's best time, so a burst of load
+    from elsewhere on the machine slows both, not one of them.
+    """
+    check_int("repeats", repeats, 1, 20)
     model = TinyDecoder(cfg).to(dev)
     prompt = make_prompt(cfg, prompt_len)
-    _warm_up(model, prompt)
+    _warm_up(model, prompt, recompute)
     before = _cuda_allocated(dev)
     caches = model.new_caches(prompt_len + n_new - 1, dev)
-    cached = generate_cached(model, prompt, n_new, caches, repeats)
-    plain = generate_recompute(model, prompt, n_new, repeats) if recompute else None
     allocated = sum(c.nbytes_allocated for c in caches)
+    step_input, seq = prompt, prompt  # (B, 1) or the prompt; the no-cache path's whole sequence (B, T)
     for step in range(1, n_new + 1):
-        tok, _, dt = next(cached)
+        start = caches[0].length
+        best, best_r, tok_r = math.inf, math.inf, None
+        for _ in range(repeats):
+            tok, dt = _cached_step(model, step_input, caches, start)
+            best = min(best, dt)
+            if recompute:
+                tok_r, dt_r = _timed_step(model, seq, None)  # every key and value of the sequence again
+                best_r = min(best_r, dt_r)
         after = _cuda_allocated(dev)
         seq_len = caches[0].length
-        tok_r, dt_r = next(plain) if plain is not None else (None, None)
         yield DecodeStep(
             step=step,
             seq_len=seq_len,
@@ -564,9 +630,62 @@ def _decode_steps(
             correct_bytes=kv_cache_bytes(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, seq_len, cfg.batch, cfg.dtype),
             allocated_bytes=allocated,
             cuda_bytes=None if after is None or before is None else after - before,
-            time_cached_s=dt,
-            time_recompute_s=dt_r,
+            time_cached_s=best,
+            time_recompute_s=best_r if recompute else None,
         )
+        step_input = tok[:, None]  # (B, 1)
+        if tok_r is not None:
+            seq = torch.cat([seq, tok_r[:, None]], dim=1)  # (B, T + 1)
+
+
+#: A path counts as faster only when its median step is at least this many times quicker.
+SPEED_MARGIN = 1.1
+
+
+@dataclass(frozen=True)
+class DecodeSpeed:
+    """Median seconds per generated token after the prefill, with the cache and recomputing, over ``n`` steps.
+
+    ``verdict`` is ``faster`` when the cached median is at least :data:`SPEED_MARGIN`
+    times quicker, ``slower`` when it is that much slower, else ``similar``.
+    ``max_context`` is the most tokens a step recomputed.
+    """
+
+    n: int
+    first_step: int
+    last_step: int
+    cached_s: float
+    recompute_s: float
+    max_context: int
+
+    @property
+    def ratio(self) -> float:
+        """Recompute median / cached median: above 1 the cache is faster."""
+        return self.recompute_s / self.cached_s if self.cached_s > 0 else math.inf
+
+    @property
+    def verdict(self) -> str:
+        if self.ratio >= SPEED_MARGIN:
+            return "faster"
+        return "slower" if self.ratio <= 1 / SPEED_MARGIN else "similar"
+
+
+def decode_speed(steps: Sequence[DecodeStep]) -> DecodeSpeed | None:
+    """The two paths compared on the generated steps after the prefill (step 1 feeds both the same prompt).
+
+    ``None`` without recompute times or without a step after the prefill.
+    """
+    after = [s for s in steps if s.step > 1 and s.time_recompute_s is not None]
+    if not after:
+        return None
+    return DecodeSpeed(
+        n=len(after),
+        first_step=after[0].step,
+        last_step=after[-1].step,
+        cached_s=statistics.median(s.time_cached_s for s in after),
+        recompute_s=statistics.median(s.time_recompute_s for s in after),
+        max_context=max(s.seq_len for s in after),
+    )
 
 
 # ---------------------------------------------------------------- prefill against decode
@@ -622,7 +741,10 @@ def _time_phases(cfg: DecodeConfig, n_tokens: int, dev: torch.device, repeats: i
     prompt = make_prompt(cfg, n_tokens).to(dev)
     best_p = best_d = math.inf
     with torch.inference_mode():
-        model(prompt[:, :2])  # warm-up
+        scratch = model.new_caches(n_tokens + 1)  # warm-up: one prefill and one decode step, as both are timed
+        model(prompt, scratch)
+        model(prompt[:, -1:], scratch)
+        del scratch
         for _ in range(repeats):
             caches = model.new_caches(n_tokens, dev)
             _sync(dev)

@@ -13,6 +13,14 @@ elements per token and layer, shared by all heads:
 
     n_layers x batch x seq_len x (kv_lora_rank + qk_rope_head_dim)  elements.
 
+An MLA model is compared, as in the DeepSeek-V2 paper (arXiv 2405.04434,
+Table 1), with MHA at its per-head dimension d_h (``qk_nope_head_dim`` for
+keys, ``v_head_dim`` for values, 128 for DeepSeek-V2/V3): 2 x n_heads x d_h
+elements per token and layer. Decompressing the latent and caching every
+head's key (``qk_nope_head_dim + qk_rope_head_dim``) and value
+(``v_head_dim``) instead is a naive implementation of MLA
+(``CacheLayout`` kind ``MLA-naive``), larger than that MHA.
+
 Every function here works on Python integers, so results are exact: no float
 rounding even at a million tokens. ``int4`` stores two elements per byte; a
 tensor with an odd element count needs one more, partly used, byte.
@@ -21,6 +29,7 @@ tensor with an odd element count needs one more, partly used, byte.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -43,11 +52,24 @@ MAX_CALC_BATCH = 4096
 BINARY_UNITS: tuple[str, ...] = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 
 
+def unknown_choice(name: str, value: object, options: Sequence[str]) -> ConfigError:
+    """The error for a value outside a fixed list (catalog key ``kv_unknown_choice``)."""
+    listed = ", ".join(options)
+    return ConfigError(
+        f"{name} {value!r} is not known; use one of: {listed}",
+        name,
+        "kv_unknown_choice",
+        name=name,
+        value=repr(value),
+        options=listed,
+    )
+
+
 # ---------------------------------------------------------------- dtypes and elements
 def dtype_bits(dtype: str) -> int:
     """Bits per stored element of ``dtype`` (one of :data:`DTYPES`)."""
     if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
-        raise ConfigError(f"dtype {dtype!r} is not known; use one of: {', '.join(DTYPES)}", "dtype")
+        raise unknown_choice("dtype", dtype, DTYPES)
     return DTYPE_BITS[dtype]
 
 
@@ -153,20 +175,18 @@ def max_context(
     K/V cache, or ``kv_lora_rank`` and ``rope_head_dim`` for an MLA cache.
     The answer ``S`` satisfies ``bytes(S) <= budget_bytes < bytes(S + 1)`` exactly.
     """
-    if isinstance(budget_bytes, bool) or not isinstance(budget_bytes, int):
-        if isinstance(budget_bytes, float) and budget_bytes.is_integer():
-            budget_bytes = int(budget_bytes)
-        else:
-            raise ConfigError(f"budget_bytes must be a whole number of bytes, got {budget_bytes!r}", "budget_bytes")
-    if budget_bytes < 0:
-        raise ConfigError(f"budget_bytes ({budget_bytes}) must be at least 0", "budget_bytes")
+    budget_bytes = check_int("budget_bytes", budget_bytes, 0)
     batch = check_int("batch", batch, 1, MAX_CALC_BATCH)
     if kv_lora_rank is not None:
         per_token = mla_elements_per_token(n_layers, kv_lora_rank, rope_head_dim or 0)
     elif n_kv_heads is not None and head_dim is not None:
         per_token = kv_elements_per_token(n_layers, n_kv_heads, head_dim, v_head_dim)
     else:
-        raise ConfigError("max_context needs n_kv_heads and head_dim, or kv_lora_rank and rope_head_dim", "n_kv_heads")
+        raise ConfigError(
+            "max_context needs n_kv_heads and head_dim, or kv_lora_rank and rope_head_dim",
+            "n_kv_heads",
+            "kv_max_context_args",
+        )
     # bytes(S) = ceil(per_token * batch * S * bits / 8) <= budget  <=>  per_token * batch * S * bits <= 8 * budget
     return (8 * budget_bytes) // (per_token * batch * dtype_bits(dtype))
 
@@ -276,9 +296,11 @@ class ModelPreset:
     """Attention shape of a real model, as in its official configuration.
 
     ``head_dim`` is the per-head key width and ``v_head_dim`` the value width
-    (equal except for MLA models, whose MHA equivalent has keys of
-    ``qk_nope_head_dim + qk_rope_head_dim`` and values of ``v_head_dim``).
-    ``n_params`` counts every stored parameter once (tied embeddings once).
+    (equal except for MLA models, where ``head_dim`` is the decompressed key
+    ``qk_nope_head_dim + qk_rope_head_dim`` and ``n_kv_heads`` equals
+    ``n_heads``, as in their config). ``n_params`` counts every stored
+    parameter once (tied embeddings once). ``paper`` links the paper an MLA
+    model's comparison follows.
     """
 
     id: str
@@ -296,6 +318,7 @@ class ModelPreset:
     qk_rope_head_dim: int | None = None
     qk_nope_head_dim: int | None = None
     sliding_window: int | None = None
+    paper: str | None = None
 
     @property
     def is_mla(self) -> bool:
@@ -313,33 +336,49 @@ class ModelPreset:
     def validate(self) -> ModelPreset:
         """Check every field; return ``self`` or raise :class:`ConfigError` naming the preset and field."""
         try:
-            check_int("n_layers", self.n_layers, 1, MAX_CALC_LAYERS)
-            check_int("hidden_size", self.hidden_size, 1)
-            check_int("n_heads", self.n_heads, 1, MAX_CALC_HEADS)
-            check_int("n_kv_heads", self.n_kv_heads, 1, MAX_CALC_HEADS)
-            check_kv_heads(self.n_heads, self.n_kv_heads)
-            check_int("head_dim", self.head_dim, 1, MAX_CALC_HEAD_DIM)
-            check_int("v_head_dim", self.v_head_dim, 1, MAX_CALC_HEAD_DIM)
-            check_int("max_positions", self.max_positions, 1)
-            if self.n_params is not None:
-                check_int("n_params", self.n_params, 1)
-            if self.is_mla:
-                check_int("kv_lora_rank", self.kv_lora_rank, 1)
-                check_int("qk_rope_head_dim", self.qk_rope_head_dim, 1)
-                check_int("qk_nope_head_dim", self.qk_nope_head_dim, 1)
-                if self.head_dim != self.qk_nope_head_dim + self.qk_rope_head_dim:
-                    raise ConfigError(
-                        f"head_dim ({self.head_dim}) must be qk_nope_head_dim + qk_rope_head_dim "
-                        f"({self.qk_nope_head_dim} + {self.qk_rope_head_dim}) for an MLA model",
-                        "head_dim",
-                    )
-            elif self.v_head_dim != self.head_dim:
-                raise ConfigError("v_head_dim must equal head_dim unless the model uses MLA", "v_head_dim")
-            if not self.source.startswith("https://"):
-                raise ConfigError("source must be an https:// link to the official config or paper", "source")
+            self._check()
         except ConfigError as exc:
-            raise ConfigError(f"preset {self.id}: {exc}", exc.field) from exc
+            raise ConfigError(
+                f"preset {self.id}: {exc}", exc.field, "kv_preset_invalid", id=self.id, detail=str(exc)
+            ) from exc
         return self
+
+    def _check(self) -> None:
+        check_int("n_layers", self.n_layers, 1, MAX_CALC_LAYERS)
+        check_int("hidden_size", self.hidden_size, 1)
+        check_int("n_heads", self.n_heads, 1, MAX_CALC_HEADS)
+        check_int("n_kv_heads", self.n_kv_heads, 1, MAX_CALC_HEADS)
+        check_kv_heads(self.n_heads, self.n_kv_heads)
+        check_int("head_dim", self.head_dim, 1, MAX_CALC_HEAD_DIM)
+        check_int("v_head_dim", self.v_head_dim, 1, MAX_CALC_HEAD_DIM)
+        check_int("max_positions", self.max_positions, 1)
+        if self.n_params is not None:
+            check_int("n_params", self.n_params, 1)
+        if self.is_mla:
+            check_int("kv_lora_rank", self.kv_lora_rank, 1)
+            check_int("qk_rope_head_dim", self.qk_rope_head_dim, 1)
+            check_int("qk_nope_head_dim", self.qk_nope_head_dim, 1)
+            if self.head_dim != self.qk_nope_head_dim + self.qk_rope_head_dim or self.n_kv_heads != self.n_heads:
+                raise ConfigError(
+                    f"an MLA model needs head_dim = qk_nope_head_dim + qk_rope_head_dim "
+                    f"({self.qk_nope_head_dim} + {self.qk_rope_head_dim}) and n_kv_heads = n_heads ({self.n_heads}); "
+                    f"got head_dim {self.head_dim}, n_kv_heads {self.n_kv_heads}",
+                    "head_dim",
+                    "kv_preset_mla_shape",
+                )
+        elif self.v_head_dim != self.head_dim:
+            raise ConfigError(
+                "v_head_dim must equal head_dim unless the model uses MLA", "v_head_dim", "kv_preset_v_dim"
+            )
+        for name in ("source", "paper"):
+            link = getattr(self, name)
+            if (name == "source" or link is not None) and not str(link).startswith("https://"):
+                raise ConfigError(
+                    f"{name} must be an https:// link to the official config or paper",
+                    name,
+                    "kv_preset_link",
+                    name=name,
+                )
 
 
 @lru_cache(maxsize=4)
@@ -347,21 +386,24 @@ def _load(path: str) -> tuple[ModelPreset, ...]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"cannot read the model presets from {path}: {exc}", "presets") from exc
+        raise ConfigError(
+            f"cannot read the model presets from {path}: {exc}", "presets", "kv_preset_read", path=path, detail=str(exc)
+        ) from exc
     known = set(ModelPreset.__dataclass_fields__)
     out = []
     for raw in data.get("presets", []):
         fields = {k: v for k, v in raw.items() if k in known}
         if "v_head_dim" not in fields and "head_dim" in fields:
             fields["v_head_dim"] = fields["head_dim"]
+        pid = raw.get("id", "?")
         try:
             preset = ModelPreset(**fields)
         except TypeError as exc:
-            raise ConfigError(f"preset {raw.get('id', '?')}: {exc}", "presets") from exc
+            raise ConfigError(f"preset {pid}: {exc}", "presets", "kv_preset_invalid", id=pid, detail=str(exc)) from exc
         out.append(preset.validate())
     ids = [p.id for p in out]
     if len(set(ids)) != len(ids):
-        raise ConfigError("model preset ids must be unique", "presets")
+        raise ConfigError("model preset ids must be unique", "presets", "kv_preset_ids")
     return tuple(out)
 
 
@@ -373,11 +415,13 @@ def load_presets(path: str | Path | None = None) -> dict[str, ModelPreset]:
 # ---------------------------------------------------------------- cache layouts of one model
 @dataclass(frozen=True)
 class CacheLayout:
-    """One way to cache a model's keys and values: MHA, GQA, MQA or MLA.
+    """One way to cache a model's keys and values: MHA, GQA, MQA, MLA, or MLA decompressed per head.
 
-    ``kind`` names it; ``n_kv_heads``, ``k_dim``, ``v_dim`` describe a K/V cache
-    (``kv_lora_rank`` and ``rope_dim`` an MLA cache); ``native`` marks the
-    layout the model really uses.
+    ``kind`` names it (``MHA``, ``GQA``, ``MQA``, ``MLA-naive`` or ``MLA``); ``n_kv_heads``, ``k_dim``,
+    ``v_dim`` describe a K/V cache (``kv_lora_rank`` and ``rope_dim`` an MLA
+    cache); ``native`` marks the layout the model really uses. ``MLA-naive``
+    is a K/V cache: every head's decompressed key (``k_dim`` = nope + rope)
+    and value.
     """
 
     kind: str
@@ -391,13 +435,27 @@ class CacheLayout:
 
     @property
     def label(self) -> str:
-        """``MHA`` / ``GQA-8`` / ``MQA`` / ``MLA``: the kind with the KV-head count for GQA."""
+        """``MHA`` / ``GQA-8`` / ``MQA`` / ``MLA-naive`` / ``MLA``: the kind with the KV-head count for GQA."""
         return f"GQA-{self.n_kv_heads}" if self.kind == "GQA" else self.kind
 
     def elements_per_token(self) -> int:
+        """Cached elements per token and sequence, all layers."""
         if self.kind == "MLA":
             return mla_elements_per_token(self.n_layers, self.kv_lora_rank, self.rope_dim)
         return kv_elements_per_token(self.n_layers, self.n_kv_heads, self.k_dim, self.v_dim)
+
+    def per_layer(self) -> tuple[str, int]:
+        """(formula, value) of the elements cached per token and layer, e.g. ``("2 × 8 × 128", 2048)``.
+
+        ``2 × H_kv × d`` when keys and values are equally wide, ``H_kv × (d_k + d_v)``
+        otherwise, ``d_c + d_R`` for MLA.
+        """
+        if self.kind == "MLA":
+            return f"{_n(self.kv_lora_rank)} + {_n(self.rope_dim)}", self.kv_lora_rank + self.rope_dim
+        value = self.n_kv_heads * (self.k_dim + self.v_dim)
+        if self.k_dim == self.v_dim:
+            return f"2 × {_n(self.n_kv_heads)} × {_n(self.k_dim)}", value
+        return f"{_n(self.n_kv_heads)} × ({_n(self.k_dim)} + {_n(self.v_dim)})", value
 
     def bytes(self, seq_len: int, batch: int = 1, dtype: str = "fp16") -> int:
         """Exact cache bytes for ``seq_len`` tokens and ``batch`` sequences."""
@@ -437,24 +495,40 @@ def cache_layouts(
     kv_lora_rank: int | None = None,
     rope_dim: int | None = None,
 ) -> list[CacheLayout]:
-    """The layouts to compare for one model, in the order MHA, (this) GQA, MQA, (this) MLA.
+    """The layouts to compare for one model, in the order MHA, (this) GQA, MQA, MLA-naive, (this) MLA.
 
     MHA keeps ``n_heads`` K/V heads, MQA one, GQA the model's own ``n_kv_heads``
-    (listed only when it lies strictly between). With ``kv_lora_rank`` the model
-    uses MLA, and its MHA/MQA lines use keys of ``head_dim`` and values of
-    ``v_head_dim``, the per-head widths it would cache without the latent.
+    (listed only when it lies strictly between). With ``kv_lora_rank`` the
+    model uses MLA and ``head_dim`` is its decompressed key width (nope + rope,
+    192 for DeepSeek-V3): then MHA and MQA use keys of ``head_dim - rope_dim``
+    and values of ``v_head_dim`` (the paper's d_h, as in DeepSeek-V2 Table 1),
+    and ``MLA-naive`` keeps ``n_heads`` keys of ``head_dim`` and values of
+    ``v_head_dim`` (the latent decompressed and cached per head).
     """
     check_int("n_heads", n_heads, 1, MAX_CALC_HEADS)
     check_int("n_kv_heads", n_kv_heads, 1, MAX_CALC_HEADS)
     check_kv_heads(n_heads, n_kv_heads)
     v_dim = head_dim if v_head_dim is None else v_head_dim
     mla = kv_lora_rank is not None
-    out = [CacheLayout("MHA", n_layers, n_heads, head_dim, v_dim, native=not mla and n_kv_heads == n_heads)]
-    if 1 < n_kv_heads < n_heads and not mla:
-        out.append(CacheLayout("GQA", n_layers, n_kv_heads, head_dim, v_dim, native=True))
-    if n_heads > 1:
-        out.append(CacheLayout("MQA", n_layers, 1, head_dim, v_dim, native=not mla and n_kv_heads == 1))
+    k_dim = head_dim
     if mla:
+        rope = check_int("rope_dim", rope_dim or 0, 0, MAX_CALC_HEAD_DIM)
+        k_dim = check_int("head_dim", head_dim, 1, MAX_CALC_HEAD_DIM) - rope
+        if k_dim < 1:
+            raise ConfigError(
+                f"head_dim ({head_dim}) must be larger than rope_dim ({rope}) for MLA",
+                "head_dim",
+                "kv_mla_rope",
+                head_dim=head_dim,
+                rope=rope,
+            )
+    out = [CacheLayout("MHA", n_layers, n_heads, k_dim, v_dim, native=not mla and n_kv_heads == n_heads)]
+    if 1 < n_kv_heads < n_heads and not mla:
+        out.append(CacheLayout("GQA", n_layers, n_kv_heads, k_dim, v_dim, native=True))
+    if n_heads > 1:
+        out.append(CacheLayout("MQA", n_layers, 1, k_dim, v_dim, native=not mla and n_kv_heads == 1))
+    if mla:
+        out.append(CacheLayout("MLA-naive", n_layers, n_heads, head_dim, v_dim))
         out.append(CacheLayout("MLA", n_layers, kv_lora_rank=kv_lora_rank, rope_dim=rope_dim or 0, native=True))
     for lay in out:
         lay.elements_per_token()  # validates the numbers

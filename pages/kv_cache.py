@@ -53,26 +53,24 @@ with c1:
     else:
         n_heads, n_kv_heads, head_dim, n_layers = preset.n_heads, preset.n_kv_heads, preset.head_dim, preset.n_layers
         model_name = preset.name
-        shape = ui.t(
-            "kvcache.preset_shape",
-            L=preset.n_layers,
-            d=f"{preset.hidden_size:,}",
-            h=preset.n_heads,
-            kv=preset.n_kv_heads,
-            dk=preset.head_dim,
-            max=f"{preset.max_positions:,}",
-            params=f"{preset.n_params:,}",
-        )
-        if preset.is_mla:
-            shape += " " + ui.t(
-                "kvcache.preset_mla",
-                r=preset.kv_lora_rank,
-                rope=preset.qk_rope_head_dim,
+        common = dict(L=preset.n_layers, d=f"{preset.hidden_size:,}", h=preset.n_heads, max=f"{preset.max_positions:,}")
+        common["params"] = f"{preset.n_params:,}"
+        if preset.is_mla:  # no KV heads: the latent and the RoPE key are shared by all heads
+            shape = ui.t(
+                "kvcache.preset_shape_mla",
+                **common,
                 nope=preset.qk_nope_head_dim,
+                rope=preset.qk_rope_head_dim,
                 dv=preset.v_head_dim,
+                r=preset.kv_lora_rank,
             )
+        else:
+            shape = ui.t("kvcache.preset_shape", **common, kv=preset.n_kv_heads, dk=preset.head_dim)
         st.markdown(shape)
-        st.caption(ui.t("kvcache.source", url=preset.source))
+        if preset.paper:
+            st.caption(ui.t("kvcache.source_paper", url=preset.source, paper=preset.paper))
+        else:
+            st.caption(ui.t("kvcache.source", url=preset.source))
 with c2:
     dtype = ui.choice("dtype", list(memory.DTYPES), "fp16", widget="select", help_key="help.dtype")
     batch = ui.int_slider("batch", 1, 256, 1, help_key="help.batch")
@@ -104,7 +102,6 @@ if resolved is None:
     st.stop()
 layouts = resolved[1]
 native = next(lay for lay in layouts if lay.native)
-mha = layouts[0]
 weights = fig_memory.stacked_weights(preset, weights_dtype) if stack and preset is not None else None
 tag = fig_memory.model_tag(model_id, n_heads, n_kv_heads, head_dim, n_layers)
 
@@ -120,9 +117,8 @@ symbolic, substituted = native.formula(seq_len, batch, dtype)
 m1, m2 = st.columns([1, 2.4], gap="large")
 with m1:
     st.metric(ui.t("kvcache.result_label", kind=native.label), memory.format_bytes(total))
-    st.markdown(
-        ui.t("kvcache.result_exact", exact=f"{total:,}", per_token=memory.format_bytes_exact(native.bytes(1, 1, dtype)))
-    )
+    per_token = memory.format_bytes_exact(native.bytes(1, 1, dtype))
+    st.markdown(ui.t(fig_memory.count_key("kvcache.result_exact", total), exact=f"{total:,}", per_token=per_token))
 with m2:
     st.latex(latex_formula(symbolic, substituted, total))
     b_text = memory.bytes_per_element_text(dtype)
@@ -172,15 +168,7 @@ if weights is not None:
             icon="⚠️",
         )
 if native.kind == "MLA":
-    ui.help_expander(
-        "kvcache.mla_help",
-        nope=preset.qk_nope_head_dim,
-        rope=preset.qk_rope_head_dim,
-        dv=preset.v_head_dim,
-        h=n_heads,
-        r=preset.kv_lora_rank,
-        ratio=f"{mha.elements_per_token() / native.elements_per_token():.1f}",
-    )
+    ui.help_expander("kvcache.mla_help", **fig_memory.mla_help_numbers(layouts, preset, style))
 
 # ---------------------------------------------------------------- 2. memory against sequence length
 st.subheader(ui.t("kvcache.chart_header"))
@@ -205,7 +193,7 @@ ui.help_expander("kvcache.chart_help")
 st.subheader(ui.t("kvcache.live_header"))
 dec_heads, dec_kv, dec_dim = fig_memory.decode_shape(preset, n_heads, n_kv_heads, head_dim)
 if native.kind == "MLA":
-    st.info(ui.t("kvcache.live_mla", model=model_name, h=dec_heads, d=dec_dim), icon="ℹ️")
+    st.info(ui.t("kvcache.live_mla", model=model_name, h=dec_heads, d=dec_dim), icon="ℹ️")  # the table's MHA row
 d1, d2, d3 = st.columns(3, gap="large")
 with d1:
     dec_layers = ui.int_slider("dec_layers", 1, kv_cache.MAX_DECODE_LAYERS, 2, help_key="help.dec_layers")
@@ -220,6 +208,16 @@ with d3:
 
 dec_shape = dict(n_layers=dec_layers, batch=dec_batch, dtype=dec_dtype, seed=ui.seed())
 dec_cfg = fig_memory.decode_config(preset, n_heads, n_kv_heads, head_dim, cache_after_repeat=dec_wrong, **dec_shape)
+buf_b, buf_h, buf_s, buf_d = dec_cfg.cache_shape(dec_prompt + dec_steps - 1)  # what the buffers really hold
+buffers = ui.t(
+    "kvcache.live_buffers_wrong" if dec_cfg.cache_heads != dec_cfg.n_kv_heads else "kvcache.live_buffers",
+    dtype=dec_dtype,
+    B=buf_b,
+    H=buf_h,
+    S=f"{buf_s:,}",
+    d=buf_d,
+    kv=dec_kv,
+)
 st.markdown(
     ui.t(
         "kvcache.live_intro",
@@ -231,8 +229,8 @@ st.markdown(
         p=dec_prompt,
         n=dec_steps,
         B=dec_batch,
-        dtype=dec_dtype,
         seed=ui.seed(),
+        buffers=buffers,
     )
 )
 if dec_wrong:
@@ -294,29 +292,33 @@ if state is not None:
         if state["params"] != params:
             st.caption(ui.t("kvcache.stale"))
         equal = all(s.cache_bytes == s.formula_bytes for s in steps)
-        msg = ui.t(
-            "kvcache.equal_yes" if equal else "kvcache.equal_no",
-            n=len(steps),
-            last=memory.format_bytes_exact(steps[-1].cache_bytes),
+        parts = [] if state["status"] != "stopped" else [ui.t("kvcache.stopped", i=len(steps), n=s_n)]
+        parts.append(
+            ui.t(
+                fig_memory.count_key("kvcache.equal_yes" if equal else "kvcache.equal_no", len(steps)),
+                n=len(steps),
+                last=memory.format_bytes_exact(steps[-1].cache_bytes),
+            )
         )
         if s_recompute:
             same = sum(s.token == s.token_recompute for s in steps)
-            msg += " " + ui.t("kvcache.same_tokens", same=same, n=len(steps))
-            msg += " " + ui.t(
-                "kvcache.speed",
-                cached=f"{sum(s.time_cached_s for s in steps) * 1e3:,.1f}",
-                recompute=f"{sum(s.time_recompute_s for s in steps) * 1e3:,.1f}",
-            )
+            parts.append(ui.t("kvcache.same_tokens", same=same, n=len(steps)))
+            speed = kv_cache.decode_speed(steps)
+            if speed is not None:  # the conclusion the measured medians support
+                parts.append(ui.t(f"kvcache.speed_{speed.verdict}", **fig_memory.speed_numbers(speed)))
         if steps[0].cuda_bytes is not None:
-            msg += " " + ui.t(
-                "kvcache.cuda_note",
-                alloc=memory.format_bytes_exact(steps[0].allocated_bytes),
-                grow=memory.format_bytes_exact(steps[-1].cuda_bytes),
+            parts.append(
+                ui.t(
+                    "kvcache.cuda_note",
+                    alloc=memory.format_bytes_exact(steps[0].allocated_bytes),
+                    grow=memory.format_bytes_exact(steps[-1].cuda_bytes),
+                )
             )
         else:
-            msg += " " + ui.t("kvcache.cpu_note", alloc=memory.format_bytes_exact(steps[0].allocated_bytes))
+            parts.append(ui.t("kvcache.cpu_note", alloc=memory.format_bytes_exact(steps[0].allocated_bytes)))
+        msg = ("" if ui.lang() == "zh" else " ").join(parts)  # Chinese sentences follow each other without a space
         if state["status"] == "stopped":
-            status_box.warning(ui.t("kvcache.stopped", i=len(steps), n=s_n) + " " + msg, icon=":material/stop_circle:")
+            status_box.warning(msg, icon=":material/stop_circle:")
         else:
             status_box.success(msg, icon=":material/check_circle:")
         dec_mem_view, dec_time_view = fig_memory.decode_views(steps, s_n, s_cfg, s_prompt, style=style)

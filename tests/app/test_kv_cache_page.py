@@ -1,5 +1,7 @@
 """AppTest: the KV-cache memory page: calculator, presets, formula, bad input, live decode, prefill against decode."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -33,8 +35,22 @@ def texts(at) -> str:
     return "\n".join(e.value for e in [*at.markdown, *at.caption, *at.warning, *at.info, *at.error, *at.success])
 
 
-def test_defaults_show_llama_7b_at_4096_tokens_as_2_gib(app_test):
+def test_defaults_open_on_a_gqa_model_so_the_comparison_has_a_gqa_row(app_test):
     at = app_test(PAGE)
+    no_exception(at)
+    assert not at.error and not at.warning
+    assert at.selectbox(key="model").value == "llama-3-8b"
+    table = at.dataframe[0].value
+    assert table.iloc[:, 0].tolist() == ["MHA", "GQA-8 (this model)", "MQA"]
+    assert table.iloc[:, 1].tolist() == ["2 × 32 × 128 = 8,192", "2 × 8 × 128 = 2,048", "2 × 1 × 128 = 256"]
+    # 2 x 32 layers x 8 KV heads x 4096 tokens x 128 x 2 bytes = 512 MiB, a quarter of MHA's, 8 times MQA's
+    assert metric(at) == "512 MiB" and table.iloc[:, 4].tolist() == ["2,147,483,648", "536,870,912", "67,108,864"]
+    assert table.iloc[:, 5].tolist() == ["1×", "1/4", "1/32"]
+    assert "query heads **32** · KV heads **8** · head_dim **128**" in texts(at)
+
+
+def test_llama_2_7b_at_4096_tokens_is_2_gib(app_test):
+    at = app_test(PAGE, query={"model": "llama-2-7b"})
     no_exception(at)
     assert not at.error and not at.warning
     assert metric(at) == "2.00 GiB"
@@ -63,31 +79,38 @@ def test_prefill_against_decode_is_measured_on_request(app_test):
     assert len(ms) == 2 and np.all(ms > 0)
     timing = at.session_state["kv_pd"]["timing"]
     assert timing.n_tokens == 8 and ms.tolist() == [timing.prefill_s * 1e3, timing.decode_s * 1e3]
-    assert "12 query heads, 12 KV heads, d_k = 64" in texts(at)
+    assert "query heads 12, KV heads 12, d_k = 64, layers 2" in texts(at)
     at.slider(key="pd_tokens").set_value(16).run()  # other settings: the old bars stay, marked as such
     assert "earlier settings" in texts(at)
 
 
 def test_preset_switch_updates_formula_result_and_chart(app_test):
-    at = app_test(PAGE)
+    at = app_test(PAGE, query={"model": "llama-2-7b"})  # from an MHA model (the default is Llama-3-8B)
     at.selectbox(key="model").set_value("llama-3-8b").run()
     no_exception(at)
     assert metric(at) == "512 MiB"
     assert r"2 \times 32 \times 1 \times 8 \times 4{,}096 \times 128 \times 2\,\mathrm{B}" in latex(at)
     x, y = line(memory_chart(at), "GQA-8")
     assert y[x == 8192][0] == kv_cache_bytes(32, 8, 128, 8192)
-    assert at.query_params["model"] in ("llama-3-8b", ["llama-3-8b"])  # the choice is in the link
     at.selectbox(key="model").set_value("deepseek-v3").run()
     no_exception(at)
+    assert at.query_params["model"] in ("deepseek-v3", ["deepseek-v3"])  # the choice is in the link
     want = mla_cache_bytes(61, 512, 64, 4096, dtype="fp16")
     assert r"61 \times 1 \times 4{,}096 \times (512 + 64) \times 2\,\mathrm{B}" in latex(at)
     assert f"{want:,}".replace(",", "{,}") in latex(at)
     assert "MLA is not simulated" in texts(at)
-    table = at.dataframe[0].value  # one text column mixing head counts and "d_c + d_R" (Arrow needs one type)
-    assert table.iloc[:, 1].tolist() == ["128", "1", "512 + 64"]
-    assert table.iloc[:, 5].tolist() == ["1×", f"1/{128:.4g}", f"1/{40960 / 576:.4g}"]
+    table = at.dataframe[0].value  # the KV heads (or d_c + d_R) inside the elements cached per token and layer
+    assert table.iloc[:, 1].tolist() == [
+        "2 × 128 × 128 = 32,768",
+        "2 × 1 × 128 = 256",
+        "128 × (192 + 128) = 40,960",
+        "512 + 64 = 576",
+    ]
+    # MHA is DeepSeek-V2's comparison, 2 x 128 heads x d_h 128 = 32,768 elements per token and layer
+    assert table.iloc[:, 5].tolist() == ["1×", f"1/{128:.4g}", "1.25×", f"1/{32768 / 576:.4g}"]
     names = [t.get("name", "") for t in memory_chart(at)["data"]]
     assert any(n.startswith("MLA (this model)") for n in names) and any(n.startswith("MHA") for n in names)
+    assert any(n.startswith("MLA decompressed, cached per head (naive) · ") for n in names)
     at.selectbox(key="model").set_value("falcon-7b").run()
     assert r"2 \times 32 \times 1 \times 1 \times 4{,}096 \times 64 \times 2" in latex(at)
     assert at.warning  # 4096 > Falcon-7B's 2048 positions: warned, still computed
@@ -95,7 +118,7 @@ def test_preset_switch_updates_formula_result_and_chart(app_test):
 
 
 def test_controls_change_the_numbers(app_test):
-    at = app_test(PAGE)
+    at = app_test(PAGE, query={"model": "llama-2-7b"})
     at.selectbox(key="dtype").set_value("int4").run()
     assert metric(at) == "512 MiB" and r"\times 0.5\,\mathrm{B}" in latex(at)
     at.slider(key="batch").set_value(8).run()
@@ -169,6 +192,8 @@ def test_live_decode_runs_to_completion_and_matches_the_formula(app_test):
     done = at.success[0].value
     assert "Measured cache = formula at every one of the 6 steps" in done
     assert "Same tokens with and without the cache: 6 of 6" in done
+    assert "Median time per generated token after the prefill" in done  # a conclusion from the measured medians
+    assert "per layer each [B, H_kv, S_max, d_k] = [1, 8, 9, 128]" in texts(at)  # 4 + 6 - 1 positions
     mem = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem")
     by_name = {t["name"]: t for t in mem["data"]}
     measured, formula = arr(by_name["measured (tensor sizes)"]["y"]), arr(by_name["formula 2·L·B·H·S·d_k·b"]["y"])
@@ -200,6 +225,9 @@ def test_repeat_kv_mistake_caches_n_rep_times_more(app_test):
         },
     )
     assert "32 heads instead of 8: 4× the memory" in texts(at)
+    # the buffers hold all 32 query heads' copies: [B, H, S_max, d_k] with S_max = 2 + 3 - 1
+    assert "per layer each [B, H, S_max, d_k] = [1, 32, 4, 128]: cached after repeat_kv" in texts(at)
+    assert "[B, H_kv, S_max, d_k]" not in texts(at)
     at.button(key="kv_run").click().run()
     no_exception(at)
     mem = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem")
@@ -238,8 +266,78 @@ def test_a_decode_the_device_cannot_hold_is_refused(app_test):
 
 
 def test_chinese_page(app_test):
-    at = app_test(PAGE, session={"lang": "zh"})
+    at = app_test(PAGE, query={"model": "llama-2-7b"}, session={"lang": "zh"})
     no_exception(at)
     assert at.title[0].value == "KV 缓存的显存占用"
     assert metric(at) == "2.00 GiB"
-    assert memory_chart(at)["layout"]["xaxis"]["title"]["text"] == "序列长度 S（token，对数刻度）"
+    assert (
+        memory_chart(at)["layout"]["xaxis"]["title"]["text"]
+        == "序列长度 S（词元数，对数刻度；K = 1,024，M = 1,048,576）"
+    )
+
+
+def test_mla_model_line_and_help_follow_the_deepseek_v2_paper(app_test):
+    at = app_test(PAGE, query={"model": "deepseek-v2-lite"})
+    no_exception(at)
+    line = at.markdown[0].value
+    assert "KV heads" not in line and "head_dim" not in line  # no "16 KV heads · head_dim 192"
+    assert "attention heads **16**, each with a key of 128 + 64 (RoPE) and a value of 128" in line
+    assert "one latent c_KV of **512** and one RoPE key of **64**" in line
+    assert "https://arxiv.org/abs/2405.04434" in texts(at)
+    # 2 x 16 x 128 = 4,096 against 512 + 64 = 576: 7.1x (the naive per-head cache: 16 x 320 = 5,120, 8.9x)
+    assert "2 × 16 × 128 = 4,096 elements per token and layer, **7.1×** the MLA cache" in texts(at)
+    assert "16 × (192 + 128) = 5,120 elements per token and layer, 8.9× the MLA cache" in texts(at)
+    assert "16 heads of d_h = 128" in at.info[0].value  # the live decode runs the table's MHA row
+
+
+def injected(cached_ms: float, recompute_ms: float, n: int = 6) -> dict:
+    """A finished decode of llama-3-8b's shape with the given per-step times, as the page keeps it."""
+    cfg = DecodeConfig(n_heads=32, n_kv_heads=8, head_dim=128, n_layers=2, dtype="fp16", seed=0)
+    steps = list(run_decode(cfg, 4, n, recompute=True))
+    steps = [dataclasses.replace(s, time_cached_s=cached_ms / 1e3, time_recompute_s=recompute_ms / 1e3) for s in steps]
+    return {"params": (cfg, 4, n, True, "cpu"), "steps": steps, "status": "done", "error": None}
+
+
+@pytest.mark.parametrize(
+    ("cached", "recompute", "needles", "absent"),
+    [
+        (1.0, 3.0, ["**1 ms** with the cache, **3 ms** recomputing", "the cache was **3× faster**"], "overhead"),
+        (2.0, 2.1, ["about the same (1.05×)", "mostly fixed overhead", "takes 2 ms"], "faster"),
+        # the issue's case: a tiny model at ~20 tokens, the cache slower: the page says why
+        (3.8, 1.6, ["the cache took **2.38× as long**", "mostly fixed overhead", "at most 9 tokens"], "faster"),
+    ],
+)
+def test_the_speed_sentence_follows_the_measured_medians(app_test, cached, recompute, needles, absent):
+    at = app_test(PAGE, query={"dec_steps": "6", "dec_prompt": "4"}, session={"kv_decode": injected(cached, recompute)})
+    no_exception(at)
+    done = at.success[0].value
+    assert all(n in done for n in needles), done
+    assert absent not in done
+
+
+def test_a_count_of_one_is_singular_on_the_page(app_test):
+    query = {"model": "custom", "n_heads": "1", "n_kv_heads": "1", "head_dim": "1", "n_layers": "1",
+             "seq_len": "1", "dtype": "int4"}  # fmt: skip
+    at = app_test(PAGE, query=query)
+    no_exception(at)
+    assert "**1 byte** in all" in texts(at)  # 2 x 1 x 1 x 1 x 1 x 1 x 0.5 B
+    assert "query heads 1" in at.markdown[-1].value or "query heads H = **1**" in texts(at)
+    assert "1 KV heads" not in texts(at) and "1 query heads" not in texts(at) and "1 layers" not in texts(at)
+
+
+def test_chinese_page_has_no_english_token_and_no_stray_spaces(app_test):
+    at = app_test(PAGE, query={"model": "deepseek-v3"}, session={"lang": "zh", "kv_decode": injected(3.8, 1.6)})
+    no_exception(at)
+    shown = [texts(at), *[e.value for e in at.title], at.dataframe[0].value.to_string()]
+    shown += [str(c) for c in at.dataframe[0].value.columns]
+    for spec in chart_specs(at):
+        shown += [str(t.get("name", "")) + str(t.get("hovertemplate", "")) for t in spec["data"]]
+        shown += [str(spec["layout"].get("title", {}).get("text", ""))]
+        shown += [str(spec["layout"].get(ax, {}).get("title", {}).get("text", "")) for ax in ("xaxis", "yaxis")]
+    for w in [*at.slider, *at.selectbox, *at.toggle]:
+        shown += [w.label or "", w.help or ""]
+    page = "\n".join(shown)
+    assert "token" not in page.lower()  # 词元 throughout
+    assert " （" not in page and "。 " not in page  # no space before a full-width bracket or after a full stop
+    assert "MLA（本模型）" in page and "MLA 解压后逐头缓存（朴素实现）" in page
+    assert "带缓存反而用了 **2.38** 倍的时间" in at.success[0].value

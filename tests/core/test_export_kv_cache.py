@@ -51,14 +51,23 @@ def test_cli_writes_every_view_as_csv_and_svg(tmp_path):
         if p.suffix == ".svg":
             assert ET.fromstring(p.read_bytes()).tag.endswith("svg")
     table = (tmp_path / f"{names[0]}_seed0.svg").read_text(encoding="utf-8")
-    assert "缓存结构对比" in table and "GQA-8 （本模型）" in table
+    assert "缓存结构对比" in table and "GQA-8（本模型）" in table and " （本模型）" not in table
     assert "536,870,912" in table  # Llama-3-8B at 4096 tokens: 2 x 32 x 8 x 4096 x 128 x 2 bytes, drawn as text
     chart = (tmp_path / f"{names[1]}_seed0.svg").read_text(encoding="utf-8")
     assert "KV 缓存随序列长度的变化" in chart and "Llama-3-8B" in chart
 
 
-def test_curves_and_table_csv_equal_the_formula_by_hand(tmp_path):
+def test_cli_default_model_is_the_page_s_gqa_model(tmp_path):
+    assert export.parser().parse_args([]).model == fig_memory.DEFAULT_MODEL == "llama-3-8b"
     paths = export.run(["--page", "kv_cache", "--format", "csv", "--out", str(tmp_path)])  # the page's defaults
+    table = read(paths, "kv_layouts_llama-3-8b_fp16_b1_s4096")
+    assert table["layout"].tolist() == ["MHA", "GQA-8", "MQA"] and table["this_model"].tolist() == [False, True, False]
+    assert table["cache_bytes"].tolist() == [2 * 32 * h * 4096 * 128 * 2 for h in (32, 8, 1)]
+    assert table["elements_per_token_layer"].tolist() == [2 * 32 * 128, 2 * 8 * 128, 2 * 128]
+
+
+def test_curves_and_table_csv_equal_the_formula_by_hand(tmp_path):
+    paths = export.run(["--page", "kv_cache", "--model", "llama-2-7b", "--format", "csv", "--out", str(tmp_path)])
     assert [p.name for p in paths] == ["kv_layouts_llama-2-7b_fp16_b1_s4096_seed0.csv",
                                        "kv_cache_llama-2-7b_fp16_b1_seed0.csv"]  # fmt: skip
     curves = read(paths, "kv_cache_llama-2-7b_fp16_b1")
@@ -108,6 +117,10 @@ def test_custom_model_batch_dtype_and_stacked_weights_by_hand(tmp_path, capsys):
     assert table.loc["MLA", "max_context_tokens"] == budget // (61 * 576 * 2)
     assert table.loc["MLA", "kv_lora_rank"] == 512 and table.loc["MLA", "rope_dim"] == 64
     assert pd.isna(table.loc["MLA", "kv_heads"]) and table.loc["MHA", "kv_heads"] == 128
+    # the DeepSeek-V2 paper's MHA (2 x 128 heads x d_h 128) and the naive per-head cache (128 x (192 + 128))
+    assert table.loc["MHA", "cache_bytes"] == 61 * 4096 * 2 * 128 * 128 * 2
+    assert table.loc["MLA-naive", "cache_bytes"] == 61 * 4096 * 128 * (192 + 128) * 2
+    assert table.loc["MLA", "vs_mha"] == pytest.approx(576 / 32768)
 
 
 @pytest.mark.parametrize(
@@ -187,7 +200,19 @@ def test_decode_after_repeat_kv_measures_n_rep_times_the_formula(tmp_path):
 
 
 def test_seq_len_default_is_the_page_s_and_other_pages_keep_theirs(tmp_path):
-    paths = export.run(["--page", "kv_cache", "--seq-len", "100", "--format", "csv", "--out", str(tmp_path)])
+    argv = [
+        "--page",
+        "kv_cache",
+        "--model",
+        "llama-2-7b",
+        "--seq-len",
+        "100",
+        "--format",
+        "csv",
+        "--out",
+        str(tmp_path),
+    ]
+    paths = export.run(argv)
     table = read(paths, "kv_layouts_llama-2-7b_fp16_b1_s100")
     assert table["seq_len"].tolist() == [100, 100] and table["cache_bytes"][0] == 100 * 2 * 32 * 32 * 128 * 2
     # the heatmaps page still gets 16 synthetic tokens by default

@@ -50,7 +50,7 @@ def test_memory_figure_plots_exact_bytes_and_the_max_context():
     assert np.all(y == x * 512 * 1024)  # 512 KiB per token, exactly, at every point
     assert "(this model)" in mha["name"] and "fits 163,840 tokens" in mha["name"]
     mqa = next(t for t in s["data"] if t.get("name", "").startswith("MQA"))
-    assert "fits 5,242,880 tokens" in mqa["name"] or "fits 5M" in mqa["name"]  # beyond the axis: 80 GiB / 16 KiB
+    assert mqa["name"] == "MQA · fits 5,242,880 tokens"  # beyond the axis: 80 GiB / 16 KiB, written out in full
     markers = [t for t in s["data"] if t.get("mode") == "markers+text"]
     assert len(markers) == 1 and arr(markers[0]["x"]).tolist() == [163_840]  # only MHA's fit is on the axis
     assert arr(markers[0]["y"]).tolist() == [80 * GiB]
@@ -59,6 +59,7 @@ def test_memory_figure_plots_exact_bytes_and_the_max_context():
     xa, ya = s["layout"]["xaxis"], s["layout"]["yaxis"]
     assert xa["type"] == "log" and xa["range"] == [0, pytest.approx(math.log10(2**20))]
     assert "1M" in xa["ticktext"] and "4K" in xa["ticktext"]
+    assert xa["title"]["text"] == "sequence length S (tokens, log scale; K = 1,024, M = 1,048,576)"  # K, M defined
     assert ya["type"] == "log"
     assert all(math.log2(v).is_integer() for v in ya["tickvals"])  # powers of two ...
     assert all(t.split()[-1] in ("B", "KiB", "MiB", "GiB", "TiB") for t in ya["ticktext"])  # ... in binary units
@@ -108,7 +109,54 @@ def test_curves_table_matches_the_figure():
     lays = preset_layouts(p)
     data = fig_memory.memory_curves(lays, 2, "bf16", np.array([1, 4096]))
     assert data["MLA cache (bytes)"].tolist() == [2 * 61 * 576 * 2, 2 * 4096 * 61 * 576 * 2]
-    assert data["MHA cache (bytes)"].tolist()[0] == 2 * 61 * 128 * 320 * 2
+    # batch 2 x 61 layers x 2 x 128 heads x d_h 128 x 2 bytes: the DeepSeek-V2 paper's MHA
+    assert data["MHA cache (bytes)"].tolist()[0] == 2 * 61 * 2 * 128 * 128 * 2
+    # 128 heads x (192 + 128): MLA decompressed per head, its own column
+    assert data["MLA-naive cache (bytes)"].tolist()[0] == 2 * 61 * 128 * 320 * 2
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_mla_rows_are_named_and_counted_as_the_paper_does(lang):
+    v3 = load_presets()["deepseek-v3"]
+    style = Style(lang=lang)
+    data = fig_memory.comparison_data(preset_layouts(v3), 4096, 1, "bf16", 80 * GiB)
+    assert data["layout"].tolist() == ["MHA", "MQA", "MLA-naive", "MLA"]
+    assert data["elements_per_token_layer"].tolist() == [32_768, 256, 40_960, 576]
+    assert data["k_dim"].tolist()[:3] == [128, 128, 192] and data["v_dim"].tolist()[:3] == [128, 128, 128]
+    assert data["vs_mha"].tolist()[3] == pytest.approx(576 / 32_768)
+    table = fig_memory.comparison_table(data, style)
+    names, per_layer, ratio = table.iloc[:, 0].tolist(), table.iloc[:, 1].tolist(), table.iloc[:, 5].tolist()
+    assert per_layer == ["2 × 128 × 128 = 32,768", "2 × 1 × 128 = 256", "128 × (192 + 128) = 40,960", "512 + 64 = 576"]
+    assert ratio == ["1×", "1/128", "1.25×", "1/56.89"]
+    naive = {"en": "MLA decompressed, cached per head (naive)", "zh": "MLA 解压后逐头缓存（朴素实现）"}[lang]
+    this = {"en": "MLA (this model)", "zh": "MLA（本模型）"}[lang]  # no space before the full-width bracket
+    assert names == ["MHA", "MQA", naive, this]
+    fig = fig_memory.memory_figure(
+        preset_layouts(v3), batch=1, dtype="bf16", device_bytes=80 * GiB, device_label="d", model_name="V3", style=style
+    )
+    legend = [t.get("name", "") for t in spec(fig)["data"] if t.get("name")]
+    assert legend[2].startswith(naive + " · ") and legend[3].startswith(this + " · ")
+
+
+def test_the_live_decode_runs_the_table_s_mha_row_for_mla():
+    for pid, heads in (("deepseek-v3", 128), ("deepseek-v2-lite", 16)):
+        p = load_presets()[pid]
+        mha = preset_layouts(p)[0]
+        assert fig_memory.decode_shape(p, 8, 2, 16) == (heads, mha.n_kv_heads, mha.k_dim) == (heads, heads, 128)
+        cfg = fig_memory.decode_config(p, 8, 2, 16, n_layers=1, batch=1, dtype="fp16", seed=0)
+        assert (cfg.n_heads, cfg.n_kv_heads, cfg.head_dim) == (heads, heads, 128)
+
+
+def test_a_count_of_one_is_singular():
+    lay = preset_layouts(load_presets()["gpt2"])[0]
+    one = lay.bytes(1, 1, "fp16")  # the device holds exactly one token's cache
+    fig = fig_memory.memory_figure([lay], batch=1, dtype="fp16", device_bytes=one, device_label="d", model_name="g")
+    assert spec(fig)["data"][0]["name"] == "MHA (this model) · fits 1 token"
+    view = fig_memory.comparison_view(
+        [lay], name="t", model_name="g", seq_len=1, batch=1, dtype="fp16", budget_bytes=one
+    )
+    assert "S = 1 token ·" in view.figure.layout.title.text
+    assert fig_memory.count_key("kvmem.fits", 2) == "kvmem.fits"
 
 
 def test_byte_ticks():

@@ -195,6 +195,69 @@ def test_stopping_early_keeps_what_was_measured():
     assert not torch.is_inference_mode_enabled()
 
 
+def test_both_paths_are_warmed_up_then_timed_alike_and_interleaved(monkeypatch):
+    """Before anything is timed each path runs once at the prompt's length; then every step alternates them."""
+    calls = []
+    real = kvc._timed_step
+
+    def spy(model, tokens, caches):
+        calls.append(("cached" if caches is not None else "full", tokens.shape[1]))
+        return real(model, tokens, caches)
+
+    monkeypatch.setattr(kvc, "_timed_step", spy)
+    steps = list(run_decode(GQA, 5, 3, repeats=2))
+    warm, timed = calls[:5], calls[5:]
+    # warm-up: the prefill of the whole prompt, two one-token cached steps, full passes of 5 and 6 tokens
+    assert warm == [("cached", 5), ("cached", 1), ("cached", 1), ("full", 5), ("full", 6)]
+    # measured: per step, cached and full in turn, each repeated; the full pass grows by one token a step
+    assert timed == [
+        *[("cached", 5), ("full", 5)] * 2,
+        *[("cached", 1), ("full", 6)] * 2,
+        *[("cached", 1), ("full", 7)] * 2,
+    ]
+    assert [s.token for s in steps] == [s.token_recompute for s in steps]
+    calls.clear()
+    list(run_decode(GQA, 5, 2, recompute=False))
+    assert ("full", 5) not in calls  # without recompute nothing runs the full pass
+
+
+def step(i, seq_len, cached_ms, recompute_ms):
+    return kvc.DecodeStep(i, seq_len, 0, 0, 0, 0, 0, 0, None, cached_ms / 1e3, recompute_ms / 1e3)
+
+
+@pytest.mark.parametrize(
+    ("cached", "recompute", "verdict"),
+    [
+        ([9.0, 1.0, 1.2, 1.1], [9.0, 3.0, 2.8, 3.3], "faster"),  # medians 1.1 against 3.0
+        ([9.0, 2.0, 2.1, 1.9], [9.0, 2.1, 2.0, 2.2], "similar"),  # within 10 %
+        ([9.0, 3.0, 2.9, 3.2], [9.0, 1.5, 1.6, 1.4], "slower"),  # the issue's case: the cache slower at ~20 tokens
+    ],
+)
+def test_decode_speed_compares_medians_after_the_prefill(cached, recompute, verdict):
+    steps = [step(i + 1, 16 + i, c, r) for i, (c, r) in enumerate(zip(cached, recompute, strict=True))]
+    speed = kvc.decode_speed(steps)
+    assert speed.n == 3 and speed.max_context == 19  # step 1 (the prefill, the same work in both) is left out
+    assert speed.cached_s == pytest.approx(sorted(cached[1:])[1] / 1e3)
+    assert speed.recompute_s == pytest.approx(sorted(recompute[1:])[1] / 1e3)
+    assert speed.verdict == verdict
+    # one outlier does not decide the conclusion: a stall of 300 ms in one cached step leaves the median alone
+    stalled = [steps[0], step(2, 17, 300.0, recompute[1]), *steps[2:]]
+    assert kvc.decode_speed(stalled).cached_s == pytest.approx(sorted([300.0, *cached[2:]])[1] / 1e3)
+
+
+def test_decode_speed_needs_recompute_times_and_a_step_after_the_prefill():
+    assert kvc.decode_speed([step(1, 4, 1.0, 2.0)]) is None
+    no_recompute = kvc.DecodeStep(2, 5, 0, None, 0, 0, 0, 0, None, 0.001, None)
+    assert kvc.decode_speed([step(1, 4, 1.0, 2.0), no_recompute]) is None
+
+
+def test_cache_shape_is_what_the_buffers_hold():
+    wrong = DecodeConfig(**{**GQA.__dict__, "cache_after_repeat": True, "batch": 2})
+    for cfg, heads in ((DecodeConfig(**{**GQA.__dict__, "batch": 2}), 2), (wrong, 8)):
+        caches = TinyDecoder(cfg).new_caches(19)
+        assert cfg.cache_shape(19) == tuple(caches[0].k.shape) == (2, heads, 19, 16)
+
+
 # ---------------------------------------------------------------- memory budget
 def test_budget_refuses_before_allocating(monkeypatch):
     def boom(*args, **kwargs):

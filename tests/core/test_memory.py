@@ -1,13 +1,18 @@
 """KV-cache and weight memory (attn_core.memory) against hand arithmetic, and the model presets."""
 
+import ast
 import json
 import re
+import string
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import attn_core
 from attn_core.config import ConfigError
+from attn_core.i18n import CATALOG_DIR, translate
 from attn_core.memory import (
     DTYPES,
     CacheLayout,
@@ -86,16 +91,53 @@ def test_gemma_head_dim_is_not_hidden_over_heads():
     assert right - wrong == 2 * 42 * 8 * 8192 * 32 * 2
 
 
-def test_mla_mha_equivalent_uses_k_192_and_v_128():
-    v3 = load_presets()["deepseek-v3"]
-    mha, mqa, mla = preset_layouts(v3)
-    assert (mha.kind, mqa.kind, mla.kind) == ("MHA", "MQA", "MLA")
-    assert (mha.n_kv_heads, mha.k_dim, mha.v_dim) == (128, 128 + 64, 128)
-    # per token and layer: 128 heads x (192 + 128) elements, against 512 + 64 for MLA
-    assert mha.bytes(1, 1, "bf16") == 61 * 128 * (192 + 128) * 2 == 4_997_120
-    assert mqa.bytes(1, 1, "bf16") == 61 * (192 + 128) * 2
-    assert mla.bytes(1, 1, "bf16") == 61 * 576 * 2
-    assert mha.elements_per_token() / mla.elements_per_token() == pytest.approx(40960 / 576)
+@pytest.mark.parametrize(
+    ("preset", "layers", "heads", "mha_per_layer", "naive_per_layer", "ratio"),
+    [
+        # DeepSeek-V2 (arXiv 2405.04434) Table 1: MHA caches 2 n_h d_h l, MLA (d_c + d_h^R) l; d_h = 128, d_c = 512,
+        # d_h^R = 64. DeepSeek-V3: 61 layers, 128 heads: 2 x 128 x 128 = 32,768 against 576, about 56.9x
+        ("deepseek-v3", 61, 128, 2 * 128 * 128, 128 * (192 + 128), 56.9),
+        # DeepSeek-V2-Lite: 27 layers, 16 heads: 2 x 16 x 128 = 4,096 against 576, about 7.1x
+        ("deepseek-v2-lite", 27, 16, 2 * 16 * 128, 16 * (192 + 128), 7.1),
+    ],
+)
+def test_mla_is_compared_with_the_paper_s_mha_and_the_naive_per_head_cache(
+    preset, layers, heads, mha_per_layer, naive_per_layer, ratio
+):
+    mha, mqa, naive, mla = preset_layouts(load_presets()[preset])
+    assert (mha.kind, mqa.kind, naive.kind, mla.kind) == ("MHA", "MQA", "MLA-naive", "MLA")
+    assert [lay.native for lay in (mha, mqa, naive, mla)] == [False, False, False, True]
+    # the paper's MHA: n_h heads with keys and values of d_h = 128 (not the 192-wide decompressed key)
+    assert (mha.n_kv_heads, mha.k_dim, mha.v_dim) == (heads, 128, 128)
+    assert mha.per_layer() == (f"2 × {heads} × 128", mha_per_layer)
+    assert mha.bytes(1, 1, "bf16") == layers * mha_per_layer * 2
+    assert mqa.per_layer() == ("2 × 1 × 128", 256) and mqa.bytes(1, 1, "bf16") == layers * 256 * 2
+    assert mla.per_layer() == ("512 + 64", 576) and mla.bytes(1, 1, "bf16") == layers * 576 * 2
+    assert mha.elements_per_token() / mla.elements_per_token() == pytest.approx(ratio, abs=0.05)
+    # MLA decompressed and cached per head (a naive implementation): keys of 128 + 64, values of 128
+    assert (naive.n_kv_heads, naive.k_dim, naive.v_dim) == (heads, 192, 128)
+    assert naive.per_layer() == (f"{heads} × (192 + 128)", naive_per_layer)
+    assert naive.bytes(1, 1, "bf16") == layers * naive_per_layer * 2
+    assert naive.elements_per_token() / mla.elements_per_token() == pytest.approx(320 * heads / 576)
+
+
+def test_deepseek_v3_by_hand_at_4096_tokens():
+    mha, _, naive, mla = preset_layouts(load_presets()["deepseek-v3"])
+    assert mha.bytes(4096, 1, "bf16") == 61 * 4096 * 32_768 * 2 == 16_374_562_816
+    assert mla.bytes(4096, 1, "bf16") == 61 * 4096 * 576 * 2 == 287_834_112
+    assert naive.bytes(4096, 1, "bf16") == 61 * 4096 * 40_960 * 2
+    assert f"{mha.bytes(4096) / mla.bytes(4096):.1f}" == "56.9"  # the issue's 71.1 was the naive row's ratio
+    assert f"{naive.bytes(4096) / mla.bytes(4096):.1f}" == "71.1"
+
+
+def test_per_layer_formulas_of_ordinary_layouts():
+    mha, gqa, mqa = preset_layouts(load_presets()["llama-3-8b"])
+    assert [lay.per_layer() for lay in (mha, gqa, mqa)] == [
+        ("2 × 32 × 128", 8192),
+        ("2 × 8 × 128", 2048),
+        ("2 × 1 × 128", 256),
+    ]
+    assert 32 * gqa.per_layer()[1] == gqa.elements_per_token()
 
 
 def test_layout_lists_per_model():
@@ -104,7 +146,7 @@ def test_layout_lists_per_model():
     assert kinds["llama-2-7b"] == [("MHA", True), ("MQA", False)]
     assert kinds["llama-3-8b"] == [("MHA", False), ("GQA-8", True), ("MQA", False)]
     assert kinds["falcon-7b"] == [("MHA", False), ("MQA", True)]
-    assert kinds["deepseek-v3"] == [("MHA", False), ("MQA", False), ("MLA", True)]
+    assert kinds["deepseek-v3"] == [("MHA", False), ("MQA", False), ("MLA-naive", False), ("MLA", True)]
     # a single head: MHA and MQA coincide, one line
     assert [lay.kind for lay in cache_layouts(4, 1, 1, 64)] == ["MHA"]
 
@@ -306,6 +348,12 @@ def test_presets_are_complete_and_sourced():
     v3, lite = presets["deepseek-v3"], presets["deepseek-v2-lite"]
     assert (v3.n_layers, v3.n_heads, v3.kv_lora_rank, v3.qk_rope_head_dim, v3.v_head_dim) == (61, 128, 512, 64, 128)
     assert (lite.n_layers, lite.n_heads, lite.kv_lora_rank, lite.qk_rope_head_dim) == (27, 16, 512, 64)
+    # from their config.json: hidden_size, qk_nope_head_dim, v_head_dim, max_position_embeddings
+    assert (v3.hidden_size, v3.qk_nope_head_dim, v3.max_positions) == (7168, 128, 163840)
+    assert (lite.hidden_size, lite.qk_nope_head_dim, lite.v_head_dim, lite.max_positions) == (2048, 128, 128, 163840)
+    # MLA models cite their paper (the comparison with MHA is DeepSeek-V2's Table 1); the others have none
+    assert (lite.paper, v3.paper) == ("https://arxiv.org/abs/2405.04434", "https://arxiv.org/abs/2412.19437")
+    assert all(p.paper is None for p in presets.values() if not p.is_mla)
 
 
 def test_bad_preset_file_gives_config_error(tmp_path):
@@ -318,3 +366,46 @@ def test_bad_preset_file_gives_config_error(tmp_path):
     path.write_text("{not json", encoding="utf-8")
     with pytest.raises(ConfigError, match="cannot read the model presets"):
         load_presets(path)
+
+
+# ---------------------------------------------------------------- every error can be shown in Chinese
+KV_MODULES = ("memory.py", "kv_cache.py", "fig_memory.py")
+
+
+def config_error_calls(path: Path) -> list[ast.Call]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "ConfigError"
+    ]
+
+
+@pytest.mark.parametrize("module", KV_MODULES)
+def test_every_config_error_of_the_kv_cache_engine_has_a_catalog_key(module):
+    """Each ConfigError(msg, field, key, **params) names err.<key> in both catalogs, with every placeholder given."""
+    catalogs = {lang: json.loads((CATALOG_DIR / f"{lang}.json").read_text(encoding="utf-8")) for lang in ("en", "zh")}
+    calls = config_error_calls(Path(attn_core.__file__).parent / module)
+    assert calls, module
+    for call in calls:
+        where = f"{module}:{call.lineno}"
+        key = call.args[2] if len(call.args) > 2 else next((k.value for k in call.keywords if k.arg == "key"), None)
+        assert isinstance(key, ast.Constant) and isinstance(key.value, str), f"{where}: ConfigError without a key"
+        given = {k.arg for k in call.keywords if k.arg is not None}
+        for lang, cat in catalogs.items():
+            text = cat.get(f"err.{key.value}")
+            assert text, f"{where}: err.{key.value} missing in {lang}.json"
+            wanted = {f for _, f, _, _ in string.Formatter().parse(text) if f}
+            assert wanted <= given, f"{where}: err.{key.value} ({lang}) needs {sorted(wanted - given)}"
+
+
+def test_engine_errors_read_in_chinese():
+    with pytest.raises(ConfigError) as info:
+        kv_cache_bytes(32, 8, 128, 16, dtype="fp64")
+    err = info.value
+    assert translate(f"err.{err.key}", "zh", **err.params) == (
+        "dtype 的取值 'fp64' 无效；可选：fp32, fp16, bf16, fp8, int8, int4"
+    )
+    with pytest.raises(ConfigError) as info:
+        max_context(100, 32)
+    assert translate(f"err.{info.value.key}", "zh", **info.value.params).startswith("max_context 需要")
