@@ -40,10 +40,32 @@ def page_guard() -> None:
         st.rerun()
 
 
+def route_home_alias(home: str) -> None:
+    """Open the default page for ``/<home>``, its own name, instead of Streamlit's "Page not found" dialog.
+
+    ``st.navigation`` serves its default page at ``/`` only: a link or bookmark to ``/heatmaps`` names no
+    page it knows, so Streamlit shows an English "Page not found" dialog (then draws the default page
+    anyway). Call before ``st.navigation``: a first run that asks for ``home`` by name asks for the default
+    page instead; the browser's address becomes ``/`` with every query parameter kept.
+    """
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    pages = getattr(ctx, "pages_manager", None)
+    if pages is None or pages.intended_page_script_hash:
+        return
+    if (pages.intended_page_name or "").strip("/") == home:
+        pages.set_script_intent("", "")
+
+
 # ---------------------------------------------------------------- language
 def lang() -> str:
-    """The session's UI language (``en`` or ``zh``)."""
-    value = st.session_state.get("lang", DEFAULT_LANG)
+    """The session's UI language (``en`` or ``zh``).
+
+    Before the sidebar's language control exists in a session (the page titles of a first run are
+    translated before it), the ``?lang=`` of the URL, which that control will read.
+    """
+    value = st.session_state["lang"] if "lang" in st.session_state else _url_raw("lang")
     return value if value in LANGUAGES else DEFAULT_LANG
 
 
@@ -556,7 +578,8 @@ def sidebar() -> None:
     st.session_state["_link_params"] = {}
     if "present" not in st.session_state and _url_raw("present") in ("1", "yes", "on"):
         # ?present=1 as well as the toggle's own ?present=true: rewrite the link and start over, so the
-        # bound toggle reads "true" from the URL in the browser and on the server alike
+        # bound toggle reads "true" from the URL in the browser and on the server alike. Called after
+        # st.navigation (app.py), so the rerun stays on the page the link named.
         st.query_params["present"] = "true"
         st.rerun()
     with st.sidebar:
@@ -664,23 +687,38 @@ def slide_controls(key: str, n: int) -> int:
     return idx
 
 
-def share_link() -> None:
+def share_link(page_path: str, home: str) -> None:
     """Fill the sidebar's "copy link" box with the URL of the current view (call after the page ran).
 
-    The link holds every control that differs from its default, so opening it in
-    a new session reproduces the same numbers.
+    ``page_path`` is the running page's ``url_path`` (``""`` for the default page, which
+    Streamlit serves at ``/``), ``home`` the default page's own name. The link holds every
+    control that differs from its default, so opening it in a new session reproduces the
+    same numbers; the default page's link is ``/?…``, also when the page was opened as
+    ``/heatmaps``.
     """
-    from urllib.parse import urlencode
-
     slot = st.session_state.get("_link_slot")
     if slot is None:
         return
-    base = (st.context.url or "").split("?")[0]
-    params = st.session_state.get("_link_params", {})
-    url = base + ("?" + urlencode(params) if params else "")
+    url = view_url(st.context.url or "", page_path, home, st.session_state.get("_link_params", {}))
     with slot.container():
         st.caption(t("ui.share_link"))
         st.code(url or "?", language=None, wrap_lines=True)
+
+
+def view_url(current: str, page_path: str, home: str, params: dict[str, str]) -> str:
+    """The link of a view: the app's root, the page's path and ``params``.
+
+    ``current`` is the address the browser shows (``st.context.url``): the root, then the page's
+    path, or for the default page possibly its own name ``home``.
+    """
+    from urllib.parse import urlencode
+
+    root = current.split("?")[0].split("#")[0].rstrip("/")
+    for suffix in (page_path, home):
+        if suffix and root.endswith("/" + suffix):
+            root = root[: -len(suffix) - 1]
+            break
+    return f"{root}/{page_path}" + ("?" + urlencode(params) if params else "")
 
 
 def seed() -> int:
