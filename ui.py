@@ -81,23 +81,33 @@ def style() -> figures.Style:
 
 # ---------------------------------------------------------------- device
 @st.cache_resource(show_spinner=False)
-def _device_choice() -> tuple[str, str, str | None]:
-    """(device string, label, error message) for this server process; immutable."""
+def _device_choice() -> tuple[str, Any, tuple[str, str | None, tuple] | None]:
+    """(device string, :class:`attn_core.device.DeviceInfo`, the error as (message, key, params) or None)
+    for this server process; immutable."""
     import torch
 
-    from attn_core.device import device_label, pick_device
+    from attn_core.device import device_info, pick_device
 
     try:
         dev = pick_device()
-        return str(dev), device_label(dev), None
+        return str(dev), device_info(dev), None
     except ConfigError as exc:
         dev = torch.device("cpu")
-        return str(dev), device_label(dev), str(exc)
+        return str(dev), device_info(dev), (str(exc), exc.key, tuple(sorted(exc.params.items())))
 
 
 def device() -> str:
     """The device string computations run on (``cpu``, ``cuda``, ``mps``)."""
     return _device_choice()[0]
+
+
+def device_text(info: Any) -> str:
+    """A :class:`attn_core.device.DeviceInfo` in the user's language, e.g. "CPU · 2 threads"."""
+    if info.kind == "cuda":
+        return t("ui.device_cuda", name=info.name, gib=f"{info.memory_gib:.0f}")
+    if info.kind == "mps":
+        return t("ui.device_mps")
+    return t("ui.device_cpu_one") if info.threads == 1 else t("ui.device_cpu", n=info.threads)
 
 
 # ---------------------------------------------------------------- URL notices
@@ -608,10 +618,13 @@ def sidebar() -> None:
         _remember("seed", int(seed_value), 0)
         present = st.toggle(t("ctl.present"), value=False, key="present", bind=BIND, help=t("help.present"))
         _remember("present", bool(present), False)
-        dev, label, err = _device_choice()
-        st.caption(t("ui.device", label=label))
+        _, info, err = _device_choice()
+        st.caption(t("ui.device", label=device_text(info)))
         if err:
-            st.warning(t("ui.device_fallback", msg=err), icon="⚠️")
+            msg, key, params = err
+            st.warning(
+                t("ui.device_fallback", msg=error_text(ConfigError(msg, "device", key, **dict(params)))), icon="⚠️"
+            )
         st.session_state["_link_slot"] = st.empty()
 
 
