@@ -106,7 +106,7 @@ def _base_layout(fig: go.Figure, title: str, style: Style, height: int) -> None:
 def layout_name(layout: CacheLayout, style: Style) -> str:
     """Legend text of a layout: ``GQA-8 (this model)``."""
     name = layout.label
-    return name + " " + style.t("kvmem.this_model") if layout.native else name
+    return style.t("kvmem.layout_native", name=name) if layout.native else name
 
 
 def memory_curves(
@@ -629,7 +629,7 @@ def comparison_table(data: pd.DataFrame, style: Style = Style()) -> pd.DataFrame
     for r in data.itertuples(index=False):
         rows.append(
             {
-                t("kvcache.col_layout"): f"{r.layout} {t('kvmem.this_model')}" if r.this_model else r.layout,
+                t("kvcache.col_layout"): t("kvmem.layout_native", name=r.layout) if r.this_model else r.layout,
                 t("kvcache.col_kv"): str(r.kv_heads) if not pd.isna(r.kv_heads) else f"{r.kv_lora_rank} + {r.rope_dim}",
                 t("kvcache.col_per_token"): format_bytes(int(r.bytes_per_token)),
                 t("kvcache.col_total", s=f"{int(r.seq_len):,}"): format_bytes(int(r.cache_bytes)),

@@ -51,7 +51,7 @@ def test_cli_writes_every_view_as_csv_and_svg(tmp_path):
         if p.suffix == ".svg":
             assert ET.fromstring(p.read_bytes()).tag.endswith("svg")
     table = (tmp_path / f"{names[0]}_seed0.svg").read_text(encoding="utf-8")
-    assert "缓存结构对比" in table and "GQA-8 （本模型）" in table
+    assert "缓存结构对比" in table and "GQA-8（本模型）" in table
     assert "536,870,912" in table  # Llama-3-8B at 4096 tokens: 2 x 32 x 8 x 4096 x 128 x 2 bytes, drawn as text
     chart = (tmp_path / f"{names[1]}_seed0.svg").read_text(encoding="utf-8")
     assert "KV 缓存随序列长度的变化" in chart and "Llama-3-8B" in chart
