@@ -242,4 +242,4 @@ def test_chinese_page(app_test):
     no_exception(at)
     assert at.title[0].value == "KV 缓存的显存占用"
     assert metric(at) == "2.00 GiB"
-    assert memory_chart(at)["layout"]["xaxis"]["title"]["text"] == "序列长度 S（token，对数刻度）"
+    assert memory_chart(at)["layout"]["xaxis"]["title"]["text"] == "序列长度 S（词元，对数刻度）"
