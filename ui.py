@@ -40,10 +40,32 @@ def page_guard() -> None:
         st.rerun()
 
 
+def route_home_alias(home: str) -> None:
+    """Open the default page for ``/<home>``, its own name, instead of Streamlit's "Page not found" dialog.
+
+    ``st.navigation`` serves its default page at ``/`` only: a link or bookmark to ``/heatmaps`` names no
+    page it knows, so Streamlit shows an English "Page not found" dialog (then draws the default page
+    anyway). Call before ``st.navigation``: a first run that asks for ``home`` by name asks for the default
+    page instead; the browser's address becomes ``/`` with every query parameter kept.
+    """
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    pages = getattr(ctx, "pages_manager", None)
+    if pages is None or pages.intended_page_script_hash:
+        return
+    if (pages.intended_page_name or "").strip("/") == home:
+        pages.set_script_intent("", "")
+
+
 # ---------------------------------------------------------------- language
 def lang() -> str:
-    """The session's UI language (``en`` or ``zh``)."""
-    value = st.session_state.get("lang", DEFAULT_LANG)
+    """The session's UI language (``en`` or ``zh``).
+
+    Before the sidebar's language control exists in a session (the page titles of a first run are
+    translated before it), the ``?lang=`` of the URL, which that control will read.
+    """
+    value = st.session_state["lang"] if "lang" in st.session_state else _url_raw("lang")
     return value if value in LANGUAGES else DEFAULT_LANG
 
 
@@ -59,23 +81,33 @@ def style() -> figures.Style:
 
 # ---------------------------------------------------------------- device
 @st.cache_resource(show_spinner=False)
-def _device_choice() -> tuple[str, str, str | None]:
-    """(device string, label, error message) for this server process; immutable."""
+def _device_choice() -> tuple[str, Any, tuple[str, str | None, tuple] | None]:
+    """(device string, :class:`attn_core.device.DeviceInfo`, the error as (message, key, params) or None)
+    for this server process; immutable."""
     import torch
 
-    from attn_core.device import device_label, pick_device
+    from attn_core.device import device_info, pick_device
 
     try:
         dev = pick_device()
-        return str(dev), device_label(dev), None
+        return str(dev), device_info(dev), None
     except ConfigError as exc:
         dev = torch.device("cpu")
-        return str(dev), device_label(dev), str(exc)
+        return str(dev), device_info(dev), (str(exc), exc.key, tuple(sorted(exc.params.items())))
 
 
 def device() -> str:
     """The device string computations run on (``cpu``, ``cuda``, ``mps``)."""
     return _device_choice()[0]
+
+
+def device_text(info: Any) -> str:
+    """A :class:`attn_core.device.DeviceInfo` in the user's language, e.g. "CPU · 2 threads"."""
+    if info.kind == "cuda":
+        return t("ui.device_cuda", name=info.name, gib=f"{info.memory_gib:.0f}")
+    if info.kind == "mps":
+        return t("ui.device_mps")
+    return t("ui.device_cpu_one") if info.threads == 1 else t("ui.device_cpu", n=info.threads)
 
 
 # ---------------------------------------------------------------- URL notices
@@ -556,7 +588,8 @@ def sidebar() -> None:
     st.session_state["_link_params"] = {}
     if "present" not in st.session_state and _url_raw("present") in ("1", "yes", "on"):
         # ?present=1 as well as the toggle's own ?present=true: rewrite the link and start over, so the
-        # bound toggle reads "true" from the URL in the browser and on the server alike
+        # bound toggle reads "true" from the URL in the browser and on the server alike. Called after
+        # st.navigation (app.py), so the rerun stays on the page the link named.
         st.query_params["present"] = "true"
         st.rerun()
     with st.sidebar:
@@ -585,10 +618,13 @@ def sidebar() -> None:
         _remember("seed", int(seed_value), 0)
         present = st.toggle(t("ctl.present"), value=False, key="present", bind=BIND, help=t("help.present"))
         _remember("present", bool(present), False)
-        dev, label, err = _device_choice()
-        st.caption(t("ui.device", label=label))
+        _, info, err = _device_choice()
+        st.caption(t("ui.device", label=device_text(info)))
         if err:
-            st.warning(t("ui.device_fallback", msg=err), icon="⚠️")
+            msg, key, params = err
+            st.warning(
+                t("ui.device_fallback", msg=error_text(ConfigError(msg, "device", key, **dict(params)))), icon="⚠️"
+            )
         st.session_state["_link_slot"] = st.empty()
 
 
@@ -664,23 +700,38 @@ def slide_controls(key: str, n: int) -> int:
     return idx
 
 
-def share_link() -> None:
+def share_link(page_path: str, home: str) -> None:
     """Fill the sidebar's "copy link" box with the URL of the current view (call after the page ran).
 
-    The link holds every control that differs from its default, so opening it in
-    a new session reproduces the same numbers.
+    ``page_path`` is the running page's ``url_path`` (``""`` for the default page, which
+    Streamlit serves at ``/``), ``home`` the default page's own name. The link holds every
+    control that differs from its default, so opening it in a new session reproduces the
+    same numbers; the default page's link is ``/?…``, also when the page was opened as
+    ``/heatmaps``.
     """
-    from urllib.parse import urlencode
-
     slot = st.session_state.get("_link_slot")
     if slot is None:
         return
-    base = (st.context.url or "").split("?")[0]
-    params = st.session_state.get("_link_params", {})
-    url = base + ("?" + urlencode(params) if params else "")
+    url = view_url(st.context.url or "", page_path, home, st.session_state.get("_link_params", {}))
     with slot.container():
         st.caption(t("ui.share_link"))
         st.code(url or "?", language=None, wrap_lines=True)
+
+
+def view_url(current: str, page_path: str, home: str, params: dict[str, str]) -> str:
+    """The link of a view: the app's root, the page's path and ``params``.
+
+    ``current`` is the address the browser shows (``st.context.url``): the root, then the page's
+    path, or for the default page possibly its own name ``home``.
+    """
+    from urllib.parse import urlencode
+
+    root = current.split("?")[0].split("#")[0].rstrip("/")
+    for suffix in (page_path, home):
+        if suffix and root.endswith("/" + suffix):
+            root = root[: -len(suffix) - 1]
+            break
+    return f"{root}/{page_path}" + ("?" + urlencode(params) if params else "")
 
 
 def seed() -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import torch
 
@@ -54,12 +55,36 @@ def pick_device(prefer: str = "auto") -> torch.device:
     return dev
 
 
-def device_label(device: torch.device) -> str:
-    """A human-readable name: the GPU model on CUDA, else the device type."""
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What the UI says about a device, as numbers and names it translates.
+
+    ``kind``: ``cpu``, ``cuda`` or ``mps``; ``name`` and ``memory_gib``: the GPU model and its memory
+    (CUDA only); ``threads``: torch's CPU threads (CPU only).
+    """
+
+    kind: str
+    name: str = ""
+    memory_gib: float = 0.0
+    threads: int = 0
+
+
+def device_info(device: torch.device) -> DeviceInfo:
+    """The kind of ``device`` and what identifies it: the GPU model on CUDA, the thread count on the CPU."""
     if device.type == "cuda":
         idx = device.index if device.index is not None else torch.cuda.current_device()
         props = torch.cuda.get_device_properties(idx)
-        return f"CUDA · {props.name} ({props.total_memory / 2**30:.0f} GiB)"
+        return DeviceInfo("cuda", name=props.name, memory_gib=props.total_memory / 2**30)
     if device.type == "mps":
+        return DeviceInfo("mps")
+    return DeviceInfo("cpu", threads=torch.get_num_threads())
+
+
+def device_label(device: torch.device) -> str:
+    """An English one-line name for logs and the benchmark's tables (the UI translates :func:`device_info`)."""
+    info = device_info(device)
+    if info.kind == "cuda":
+        return f"CUDA · {info.name} ({info.memory_gib:.0f} GiB)"
+    if info.kind == "mps":
         return "Apple MPS"
-    return f"CPU · {torch.get_num_threads()} threads"
+    return f"CPU · {info.threads} thread{'s' if info.threads != 1 else ''}"

@@ -9,6 +9,7 @@ Masked cells are NaN (transparent) over a grey hatch-free background layer, so
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,12 +18,27 @@ import plotly.graph_objects as go
 
 from .i18n import translate
 
-WEIGHT_SCALE = "Viridis"
+ColorScale = tuple[tuple[float, str], ...]
+
+
+def explicit_scale(colours: Sequence[str]) -> ColorScale:
+    """Evenly spaced stops ``((0.0, c0), ..., (1.0, cN))``, the one form plotly.js takes as it is.
+
+    The builders skip plotly's validation (``go.Figure(..., _validate=False)``), which is what would turn a
+    named scale or a bare list of colours into stops: unvalidated, plotly.js does not know Python-only names
+    such as ``RdBu_r`` and rejects bare colour lists, and silently draws its default blue-grey-red scale
+    instead (whose 0.5 is the grey of masked cells), while the exports showed the intended one.
+    """
+    n = len(colours) - 1
+    return tuple((round(i / n, 6), str(c)) for i, c in enumerate(colours))
+
+
+WEIGHT_SCALE = explicit_scale(pc.sequential.Viridis)
 # Inferno (black to pale yellow: the widest luminance range, readable on a projector) with its first stop
 # moved from #000004 to #000000: Streamlit's chart theme uses #000001-#000020 as stand-in colours and repaints
 # them with theme colours in the browser, which turned weight 0 pink.
-WEIGHT_SCALE_CONTRAST = ["#000000", *pc.sequential.Inferno[1:]]
-DIVERGING_SCALE = "RdBu_r"
+WEIGHT_SCALE_CONTRAST = explicit_scale(["#000000", *pc.sequential.Inferno[1:]])
+DIVERGING_SCALE = explicit_scale(pc.diverging.RdBu[::-1])  # blue (negative) - white (0) - red (positive)
 MASK_GREY = "#b8b8b8"
 # Okabe-Ito, colour-blind safe; one hue per KV group.
 GROUP_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442", "#000000")
@@ -45,7 +61,7 @@ class Style:
         return 26 if self.present else 16
 
     @property
-    def weight_scale(self) -> str:
+    def weight_scale(self) -> ColorScale:
         return WEIGHT_SCALE_CONTRAST if self.present else WEIGHT_SCALE
 
     def t(self, key: str, /, **kw: object) -> str:

@@ -75,7 +75,6 @@ KEEP = {
     "pdf",
     "csv",
     "html",
-    "threads",
     "normal",
     "nan",
     "inf",

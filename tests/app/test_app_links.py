@@ -1,0 +1,36 @@
+"""The sidebar's "Link to this view": the app's root, the page's path and the parameters.
+
+(``?present=1`` on every page and ``/heatmaps`` links are tested in a browser, tests/e2e/test_links.py: AppTest
+opens a page by its script hash, while a browser names it by its path.)
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import ui
+
+
+@pytest.mark.parametrize(
+    "current,page_path,want",
+    [
+        ("http://host:8501", "", "http://host:8501/?seed=3&n_kv_heads=4"),
+        ("http://host:8501/", "", "http://host:8501/?seed=3&n_kv_heads=4"),
+        # a /heatmaps link opens the default page: its link is the root, not /heatmaps
+        ("http://host:8501/heatmaps", "", "http://host:8501/?seed=3&n_kv_heads=4"),
+        ("http://host:8501/kv_cache", "kv_cache", "http://host:8501/kv_cache?seed=3&n_kv_heads=4"),
+        ("https://lab.example/course/app/heatmaps/", "", "https://lab.example/course/app/?seed=3&n_kv_heads=4"),
+        (
+            "https://lab.example/course/app/saturation",
+            "saturation",
+            "https://lab.example/course/app/saturation?seed=3&n_kv_heads=4",
+        ),
+    ],
+)
+def test_view_url(current, page_path, want):
+    assert ui.view_url(current, page_path, "heatmaps", {"seed": "3", "n_kv_heads": "4"}) == want
+
+
+def test_view_url_without_parameters():
+    assert ui.view_url("http://host/heatmaps", "", "heatmaps", {}) == "http://host/"
+    assert ui.view_url("http://host/saturation", "saturation", "heatmaps", {}) == "http://host/saturation"

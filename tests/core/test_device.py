@@ -1,0 +1,34 @@
+"""The device description is numbers and names (the UI translates it), no display text."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attn_core.device import DeviceInfo, device_info, device_label
+
+
+def test_cpu_info_is_the_thread_count():
+    info = device_info(torch.device("cpu"))
+    assert info == DeviceInfo("cpu", threads=torch.get_num_threads())
+    assert device_label(torch.device("cpu")) == f"CPU · {info.threads} thread{'s' if info.threads != 1 else ''}"
+
+
+def test_one_thread_is_singular():
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        assert device_info(torch.device("cpu")).threads == 1
+        assert device_label(torch.device("cpu")) == "CPU · 1 thread"
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.cuda
+def test_cuda_info_names_the_gpu():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    info = device_info(torch.device("cuda"))
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    assert info.kind == "cuda" and info.name == props.name
+    assert info.memory_gib == pytest.approx(props.total_memory / 2**30)
