@@ -318,11 +318,14 @@ def _kv_wanted(n_heads: int, options: list[int], fallback: int, key: str) -> tup
         elif choice is not None:  # the control was not on the previous page: the choice, applied to n_heads
             value = kv_heads_keeping_group(n_heads, *choice)
         choice = (n_heads, fallback if value is None else value) if choice is None else choice
+    elif last is not None and last[0] != n_heads:
+        # n_heads changed. Whatever the KV control sent is not the learner's: a browser sends one change per
+        # rerun, and after a rerun cut short by the next key press its value can be stale or mapped through
+        # the previous options (seen with two quick presses on n_heads: 10 -> 8 arrived with n_kv_heads 1).
+        value, notice = _kv_follow(n_heads, last[1], choice or last)
     elif last is None or current != last[1]:  # the learner moved this control (or a test set it)
         value, notice = (current, None) if current in options else _kv_snap(current, n_heads, options)
         choice = (n_heads, value)
-    elif last[0] != n_heads:  # only n_heads changed
-        value, notice = _kv_follow(n_heads, current, choice or last)
     elif current not in options:
         value, notice = _kv_snap(current, n_heads, options)
         choice = (n_heads, value)
