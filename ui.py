@@ -7,17 +7,21 @@ functions return fresh CPU numpy copies (``st.cache_data``).
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import streamlit as st
 
 from attn_core import figures
-from attn_core.config import ConfigError, divisors, nearest_divisor
+from attn_core.config import ConfigError, divisors, kv_heads_keeping_group, nearest_divisor
 from attn_core.i18n import DEFAULT_LANG, LANGUAGES, translate
+from attn_core.i18n import count as i18n_count
 
 BIND = "query-params"
+NOTICES = "_control_notices"  # session-state key: notices about the controls, drawn below the controls box
+Notice = tuple[str, str, str]  # (Streamlit call: "info" or "warning", text, icon)
 PLOT_CONFIG = {
     "displaylogo": False,
     "toImageButtonOptions": {"format": "svg", "scale": 2},
@@ -72,6 +76,11 @@ def lang() -> str:
 def t(key: str, /, **kwargs: object) -> str:
     """Translate ``key`` into the session's language."""
     return translate(key, lang(), **kwargs)
+
+
+def count(noun: str, n: int) -> str:
+    """``n`` with ``noun`` in the right number, in the session's language (see :func:`attn_core.i18n.count`)."""
+    return i18n_count(noun, n, lang())
 
 
 def style() -> figures.Style:
@@ -290,49 +299,97 @@ def _page_id() -> str:
     return ctx.page_script_hash if ctx is not None else ""
 
 
+def _kv_from_url(raw: str, n_heads: int, options: list[int], fallback: int, key: str) -> tuple[int, Notice | None]:
+    """The KV heads a URL value asks for, and the notice when it was not one of ``options``."""
+    valid = ", ".join(map(str, options))
+    num = _parse_number(raw.split(" ")[0])  # ?n_kv_heads=2 as well as the widget's own "2 · GQA" form
+    if num is None or num != int(num) or num < 1:
+        return fallback, ("warning", t("ui.url_replaced", key=key, raw=raw[:40], expect=valid, value=fallback), "⚠️")
+    if int(num) not in options:
+        return _kv_snap(num, n_heads, options)
+    return int(num), None
+
+
+def _kv_snap(wanted: float, n_heads: int, options: list[int]) -> tuple[int, Notice]:
+    """A value that does not divide ``n_heads``: the nearest divisor, with a notice saying so."""
+    got = nearest_divisor(n_heads, wanted)
+    shown = int(wanted) if float(wanted).is_integer() else wanted
+    text = t("ui.kv_snapped", want=shown, n_heads=n_heads, got=got, valid=", ".join(map(str, options)))
+    return got, ("info", text, "↔️")
+
+
+def _kv_follow(n_heads: int, old: int, choice: tuple[int, int]) -> tuple[int, Notice | None]:
+    """n_heads changed: the KV heads that keep the learner's ``choice`` (see ``kv_heads_keeping_group``)."""
+    h0, kv0 = choice
+    new = kv_heads_keeping_group(n_heads, h0, kv0)
+    if new == old:
+        return new, None
+    g0, g = h0 // kv0, n_heads // new
+    if g == g0:
+        text = t("ui.kv_kept", h=n_heads, old=old, new=new, g=g)
+    else:
+        text = t("ui.kv_nearest", h=n_heads, old=old, new=new, g=g, g0=g0, h0=h0, kv0=kv0)
+    return new, ("info", text, "↔️")
+
+
+def _kv_wanted(n_heads: int, options: list[int], fallback: int, key: str) -> tuple[int | None, Notice | None]:
+    """The value the KV-heads control must show this run (None: the widget's own), and a notice.
+
+    The learner's choice ``(n_heads, n_kv_heads)`` is kept in ``_<key>_choice``: set
+    when they move this control (or open a URL), not when n_heads moves it. A change of
+    n_heads alone then applies :func:`kv_heads_keeping_group` to that choice.
+    """
+    state = st.session_state
+    current, last = state.get(key), state.get(f"_{key}_last")
+    choice = state.get(f"_{key}_choice")
+    raw = _url_raw(key)
+    value, notice = None, None
+    if current is None:
+        if raw is not None and last is None:  # the session's first run, from a link
+            value, notice = _kv_from_url(raw, n_heads, options, fallback, key)
+        elif choice is not None:  # the control was not on the previous page: the choice, applied to n_heads
+            value = kv_heads_keeping_group(n_heads, *choice)
+        choice = (n_heads, fallback if value is None else value) if choice is None else choice
+    elif last is not None and last[0] != n_heads:
+        # n_heads changed. Whatever the KV control sent is not the learner's: a browser sends one change per
+        # rerun, and after a rerun cut short by the next key press its value can be stale or mapped through
+        # the previous options (seen with two quick presses on n_heads: 10 -> 8 arrived with n_kv_heads 1).
+        value, notice = _kv_follow(n_heads, last[1], choice or last)
+    elif last is None or current != last[1]:  # the learner moved this control (or a test set it)
+        value, notice = (current, None) if current in options else _kv_snap(current, n_heads, options)
+        choice = (n_heads, value)
+    elif current not in options:
+        value, notice = _kv_snap(current, n_heads, options)
+        choice = (n_heads, value)
+    state[f"_{key}_choice"] = choice
+    return value, notice
+
+
 def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", container: Any = None) -> int:
     """Choose ``n_kv_heads`` among the divisors of ``n_heads`` (1 = MQA, n_heads = MHA).
 
-    A URL value or an earlier choice that does not divide ``n_heads`` snaps to
-    the nearest divisor, with a visible notice saying so.
+    A URL value (or a value set in session state) that does not divide ``n_heads`` snaps to
+    the nearest divisor, with a visible notice. When only ``n_heads`` changes, the learner's
+    last own choice is kept as :func:`attn_core.config.kv_heads_keeping_group` says (its group
+    size, else the nearest on the side of more KV heads; MQA stays MQA), again with a notice, and
+    it comes back whenever it is valid again. Notices go below the page's controls
+    (:func:`controls_box`), or below this control outside one, so the controls never move.
     """
     box = container or st
     options = divisors(n_heads)
-    raw = _url_raw(key)
+    fallback = default if default in options else nearest_divisor(n_heads, default)
+    value, notice = _kv_wanted(n_heads, options, fallback, key)
     current = st.session_state.get(key)
-    wanted: float | None = None
     assigned = False  # whether this run sets the value through session state
-    if current is not None and current not in options:
-        wanted = float(current)
-    elif current is None and raw is not None:
-        num = _parse_number(raw.split(" ")[0])
-        if num is None or num != int(num) or num < 1:
-            fallback_value = default if default in options else nearest_divisor(n_heads, default)
-            st.warning(
-                t("ui.url_replaced", key=key, raw=raw[:40], expect=", ".join(map(str, options)), value=fallback_value),
-                icon="⚠️",
-            )
-        elif int(num) not in options:
-            wanted = num
-        else:
-            # ?n_kv_heads=2 as well as the widget's own "2 · GQA" form
-            st.session_state[key] = int(num)
-            assigned = True
-    if wanted is not None:
-        snapped = nearest_divisor(n_heads, wanted)
-        st.session_state[key] = snapped
+    if value is not None and value != current:
+        st.session_state[key] = value
         assigned = True
-        shown = int(wanted) if float(wanted).is_integer() else wanted
-        st.info(
-            t("ui.kv_snapped", want=shown, n_heads=n_heads, got=snapped, valid=", ".join(map(str, options))), icon="↔️"
-        )
     elif current is not None and st.session_state.get(f"_{key}_page") != _page_id():
         # Widget ids include the page, so after a page switch the value under this key belongs to the
         # previous page's widget; re-assigning it makes this page's new widget start from it, not from 1.
         st.session_state[key] = current
         assigned = True
     st.session_state[f"_{key}_page"] = _page_id()
-    fallback = default if default in options else nearest_divisor(n_heads, default)
 
     def fmt(d: int) -> str:
         if d == n_heads:
@@ -347,6 +404,9 @@ def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", cont
     value = box.select_slider(
         t("ctl.n_kv_heads"), options=options, format_func=fmt, key=key, bind=BIND, help=t("help.n_kv_heads"), **kwargs
     )
+    st.session_state[f"_{key}_last"] = (n_heads, int(value))
+    if notice is not None:
+        _control_notice(notice, box)
     _remember(key, int(value), fallback)
     return int(value)
 
@@ -650,11 +710,30 @@ def apply_presentation() -> None:
         st.html(PRESENT_CSS)
 
 
-def controls_box() -> Any:
-    """Where a page puts its controls: inline normally, folded into a compact bar in presentation mode."""
-    if present():
-        return st.expander(t("ui.controls"), expanded=False, icon=":material/tune:")
-    return st.container()
+@contextlib.contextmanager
+def controls_box() -> Iterator[Any]:
+    """Where a page puts its controls (``with ui.controls_box():``): inline, or folded into a compact bar in
+    presentation mode. Notices about the controls (:func:`_control_notice`) are drawn below the box when it
+    closes, so that a notice never pushes a control down."""
+    box = st.expander(t("ui.controls"), expanded=False, icon=":material/tune:") if present() else st.container()
+    st.session_state[NOTICES] = []
+    try:
+        with box:
+            yield box
+    finally:
+        notices = st.session_state.pop(NOTICES, [])
+    for kind, text, icon in notices:
+        getattr(st, kind)(text, icon=icon)
+
+
+def _control_notice(notice: Notice, box: Any) -> None:
+    """Show a notice about a control: below the controls box when inside one, else in ``box`` (below the control)."""
+    pending = st.session_state.get(NOTICES)
+    if isinstance(pending, list):
+        pending.append(notice)
+    else:
+        kind, text, icon = notice
+        getattr(box, kind)(text, icon=icon)
 
 
 def _shift_slide(key: str, step: int, n: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 # Upper limits the UI offers. The engine itself accepts larger values where they
@@ -28,6 +29,19 @@ class ConfigError(ValueError):
         self.params = params
 
 
+def unknown_option(name: str, value: object, options: Sequence[str]) -> ConfigError:
+    """The error for ``value`` not among the ``options`` of the field ``name`` (catalog ``err.unknown_option``)."""
+    listed = ", ".join(options)
+    return ConfigError(
+        f"{name} '{value}' is not known; use one of: {listed}",
+        name,
+        "unknown_option",
+        name=name,
+        value=value,
+        options=listed,
+    )
+
+
 def divisors(n: int) -> list[int]:
     """All positive divisors of ``n`` in increasing order (``[]`` for n < 1)."""
     if n < 1:
@@ -44,6 +58,30 @@ def divisors(n: int) -> list[int]:
 def nearest_divisor(n: int, value: float) -> int:
     """The divisor of ``n`` closest to ``value`` (the smaller one on a tie)."""
     return min(divisors(n), key=lambda d: (abs(d - value), d))
+
+
+def kv_heads_keeping_group(n_heads: int, chosen_heads: int, chosen_kv: int) -> int:
+    """The ``n_kv_heads`` for ``n_heads`` query heads that keeps a learner's choice (``chosen_kv`` of ``chosen_heads``).
+
+    The rule, in order:
+
+    1. MQA stays MQA: ``chosen_kv == 1 < chosen_heads`` gives 1.
+    2. The group size ``g = chosen_heads // chosen_kv`` (query heads per KV head) is kept
+       when it divides ``n_heads``: ``n_heads // g`` KV heads. MHA (g = 1) stays MHA.
+    3. Otherwise the largest group size below ``g`` that divides ``n_heads``: the fewest KV
+       heads that still give each at most ``g`` query heads, i.e. the nearest ratio on the side
+       of more KV heads (never more sharing than chosen).
+
+    The result depends only on the choice and ``n_heads``, not on the path there, so
+    the choice comes back at every ``n_heads`` that ``g`` divides (at ``chosen_heads``,
+    ``chosen_kv`` itself). E.g. a choice of 2 KV heads for 8 (g = 4) gives 3 for 9
+    heads (g = 3), 5 for 10 (g = 2; g = 5 would share more), 3 for 12, 2 for 8.
+    """
+    check_kv_heads(chosen_heads, chosen_kv)
+    if chosen_kv == 1 and chosen_heads > 1:
+        return 1
+    group = chosen_heads // chosen_kv
+    return min(d for d in divisors(n_heads) if n_heads <= group * d)
 
 
 def check_int(name: str, value: object, lo: int, hi: int | None = None) -> int:
@@ -72,6 +110,10 @@ def check_kv_heads(n_heads: int, n_kv_heads: int) -> None:
             f"n_kv_heads ({n_kv_heads}) cannot exceed n_heads ({n_heads}); "
             f"valid n_kv_heads: {', '.join(map(str, divisors(n_heads)))}",
             "n_kv_heads",
+            "kv_exceeds_valid",
+            n_kv_heads=n_kv_heads,
+            n_heads=n_heads,
+            valid=", ".join(map(str, divisors(n_heads))),
         )
     if n_heads % n_kv_heads != 0:
         valid = ", ".join(str(d) for d in divisors(n_heads))
@@ -130,7 +172,7 @@ class AttentionConfig:
         check_kv_heads(self.n_heads, self.n_kv_heads)
         for name in ("causal", "use_scaling"):
             if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"{name} must be True or False", name)
+                raise ConfigError(f"{name} must be True or False", name, "true_false", name=name)
         return self
 
 

@@ -25,7 +25,7 @@ against every key. The results say how many rows they were measured on.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,13 +39,17 @@ from .attention import (
     resolve_scale,
     scaled_dot_product_attention,
 )
-from .config import AttentionConfig, ConfigError, check_int, check_kv_heads, divisors
+from .config import AttentionConfig, ConfigError, check_int, check_kv_heads, divisors, unknown_option
 from .guard import check_budget, max_bytes
 from .longmaps import layer_projections, pool_factor
 from .maps import attention_maps_for, estimate_bytes, init_layer
 from .tokens import embed
 
 METHODS = ("mean", "first", "random")
+# The GQA paper's ranking of the conversions after uptraining, best first (Ainslie et al. 2023,
+# "GQA: Training Generalized Multi-Query Transformer Models from Multi-Head Checkpoints",
+# arXiv 2305.13245, ablation on checkpoint conversion): mean pooling, then the first head, then random.
+PAPER_ORDER = ("mean", "first", "random")
 MAPPINGS = ("contiguous", "interleaved")
 SOURCES = ("random", "correlated")
 EXACT_CELLS = 2**22  # H × Tq × Tk up to which the studies build every map at once (the exact, original path)
@@ -78,7 +82,7 @@ def _exact_fits(n_heads: int, n_kv_heads: int, head_dim: int, d_model: int, t: i
 # ---------------------------------------------------------------- mapping conventions
 def _check_mapping(mapping: str) -> None:
     if mapping not in MAPPINGS:
-        raise ConfigError(f"mapping '{mapping}' is not known; use one of: {', '.join(MAPPINGS)}", "mapping")
+        raise unknown_option("mapping", mapping, MAPPINGS)
 
 
 def kv_head_for(head: int, n_heads: int, n_kv_heads: int, mapping: str = "contiguous") -> int:
@@ -92,6 +96,15 @@ def kv_map(n_heads: int, n_kv_heads: int, mapping: str = "contiguous") -> list[i
     """``[kv_head_for(h) for h in range(n_heads)]``."""
     check_kv_heads(n_heads, n_kv_heads)
     return [kv_head_for(h, n_heads, n_kv_heads, mapping) for h in range(n_heads)]
+
+
+def mismatched_heads(n_heads: int, n_kv_heads: int) -> list[int]:
+    """The query heads that read a different KV head under the contiguous and the interleaved mapping.
+
+    E.g. 8 heads, 2 KV heads: heads 1, 3, 4, 6 (4 of 8); none for MHA or MQA.
+    """
+    both = zip(kv_map(n_heads, n_kv_heads, "contiguous"), kv_map(n_heads, n_kv_heads, "interleaved"), strict=True)
+    return [h for h, (a, b) in enumerate(both) if a != b]
 
 
 def expand_kv(x: torch.Tensor, n_rep: int, mapping: str = "contiguous") -> torch.Tensor:
@@ -225,7 +238,7 @@ def mapping_mismatch_rows(
     rows = range(t_q) if rows is None else rows
     row_idx = torch.as_tensor(list(rows), dtype=torch.long, device=qt.device)
     if row_idx.numel() == 0 or int(row_idx.min()) < 0 or int(row_idx.max()) >= t_q:
-        raise ConfigError(f"rows must be query rows between 0 and {t_q - 1}", "rows")
+        raise ConfigError(f"rows must be query rows between 0 and {t_q - 1}", "rows", "rows_range", last=t_q - 1)
     n_rows = int(row_idx.numel())
     step = rows.step if isinstance(rows, range) and n_rows > 1 else 1
     kl = np.zeros(h, dtype=np.float64)
@@ -331,7 +344,7 @@ class PairMaps:
 def pair_from_mismatch(mm: MappingMismatch, head: int) -> PairMaps:
     """The :class:`PairMaps` of ``head`` from a study that kept every weight (``mm.full``)."""
     if not mm.full:
-        raise ConfigError("this mapping study kept no maps; use pair_on_tokens", "head")
+        raise ConfigError("this mapping study kept no maps; use pair_on_tokens", "head", "no_maps_kept")
     head = check_int("head", head, 0, len(mm.built) - 1)
     a, b = mm.weights_built[head], mm.weights_run[head]
     return PairMaps(head, mm.built[head], mm.run[head], a, b, 1, float(np.max(np.abs(a - b))), *a.shape)
@@ -443,15 +456,18 @@ def mha_to_gqa(
     changed. ``mha_to_gqa(m, m.n_heads, "mean")`` (or ``"first"``) reproduces ``m``.
     """
     if not isinstance(mha, GroupedQueryAttention):
-        raise ConfigError("mha must be a GroupedQueryAttention layer", "mha")
+        raise ConfigError("mha must be a GroupedQueryAttention layer", "mha", "not_a_layer", name="mha")
     if mha.n_kv_heads != mha.n_heads:
         raise ConfigError(
             f"the source layer must be MHA (n_kv_heads == n_heads), got n_heads={mha.n_heads}, "
             f"n_kv_heads={mha.n_kv_heads}",
             "mha",
+            "source_not_mha",
+            h=mha.n_heads,
+            kv=mha.n_kv_heads,
         )
     if method not in METHODS:
-        raise ConfigError(f"method '{method}' is not known; use one of: {', '.join(METHODS)}", "method")
+        raise unknown_option("method", method, METHODS)
     n_kv_heads = check_int("n_kv_heads", n_kv_heads, 1, mha.n_heads)
     check_kv_heads(mha.n_heads, n_kv_heads)
     seed = check_int("seed", seed, 0, 2**63 - 1)
@@ -485,6 +501,23 @@ def mha_to_gqa(
     return gqa
 
 
+def base_heads(n_heads: int, n_base: int) -> list[int]:
+    """The base head each head of :func:`correlated_mha` copies: ``h · n_base // n_heads`` (neighbours share one)."""
+    return [h * n_base // n_heads for h in range(n_heads)]
+
+
+def mixed_groups(n_heads: int, n_kv_heads: int, n_base: int) -> int:
+    """How many KV groups of a correlated layer hold copies of more than one base head.
+
+    Groups are contiguous (query heads ``g·n_rep … (g+1)·n_rep − 1``). E.g. 8 heads from
+    2 base heads (heads 0–3 copy base 0, 4–7 base 1): 0 mixed groups for 2, 4 or 8 KV heads,
+    1 (the only group) for MQA.
+    """
+    check_kv_heads(n_heads, n_kv_heads)
+    base, n_rep = base_heads(n_heads, n_base), n_heads // n_kv_heads
+    return sum(len(set(base[g * n_rep : (g + 1) * n_rep])) > 1 for g in range(n_kv_heads))
+
+
 def correlated_mha(
     d_model: int, n_heads: int, head_dim: int, n_base: int, noise: float, seed: int = 0
 ) -> GroupedQueryAttention:
@@ -502,10 +535,12 @@ def correlated_mha(
     head_dim = check_int("head_dim", head_dim, 1)
     n_base = check_int("n_base", n_base, 1, n_heads)
     if not (isinstance(noise, (int, float)) and math.isfinite(noise) and noise >= 0):
-        raise ConfigError(f"noise must be a number ≥ 0, got {noise!r}", "noise")
+        raise ConfigError(
+            f"noise must be a number ≥ 0, got {noise!r}", "noise", "not_negative", name="noise", value=repr(noise)
+        )
     layer = init_layer(GroupedQueryAttention(d_model, n_heads, n_heads, head_dim=head_dim), seed)
     g = torch.Generator().manual_seed(int(seed) + 1)
-    base_of = torch.tensor([h * n_base // n_heads for h in range(n_heads)])
+    base_of = torch.tensor(base_heads(n_heads, n_base))
     std = 1.0 / math.sqrt(d_model)
     with torch.no_grad():
         for lin in (layer.q_proj, layer.k_proj, layer.v_proj):
@@ -516,6 +551,11 @@ def correlated_mha(
     return layer
 
 
+def _nonnegative(kl: float) -> float:
+    """A KL divergence, which is >= 0: a tiny negative value (or -0.0) from float rounding becomes 0.0."""
+    return kl if kl > 0 else 0.0
+
+
 def mean_kl(p_log: torch.Tensor, q_log: torch.Tensor) -> float:
     """Mean over heads and query rows of KL(P ‖ Q) in nats.
 
@@ -524,7 +564,7 @@ def mean_kl(p_log: torch.Tensor, q_log: torch.Tensor) -> float:
     """
     p = p_log.exp()
     terms = torch.where(p > 0, p * (p_log - q_log), torch.zeros_like(p))
-    return float(terms.sum(-1).mean())
+    return _nonnegative(float(terms.sum(-1).mean()))
 
 
 @dataclass(frozen=True)
@@ -552,6 +592,23 @@ class ConversionStudy:
         return 0 < self.n_rows < self.t_q
 
 
+def rank_methods(values: Mapping[str, float], decimals: int) -> list[tuple[str, ...]]:
+    """The methods from the smallest value to the largest, those equal to ``decimals`` places tied together.
+
+    ``values``: method -> error (one n_kv_heads of a :class:`ConversionStudy`). Values are
+    compared as rounded to ``decimals`` places, the precision a page shows them with, so a
+    ranking never calls two numbers shown equal different; a value that is not finite is left out. E.g. ``{"mean": 0.919, "first": 1.347,
+    "random": 1.255}`` -> ``[("mean",), ("random",), ("first",)]``.
+    """
+    rounded = {m: round(float(v), decimals) + 0.0 for m, v in values.items() if math.isfinite(v)}  # -0.0 -> 0.0
+    return [tuple(m for m in rounded if rounded[m] == r) for r in sorted(set(rounded.values()))]
+
+
+def is_paper_order(ranking: Sequence[tuple[str, ...]]) -> bool:
+    """Whether a :func:`rank_methods` ranking is the GQA paper's (:data:`PAPER_ORDER`, strictly, no ties)."""
+    return [tuple(group) for group in ranking] == [(m,) for m in PAPER_ORDER]
+
+
 def build_source(
     source: str, d_model: int, n_heads: int, head_dim: int, seed: int = 0, n_base: int = 2, noise: float = 0.3
 ) -> GroupedQueryAttention:
@@ -560,7 +617,7 @@ def build_source(
         return init_layer(GroupedQueryAttention(d_model, n_heads, n_heads, head_dim=head_dim), seed)
     if source == "correlated":
         return correlated_mha(d_model, n_heads, head_dim, n_base, noise, seed)
-    raise ConfigError(f"source '{source}' is not known; use one of: {', '.join(SOURCES)}", "source")
+    raise unknown_option("source", source, SOURCES)
 
 
 def conversion_errors(
@@ -652,12 +709,12 @@ def conversion_study_rows(
     (``H × rows × T`` floats).
     """
     if x.dim() != 3 or x.shape[0] != 1:
-        raise ConfigError("x must be one sequence [1, T, d_model]", "x")
+        raise ConfigError("x must be one sequence [1, T, d_model]", "x", "one_sequence", name="x")
     t = int(x.shape[1])
     rows = range(t) if rows is None else rows
     row_idx = torch.as_tensor(list(rows), dtype=torch.long, device=x.device)
     if row_idx.numel() == 0 or int(row_idx.min()) < 0 or int(row_idx.max()) >= t:
-        raise ConfigError(f"rows must be query rows between 0 and {t - 1}", "rows")
+        raise ConfigError(f"rows must be query rows between 0 and {t - 1}", "rows", "rows_range", last=t - 1)
     n_rows = int(row_idx.numel())
     h = mha.n_heads
     xa, xr = x[0], x[0, row_idx]  # (T, d_model), (R, d_model)
@@ -699,7 +756,7 @@ def conversion_study_rows(
                     cross += float((p_s - lse.double()).sum())
                     del out, scores, lse
                 rel[method][i] = math.sqrt(err_sq / ref_sq) if ref_sq > 0 else float("nan")
-                kl[method][i] = (neg_entropy - cross) / (h * n_rows)
+                kl[method][i] = _nonnegative((neg_entropy - cross) / (h * n_rows))
                 del gqa, k, v
     step = rows.step if isinstance(rows, range) and n_rows > 1 else 1
     return ConversionStudy(n_kv=n_kv, rel_l2=rel, kl=kl, source=source, t_q=t, n_rows=n_rows, row_step=step)
@@ -767,7 +824,7 @@ def check_sim_size(d_model: int, n_heads: int, head_dim: int) -> None:
     if size > MAX_SIM_ELEMENTS:
         raise ConfigError(
             f"d_model × n_heads × head_dim = {d_model} × {n_heads} × {head_dim} = {size:,} weights per projection "
-            f"is more than {MAX_SIM_ELEMENTS:,} that are simulated live; reduce d_model, n_heads or head_dim "
+            f"is more than the {MAX_SIM_ELEMENTS:,} simulated live; reduce d_model, n_heads or head_dim "
             "(the diagram and the cost table work at any size)",
             "d_model",
             "sim_size",

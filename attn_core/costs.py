@@ -51,10 +51,16 @@ def attention_costs(
     seq_len = check_int("seq_len", seq_len, 1)
     bytes_per_element = check_int("bytes_per_element", bytes_per_element, 1)
     if n_kv_heads > n_heads:
-        raise ConfigError(f"n_kv_heads ({n_kv_heads}) cannot exceed n_heads ({n_heads})", "n_kv_heads")
+        raise ConfigError(
+            f"n_kv_heads ({n_kv_heads}) cannot exceed n_heads ({n_heads})",
+            "n_kv_heads",
+            "kv_exceeds",
+            n_kv_heads=n_kv_heads,
+            n_heads=n_heads,
+        )
     check_kv_heads(n_heads, n_kv_heads)
     if not isinstance(bias, bool):
-        raise ConfigError("bias must be True or False", "bias")
+        raise ConfigError("bias must be True or False", "bias", "true_false", name="bias")
 
     q_out = n_heads * head_dim  # width of all query heads
     kv_out = n_kv_heads * head_dim  # width of all K (or V) heads

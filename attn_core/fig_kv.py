@@ -30,7 +30,7 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from .config import AttentionConfig, ConfigError, attention_kind, check_int, check_kv_heads, divisors
+from .config import AttentionConfig, ConfigError, attention_kind, check_int, check_kv_heads, divisors, unknown_option
 from .convert import (
     MAPPINGS,
     METHODS,
@@ -48,6 +48,7 @@ from .convert import (
 )
 from .costs import attention_costs
 from .figures import DIVERGING_SCALE, MAX_HOVER_CELLS, Style, group_color, pool_max
+from .i18n import count
 from .longmaps import PooledMaps, layer_projections, pool_factor, pooled_attention
 from .memory import binary_unit, dtype_bits
 from .tokens import synthetic_tokens
@@ -169,7 +170,11 @@ def kv_diagram(
     n_rep = n_heads // n_kv_heads
     if title is None:
         title = style.t(
-            "kvfig.diagram_title", h=n_heads, kv=n_kv_heads, kind=attention_kind(n_heads, n_kv_heads), rep=n_rep
+            "kvfig.diagram_title",
+            qh=count("query_heads", n_heads, style.lang),
+            kvh=count("kv_heads", n_kv_heads, style.lang),
+            kind=attention_kind(n_heads, n_kv_heads),
+            rep=n_rep,
         )
     return _layout(
         fig,
@@ -564,7 +569,7 @@ def _grouped_maps(
         )
     )
     xt, xl = _ticks(c, labels_k, f, max(2, c * cell_px // (style.font + 4)))
-    title = style.t("kvfig.maps_title", h=h_all, kv=n_kv, shown=len(groups))
+    title = style.t("kvfig.maps_title", qh=count("query_heads", h_all, style.lang), kv=n_kv, shown=len(groups))
     notes = [style.t("kvfig.maps_sub")]
     if f > 1:
         notes.append(style.t("fig.pooled", r=r, c=c, tq=t_q, tk=t_k))
@@ -839,7 +844,7 @@ def conversion_figure(
     return _layout(
         fig,
         style,
-        style.t("kvfig.conv_title", h=n_heads)
+        style.t("kvfig.conv_title", heads=count("heads", n_heads, style.lang), h=n_heads)
         + "<br><sup>"
         + style.t("kvfig.conv_sub")
         + (f" · {note}" if note else "")
@@ -891,7 +896,14 @@ def maps_groups(n_kv_heads: int, kv_first: int = 0) -> list[int]:
     """The KV groups the maps view draws: all of them, or :data:`MAX_GROUPS_SHOWN` from ``kv_first`` on."""
     if n_kv_heads <= MAX_GROUPS_SHOWN:
         if kv_first != 0:
-            raise ConfigError(f"kv_first ({kv_first}) must be 0: all {n_kv_heads} KV groups are shown", "kv_first")
+            raise ConfigError(
+                f"kv_first ({kv_first}) must be 0: with at most {MAX_GROUPS_SHOWN} KV groups (here {n_kv_heads}) all are shown",
+                "kv_first",
+                "kv_first_zero",
+                value=kv_first,
+                n=n_kv_heads,
+                most=MAX_GROUPS_SHOWN,
+            )
         return list(range(n_kv_heads))
     kv_first = check_int("kv_first", kv_first, 0, n_kv_heads - MAX_GROUPS_SHOWN)
     return list(range(kv_first, kv_first + MAX_GROUPS_SHOWN))
@@ -1075,7 +1087,15 @@ def kv_costs_frame(
     KV elements and bytes per token and for ``seq_len`` tokens, FLOPs of one decoding step).
     """
     if dtype not in DTYPES:
-        raise ConfigError(f"dtype '{dtype}' is not offered here; use one of: {', '.join(DTYPES)}", "dtype")
+        options = ", ".join(DTYPES)
+        raise ConfigError(
+            f"dtype '{dtype}' is not offered here; use one of: {options}",
+            "dtype",
+            "not_offered",
+            name="dtype",
+            value=dtype,
+            options=options,
+        )
     check_kv_heads(n_heads, n_kv_heads)
     nbytes = dtype_bits(dtype) // 8
     rows = []
@@ -1166,7 +1186,9 @@ def pair_view(
     head = check_int("head", head, 0, n - 1)
     pair = pair_from_mismatch(mm, head) if pair is None else pair
     if pair.head != head:
-        raise ConfigError(f"the pair maps are of head {pair.head}, not {head}", "head")
+        raise ConfigError(
+            f"the pair maps are of head {pair.head}, not {head}", "head", "pair_head", got=pair.head, head=head
+        )
     a, b = pair.kv_built, pair.kv_run
     titles = (
         style.t("kv.pair_built", h=head, g=a, m=style.t(f"opt.built_with.{mm.built_with}")),
@@ -1229,12 +1251,14 @@ def conversion_settings(n_heads: int, conv_source: str, n_base: int | None, nois
     rounded to 4 decimals, as the page's sliders give them.
     """
     if conv_source not in SOURCES:
-        raise ConfigError(f"conv_source '{conv_source}' is not known; use one of: {', '.join(SOURCES)}", "conv_source")
+        raise unknown_option("conv_source", conv_source, SOURCES)
     if conv_source == "random":
         return 1, 0.0
     n_base = min(2, n_heads) if n_base is None or n_heads == 1 else check_int("n_base", n_base, 1, n_heads)
     if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not math.isfinite(noise) or noise < 0:
-        raise ConfigError(f"noise must be a number ≥ 0, got {noise!r}", "noise")
+        raise ConfigError(
+            f"noise must be a number ≥ 0, got {noise!r}", "noise", "not_negative", name="noise", value=repr(noise)
+        )
     return n_base, round(float(noise), 4)
 
 
@@ -1288,16 +1312,19 @@ def kv_sharing_views(
     """
     tokens = list(tokens) if tokens is not None else synthetic_tokens(check_int("seq_len", seq_len, 1))
     if not tokens:
-        raise ConfigError("the text has no tokens; type some words", "text")
+        raise ConfigError("the text has no tokens; type some words", "text", "no_tokens")
     AttentionConfig(
         n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, seq_len=len(tokens), d_model=d_model, seed=seed
     ).validate()
     views = list(views)
     unknown = [v for v in views if v not in KV_VIEWS]
     if unknown or not views:
-        raise ConfigError(f"view {', '.join(unknown) or '(none)'} is not known; use: {', '.join(KV_VIEWS)}", "view")
+        shown, options = ", ".join(unknown) or "(none)", ", ".join(KV_VIEWS)
+        raise ConfigError(
+            f"view {shown} is not known; use: {options}", "view", "unknown_view", value=shown, options=options
+        )
     if built_with not in MAPPINGS:
-        raise ConfigError(f"built_with '{built_with}' is not known; use one of: {', '.join(MAPPINGS)}", "built_with")
+        raise unknown_option("built_with", built_with, MAPPINGS)
     if head is not None:
         head = check_int("head", head, 0, n_heads - 1)
     n_base, noise = conversion_settings(n_heads, conv_source, n_base, noise)

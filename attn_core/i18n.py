@@ -37,3 +37,12 @@ def translate(key: str, lang: str = DEFAULT_LANG, /, **kwargs: object) -> str:
     if text is None:
         text = catalog(DEFAULT_LANG).get(key, key)
     return text.format(**kwargs) if kwargs else text
+
+
+def count(noun: str, n: int, lang: str = DEFAULT_LANG, /) -> str:
+    """``n`` and a noun in the number ``n`` takes: catalog ``count.<noun>.one`` for n = 1, else ``count.<noun>.other``.
+
+    E.g. ``count("kv_heads", 1)`` is "1 KV head", ``count("kv_heads", 2)`` "2 KV heads"; in Chinese
+    both forms are the same ("1 个 KV 头").
+    """
+    return translate(f"count.{noun}.{'one' if n == 1 else 'other'}", lang, n=n)

@@ -12,11 +12,16 @@ from attn_core import fig_kv
 from attn_core.config import AttentionConfig, ConfigError
 from attn_core.convert import (
     MAPPINGS,
+    ConversionStudy,
     conversion_on_tokens,
+    is_paper_order,
     kv_map,
     mapping_on_tokens,
+    mismatched_heads,
+    mixed_groups,
     pair_from_mismatch,
     pair_on_tokens,
+    rank_methods,
 )
 from attn_core.guard import run_with_fallback
 from attn_core.memory import dtype_bits, format_bytes
@@ -60,6 +65,62 @@ def nbytes(value: int) -> str:
     return f"{value:,} B" if value < 1024 else f"{value:,} B = {format_bytes(value)}"
 
 
+def maps_weights_help(gm: fig_kv.GroupMaps) -> str:
+    """What the drawn maps are: exact weights (rows sum to 1) or block maxima of pooled ones."""
+    if gm.factor == 1:
+        return ui.t("kv.maps_help_exact")
+    r, c = gm.maps.weights.shape[-2:]
+    t_q, t_k = len(gm.maps.tokens_q), len(gm.maps.tokens_k)
+    return ui.t("kv.maps_help_pooled", f=gm.factor, r=r, c=c, tq=n(t_q), tk=n(t_k))
+
+
+def mapping_effect(n_heads: int, n_kv_heads: int, kind: str) -> str:
+    """How many query heads the other mapping convention would pair with another KV head, for these settings."""
+    wrong = len(mismatched_heads(n_heads, n_kv_heads))
+    if wrong == 0:
+        return ui.t("kv.mapping_effect_none", kind=kind)
+    return ui.t("kv.mapping_effect", n=wrong, h=n_heads, pct=f"{100 * wrong / n_heads:.3g}")
+
+
+def ranking(values: dict[str, float], decimals: int) -> tuple[str, bool]:
+    """The methods from the smallest error up as text ("mean-pooled 0.919 < …"), and whether that is the paper's order."""
+    groups = rank_methods(values, decimals)
+    text = " < ".join(
+        " = ".join(f"{ui.t(f'kv.method.{m}')} {values[m]:.{decimals}f}" for m in group) for group in groups
+    )
+    return text, is_paper_order(groups)
+
+
+def uptrain_ranking(study: ConversionStudy, i: int, n_kv_heads: int) -> dict[str, object]:
+    """The uptraining note's measured part: how the chart ranks the conversions at ``study.n_kv[i]``."""
+    out: dict[str, object] = {"kv": n_kv_heads}
+    for name, data, decimals in (("l2", study.rel_l2, 3), ("kl", study.kl, 4)):
+        text, as_paper = ranking({m: float(v[i]) for m, v in data.items()}, decimals)
+        out[name] = text
+        out[f"{name}_cmp"] = ui.t("kv.order_paper" if as_paper else "kv.order_not_paper")
+    return out
+
+
+def source_note(conv_source: str, n_heads: int, n_kv_heads: int, n_base: int, noise: float) -> str:
+    """The caption under the conversion chart: the source layer and, for correlated heads, the current groups."""
+    heads = ui.count("heads", n_heads)
+    if conv_source == "random":
+        return ui.t("kv.conv_source_random", heads=heads)
+    mixed = mixed_groups(n_heads, n_kv_heads, n_base)
+    groups = (
+        ui.t("kv.conv_groups_mixed", kv=n_kv_heads, m=mixed, g=n_kv_heads)
+        if mixed
+        else ui.t("kv.conv_groups_pure", kv=n_kv_heads)
+    )
+    return ui.t(
+        "kv.conv_source_correlated",
+        heads=heads,
+        bases=ui.count("base_heads", n_base),
+        noise=f"{noise:g}",
+        groups=groups,
+    )
+
+
 ui.page_guard()
 st.title(ui.t("kv.title"))
 st.caption(ui.t("kv.intro"))
@@ -69,7 +130,7 @@ with ui.controls_box():
     with c1:
         tokens = ui.token_input(DEFAULT_TEXT)
     with c2:
-        n_heads = ui.int_slider("n_heads", 1, 64, 8, help_key="help.n_heads")
+        n_heads = ui.int_slider("n_heads", 1, 64, 8, help_key="help.n_heads_own_d_model")
         n_kv_heads = ui.kv_heads_select(n_heads, 2)
     with c3:
         head_dim = ui.int_slider("head_dim", 1, 256, 16, help_key="help.head_dim")
@@ -95,12 +156,13 @@ st.markdown(
     ui.t(
         "kv.summary",
         kind=kind,
-        h=n_heads,
+        qh=ui.count("query_heads", n_heads),
+        kvh=ui.count("kv_heads", n_kv_heads),
         kv=n_kv_heads,
-        rep=n_rep,
+        rep_q=ui.count("query_heads", n_rep),
         d=head_dim,
         dm=d_model,
-        t=T,
+        toks=ui.count("tokens", T),
         elems=n(kv_elems),
         mha=n(2 * n_heads * head_dim),
         pct=f"{100 * n_kv_heads / n_heads:.4g}",
@@ -122,7 +184,7 @@ if view == "diagram":
             ui.t("kv.group_line", g=g, a=g * n_rep, b=(g + 1) * n_rep - 1) if n_rep > 1 else ui.t("kv.group_one", g=g)
             for g in range(min(n_kv_heads, 8))
         )
-        more = ui.t("kv.more_groups", n=n_kv_heads - 8) if n_kv_heads > 8 else ""
+        more = ui.t("kv.more_groups", rest=ui.count("kv_heads", n_kv_heads - 8)) if n_kv_heads > 8 else ""
         st.caption(groups_txt + more)
     with right:
         v = fig_kv.repeat_kv_view(n_heads, n_kv_heads, T, head_dim, style)
@@ -139,7 +201,9 @@ if view == "diagram":
                 full=n(2 * n_heads * T * head_dim),
             )
         )
-    ui.help_expander("kv.diagram_help", rep=n_rep, h=n_heads, kv=n_kv_heads)
+    ui.help_expander(
+        "kv.diagram_help", rep=n_rep, qh=ui.count("query_heads", n_heads), kvh=ui.count("kv_heads", n_kv_heads)
+    )
 
 elif view == "maps":
     first = 0
@@ -162,7 +226,7 @@ elif view == "maps":
         st.markdown(differ + (ui.t("kv.maps_differ_pooled", f=gm.factor) if gm.factor > 1 else ""))
     else:
         st.markdown(ui.t("kv.maps_mha"))
-    ui.help_expander("kv.maps_help")
+    ui.help_expander("kv.maps_help", weights=maps_weights_help(gm))
 
 elif view == "costs":
     dtype = ui.choice("kv_dtype", list(fig_kv.DTYPES), "fp16", help_key="help.kv_dtype")
@@ -216,7 +280,17 @@ elif view == "costs":
         saved = nbytes(costs["mha"]["kv_bytes_per_token"] - cur["kv_bytes_per_token"])
         pct = f"{100 * n_kv_heads / n_heads:.4g}"
         st.caption(ui.t("kv.cost_ratio", kind=kind, pct=pct, kv=n_kv_heads, h=n_heads, saved=saved))
-    st.caption(ui.t("kv.flops_note", h=n_heads, t=T, t1=T - 1, d=head_dim, attn=n(value(cur, "flops_attn"))))
+    st.caption(
+        ui.t(
+            "kv.flops_note",
+            h=n_heads,
+            t=T,
+            keys=ui.count("keys", T),
+            before=ui.count("tokens", T - 1),
+            d=head_dim,
+            attn=n(value(cur, "flops_attn")),
+        )
+    )
     ui.show_view(bytes_view, "kv_bytes", name=bytes_view.name)
     ui.help_expander("kv.costs_help")
 
@@ -275,7 +349,7 @@ elif view == "mapping":
                 )
             )
         st.caption(ui.t("kv.mismatch_count", n=len(wrong), h=n_heads))
-    ui.help_expander("kv.mapping_help", rep=n_rep_txt, kv=n_kv_heads)
+    ui.help_expander("kv.mapping_help", rep=n_rep_txt, kv=n_kv_heads, effect=mapping_effect(n_heads, n_kv_heads, kind))
 
 else:
     cc1, cc2, cc3 = st.columns([1.2, 1, 1], gap="large")
@@ -327,6 +401,6 @@ else:
         step = study.row_step
         runs = 1 + len(study.n_kv) * len(study.rel_l2)  # the source and every converted layer
         st.caption(ui.t("kv.conv_rows", n=n(study.n_rows), t=n(T), step=step, step2=2 * step, runs=runs))
-    st.caption(ui.t(f"kv.conv_source_{conv_source}", base=n_base, noise=f"{noise:g}", h=n_heads))
+    st.caption(source_note(conv_source, n_heads, n_kv_heads, n_base, noise))
     ui.help_expander("kv.conv_methods")
-    ui.help_expander("kv.uptrain")
+    ui.help_expander("kv.uptrain", **uptrain_ranking(study, i, n_kv_heads))

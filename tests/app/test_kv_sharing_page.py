@@ -358,3 +358,212 @@ def test_largest_settings_render_every_view_with_small_charts(view, heads):
         rows = convert.CONV_CELLS // (h * 8192)
         assert f"Measured on {rows} of 8,192 query rows" in texts
         assert f"measured on {rows} of 8,192 query rows" in specs[0]["layout"]["title"]["text"]
+
+
+# ---------------------------------------------------------------- issue 12
+def page_texts(at) -> str:
+    """Every sentence the run showed: markdown (expanders included), captions, notices and chart titles."""
+    shown = [e.value for e in [*at.markdown, *at.caption, *at.info, *at.warning, *at.error]]
+    titles = [s["layout"].get("title", {}).get("text", "") for s in chart_specs(at)]
+    return "\n".join(shown + titles)
+
+
+def element_order(at) -> list[tuple[str, str]]:
+    """(type, key or start of the text) of every element of the main area, in page order."""
+    out = []
+
+    def walk(node):
+        children = getattr(node, "children", None)
+        if children is None:
+            out.append((node.type, getattr(node, "key", None) or str(getattr(node, "value", ""))[:40]))
+            return
+        for k in sorted(children) if isinstance(children, dict) else range(len(children)):
+            walk(children[k])
+
+    walk(at.main)
+    return out
+
+
+KV_PAGES = [PAGE, "pages/heatmaps.py"]
+
+
+@pytest.mark.parametrize("page", KV_PAGES)
+@pytest.mark.parametrize(
+    "start,path",
+    [
+        # 2 KV heads for 8 (groups of 4): 9 -> 3 (groups of 3), 10 -> 5 (groups of 2: at most 4), back at 8 -> 2
+        (2, [(9, 3), (10, 5), (8, 2), (12, 3), (7, 7), (16, 4), (8, 2)]),
+        (8, [(9, 9), (10, 10), (8, 8)]),  # MHA stays MHA
+        (1, [(9, 1), (10, 1), (8, 1)]),  # MQA stays MQA
+    ],
+)
+def test_changing_n_heads_keeps_the_learners_kv_choice(app_test, page, start, path):
+    at = app_test(page)
+    at.select_slider(key="n_kv_heads").set_value(start).run()
+    for n_heads, kv in path:
+        at.slider(key="n_heads").set_value(n_heads).run()
+        no_exception(at)
+        assert at.select_slider(key="n_kv_heads").value == kv, (n_heads, at.select_slider(key="n_kv_heads").value)
+    # a move of the KV control itself is the new choice: 4 of 8 (groups of 2), then 12 heads -> 6
+    at.select_slider(key="n_kv_heads").set_value(4).run()
+    at.slider(key="n_heads").set_value(12).run()
+    assert at.select_slider(key="n_kv_heads").value == 6
+
+
+@pytest.mark.parametrize("page", KV_PAGES)
+def test_kv_notice_says_what_changed_below_the_controls(app_test, page):
+    at = app_test(page)
+    at.slider(key="n_heads").set_value(9).run()  # from the default 2 of 8
+    no_exception(at)
+    notes = [i.value for i in at.info if "n_kv_heads 2 → 3" in i.value]
+    assert len(notes) == 1, [i.value for i in at.info]
+    assert "not a multiple of your ratio n_heads / n_kv_heads = 4 (8 / 2)" in notes[0]
+    order = element_order(at)
+    notice = next(i for i, (kind, text) in enumerate(order) if kind == "info" and text.startswith("n_heads = 9"))
+    controls = [i for i, (kind, _) in enumerate(order) if kind in ("slider", "select_slider", "text_area")]
+    assert notice > max(controls), order[: notice + 1]  # the notice comes after every control: none moves
+    at.slider(key="n_heads").set_value(16).run()
+    assert [i.value for i in at.info if "n_kv_heads" in i.value] == [
+        "n_heads = 16: n_kv_heads 3 → 4, which keeps your ratio n_heads / n_kv_heads = 4."
+    ]
+    at.run()  # a rerun without a change shows no notice
+    assert not any("n_kv_heads" in i.value for i in at.info)
+
+
+def test_bad_kv_heads_url_value_notice_is_below_the_controls():
+    at = fresh({"n_heads": "12", "n_kv_heads": "5"})
+    order = element_order(at)
+    notice = next(i for i, (kind, text) in enumerate(order) if kind == "info" and text.startswith("n_kv_heads = 5"))
+    assert notice > max(i for i, (kind, _) in enumerate(order) if kind in ("slider", "select_slider"))
+    at.slider(key="n_heads").set_value(9).run()  # the snapped 4 of 12 (groups of 3) is the choice now
+    assert at.select_slider(key="n_kv_heads").value == 3
+
+
+def ranked(values: dict[str, float], decimals: int) -> str:
+    names = {"mean": "mean-pooled", "first": "first head", "random": "random"}
+    order = sorted(values, key=lambda m: round(values[m], decimals))
+    return " < ".join(f"{names[m]} {values[m]:.{decimals}f}" for m in order)
+
+
+@pytest.mark.parametrize(
+    "query,n_kv,l2_paper",
+    [
+        ({"conv_source": "random", "n_kv_heads": "1"}, 1, False),  # the issue's case: first 1.347 > random 1.255
+        ({}, 2, True),  # correlated heads, 2 KV heads: mean < first < random
+    ],
+)
+def test_uptraining_note_says_what_the_chart_shows(query, n_kv, l2_paper):
+    at = fresh({"kv_view": "convert", **query})
+    no_exception(at)
+    source = query.get("conv_source", "correlated")
+    study = conversion_study(
+        build_source(source, 128, 8, 16, seed=0, n_base=2 if source == "correlated" else 1, noise=0.3),
+        embed(tokenize(TEXT), 128, 0)[None],
+        source=source,
+    )
+    i = list(study.n_kv).index(n_kv)
+    l2 = {m: float(study.rel_l2[m][i]) for m in study.rel_l2}
+    kl = {m: float(study.kl[m][i]) for m in study.kl}
+    note = next(e.markdown[0].value for e in at.expander if "Ainslie" in e.markdown[0].value)
+    assert "as the chart shows" not in note
+    assert "mean pooling did best, then keeping the first head, then random initialisation" in note
+    assert "arXiv 2305.13245" in note
+    paper = "(the paper's order)" if l2_paper else "(not the paper's order)"
+    assert f"layer output {ranked(l2, 3)} {paper}" in note
+    assert f"attention maps (KL) {ranked(kl, 4)} (the paper's order)" in note
+    if not l2_paper:
+        assert "random 1.255 < first head 1.347" in note  # the numbers the issue read off the chart
+
+
+def test_n_heads_help_fits_the_page():
+    kv_page = fresh({})
+    help_kv = kv_page.slider(key="n_heads").proto.help
+    assert "d_model = n_heads × d_k" not in help_kv and "d_model has its own slider" in help_kv
+    assert kv_page.slider(key="d_model")  # the slider that help refers to
+    heat = AppTest.from_file(str(ROOT / "pages/heatmaps.py"), default_timeout=120).run()
+    assert "d_model = n_heads × d_k" in heat.slider(key="n_heads").proto.help  # true there: no d_model slider
+
+
+def maps_help(at) -> str:
+    return next(e.markdown[0].value for e in at.expander if e.markdown and "One row per KV head" in e.markdown[0].value)
+
+
+def test_maps_help_says_what_the_drawn_maps_are():
+    exact = fresh({"kv_view": "maps"})
+    z = panels(chart_specs(exact)[0])[1]
+    where = panels(chart_specs(exact)[0])[0]
+    x, y0 = where["head 5"]
+    np.testing.assert_allclose(np.nansum(block(z, x, y0, T, T), axis=1), 1.0, rtol=1e-5)  # drawn rows sum to 1
+    assert "each row sums to 1" in maps_help(exact) and "pooled" not in maps_help(exact)
+
+    pooled = fresh({"kv_view": "maps", "source": "synthetic", "seq_len": "200"})
+    no_exception(pooled)
+    spec = chart_specs(pooled)[0]
+    where, z, _ = panels(spec)
+    x, y0 = where["head 5"]
+    drawn = block(z, x, y0, 50, 50)  # 200 tokens pooled 4×4 into 50×50 blocks (the chart's subtitle says so)
+    assert "showing 50×50 blocks (max) of 200×200" in spec["layout"]["title"]["text"]
+    assert np.nanmax(np.abs(np.nansum(drawn, axis=1) - 1.0)) > 0.05  # block maxima: rows do not sum to 1
+    text = maps_help(pooled)
+    assert "each row sums to 1" not in text
+    assert "(200×200 → 50×50): each cell is the largest weight in a block of 4×4" in text
+    assert "a drawn row does not sum to 1" in text
+
+
+@pytest.mark.parametrize("n_heads,n_kv", [(8, 2), (12, 3), (12, 4), (8, 8), (8, 1)])
+def test_mapping_help_counts_the_heads_that_read_another_kv_head(n_heads, n_kv):
+    at = fresh({"kv_view": "mapping", "n_heads": str(n_heads), "n_kv_heads": str(n_kv)})
+    no_exception(at)
+    contiguous, interleaved = kv_map(n_heads, n_kv, "contiguous"), kv_map(n_heads, n_kv, "interleaved")
+    wrong = sum(a != b for a, b in zip(contiguous, interleaved, strict=True))
+    help_text = next(e.markdown[0].value for e in at.expander if "Both conventions are valid" in e.markdown[0].value)
+    assert "most query heads" not in help_text
+    if wrong:
+        assert f"{wrong} of the {n_heads} query heads ({100 * wrong / n_heads:.3g} %) would read another" in help_text
+        assert any(f"{wrong} of {n_heads} query heads read the wrong KV head" in c.value for c in at.caption)
+    else:
+        assert "no head would be affected" in help_text
+    if (n_heads, n_kv) == (8, 2):
+        assert "4 of the 8 query heads (50 %)" in help_text  # exactly half, not "most"
+
+
+SINGULAR_WRONG = re.compile(r"\b1 (query |KV |base |independent random )?heads\b|\b1 (tokens|keys)\b")
+
+
+@pytest.mark.parametrize("view", ["diagram", "maps", "costs", "mapping", "convert"])
+@pytest.mark.parametrize(
+    "query", [{"n_heads": "1"}, {"n_heads": "8", "n_kv_heads": "1", "n_base": "1"}, {"n_heads": "9", "n_kv_heads": "1"}]
+)
+def test_no_plural_after_one(view, query):
+    at = fresh({"kv_view": view, **query})
+    no_exception(at)
+    text = page_texts(at)
+    assert not SINGULAR_WRONG.search(text), SINGULAR_WRONG.search(text).group(0)
+    if query["n_heads"] == "1" and view == "diagram":
+        assert "n_heads = 1 query head, n_kv_heads = 1 KV head, n_rep = 1 query head per KV head" in text
+    if query.get("n_kv_heads") == "1" and query["n_heads"] == "8":
+        assert "n_kv_heads = 1 KV head, n_rep = 8 query heads per KV head" in text
+        if view == "convert":
+            assert "built from 1 base head:" in text
+
+
+@pytest.mark.parametrize(
+    "n_kv,n_base,mixed",
+    [
+        (2, 2, 0),  # heads 0-3 copy base 0, 4-7 base 1: groups 0-3 and 4-7 are pure
+        (1, 2, 1),  # MQA: the one group holds both bases
+        (2, 4, 2),  # bases 0,0,1,1,2,2,3,3 in groups of 4: both groups mix two bases
+        (4, 4, 0),  # groups of 2: pure
+    ],
+)
+def test_correlated_source_caption_describes_the_current_groups(n_kv, n_base, mixed):
+    at = fresh({"kv_view": "convert", "n_kv_heads": str(n_kv), "n_base": str(n_base)})
+    no_exception(at)
+    caption = next(c.value for c in at.caption if c.value.startswith("Source: an MHA layer of 8 heads"))
+    assert f"built from {n_base} base heads" in caption
+    assert "mean < first < random" not in caption  # no fixed claim about the measured order
+    if mixed:
+        assert f"At n_kv_heads = {n_kv}, groups mixing copies of different base heads" in caption
+        assert caption.endswith(f"): {mixed} of {n_kv}.")
+    else:
+        assert caption.endswith(f"At n_kv_heads = {n_kv} every group holds copies of a single base head.")

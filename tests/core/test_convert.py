@@ -341,3 +341,79 @@ def test_long_paths_of_the_page_studies(monkeypatch):
     expect = conversion_study_rows(src, embed(LONG, 128, 1)[None], range(0, 40, 8), seed=1)
     for method in METHODS:
         np.testing.assert_allclose(study.rel_l2[method], expect.rel_l2[method], rtol=1e-6)
+
+
+# ---------------------------------------------------------------- issue 12: rankings, mapping counts, groups, KL sign
+def test_rank_methods_orders_and_ties_as_shown():
+    # the issue's case: random source, n_kv = 1: first (1.347) worse than random (1.255)
+    assert convert.rank_methods({"mean": 0.919, "first": 1.347, "random": 1.255}, 3) == [
+        ("mean",),
+        ("random",),
+        ("first",),
+    ]
+    # equal to the shown precision: tied (mean and first both give back identical heads), -0.0 ties with 0.0
+    assert convert.rank_methods({"mean": -0.0, "first": 4e-9, "random": 1.3}, 3) == [("mean", "first"), ("random",)]
+    assert convert.rank_methods({"mean": 0.1231, "first": 0.1234, "random": 1.0}, 3) == [("mean", "first"), ("random",)]
+    assert convert.rank_methods({"mean": 0.1231, "first": 0.1234, "random": 1.0}, 4) == [
+        ("mean",),
+        ("first",),
+        ("random",),
+    ]
+    assert convert.rank_methods({"mean": float("nan"), "first": 1.0, "random": 0.5}, 3) == [("random",), ("first",)]
+
+
+def test_paper_order_is_mean_first_random_strictly():
+    # Ainslie et al. 2023 (arXiv 2305.13245): mean pooling > first head > random initialisation, after uptraining
+    assert convert.PAPER_ORDER == ("mean", "first", "random")
+    assert convert.is_paper_order([("mean",), ("first",), ("random",)])
+    assert not convert.is_paper_order([("mean",), ("random",), ("first",)])
+    assert not convert.is_paper_order([("mean", "first"), ("random",)])
+
+
+@pytest.mark.parametrize(
+    "h,kv,expected",
+    [
+        (8, 2, [1, 3, 4, 6]),  # exactly half with 2 KV heads: h // 4 = 0,0,0,0,1,1,1,1 against h % 2 = 0,1,0,1,...
+        (8, 4, [1, 2, 3, 4, 5, 6]),  # h // 2 = 0,0,1,1,2,2,3,3 against h % 4 = 0,1,2,3,0,1,2,3
+        (9, 3, [1, 2, 3, 5, 6, 7]),
+        (8, 8, []),
+        (8, 1, []),
+    ],
+)
+def test_mismatched_heads_by_hand(h, kv, expected):
+    assert convert.mismatched_heads(h, kv) == expected
+    by_def = [q for q in range(h) if kv_head_for(q, h, kv, "contiguous") != kv_head_for(q, h, kv, "interleaved")]
+    assert by_def == expected
+
+
+@pytest.mark.parametrize(
+    "h,kv,n_base,mixed",
+    [
+        (8, 1, 2, 1),  # heads 0-3 copy base 0, 4-7 base 1: the one MQA group holds both
+        (8, 2, 2, 0),
+        (8, 4, 2, 0),
+        (8, 8, 2, 0),
+        (12, 6, 4, 2),  # bases h // 3 = 0,0,0,1,1,1,2,2,2,3,3,3; pairs [0,1] and [4,5] straddle a base
+        (12, 3, 4, 3),  # groups of 4: bases [0,0,0,1] [1,1,2,2] [2,3,3,3], all mixed
+    ],
+)
+def test_mixed_groups_by_hand(h, kv, n_base, mixed):
+    assert convert.base_heads(h, n_base) == [q * n_base // h for q in range(h)]
+    assert convert.mixed_groups(h, kv, n_base) == mixed
+
+
+def test_correlated_mha_copies_the_base_heads_of_base_heads():
+    layer = correlated_mha(16, 6, 4, n_base=2, noise=0.0, seed=3)
+    w = layer.k_proj.weight.detach().reshape(6, 4, 16)
+    for h, b in enumerate(convert.base_heads(6, 2)):  # heads 0-2 copy base 0, 3-5 base 1
+        assert torch.equal(w[h], w[3 * b])
+
+
+def test_kl_is_never_negative_where_the_conversion_is_exact():
+    # noise 0 and one base head: mean and first give back every head exactly, so their KL is 0 up to float
+    # rounding, which used to come out as -0.0 (printed "-0.0000" on the page) for mean pooling at n_kv = 1
+    study = conversion_on_tokens(8, 16, 128, TOKS, source="correlated", n_base=1, noise=0.0, seed=0)
+    for m in ("mean", "first"):
+        for value in map(float, study.kl[m]):
+            assert 0.0 <= value < 1e-6
+            assert f"{value:.4f}" == "0.0000"

@@ -186,3 +186,29 @@ def test_long_sequences_stay_under_a_budget_the_full_maps_exceed(monkeypatch):
     note = f"measured on {len(range(0, 2048, step)):,} of 2,048 query rows (rows 0, {step}, {2 * step}, …)"
     assert note in spec(views[5].figure)["layout"]["title"]["text"]
     assert (views[5].data["query_rows_measured"] == len(range(0, 2048, step))).all()
+
+
+# ---------------------------------------------------------------- issue 12: one head is "1 head", not "1 heads"
+def test_count_phrases_have_both_forms_in_both_catalogs():
+    from attn_core.i18n import catalog, count
+
+    for lang in ("en", "zh"):
+        nouns = {k.split(".")[1] for k in catalog(lang) if k.startswith("count.")}
+        assert {"query_heads", "kv_heads", "heads", "base_heads", "tokens", "keys"} <= nouns
+        for noun in nouns:
+            assert f"count.{noun}.one" in catalog(lang) and f"count.{noun}.other" in catalog(lang)
+    assert count("kv_heads", 1) == "1 KV head" and count("kv_heads", 2) == "2 KV heads"
+    assert count("query_heads", 1, "zh") == "1 个查询头"
+
+
+def test_titles_with_one_head_are_singular():
+    one = spec(fig_kv.kv_diagram(1, 1))["layout"]["title"]["text"]
+    assert one.startswith("MHA: 1 query head → 1 KV head (n_rep = 1)")
+    mqa = spec(fig_kv.kv_diagram(8, 1))["layout"]["title"]["text"]
+    assert mqa.startswith("MQA: 8 query heads → 1 KV head (n_rep = 8)")
+    zeros = {m: np.zeros(1) for m in convert.METHODS}
+    conv = spec(fig_kv.conversion_figure([1], zeros, zeros, 1))["layout"]["title"]["text"]
+    assert conv.startswith("MHA with 1 head, converted to each n_kv_heads that divides 1")
+    gm = fig_kv.group_maps(1, 1, 8, 32, TOKS)
+    maps = spec(fig_kv.maps_view(gm).figure)["layout"]["title"]["text"]
+    assert maps.startswith("Attention weights of 1 query head, one row per KV head")
