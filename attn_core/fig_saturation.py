@@ -373,11 +373,12 @@ def _sweep_arrays(sweep: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, 
     """The sweep as numpy: its d_k values, and each column's values for unscaled/scaled in d_k order."""
     d = sweep["d_k"].to_numpy()
     scaled = sweep["scaled"].to_numpy(dtype=bool)
+    values = sweep[list(columns)].to_numpy(dtype=float)  # (rows, columns): one pandas call, then numpy
     out: dict[bool, dict[str, np.ndarray]] = {}
     for flag in (False, True):
         idx = np.flatnonzero(scaled == flag)
         idx = idx[np.argsort(d[idx], kind="stable")]
-        out[flag] = {"d_k": d[idx].astype(np.int64)} | {c: sweep[c].to_numpy(dtype=float)[idx] for c in columns}
+        out[flag] = {"d_k": d[idx].astype(np.int64)} | {c: values[idx, j] for j, c in enumerate(columns)}
     return np.unique(d).astype(np.int64), out
 
 
@@ -657,7 +658,9 @@ def float16_figure(
     keys = float16_keys(demo)
     ticks = _key_ticks(labels, keys)
     n_inf = int(np.isinf(demo.exp_naive).sum())
-    row_title = style.t("sat.fig.fp16_row", n_inf=n_inf, t=t, total=_fmt_special(demo.sum_naive))
+    row_title = style.t(
+        "sat.fig.fp16_row1" if n_inf == 1 else "sat.fig.fp16_row", n_inf=n_inf, t=t, total=_fmt_special(demo.sum_naive)
+    )
     if len(keys) < t:
         row_title += "<br>" + style.t("sat.fig.fp16_top", k=len(keys), t=t)
     layout = _grid(1, 2, [row_title, style.t("sat.fig.fp16_curve")], column_widths=[0.55, 0.45], h_space=0.1)

@@ -342,11 +342,17 @@ def test_the_gradient_sentences_in_chinese(app_test):
         ),
     ],
 )
-def test_the_note_on_measured_rows_is_true_for_the_distribution(query, says, never):
+def test_the_note_on_measured_rows_is_true_for_the_distribution(app_test, query, says, never):
     """Issue 12: "the queries are drawn independently" is not true for projected embeddings (they share W_Q and
     W_K and depend on their position); one measured sequence is "the first", not "the first 1"."""
+    from tests.app.test_languages import english_runs
+
     at = fresh(query)
     no_exception(at)
     (note,) = [i.value for i in at.info if "query rows" in i.value]
     assert says in note and never not in note
     assert "The queries are drawn independently" not in note
+    at = app_test(PAGE, query={**query, "lang": "zh"})
+    no_exception(at)
+    (note,) = [i.value for i in at.info if "查询行" in i.value]
+    assert "各查询独立采样" not in note and english_runs(note) == []

@@ -171,6 +171,8 @@ def test_float16_figure_marks_nan_keys(sweep):
     (marks,) = [t for t in s["data"] if t.get("name") == "non-finite"]
     assert marks["x"] == ["t0 (0)", "t3 (3)"] and marks["text"] == ["NaN", "NaN"]
     assert "2 of 4 exp(q·k) overflow, Σ = inf" in s["layout"]["annotations"][0]["text"]
+    one = spec(fs.float16_figure(stats.float16_demo(np.array([20.0, 1.0, -3.0])), sweep, synthetic_tokens(3), 16))
+    assert "1 of 3 exp(q·k) overflows, Σ = inf" in one["layout"]["annotations"][0]["text"]  # not "1 ... overflow"
     table = fs.float16_data(demo, synthetic_tokens(4))
     assert list(table.columns) == list(fs.FLOAT16_COLUMNS)
     assert np.isinf(table["exp_fp16"][0]) and np.isnan(table["naive_fp16"][0]) and table["key"][3] == "t3"
