@@ -168,17 +168,15 @@ if sweep is not None:
 
 # ---- 4. the gradients against d_k, for a stated loss
 st.subheader(ui.t("sat.h_grad"))
-st.caption(
-    ui.t("sat.c_grad", n=f"{n_samples:,}", t=f"{seq_len:,}", seed=seed, d=d_k, tau=f"{temperature:g}",
-         sq=f"{sqrt_d:.4g}", cs=f"{1 / (sqrt_d * temperature):.4g}", cu=f"{1 / temperature:.4g}",
-         thr=f"{stats.SMALL_NORM:g}")
-)  # fmt: skip
+st.caption(ui.t("sat.c_grad", n=f"{n_samples:,}", t=f"{seq_len:,}", seed=seed, thr=f"{stats.SMALL_NORM:g}"))
 cur = None if sweep is None else fig_saturation.sweep_at(sweep, d_k)
 if sweep is not None:
     v = fig_saturation.gradient_view(sweep, d_k, use_scaling, seq_len, n_samples, temperature, style)
     ui.show_view(v, "sat_grads", name=v.name)
 if cur is not None:
     st.markdown("\n\n".join(gradient_findings(cur, seq_len)))
+ui.help_expander("sat.grad_how", d=d_k, tau=f"{temperature:g}", sq=f"{sqrt_d:.4g}",
+                 cs=f"{1 / (sqrt_d * temperature):.4g}", cu=f"{1 / temperature:.4g}")  # fmt: skip
 
 # ---- 5. one query row and its Jacobian
 st.subheader(ui.t("sat.h4"))

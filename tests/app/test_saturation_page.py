@@ -356,3 +356,13 @@ def test_the_note_on_measured_rows_is_true_for_the_distribution(app_test, query,
     no_exception(at)
     (note,) = [i.value for i in at.info if "查询行" in i.value]
     assert "各查询独立采样" not in note and english_runs(note) == []
+
+
+def test_view_numbers_in_the_texts_match_the_sections(app_test):
+    at = open_page(app_test)
+    heads = [s.value for s in at.subheader]
+    assert heads[3].startswith("4 · The gradient") and heads[4].startswith("5 · One query row")
+    assert heads[5].startswith("6 · Numerics")
+    assert at.slider(key="row").label == "Query row (views 5 and 6)"  # the row and float16 sections
+    text = page_text(at)
+    assert "view 4 shows the median" in text and "subtract the row max (view 6)" in text
