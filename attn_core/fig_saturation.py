@@ -35,6 +35,7 @@ from .figures import DIVERGING_SCALE, FONTS_SET, GROUP_COLORS, Style
 from .stats import (
     FLOAT16_MAX,
     SATURATION_THRESHOLD,
+    SMALL_NORM,
     SWEEP_D_K,
     ExampleMaps,
     Float16Demo,
@@ -153,13 +154,15 @@ def _grid(
 
 
 def _layout(layout: dict, title: str, style: Style, height: int) -> dict:
-    """Title, then a legend of up to two lines, then the subplot titles, each in its own band of pixels."""
+    """Title (its lines split by ``<br>``), then a legend of up to two lines, then the subplot titles,
+    each in its own band of pixels."""
     f, tf = style.font, style.title_font
-    legend_top = 12 + int(tf * 1.5) + 6
+    extra = int(tf * 1.5) * title.count("<br>")  # plotly.js anchors a title's first line, later lines go below
+    legend_top = 12 + int(tf * 1.5) + extra + 6
     top = legend_top + int(2 * f * 1.5) + int(f * 1.8)
     height += top
     layout.update(
-        title=dict(text=title, font=dict(size=tf), y=1 - 12 / height, yref="container", yanchor="top"),
+        title=dict(text=title, font=dict(size=tf), y=1 - (12 + extra) / height, yref="container", yanchor="top"),
         font=dict(size=f),
         height=height,
         margin=dict(l=10, r=10, t=top, b=10),
@@ -186,10 +189,10 @@ def _normal_pdf(x: np.ndarray, var: float) -> np.ndarray:
 
 
 def _measured(style: Style, rows: int, total: int) -> str:
-    """`` · measured on R of N query rows`` when fewer rows than all were measured, else nothing."""
+    """A second title line ``measured on R of N query rows`` when fewer rows than all were measured, else nothing."""
     if rows >= total:
         return ""
-    return " · " + style.t("sat.fig.measured", rows=f"{rows:,}", total=f"{total:,}")
+    return "<br>" + style.t("sat.fig.measured", rows=f"{rows:,}", total=f"{total:,}")
 
 
 def _key_ticks(labels: list[str], keys: np.ndarray | range) -> list[str]:
@@ -313,7 +316,7 @@ def scaled_unscaled_figure(maps: ExampleMaps, style: Style = Style()) -> go.Figu
     title = style.t("sat.fig.map_title", t=t, d=d_k)
     if f > 1:
         n = maps.unscaled.shape[0]
-        title += " · " + style.t("fig.pooled", r=n, c=maps.unscaled.shape[1], tq=t, tk=t)
+        title += "<br>" + style.t("fig.pooled", r=n, c=maps.unscaled.shape[1], tq=t, tk=t)
     side = min(t, MAX_HEATMAP_CELLS)
     height = int(min(680, max(340, side * (14 if style.present else 11) + 120)))
     return _figure(data, _layout(layout, title, style, height), style)
@@ -350,26 +353,32 @@ def maps_data(maps: ExampleMaps) -> pd.DataFrame:
     )
 
 
-# ---------------------------------------------------------------- 3. saturation against d_k
+# ---------------------------------------------------------------- 3-4. saturation and the gradients against d_k
+# Panels against d_k: (sweep column, title key, y-axis title key, y scale). Scales: "var" (log, with the
+# theoretical d_k and 1), "share" (0 to 1), "norm" (log; the mean and median of one norm share a range).
 CURVE_PANELS = (
-    ("score_var", "sat.fig.p_var", "sat.fig.ax_var", True),
-    ("max_weight", "sat.fig.p_max", "sat.fig.ax_share", False),
-    ("entropy", "sat.fig.p_entropy", "sat.fig.ax_entropy", False),
-    ("saturated_frac", "sat.fig.p_saturated", "sat.fig.ax_rows", False),
-    ("jacobian_norm", "sat.fig.p_jacobian", "sat.fig.ax_jacobian", False),
-    ("grad_norm", "sat.fig.p_grad", "sat.fig.ax_grad", False),
+    ("score_var", "sat.fig.p_var", "sat.fig.ax_var", "var"),
+    ("max_weight", "sat.fig.p_max", "sat.fig.ax_share", "share"),
+    ("entropy", "sat.fig.p_entropy", "sat.fig.ax_entropy", "share"),
+    ("saturated_frac", "sat.fig.p_saturated", "sat.fig.ax_rows", "share"),
 )
+# The gradient figure: one row per per-row norm of the sweep (stats.ROW_NORMS, with its symbol), one column
+# per statistic of it (column suffix, title key, y scale).
+GRADIENT_NORMS = (("jacobian_norm", "‖J‖_F"), ("grad_norm", "‖∂L/∂z‖"), ("grad_q_norm", "‖∂L/∂q‖"))
+GRADIENT_STATS = (("", "sat.fig.g_mean", "norm"), ("_median", "sat.fig.g_median", "norm"),
+                  ("_small", "sat.fig.g_small", "share"))  # fmt: skip
 
 
 def _sweep_arrays(sweep: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, dict[bool, dict[str, np.ndarray]]]:
     """The sweep as numpy: its d_k values, and each column's values for unscaled/scaled in d_k order."""
     d = sweep["d_k"].to_numpy()
     scaled = sweep["scaled"].to_numpy(dtype=bool)
+    values = sweep[list(columns)].to_numpy(dtype=float)  # (rows, columns): one pandas call, then numpy
     out: dict[bool, dict[str, np.ndarray]] = {}
     for flag in (False, True):
         idx = np.flatnonzero(scaled == flag)
         idx = idx[np.argsort(d[idx], kind="stable")]
-        out[flag] = {"d_k": d[idx].astype(np.int64)} | {c: sweep[c].to_numpy(dtype=float)[idx] for c in columns}
+        out[flag] = {"d_k": d[idx].astype(np.int64)} | {c: values[idx, j] for j, c in enumerate(columns)}
     return np.unique(d).astype(np.int64), out
 
 
@@ -386,6 +395,105 @@ def sweep_at(sweep: pd.DataFrame, d_k: int) -> dict[bool, dict[str, float]] | No
     return out
 
 
+def _y_range(values: np.ndarray, kind: str) -> tuple[float, float]:
+    """The y range of a panel (data units; log panels as values, not exponents)."""
+    if kind == "share":
+        return 0.0, 1.02
+    positive = values[values > 0]
+    if not len(positive):  # every row exactly 0: an arbitrary decade below 1
+        return 1e-12, 1.0
+    if kind == "var":
+        return float(positive.min()) * 0.7, float(positive.max()) * 1.4
+    return float(positive.min()) / 2.0, float(positive.max()) * 2.0
+
+
+def _panel(
+    data: list[dict], layout: dict, i: int, arrays: dict, column: str, kind: str, y_range: tuple[float, float],
+    d_k: int, use_scaling: bool, style: Style, legend: bool,
+) -> None:  # fmt: skip
+    """Subplot ``i``: the unscaled and scaled curves of ``column`` against d_k, the current d_k marked.
+
+    On log panels a value of exactly 0 is drawn at the bottom of the axis; hover always
+    shows the measured value (``customdata``).
+    """
+    xref, yref, xkey, ykey = _axes(i)
+    lw, ms = _line_width(style), _marker_size(style)
+    names = {False: style.t("sat.fig.unscaled"), True: style.t("sat.fig.scaled")}
+    colors = {False: UNSCALED_COLOR, True: SCALED_COLOR}
+    lo, hi = y_range
+    shown = {}
+    for flag in (False, True):
+        a = arrays[flag]
+        values = a[column]
+        shown[flag] = values if kind == "share" else np.where(values > 0, values, lo)
+        data.append(
+            dict(
+                type="scatter", x=_f32(a["d_k"]), y=_f32(shown[flag]), customdata=_f32(values),
+                mode="lines+markers", name=names[flag], legendgroup=names[flag], showlegend=legend,
+                legendrank=1 + int(flag),
+                xaxis=xref, yaxis=yref, line=dict(color=colors[flag], width=lw, dash="solid" if flag else "dash"),
+                marker=dict(size=ms // 2 + 1, color=colors[flag]),
+                hovertemplate="d_k = %{x}<br>%{customdata:.4g}<extra>" + names[flag] + "</extra>",
+            )
+        )  # fmt: skip
+    data.append(
+        dict(
+            type="scatter", x=[d_k, d_k], y=[lo, hi], mode="lines", name="current_line", showlegend=False,
+            hoverinfo="skip", line=dict(color=THEORY_COLOR, width=max(1, lw - 1), dash="dot"), xaxis=xref, yaxis=yref,
+        )
+    )  # fmt: skip
+    hits = {flag: np.flatnonzero(arrays[flag]["d_k"] == d_k) for flag in (False, True)}
+    if all(len(h) for h in hits.values()):
+        data.append(
+            dict(
+                type="scatter", x=[d_k, d_k], y=[float(shown[f][hits[f][0]]) for f in (False, True)],
+                mode="markers", name="current", showlegend=False, xaxis=xref, yaxis=yref,
+                marker=dict(
+                    size=ms, color=[UNSCALED_COLOR, SCALED_COLOR], line=dict(color="#000000", width=2),
+                    symbol=["circle-open" if use_scaling else "circle", "circle" if use_scaling else "circle-open"],
+                ),
+                customdata=[[names[f], float(arrays[f][column][hits[f][0]])] for f in (False, True)],
+                hovertemplate=style.t("sat.fig.current", d=d_k) + "<br>%{customdata[0]}: %{customdata[1]:.4g}"
+                "<extra></extra>",
+            )
+        )  # fmt: skip
+    if kind == "share":
+        layout[ykey].update(range=[lo, hi])
+    else:
+        layout[ykey].update(type="log", range=[math.log10(lo), math.log10(hi)])
+        if kind == "norm":  # 10⁻⁴ rather than 100µ
+            layout[ykey]["exponentformat"] = "power"
+    layout[xkey].update(_d_k_axis(style, [int(d) for d in arrays[False]["d_k"]]))
+
+
+def _theory_lines(data: list[dict], d_values: list[int], style: Style) -> None:
+    """The theoretical variances d_k (unscaled) and 1 (scaled) in the first subplot."""
+    lw = _line_width(style)
+    theory = style.t("sat.fig.theory")
+    line = dict(color=THEORY_COLOR, width=max(1, lw - 1), dash="dot")
+    data.append(
+        dict(
+            type="scatter", x=_f32(d_values), y=_f32(d_values), mode="lines", name=theory, legendgroup=theory,
+            showlegend=True, legendrank=3, line=line, xaxis="x", yaxis="y",
+            hovertemplate="d_k = %{x}<br>" + style.t("sat.fig.theory_var") + " %{y}<extra></extra>",
+        )
+    )  # fmt: skip
+    data.append(
+        dict(
+            type="scatter", x=[d_values[0], d_values[-1]], y=[1.0, 1.0], mode="lines", name=theory,
+            legendgroup=theory, showlegend=False, hoverinfo="skip", xaxis="x", yaxis="y", line=line,
+        )
+    )  # fmt: skip
+
+
+def _sweep_title(key: str, sweep: pd.DataFrame, n_samples: int, seq_len: int, temperature: float, d_k: int,
+                 style: Style) -> str:  # fmt: skip
+    title = style.t(key, n=n_samples, t=seq_len, tau=f"{temperature:g}", d=d_k)
+    if "measured_rows" in sweep.columns and len(sweep):
+        title += _measured(style, int(sweep["measured_rows"].iloc[0]), int(sweep["total_rows"].iloc[0]))
+    return title
+
+
 def saturation_curves_figure(
     sweep: pd.DataFrame,
     d_k: int,
@@ -395,8 +503,8 @@ def saturation_curves_figure(
     temperature: float,
     style: Style = Style(),
 ) -> go.Figure:
-    """Six panels against d_k (log x): score variance, mean max weight, normalized entropy,
-    saturated rows, Jacobian norm and autograd gradient norm, unscaled and scaled.
+    """Four panels against d_k (log x): score variance, mean largest weight, normalized entropy and
+    saturated rows, unscaled and scaled (the gradients are :func:`gradient_curves_figure`).
 
     The current ``d_k`` is marked in every panel by a dotted vertical line and a
     marker on each curve (filled on the curve of the current scaling); the
@@ -404,89 +512,61 @@ def saturation_curves_figure(
     """
     d_values_arr, arrays = _sweep_arrays(sweep, [p[0] for p in CURVE_PANELS])
     d_values = [int(d) for d in d_values_arr]
-    layout = _grid(2, 3, [style.t(p[1], thr=SATURATION_THRESHOLD) for p in CURVE_PANELS], h_space=0.07,
-                   v_space=0.2)  # fmt: skip
-    lw, ms = _line_width(style), _marker_size(style)
-    names = {False: style.t("sat.fig.unscaled"), True: style.t("sat.fig.scaled")}
-    colors = {False: UNSCALED_COLOR, True: SCALED_COLOR}
-    data = []
-    for i, (col_name, _title, axis_key, log_y) in enumerate(CURVE_PANELS):
-        xref, yref, xkey, ykey = _axes(i + 1)
-        for flag in (False, True):
-            a = arrays[flag]
-            data.append(
-                dict(
-                    type="scatter", x=_f32(a["d_k"]), y=_f32(a[col_name]), mode="lines+markers", name=names[flag],
-                    legendgroup=names[flag], showlegend=i == 0, xaxis=xref, yaxis=yref,
-                    line=dict(color=colors[flag], width=lw, dash="solid" if flag else "dash"),
-                    marker=dict(size=ms // 2 + 1, color=colors[flag]),
-                    hovertemplate="d_k = %{x}<br>%{y:.4g}<extra>" + names[flag] + "</extra>",
-                )
-            )  # fmt: skip
-        if col_name == "score_var":
-            theory = style.t("sat.fig.theory")
-            data.append(
-                dict(
-                    type="scatter", x=_f32(d_values), y=_f32(d_values), mode="lines", name=theory, legendgroup=theory,
-                    showlegend=True, line=dict(color=THEORY_COLOR, width=max(1, lw - 1), dash="dot"),
-                    hovertemplate="d_k = %{x}<br>" + style.t("sat.fig.theory_var") + " %{y}<extra></extra>",
-                    xaxis=xref, yaxis=yref,
-                )
-            )  # fmt: skip
-            data.append(
-                dict(
-                    type="scatter", x=[d_values[0], d_values[-1]], y=[1.0, 1.0], mode="lines", name=theory,
-                    legendgroup=theory, showlegend=False, hoverinfo="skip", xaxis=xref, yaxis=yref,
-                    line=dict(color=THEORY_COLOR, width=max(1, lw - 1), dash="dot"),
-                )
-            )  # fmt: skip
-        ys = []
-        for flag in (False, True):
-            hit = np.flatnonzero(arrays[flag]["d_k"] == d_k)
-            if len(hit):
-                ys.append(float(arrays[flag][col_name][hit[0]]))
-        ys = ys if len(ys) == 2 else []
-        values = np.concatenate([arrays[False][col_name], arrays[True][col_name]])
-        if log_y:
-            lo, hi = float(values.min()) * 0.7, float(values.max()) * 1.4
-        elif col_name in ("jacobian_norm", "grad_norm"):
-            lo, hi = 0.0, float(values.max()) * 1.15
-        else:  # shares and normalized entropy live in [0, 1]
-            lo, hi = 0.0, 1.02
-        data.append(
-            dict(
-                type="scatter", x=[d_k, d_k], y=[lo, hi], mode="lines", name="current_line", showlegend=False,
-                hoverinfo="skip", line=dict(color=THEORY_COLOR, width=max(1, lw - 1), dash="dot"),
-                xaxis=xref, yaxis=yref,
-            )
-        )  # fmt: skip
-        if ys:
-            data.append(
-                dict(
-                    type="scatter", x=[d_k, d_k], y=ys, mode="markers", name="current", showlegend=False,
-                    marker=dict(
-                        size=ms, color=[UNSCALED_COLOR, SCALED_COLOR], line=dict(color="#000000", width=2),
-                        symbol=["circle" if not use_scaling else "circle-open",
-                                "circle" if use_scaling else "circle-open"],
-                    ),
-                    customdata=[names[False], names[True]], xaxis=xref, yaxis=yref,
-                    hovertemplate=style.t("sat.fig.current", d=d_k) + "<br>%{customdata}: %{y:.4g}<extra></extra>",
-                )
-            )  # fmt: skip
-        layout[xkey].update(_d_k_axis(style, d_values))
-        yaxis = dict(title=dict(text=style.t(axis_key)))
-        if log_y:
-            yaxis.update(type="log", range=[math.log10(lo), math.log10(hi)])
-        else:
-            yaxis.update(range=[lo, hi])
-        layout[ykey].update(yaxis)
-    title = style.t("sat.fig.curves_title", n=n_samples, t=seq_len, tau=f"{temperature:g}", d=d_k)
-    if "measured_rows" in sweep.columns and len(sweep):
-        title += _measured(style, int(sweep["measured_rows"].iloc[0]), int(sweep["total_rows"].iloc[0]))
-    return _figure(data, _layout(layout, title, style, 760 if style.present else 620), style)
+    layout = _grid(2, 2, [style.t(p[1], thr=SATURATION_THRESHOLD) for p in CURVE_PANELS], h_space=0.1,
+                   v_space=0.22)  # fmt: skip
+    data: list[dict] = []
+    for i, (column, _title, axis_key, kind) in enumerate(CURVE_PANELS, start=1):
+        if kind == "var":
+            _theory_lines(data, d_values, style)
+        values = np.concatenate([arrays[False][column], arrays[True][column]])
+        _panel(data, layout, i, arrays, column, kind, _y_range(values, kind), d_k, use_scaling, style, i == 1)
+        layout[_axes(i)[3]]["title"] = dict(text=style.t(axis_key))
+    title = _sweep_title("sat.fig.curves_title", sweep, n_samples, seq_len, temperature, d_k, style)
+    return _figure(data, _layout(layout, title, style, 700 if style.present else 560), style)
 
 
-# ---------------------------------------------------------------- 4. one row and its Jacobian
+def gradient_curves_figure(
+    sweep: pd.DataFrame,
+    d_k: int,
+    use_scaling: bool,
+    seq_len: int,
+    n_samples: int,
+    temperature: float,
+    style: Style = Style(),
+) -> go.Figure:
+    """The gradients against d_k: one row per norm (‖J‖_F, ‖∂L/∂z‖, ‖∂L/∂q‖), one column per statistic
+    over the measured rows (mean, median, share below :data:`attn_core.stats.SMALL_NORM`).
+
+    Mean and median of one norm share a log y range, so a median far below its mean
+    (a gradient concentrated in a few rows) shows as such. Current d_k marked as in
+    :func:`saturation_curves_figure`.
+    """
+    columns = [norm + suffix for norm, _ in GRADIENT_NORMS for suffix, _, _ in GRADIENT_STATS]
+    _, arrays = _sweep_arrays(sweep, columns)
+    titles = [style.t(key, x=symbol, thr=f"{SMALL_NORM:g}") for _, symbol in GRADIENT_NORMS
+              for _, key, _ in GRADIENT_STATS]  # fmt: skip
+    layout = _grid(len(GRADIENT_NORMS), len(GRADIENT_STATS), titles, h_space=0.08, v_space=0.13)
+    data: list[dict] = []
+    i = 0
+    for r, (norm, symbol) in enumerate(GRADIENT_NORMS):
+        both = [arrays[f][norm + s] for f in (False, True) for s, _, kind in GRADIENT_STATS if kind == "norm"]
+        norm_range = _y_range(np.concatenate(both), "norm")
+        for c, (suffix, _key, kind) in enumerate(GRADIENT_STATS):
+            i += 1
+            y_range = norm_range if kind == "norm" else _y_range(np.empty(0), kind)
+            _panel(data, layout, i, arrays, norm + suffix, kind, y_range, d_k, use_scaling, style, i == 1)
+            xkey, ykey = _axes(i)[2:]
+            if r < len(GRADIENT_NORMS) - 1:  # one d_k title, under the bottom row
+                layout[xkey]["title"] = dict(text="")
+            if c == 0:
+                layout[ykey]["title"] = dict(text=style.t("sat.fig.ax_norm", x=symbol))
+            elif kind == "share":
+                layout[ykey]["title"] = dict(text=style.t("sat.fig.ax_rows"))
+    title = _sweep_title("sat.fig.grad_title", sweep, n_samples, seq_len, temperature, d_k, style)
+    return _figure(data, _layout(layout, title, style, 940 if style.present else 780), style)
+
+
+# ---------------------------------------------------------------- 5. one row and its Jacobian
 def _weight_bars(p: np.ndarray, z: np.ndarray, labels: list[str], style: Style, xref: str, yref: str) -> dict:
     """Bars of one row's weights: one labelled bar per key, or against the key position for long rows."""
     t = len(p)
@@ -549,11 +629,11 @@ def row_figure(
     )  # fmt: skip
     title = formula
     if len(row.keys) < t:
-        title += " · " + style.t("sat.fig.jac_top", k=len(row.keys), t=t)
+        title += "<br>" + style.t("sat.fig.jac_top", k=len(row.keys), t=t)
     return _figure(data, _layout(layout, title, style, 460 if style.present else 390), style)
 
 
-# ---------------------------------------------------------------- 5. float16 numerics
+# ---------------------------------------------------------------- 6. float16 numerics
 def float16_keys(demo: Float16Demo) -> np.ndarray:
     """The keys the float16 bars show: all of them, or the MAX_FP16_KEYS largest scores (in key order)."""
     t = demo.scores16.shape[0]
@@ -578,7 +658,9 @@ def float16_figure(
     keys = float16_keys(demo)
     ticks = _key_ticks(labels, keys)
     n_inf = int(np.isinf(demo.exp_naive).sum())
-    row_title = style.t("sat.fig.fp16_row", n_inf=n_inf, t=t, total=_fmt_special(demo.sum_naive))
+    row_title = style.t(
+        "sat.fig.fp16_row1" if n_inf == 1 else "sat.fig.fp16_row", n_inf=n_inf, t=t, total=_fmt_special(demo.sum_naive)
+    )
     if len(keys) < t:
         row_title += "<br>" + style.t("sat.fig.fp16_top", k=len(keys), t=t)
     layout = _grid(1, 2, [row_title, style.t("sat.fig.fp16_curve")], column_widths=[0.55, 0.45], h_space=0.1)
@@ -714,6 +796,20 @@ def curves_view(
     return View("saturation_sweep", fig, sweep)
 
 
+def gradient_view(
+    sweep: pd.DataFrame,
+    d_k: int,
+    use_scaling: bool,
+    seq_len: int,
+    n_samples: int,
+    temperature: float,
+    style: Style = Style(),
+) -> View:
+    """View 4: the gradients against d_k (mean, median, share of tiny rows); the data is the sweep itself."""
+    fig = gradient_curves_figure(sweep, d_k, use_scaling, seq_len, n_samples, temperature, style)
+    return View("gradient_sweep", fig, sweep)
+
+
 def _row_data(result: RowSoftmax, labels: list[str]) -> pd.DataFrame:
     return pd.DataFrame({"key_pos": np.arange(len(labels)), "key": labels, "z": result.z, "weight": result.p})
 
@@ -721,7 +817,7 @@ def _row_data(result: RowSoftmax, labels: list[str]) -> pd.DataFrame:
 def row_view(
     raw_row: np.ndarray, row: int, d_k: int, use_scaling: bool, temperature: float, style: Style = Style()
 ) -> tuple[View, RowSoftmax]:
-    """View 4: query ``row`` (its raw q·k ``[T]``) as softmax bars with its Jacobian (current scaling and τ)."""
+    """View 5: query ``row`` (its raw q·k ``[T]``) as softmax bars with its Jacobian (current scaling and τ)."""
     labels = synthetic_tokens(len(raw_row))
     sq = math.sqrt(d_k)
     result = row_softmax(raw_row, 1.0 / sq if use_scaling else 1.0, temperature, MAX_JACOBIAN_KEYS)
@@ -736,7 +832,7 @@ def row_view(
 def float16_view(
     raw_row: np.ndarray, row: int, d_k: int, sweep: pd.DataFrame, style: Style = Style()
 ) -> tuple[View, Float16Demo]:
-    """View 5: the unscaled scores of query ``row`` (raw q·k ``[T]``) through naive and max-subtracted float16 softmax."""
+    """View 6: the unscaled scores of query ``row`` (raw q·k ``[T]``) through naive and max-subtracted float16 softmax."""
     labels = synthetic_tokens(len(raw_row))
     demo = float16_demo(raw_row)
     fig = float16_figure(demo, sweep, labels, d_k, style)
@@ -755,7 +851,7 @@ def saturation_views(
     style: Style = Style(),
     device: str = "cpu",
 ) -> list[View]:
-    """All five views of the page for these settings (for the command-line exporter and tests)."""
+    """All six views of the page for these settings (for the command-line exporter and tests)."""
     if not 0 <= row < seq_len:
         raise ConfigError(f"row ({row}) must be between 0 and {seq_len - 1}", "row")
     sample = score_sample(d_k, seq_len, n_samples, seed, device, distribution)
@@ -766,6 +862,7 @@ def saturation_views(
         distribution_view(sample, style),
         maps_view(maps, style),
         curves_view(sweep, d_k, use_scaling, seq_len, n_samples, temperature, style),
+        gradient_view(sweep, d_k, use_scaling, seq_len, n_samples, temperature, style),
         row_view(raw_row, row, d_k, use_scaling, temperature, style)[0],
         float16_view(raw_row, row, d_k, sweep, style)[0],
     ]

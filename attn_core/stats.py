@@ -2,7 +2,9 @@
 
 For q, k with independent zero-mean unit-variance entries, Var(q·k) = d_k.
 Large scores push softmax into saturation (one weight near 1, the rest near 0),
-where its Jacobian diag(p) - p pᵀ, and so the gradient, nearly vanishes.
+where its Jacobian diag(p) - p pᵀ nearly vanishes: the gradient of most rows
+vanishes while a few rows keep a large one, so the sweep reports each gradient's
+median and share of tiny rows beside its mean.
 Everything here is plain torch (CPU or CUDA inside); the functions meant for
 the UI return CPU float32 numpy, small dataclasses or a pandas DataFrame.
 
@@ -52,9 +54,15 @@ CHUNK_SCORES = 2**20
 _SCORE_SLOTS = 16
 # Per score of the first sequence's maps: scores, a float64 input and output, float32 weights, pooling.
 _MAP_SLOTS = 8
+# A row whose norm (‖J‖_F, ‖∂L/∂z‖ or ‖∂L/∂q‖) is below this counts as one whose gradient has vanished.
+SMALL_NORM = 1e-3
+# Per-row norms of the sweep: (column prefix, what is measured). The sweep reports each one's mean over the
+# measured rows (``<prefix>``), median (``<prefix>_median``) and share of rows below SMALL_NORM (``<prefix>_small``).
+ROW_NORMS = ("jacobian_norm", "grad_norm", "grad_q_norm")
 _SWEEP_COLUMNS = (
     "d_k", "scaled", "score_var", "max_weight", "entropy", "saturated_frac", "jacobian_norm", "grad_norm",
-    "fp16_naive_fail", "fp16_stable_fail", "measured_rows", "total_rows",
+    "grad_q_norm", "jacobian_norm_median", "grad_norm_median", "grad_q_norm_median", "jacobian_norm_small",
+    "grad_norm_small", "grad_q_norm_small", "fp16_naive_fail", "fp16_stable_fail", "measured_rows", "total_rows",
 )  # fmt: skip
 
 
@@ -138,10 +146,14 @@ class RowPlan:
     :data:`MAX_MEASURED_ROWS` of them and at most :data:`MAX_MEASURED_SCORES`
     scores. Otherwise the first ``sequences`` sequences are measured, every query
     of each, or, when one sequence alone has too many scores, ``queries`` evenly
-    spaced queries of the first sequence, each against all its keys. The queries
-    are drawn independently of each other, so the averages over the measured rows
-    are unbiased estimates of the averages over all rows (the evenly spaced
-    positions also cover the position-dependent ``projected`` queries).
+    spaced queries of the first sequence, each against all its keys. Every
+    statistic is that of the measured rows. With ``normal`` q and k every entry is
+    an independent N(0, 1) draw, so every row has the same distribution and their
+    averages estimate those of all rows without bias. With ``projected`` q and k
+    the rows share one W_Q and W_K and depend on their position: the sequences are
+    still drawn independently and identically (so the first ones estimate the
+    others without bias), but evenly spaced queries of one sequence are a
+    systematic sample, not an unbiased one.
     Sequences are drawn in blocks of ``block`` sequences (:data:`BLOCK_ROWS`).
     """
 
@@ -248,9 +260,11 @@ def estimate_bytes(d_k: int, seq_len: int, n_samples: int, distribution: str = "
 
     One sampling block of q and k (:func:`_block_bytes`) plus the copy of the
     measured queries, the downstream weights of every measured row and their
-    block as drawn, the measured scores kept for the histogram (all float32), and
-    one chunk of at most :data:`CHUNK_SCORES` scores at ``_SCORE_SLOTS`` float32
-    slots each. Bounded by the plan, so it stops growing with ``n_samples``.
+    block as drawn, the measured scores kept for the histogram, the per-row norms
+    kept for the medians (:data:`ROW_NORMS`, unscaled and scaled), one chunk of at
+    most :data:`CHUNK_SCORES` scores at ``_SCORE_SLOTS`` float32 slots each, and
+    that chunk's gradient ∂L/∂q (all float32). Bounded by the plan, so it stops
+    growing with ``n_samples``.
     """
     plan = row_plan(seq_len, n_samples)
     t = plan.seq_len
@@ -259,7 +273,9 @@ def estimate_bytes(d_k: int, seq_len: int, n_samples: int, distribution: str = "
     if plan.queries < t:
         total += 4 * plan.queries * int(d_k)  # the measured queries, picked out of the sequence
     total += 4 * (2 * plan.scores + n_drawn * plan.queries * t)  # G, the kept scores, one block of G
+    total += 4 * 2 * len(ROW_NORMS) * plan.rows  # the per-row norms
     total += 4 * _SCORE_SLOTS * plan.chunk_scores()
+    total += 4 * (plan.chunk_scores() // t) * int(d_k)  # ∂L/∂q of one chunk's rows
     return total
 
 
@@ -387,7 +403,8 @@ def _loss_block(plan: RowPlan, block: int, n_drawn: int, seed: int) -> torch.Ten
 def downstream_weights(seq_len: int, n_samples: int, seed: int = 0, device: torch.device | str = "cpu") -> torch.Tensor:
     """The fixed downstream loss ``L = Σ p · G`` of the whole sample: G float32 ``[N, T, T]``, N(0, 1) entries.
 
-    G stands in for the gradient arriving from the layers above. It depends on
+    L = Σ_n Σ_i Σ_j p_nij G_nij is a random linear function of the weights p: its
+    gradient ∂L/∂p = G stands in for the gradient arriving from the layers above. It depends on
     the seed and the shape only, never on d_k or the scaling, so every point of
     the sweep backpropagates the same loss. Drawn block by block like the queries;
     the sweep draws only the blocks (and, at long sequences, the rows) it measures.
@@ -414,15 +431,21 @@ def _measured_blocks(
         del q, k
 
 
+def _qk_chunks(
+    d_k: int, plan: RowPlan, seed: int, distribution: str, device: torch.device
+) -> Iterator[tuple[int, tuple[int, int, int, int], torch.Tensor, torch.Tensor]]:
+    """``(block, (i0, i1, r0, r1), q, k)`` of every chunk of measured rows: q ``[n, r, d_k]``, k ``[n, T, d_k]``."""
+    for b, q, k in _measured_blocks(d_k, plan, seed, distribution, device):
+        for i0, i1, r0, r1 in plan.chunks(q.shape[0]):
+            yield b, (i0, i1, r0, r1), q[i0:i1, r0:r1], k[i0:i1]
+
+
 def _score_chunks(
     d_k: int, plan: RowPlan, seed: int, distribution: str, device: torch.device
 ) -> Iterator[tuple[int, tuple[int, int, int, int], torch.Tensor]]:
     """``(block, (i0, i1, r0, r1), s)``: raw scores s = q·k ``[rows, T]`` of every chunk of measured rows."""
-    t = plan.seq_len
-    for b, q, k in _measured_blocks(d_k, plan, seed, distribution, device):
-        for i0, i1, r0, r1 in plan.chunks(q.shape[0]):
-            s = q[i0:i1, r0:r1] @ k[i0:i1].transpose(-2, -1)  # (n, r, T)
-            yield b, (i0, i1, r0, r1), s.reshape(-1, t)
+    for b, ranges, q, k in _qk_chunks(d_k, plan, seed, distribution, device):
+        yield b, ranges, (q @ k.transpose(-2, -1)).reshape(-1, plan.seq_len)  # (n·r, T)
 
 
 def measured_rows(
@@ -496,30 +519,50 @@ class _Moments:
         return self.m2 / self.n if self.n else float("nan")
 
 
-_ROW_SUMS = ("max_weight", "entropy", "saturated_frac", "jacobian_norm", "grad_norm", "fp16_naive_fail",
-             "fp16_stable_fail")  # fmt: skip
+_ROW_SUMS = ("max_weight", "entropy", "saturated_frac", *ROW_NORMS, "fp16_naive_fail", "fp16_stable_fail")
 
 
-def _measure_chunk(s: torch.Tensor, factor: float, temperature: float, loss_g: torch.Tensor) -> dict[str, float]:
-    """Sums over the rows of softmax(s · factor / τ), for raw scores ``s`` ``[R, T]`` and G ``[R, T]``."""
+def _measure_chunk(
+    q: torch.Tensor, s: torch.Tensor, factor: float, temperature: float, loss_g: torch.Tensor
+) -> tuple[dict[str, float], dict[str, torch.Tensor]]:
+    """One chunk through softmax(s · factor / τ) and back from L = Σ p·G, by torch autograd.
+
+    q ``[n, r, d_k]`` requires grad and s = q·kᵀ ``[n, r, T]`` was computed from it
+    with autograd on (its graph is kept: the sweep calls this twice per chunk);
+    G ``[n, r, T]``. Returns the sums over the rows of :data:`_ROW_SUMS`, and the
+    per-row norms of :data:`ROW_NORMS` (float32 ``[n·r]``, on q's device): ‖J‖_F,
+    ‖∂L/∂z‖ at the softmax input z and ‖∂L/∂q‖, the gradient that reaches the
+    query (and through it W_Q).
+    """
     with torch.enable_grad():
-        z = (s * (factor / temperature)).detach().requires_grad_(True)  # (R, T) softmax input
+        z = s * (factor / temperature)  # (n, r, T) the softmax input
         p = torch.softmax(z, dim=-1)
-        # ∂(Σ p·G)/∂z by autograd, = J·G row by row
-        (grad,) = torch.autograd.grad(p, z, grad_outputs=loss_g)
-    p, zs = p.detach(), z.detach()
+        # ∂L/∂z = J·G row by row; ∂L/∂q = (factor / τ) Σ_j (∂L/∂z_j) k_j, back through the scaling and q·kᵀ
+        grad_z, grad_q = torch.autograd.grad(p, (z, q), grad_outputs=loss_g, retain_graph=True)
+    t = z.shape[-1]
+    p, zs = p.detach().reshape(-1, t), z.detach().reshape(-1, t)
     del z
-    out = {"grad_norm": float(grad.norm(dim=-1).double().sum())}  # per-row values, added up in float64
-    del grad
+    norms = {
+        "grad_norm": grad_z.norm(dim=-1).reshape(-1),
+        "grad_q_norm": grad_q.norm(dim=-1).reshape(-1),
+        "jacobian_norm": jacobian_norm(p),
+    }
+    del grad_z, grad_q
+    out = {key: float(v.double().sum()) for key, v in norms.items()}  # per-row values, added up in float64
     m = max_weight(p)
     out["max_weight"] = float(m.double().sum())
     out["saturated_frac"] = float((m > SATURATION_THRESHOLD).sum())
     out["entropy"] = float(row_entropy(p).double().sum())
-    out["jacobian_norm"] = float(jacobian_norm(p).double().sum())
     del p
     out["fp16_naive_fail"] = float(invalid_rows(naive_softmax_fp16(zs)).sum())
     out["fp16_stable_fail"] = float(invalid_rows(stable_softmax_fp16(zs)).sum())
-    return out
+    return out, norms
+
+
+def _norm_summary(norms: list[torch.Tensor]) -> dict[str, float]:
+    """Median and share below :data:`SMALL_NORM` of every measured row's norm (chunks concatenated)."""
+    x = torch.cat(norms).to("cpu", torch.float64).numpy()
+    return {"median": float(np.median(x)), "small": float(np.mean(x < SMALL_NORM))}
 
 
 def saturation_sweep(
@@ -544,13 +587,22 @@ def saturation_sweep(
       (theory: d_k unscaled, 1 scaled; τ not included);
     - ``max_weight``, ``entropy`` (normalized), ``saturated_frac`` (rows with a
       weight > 0.99): averages over the measured rows;
-    - ``jacobian_norm``: mean Frobenius norm of each row's softmax Jacobian;
-    - ``grad_norm``: mean per-row norm of ∂L/∂z measured by torch autograd, for the
-      fixed loss L = Σ p·G of :func:`downstream_weights`, where z is the q·k score
-      as softmax receives it (the raw q·k itself when unscaled and τ = 1). It equals
-      ‖J G_row‖ per row. The gradient that reaches the queries is
-      ∂L/∂q_i = c Σ_j (∂L/∂z_ij) k_j, and ‖k_j‖ ≈ sqrt(d_k) cancels c = 1/sqrt(d_k),
-      so this norm is the one that decides whether W_Q and W_K still learn;
+    - the loss: L = Σ_rows Σ_j p_ij G_ij, with G the fixed N(0, 1) numbers of
+      :func:`downstream_weights`, one per score (they stand in for ∂L/∂p, the
+      gradient the layers above would send), the same at every d_k and for both
+      scalings. Both gradients below are measured by torch autograd, back from L
+      through the softmax, the factor c / τ and the matmul q·kᵀ;
+    - ``jacobian_norm``: ‖J‖_F of each row's softmax Jacobian J = diag(p) - p pᵀ;
+    - ``grad_norm``: ‖∂L/∂z‖ of each row at the softmax input z = s · c / τ
+      (∂L/∂z = J G_row);
+    - ``grad_q_norm``: ‖∂L/∂q‖ of each query, ∂L/∂q_i = (c / τ) Σ_j (∂L/∂z_ij) k_j,
+      the gradient that reaches W_Q (and, through the keys, W_K). For the same
+      ∂L/∂z it is √d_k times larger unscaled than scaled (c = 1 against 1/√d_k);
+    - for each of these three norms (:data:`ROW_NORMS`) the mean over the measured
+      rows (the column itself), the median (``<name>_median``) and the share of
+      rows below :data:`SMALL_NORM` = 1e-3 (``<name>_small``). Saturation shows in
+      the median and the share: most rows' gradients vanish while a few stay large,
+      so the mean alone can even grow without scaling;
     - ``fp16_naive_fail`` / ``fp16_stable_fail``: fraction of rows where softmax in
       float16 without / with the row max subtracted is not a valid distribution;
     - ``measured_rows`` / ``total_rows``: query rows measured, of ``n_samples × seq_len``.
@@ -565,27 +617,106 @@ def saturation_sweep(
     check_memory(max(values), seq_len, n_samples, distribution, f"the sweep over d_k = {min(values)}…{max(values)}")
     plan = row_plan(seq_len, n_samples)
     dev = torch.device(device)
-    t = plan.seq_len
     # the downstream weights of the measured rows, drawn once for every d_k: [sequences, queries, T] per block
     loss = [_loss_block(plan, b, n_drawn, seed)[:n_used].clone().to(dev) for b, n_drawn, n_used in plan.blocks()]
     rows = []
     for d in values:
         moments = _Moments()
         sums = {False: dict.fromkeys(_ROW_SUMS, 0.0), True: dict.fromkeys(_ROW_SUMS, 0.0)}
-        for b, (i0, i1, r0, r1), s in _score_chunks(d, plan, seed, distribution, dev):
-            moments.add(s)
-            g = loss[b][i0:i1, r0:r1].reshape(-1, t)
+        norms: dict[bool, dict[str, list[torch.Tensor]]] = {f: {key: [] for key in ROW_NORMS} for f in (False, True)}
+        for b, (i0, i1, r0, r1), q, k in _qk_chunks(d, plan, seed, distribution, dev):
+            with torch.enable_grad():
+                q = q.detach().requires_grad_(True)
+                s = q @ k.transpose(-2, -1)  # (n, r, T) raw q·k, once for both scalings
+            moments.add(s.detach())
+            g = loss[b][i0:i1, r0:r1]  # (n, r, T)
             for scaled in (False, True):
                 factor = 1.0 / math.sqrt(d) if scaled else 1.0
-                for key, value in _measure_chunk(s, factor, float(temperature), g).items():
+                chunk_sums, chunk_norms = _measure_chunk(q, s, factor, float(temperature), g)
+                for key, value in chunk_sums.items():
                     sums[scaled][key] += value
-            del s, g
+                for key, value in chunk_norms.items():
+                    norms[scaled][key].append(value.to("cpu", torch.float32))
+            del q, k, s, g
         for scaled in (False, True):
             factor = 1.0 / math.sqrt(d) if scaled else 1.0
-            means = {key: sums[scaled][key] / plan.rows for key in _ROW_SUMS}
-            rows.append({"d_k": d, "scaled": scaled, "score_var": moments.var * factor * factor, **means,
-                         "measured_rows": plan.rows, "total_rows": plan.total_rows})  # fmt: skip
+            row = {"d_k": d, "scaled": scaled, "score_var": moments.var * factor * factor,
+                   "measured_rows": plan.rows, "total_rows": plan.total_rows}  # fmt: skip
+            row.update({key: sums[scaled][key] / plan.rows for key in _ROW_SUMS})
+            for key in ROW_NORMS:
+                row.update({f"{key}_{name}": v for name, v in _norm_summary(norms[scaled][key]).items()})
+            rows.append(row)
     return pd.DataFrame(rows, columns=list(_SWEEP_COLUMNS))
+
+
+# ---------------------------------------------------------------- what the gradients show at one d_k
+# Unscaled against scaled: a ratio within 1/SIMILAR_RATIO .. SIMILAR_RATIO reads "about the same".
+SIMILAR_RATIO = 1.1
+# "Vanishes for many rows": at least this share of rows below SMALL_NORM, and at least twice the scaled share.
+VANISHED_SHARE = 0.1
+# "Concentrated in a few rows": mean / median at least this many times the scaled mean / median.
+CONCENTRATED = 3.0
+
+
+def compare(unscaled: float, scaled: float) -> str:
+    """``"lower"``, ``"similar"`` or ``"higher"``: the unscaled value against the scaled one (see SIMILAR_RATIO)."""
+    if unscaled == scaled:
+        return "similar"
+    if scaled <= 0 or unscaled <= 0:
+        return "higher" if unscaled > scaled else "lower"
+    ratio = unscaled / scaled
+    return "higher" if ratio > SIMILAR_RATIO else "lower" if ratio < 1 / SIMILAR_RATIO else "similar"
+
+
+def _skew(row: dict[str, float], norm: str) -> float:
+    """mean / median of one norm (inf when the median is 0 and the mean is not)."""
+    mean, median = row[norm], row[f"{norm}_median"]
+    if median > 0:
+        return mean / median
+    return math.inf if mean > 0 else 1.0
+
+
+@dataclass(frozen=True)
+class GradientFindings:
+    """What the sweep's gradients show at one d_k, unscaled against scaled, as codes (the page words them).
+
+    ``identical``: both cases gave the same numbers (d_k = 1, where 1/√d_k = 1).
+    ``mean_q``, ``median_q``, ``mean_z``, ``median_z``, ``mean_j``: :func:`compare` of
+    the mean or median ‖∂L/∂q‖, ‖∂L/∂z‖ and ‖J‖_F. ``vanished``: without scaling
+    many rows' ‖∂L/∂q‖ fall below SMALL_NORM (VANISHED_SHARE). ``concentrated``:
+    without scaling ‖∂L/∂q‖ is concentrated in a few rows, its mean far above its
+    median compared with scaling (CONCENTRATED); ``skew_q`` gives mean / median
+    unscaled and scaled.
+    """
+
+    identical: bool
+    mean_q: str
+    median_q: str
+    mean_z: str
+    median_z: str
+    mean_j: str
+    vanished: bool
+    concentrated: bool
+    skew_q: tuple[float, float]
+
+
+def gradient_findings(at: dict[bool, dict[str, float]]) -> GradientFindings:
+    """:class:`GradientFindings` from the sweep's numbers at one d_k (``{scaled: {column: value}}``)."""
+    u, s = at[False], at[True]
+    identical = all(u[f"{n}{x}"] == s[f"{n}{x}"] for n in ROW_NORMS for x in ("", "_median", "_small"))
+    skew = (_skew(u, "grad_q_norm"), _skew(s, "grad_q_norm"))
+    small_u, small_s = u["grad_q_norm_small"], s["grad_q_norm_small"]
+    return GradientFindings(
+        identical=identical,
+        mean_q=compare(u["grad_q_norm"], s["grad_q_norm"]),
+        median_q=compare(u["grad_q_norm_median"], s["grad_q_norm_median"]),
+        mean_z=compare(u["grad_norm"], s["grad_norm"]),
+        median_z=compare(u["grad_norm_median"], s["grad_norm_median"]),
+        mean_j=compare(u["jacobian_norm"], s["jacobian_norm"]),
+        vanished=not identical and small_u >= VANISHED_SHARE and small_u >= 2 * small_s,
+        concentrated=not identical and skew[0] >= CONCENTRATED * skew[1],
+        skew_q=skew,
+    )
 
 
 # ---------------------------------------------------------------- one d_k, for the page's views

@@ -56,6 +56,56 @@ def cached_row(d_k: int, seq_len: int, n_samples: int, seed: int, distribution: 
     return raw
 
 
+def measured_note(plan: stats.RowPlan, distribution: str) -> str:
+    """Which query rows every statistic measured, and what they estimate for this distribution."""
+    if plan.queries < plan.seq_len:
+        key, note = "sat.measured_queries", "projected_queries"
+    else:
+        key, note = ("sat.measured_seq1" if plan.sequences == 1 else "sat.measured_seqs"), "projected_seqs"
+    rows = ui.t(key, rows=f"{plan.rows:,}", total=f"{plan.total_rows:,}", m=f"{plan.sequences:,}",
+                n=f"{plan.n_samples:,}", t=f"{plan.seq_len:,}", scores=f"{plan.scores:,}")  # fmt: skip
+    return rows + " " + ui.t("sat.sample_note." + ("normal" if distribution == "normal" else note))
+
+
+def _cmp(code: str) -> str:
+    return ui.t(f"sat.grad.cmp.{code}")
+
+
+def gradient_findings(cur: dict[bool, dict[str, float]], seq_len: int) -> list[str]:
+    """The sentences under the gradient chart, each chosen from the measured numbers at the current d_k."""
+    u, s = cur[False], cur[True]
+    f = stats.gradient_findings(cur)
+    g = "{:.3g}".format
+    thr = f"{stats.SMALL_NORM:g}"
+    small = dict(small_u=f"{u['grad_q_norm_small']:.1%}", small_s=f"{s['grad_q_norm_small']:.1%}", thr=thr)
+    med_u, med_s = u["grad_q_norm_median"], s["grad_q_norm_median"]
+    if f.identical:
+        return [ui.t("sat.grad.identical", mean_u=g(u["grad_q_norm"]), med_u=g(med_u), **small)]
+    out = [ui.t("sat.grad.vanished" if f.vanished else "sat.grad.small", **small)]
+    hi, lo = max(med_u, med_s), min(med_u, med_s)
+    ratio = g(hi / lo) if lo > 0 else "∞"
+    out.append(ui.t(f"sat.grad.median_{f.median_q}", med_u=g(med_u), med_s=g(med_s), r=ratio))
+    means = dict(cmp=_cmp(f.mean_q), mean_u=g(u["grad_q_norm"]), mean_s=g(s["grad_q_norm"]))
+    if f.concentrated:
+        k = "∞" if math.isinf(f.skew_q[0]) else g(f.skew_q[0])
+        out.append(ui.t("sat.grad.mean_concentrated", k=k, ks=g(f.skew_q[1]), **means))
+    else:
+        out.append(ui.t("sat.grad.mean", **means))
+    out.append(
+        ui.t("sat.grad.z", cmp_mean=_cmp(f.mean_z), cmp_median=_cmp(f.median_z), cmp_j=_cmp(f.mean_j),
+             zu=g(u["grad_norm"]), zs=g(s["grad_norm"]), zmu=g(u["grad_norm_median"]),
+             zms=g(s["grad_norm_median"]), ju=g(u["jacobian_norm"]), js=g(s["jacobian_norm"]))
+    )  # fmt: skip
+    if f.mean_j == "higher":
+        out.append(ui.t("sat.grad.spread", t=f"{seq_len:,}", u=g(even_jacobian(seq_len)), js=g(s["jacobian_norm"])))
+    return out
+
+
+def even_jacobian(t: int) -> float:
+    """‖J‖_F of softmax weights spread evenly over t keys: √(t − 1)/t."""
+    return math.sqrt(t - 1) / t
+
+
 st.title(ui.t("sat.title"))
 st.caption(ui.t("sat.intro"))
 
@@ -87,12 +137,7 @@ if sample is not None:
     )  # fmt: skip
 plan = stats.row_plan(seq_len, n_samples)
 if not plan.complete:  # long sequences × many samples: say how many rows every statistic below measured
-    st.info(
-        ui.t("sat.measured_seqs" if plan.queries == seq_len else "sat.measured_queries", rows=f"{plan.rows:,}",
-             total=f"{plan.total_rows:,}", m=f"{plan.sequences:,}", n=f"{n_samples:,}", t=f"{seq_len:,}",
-             scores=f"{plan.scores:,}"),
-        icon="ℹ️",
-    )  # fmt: skip
+    st.info(measured_note(plan, distribution), icon="ℹ️")
 st.markdown(
     ui.t("sat.current_on" if use_scaling else "sat.current_off", d=d_k, sq=f"{sqrt_d:.4g}", tau=f"{temperature:g}",
          c=f"{scale / temperature:.4g}")
@@ -121,7 +166,19 @@ if sweep is not None:
     v = fig_saturation.curves_view(sweep, d_k, use_scaling, seq_len, n_samples, temperature, style)
     ui.show_view(v, "sat_curves", name=v.name)
 
-# ---- 4. one query row and its Jacobian
+# ---- 4. the gradients against d_k, for a stated loss
+st.subheader(ui.t("sat.h_grad"))
+st.caption(ui.t("sat.c_grad", n=f"{n_samples:,}", t=f"{seq_len:,}", seed=seed, thr=f"{stats.SMALL_NORM:g}"))
+cur = None if sweep is None else fig_saturation.sweep_at(sweep, d_k)
+if sweep is not None:
+    v = fig_saturation.gradient_view(sweep, d_k, use_scaling, seq_len, n_samples, temperature, style)
+    ui.show_view(v, "sat_grads", name=v.name)
+if cur is not None:
+    st.markdown("\n\n".join(gradient_findings(cur, seq_len)))
+ui.help_expander("sat.grad_how", d=d_k, tau=f"{temperature:g}", sq=f"{sqrt_d:.4g}",
+                 cs=f"{1 / (sqrt_d * temperature):.4g}", cu=f"{1 / temperature:.4g}")  # fmt: skip
+
+# ---- 5. one query row and its Jacobian
 st.subheader(ui.t("sat.h4"))
 row = ui.int_slider("row", 0, seq_len - 1, 0, container=st.columns(3)[0], help_key="help.row")
 raw_row = ui.run_safely(lambda: cached_row(d_k, seq_len, n_samples, seed, distribution, row, device))
@@ -130,7 +187,7 @@ if raw_row is not None:
     v, _ = fig_saturation.row_view(raw_row, row, d_k, use_scaling, temperature, style)
     ui.show_view(v, "sat_row", name=v.name)
 
-# ---- 5. float16 numerics
+# ---- 6. float16 numerics
 st.subheader(ui.t("sat.h5"))
 st.caption(ui.t("sat.c5", lim=f"{math.log(stats.FLOAT16_MAX):.2f}"))
 if raw_row is not None and sweep is not None:
@@ -145,17 +202,15 @@ if raw_row is not None and sweep is not None:
         table = fig_saturation.float16_data(demo, keys=keys)
         st.dataframe(table.rename(columns=headers), hide_index=True, width="stretch")
 
-# ---- 6. explanations, with the user's numbers
+# ---- 7. explanations, with the user's numbers
 st.subheader(ui.t("sat.h6"))
 ui.help_expander("sat.why_var", d=d_k, sq=f"{sqrt_d:.4g}", inv=f"{1 / sqrt_d:.4g}",
                  var="—" if sample is None else f"{sample.raw_var:.4g}",
                  svar="—" if sample is None else f"{sample.scaled_var:.4g}")  # fmt: skip
 ui.help_expander("sat.why_softmax")
-cur = None if sweep is None else fig_saturation.sweep_at(sweep, d_k)
 if cur is not None:
     ui.help_expander(
-        "sat.cost", d=d_k, sq=f"{sqrt_d:.4g}",
+        "sat.cost", d=d_k, thr=f"{stats.SMALL_NORM:g}", t=f"{seq_len:,}", u=f"{even_jacobian(seq_len):.3g}",
         mw_u=f"{cur[False]['max_weight']:.3f}", mw_s=f"{cur[True]['max_weight']:.3f}",
-        g_u=f"{cur[False]['grad_norm']:.3g}", g_s=f"{cur[True]['grad_norm']:.3g}",
-        sat_u=f"{cur[False]['saturated_frac']:.1%}",
+        sat_u=f"{cur[False]['saturated_frac']:.1%}", sat_s=f"{cur[True]['saturated_frac']:.1%}",
     )  # fmt: skip

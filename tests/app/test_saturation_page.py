@@ -44,11 +44,11 @@ def sweep(seq_len=16, n_samples=256, seed=0, distribution="normal", temperature=
     return stats.saturation_sweep(stats.SWEEP_D_K, seq_len, n_samples, seed, "cpu", distribution, temperature)
 
 
-def curve(spec: dict, panel: int, name: str) -> np.ndarray:
-    """y values of the ``name`` curve (``unscaled``/``scaled by 1/√d_k``) in panel ``panel`` (0..5) of the curves."""
+def curve(spec: dict, panel: int, name: str, field: str = "y") -> np.ndarray:
+    """``field`` of the ``name`` curve (``unscaled``/``scaled by 1/√d_k``) in panel ``panel`` (0-based) of a chart."""
     axis = "y" if panel == 0 else f"y{panel + 1}"
     (tr,) = [t for t in spec["data"] if t.get("name") == name and t.get("yaxis", "y") == axis]
-    return arr(tr["y"])
+    return arr(tr[field])
 
 
 def test_defaults_render_with_the_numbers_of_attn_core(app_test):
@@ -56,7 +56,7 @@ def test_defaults_render_with_the_numbers_of_attn_core(app_test):
     no_exception(at)
     assert not at.error and not at.warning
     specs = charts(at)
-    assert list(specs) == ["sat_dist", "sat_maps", "sat_curves", "sat_row", "sat_fp16"]
+    assert list(specs) == ["sat_dist", "sat_maps", "sat_curves", "sat_grads", "sat_row", "sat_fp16"]
     sample = stats.score_sample(64, 16, 256, 0)
     example = stats.example_scores(64, 16, 256, 0)  # the first sequence: maps, row and float16 views
     summary = at.markdown[0].value
@@ -66,14 +66,20 @@ def test_defaults_render_with_the_numbers_of_attn_core(app_test):
     df = sweep()
     unscaled, scaled = df[~df["scaled"]], df[df["scaled"]]
     c = specs["sat_curves"]
-    for panel, column in enumerate(("score_var", "max_weight", "entropy", "saturated_frac", "jacobian_norm",
-                                    "grad_norm")):  # fmt: skip
+    for panel, column in enumerate(("score_var", "max_weight", "entropy", "saturated_frac")):
         np.testing.assert_allclose(curve(c, panel, "unscaled"), unscaled[column], rtol=1e-6)
         np.testing.assert_allclose(curve(c, panel, "scaled by 1/√d_k"), scaled[column], rtol=1e-6)
     assert c["layout"]["xaxis"]["type"] == "log"
-    # the current d_k is marked in all six panels, on both curves
+    # the current d_k is marked in all four panels, on both curves
     markers = traces(c, "current")
-    assert len(markers) == 6 and all(m["x"] == [64, 64] for m in markers)
+    assert len(markers) == 4 and all(m["x"] == [64, 64] for m in markers)
+    # the gradients: mean, median and share of tiny rows of ‖J‖_F, ‖∂L/∂z‖ and ‖∂L/∂q‖, as measured
+    g = specs["sat_grads"]
+    columns = [n + x for n in ("jacobian_norm", "grad_norm", "grad_q_norm") for x in ("", "_median", "_small")]
+    for panel, column in enumerate(columns):
+        np.testing.assert_allclose(curve(g, panel, "unscaled", "customdata"), unscaled[column], rtol=1e-6)
+        np.testing.assert_allclose(curve(g, panel, "scaled by 1/√d_k", "customdata"), scaled[column], rtol=1e-6)
+    assert len(traces(g, "current")) == 9
     # the two maps: same scores, scaled and unscaled, on one 0..1 colour axis
     m = specs["sat_maps"]
     np.testing.assert_allclose(arr(m["data"][0]["z"]), stats.softmax_weights(example, 1.0), atol=1e-6)
@@ -186,7 +192,7 @@ def test_bad_url_values_give_a_notice_not_a_traceback(query, kind, text, d_k):
     notices = [n.value for n in getattr(at, kind)]
     assert any(text in n for n in notices), notices
     assert at.select_slider(key="head_dim").value == d_k
-    assert len(at.get("plotly_chart")) == 5
+    assert len(at.get("plotly_chart")) == 6
 
 
 def test_memory_budget_refuses_the_sweep_and_keeps_the_rest(app_test, monkeypatch):
@@ -198,7 +204,7 @@ def test_memory_budget_refuses_the_sweep_and_keeps_the_rest(app_test, monkeypatc
     (err,) = at.error
     assert "ATTN_MAX_BYTES" in err.value and "8 MiB" in err.value and "at most" in err.value
     assert list(charts(at)) == ["sat_dist", "sat_maps", "sat_row"]
-    assert [s.value for s in at.subheader][-1].startswith("6")
+    assert [s.value for s in at.subheader][-1].startswith("7")
 
 
 def test_chinese_and_presentation_mode(app_test):
@@ -233,7 +239,7 @@ def test_largest_settings_render_light_charts_and_say_what_was_measured(app_test
     assert at.slider(key="seq_len").value == 8192 and at.select_slider(key="samples").value == 16384
     charts_ = at.get("plotly_chart")
     sizes = {c.proto.id.rsplit("-", 1)[-1]: len(c.proto.spec.encode("utf-8")) for c in charts_}
-    assert list(sizes) == ["sat_dist", "sat_maps", "sat_curves", "sat_row", "sat_fp16"]
+    assert list(sizes) == ["sat_dist", "sat_maps", "sat_curves", "sat_grads", "sat_row", "sat_fp16"]
     assert all(size < 2_000_000 for size in sizes.values()), sizes
     # 16384 × 8192 query rows; 8,388,608 / 8192 = 1024 of them measured, evenly spaced in the first sequence
     (note,) = [i.value for i in at.info if "query rows" in i.value]
@@ -243,6 +249,7 @@ def test_largest_settings_render_light_charts_and_say_what_was_measured(app_test
     assert "Measured on 8,388,608 scores" in at.markdown[0].value
     specs = charts(at)
     assert "measured on 1,024 of 134,217,728 query rows" in specs["sat_curves"]["layout"]["title"]["text"]
+    assert "measured on 1,024 of 134,217,728 query rows" in specs["sat_grads"]["layout"]["title"]["text"]
     assert "measured on 1,024 of 134,217,728 query rows" in specs["sat_dist"]["layout"]["title"]["text"]
     maps = specs["sat_maps"]
     assert "showing 64×64 blocks (max) of 8192×8192" in maps["layout"]["title"]["text"]
@@ -265,3 +272,97 @@ def test_largest_settings_in_chinese(app_test):
     assert any("134,217,728" in i.value and "1,024" in i.value for i in at.info)
     found = [r for text in screen_texts(at) for r in english_runs(text)]
     assert found == []
+
+
+# ---------------------------------------------------------------- issue 12: the gradient, for a stated loss
+def page_text(at) -> str:
+    return " ".join(e.value for kind in ("markdown", "caption", "info") for e in getattr(at, kind))
+
+
+def at_d_k(df, d_k: int) -> tuple[dict, dict]:
+    rows = df[df["d_k"] == d_k].set_index("scaled")
+    return rows.loc[False].to_dict(), rows.loc[True].to_dict()
+
+
+def test_the_gradient_section_states_the_loss_and_says_the_gradient_vanishes_for_most_rows(app_test):
+    at = open_page(app_test, 512)
+    no_exception(at)
+    text = page_text(at)
+    # L is stated, with the user's numbers: the shape of G, the seed, the factor c both ways
+    assert "L = Σ p·G" in text and "256 sequences × 16 queries × 16 keys, from seed 0" in text
+    assert "c = 1/(√512 · 1) = 0.04419 scaled and c = 1/1 = 1 unscaled" in text and "√512 = 22.63 times" in text
+    u, s = at_d_k(sweep(), 512)
+    assert u["grad_q_norm_median"] < 0.05 * s["grad_q_norm_median"] and u["grad_q_norm_small"] > 0.3
+    assert "Without scaling the gradient vanishes for many rows:" in text
+    assert f"{u['grad_q_norm_small']:.1%} of the query rows get ‖∂L/∂q‖ < 0.001, against 0.0% with scaling" in text
+    assert f"**{u['grad_q_norm_median']:.3g}** without scaling against **{s['grad_q_norm_median']:.3g}**" in text
+    assert f"larger without scaling: **{u['grad_q_norm']:.3g}** against **{s['grad_q_norm']:.3g}**" in text
+    assert "concentrated in a few rows" in text
+    assert "a wider head would learn more slowly" not in text and "prevents both" not in text  # the old fixed claim
+
+
+def test_the_sentences_follow_the_numbers_when_a_long_sequence_reverses_them():
+    at = fresh({"seq_len": "1024", "head_dim": "64"})
+    no_exception(at)
+    text = page_text(at)
+    u, s = at_d_k(sweep(1024, 256), 64)
+    assert u["grad_norm"] > 2 * s["grad_norm"] and u["grad_q_norm_median"] > s["grad_q_norm_median"]
+    assert "The median row gets more without scaling, not less" in text
+    assert f"mean ‖∂L/∂z‖ is larger without scaling: **{u['grad_norm']:.3g}** against **{s['grad_norm']:.3g}**" in text
+    assert "√(T − 1)/T = 0.0312" in text and f"the scaled rows measure {s['jacobian_norm']:.3g}" in text
+    assert "vanishes for many rows" not in text and "concentrated in a few rows" not in text
+
+
+def test_at_d_k_1_the_page_says_scaling_changes_nothing(app_test):
+    at = open_page(app_test, 1)
+    text = page_text(at)
+    assert "At d_k = 1, 1/√d_k = 1: scaling changes nothing" in text
+    assert "larger without scaling" not in text and "smaller without scaling" not in text
+
+
+def test_the_gradient_sentences_in_chinese(app_test):
+    from tests.app.test_languages import english_runs, screen_texts
+
+    at = open_page(app_test, 512, lang="zh")
+    no_exception(at)
+    assert "不缩放时，许多行的梯度消失了" in page_text(at)
+    assert [r for text in screen_texts(at) for r in english_runs(text)] == []
+
+
+@pytest.mark.parametrize(
+    "query,says,never",
+    [
+        ({"seq_len": "1024"}, "Every entry of q and k is an independent N(0, 1) draw", "not independent"),
+        ({"seq_len": "1024", "dist": "projected"}, "Projected q and k are not independent", "systematic"),
+        ({"seq_len": "8192", "dist": "projected"}, "a systematic sample, not a random one", "without bias"),
+        (
+            {"seq_len": "2500", "samples": "16"},
+            "those of the first of the 16 sequences (all its 2,500 queries",
+            "first 1",
+        ),
+    ],
+)
+def test_the_note_on_measured_rows_is_true_for_the_distribution(app_test, query, says, never):
+    """Issue 12: "the queries are drawn independently" is not true for projected embeddings (they share W_Q and
+    W_K and depend on their position); one measured sequence is "the first", not "the first 1"."""
+    from tests.app.test_languages import english_runs
+
+    at = fresh(query)
+    no_exception(at)
+    (note,) = [i.value for i in at.info if "query rows" in i.value]
+    assert says in note and never not in note
+    assert "The queries are drawn independently" not in note
+    at = app_test(PAGE, query={**query, "lang": "zh"})
+    no_exception(at)
+    (note,) = [i.value for i in at.info if "查询行" in i.value]
+    assert "各查询独立采样" not in note and english_runs(note) == []
+
+
+def test_view_numbers_in_the_texts_match_the_sections(app_test):
+    at = open_page(app_test)
+    heads = [s.value for s in at.subheader]
+    assert heads[3].startswith("4 · The gradient") and heads[4].startswith("5 · One query row")
+    assert heads[5].startswith("6 · Numerics")
+    assert at.slider(key="row").label == "Query row (views 5 and 6)"  # the row and float16 sections
+    text = page_text(at)
+    assert "view 4 shows the median" in text and "subtract the row max (view 6)" in text

@@ -75,14 +75,51 @@ def test_small_maps_carry_every_weight_and_score():
 def test_curves_mark_the_current_d_k_and_fill_the_current_scaling(sweep):
     s = spec(fs.saturation_curves_figure(sweep, 16, False, 8, 32, 1.0))
     markers = [t for t in s["data"] if t.get("name") == "current"]
-    assert len(markers) == 6 and all(m["x"] == [16, 16] for m in markers)
+    assert len(markers) == 4 and all(m["x"] == [16, 16] for m in markers)
     assert markers[0]["marker"]["symbol"] == ["circle", "circle-open"]
     row = sweep[sweep["d_k"] == 16].set_index("scaled")
-    np.testing.assert_allclose(arr(markers[5]["y"]), [row.loc[False, "grad_norm"], row.loc[True, "grad_norm"]])
-    assert all(s["layout"][f"xaxis{i if i > 1 else ''}"]["type"] == "log" for i in range(1, 7))
+    np.testing.assert_allclose(
+        arr(markers[3]["y"]), [row.loc[False, "saturated_frac"], row.loc[True, "saturated_frac"]]
+    )  # fmt: skip
+    assert all(s["layout"][f"xaxis{i if i > 1 else ''}"]["type"] == "log" for i in range(1, 5))
     scaled_marker = spec(fs.saturation_curves_figure(sweep, 64, True, 8, 32, 1.0))
     m = [t for t in scaled_marker["data"] if t.get("name") == "current"][0]
     assert m["x"] == [64, 64] and m["marker"]["symbol"] == ["circle-open", "circle"]
+
+
+def test_gradient_figure_plots_mean_median_and_tiny_rows_of_each_norm():
+    sweep = stats.saturation_sweep((1, 16, 512), seq_len=16, n_samples=64, seed=0)
+    s = spec(fs.gradient_curves_figure(sweep, 512, False, 16, 64, 1.0))
+    titles = [a["text"] for a in s["layout"]["annotations"]]
+    assert titles[:3] == ["mean ‖J‖_F", "median ‖J‖_F", "rows with ‖J‖_F < 0.001"]
+    assert titles[6:] == ["mean ‖∂L/∂q‖", "median ‖∂L/∂q‖", "rows with ‖∂L/∂q‖ < 0.001"]
+    assert "L = Σ p·G" in s["layout"]["title"]["text"]
+    by = sweep.set_index(["scaled", "d_k"])
+    columns = [n + x for n in ("jacobian_norm", "grad_norm", "grad_q_norm") for x in ("", "_median", "_small")]
+    for i, column in enumerate(columns, start=1):
+        axis = "y" if i == 1 else f"y{i}"
+        for flag, name in ((False, "unscaled"), (True, "scaled by 1/√d_k")):
+            (tr,) = [t for t in s["data"] if t.get("name") == name and t.get("yaxis", "y") == axis]
+            np.testing.assert_allclose(arr(tr["customdata"]), by.loc[flag][column], rtol=1e-6)  # hover: measured
+            assert arr(tr["y"]).min() > 0 or column.endswith("_small")
+        layout_axis = s["layout"]["yaxis" if i == 1 else f"yaxis{i}"]
+        assert layout_axis.get("type") == ("log" if not column.endswith("_small") else None)
+    # mean and median of one norm share a range, so a median far below its mean shows as such
+    assert s["layout"]["yaxis7"]["range"] == s["layout"]["yaxis8"]["range"]
+    markers = [t for t in s["data"] if t.get("name") == "current"]
+    assert len(markers) == 9 and markers[7]["customdata"][0][1] == pytest.approx(
+        by.loc[(False, 512), "grad_q_norm_median"]
+    )  # fmt: skip
+
+
+def test_a_zero_norm_is_drawn_at_the_bottom_of_its_log_axis_and_hovers_as_zero():
+    sweep = stats.saturation_sweep((1, 16), seq_len=8, n_samples=16, seed=0)
+    sweep.loc[~sweep["scaled"] & (sweep["d_k"] == 16), "grad_norm_median"] = 0.0  # every row exactly saturated
+    s = spec(fs.gradient_curves_figure(sweep, 16, False, 8, 16, 1.0))
+    (tr,) = [t for t in s["data"] if t.get("name") == "unscaled" and t.get("yaxis") == "y5"]
+    lo = 10 ** s["layout"]["yaxis5"]["range"][0]
+    assert arr(tr["customdata"])[1] == 0.0 and arr(tr["y"])[1] == pytest.approx(lo, rel=1e-5)
+    assert np.isfinite(s["layout"]["yaxis5"]["range"]).all()
 
 
 def test_row_figure_shows_the_jacobian_of_the_top_32_keys_on_a_fixed_scale():
@@ -134,6 +171,8 @@ def test_float16_figure_marks_nan_keys(sweep):
     (marks,) = [t for t in s["data"] if t.get("name") == "non-finite"]
     assert marks["x"] == ["t0 (0)", "t3 (3)"] and marks["text"] == ["NaN", "NaN"]
     assert "2 of 4 exp(q·k) overflow, Σ = inf" in s["layout"]["annotations"][0]["text"]
+    one = spec(fs.float16_figure(stats.float16_demo(np.array([20.0, 1.0, -3.0])), sweep, synthetic_tokens(3), 16))
+    assert "1 of 3 exp(q·k) overflows, Σ = inf" in one["layout"]["annotations"][0]["text"]  # not "1 ... overflow"
     table = fs.float16_data(demo, synthetic_tokens(4))
     assert list(table.columns) == list(fs.FLOAT16_COLUMNS)
     assert np.isinf(table["exp_fp16"][0]) and np.isnan(table["naive_fp16"][0]) and table["key"][3] == "t3"
@@ -146,6 +185,7 @@ def test_presentation_mode_and_chinese(sweep):
     figs = [
         fs.score_distribution_figure(sample, style),
         fs.saturation_curves_figure(sweep, 4, True, 8, 32, 1.0, style),
+        fs.gradient_curves_figure(sweep, 4, True, 8, 32, 1.0, style),
         fs.row_figure(stats.row_softmax(raw, 0.5), synthetic_tokens(8), "t0 (0)", "x", style),
         fs.scaled_unscaled_figure(stats.example_maps(4, 8, 16), style),
     ]
@@ -158,26 +198,28 @@ def test_presentation_mode_and_chinese(sweep):
 
 def test_saturation_views_build_every_view_with_its_numbers():
     views = fs.saturation_views(d_k=128, seq_len=8, n_samples=32, seed=4, use_scaling=False, temperature=0.5, row=2)
-    assert [v.name for v in views] == ["scores_dk128", "maps_dk128", "saturation_sweep", "row2_dk128",
-                                       "float16_row2_dk128"]  # fmt: skip
+    assert [v.name for v in views] == ["scores_dk128", "maps_dk128", "saturation_sweep", "gradient_sweep",
+                                       "row2_dk128", "float16_row2_dk128"]  # fmt: skip
     example = stats.example_scores(128, 8, 32, seed=4)
     maps = views[1].data
     assert len(maps) == 64
     np.testing.assert_allclose(maps["weight_unscaled"], stats.softmax_weights(example, 2.0).reshape(-1), atol=1e-6)
     np.testing.assert_allclose(maps["score_qk"], example.reshape(-1), atol=1e-5)
-    row = views[3].data
+    row = views[4].data
     np.testing.assert_allclose(row["weight"], stats.row_softmax(example[2], 1.0, 0.5).p, atol=1e-6)
-    assert "no 1/√d_k scaling" in spec(views[3].figure)["layout"]["title"]["text"]
+    assert "no 1/√d_k scaling" in spec(views[4].figure)["layout"]["title"]["text"]
     sweep = stats.saturation_sweep(stats.SWEEP_D_K, 8, 32, 4, temperature=0.5)
     np.testing.assert_allclose(views[2].data["max_weight"], sweep["max_weight"])
-    np.testing.assert_allclose(views[4].data["stable_fp16"], stats.float16_demo(example[2]).stable, atol=1e-3)
+    np.testing.assert_allclose(views[3].data["grad_q_norm_median"], sweep["grad_q_norm_median"])
+    np.testing.assert_allclose(views[5].data["stable_fp16"], stats.float16_demo(example[2]).stable, atol=1e-3)
     with pytest.raises(ConfigError, match="row"):
         fs.saturation_views(seq_len=8, row=8)
 
 
 def test_subplots_are_laid_out_as_make_subplots_does():
-    for rows, cols, kw in ((1, 2, {"horizontal_spacing": 0.08}), (2, 3, {"horizontal_spacing": 0.07,
-                           "vertical_spacing": 0.2}), (1, 2, {"column_widths": [0.55, 0.45], "horizontal_spacing": 0.1})):  # fmt: skip
+    for rows, cols, kw in ((1, 2, {"horizontal_spacing": 0.08}), (2, 2, {"horizontal_spacing": 0.1,
+                           "vertical_spacing": 0.22}), (3, 3, {"horizontal_spacing": 0.08, "vertical_spacing": 0.13}),
+                           (1, 2, {"column_widths": [0.55, 0.45], "horizontal_spacing": 0.1})):  # fmt: skip
         titles = [f"p{i}" for i in range(rows * cols)]
         ref = make_subplots(rows=rows, cols=cols, subplot_titles=titles, **kw).to_dict()["layout"]
         ours = fs._grid(rows, cols, titles, kw.get("column_widths"), kw.get("horizontal_spacing"),
@@ -201,6 +243,7 @@ def test_figures_carry_the_fonts_of_apply_fonts(style):
         fs.maps_view(stats.example_maps(16, 8, 16), style),
         fs.maps_view(stats.example_maps(16, 100, 16), style),
         fs.curves_view(sweep, 4, True, 8, 16, 1.0, style),
+        fs.gradient_view(sweep, 4, True, 8, 16, 1.0, style),
         fs.row_view(raw, 0, 16, True, 1.0, style)[0],
         fs.float16_view(raw, 0, 16, sweep, style)[0],
     ]
@@ -223,6 +266,7 @@ def test_figures_survive_plotly_validation():
         fs.scaled_unscaled_figure(stats.example_maps(16, 8, 16)),
         fs.scaled_unscaled_figure(stats.example_maps(16, 100, 16)),
         fs.saturation_curves_figure(sweep, 4, True, 8, 16, 1.0),
+        fs.gradient_curves_figure(sweep, 4, True, 8, 16, 1.0),
         fs.row_figure(stats.row_softmax(raw, 1.0), synthetic_tokens(600), "t0 (0)", "x"),
         fs.row_figure(stats.row_softmax(raw[:20], 1.0), synthetic_tokens(20), "t0 (0)", "x"),
         fs.float16_figure(demo, sweep, synthetic_tokens(600), 16),
