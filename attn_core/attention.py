@@ -24,8 +24,7 @@ def kv_group_of(head: int, n_heads: int, n_kv_heads: int) -> int:
     so on, with ``n_rep = n_heads // n_kv_heads``.
     """
     check_kv_heads(n_heads, n_kv_heads)
-    if not 0 <= head < n_heads:
-        raise ConfigError(f"head ({head}) must be between 0 and {n_heads - 1}", "head")
+    check_int("head", head, 0, n_heads - 1)
     return head // (n_heads // n_kv_heads)
 
 
@@ -86,10 +85,12 @@ def scaled_dot_product_attention(
     float32 whatever the input dtype; ``output`` is cast back to q's dtype.
     """
     if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
-        raise ConfigError("q, k and v must be 4-D tensors [B, H, T, D]", "shape")
+        raise ConfigError("q, k and v must be 4-D tensors [B, H, T, D]", "shape", "qkv_rank")
     h, h_kv = q.shape[1], k.shape[1]
     if v.shape[1] != h_kv:
-        raise ConfigError(f"k has {h_kv} heads but v has {v.shape[1]}", "n_kv_heads")
+        raise ConfigError(
+            f"k has {h_kv} heads but v has {v.shape[1]}", "n_kv_heads", "kv_heads_differ", k=h_kv, v=v.shape[1]
+        )
     check_kv_heads(h, h_kv)
     n_rep = h // h_kv
     factor = resolve_scale(q.shape[-1], use_scaling, scale)
@@ -155,6 +156,9 @@ class GroupedQueryAttention(nn.Module):
                 raise ConfigError(
                     f"d_model ({d_model}) must be divisible by n_heads ({n_heads}) when head_dim is not given",
                     "d_model",
+                    "d_model_heads",
+                    d_model=d_model,
+                    n_heads=n_heads,
                 )
             head_dim = d_model // n_heads
         check_int("head_dim", head_dim, 1)

@@ -103,6 +103,15 @@ def check_int(name: str, value: object, lo: int, hi: int | None = None) -> int:
     return int(value)
 
 
+def check_temperature(value: object) -> float:
+    """Return the softmax temperature ``value`` as a float, or raise ConfigError unless it is a number > 0."""
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise ConfigError(
+            f"temperature must be a positive number, got {value!r}", "temperature", "temperature", value=repr(value)
+        )
+    return float(value)
+
+
 def check_kv_heads(n_heads: int, n_kv_heads: int) -> None:
     """Raise ConfigError unless ``n_kv_heads`` divides ``n_heads`` (and so is at most ``n_heads``)."""
     if n_kv_heads > n_heads:

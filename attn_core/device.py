@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .config import ConfigError
+from .config import ConfigError, unknown_option
 
 _KNOWN = ("auto", "cpu", "cuda", "mps")
 
@@ -34,7 +34,7 @@ def pick_device(prefer: str = "auto") -> torch.device:
     choice = (os.environ.get("ATTN_DEVICE") or prefer or "auto").strip().lower()
     kind = choice.split(":", 1)[0]
     if kind not in _KNOWN:
-        raise ConfigError(f"device '{choice}' is not known; use one of: {', '.join(_KNOWN)}", "device")
+        raise unknown_option("device", choice, _KNOWN)
     if kind == "auto":
         for candidate in ("cuda", "mps"):
             if _available(candidate):
@@ -45,12 +45,17 @@ def pick_device(prefer: str = "auto") -> torch.device:
             f"device '{choice}' was requested but is not available on this machine; "
             "unset ATTN_DEVICE or set it to 'cpu'",
             "device",
+            "device_missing",
+            device=choice,
         )
     dev = torch.device(choice)
     if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
         raise ConfigError(
             f"device '{choice}' does not exist: this machine has {torch.cuda.device_count()} CUDA device(s)",
             "device",
+            "device_index",
+            device=choice,
+            n=torch.cuda.device_count(),
         )
     return dev
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import figures
-from .config import ConfigError
+from .config import ConfigError, check_int, unknown_option
 from .render import ALL_FORMATS, RenderError, export_bytes
 from .views import View
 
@@ -44,7 +44,7 @@ def _heatmap_views(args: argparse.Namespace, style: figures.Style) -> list[View]
     wanted = set(view.split(",")) if view != "all" else {"grid", "zoom", "steps", "entropy"}
     head = 0 if args.head is None else args.head
     if wanted & {"zoom", "steps"} and not 0 <= head < args.n_heads:
-        raise ConfigError(f"head ({head}) must be between 0 and {args.n_heads - 1}", "head")
+        check_int("head", head, 0, args.n_heads - 1)
     out: list[View] = []
     if "grid" in wanted:
         side = figures.grid_side(args.n_heads)
@@ -276,11 +276,11 @@ def run(argv: list[str] | None = None) -> list[Path]:
         p.set_defaults(**PAGE_DEFAULTS[args.page])
         args = p.parse_args(argv)
     if args.page not in PAGES:
-        raise ConfigError(f"page '{args.page}' is not known; use one of: {', '.join(PAGES)}", "page")
+        raise unknown_option("page", args.page, list(PAGES))
     formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
     bad = [f for f in formats if f not in ALL_FORMATS]
     if bad or not formats:
-        raise ConfigError(f"format {', '.join(bad) or '(none)'} is not known; use: {', '.join(ALL_FORMATS)}", "format")
+        raise unknown_option("format", ", ".join(bad) or "(none)", ALL_FORMATS)
     if args.device == "auto":
         from .device import pick_device
 

@@ -30,7 +30,7 @@ import pandas as pd
 import plotly.colors as pc
 import plotly.graph_objects as go
 
-from .config import ConfigError
+from .config import check_int
 from .figures import DIVERGING_SCALE, FONTS_SET, GROUP_COLORS, Style
 from .stats import (
     FLOAT16_MAX,
@@ -852,8 +852,7 @@ def saturation_views(
     device: str = "cpu",
 ) -> list[View]:
     """All six views of the page for these settings (for the command-line exporter and tests)."""
-    if not 0 <= row < seq_len:
-        raise ConfigError(f"row ({row}) must be between 0 and {seq_len - 1}", "row")
+    check_int("row", row, 0, seq_len - 1)
     sample = score_sample(d_k, seq_len, n_samples, seed, device, distribution)
     sweep = saturation_sweep(SWEEP_D_K, seq_len, n_samples, seed, device, distribution, temperature)
     maps = example_maps(d_k, seq_len, n_samples, seed, distribution, temperature, MAX_HEATMAP_CELLS, device)

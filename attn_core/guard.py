@@ -30,7 +30,12 @@ def max_bytes() -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise ConfigError(f"ATTN_MAX_BYTES must be a positive whole number of bytes, got {raw!r}", "ATTN_MAX_BYTES")
+        raise ConfigError(
+            f"ATTN_MAX_BYTES must be a positive whole number of bytes, got {raw!r}",
+            "ATTN_MAX_BYTES",
+            "max_bytes_env",
+            value=repr(raw),
+        )
     return value
 
 

@@ -27,7 +27,7 @@ import pandas as pd
 import torch
 
 from . import config
-from .config import MAX_HEAD_DIM, ConfigError, check_int
+from .config import MAX_HEAD_DIM, ConfigError, check_int, check_temperature, unknown_option
 from .guard import format_bytes, max_bytes
 from .tokens import sinusoidal_positions
 
@@ -231,13 +231,8 @@ def _check_common(seq_len: int, n_samples: int, seed: int, distribution: str, te
     check_int("samples", n_samples, 1)
     check_int("seed", seed, 0, 2**31 - 1)
     if distribution not in DISTRIBUTIONS:
-        raise ConfigError(
-            f"distribution '{distribution}' is not known; use one of: {', '.join(DISTRIBUTIONS)}", "distribution"
-        )
-    if isinstance(temperature, bool) or not (
-        isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0
-    ):
-        raise ConfigError(f"temperature must be a positive number, got {temperature!r}", "temperature")
+        raise unknown_option("distribution", distribution, DISTRIBUTIONS)
+    check_temperature(temperature)
 
 
 def check_d_k(d_k: object) -> int:
@@ -612,7 +607,7 @@ def saturation_sweep(
     """
     values = [check_d_k(d) for d in d_k_values]
     if not values:
-        raise ConfigError("d_k_values is empty; give at least one d_k from 1 to 1024", "d_k")
+        raise ConfigError("d_k_values is empty; give at least one d_k from 1 to 1024", "d_k", "empty_sweep")
     _check_common(seq_len, n_samples, seed, distribution, temperature)
     check_memory(max(values), seq_len, n_samples, distribution, f"the sweep over d_k = {min(values)}…{max(values)}")
     plan = row_plan(seq_len, n_samples)
@@ -833,8 +828,7 @@ def example_scores(
     """
     idx = list(range(seq_len)) if rows is None else [int(r) for r in rows]
     for r in idx:
-        if not 0 <= r < seq_len:
-            raise ConfigError(f"row ({r}) must be between 0 and {seq_len - 1}", "row")
+        check_int("row", r, 0, seq_len - 1)
     _check_example(d_k, seq_len, n_samples, seed, distribution, len(idx))
     q, k = _first_sequence(d_k, seq_len, n_samples, seed, distribution, device)
     return (q[idx] @ k.T).to("cpu", torch.float32).numpy()  # (R, T)
@@ -952,8 +946,7 @@ class RowSoftmax:
 
 def row_softmax(raw_row: np.ndarray, scale: float, temperature: float = 1.0, max_keys: int = 32) -> RowSoftmax:
     """softmax(raw_row · scale / τ) and its Jacobian for one row of raw q·k ``[T]`` (memory ~ max_keys², not T²)."""
-    if not (math.isfinite(temperature) and temperature > 0):
-        raise ConfigError(f"temperature must be a positive number, got {temperature!r}", "temperature")
+    check_temperature(temperature)
     z = torch.as_tensor(np.asarray(raw_row), dtype=torch.float64) * (float(scale) / float(temperature))  # (T,)
     p = torch.softmax(z, dim=-1)  # (T,)
     t = p.shape[0]
