@@ -15,7 +15,7 @@ import numpy as np
 import plotly.colors as pc
 import plotly.graph_objects as go
 
-from .i18n import translate
+from .i18n import count, translate
 
 WEIGHT_SCALE = "Viridis"
 # Inferno (black to pale yellow: the widest luminance range, readable on a projector) with its first stop
@@ -50,6 +50,10 @@ class Style:
 
     def t(self, key: str, /, **kw: object) -> str:
         return translate(key, self.lang, **kw)
+
+    def count(self, n: int, unit: str) -> str:
+        """``n`` with its unit, singular or plural (:func:`attn_core.i18n.count`)."""
+        return count(n, unit, self.lang)
 
 
 FONTS_SET = "fonts_set"  # layout.meta key of a figure whose builder already set every font
@@ -241,7 +245,13 @@ def heatmap_grid(
         )  # fmt: skip
     top_margin = (100 if style.present else 80) + title_px + 16 * (title or "").count("<br>")
     layout.update(
-        title=dict(text=title or style.t("fig.grid_title", n=hs, kv=n_kv_heads), font=dict(size=style.title_font)),
+        title=dict(
+            text=title
+            or style.t(
+                "fig.grid_title", heads=style.count(hs, "query_head"), groups=style.count(n_kv_heads, "kv_group")
+            ),
+            font=dict(size=style.title_font),
+        ),
         font=dict(size=style.font),
         coloraxis=dict(
             colorscale=style.weight_scale,

@@ -37,3 +37,12 @@ def translate(key: str, lang: str = DEFAULT_LANG, /, **kwargs: object) -> str:
     if text is None:
         text = catalog(DEFAULT_LANG).get(key, key)
     return text.format(**kwargs) if kwargs else text
+
+
+def count(n: int, unit: str, lang: str = DEFAULT_LANG, /) -> str:
+    """``n`` with its unit in the right number: ``count.<unit>.one`` for 1, else ``count.<unit>.other``.
+
+    ``count(1, "kv_head")`` is "1 KV head", ``count(4, "kv_head")`` "4 KV heads"
+    (Chinese has one form, written in both entries).
+    """
+    return translate(f"count.{unit}.{'one' if n == 1 else 'other'}", lang, n=n)

@@ -63,6 +63,7 @@ def nbytes(value: int) -> str:
 ui.page_guard()
 st.title(ui.t("kv.title"))
 st.caption(ui.t("kv.intro"))
+ui.random_weights_note()
 
 with ui.controls_box():
     c1, c2, c3 = st.columns([1.3, 1, 1], gap="large")

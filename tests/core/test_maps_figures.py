@@ -1,6 +1,7 @@
 """The heatmap pipeline (attn_core.maps) and the figure builders."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -84,11 +85,37 @@ def test_normalized_entropy_by_hand():
 
 def test_shape_walk_substitutes_numbers():
     rows = shape_walk(AttentionConfig(n_heads=8, n_kv_heads=2, head_dim=16), 12)
-    shapes = {r["step"]: r["shape"] for r in rows}
+    shapes = {r.step: r.formula for r in rows}
     assert shapes["input"] == "[B, T, d_model] = [1, 12, 128]"
-    assert shapes["kv_proj"] == "[B, H_kv, T, d_k] = [1, 2, 12, 16] each"
+    assert shapes["kv_proj"] == "[B, H_kv, T, d_k] = [1, 2, 12, 16]"
     assert shapes["scores"] == "[B, H, T, T] = [1, 8, 12, 12]"
     assert shapes["merge"] == "[B, T, H·d_k] = [1, 12, 128]"
+    assert [r.step for r in rows if r.pair] == ["kv_proj"]  # K and V: two tensors of that shape
+
+
+def test_shape_walk_cross_attention_has_two_lengths_and_codes_only():
+    """Cross-attention: T_q for the queries, T_k for the context's keys and values, and a context input row.
+
+    The engine returns codes (translated by the page), never English operation text.
+    """
+    cfg = AttentionConfig(n_heads=12, n_kv_heads=4, head_dim=64)
+    rows = shape_walk(cfg, 11, 5)
+    shapes = {r.step: r.formula for r in rows}
+    assert [r.step for r in rows][:2] == ["input", "context"]
+    assert shapes["input"] == "[B, T_q, d_model] = [1, 11, 768]"
+    assert shapes["context"] == "[B, T_k, d_model] = [1, 5, 768]"
+    assert shapes["kv_proj"] == "[B, H_kv, T_k, d_k] = [1, 4, 5, 64]"
+    assert shapes["repeat_kv"] == "[B, H, T_k, d_k] = [1, 12, 5, 64]"
+    assert shapes["scores"] == shapes["softmax"] == "[B, H, T_q, T_k] = [1, 12, 11, 5]"
+    assert shapes["weighted_sum"] == "[B, H, T_q, d_k] = [1, 12, 11, 64]"
+    assert shapes["o_proj"] == "[B, T_q, d_model] = [1, 11, 768]"
+    # the same lengths in cross-attention still name both
+    assert {r.step: r.formula for r in shape_walk(cfg, 5, 5)}["scores"] == "[B, H, T_q, T_k] = [1, 12, 5, 5]"
+    ops = [r.op for r in rows]
+    assert ops[3] == "kv_proj_context" and ops[4] == "repeat_kv"
+    assert all(re.fullmatch(r"[a-z_]+", code) for r in rows for code in (r.step, r.op))
+    mha = shape_walk(AttentionConfig(n_heads=4, n_kv_heads=4, head_dim=8), 3)
+    assert [r.op for r in mha if r.step == "repeat_kv"] == ["repeat_none"]
 
 
 def test_pool_max():
