@@ -145,14 +145,24 @@ def grid_view(pm: PooledMaps, style: figures.Style, fit: bool = False) -> View:
 
 
 STEP_NAMES = ("q", "k", "v", "scores", "scaled", "masked", "softmax", "output")
+STEP_HALF_PX = 320  # px of x axis of a step chart in one of two page columns (beside its labels and colour bar)
 
 
-def step_views(hw: HeadWindow, style: figures.Style) -> list[View]:
+def step_columns(hw: HeadWindow, style: figures.Style) -> int:
+    """Step charts side by side (2) or one per row (1): two only while every key label fits in half the width."""
+    if style.present:
+        return 1
+    ticks = figures.tick_plan(len(hw.tokens_k), STEP_HALF_PX, style)
+    return 2 if ticks.step == 1 and ticks.font >= figures.READABLE_TICK_FONT[False] else 1
+
+
+def step_views(hw: HeadWindow, style: figures.Style, columns: int = 1) -> list[View]:
     """The eight matrices of one head's computation: Q, K, V, QKᵀ, scaled, masked, softmax weights, output.
 
     For the rows and keys of ``hw``'s window; the shapes in the titles are those of the whole sequence
     (``T_q`` and ``T_k`` for cross-attention). The scaling step's title writes out the factors applied:
-    ×1/√d_k ÷ τ, or ÷ τ alone when the scaling is off.
+    ×1/√d_k ÷ τ, or ÷ τ alone when the scaling is off. ``columns``: how many charts the page puts side
+    by side (:func:`step_columns`), which sets the width every key label must fit in.
     """
     head, group = hw.head, hw.group
     lq = [f"{tok} ({hw.q0 + i})" for i, tok in enumerate(hw.tokens_q)]
@@ -181,6 +191,7 @@ def step_views(hw: HeadWindow, style: figures.Style) -> list[View]:
         ("output", t("heatmap.step_output"), hw.head_output, lq, dims, "values", None, q_t, d_t, sq),
     ]
     views = []
+    plot_px = STEP_HALF_PX if columns > 1 else figures.PLOT_PX[style.present]
     for name, title, mat, rows, cols, kind, mask, rt, ct, shape in spec:
         fig = figures.matrix_figure(
             mat,
@@ -192,7 +203,8 @@ def step_views(hw: HeadWindow, style: figures.Style) -> list[View]:
             mask=mask,
             row_title=rt,
             col_title=ct,
-            height=560 if style.present else None,
+            plot_px=plot_px,
+            label_cols=cols is lk,  # key tokens; the dimensions of Q, K, V and the output are not labelled each
         )
         data = mat if mask is None else np.where(mask, mat, -np.inf)
         views.append(View(f"head{head}_{name}", fig, partial(matrix_frame, data, rows, cols, "row", "col", "value")))

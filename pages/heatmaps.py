@@ -224,7 +224,8 @@ elif view == "steps":
                  k1=hw.k0 + len(hw.tokens_k) - 1, tq=t_q, tk=t_k, keys=ui.count(t_k, "key"), lo=f"{mass.min():.3f}",
                  hi=f"{mass.max():.3f}")
         )  # fmt: skip
-    steps = views.step_views(hw, style)
+    n_cols = views.step_columns(hw, style)  # one chart a row when the key labels need the whole width
+    steps = views.step_views(hw, style, n_cols)
     if ui.present():
         # one step per slide; Page Down / Page Up (what a clicker sends) move through them
         i = ui.slide_controls("slide", len(steps))
@@ -232,9 +233,9 @@ elif view == "steps":
         ui.show_view(steps[i], f"step{i}", name=f"{steps[i].name}_{stem}")
     else:
         for i, v in enumerate(steps):
-            if i % 2 == 0:
-                cols = st.columns(2)  # one row per pair, so the steps read left to right, top to bottom
-            with cols[i % 2]:
+            if i % n_cols == 0:
+                cols = st.columns(n_cols)  # one row per pair, so the steps read left to right, top to bottom
+            with cols[i % n_cols]:
                 st.markdown(f"**{i + 1}.** {explain(i)}")
                 ui.show_view(v, f"step{i}", name=f"{v.name}_{stem}")
 elif view == "shapes":
