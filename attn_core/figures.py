@@ -171,7 +171,7 @@ def tick_plan(n: int, span_px: float, style: Style) -> Ticks:
 
 
 def short_label(label: str, chars: int = LABEL_CHARS) -> str:
-    """A tick label of at most ``chars`` characters of token: ``"internat… (3)"`` for ``"internationally (3)"``."""
+    """A tick label of at most ``chars`` characters of token: ``"interna… (3)"`` for ``"internationally (3)"``."""
     token, sep, pos = label.rpartition(" (")
     if not sep or not pos.endswith(")"):
         token, pos = label, ""
@@ -274,9 +274,9 @@ def heatmap_grid(
     value_label = value_label or style.t("fig.weight")
     head_word = style.t("fig.head")
     q_word, k_word = style.t("fig.query"), style.t("fig.key")
-    title = title or style.t(
-        "fig.grid_title", heads=style.count(hs, "query_head"), groups=style.count(n_kv_heads, "kv_group")
-    )
+    if not title:
+        heads, groups = style.count(hs, "query_head"), style.count(n_kv_heads, "kv_group")
+        title = style.t("fig.grid_title", heads=heads, groups=groups)
     thinned = thinned_note(style, plan.y, plan.x, q_word, k_word)
     if thinned:
         title += f"<br><sub>{thinned}</sub>"
@@ -440,7 +440,7 @@ def matrix_figure(
     # rows: as tall as the font needs, up to the height that still gives LABELLED rows the smallest font
     area_h = n_r * LABEL_PITCH * style.font
     area_h = max(360 if style.present else 200, min(area_h, max(620, min(n_r, LABELLED) * LABEL_PITCH * MIN_TICK_FONT)))
-    y_ticks = Ticks(style.font) if height else tick_plan(n_r, area_h, style)
+    y_ticks = tick_plan(n_r, max(50, height - 150) if height else area_h, style)  # a given height: its rows
     x_ticks = tick_plan(len(cols_u), plot_px or PLOT_PX[style.present], style) if label_cols else None
     x_axis = tick_axis(cols_u, x_ticks) if x_ticks else dict(tickfont=font)
     longest = max((len(t) for t in x_axis.get("ticktext", cols_u)), default=4)

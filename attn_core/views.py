@@ -108,13 +108,8 @@ def grid_view(pm: PooledMaps, style: figures.Style, fit: bool = False) -> View:
     whole = (q0, q1, k0, k1) == (0, t_q, 0, t_k)
     hs, r, c = pm.weights.shape
     if whole and hs == pm.n_heads:
-        title, name, panel_px = (
-            style.t(
-                "fig.grid_title", heads=style.count(hs, "query_head"), groups=style.count(pm.n_kv_heads, "kv_group")
-            ),
-            "attention_weights",
-            None,
-        )
+        heads, groups = style.count(hs, "query_head"), style.count(pm.n_kv_heads, "kv_group")
+        title, name, panel_px = style.t("fig.grid_title", heads=heads, groups=groups), "attention_weights", None
     else:
         h = pm.heads[0]
         title = style.t("fig.zoom_title", h=h, g=pm.group_of(h), q0=q0, q1=q1 - 1, k0=k0, k1=k1 - 1, tq=t_q, tk=t_k)
