@@ -211,8 +211,9 @@ def grid_plan(
 
     Cells are square where the height allows (80 to 420 px a panel, at least ``min_h``); a panel is made
     taller when its row labels need it, for up to :data:`LABELLED` rows. First choice: every label at
-    :data:`READABLE_TICK_FONT` or more; else every label at :data:`MIN_TICK_FONT` or more; else (more
-    than about 64 a side, or a grid taller than :data:`MAX_GRID_PX`) the labels are thinned.
+    :data:`READABLE_TICK_FONT` or more; else every label at :data:`MIN_TICK_FONT` or more; else (a grid
+    taller than :data:`MAX_GRID_PX`) the labels are thinned. A side of more than :data:`LABELLED` labels
+    (long or pooled maps) keeps ``base_cols`` panels a row and thins its labels.
     """
     width = PLOT_PX[style.present]
 
@@ -220,13 +221,18 @@ def grid_plan(
         panel_w = (width - 20 * (ncols - 1)) / ncols
         x = tick_plan(c, panel_w, style)
         panel_h = int(max(80, min(420, panel_w * r / max(c, 1)), min_h or 0))
-        panel_h = max(panel_h, int(np.ceil(min(r, LABELLED) * LABEL_PITCH * x.font)))  # row labels as large
+        if r <= LABELLED:  # taller when the row labels need it: as large as the key labels up to 420 px,
+            font = x.font if r * LABEL_PITCH * x.font <= 420 else min(x.font, READABLE_TICK_FONT[style.present])
+            panel_h = max(panel_h, int(np.ceil(r * LABEL_PITCH * font)))  # readable-sized beyond that
+
         return GridPlan(ncols, panel_w, panel_h, x, tick_plan(r, panel_h, style))
 
     def height(p: GridPlan) -> int:
         rows = -(-hs // p.ncols)
         return rows * p.panel_h + (rows - 1) * title_px
 
+    if max(r, c) > LABELLED:  # thinning is unavoidable: keep the compact layout
+        return plan(base_cols)
     plans = [plan(k) for k in range(base_cols, 0, -1) if base_cols % k == 0]
     fits = [p for p in plans if p.x.step == p.y.step == 1 and height(p) <= MAX_GRID_PX]
     readable = [p for p in fits if min(p.x.font, p.y.font) >= READABLE_TICK_FONT[style.present]]

@@ -299,6 +299,11 @@ def test_long_sequences_thin_the_labels_and_say_so():
     assert f"query labels: 1 in {step} shown" in fig["layout"]["title"]["text"]
     zh = json.loads(views.grid_view(pm, figures.Style(lang="zh")).figure.to_json())
     assert f"查询标签：每 {step} 个显示 1 个" in zh["layout"]["title"]["text"]
+    # a pooled grid (150 blocks a side) keeps its compact layout, four panels a row, and thins its labels
+    spec, pm = grid_spec(8, 2, [f"t{i}" for i in range(600)], figures.Style(), mask_kind="causal")
+    assert pm.factor == 4
+    assert [k for k, ax in labelled_axes(spec).items() if k.startswith("x")] == ["xaxis5", "xaxis6", "xaxis7", "xaxis8"]
+    assert "key labels: 1 in" in spec["layout"]["title"]["text"]
 
 
 def test_cross_attention_grid_labels_both_lengths():
