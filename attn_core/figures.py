@@ -189,8 +189,8 @@ def tick_axis(labels: list[str], ticks: Ticks) -> dict:
 
 def thinned_note(style: Style, rows: Ticks, cols: Ticks, row_word: str, col_word: str) -> str:
     """The chart's note when labels had to be thinned ("" when every label is drawn)."""
-    parts = [style.t("fig.ticks_thinned", what=w, k=t.step) for w, t in ((row_word, rows), (col_word, cols))]
-    return " · ".join(p for p, t in zip(parts, (rows, cols), strict=True) if t.step > 1)
+    parts = [style.t("fig.ticks_axis", what=w, k=t.step) for w, t in ((row_word, rows), (col_word, cols)) if t.step > 1]
+    return style.t("fig.ticks_thinned", parts=" · ".join(parts)) if parts else ""
 
 
 @dataclass(frozen=True)
@@ -359,9 +359,14 @@ def heatmap_grid(
             dict(x=0.5, y=1.0, xref=f"x{n} domain", yref=f"y{n} domain", yanchor="bottom", showarrow=False,
                  text=panel_title(head, group), font=dict(color=color, size=style.font if ncols < 8 else style.font - 1))
         )  # fmt: skip
-    top_margin = (100 if style.present else 80) + title_px + 16 * title.count("<br>")
+    # the title hangs from the top; each note line under it (<sub>, about 0.8 of the title's size) takes
+    # one line height, and the first row's panel titles sit below them all
+    lines = title.count("<br>")
+    top_margin = int(16 + 1.4 * style.title_font * (1 + 0.85 * lines) + title_px + (24 if style.present else 16))
     layout.update(
-        title=dict(text=title, font=dict(size=style.title_font)),
+        title=dict(
+            text=title, font=dict(size=style.title_font), yref="container", y=1, yanchor="top", pad=dict(t=16)
+        ),  # fmt: skip
         font=dict(size=style.font),
         coloraxis=dict(
             colorscale=style.weight_scale,

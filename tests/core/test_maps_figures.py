@@ -264,7 +264,7 @@ def check_every_label_fits(spec: dict, n_rows: int, n_cols: int, min_font: int, 
         else:  # the panel's width at the planned plot width
             d0, d1 = ax["domain"]
             assert (d1 - d0) * figures.PLOT_PX[present] / n_cols >= figures.LABEL_PITCH * font - 1.0, (name, font)
-    assert "1 in" not in layout["title"]["text"]
+    assert "1 label in" not in layout["title"]["text"]
 
 
 @pytest.mark.parametrize(
@@ -296,14 +296,14 @@ def test_long_sequences_thin_the_labels_and_say_so():
     ax = fig["layout"]["yaxis"]
     step = len(fig["data"][0]["y"]) // len(ax["tickvals"])
     assert step > 1 and ax["tickvals"] == fig["data"][0]["y"][::step]
-    assert f"query labels: 1 in {step} shown" in fig["layout"]["title"]["text"]
+    assert f"query axis: 1 label in {step}" in fig["layout"]["title"]["text"]
     zh = json.loads(views.grid_view(pm, figures.Style(lang="zh")).figure.to_json())
-    assert f"查询标签：每 {step} 个显示 1 个" in zh["layout"]["title"]["text"]
+    assert f"查询轴：每 {step} 个标签显示 1 个" in zh["layout"]["title"]["text"]
     # a pooled grid (150 blocks a side) keeps its compact layout, four panels a row, and thins its labels
     spec, pm = grid_spec(8, 2, [f"t{i}" for i in range(600)], figures.Style(), mask_kind="causal")
     assert pm.factor == 4
     assert [k for k, ax in labelled_axes(spec).items() if k.startswith("x")] == ["xaxis5", "xaxis6", "xaxis7", "xaxis8"]
-    assert "key labels: 1 in" in spec["layout"]["title"]["text"]
+    assert "key axis: 1 label in" in spec["layout"]["title"]["text"]
 
 
 def test_cross_attention_grid_labels_both_lengths():
