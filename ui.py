@@ -17,7 +17,7 @@ import streamlit as st
 from attn_core import figures
 from attn_core.config import ConfigError, divisors, kv_heads_keeping_group, nearest_divisor
 from attn_core.i18n import DEFAULT_LANG, LANGUAGES, translate
-from attn_core.i18n import count as i18n_count
+from attn_core.i18n import count as count_in
 
 BIND = "query-params"
 NOTICES = "_control_notices"  # session-state key: notices about the controls, drawn below the controls box
@@ -78,9 +78,9 @@ def t(key: str, /, **kwargs: object) -> str:
     return translate(key, lang(), **kwargs)
 
 
-def count(noun: str, n: int) -> str:
-    """``n`` with ``noun`` in the right number, in the session's language (see :func:`attn_core.i18n.count`)."""
-    return i18n_count(noun, n, lang())
+def count(n: int, unit: str) -> str:
+    """``n`` with its unit in the session's language, singular or plural: "1 KV head", "4 KV heads"."""
+    return count_in(n, unit, lang())
 
 
 def style() -> figures.Style:
@@ -174,10 +174,14 @@ def int_slider(
 
     A value kept from an earlier run that falls outside ``[lo, hi]`` (the range
     shrank, or another page uses the same key with a wider range) is clamped into
-    it, as a slider whose range shrinks would do, instead of raising.
+    it, as a slider whose range shrinks would do, instead of raising. A range of
+    one value (``hi <= lo``, e.g. the head of a one-head layer) draws no slider,
+    which Streamlit refuses for min = max: the value is stated instead.
     """
     box = container or st
     raw = _url_raw(key)
+    if hi <= lo:
+        return _only_value(key, lo, default, raw, box)
     current = st.session_state.get(key)
     if isinstance(current, (int, float)) and not isinstance(current, bool) and not lo <= current <= hi:
         st.session_state[key] = int(min(max(current, lo), hi))
@@ -196,6 +200,24 @@ def int_slider(
     _notice_if_replaced(key, raw, value, ok, t("ui.expect_int", lo=lo, hi=hi))
     _remember(key, int(value), default)
     return int(value)
+
+
+def _only_value(key: str, value: Any, default: Any, raw: str | None, box: Any) -> Any:
+    """A control with a single possible ``value``: say it instead of drawing a slider that cannot move.
+
+    A URL value other than it gets the usual notice and leaves the address.
+    """
+    box.markdown(t("ui.only_value", label=t(f"ctl.{key}"), value=value))
+    if raw is not None:
+        num = _parse_number(raw)
+        _notice_if_replaced(key, raw, value, num is not None and num == value, str(value))
+        try:
+            if key in st.query_params:
+                del st.query_params[key]
+        except Exception:  # noqa: BLE001 - URL sync is best effort; the page must still render
+            pass
+    _remember(key, value, default)
+    return value
 
 
 def float_slider(
@@ -232,6 +254,7 @@ def choice(
     container: Any = None,
     widget: str = "segmented",
     help_key: str | None = None,
+    data_default: bool = False,
 ) -> str:
     """A single choice among ``options`` (codes, shown translated as ``opt.<key>.<code>``).
 
@@ -240,9 +263,15 @@ def choice(
     binding would put the translated label in the URL, so this widget syncs the
     parameter itself: seeded from the URL on the session's first run, written
     back after every change, with a notice for an unknown value.
+
+    ``data_default``: ``default`` depends on the data (e.g. the sequence length),
+    so it applies on every run until the learner picks a value or a URL gives
+    one; that choice is then kept (even while the control is hidden) and the
+    default no longer moves it.
     """
     box = container or st
     raw = _url_raw(key)
+    pin = f"_{key}_pinned"
 
     def fmt(code: str) -> str:
         return t(f"opt.{key}.{code}")
@@ -250,22 +279,35 @@ def choice(
     if key not in st.session_state and raw is not None:
         if raw in options:
             st.session_state[key] = raw
+            if data_default and pin not in st.session_state:
+                st.session_state[pin] = raw  # a link's value is an explicit choice
         else:
             st.warning(t("ui.url_replaced", key=key, raw=raw[:40], expect=" / ".join(options), value=default), icon="⚠️")
+    if data_default:
+        pinned = st.session_state.get(pin)
+        # unpinned: follow the data's default; pinned: keep the choice, also after the widget was hidden
+        st.session_state[key] = pinned if pinned in options else default
     if st.session_state.get(key) not in options:
         st.session_state[key] = default
     label = t(f"ctl.{key}")
-    helptext = t(help_key) if help_key else None
+    extra: dict[str, Any] = {"help": t(help_key) if help_key else None}
+    if data_default:
+        extra.update(on_change=_pin_choice, args=(key,))
     if widget == "radio":
-        value = box.radio(label, options, format_func=fmt, key=key, horizontal=True, help=helptext)
+        value = box.radio(label, options, format_func=fmt, key=key, horizontal=True, **extra)
     elif widget == "select":
-        value = box.selectbox(label, options, format_func=fmt, key=key, help=helptext)
+        value = box.selectbox(label, options, format_func=fmt, key=key, **extra)
     else:
-        value = box.segmented_control(label, options, format_func=fmt, key=key, required=True, help=helptext)
+        value = box.segmented_control(label, options, format_func=fmt, key=key, required=True, **extra)
     value = default if value is None else str(value)
     _write_url(key, value, default)
     _remember(key, value, default)
     return value
+
+
+def _pin_choice(key: str) -> None:
+    """The learner picked a value of a control with a data-dependent default: keep it from now on."""
+    st.session_state[f"_{key}_pinned"] = st.session_state.get(key)
 
 
 def _write_url(key: str, value: str, default: str) -> None:
@@ -421,6 +463,8 @@ def pow2_slider(key: str, lo: int, hi: int, default: int, *, container: Any = No
     box = container or st
     options = [2**i for i in range(int(math.log2(lo)), int(math.log2(hi)) + 1)]
     raw = _url_raw(key)
+    if len(options) == 1:
+        return int(_only_value(key, options[0], default, raw, box))
     current = st.session_state.get(key)
     wanted: str | None = None
     if current is not None and current not in options:
@@ -529,6 +573,11 @@ def help_expander(key: str, **kwargs: object) -> None:
     """A short explanation in an expander, title ``<key>.title`` and body ``<key>.body``."""
     with st.expander(t(f"{key}.title")):
         st.markdown(t(f"{key}.body", **kwargs))
+
+
+def random_weights_note() -> None:
+    """Say on the page that the maps come from seeded random, untrained embeddings and projections."""
+    st.caption(t("ui.random_weights", seed=seed()))
 
 
 def run_safely(fn: Callable[[], Any]) -> Any:

@@ -171,8 +171,8 @@ def kv_diagram(
     if title is None:
         title = style.t(
             "kvfig.diagram_title",
-            qh=count("query_heads", n_heads, style.lang),
-            kvh=count("kv_heads", n_kv_heads, style.lang),
+            qh=count(n_heads, "query_head", style.lang),
+            kvh=count(n_kv_heads, "kv_head", style.lang),
             kind=attention_kind(n_heads, n_kv_heads),
             rep=n_rep,
         )
@@ -569,7 +569,7 @@ def _grouped_maps(
         )
     )
     xt, xl = _ticks(c, labels_k, f, max(2, c * cell_px // (style.font + 4)))
-    title = style.t("kvfig.maps_title", qh=count("query_heads", h_all, style.lang), kv=n_kv, shown=len(groups))
+    title = style.t("kvfig.maps_title", qh=count(h_all, "query_head", style.lang), kv=n_kv, shown=len(groups))
     notes = [style.t("kvfig.maps_sub")]
     if f > 1:
         notes.append(style.t("fig.pooled", r=r, c=c, tq=t_q, tk=t_k))
@@ -844,7 +844,7 @@ def conversion_figure(
     return _layout(
         fig,
         style,
-        style.t("kvfig.conv_title", heads=count("heads", n_heads, style.lang), h=n_heads)
+        style.t("kvfig.conv_title", heads=count(n_heads, "head", style.lang), h=n_heads)
         + "<br><sup>"
         + style.t("kvfig.conv_sub")
         + (f" · {note}" if note else "")

@@ -16,7 +16,7 @@ import numpy as np
 import plotly.colors as pc
 import plotly.graph_objects as go
 
-from .i18n import translate
+from .i18n import count, translate
 
 ColorScale = tuple[tuple[float, str], ...]
 
@@ -66,6 +66,10 @@ class Style:
 
     def t(self, key: str, /, **kw: object) -> str:
         return translate(key, self.lang, **kw)
+
+    def count(self, n: int, unit: str) -> str:
+        """``n`` with its unit, singular or plural (:func:`attn_core.i18n.count`)."""
+        return count(n, unit, self.lang)
 
 
 FONTS_SET = "fonts_set"  # layout.meta key of a figure whose builder already set every font
@@ -150,6 +154,109 @@ def block_labels(tokens: list[str] | tuple[str, ...], start: int, stop: int, fac
     return [f"{a}–{min(a + factor, stop) - 1}" for a in range(start, stop, factor)]
 
 
+# ---- token labels: every token labelled up to 64 a side, in every mode
+# Plotly's category axes drop labels that would overlap (every second or third token at 11 tokens with
+# 8 heads). Ticks are therefore set explicitly, at a font size and a panel size that let every one fit.
+PLOT_PX = {False: 760, True: 820}  # px across the panels of a full-width chart (normal, presentation at 1280 px)
+LABEL_PITCH = 1.2  # px of axis per px of tick font: neighbouring labels (rotated by 60° on x) do not touch
+MIN_TICK_FONT = 8  # px: smaller labels are not legible, so beyond this labels are thinned (and the chart says so)
+READABLE_TICK_FONT = {False: 9, True: 12}  # a grid takes fewer panels per row rather than go below this
+LABELLED = 64  # a side of up to this many tokens always gets every label
+LABEL_CHARS = 8  # characters of a token kept in a tick label (the hover shows it whole)
+MAX_GRID_PX = 25_000  # px of panels: a grid that would be taller to label every token thins its labels instead
+
+
+@dataclass(frozen=True)
+class Ticks:
+    """How one axis of ``n`` categories is labelled: tick ``font`` (px) and every ``step``-th category."""
+
+    font: int
+    step: int = 1
+
+
+def tick_plan(n: int, span_px: float, style: Style) -> Ticks:
+    """The largest tick font up to ``style.font`` at which ``n`` labels fit along ``span_px`` px.
+
+    Below :data:`MIN_TICK_FONT` every ``step``-th label is kept instead (step > 1 only then).
+    """
+    cell = span_px / max(n, 1)
+    font = min(style.font, int(cell / LABEL_PITCH))
+    if font >= MIN_TICK_FONT:
+        return Ticks(font)
+    return Ticks(MIN_TICK_FONT, int(np.ceil(MIN_TICK_FONT * LABEL_PITCH / cell)))
+
+
+def short_label(label: str, chars: int = LABEL_CHARS) -> str:
+    """A tick label of at most ``chars`` characters of token: ``"interna… (3)"`` for ``"internationally (3)"``."""
+    token, sep, pos = label.rpartition(" (")
+    if not sep or not pos.endswith(")"):
+        token, pos = label, ""
+    if len(token) > chars:
+        token = token[: chars - 1] + "…"
+    return f"{token} ({pos}" if pos else token
+
+
+def tick_axis(labels: list[str], ticks: Ticks) -> dict:
+    """Plotly axis settings that draw every ``ticks.step``-th label (shortened) at ``ticks.font`` px."""
+    vals = labels[:: ticks.step]
+    return dict(tickmode="array", tickvals=vals, ticktext=[short_label(v) for v in vals],
+                tickfont=dict(size=ticks.font))  # fmt: skip
+
+
+def thinned_note(style: Style, rows: Ticks, cols: Ticks, row_word: str, col_word: str) -> str:
+    """The chart's note when labels had to be thinned ("" when every label is drawn)."""
+    parts = [style.t("fig.ticks_axis", what=w, k=t.step) for w, t in ((row_word, rows), (col_word, cols)) if t.step > 1]
+    return style.t("fig.ticks_thinned", parts=" · ".join(parts)) if parts else ""
+
+
+@dataclass(frozen=True)
+class GridPlan:
+    """Panels per row, panel size (px) and the ticks of a grid of ``r × c`` heatmaps."""
+
+    ncols: int
+    panel_w: float
+    panel_h: int
+    x: Ticks
+    y: Ticks
+
+
+def grid_plan(
+    hs: int, base_cols: int, r: int, c: int, style: Style, min_h: int | None = None, title_px: int = 24
+) -> GridPlan:
+    """The most panels per row (a divisor of ``base_cols``, so KV groups stay together) whose labels fit.
+
+    Cells are square where the height allows (80 to 420 px a panel, at least ``min_h``); a panel is made
+    taller when its row labels need it, for up to :data:`LABELLED` rows. First choice: every label at
+    :data:`READABLE_TICK_FONT` or more; else every label at :data:`MIN_TICK_FONT` or more; else (a grid
+    taller than :data:`MAX_GRID_PX`) the labels are thinned. A side of more than :data:`LABELLED` labels
+    (long or pooled maps) keeps ``base_cols`` panels a row and thins its labels.
+    """
+    width = PLOT_PX[style.present]
+
+    def plan(ncols: int) -> GridPlan:
+        panel_w = (width - 20 * (ncols - 1)) / ncols
+        x = tick_plan(c, panel_w, style)
+        panel_h = int(max(80, min(420, panel_w * r / max(c, 1)), min_h or 0))
+        if r <= LABELLED:  # taller when the row labels need it: as large as the key labels up to 420 px,
+            font = x.font if r * LABEL_PITCH * x.font <= 420 else min(x.font, READABLE_TICK_FONT[style.present])
+            panel_h = max(panel_h, int(np.ceil(r * LABEL_PITCH * font)))  # readable-sized beyond that
+
+        return GridPlan(ncols, panel_w, panel_h, x, tick_plan(r, panel_h, style))
+
+    def height(p: GridPlan) -> int:
+        rows = -(-hs // p.ncols)
+        return rows * p.panel_h + (rows - 1) * title_px
+
+    if max(r, c) > LABELLED:  # thinning is unavoidable: keep the compact layout
+        return plan(base_cols)
+    plans = [plan(k) for k in range(base_cols, 0, -1) if base_cols % k == 0]
+    fits = [p for p in plans if p.x.step == p.y.step == 1 and height(p) <= MAX_GRID_PX]
+    readable = [p for p in fits if min(p.x.font, p.y.font) >= READABLE_TICK_FONT[style.present]]
+    if readable or fits:
+        return (readable or fits)[0]
+    return next((p for p in reversed(plans) if height(p) <= MAX_GRID_PX), plans[0])
+
+
 def heatmap_grid(
     weights: np.ndarray,
     heads: list[int] | tuple[int, ...],
@@ -173,22 +280,34 @@ def heatmap_grid(
     hover shows the head, its KV group, the query, the key and the value, from a
     hover template, not per-cell text. All panels share one colour scale from
     0 to ``cmax`` (1 unless the caller fits it to the data).
+
+    Every row and column is labelled (shortened to :data:`LABEL_CHARS` characters of
+    token; the hover names it whole) up to :data:`LABELLED` a side: :func:`grid_plan`
+    picks the panels per row, the panel height (``panel_px`` at least) and the tick
+    fonts; where labels must be thinned the title says so.
     """
     hs, r, c = weights.shape
     n_rep = n_heads // n_kv_heads
-    ncols = grid_columns(n_heads, n_kv_heads) if hs == n_heads else min(hs, 4)
+    title_px = 30 if style.present else 24
+    base_cols = grid_columns(n_heads, n_kv_heads) if hs == n_heads else min(hs, 4)
+    plan = grid_plan(hs, base_cols, r, c, style, min_h=panel_px, title_px=title_px)
+    ncols, panel_px = plan.ncols, plan.panel_h
     nrows = -(-hs // ncols)
     value_label = value_label or style.t("fig.weight")
     head_word = style.t("fig.head")
     q_word, k_word = style.t("fig.query"), style.t("fig.key")
-    if panel_px is None:  # square cells at a typical plot width of ~860 px (wide layout beside the sidebar)
-        panel_px = int(max(80, min(420, (760 - 20 * (ncols - 1)) / ncols * r / max(c, 1))))
-    title_px = 30 if style.present else 24
+    if not title:
+        heads, groups = style.count(hs, "query_head"), style.count(n_kv_heads, "kv_group")
+        title = style.t("fig.grid_title", heads=heads, groups=groups)
+    thinned = thinned_note(style, plan.y, plan.x, q_word, k_word)
+    if thinned:
+        title += f"<br><sub>{thinned}</sub>"
     plot_h = nrows * panel_px + (nrows - 1) * title_px
     xgap = 0.025 if ncols > 1 else 0.0
     width = (1.0 - xgap * (ncols - 1)) / ncols
-    longest = max((len(s) for s in labels_k), default=4)
-    label_room = int(min(160, 30 + 6.5 * longest)) if style.font < 20 else int(min(200, 40 + 10 * longest))
+    x_ticks, y_ticks = tick_axis(labels_k, plan.x), tick_axis(labels_q, plan.y)
+    longest = max((len(s) for s in x_ticks["ticktext"]), default=4)
+    label_room = int(min(200, 30 + (10 if style.present else 0) + 0.5 * plan.x.font * longest))
 
     def panel_title(head: int, group: int) -> str:  # eight panels a row leave no room for the word "head"
         return f"<b>{head_word} {head}</b> · KV {group}" if ncols < 8 else f"<b>{head}</b> · KV {group}"
@@ -204,6 +323,7 @@ def heatmap_grid(
         group = head // n_rep
         color = group_color(group)
         x0 = col * (width + xgap)
+        show_x = row == nrows - 1 or i + ncols >= hs  # the bottom panel of each column has the key labels
         top = 1.0 - row * (panel_px + title_px) / plot_h
         data.append(
             dict(
@@ -228,11 +348,11 @@ def heatmap_grid(
             type="category",
             matches=None if i == 0 else "x",
             range=[-0.5, c - 0.5] if i == 0 else None,  # category i sits at i: the cells fill the panel
-            showticklabels=row == nrows - 1 or i + ncols >= hs,
+            showticklabels=show_x,
             tickangle=-60,
             showgrid=False,
             zeroline=False,
-            tickfont=tick_font,
+            **(x_ticks if show_x else {}),
             title=dict(text=k_word if row == nrows - 1 and col == 0 else "", font=axis_font),
         )
         layout[f"yaxis{n}"] = dict(
@@ -244,7 +364,7 @@ def heatmap_grid(
             showticklabels=col == 0,
             showgrid=False,
             zeroline=False,
-            tickfont=tick_font,
+            **(y_ticks if col == 0 else {}),
             title=dict(text=q_word if col == 0 and row == 0 else "", font=axis_font),
         )
         panel = dict(type="rect", xref=f"x{n} domain", yref=f"y{n} domain", x0=0, x1=1, y0=0, y1=1)
@@ -255,9 +375,14 @@ def heatmap_grid(
             dict(x=0.5, y=1.0, xref=f"x{n} domain", yref=f"y{n} domain", yanchor="bottom", showarrow=False,
                  text=panel_title(head, group), font=dict(color=color, size=style.font if ncols < 8 else style.font - 1))
         )  # fmt: skip
-    top_margin = (100 if style.present else 80) + title_px + 16 * (title or "").count("<br>")
+    # the title hangs from the top; each note line under it (<sub>, about 0.8 of the title's size) takes
+    # one line height, and the first row's panel titles sit below them all
+    lines = title.count("<br>")
+    top_margin = int(16 + 1.4 * style.title_font * (1 + 0.85 * lines) + title_px + (24 if style.present else 16))
     layout.update(
-        title=dict(text=title or style.t("fig.grid_title", n=hs, kv=n_kv_heads), font=dict(size=style.title_font)),
+        title=dict(
+            text=title, font=dict(size=style.title_font), yref="container", y=1, yanchor="top", pad=dict(t=16)
+        ),  # fmt: skip
         font=dict(size=style.font),
         coloraxis=dict(
             colorscale=style.weight_scale,
@@ -291,6 +416,8 @@ def matrix_figure(
     row_title: str | None = None,
     col_title: str | None = None,
     height: int | None = None,
+    plot_px: int | None = None,
+    label_cols: bool = True,
 ) -> go.Figure:
     """One matrix as a heatmap with its labels and exact hover values.
 
@@ -300,6 +427,11 @@ def matrix_figure(
     ``scores`` and ``values`` a diverging scale centred at 0 whose symmetric
     range is stated in the colour bar. ``mask`` bool like ``mat`` (False =
     masked) greys cells out.
+
+    Every row is labelled up to :data:`LABELLED` rows (the height grows with them),
+    and with ``label_cols`` every column too, at a tick font that fits ``plot_px``
+    px of x axis (the chart's expected width less its labels and colour bar);
+    columns of dimensions (``label_cols`` False) are left to plotly.
     """
     z = np.asarray(mat, dtype=np.float32)
     z = np.where(np.isfinite(z), z, np.nan)
@@ -331,19 +463,30 @@ def matrix_figure(
                  showscale=False, colorscale=[[0, MASK_GREY], [1, MASK_GREY]], hoverongaps=False,
                  hovertemplate=style.t("fig.masked") + "<extra></extra>")
         )  # fmt: skip
+    n_r = len(rows_u)
+    # rows: as tall as the font needs, up to the height that still gives LABELLED rows the smallest font
+    area_h = n_r * LABEL_PITCH * style.font
+    area_h = max(360 if style.present else 200, min(area_h, max(620, min(n_r, LABELLED) * LABEL_PITCH * MIN_TICK_FONT)))
+    y_ticks = tick_plan(n_r, max(50, height - 150) if height else area_h, style)  # a given height: its rows
+    x_ticks = tick_plan(len(cols_u), plot_px or PLOT_PX[style.present], style) if label_cols else None
+    x_axis = tick_axis(cols_u, x_ticks) if x_ticks else dict(tickfont=font)
+    longest = max((len(t) for t in x_axis.get("ticktext", cols_u)), default=4)
+    bottom = int(30 + 0.5 * (x_ticks.font if x_ticks else style.font) * longest)
+    notes = thinned_note(style, y_ticks, x_ticks or Ticks(style.font), row_title or style.t("fig.query"),
+                         col_title or style.t("fig.key"))  # fmt: skip
     layout = dict(
-        title=dict(text=title, font=dict(size=style.font + 1)),
+        title=dict(text=title + (f"<br><sub>{notes}</sub>" if notes else ""), font=dict(size=style.font + 1)),
         font=font,
         coloraxis=caxis,
-        height=height or int(min(700, max(260, 22 * len(rows_u) + 140))),
-        margin=dict(l=10, r=10, t=50, b=10),
+        height=height or int(area_h + 60 + bottom + (16 if notes else 0)),
+        margin=dict(l=10, r=10, t=60 if notes else 50, b=10),
         plot_bgcolor="rgba(0,0,0,0)",
         hoverlabel=dict(font=dict(size=max(12, style.font - 2))),
         legend=dict(font=font),
         xaxis=dict(title=dict(text=col_title or style.t("fig.key"), font=axis_font), tickangle=-60, type="category",
-                   tickfont=font),
+                   automargin=True, **x_axis),
         yaxis=dict(title=dict(text=row_title or style.t("fig.query"), font=axis_font), autorange="reversed",
-                   type="category", tickfont=font),
+                   type="category", automargin=True, **tick_axis(rows_u, y_ticks)),
         meta={FONTS_SET: style.font},
     )  # fmt: skip
     # eight of these per step-by-step view: plain dicts, no per-property validation (see heatmap_grid)

@@ -39,10 +39,10 @@ def translate(key: str, lang: str = DEFAULT_LANG, /, **kwargs: object) -> str:
     return text.format(**kwargs) if kwargs else text
 
 
-def count(noun: str, n: int, lang: str = DEFAULT_LANG, /) -> str:
-    """``n`` and a noun in the number ``n`` takes: catalog ``count.<noun>.one`` for n = 1, else ``count.<noun>.other``.
+def count(n: int, unit: str, lang: str = DEFAULT_LANG, /) -> str:
+    """``n`` with its unit in the right number: ``count.<unit>.one`` for 1, else ``count.<unit>.other``.
 
-    E.g. ``count("kv_heads", 1)`` is "1 KV head", ``count("kv_heads", 2)`` "2 KV heads"; in Chinese
-    both forms are the same ("1 个 KV 头").
+    ``count(1, "kv_head")`` is "1 KV head", ``count(4, "kv_head")`` "4 KV heads"
+    (Chinese has one form, written in both entries).
     """
-    return translate(f"count.{noun}.{'one' if n == 1 else 'other'}", lang, n=n)
+    return translate(f"count.{unit}.{'one' if n == 1 else 'other'}", lang, n=n)

@@ -347,7 +347,9 @@ class HeadWindow:
     (q·k), ``scaled_scores`` (× scale/τ) and ``weights`` ``[W, Wk]``, where the
     softmax ran over all ``t_k`` keys, so a row of the window sums to its
     ``row_mass`` (1 when the window holds every key); ``head_output`` ``[W, D]``
-    (all keys); ``mask`` bool ``[W, Wk]`` (True = may attend).
+    (all keys); ``mask`` bool ``[W, Wk]`` (True = may attend). ``scale`` is the
+    factor applied, from ``use_scaling`` (1/√d_k or 1) and ``temperature`` (÷ τ);
+    ``cross``: the keys come from a second sequence (cross-attention).
     """
 
     head: int
@@ -369,6 +371,9 @@ class HeadWindow:
     row_mass: np.ndarray
     scale: float
     device: str
+    use_scaling: bool = True
+    temperature: float = 1.0
+    cross: bool = False
 
     @property
     def complete(self) -> bool:
@@ -452,4 +457,7 @@ def head_window(
         row_mass=np32(w.sum(-1)),
         scale=scale,
         device=str(dev),
+        use_scaling=bool(use_scaling),
+        temperature=float(temperature),
+        cross=tokens_k is not None,
     )

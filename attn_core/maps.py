@@ -174,26 +174,52 @@ def compute_attention_maps(
     )
 
 
-def shape_walk(cfg: AttentionConfig, t_q: int, t_k: int | None = None) -> list[dict[str, str]]:
+@dataclass(frozen=True)
+class ShapeStep:
+    """One row of :func:`shape_walk`, as codes and numbers (pages translate the codes).
+
+    ``step`` and ``op`` name the step and its operation (catalog keys ``shapes.<step>`` and
+    ``shapes.ops.<op>``); ``dims`` are the tensor's dimension names and ``sizes`` their values;
+    ``pair``: two tensors of this shape (K and V).
+    """
+
+    step: str
+    op: str
+    dims: tuple[str, ...]
+    sizes: tuple[int, ...]
+    pair: bool = False
+
+    @property
+    def formula(self) -> str:
+        """The shape in symbols and numbers: ``[B, H, T, d_k] = [1, 8, 11, 16]``."""
+        return f"[{', '.join(self.dims)}] = [{', '.join(map(str, self.sizes))}]"
+
+
+def shape_walk(cfg: AttentionConfig, t_q: int, t_k: int | None = None) -> list[ShapeStep]:
     """The tensor shapes of one attention layer with ``cfg``'s numbers substituted.
 
-    Returns rows ``{"step", "op", "shape"}`` from the input ``[B, T, d_model]`` to
-    the output ``[B, T, d_model]``.
+    Self-attention (``t_k`` None) has one length, ``T``. Cross-attention (``t_k`` given: the keys and
+    values come from a context of ``t_k`` tokens) has two, ``T_q`` and ``T_k``, and a context input row.
+    From the input ``[B, T, d_model]`` to the output ``[B, T, d_model]``.
     """
     b, h, hk, d, dm = cfg.batch, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.d_model
-    tk = t_q if t_k is None else t_k
-    rows = [
-        ("input", "x", f"[B, T, d_model] = [{b}, {t_q}, {dm}]"),
-        ("q_proj", "x W_Q, split heads", f"[B, H, T, d_k] = [{b}, {h}, {t_q}, {d}]"),
-        ("kv_proj", "x W_K, x W_V, split KV heads", f"[B, H_kv, T, d_k] = [{b}, {hk}, {tk}, {d}] each"),
-        ("repeat_kv", f"repeat each KV head {h // hk}×", f"[B, H, T, d_k] = [{b}, {h}, {tk}, {d}]"),
-        ("scores", "Q Kᵀ · scale", f"[B, H, T, T] = [{b}, {h}, {t_q}, {tk}]"),
-        ("softmax", "softmax over keys", f"[B, H, T, T] = [{b}, {h}, {t_q}, {tk}]"),
-        ("weighted_sum", "weights · V", f"[B, H, T, d_k] = [{b}, {h}, {t_q}, {d}]"),
-        ("merge", "concat heads", f"[B, T, H·d_k] = [{b}, {t_q}, {h * d}]"),
-        ("o_proj", "· W_O", f"[B, T, d_model] = [{b}, {t_q}, {dm}]"),
+    cross = t_k is not None
+    tk = t_k if cross else t_q
+    nq, nk = ("T_q", "T_k") if cross else ("T", "T")
+    rows = [ShapeStep("input", "input", ("B", nq, "d_model"), (b, t_q, dm))]
+    if cross:
+        rows.append(ShapeStep("context", "context", ("B", nk, "d_model"), (b, tk, dm)))
+    rows += [
+        ShapeStep("q_proj", "q_proj", ("B", "H", nq, "d_k"), (b, h, t_q, d)),
+        ShapeStep("kv_proj", "kv_proj_context" if cross else "kv_proj", ("B", "H_kv", nk, "d_k"), (b, hk, tk, d), True),
+        ShapeStep("repeat_kv", "repeat_kv" if h > hk else "repeat_none", ("B", "H", nk, "d_k"), (b, h, tk, d)),
+        ShapeStep("scores", "scores", ("B", "H", nq, nk), (b, h, t_q, tk)),
+        ShapeStep("softmax", "softmax", ("B", "H", nq, nk), (b, h, t_q, tk)),
+        ShapeStep("weighted_sum", "weighted_sum", ("B", "H", nq, "d_k"), (b, h, t_q, d)),
+        ShapeStep("merge", "merge", ("B", nq, "H·d_k"), (b, t_q, h * d)),
+        ShapeStep("o_proj", "o_proj", ("B", nq, "d_model"), (b, t_q, dm)),
     ]
-    return [{"step": s, "op": o, "shape": sh} for s, o, sh in rows]
+    return rows
 
 
 def attention_maps_for(

@@ -84,6 +84,18 @@ def pooled_frame(pm: PooledMaps) -> pd.DataFrame:
 FIT_PERCENTILE = 99.5  # of the drawn values: the top of a fitted colour scale
 
 
+def fitted_top(pm: PooledMaps, fit: bool) -> float | None:
+    """The top of :func:`grid_view`'s fitted colour scale: with ``fit``, the :data:`FIT_PERCENTILE`
+    percentile of the values drawn (their largest value if that percentile is 0); None when the scale
+    is the fixed 0..1 (``fit`` off, or nothing above 0 drawn)."""
+    finite = pm.weights[np.isfinite(pm.weights)]
+    if not fit or not finite.size or float(finite.max()) <= 0:
+        return None
+    # robust: a few large weights (the first rows of a causal map are 1) would otherwise set the scale
+    top = float(np.percentile(finite, FIT_PERCENTILE))
+    return top if top > 0 else float(finite.max())
+
+
 def grid_view(pm: PooledMaps, style: figures.Style, fit: bool = False) -> View:
     """The grid of every head (or the zoom on one head's window), pooled as ``pm`` says, with its title.
 
@@ -96,7 +108,8 @@ def grid_view(pm: PooledMaps, style: figures.Style, fit: bool = False) -> View:
     whole = (q0, q1, k0, k1) == (0, t_q, 0, t_k)
     hs, r, c = pm.weights.shape
     if whole and hs == pm.n_heads:
-        title, name, panel_px = style.t("fig.grid_title", n=hs, kv=pm.n_kv_heads), "attention_weights", None
+        heads, groups = style.count(hs, "query_head"), style.count(pm.n_kv_heads, "kv_group")
+        title, name, panel_px = style.t("fig.grid_title", heads=heads, groups=groups), "attention_weights", None
     else:
         h = pm.heads[0]
         title = style.t("fig.zoom_title", h=h, g=pm.group_of(h), q0=q0, q1=q1 - 1, k0=k0, k1=k1 - 1, tq=t_q, tk=t_k)
@@ -106,12 +119,9 @@ def grid_view(pm: PooledMaps, style: figures.Style, fit: bool = False) -> View:
         how = style.t(f"fig.how.{pm.reduce}")
         title += "<br><sub>" + style.t("fig.grid_pooled", how=how, f=f, tq=q1 - q0, tk=k1 - k0, r=r, c=c) + "</sub>"
         value = style.t(f"fig.block_{pm.reduce}")
-    cmax = 1.0
-    finite = pm.weights[np.isfinite(pm.weights)]
-    if fit and finite.size and float(finite.max()) > 0:
-        # robust: a few large weights (the first rows of a causal map are 1) would otherwise set the scale
-        cmax = float(np.percentile(finite, FIT_PERCENTILE))
-        cmax = cmax if cmax > 0 else float(finite.max())
+    top = fitted_top(pm, fit)
+    cmax = 1.0 if top is None else top
+    if top is not None:
         title += "<br><sub>" + style.t("fig.fit_note", top=f"{cmax:.3g}", pct=f"{FIT_PERCENTILE:g}") + "</sub>"
     fig = figures.heatmap_grid(
         pm.weights,
@@ -130,12 +140,24 @@ def grid_view(pm: PooledMaps, style: figures.Style, fit: bool = False) -> View:
 
 
 STEP_NAMES = ("q", "k", "v", "scores", "scaled", "masked", "softmax", "output")
+STEP_HALF_PX = 320  # px of x axis of a step chart in one of two page columns (beside its labels and colour bar)
 
 
-def step_views(hw: HeadWindow, style: figures.Style) -> list[View]:
+def step_columns(hw: HeadWindow, style: figures.Style) -> int:
+    """Step charts side by side (2) or one per row (1): two only while every key label fits in half the width."""
+    if style.present:
+        return 1
+    ticks = figures.tick_plan(len(hw.tokens_k), STEP_HALF_PX, style)
+    return 2 if ticks.step == 1 and ticks.font >= figures.READABLE_TICK_FONT[False] else 1
+
+
+def step_views(hw: HeadWindow, style: figures.Style, columns: int = 1) -> list[View]:
     """The eight matrices of one head's computation: Q, K, V, QKᵀ, scaled, masked, softmax weights, output.
 
-    For the rows and keys of ``hw``'s window; the shapes in the titles are those of the whole sequence.
+    For the rows and keys of ``hw``'s window; the shapes in the titles are those of the whole sequence
+    (``T_q`` and ``T_k`` for cross-attention). The scaling step's title writes out the factors applied:
+    ×1/√d_k ÷ τ, or ÷ τ alone when the scaling is off. ``columns``: how many charts the page puts side
+    by side (:func:`step_columns`), which sets the width every key label must fit in.
     """
     head, group = hw.head, hw.group
     lq = [f"{tok} ({hw.q0 + i})" for i, tok in enumerate(hw.tokens_q)]
@@ -144,9 +166,15 @@ def step_views(hw: HeadWindow, style: figures.Style) -> list[View]:
     dims = [f"d{i}" for i in range(d)]
     tq, tk = hw.t_q, hw.t_k
     t = style.t
-    sq, sk, st_ = f"[T, d_k] = [{tq}, {d}]", f"[T, d_k] = [{tk}, {d}]", f"[T, T] = [{tq}, {tk}]"
+    nq, nk = ("T_q", "T_k") if hw.cross or tq != tk else ("T", "T")  # cross-attention: two lengths
+    sq, sk, st_ = f"[{nq}, d_k] = [{tq}, {d}]", f"[{nk}, d_k] = [{tk}, {d}]", f"[{nq}, {nk}] = [{tq}, {tk}]"
     q_t, k_t, d_t = t("fig.query"), t("fig.key"), t("fig.dim")
-    scaled_title = t("heatmap.step_scaled", scale=f"{hw.scale:.4g}")
+    scaled_title = t(
+        "heatmap.step_scaled" if hw.use_scaling else "heatmap.step_unscaled",
+        d=d,
+        tau=f"{hw.temperature:g}",
+        scale=f"{hw.scale:.4g}",
+    )
     spec = [
         ("q", f"Q · {t('fig.head')} {head}", hw.q, lq, dims, "values", None, q_t, d_t, sq),
         ("k", f"K · KV {group}", hw.k, lk, dims, "values", None, k_t, d_t, sk),
@@ -158,6 +186,7 @@ def step_views(hw: HeadWindow, style: figures.Style) -> list[View]:
         ("output", t("heatmap.step_output"), hw.head_output, lq, dims, "values", None, q_t, d_t, sq),
     ]
     views = []
+    plot_px = STEP_HALF_PX if columns > 1 else figures.PLOT_PX[style.present]
     for name, title, mat, rows, cols, kind, mask, rt, ct, shape in spec:
         fig = figures.matrix_figure(
             mat,
@@ -169,7 +198,8 @@ def step_views(hw: HeadWindow, style: figures.Style) -> list[View]:
             mask=mask,
             row_title=rt,
             col_title=ct,
-            height=560 if style.present else None,
+            plot_px=plot_px,
+            label_cols=cols is lk,  # key tokens; the dimensions of Q, K, V and the output are not labelled each
         )
         data = mat if mask is None else np.where(mask, mat, -np.inf)
         views.append(View(f"head{head}_{name}", fig, partial(matrix_frame, data, rows, cols, "row", "col", "value")))

@@ -44,9 +44,7 @@ t_k = len(tokens_k) if tokens_k is not None else len(tokens_q)
 pad_len = None
 if mask_kind == "padding" and t_k >= 1:
     with pad_slot.container():
-        pad_len = min(
-            ui.int_slider("pad_len", 1, max(t_k, 2), max(1, (t_k * 3 + 3) // 4), help_key="help.pad_len"), t_k
-        )
+        pad_len = ui.int_slider("pad_len", 1, t_k, max(1, (t_k * 3 + 3) // 4), help_key="help.pad_len")
 
 problem = None
 if not tokens_q:
@@ -71,21 +69,28 @@ if ui.run_safely(cfg.validate) is None:
     st.stop()
 t_q = len(tokens_q)
 scale = resolve_scale(head_dim, use_scaling) / float(temperature)
+# the factor as it is applied: × 1/√d_k ÷ τ, or ÷ τ alone with the scaling off
+scale_line = ui.t(
+    "heatmap.scale_on" if use_scaling else "heatmap.scale_off",
+    d=head_dim,
+    sqrt=f"{np.sqrt(head_dim):.4g}",
+    tau=f"{temperature:g}",
+    scale=f"{scale:.4g}",
+)
 st.markdown(
     ui.t(
         "heatmap.summary",
         kind=cfg.kind,
-        h=n_heads,
-        kv=n_kv_heads,
-        rep=cfg.n_rep,
+        heads=ui.count(n_heads, "query_head"),
+        kvs=ui.count(n_kv_heads, "kv_head"),
+        per=ui.count(cfg.n_rep, "query_head"),
         d=head_dim,
-        tq=t_q,
-        tk=t_k,
-        scale=f"{scale:.4g}",
-        sqrt=f"{np.sqrt(head_dim):.4g}",
-        tau=f"{temperature:g}",
+        queries=ui.count(t_q, "query"),
+        keys=ui.count(t_k, "key"),
+        scale=scale_line,
     )
 )
+ui.random_weights_note()
 
 style = ui.style()
 stem = f"h{n_heads}_kv{n_kv_heads}_dk{head_dim}_seed{ui.seed()}"
@@ -103,7 +108,8 @@ def map_options(t_rows: int, t_cols: int, side: int) -> tuple[str, bool]:
     """
     c1, c2 = st.columns(2, gap="medium")
     with c1:
-        fit = ui.choice("cscale", ["fixed", "fit"], "fit" if t_k > 64 else "fixed", help_key="help.cscale") == "fit"
+        default = "fit" if t_k > 64 else "fixed"  # follows the data until the learner picks one
+        fit = ui.choice("cscale", ["fixed", "fit"], default, help_key="help.cscale", data_default=True) == "fit"
     if pool_factor(t_rows, t_cols, side) == 1:
         return "max", fit
     with c2:
@@ -117,8 +123,48 @@ def window_start(key: str, length: int, size: int) -> int:
     return ui.int_slider(key, 0, length - size, 0, help_key=f"help.{key}")
 
 
+def read_help(pm, fit: bool) -> None:
+    """The "how to read" help of the chart drawn from ``pm``, saying what it is.
+
+    Exact or pooled (max / mean) cells, whole rows or a window of keys, one panel or a grid of KV
+    groups, masked cells if any, and the colour scale actually used (0..1, or fitted with its top).
+    """
+    f, (k0, k1) = pm.factor, pm.k_range
+    if f > 1:
+        cells = ui.t(f"heatmap.read.cells_{pm.reduce}", f=f)
+    elif (k0, k1) == (0, len(pm.tokens_k)):
+        cells = ui.t("heatmap.read.cells_exact")
+    else:
+        cells = ui.t("heatmap.read.cells_window", keys=ui.count(len(pm.tokens_k), "key"))
+    parts = [cells]
+    if len(pm.heads) > 1:
+        parts.append(ui.t("heatmap.read.groups"))
+    if not pm.allowed.all():
+        parts.append(ui.t("heatmap.read.masked"))
+    top = views.fitted_top(pm, fit)
+    if top is None:
+        parts.append(ui.t("heatmap.read.scale_fixed"))
+    else:
+        parts.append(ui.t("heatmap.read.scale_fit", top=f"{top:.3g}", pct=f"{views.FIT_PERCENTILE:g}"))
+    with st.expander(ui.t("heatmap.read.title")):
+        st.markdown(" ".join(parts))
+
+
 def computing(n_rows: int, n_cols: int, n: int):
-    return st.spinner(ui.t("heatmap.computing", h=n, tq=n_rows, tk=n_cols), show_time=True)
+    return st.spinner(ui.t("heatmap.computing", heads=ui.count(n, "head"), tq=n_rows, tk=n_cols), show_time=True)
+
+
+def explain(i: int) -> str:
+    """The sentence above step ``i`` (0-based) of the step-by-step view, for the current settings."""
+    if i == 4:  # the scaling: say the factors actually applied, and the variance they give
+        key = "heatmap.explain5" if use_scaling else "heatmap.explain5_off"
+        if temperature != 1:
+            key += "_tau"
+        var = (1.0 if use_scaling else head_dim) / temperature**2
+        return ui.t(key, d=head_dim, tau=f"{temperature:g}", scale=f"{scale:.4g}", var=f"{var:.4g}")
+    if cross and i in (1, 2):  # keys and values come from the context
+        return ui.t(f"heatmap.explain{i + 1}_cross")
+    return ui.t(f"heatmap.explain{i + 1}")
 
 
 if view == "grid":
@@ -131,7 +177,7 @@ if view == "grid":
     ui.fell_back_to_cpu(pm.device)
     v = views.grid_view(pm, style, fit)
     ui.show_view(v, "grid", name=f"{v.name}_{stem}")
-    ui.help_expander("heatmap.read")
+    read_help(pm, fit)
 elif view == "zoom":
     c1, c2, c3, c4 = st.columns(4, gap="medium")
     with c1:
@@ -155,7 +201,8 @@ elif view == "zoom":
     if window == (0, t_q, 0, t_k):
         st.caption(ui.t("heatmap.zoom_whole", side=ZOOM_SIDE, f=pm.factor))
     else:
-        st.caption(ui.t("heatmap.zoom_note", side=ZOOM_SIDE, f=pm.factor, tk=t_k))
+        st.caption(ui.t("heatmap.zoom_note", side=ZOOM_SIDE, f=pm.factor, keys=ui.count(t_k, "key")))
+    read_help(pm, fit)
 elif view == "steps":
     head = ui.int_slider("head", 0, n_heads - 1, 0, help_key="help.head")
     c1, c2 = st.columns(2, gap="medium")
@@ -166,37 +213,47 @@ elif view == "steps":
     hw = ui.run_safely(lambda: ui.head_window(*layer, head, q0, k0))
     if hw is None:
         st.stop()
-    st.markdown(ui.t("heatmap.step_head", head=head, group=hw.group, rep=cfg.n_rep))
+    if cfg.n_rep > 1:
+        st.markdown(ui.t("heatmap.step_head", head=head, group=hw.group, per=ui.count(cfg.n_rep, "query_head")))
+    else:
+        st.markdown(ui.t("heatmap.step_head_own", head=head, group=hw.group))
     if not hw.complete:
         mass = hw.row_mass
         st.caption(
             ui.t("heatmap.step_window", q0=hw.q0, q1=hw.q0 + len(hw.tokens_q) - 1, k0=hw.k0,
-                 k1=hw.k0 + len(hw.tokens_k) - 1, tq=t_q, tk=t_k, lo=f"{mass.min():.3f}", hi=f"{mass.max():.3f}")
+                 k1=hw.k0 + len(hw.tokens_k) - 1, tq=t_q, tk=t_k, keys=ui.count(t_k, "key"), lo=f"{mass.min():.3f}",
+                 hi=f"{mass.max():.3f}")
         )  # fmt: skip
-    steps = views.step_views(hw, style)
+    n_cols = views.step_columns(hw, style)  # one chart a row when the key labels need the whole width
+    steps = views.step_views(hw, style, n_cols)
     if ui.present():
         # one step per slide; Page Down / Page Up (what a clicker sends) move through them
         i = ui.slide_controls("slide", len(steps))
-        st.markdown(f"### {i + 1}. {ui.t(f'heatmap.explain{i + 1}')}")
+        st.markdown(f"### {i + 1}. {explain(i)}")
         ui.show_view(steps[i], f"step{i}", name=f"{steps[i].name}_{stem}")
     else:
         for i, v in enumerate(steps):
-            if i % 2 == 0:
-                cols = st.columns(2)  # one row per pair, so the steps read left to right, top to bottom
-            with cols[i % 2]:
-                st.markdown(f"**{i + 1}.** {ui.t(f'heatmap.explain{i + 1}')}")
+            if i % n_cols == 0:
+                cols = st.columns(n_cols)  # one row per pair, so the steps read left to right, top to bottom
+            with cols[i % n_cols]:
+                st.markdown(f"**{i + 1}.** {explain(i)}")
                 ui.show_view(v, f"step{i}", name=f"{v.name}_{stem}")
 elif view == "shapes":
-    rows = shape_walk(cfg, t_q, t_k)
+    rows = shape_walk(cfg, t_q, t_k if cross else None)
     df = pd.DataFrame(
         {
-            ui.t("shapes.step"): [ui.t(f"shapes.{r['step']}") for r in rows],
-            ui.t("shapes.op"): [r["op"] for r in rows],
-            ui.t("shapes.shape"): [r["shape"] for r in rows],
+            ui.t("shapes.step"): [ui.t(f"shapes.{r.step}") for r in rows],
+            ui.t("shapes.op"): [ui.t(f"shapes.ops.{r.op}", rep=cfg.n_rep) for r in rows],
+            ui.t("shapes.shape"): [ui.t("shapes.each", shape=r.formula) if r.pair else r.formula for r in rows],
         }
     )
     st.dataframe(df, hide_index=True, width="stretch")
-    st.caption(ui.t("shapes.note", b=cfg.batch, t=t_q, dm=cfg.d_model, h=n_heads, kv=n_kv_heads, d=head_dim))
+    counts = dict(heads=ui.count(n_heads, "query_head"), kvs=ui.count(n_kv_heads, "kv_head"), d=head_dim)
+    if cross:
+        st.caption(ui.t("shapes.note_cross", b=cfg.batch, tq=ui.count(t_q, "token"), tk=ui.count(t_k, "token"),
+                        dm=cfg.d_model, **counts))  # fmt: skip
+    else:
+        st.caption(ui.t("shapes.note", b=cfg.batch, tokens=ui.count(t_q, "token"), dm=cfg.d_model, **counts))
 else:
     with computing(t_q, t_k, n_heads) if big else contextlib.nullcontext():
         pm = ui.run_safely(lambda: ui.pooled_maps(*layer, 8, "max", None, None, True))

@@ -103,7 +103,7 @@ def uptrain_ranking(study: ConversionStudy, i: int, n_kv_heads: int) -> dict[str
 
 def source_note(conv_source: str, n_heads: int, n_kv_heads: int, n_base: int, noise: float) -> str:
     """The caption under the conversion chart: the source layer and, for correlated heads, the current groups."""
-    heads = ui.count("heads", n_heads)
+    heads = ui.count(n_heads, "head")
     if conv_source == "random":
         return ui.t("kv.conv_source_random", heads=heads)
     mixed = mixed_groups(n_heads, n_kv_heads, n_base)
@@ -115,7 +115,7 @@ def source_note(conv_source: str, n_heads: int, n_kv_heads: int, n_base: int, no
     return ui.t(
         "kv.conv_source_correlated",
         heads=heads,
-        bases=ui.count("base_heads", n_base),
+        bases=ui.count(n_base, "base_head"),
         noise=f"{noise:g}",
         groups=groups,
     )
@@ -124,6 +124,7 @@ def source_note(conv_source: str, n_heads: int, n_kv_heads: int, n_base: int, no
 ui.page_guard()
 st.title(ui.t("kv.title"))
 st.caption(ui.t("kv.intro"))
+ui.random_weights_note()
 
 with ui.controls_box():
     c1, c2, c3 = st.columns([1.3, 1, 1], gap="large")
@@ -156,13 +157,13 @@ st.markdown(
     ui.t(
         "kv.summary",
         kind=kind,
-        qh=ui.count("query_heads", n_heads),
-        kvh=ui.count("kv_heads", n_kv_heads),
+        qh=ui.count(n_heads, "query_head"),
+        kvh=ui.count(n_kv_heads, "kv_head"),
         kv=n_kv_heads,
-        rep_q=ui.count("query_heads", n_rep),
+        rep_q=ui.count(n_rep, "query_head"),
         d=head_dim,
         dm=d_model,
-        toks=ui.count("tokens", T),
+        toks=ui.count(T, "token"),
         elems=n(kv_elems),
         mha=n(2 * n_heads * head_dim),
         pct=f"{100 * n_kv_heads / n_heads:.4g}",
@@ -184,7 +185,7 @@ if view == "diagram":
             ui.t("kv.group_line", g=g, a=g * n_rep, b=(g + 1) * n_rep - 1) if n_rep > 1 else ui.t("kv.group_one", g=g)
             for g in range(min(n_kv_heads, 8))
         )
-        more = ui.t("kv.more_groups", rest=ui.count("kv_heads", n_kv_heads - 8)) if n_kv_heads > 8 else ""
+        more = ui.t("kv.more_groups", rest=ui.count(n_kv_heads - 8, "kv_head")) if n_kv_heads > 8 else ""
         st.caption(groups_txt + more)
     with right:
         v = fig_kv.repeat_kv_view(n_heads, n_kv_heads, T, head_dim, style)
@@ -202,7 +203,7 @@ if view == "diagram":
             )
         )
     ui.help_expander(
-        "kv.diagram_help", rep=n_rep, qh=ui.count("query_heads", n_heads), kvh=ui.count("kv_heads", n_kv_heads)
+        "kv.diagram_help", rep=n_rep, qh=ui.count(n_heads, "query_head"), kvh=ui.count(n_kv_heads, "kv_head")
     )
 
 elif view == "maps":
@@ -285,8 +286,8 @@ elif view == "costs":
             "kv.flops_note",
             h=n_heads,
             t=T,
-            keys=ui.count("keys", T),
-            before=ui.count("tokens", T - 1),
+            keys=ui.count(T, "key"),
+            before=ui.count(T - 1, "token"),
             d=head_dim,
             attn=n(value(cur, "flops_attn")),
         )

@@ -1,5 +1,7 @@
 """AppTest: the attention-heatmap page, its controls, URL parameters and bad input."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -269,3 +271,195 @@ def test_steps_window_on_a_long_sequence(app_test):
     np.testing.assert_allclose(arr(specs[7]["data"][0]["z"]), m.head_outputs[0, 50:114], atol=1e-5)
     assert specs[6]["data"][0]["y"][0] == "t50 (50)"
     assert any("rows 50–113" in c.value for c in at.caption)
+
+
+# ---- issue 12: the scale line, shapes of cross-attention, the "how to read" help, plurals, random weights
+
+
+def summary(at) -> str:
+    return at.markdown[0].value
+
+
+@pytest.mark.parametrize(
+    "query,line",
+    [
+        ({}, "scores × 1/√16 ÷ τ = 1/4 ÷ 1 = **0.25**"),
+        ({"temperature": "0.5"}, "scores × 1/√16 ÷ τ = 1/4 ÷ 0.5 = **0.5**"),
+        ({"scaling": "false", "temperature": "0.5"}, "scores ÷ τ = 1 ÷ 0.5 = **2**"),
+        ({"scaling": "false"}, "scores ÷ τ = 1 ÷ 1 = **1**"),
+        ({"scaling": "false", "temperature": "0.5", "lang": "zh"}, "分数 ÷ τ = 1 ÷ 0.5 = **2**"),
+    ],
+)
+def test_scale_line_is_built_from_the_factors_applied(app_test, query, line):
+    at = app_test(PAGE, query=query)
+    no_exception(at)
+    assert line in summary(at)
+    if query.get("scaling") == "false":
+        assert "× 1/√" not in summary(at).rsplit("·", 1)[1]  # no 1/√d_k factor in the formula
+
+
+@pytest.mark.parametrize(
+    "scaling,tau,factor,title,needle,absent",
+    [
+        ("false", "0.5", 2.0, "not scaled by 1/√d_k: ÷ 0.5 = ×2", "Var(q·k/τ) ≈ d_k/τ² = 64", "unit variance"),
+        ("false", "1", 1.0, "not scaled by 1/√d_k: ÷ 1 = ×1", "about d_k = 16, not 1", "unit variance"),
+        ("true", "2", 0.125, "scaled ×1/√16 ÷ 2 = ×0.125", "1/τ² = 0.25", "keep unit variance"),
+        ("true", "1", 0.25, "scaled ×1/√16 ÷ 1 = ×0.25", "the scores keep unit variance", "τ²"),
+    ],
+)
+def test_step_five_says_what_is_applied(app_test, scaling, tau, factor, title, needle, absent):
+    """The scaled panel's title and the sentence above it match the factor that produced its numbers."""
+    at = app_test(PAGE, query={"view": "steps", "scaling": scaling, "temperature": tau})
+    no_exception(at)
+    specs = chart_specs(at)
+    raw, scaled = arr(specs[3]["data"][0]["z"]), arr(specs[4]["data"][0]["z"])
+    np.testing.assert_allclose(scaled, raw * factor, rtol=1e-5, atol=1e-6)
+    assert specs[4]["layout"]["title"]["text"].startswith(title)
+    step5 = next(m.value for m in at.markdown if m.value.startswith("**5.**"))
+    assert needle in step5 and absent not in step5
+
+
+def test_step_five_in_chinese(app_test):
+    at = app_test(PAGE, query={"view": "steps", "scaling": "false", "temperature": "0.5", "lang": "zh"})
+    no_exception(at)
+    step5 = next(m.value for m in at.markdown if m.value.startswith("**5.**"))
+    assert "Var(q·k/τ) ≈ d_k/τ² = 64" in step5 and "未按 1/√d_k 缩放" in step5
+    assert chart_specs(at)[4]["layout"]["title"]["text"].startswith("未按 1/√d_k 缩放：÷ 0.5 = ×2")
+
+
+CROSS = {"cross": "true", "n_heads": "12", "n_kv_heads": "4", "head_dim": "64"}
+
+
+def test_cross_attention_shapes_name_both_lengths(app_test):
+    at = app_test(PAGE, query={**CROSS, "view": "shapes"})
+    no_exception(at)
+    table = at.dataframe[0].value
+    steps, ops, shapes = (table.iloc[:, i].tolist() for i in range(3))
+    assert steps[:2] == ["Input", "Context (keys and values)"]
+    assert shapes[:2] == ["[B, T_q, d_model] = [1, 11, 768]", "[B, T_k, d_model] = [1, 5, 768]"]
+    assert "[B, H_kv, T_k, d_k] = [1, 4, 5, 64] each" in shapes
+    assert shapes.count("[B, H, T_q, T_k] = [1, 12, 11, 5]") == 2  # scores and softmax
+    assert not [s for s in shapes if "T," in s or "T]" in s]  # no bare T once there are two lengths
+    assert "c W_K and c W_V, split into KV heads" in ops and "repeat each KV head 3×" in ops
+    note = next(c.value for c in at.caption if "T_q =" in c.value)
+    assert "T_q = 11 tokens" in note and "T_k = 5 tokens" in note and "[B, H_kv, T_k, d_k]" in note
+
+
+def test_shapes_table_is_translated(app_test):
+    at = app_test(PAGE, query={**CROSS, "view": "shapes", "lang": "zh"})
+    no_exception(at)
+    ops = at.dataframe[0].value.iloc[:, 1].tolist()
+    assert "c W_K 与 c W_V，拆分为各 KV 头" in ops and "每个 KV 头重复 3 次" in ops and "对键做 softmax" in ops
+    words = {w.lower() for op in ops for w in re.findall(r"[A-Za-z]{3,}", op)}
+    assert words <= {"softmax"}, words
+
+
+def test_cross_attention_step_titles_name_both_lengths(app_test):
+    at = app_test(PAGE, query={**CROSS, "view": "steps"})
+    no_exception(at)
+    titles = [s["layout"]["title"]["text"] for s in chart_specs(at)]
+    assert titles[0].endswith("[T_q, d_k] = [11, 64]") and titles[1].endswith("[T_k, d_k] = [5, 64]")
+    assert titles[3] == "QKᵀ   [T_q, T_k] = [11, 5]" and titles[6].endswith("[T_q, T_k] = [11, 5]")
+    assert any("context's embeddings times W_K" in m.value for m in at.markdown)
+
+
+def read_help(at) -> str:
+    exp = next(e for e in at.expander if e.label == "How to read these maps")
+    return " ".join(m.value for m in exp.markdown)
+
+
+def test_read_help_says_what_the_chart_is(app_test):
+    at = app_test(PAGE)
+    text = read_help(at)
+    assert "each row sums to 1" in text and "fixed from 0 to 1" in text and "Grey" not in text
+    # a long sequence: pooled (block max) and a fitted scale, with its top value
+    at = app_test(PAGE, query={"source": "synthetic", "seq_len": "600", "mask": "causal"})
+    no_exception(at)
+    spec = chart_specs(at)[0]
+    top = spec["layout"]["coloraxis"]["cmax"]
+    f = -(-600 // len(spec["data"][0]["x"]))
+    text = read_help(at)
+    assert top < 1 and f"0 to {top:.3g}" in text and "fitted" in text and "99.5th percentile" in text
+    assert f"largest weight in a block of {f}×{f}" in text and "does not sum to 1" in text
+    assert "each row sums to 1" not in text and "fixed from 0 to 1" not in text and "Grey cells" in text
+    at.segmented_control(key="pool").set_value("mean").run()
+    assert "mean weight over the allowed cells" in read_help(at)
+    at.segmented_control(key="cscale").set_value("fixed").run()
+    assert "fixed from 0 to 1" in read_help(at) and "fitted" not in read_help(at)
+
+
+SINGULAR_AS_PLURAL = re.compile(r"\b1 (query heads|KV heads|KV groups|heads|queries|keys|tokens|base heads)\b")
+
+
+def page_text(at) -> str:
+    texts = [e.value for kind in ("markdown", "caption", "info", "warning") for e in at.get(kind)]
+    texts += [e.value for exp in at.expander for e in exp.markdown]
+    texts += [s["layout"]["title"]["text"] for s in chart_specs(at)]
+    if at.get("arrow_data_frame"):
+        texts += [str(v) for df in at.dataframe for v in df.value.to_numpy().ravel()]
+    return "\n".join(texts)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"n_heads": "1", "n_kv_heads": "1"},
+        {"n_heads": "8", "n_kv_heads": "1"},
+        {"n_heads": "8", "n_kv_heads": "8", "view": "steps"},
+        {"n_heads": "1", "view": "shapes"},
+        {"cross": "true", "cross_text": "chat", "n_heads": "1", "view": "shapes"},
+        {"text": "cat", "n_heads": "1", "view": "zoom"},
+    ],
+)
+def test_counts_of_one_are_singular(app_test, query):
+    at = app_test(PAGE, query=query)
+    no_exception(at)
+    text = page_text(at)
+    assert not SINGULAR_AS_PLURAL.search(text), SINGULAR_AS_PLURAL.search(text)
+
+
+def test_plural_wording_in_the_summary_and_titles(app_test):
+    at = app_test(PAGE, query={"n_heads": "8", "n_kv_heads": "1"})
+    assert "8 query heads, 1 KV head (8 query heads per KV head)" in summary(at)
+    assert "8 query heads, 1 KV group" in chart_specs(at)[0]["layout"]["title"]["text"]
+    at = app_test(PAGE, query={"n_heads": "1", "text": "cat", "cross": "true", "cross_text": "chat"})
+    assert "1 query head, 1 KV head (1 query head per KV head)" in summary(at)
+    assert "1 query × 1 key" in summary(at)
+
+
+@pytest.mark.parametrize("lang,needle", [("en", "seeded random numbers"), ("zh", "按种子生成的随机数")])
+def test_random_weights_are_said_to_be_random(app_test, lang, needle):
+    at = app_test(PAGE, query={"lang": lang, "seed": "5"})
+    no_exception(at)
+    note = [c.value for c in at.caption if needle in c.value]
+    assert note and ("seed 5" in note[0] or "种子 5" in note[0])
+
+
+def test_fitted_colour_scale_follows_the_data_until_the_learner_picks(app_test):
+    """The scale's default depends on the length: it must follow a change of data, not stick to the first."""
+    at = app_test(PAGE)
+    assert at.segmented_control(key="cscale").value == "fixed"  # 11 tokens
+    at.segmented_control(key="source").set_value("synthetic").run()
+    at.slider(key="seq_len").set_value(300).run()
+    no_exception(at)
+    assert at.segmented_control(key="cscale").value == "fit"
+    assert chart_specs(at)[0]["layout"]["coloraxis"]["cmax"] < 0.5
+    at.slider(key="seq_len").set_value(40).run()
+    assert at.segmented_control(key="cscale").value == "fixed"  # back to a short sequence
+    # an explicit choice pins it: longer data no longer moves it, also after a visit to another view
+    at.segmented_control(key="cscale").set_value("fit").run()
+    at.slider(key="seq_len").set_value(30).run()
+    assert at.segmented_control(key="cscale").value == "fit"
+    at.segmented_control(key="view").set_value("shapes").run()
+    at.segmented_control(key="view").set_value("grid").run()
+    no_exception(at)
+    assert at.segmented_control(key="cscale").value == "fit"
+    assert chart_specs(at)[0]["layout"]["coloraxis"]["cmax"] < 1
+
+
+def test_colour_scale_from_the_link_is_kept(app_test):
+    at = app_test(PAGE, query={"source": "synthetic", "seq_len": "300", "cscale": "fixed"})
+    assert at.segmented_control(key="cscale").value == "fixed"
+    at.slider(key="seq_len").set_value(400).run()
+    assert at.segmented_control(key="cscale").value == "fixed"
+    assert chart_specs(at)[0]["layout"]["coloraxis"]["cmax"] == 1

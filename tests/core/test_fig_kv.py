@@ -194,11 +194,11 @@ def test_count_phrases_have_both_forms_in_both_catalogs():
 
     for lang in ("en", "zh"):
         nouns = {k.split(".")[1] for k in catalog(lang) if k.startswith("count.")}
-        assert {"query_heads", "kv_heads", "heads", "base_heads", "tokens", "keys"} <= nouns
+        assert {"query_head", "kv_head", "head", "base_head", "token", "key"} <= nouns
         for noun in nouns:
             assert f"count.{noun}.one" in catalog(lang) and f"count.{noun}.other" in catalog(lang)
-    assert count("kv_heads", 1) == "1 KV head" and count("kv_heads", 2) == "2 KV heads"
-    assert count("query_heads", 1, "zh") == "1 个查询头"
+    assert count(1, "kv_head") == "1 KV head" and count(2, "kv_head") == "2 KV heads"
+    assert count(1, "query_head", "zh") == "1 个查询头"
 
 
 def test_titles_with_one_head_are_singular():

@@ -59,6 +59,9 @@ def literal_keys() -> set[str]:
                     keys.add(arg.value if name != "help_expander" else arg.value + ".title")
                     if name == "help_expander":
                         keys.add(arg.value + ".body")
+                unit = node.args[1] if len(node.args) > 1 else None
+                if name == "count" and isinstance(unit, ast.Constant) and isinstance(unit.value, str):
+                    keys |= {f"count.{unit.value}.one", f"count.{unit.value}.other"}  # count(n, "kv_head")
     return keys
 
 
@@ -129,6 +132,17 @@ def test_no_hard_coded_display_strings(path):
     allowed = {"ui.py": ["Language / 语言"]}  # the language switch names both languages on purpose
     found = [f for f in hard_coded(path) if not any(a in f for a in allowed.get(path.name, []))]
     assert found == []
+
+
+def test_count_is_singular_for_one_in_english():
+    from attn_core.i18n import count
+
+    assert count(1, "kv_head") == "1 KV head" and count(4, "kv_head") == "4 KV heads"
+    assert count(1, "query_head") == "1 query head" and count(0, "query") == "0 queries"
+    assert count(1, "kv_head", "zh") == "1 个 KV 头" and count(4, "kv_head", "zh") == "4 个 KV 头"
+    units = {k.rsplit(".", 1)[0] for k in EN if k.startswith("count.")}
+    for unit in units:  # every unit has both forms, and the English forms differ
+        assert EN[f"{unit}.one"] != EN[f"{unit}.other"], unit
 
 
 def test_translate_falls_back_and_formats():

@@ -1,6 +1,7 @@
 """The heatmap pipeline (attn_core.maps) and the figure builders."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -84,11 +85,37 @@ def test_normalized_entropy_by_hand():
 
 def test_shape_walk_substitutes_numbers():
     rows = shape_walk(AttentionConfig(n_heads=8, n_kv_heads=2, head_dim=16), 12)
-    shapes = {r["step"]: r["shape"] for r in rows}
+    shapes = {r.step: r.formula for r in rows}
     assert shapes["input"] == "[B, T, d_model] = [1, 12, 128]"
-    assert shapes["kv_proj"] == "[B, H_kv, T, d_k] = [1, 2, 12, 16] each"
+    assert shapes["kv_proj"] == "[B, H_kv, T, d_k] = [1, 2, 12, 16]"
     assert shapes["scores"] == "[B, H, T, T] = [1, 8, 12, 12]"
     assert shapes["merge"] == "[B, T, H·d_k] = [1, 12, 128]"
+    assert [r.step for r in rows if r.pair] == ["kv_proj"]  # K and V: two tensors of that shape
+
+
+def test_shape_walk_cross_attention_has_two_lengths_and_codes_only():
+    """Cross-attention: T_q for the queries, T_k for the context's keys and values, and a context input row.
+
+    The engine returns codes (translated by the page), never English operation text.
+    """
+    cfg = AttentionConfig(n_heads=12, n_kv_heads=4, head_dim=64)
+    rows = shape_walk(cfg, 11, 5)
+    shapes = {r.step: r.formula for r in rows}
+    assert [r.step for r in rows][:2] == ["input", "context"]
+    assert shapes["input"] == "[B, T_q, d_model] = [1, 11, 768]"
+    assert shapes["context"] == "[B, T_k, d_model] = [1, 5, 768]"
+    assert shapes["kv_proj"] == "[B, H_kv, T_k, d_k] = [1, 4, 5, 64]"
+    assert shapes["repeat_kv"] == "[B, H, T_k, d_k] = [1, 12, 5, 64]"
+    assert shapes["scores"] == shapes["softmax"] == "[B, H, T_q, T_k] = [1, 12, 11, 5]"
+    assert shapes["weighted_sum"] == "[B, H, T_q, d_k] = [1, 12, 11, 64]"
+    assert shapes["o_proj"] == "[B, T_q, d_model] = [1, 11, 768]"
+    # the same lengths in cross-attention still name both
+    assert {r.step: r.formula for r in shape_walk(cfg, 5, 5)}["scores"] == "[B, H, T_q, T_k] = [1, 12, 5, 5]"
+    ops = [r.op for r in rows]
+    assert ops[3] == "kv_proj_context" and ops[4] == "repeat_kv"
+    assert all(re.fullmatch(r"[a-z_]+", code) for r in rows for code in (r.step, r.op))
+    mha = shape_walk(AttentionConfig(n_heads=4, n_kv_heads=4, head_dim=8), 3)
+    assert [r.op for r in mha if r.step == "repeat_kv"] == ["repeat_none"]
 
 
 def test_pool_max():
@@ -191,3 +218,123 @@ def test_no_colour_is_a_streamlit_theme_placeholder():
         colours = {c.lower() for _, c in scale}
         assert not colours & STREAMLIT_PLACEHOLDERS, (scale, colours & STREAMLIT_PLACEHOLDERS)
     assert not {c.lower() for c in figures.GROUP_COLORS} & STREAMLIT_PLACEHOLDERS
+
+
+# ---- token labels (issue 12, section 8): every token labelled up to 64 a side, in every mode
+
+SENTENCE = tokenize("The cat sat on the mat because it was tired .")
+
+
+def labelled_axes(spec: dict) -> dict[str, dict]:
+    """The axes of a figure that show tick labels."""
+    return {k: v for k, v in spec["layout"].items() if re.fullmatch(r"[xy]axis\d*", k) and v.get("showticklabels")}
+
+
+def grid_spec(n_heads, n_kv_heads, tokens, style, **kw):
+    from attn_core import views
+    from attn_core.longmaps import pooled_attention
+
+    pm = pooled_attention(n_heads, n_kv_heads, 8, tokens, max_side=figures.grid_side(n_heads), **kw)
+    fig = views.grid_view(pm, style).figure
+    figures.apply_fonts(fig, style)
+    return json.loads(fig.to_json()), pm
+
+
+def check_every_label_fits(spec: dict, n_rows: int, n_cols: int, min_font: int, present: bool = False) -> None:
+    """Each labelled axis lists every category, at a font its cells have room for (LABEL_PITCH px per font px)."""
+    layout = spec["layout"]
+    area_h = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    labels_q, labels_k = spec["data"][0]["y"], spec["data"][0]["x"]
+    axes = labelled_axes(spec)
+    assert any(k.startswith("x") for k in axes) and any(k.startswith("y") for k in axes)
+    for name, ax in axes.items():
+        labels = labels_k if name.startswith("x") else labels_q
+        assert ax["tickmode"] == "array" and ax["tickvals"] == labels, name
+        assert ax["ticktext"] == [figures.short_label(v) for v in labels]
+        font = ax["tickfont"]["size"]
+        assert font >= min_font, (name, font)
+        if name.startswith("y"):  # the panel's height in px over its rows
+            d0, d1 = ax["domain"]
+            assert (d1 - d0) * area_h / n_rows >= figures.LABEL_PITCH * font - 0.5, (name, font)
+        else:  # the panel's width at the planned plot width
+            d0, d1 = ax["domain"]
+            assert (d1 - d0) * figures.PLOT_PX[present] / n_cols >= figures.LABEL_PITCH * font - 1.0, (name, font)
+    assert "1 label in" not in layout["title"]["text"]
+
+
+@pytest.mark.parametrize(
+    "present,n_heads,n_kv_heads",
+    [(False, 8, 2), (True, 8, 2), (False, 32, 8), (True, 32, 8), (False, 1, 1), (True, 64, 8)],
+)
+def test_grid_labels_every_token_of_a_sentence(present, n_heads, n_kv_heads):
+    """11 tokens: every query and key label is drawn (plotly thinned them to every 2nd or 3rd before)."""
+    style = figures.Style(present=present)
+    spec, _ = grid_spec(n_heads, n_kv_heads, SENTENCE, style)
+    check_every_label_fits(spec, 11, 11, figures.READABLE_TICK_FONT[present], present)
+
+
+@pytest.mark.parametrize("present", [False, True])
+@pytest.mark.parametrize("n_heads,n_kv_heads", [(8, 2), (1, 1)])
+def test_grid_labels_every_token_up_to_64(present, n_heads, n_kv_heads):
+    style = figures.Style(present=present)
+    spec, pm = grid_spec(n_heads, n_kv_heads, [f"t{i}" for i in range(64)], style)
+    assert pm.factor == 1
+    check_every_label_fits(spec, 64, 64, figures.MIN_TICK_FONT, present)
+
+
+def test_long_sequences_thin_the_labels_and_say_so():
+    from attn_core import views
+    from attn_core.longmaps import pooled_attention
+
+    pm = pooled_attention(2, 1, 8, [f"t{i}" for i in range(300)], heads=[0], max_side=512)
+    fig = json.loads(views.grid_view(pm, figures.Style()).figure.to_json())
+    ax = fig["layout"]["yaxis"]
+    step = len(fig["data"][0]["y"]) // len(ax["tickvals"])
+    assert step > 1 and ax["tickvals"] == fig["data"][0]["y"][::step]
+    assert f"query axis: 1 label in {step}" in fig["layout"]["title"]["text"]
+    zh = json.loads(views.grid_view(pm, figures.Style(lang="zh")).figure.to_json())
+    assert f"查询轴：每 {step} 个标签显示 1 个" in zh["layout"]["title"]["text"]
+    # a pooled grid (150 blocks a side) keeps its compact layout, four panels a row, and thins its labels
+    spec, pm = grid_spec(8, 2, [f"t{i}" for i in range(600)], figures.Style(), mask_kind="causal")
+    assert pm.factor == 4
+    assert [k for k, ax in labelled_axes(spec).items() if k.startswith("x")] == ["xaxis5", "xaxis6", "xaxis7", "xaxis8"]
+    assert "key axis: 1 label in" in spec["layout"]["title"]["text"]
+
+
+def test_cross_attention_grid_labels_both_lengths():
+    spec, _ = grid_spec(4, 2, SENTENCE, figures.Style(), tokens_k=tokenize("Le chat était fatigué ."))
+    check_every_label_fits(spec, 11, 5, figures.READABLE_TICK_FONT[False])
+
+
+def test_short_labels_keep_the_position_and_the_hover_keeps_the_token():
+    assert figures.short_label("internationally (3)") == "interna… (3)"
+    assert figures.short_label("cat (1)") == "cat (1)" and figures.short_label("0–31") == "0–31"
+    spec, _ = grid_spec(1, 1, ["internationally", "cat"], figures.Style())
+    assert spec["data"][0]["y"][0] == "internationally (0)"  # the category (hover) is the whole token
+    assert spec["layout"]["yaxis"]["ticktext"][0] == "interna… (0)"
+
+
+@pytest.mark.parametrize("present", [False, True])
+@pytest.mark.parametrize("t", [11, 64])
+def test_step_matrices_label_every_token(present, t):
+    from attn_core import views
+    from attn_core.longmaps import head_window
+
+    tokens = SENTENCE if t == 11 else [f"t{i}" for i in range(t)]
+    hw = head_window(4, 2, 8, tokens)
+    style = figures.Style(present=present)
+    cols = views.step_columns(hw, style)
+    assert cols == (2 if t == 11 and not present else 1)
+    figs = views.step_views(hw, style, cols)
+    for v in figs:
+        spec = json.loads(v.figure.to_json())
+        y = spec["layout"]["yaxis"]
+        assert y["tickvals"] == spec["data"][0]["y"] and len(y["tickvals"]) == t
+        assert y["tickfont"]["size"] >= figures.MIN_TICK_FONT
+        assert (
+            spec["layout"]["height"] - spec["layout"]["margin"]["t"] >= t * figures.LABEL_PITCH * y["tickfont"]["size"]
+        )
+    for v in figs[3:7]:  # the key axis of the scores and weights
+        x = json.loads(v.figure.to_json())["layout"]["xaxis"]
+        assert len(x["tickvals"]) == t and x["tickfont"]["size"] >= figures.MIN_TICK_FONT
+    assert "tickvals" not in json.loads(figs[0].figure.to_json())["layout"]["xaxis"]  # d0..d7: plotly's choice
