@@ -19,9 +19,9 @@ import numpy as np
 import torch
 
 from .attention import resolve_scale
-from .config import AttentionConfig, ConfigError, check_int
+from .config import AttentionConfig, ConfigError, check_int, unknown_option
 from .guard import check_budget
-from .maps import MASK_KINDS
+from .maps import check_layer_input
 from .tokens import embed
 
 REDUCES = ("max", "mean")
@@ -135,18 +135,7 @@ def _layer_setup(
     cfg = AttentionConfig(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, d_model=d_model,
                           seq_len=max(1, len(tokens_q)), use_scaling=use_scaling, seed=seed)  # fmt: skip
     cfg.validate()
-    if not tokens_q:
-        raise ConfigError("the query text has no tokens; type some text or use synthetic tokens", "text")
-    if tokens_k is not None and not tokens_k:
-        raise ConfigError("the key/value text has no tokens; type some text for the keys", "cross_text")
-    if mask_kind not in MASK_KINDS:
-        raise ConfigError(f"mask '{mask_kind}' is not known; use one of: {', '.join(MASK_KINDS)}", "mask")
-    if mask_kind == "causal" and tokens_k is not None:
-        raise ConfigError("a causal mask needs self-attention; pick 'none' or 'padding' for cross-attention", "mask")
-    if isinstance(temperature, bool) or not (
-        isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0
-    ):
-        raise ConfigError(f"temperature must be a positive number, got {temperature!r}", "temperature")
+    check_layer_input(tokens_q, tokens_k, mask_kind, temperature)
     t_q = len(tokens_q)
     t_k = len(tokens_k) if tokens_k is not None else t_q
     if mask_kind == "padding":
@@ -246,10 +235,10 @@ def pooled_attention(
                        temperature, seed)  # fmt: skip
     t_q, t_k, pad_len, scale, dm = lay.t_q, lay.t_k, lay.pad_len, lay.scale, lay.d_model
     if reduce not in REDUCES:
-        raise ConfigError(f"pooling '{reduce}' is not known; use one of: {', '.join(REDUCES)}", "pool")
+        raise unknown_option("pool", reduce, REDUCES)
     heads = tuple(range(n_heads)) if heads is None else tuple(int(h) for h in heads)
     if not heads:
-        raise ConfigError("pick at least one head", "head")
+        raise ConfigError("pick at least one head", "head", "no_heads")
     for h in heads:
         check_int("head", h, 0, n_heads - 1)
     q0, q1, k0, k1 = window if window is not None else (0, t_q, 0, t_k)

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from .attention import GroupedQueryAttention, repeat_kv, resolve_scale
-from .config import AttentionConfig, ConfigError, check_int
+from .config import AttentionConfig, ConfigError, check_int, check_temperature, unknown_option
 from .guard import check_budget
 from .masks import causal_mask
 from .tokens import embed
@@ -77,7 +77,32 @@ def build_mask(kind: str, t_q: int, t_k: int, pad_len: int | None = None) -> tor
     if kind == "padding":
         length = check_int("pad_len", t_k if pad_len is None else pad_len, 1, t_k)
         return (torch.arange(t_k) < length)[None, :].expand(t_q, t_k).clone()
-    raise ConfigError(f"mask '{kind}' is not known; use one of: {', '.join(MASK_KINDS)}", "mask")
+    raise unknown_option("mask", kind, MASK_KINDS)
+
+
+def check_layer_input(
+    tokens_q: Sequence[str], tokens_k: Sequence[str] | None, mask_kind: str, temperature: object
+) -> float:
+    """Check one layer's input (what :func:`compute_attention_maps` and the chunked path share); return τ.
+
+    Raises :class:`ConfigError` for an empty query or key text, an unknown mask,
+    a causal mask on cross-attention, or a temperature that is not a positive number.
+    """
+    if not tokens_q:
+        raise ConfigError(
+            "the query text has no tokens; type some text or use synthetic tokens", "text", "no_query_tokens"
+        )
+    if tokens_k is not None and not tokens_k:
+        raise ConfigError(
+            "the key/value text has no tokens; type some text for the keys", "cross_text", "no_key_tokens"
+        )
+    if mask_kind not in MASK_KINDS:
+        raise unknown_option("mask", mask_kind, MASK_KINDS)
+    if mask_kind == "causal" and tokens_k is not None:
+        raise ConfigError(
+            "a causal mask needs self-attention; pick 'none' or 'padding' for cross-attention", "mask", "causal_cross"
+        )
+    return check_temperature(temperature)
 
 
 def normalized_entropy(weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -123,14 +148,7 @@ def compute_attention_maps(
     ``temperature``. Returns :class:`AttentionMaps` on the CPU.
     """
     cfg.validate()
-    if not tokens_q:
-        raise ConfigError("the query text has no tokens; type some text or use synthetic tokens", "text")
-    if tokens_k is not None and not tokens_k:
-        raise ConfigError("the key/value text has no tokens; type some text for the keys", "cross_text")
-    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
-        raise ConfigError(f"temperature must be a positive number, got {temperature!r}", "temperature")
-    if mask_kind == "causal" and tokens_k is not None:
-        raise ConfigError("a causal mask needs self-attention; pick 'none' or 'padding' for cross-attention", "mask")
+    check_layer_input(tokens_q, tokens_k, mask_kind, temperature)
     check_budget(
         estimate_bytes(cfg, len(tokens_q), len(tokens_k or tokens_q)),
         f"{cfg.n_heads} heads × {len(tokens_q)} × {len(tokens_k or tokens_q)} tokens",

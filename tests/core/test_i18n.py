@@ -149,3 +149,39 @@ def test_translate_falls_back_and_formats():
     assert translate("fig.key", "zh") == "键"
     assert translate("fig.key", "fr") == "key"
     assert translate("ui.expect_int", "en", lo=1, hi=4) == "a whole number from 1 to 4"
+
+
+def config_error_calls() -> list[tuple[str, ast.Call]]:
+    """Every ``ConfigError(...)`` constructed in the engine, with its file and line."""
+    calls = []
+    for path in sorted((ROOT / "attn_core").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "ConfigError":
+                calls.append((f"{path.relative_to(ROOT)}:{node.lineno}", node))
+    return calls
+
+
+def test_every_engine_error_names_a_catalog_entry_with_its_values():
+    """A ConfigError reaches the user: it must say which ``err.<key>`` renders it in either language,
+    and pass every value that entry's template needs (else the Chinese UI would show English)."""
+    calls = config_error_calls()
+    assert len(calls) > 50
+    problems = []
+    for where, call in calls:
+        kw = {k.arg: k.value for k in call.keywords}
+        key = call.args[2] if len(call.args) >= 3 else kw.get("key")
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            problems.append(f"{where}: no literal catalog key")
+            continue
+        entry = f"err.{key.value}"
+        if entry not in EN or entry not in ZH:
+            problems.append(f"{where}: {entry} is missing from a catalog")
+            continue
+        if None in kw:  # **params: the values are checked where that dict is built
+            continue
+        given = set(kw) - {"key"}
+        missing = fields(EN[entry]) - given
+        if missing:
+            problems.append(f"{where}: {entry} needs {sorted(missing)}")
+    assert not problems, "\n".join(problems)
