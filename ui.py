@@ -15,7 +15,7 @@ from typing import Any
 import streamlit as st
 
 from attn_core import figures
-from attn_core.config import ConfigError, divisors, kv_heads_keeping_group, nearest_divisor
+from attn_core.config import ConfigError, attention_kind, divisors, kv_heads_keeping_group, nearest_divisor
 from attn_core.i18n import DEFAULT_LANG, LANGUAGES, translate
 from attn_core.i18n import count as count_in
 
@@ -407,6 +407,11 @@ def _kv_wanted(n_heads: int, options: list[int], fallback: int, key: str) -> tup
     return value, notice
 
 
+def kv_label(n_heads: int, n_kv_heads: int) -> str:
+    """An option of the KV-heads control: ``"2 · GQA"`` (the kind from :func:`attn_core.config.attention_kind`)."""
+    return f"{n_kv_heads} · {attention_kind(n_heads, n_kv_heads)}"
+
+
 def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", container: Any = None) -> int:
     """Choose ``n_kv_heads`` among the divisors of ``n_heads`` (1 = MQA, n_heads = MHA).
 
@@ -421,6 +426,15 @@ def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", cont
     options = divisors(n_heads)
     fallback = default if default in options else nearest_divisor(n_heads, default)
     value, notice = _kv_wanted(n_heads, options, fallback, key)
+    if len(options) == 1:  # one query head: one KV head, said instead of a slider that cannot move
+        st.session_state[f"_{key}_last"] = (n_heads, 1)
+        st.session_state[f"_{key}_page"] = _page_id()
+        box.markdown(t("ui.only_value", label=t("ctl.n_kv_heads"), value=kv_label(1, 1)))
+        if notice is not None:
+            _control_notice(notice, box)
+        _write_url(key, "1", "1")  # implied by one query head: the address leaves it out
+        _remember(key, 1, fallback)
+        return 1
     current = st.session_state.get(key)
     assigned = False  # whether this run sets the value through session state
     if value is not None and value != current:
@@ -434,18 +448,17 @@ def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", cont
     st.session_state[f"_{key}_page"] = _page_id()
 
     def fmt(d: int) -> str:
-        if d == n_heads:
-            return f"{d} · MHA"
-        if d == 1:
-            return f"{d} · MQA"
-        return f"{d} · GQA"
+        return kv_label(n_heads, d)
 
     # The default decides what the URL leaves out (a value equal to it); it may not be passed in a run that
     # set the value through session state, which Streamlit reports as a conflict.
     kwargs = {} if assigned else {"value": fallback}
     value = box.select_slider(
-        t("ctl.n_kv_heads"), options=options, format_func=fmt, key=key, bind=BIND, help=t("help.n_kv_heads"), **kwargs
+        t("ctl.n_kv_heads"), options=options, format_func=fmt, key=key, help=t("help.n_kv_heads"), **kwargs
     )
+    # The URL carries the plain number (?n_kv_heads=2), written here: Streamlit's binding would write the
+    # formatted "2 · GQA" and drop a plain number it cannot match, so links lost n_kv_heads.
+    _write_url(key, str(int(value)), str(fallback))
     st.session_state[f"_{key}_last"] = (n_heads, int(value))
     if notice is not None:
         _control_notice(notice, box)

@@ -277,7 +277,8 @@ def test_steps_window_on_a_long_sequence(app_test):
 
 
 def summary(at) -> str:
-    return at.markdown[0].value
+    """The page's summary line (the first markdown after any "only possible value" control lines)."""
+    return next(m.value for m in at.markdown if "(the only possible value here)" not in m.value)
 
 
 @pytest.mark.parametrize(

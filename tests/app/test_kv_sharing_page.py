@@ -567,3 +567,15 @@ def test_correlated_source_caption_describes_the_current_groups(n_kv, n_base, mi
         assert caption.endswith(f"): {mixed} of {n_kv}.")
     else:
         assert caption.endswith(f"At n_kv_heads = {n_kv} every group holds copies of a single base head.")
+
+
+def test_the_address_keeps_n_kv_heads_as_a_plain_number(app_test):
+    """A link's ?n_kv_heads=4 stays in the address (Streamlit's own binding wrote "4 · GQA" and dropped "4")."""
+    at = app_test("pages/heatmaps.py", query={"n_heads": "12", "n_kv_heads": "4"})
+    no_exception(at)
+    assert at.select_slider(key="n_kv_heads").value == 4
+    assert at.query_params["n_kv_heads"] == ["4"] or at.query_params["n_kv_heads"] == "4"
+    at.select_slider(key="n_kv_heads").set_value(6).run()
+    assert at.query_params["n_kv_heads"] in ("6", ["6"])
+    at.select_slider(key="n_kv_heads").set_value(2).run()  # the default: the address leaves it out
+    assert "n_kv_heads" not in at.query_params

@@ -34,7 +34,10 @@ def test_one_head_zoom_and_steps_state_the_head(app_test, view):
     no_exception(at)
     assert not at.error
     assert "head" not in slider_keys(at)
-    assert only_value_lines(at) == ["Head: **0** (the only possible value here)"]
+    assert only_value_lines(at) == [
+        "KV heads (n_kv_heads): **1 · MHA** (the only possible value here)",
+        "Head: **0** (the only possible value here)",
+    ]
     m = compute_attention_maps(AttentionConfig(n_heads=1, n_kv_heads=1, head_dim=16), tokenize(TEXT))
     z = arr(chart_specs(at)[0 if view == "zoom" else 6]["data"][0]["z"])
     np.testing.assert_allclose(z.reshape(m.weights[0].shape), m.weights[0], atol=1e-6)
@@ -134,3 +137,17 @@ def test_int_slider_with_one_value_draws_no_slider():
     assert at.session_state["values"] == (0, 3, 16, 0)
     assert [s.key for s in at.slider] == ["q_start"] and not at.select_slider
     assert len(at.markdown) == 3
+
+
+def test_one_query_head_states_its_one_kv_head_and_the_choice_returns(app_test):
+    """With one query head there is one KV head: said, not drawn as a slider; the GQA choice comes back at 8."""
+    at = app_test("pages/heatmaps.py")
+    assert at.select_slider(key="n_kv_heads").value == 2
+    at.slider(key="n_heads").set_value(1).run()
+    no_exception(at)
+    with pytest.raises(KeyError):
+        at.select_slider(key="n_kv_heads")
+    assert any("**1 · MHA** (the only possible value here)" in m.value for m in at.markdown)
+    at.slider(key="n_heads").set_value(8).run()
+    no_exception(at)
+    assert at.select_slider(key="n_kv_heads").value == 2
