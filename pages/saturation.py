@@ -152,7 +152,11 @@ if sample is not None:
 
 # ---- 2. the same queries and keys, unscaled and scaled
 st.subheader(ui.t("sat.h2"))
-st.caption(ui.t("sat.c2"))
+cur = None if sweep is None else fig_saturation.sweep_at(sweep, d_k)
+if cur is not None:  # what the maps show, said from the measured mean largest weight of a row
+    mw_u, mw_s = cur[False]["max_weight"], cur[True]["max_weight"]
+    shape = "peaked" if mw_u >= 0.9 else "sharper" if mw_u > 1.2 * mw_s else "alike"
+    st.caption(ui.t(f"sat.c2_{shape}", d=d_k, mw_u=f"{mw_u:.3f}", mw_s=f"{mw_s:.3f}"))
 with st.spinner(ui.t("sat.computing")):
     maps = ui.run_safely(lambda: cached_maps(d_k, seq_len, n_samples, seed, distribution, float(temperature), device))
 if maps is not None:
@@ -169,7 +173,6 @@ if sweep is not None:
 # ---- 4. the gradients against d_k, for a stated loss
 st.subheader(ui.t("sat.h_grad"))
 st.caption(ui.t("sat.c_grad", n=f"{n_samples:,}", t=f"{seq_len:,}", seed=seed, thr=f"{stats.SMALL_NORM:g}"))
-cur = None if sweep is None else fig_saturation.sweep_at(sweep, d_k)
 if sweep is not None:
     v = fig_saturation.gradient_view(sweep, d_k, use_scaling, seq_len, n_samples, temperature, style)
     ui.show_view(v, "sat_grads", name=v.name)

@@ -366,3 +366,20 @@ def test_view_numbers_in_the_texts_match_the_sections(app_test):
     assert at.slider(key="row").label == "Query row (views 5 and 6)"  # the row and float16 sections
     text = page_text(at)
     assert "view 4 shows the median" in text and "subtract the row max (view 6)" in text
+
+
+@pytest.mark.parametrize(
+    "query,variant",
+    [({"head_dim": "1024", "seq_len": "16"}, "peaked"), ({"head_dim": "1", "seq_len": "16"}, "alike")],
+)
+def test_the_maps_caption_says_what_the_measured_weights_show(app_test, query, variant):
+    """The sentence under the two maps is chosen from the measured mean largest weight, not a fixed prediction."""
+    at = app_test("pages/saturation.py", query=query)
+    no_exception(at)
+    d_k = int(query["head_dim"])
+    df = sweep().set_index(["d_k", "scaled"])
+    mw_u, mw_s = df.loc[(d_k, False), "max_weight"], df.loc[(d_k, True), "max_weight"]
+    caption = next(c.value for c in at.caption if "largest weight of a row averages" in c.value)
+    assert f"**{mw_u:.3f}** unscaled against **{mw_s:.3f}** scaled" in caption
+    wanted = {"peaked": "nearly all their weight on one key", "alike": "changes the maps little"}[variant]
+    assert wanted in caption and (mw_u >= 0.9) == (variant == "peaked")
