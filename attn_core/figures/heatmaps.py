@@ -1,132 +1,39 @@
-"""Plotly figure builders shared by the pages, the exporter and the tests.
-
-Every builder takes CPU numpy arrays and plain values and returns a
-``plotly.graph_objects.Figure``. Weights use one fixed 0..1 sequential,
-colour-blind-safe scale; signed scores use a diverging scale centred at 0.
-Masked cells are NaN (transparent) over a grey hatch-free background layer, so
-"masked" and "weight 0" never look alike.
-"""
+"""Attention-weight figures: the grid of heads by KV group, one matrix with its labels, row entropy."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import plotly.colors as pc
 import plotly.graph_objects as go
 
-from .i18n import count, translate
+from .base import DIVERGING_SCALE, FONTS_SET, MASK_GREY, Style, group_color
+from .labels import (
+    LABEL_PITCH,
+    LABELLED,
+    MAX_GRID_PX,
+    MIN_TICK_FONT,
+    PLOT_PX,
+    READABLE_TICK_FONT,
+    Ticks,
+    thinned_note,
+    tick_axis,
+    tick_plan,
+)
 
-ColorScale = tuple[tuple[float, str], ...]
-
-
-def explicit_scale(colours: Sequence[str]) -> ColorScale:
-    """Evenly spaced stops ``((0.0, c0), ..., (1.0, cN))``, the one form plotly.js takes as it is.
-
-    The builders skip plotly's validation (``go.Figure(..., _validate=False)``), which is what would turn a
-    named scale or a bare list of colours into stops: unvalidated, plotly.js does not know Python-only names
-    such as ``RdBu_r`` and rejects bare colour lists, and silently draws its default blue-grey-red scale
-    instead (whose 0.5 is the grey of masked cells), while the exports showed the intended one.
-    """
-    n = len(colours) - 1
-    return tuple((round(i / n, 6), str(c)) for i, c in enumerate(colours))
-
-
-WEIGHT_SCALE = explicit_scale(pc.sequential.Viridis)
-# Inferno (black to pale yellow: the widest luminance range, readable on a projector) with its first stop
-# moved from #000004 to #000000: Streamlit's chart theme uses #000001-#000020 as stand-in colours and repaints
-# them with theme colours in the browser, which turned weight 0 pink.
-WEIGHT_SCALE_CONTRAST = explicit_scale(["#000000", *pc.sequential.Inferno[1:]])
-DIVERGING_SCALE = explicit_scale(pc.diverging.RdBu[::-1])  # blue (negative) - white (0) - red (positive)
-MASK_GREY = "#b8b8b8"
-# Okabe-Ito, colour-blind safe; one hue per KV group.
-GROUP_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442", "#000000")
-MAX_HOVER_CELLS = 60_000
-
-
-@dataclass(frozen=True)
-class Style:
-    """Font sizes and scales: normal, or large and high-contrast for a projector."""
-
-    present: bool = False
-    lang: str = "en"
-
-    @property
-    def font(self) -> int:
-        return 20 if self.present else 13
-
-    @property
-    def title_font(self) -> int:
-        return 26 if self.present else 16
-
-    @property
-    def weight_scale(self) -> ColorScale:
-        return WEIGHT_SCALE_CONTRAST if self.present else WEIGHT_SCALE
-
-    def t(self, key: str, /, **kw: object) -> str:
-        return translate(key, self.lang, **kw)
-
-    def count(self, n: int, unit: str) -> str:
-        """``n`` with its unit, singular or plural (:func:`attn_core.i18n.count`)."""
-        return count(n, unit, self.lang)
-
-
-FONTS_SET = "fonts_set"  # layout.meta key of a figure whose builder already set every font
-
-
-def apply_fonts(fig: go.Figure, style: Style) -> go.Figure:
-    """Set every axis, legend and colour-bar font explicitly (in place; returns ``fig``).
-
-    Streamlit's chart theme replaces plotly's inherited font sizes with its own
-    small ones, so the sizes of :class:`Style` (20 px and more in presentation
-    mode) must be set on each axis to reach the screen, the export and the CLI.
-    A figure whose ``layout.meta`` says its builder set them for this size is
-    left as it is.
-    """
-    size, title = style.font, style.font + 2
-    meta = fig.layout.meta
-    if isinstance(meta, dict) and meta.get(FONTS_SET) == size:
-        return fig
-    axes = [k for k in fig.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))] or ["xaxis", "yaxis"]
-    fig.update_layout(
-        {name: dict(tickfont=dict(size=size), title=dict(font=dict(size=title))) for name in axes},
-        legend=dict(font=dict(size=size)),
-        hoverlabel=dict(font=dict(size=max(12, size - 2))),
-    )
-    fig.update_coloraxes(colorbar=dict(tickfont=dict(size=size), title=dict(font=dict(size=size))))
-    for trace in fig.data:
-        if getattr(trace, "colorbar", None) is not None and getattr(trace, "showscale", None) is not False:
-            trace.colorbar.update(tickfont=dict(size=size))
-    return fig
-
-
-def group_color(group: int) -> str:
-    """The hue of KV group ``group``."""
-    return GROUP_COLORS[group % len(GROUP_COLORS)]
-
-
-def pool_max(x: np.ndarray, max_cells: int) -> tuple[np.ndarray, int]:
-    """Block-max pool the last two dims so neither exceeds ``max_cells``.
-
-    ``[..., R, C] -> [..., ceil(R/f), ceil(C/f)]`` with one factor ``f`` for both
-    dims; NaN (masked) cells are ignored unless a whole block is NaN.
-    """
-    r, c = x.shape[-2:]
-    f = int(np.ceil(max(r, c) / max_cells)) if max(r, c) > max_cells else 1
-    if f == 1:
-        return x, 1
-    rp, cp = -(-r // f) * f, -(-c // f) * f
-    pad = [(0, 0)] * (x.ndim - 2) + [(0, rp - r), (0, cp - c)]
-    xp = np.pad(x.astype(np.float32), pad, constant_values=np.nan)
-    xp = xp.reshape(*x.shape[:-2], rp // f, f, cp // f, f)
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            out = np.nanmax(xp, axis=(-3, -1))
-    return out.astype(np.float32), f
+__all__ = [
+    "grid_columns",
+    "GRID_MAX_CELLS",
+    "GRID_MAX_SIDE",
+    "grid_side",
+    "block_labels",
+    "GridPlan",
+    "grid_plan",
+    "heatmap_grid",
+    "matrix_figure",
+    "ENTROPY_MAX_POINTS",
+    "entropy_figure",
+]
 
 
 def grid_columns(n_heads: int, n_kv_heads: int) -> int:
@@ -157,58 +64,6 @@ def block_labels(tokens: list[str] | tuple[str, ...], start: int, stop: int, fac
 # ---- token labels: every token labelled up to 64 a side, in every mode
 # Plotly's category axes drop labels that would overlap (every second or third token at 11 tokens with
 # 8 heads). Ticks are therefore set explicitly, at a font size and a panel size that let every one fit.
-PLOT_PX = {False: 760, True: 820}  # px across the panels of a full-width chart (normal, presentation at 1280 px)
-LABEL_PITCH = 1.2  # px of axis per px of tick font: neighbouring labels (rotated by 60° on x) do not touch
-MIN_TICK_FONT = 8  # px: smaller labels are not legible, so beyond this labels are thinned (and the chart says so)
-READABLE_TICK_FONT = {False: 9, True: 12}  # a grid takes fewer panels per row rather than go below this
-LABELLED = 64  # a side of up to this many tokens always gets every label
-LABEL_CHARS = 8  # characters of a token kept in a tick label (the hover shows it whole)
-MAX_GRID_PX = 25_000  # px of panels: a grid that would be taller to label every token thins its labels instead
-
-
-@dataclass(frozen=True)
-class Ticks:
-    """How one axis of ``n`` categories is labelled: tick ``font`` (px) and every ``step``-th category."""
-
-    font: int
-    step: int = 1
-
-
-def tick_plan(n: int, span_px: float, style: Style) -> Ticks:
-    """The largest tick font up to ``style.font`` at which ``n`` labels fit along ``span_px`` px.
-
-    Below :data:`MIN_TICK_FONT` every ``step``-th label is kept instead (step > 1 only then).
-    """
-    cell = span_px / max(n, 1)
-    font = min(style.font, int(cell / LABEL_PITCH))
-    if font >= MIN_TICK_FONT:
-        return Ticks(font)
-    return Ticks(MIN_TICK_FONT, int(np.ceil(MIN_TICK_FONT * LABEL_PITCH / cell)))
-
-
-def short_label(label: str, chars: int = LABEL_CHARS) -> str:
-    """A tick label of at most ``chars`` characters of token: ``"interna… (3)"`` for ``"internationally (3)"``."""
-    token, sep, pos = label.rpartition(" (")
-    if not sep or not pos.endswith(")"):
-        token, pos = label, ""
-    if len(token) > chars:
-        token = token[: chars - 1] + "…"
-    return f"{token} ({pos}" if pos else token
-
-
-def tick_axis(labels: list[str], ticks: Ticks) -> dict:
-    """Plotly axis settings that draw every ``ticks.step``-th label (shortened) at ``ticks.font`` px."""
-    vals = labels[:: ticks.step]
-    return dict(tickmode="array", tickvals=vals, ticktext=[short_label(v) for v in vals],
-                tickfont=dict(size=ticks.font))  # fmt: skip
-
-
-def thinned_note(style: Style, rows: Ticks, cols: Ticks, row_word: str, col_word: str) -> str:
-    """The chart's note when labels had to be thinned ("" when every label is drawn)."""
-    parts = [style.t("fig.ticks_axis", what=w, k=t.step) for w, t in ((row_word, rows), (col_word, cols)) if t.step > 1]
-    return style.t("fig.ticks_thinned", parts=" · ".join(parts)) if parts else ""
-
-
 @dataclass(frozen=True)
 class GridPlan:
     """Panels per row, panel size (px) and the ticks of a grid of ``r × c`` heatmaps."""

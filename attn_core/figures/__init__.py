@@ -1,0 +1,21 @@
+"""Plotly figure builders: numpy arrays and result dataclasses in, figures out (no torch, no computation).
+
+One module per topic plus the common ground:
+
+- :mod:`.base`: :class:`Style` (fonts, colour scales), colours, :func:`apply_fonts`, :func:`base_layout`;
+- :mod:`.labels`: tick plans that label every token a lecturer points at;
+- :mod:`.heatmaps`: the grid of heads, one matrix, row entropy;
+- :mod:`.kv`, :mod:`.memory`, :mod:`.saturation`: the KV-sharing, KV-cache and saturation figures.
+
+The names of :mod:`.base`, :mod:`.labels` and :mod:`.heatmaps` are importable from here
+(``figures.Style``, ``figures.heatmap_grid``).
+"""
+
+from .base import *  # noqa: F403
+from .base import __all__ as _base_all
+from .heatmaps import *  # noqa: F403
+from .heatmaps import __all__ as _heatmaps_all
+from .labels import *  # noqa: F403
+from .labels import __all__ as _labels_all
+
+__all__ = [*_base_all, *_labels_all, *_heatmaps_all]

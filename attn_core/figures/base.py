@@ -1,0 +1,144 @@
+"""The figures' common ground: the style (fonts, colour scales), colours, fonts applied to any figure, one layout helper.
+
+Every figure builder in :mod:`attn_core.figures` takes CPU numpy arrays, result
+dataclasses and plain values and returns a ``plotly.graph_objects.Figure``; none
+imports torch or computes beyond arranging arrays. Weights use one sequential,
+colour-blind-safe scale; signed values a diverging scale centred at 0; masked
+cells are grey, never the colour of weight 0.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.colors as pc
+import plotly.graph_objects as go
+
+from ..i18n import count, translate
+
+__all__ = [
+    "ColorScale",
+    "explicit_scale",
+    "WEIGHT_SCALE",
+    "WEIGHT_SCALE_CONTRAST",
+    "DIVERGING_SCALE",
+    "MASK_GREY",
+    "GROUP_COLORS",
+    "MAX_HOVER_CELLS",
+    "Style",
+    "FONTS_SET",
+    "apply_fonts",
+    "group_color",
+    "pool_max",
+]
+
+ColorScale = tuple[tuple[float, str], ...]
+
+
+def explicit_scale(colours: Sequence[str]) -> ColorScale:
+    """Evenly spaced stops ``((0.0, c0), ..., (1.0, cN))``, the one form plotly.js takes as it is.
+
+    The builders skip plotly's validation (``go.Figure(..., _validate=False)``), which is what would turn a
+    named scale or a bare list of colours into stops: unvalidated, plotly.js does not know Python-only names
+    such as ``RdBu_r`` and rejects bare colour lists, and silently draws its default blue-grey-red scale
+    instead (whose 0.5 is the grey of masked cells), while the exports showed the intended one.
+    """
+    n = len(colours) - 1
+    return tuple((round(i / n, 6), str(c)) for i, c in enumerate(colours))
+
+
+WEIGHT_SCALE = explicit_scale(pc.sequential.Viridis)
+# Inferno (black to pale yellow: the widest luminance range, readable on a projector) with its first stop
+# moved from #000004 to #000000: Streamlit's chart theme uses #000001-#000020 as stand-in colours and repaints
+# them with theme colours in the browser, which turned weight 0 pink.
+WEIGHT_SCALE_CONTRAST = explicit_scale(["#000000", *pc.sequential.Inferno[1:]])
+DIVERGING_SCALE = explicit_scale(pc.diverging.RdBu[::-1])  # blue (negative) - white (0) - red (positive)
+MASK_GREY = "#b8b8b8"
+# Okabe-Ito, colour-blind safe; one hue per KV group.
+GROUP_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442", "#000000")
+MAX_HOVER_CELLS = 60_000
+
+
+@dataclass(frozen=True)
+class Style:
+    """Font sizes and scales: normal, or large and high-contrast for a projector."""
+
+    present: bool = False
+    lang: str = "en"
+
+    @property
+    def font(self) -> int:
+        return 20 if self.present else 13
+
+    @property
+    def title_font(self) -> int:
+        return 26 if self.present else 16
+
+    @property
+    def weight_scale(self) -> ColorScale:
+        return WEIGHT_SCALE_CONTRAST if self.present else WEIGHT_SCALE
+
+    def t(self, key: str, /, **kw: object) -> str:
+        return translate(key, self.lang, **kw)
+
+    def count(self, n: int, unit: str) -> str:
+        """``n`` with its unit, singular or plural (:func:`attn_core.i18n.count`)."""
+        return count(n, unit, self.lang)
+
+
+FONTS_SET = "fonts_set"  # layout.meta key of a figure whose builder already set every font
+
+
+def apply_fonts(fig: go.Figure, style: Style) -> go.Figure:
+    """Set every axis, legend and colour-bar font explicitly (in place; returns ``fig``).
+
+    Streamlit's chart theme replaces plotly's inherited font sizes with its own
+    small ones, so the sizes of :class:`Style` (20 px and more in presentation
+    mode) must be set on each axis to reach the screen, the export and the CLI.
+    A figure whose ``layout.meta`` says its builder set them for this size is
+    left as it is.
+    """
+    size, title = style.font, style.font + 2
+    meta = fig.layout.meta
+    if isinstance(meta, dict) and meta.get(FONTS_SET) == size:
+        return fig
+    axes = [k for k in fig.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))] or ["xaxis", "yaxis"]
+    fig.update_layout(
+        {name: dict(tickfont=dict(size=size), title=dict(font=dict(size=title))) for name in axes},
+        legend=dict(font=dict(size=size)),
+        hoverlabel=dict(font=dict(size=max(12, size - 2))),
+    )
+    fig.update_coloraxes(colorbar=dict(tickfont=dict(size=size), title=dict(font=dict(size=size))))
+    for trace in fig.data:
+        if getattr(trace, "colorbar", None) is not None and getattr(trace, "showscale", None) is not False:
+            trace.colorbar.update(tickfont=dict(size=size))
+    return fig
+
+
+def group_color(group: int) -> str:
+    """The hue of KV group ``group``."""
+    return GROUP_COLORS[group % len(GROUP_COLORS)]
+
+
+def pool_max(x: np.ndarray, max_cells: int) -> tuple[np.ndarray, int]:
+    """Block-max pool the last two dims so neither exceeds ``max_cells``.
+
+    ``[..., R, C] -> [..., ceil(R/f), ceil(C/f)]`` with one factor ``f`` for both
+    dims; NaN (masked) cells are ignored unless a whole block is NaN.
+    """
+    r, c = x.shape[-2:]
+    f = int(np.ceil(max(r, c) / max_cells)) if max(r, c) > max_cells else 1
+    if f == 1:
+        return x, 1
+    rp, cp = -(-r // f) * f, -(-c // f) * f
+    pad = [(0, 0)] * (x.ndim - 2) + [(0, rp - r), (0, cp - c)]
+    xp = np.pad(x.astype(np.float32), pad, constant_values=np.nan)
+    xp = xp.reshape(*x.shape[:-2], rp // f, f, cp // f, f)
+    with np.errstate(all="ignore"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out = np.nanmax(xp, axis=(-3, -1))
+    return out.astype(np.float32), f
