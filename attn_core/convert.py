@@ -41,8 +41,9 @@ from .attention import (
 )
 from .config import AttentionConfig, ConfigError, check_int, check_kv_heads, divisors, unknown_option
 from .guard import check_budget, max_bytes
-from .longmaps import layer_projections, pool_factor
+from .longmaps import pool_factor
 from .maps import attention_maps_for, estimate_bytes, init_layer
+from .sources import SeededLayer
 from .tokens import embed
 
 METHODS = ("mean", "first", "random")
@@ -311,7 +312,8 @@ def mapping_on_tokens(
         "seq_len",
     )
     dev = torch.device(device)
-    q, k, _ = layer_projections(n_heads, n_kv_heads, head_dim, d_model, tokens, None, seed, range(n_heads), dev)
+    layer = SeededLayer(n_heads, n_kv_heads, head_dim, tuple(tokens), d_model=d_model, seed=seed)
+    q, k, _ = layer.qkv(range(n_heads), dev)
     k = torch.stack([k[g] for g in range(n_kv_heads)])  # (H_kv, T, D)
     return mapping_mismatch_rows(q, k, resolve_scale(head_dim), built_with, study_rows(n_heads, t, t))
 
@@ -426,8 +428,8 @@ def pair_on_tokens(
     )
     n_rep = n_heads // n_kv_heads
     other = b if a == head // n_rep else a  # the KV head that head's own group does not bring
-    q, k, _ = layer_projections(n_heads, n_kv_heads, head_dim, d_model, tokens, None, seed, [head, other * n_rep],
-                           torch.device(device))  # fmt: skip
+    layer = SeededLayer(n_heads, n_kv_heads, head_dim, tuple(tokens), d_model=d_model, seed=seed)
+    q, k, _ = layer.qkv([head, other * n_rep], torch.device(device))
     wb, wr, f, diff = pair_maps_rows(q[0], k[a], k[b], resolve_scale(head_dim), max_side)
     return PairMaps(head, a, b, wb, wr, f, diff, t, t)
 

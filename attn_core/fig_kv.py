@@ -49,8 +49,9 @@ from .convert import (
 from .costs import attention_costs
 from .figures import DIVERGING_SCALE, MAX_HOVER_CELLS, Style, group_color, pool_max
 from .i18n import count
-from .longmaps import PooledMaps, layer_projections, pool_factor, pooled_attention
+from .longmaps import PooledMaps, pool_factor, pooled_attention
 from .memory import binary_unit, dtype_bits
+from .sources import SeededLayer
 from .tokens import synthetic_tokens
 from .views import View
 
@@ -1015,11 +1016,10 @@ def group_maps(
     for g in groups:
         check_int("kv_group", g, 0, n_kv_heads - 1)
     heads = [h for g in groups for h in range(g * n_rep, (g + 1) * n_rep)]
-    pm = pooled_attention(n_heads, n_kv_heads, head_dim, list(tokens), d_model=d_model, seed=seed, device=device,
-                          max_side=max_side, heads=heads)  # fmt: skip
+    layer = SeededLayer(n_heads, n_kv_heads, head_dim, tuple(tokens), d_model=d_model, seed=seed)
+    pm = pooled_attention(layer, max_side=max_side, heads=heads, device=device)
     firsts = [g * n_rep for g in groups]  # one query head per shown group: its K and V come with it
-    _, k, v = layer_projections(n_heads, n_kv_heads, head_dim, d_model, list(tokens), None, seed, firsts,
-                           torch.device(device), values=True)  # fmt: skip
+    _, k, v = layer.qkv(firsts, torch.device(device), values=True)
     dk = min(head_dim, 64)
 
     def pooled_t(x: dict[int, torch.Tensor]) -> np.ndarray:  # {g: (T, D)} -> Kᵀ of the groups (G, dk, C), pooled
@@ -1060,8 +1060,8 @@ def group_maps_frame(gm: GroupMaps) -> pd.DataFrame:
     n_rep = pm.n_heads // pm.n_kv_heads
     t_q, t_k = len(pm.tokens_q), len(pm.tokens_k)
     if pm.factor > 1 and len(pm.heads) * t_q * t_k <= MAX_EXPORT_CELLS:
-        exact = pooled_attention(pm.n_heads, pm.n_kv_heads, gm.head_dim, list(pm.tokens_q), d_model=gm.d_model,
-                                 seed=gm.seed, device=pm.device, max_side=max(t_q, t_k), heads=pm.heads)  # fmt: skip
+        layer = SeededLayer(pm.n_heads, pm.n_kv_heads, gm.head_dim, pm.tokens_q, d_model=gm.d_model, seed=gm.seed)
+        exact = pooled_attention(layer, max_side=max(t_q, t_k), heads=pm.heads, device=pm.device)
         return maps_frame(exact.weights, pm.tokens_q, pm.tokens_k, pm.heads, n_rep)
     return maps_frame(pm.weights, pm.tokens_q, pm.tokens_k, pm.heads, n_rep, pm.factor)
 

@@ -1,8 +1,8 @@
 """Attention weights of long sequences, computed by chunks of query rows and pooled as they are made.
 
 One head's weights at 8192 tokens are 8192² float32 = 256 MiB, and 64 heads 16 GiB: too much to
-build, and far too much to draw. :func:`pooled_attention` runs the same seeded layer as
-:func:`attn_core.maps.compute_attention_maps` but walks the query rows in chunks that fit a fixed
+build, and far too much to draw. :func:`pooled_attention` takes any attention source (:mod:`attn_core.sources`: the seeded
+layer of :func:`attn_core.maps.compute_attention_maps`, or captured tensors) and walks the query rows in chunks that fit a fixed
 scratch budget and keeps only what is shown: every head's weights pooled to at most
 ``max_side × max_side`` blocks (block max or block mean) and, on request, every row's entropy.
 :func:`head_window` gives one head's full computation (Q, K, V, scores, softmax, output) for a
@@ -11,18 +11,15 @@ window of rows and keys, with the softmax taken over all keys.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from .attention import resolve_scale
-from .config import AttentionConfig, ConfigError, check_int, unknown_option
+from .config import ConfigError, check_int, unknown_option
 from .guard import check_budget
-from .maps import check_layer_input
-from .tokens import embed
+from .sources import AttentionSource, group_of
 
 REDUCES = ("max", "mean")
 CHUNK_BYTES = 192 * 2**20  # scratch for one chunk of query rows (scores, weights and their temporaries)
@@ -74,22 +71,15 @@ def _chunk_rows(n_heads: int, t_k: int) -> int:
     return max(1, CHUNK_BYTES // (_SLOTS * 4 * max(1, n_heads) * max(1, t_k)))
 
 
-def estimate_pooled_bytes(
-    n_heads: int, n_kv_heads: int, head_dim: int, d_model: int, t_q: int, t_k: int, n_shown: int, cross: bool = False
-) -> int:
-    """Peak bytes of :func:`pooled_attention` (an upper bound).
+def estimate_pooled_bytes(source: AttentionSource, n_shown: int) -> int:
+    """Peak bytes of :func:`pooled_attention` over ``n_shown`` heads of ``source`` (an upper bound).
 
-    The embeddings ``[T, d_model]`` (one side at a time, plus a 512-row block of
-    positions), one drawn weight matrix ``[H·D, d_model]`` and the kept rows, Q of
-    the shown heads, K and V of their KV heads, and one chunk of rows.
+    What the source needs to make Q, K and V (:meth:`~attn_core.sources.SeededLayer.extra_bytes`),
+    one chunk of rows and the entropy.
     """
-    groups = min(n_kv_heads, n_shown)
-    floats = (t_q + t_k if cross else t_q) * d_model + 3 * 512 * d_model  # embeddings, a block of positions
-    floats += (n_heads + n_shown + 2 * groups) * head_dim * d_model  # W_Q drawn, kept rows of W_Q, W_K, W_V
-    floats += n_shown * t_q * head_dim + 4 * groups * t_k * head_dim  # Q; K and V with their projections
+    t_q, t_k = len(source.tokens_q), len(source.keys)
     rows = min(t_q, _chunk_rows(n_shown, t_k))
-    floats += _SLOTS * n_shown * rows * t_k + n_shown * t_q  # one chunk, the entropy
-    return 4 * floats
+    return source.extra_bytes(n_shown) + 4 * (_SLOTS * n_shown * rows * t_k + n_shown * t_q)
 
 
 def _pool_last(x: torch.Tensor, f: int, how: str) -> torch.Tensor:
@@ -108,132 +98,27 @@ def _pool_last(x: torch.Tensor, f: int, how: str) -> torch.Tensor:
     return torch.cat(parts, -1) if len(parts) > 1 else parts[0]
 
 
-@dataclass(frozen=True)
-class _Layer:
-    """What both entry points check and derive first: the config, lengths, padding length and score factor."""
-
-    d_model: int
-    t_q: int
-    t_k: int
-    pad_len: int | None
-    scale: float
-
-
-def _layer_setup(
-    n_heads: int,
-    n_kv_heads: int,
-    head_dim: int,
-    d_model: int | None,
-    tokens_q: Sequence[str],
-    tokens_k: Sequence[str] | None,
-    mask_kind: str,
-    pad_len: int | None,
-    use_scaling: bool,
-    temperature: float,
-    seed: int,
-) -> _Layer:
-    cfg = AttentionConfig(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, d_model=d_model,
-                          seq_len=max(1, len(tokens_q)), use_scaling=use_scaling, seed=seed)  # fmt: skip
-    cfg.validate()
-    check_layer_input(tokens_q, tokens_k, mask_kind, temperature)
-    t_q = len(tokens_q)
-    t_k = len(tokens_k) if tokens_k is not None else t_q
-    if mask_kind == "padding":
-        pad_len = check_int("pad_len", t_k if pad_len is None else pad_len, 1, t_k)
-    scale = resolve_scale(head_dim, use_scaling) / float(temperature)
-    return _Layer(cfg.d_model, t_q, t_k, pad_len, scale)
-
-
-def _row_mask(mask_kind: str, rows: torch.Tensor, t_q: int, t_k: int, pad_len: int | None) -> torch.Tensor:
-    """Bool ``[len(rows), Tk]``: which keys each query row in ``rows`` may attend to (True = allowed)."""
-    keys = torch.arange(t_k, device=rows.device)
-    if mask_kind == "causal":  # aligned to the end of the keys, as masks.causal_mask
-        return keys[None, :] <= rows[:, None] + (t_k - t_q)
-    if mask_kind == "padding":
-        return (keys < pad_len)[None, :].expand(len(rows), t_k)
-    return torch.ones(len(rows), t_k, dtype=torch.bool, device=rows.device)
-
-
-def layer_projections(
-    n_heads: int,
-    n_kv_heads: int,
-    head_dim: int,
-    d_model: int,
-    tokens_q: Sequence[str],
-    tokens_k: Sequence[str] | None,
-    seed: int,
-    heads: Sequence[int],
-    device: torch.device,
-    values: bool = False,
-) -> tuple[torch.Tensor, dict[int, torch.Tensor], dict[int, torch.Tensor]]:
-    """Q of ``heads`` ``[Hs, Tq, D]``, and K (and with ``values`` V) ``[Tk, D]`` of the KV heads they read.
-
-    The weights are drawn exactly as :func:`attn_core.maps.init_layer` draws them
-    (one generator seeded with ``seed``: W_Q, W_K, W_V, W_O in turn, N(0, 1/d_model)),
-    so this is the layer :func:`attn_core.maps.compute_attention_maps` builds for
-    the same arguments; only the rows of the needed heads are kept, and W_O,
-    which no map needs, is never drawn.
-    """
-    d = head_dim
-    n_rep = n_heads // n_kv_heads
-    groups = sorted({h // n_rep for h in heads})
-    g = torch.Generator().manual_seed(int(seed))
-    scale = math.sqrt(d_model)
-
-    def rows_of(n_out: int, keep: Sequence[int]) -> torch.Tensor:  # draw [n_out*D, d_model], keep some heads
-        w = torch.randn(n_out * d, d_model, generator=g) / scale
-        return torch.cat([w[i * d : (i + 1) * d] for i in keep]).to(device)
-
-    w_q = rows_of(n_heads, heads)  # (Hs*D, d_model)
-    w_k = rows_of(n_kv_heads, groups)  # (G*D, d_model)
-    w_v = rows_of(n_kv_heads, groups) if values else None
-    with torch.no_grad():
-        x = embed(list(tokens_q), d_model, seed).to(device)  # (Tq, d_model)
-        q = (x @ w_q.T).view(len(tokens_q), len(heads), d).transpose(0, 1).contiguous()  # (Hs, Tq, D)
-        if tokens_k is not None:
-            x = embed(list(tokens_k), d_model, seed).to(device)  # (Tk, d_model)
-        k_all = x @ w_k.T  # (Tk, G*D)
-        k = {gr: k_all[:, i * d : (i + 1) * d].contiguous() for i, gr in enumerate(groups)}
-        v = {}
-        if w_v is not None:
-            v_all = x @ w_v.T
-            v = {gr: v_all[:, i * d : (i + 1) * d].contiguous() for i, gr in enumerate(groups)}
-    return q, k, v
-
-
 def pooled_attention(
-    n_heads: int,
-    n_kv_heads: int,
-    head_dim: int,
-    tokens_q: Sequence[str],
-    tokens_k: Sequence[str] | None = None,
+    source: AttentionSource,
     *,
-    d_model: int | None = None,
-    mask_kind: str = "none",
-    pad_len: int | None = None,
-    use_scaling: bool = True,
-    temperature: float = 1.0,
-    seed: int = 0,
-    device: torch.device | str = "cpu",
     max_side: int = 256,
     reduce: str = "max",
     heads: Sequence[int] | None = None,
     window: tuple[int, int, int, int] | None = None,
     entropy: bool = False,
+    device: torch.device | str = "cpu",
 ) -> PooledMaps:
-    """The weights of ``heads`` (default: all), pooled to at most ``max_side`` cells a side.
+    """The weights of ``heads`` (default: all) of ``source``, pooled to at most ``max_side`` cells a side.
 
     ``window = (q0, q1, k0, k1)`` keeps query rows ``q0 .. q1-1`` and keys
     ``k0 .. k1-1`` (default: everything); the softmax is always over all keys.
-    Only the window's rows are computed, ``rows_per_chunk`` at a time, so the
-    memory stays at :func:`estimate_pooled_bytes` whatever the length; the full
-    ``[H, Tq, Tk]`` tensor is never built. ``reduce`` ``max`` or ``mean`` (over
-    the allowed cells of each block). With ``entropy`` the rows' normalised
-    entropy is returned too.
+    Only the window's rows are computed, a chunk at a time, so the memory stays at
+    :func:`estimate_pooled_bytes` whatever the length; the full ``[H, Tq, Tk]``
+    tensor is never built. ``reduce`` ``max`` or ``mean`` (over the allowed cells
+    of each block). With ``entropy`` the rows' normalised entropy is returned too.
     """
-    lay = _layer_setup(n_heads, n_kv_heads, head_dim, d_model, tokens_q, tokens_k, mask_kind, pad_len, use_scaling,
-                       temperature, seed)  # fmt: skip
-    t_q, t_k, pad_len, scale, dm = lay.t_q, lay.t_k, lay.pad_len, lay.scale, lay.d_model
+    n_heads, n_kv_heads, head_dim = source.n_heads, source.n_kv_heads, source.head_dim
+    t_q, t_k, scale = len(source.tokens_q), len(source.keys), source.scale
     if reduce not in REDUCES:
         raise unknown_option("pool", reduce, REDUCES)
     heads = tuple(range(n_heads)) if heads is None else tuple(int(h) for h in heads)
@@ -248,7 +133,7 @@ def pooled_attention(
     check_int("k_end", k1, k0 + 1, t_k)
     check_int("max_side", max_side, 1)
     check_budget(
-        estimate_pooled_bytes(n_heads, n_kv_heads, head_dim, dm, t_q, t_k, len(heads), tokens_k is not None),
+        estimate_pooled_bytes(source, len(heads)),
         f"{len(heads)} heads × {t_q} × {t_k} tokens at d_k = {head_dim}",
         "use fewer tokens, fewer heads or a smaller d_k",
         "seq_len",
@@ -269,7 +154,7 @@ def pooled_attention(
         by_group.setdefault(g, []).append(i)
     step = _chunk_rows(hs, t_k)
     with torch.no_grad():
-        q, k, _ = layer_projections(n_heads, n_kv_heads, head_dim, dm, tokens_q, tokens_k, seed, heads, dev)
+        q, k, _ = source.qkv(heads, dev)
         q.mul_(scale)  # scale once here instead of on every score
         k_t = {g: kg.T for g, kg in k.items()}  # (D, Tk) each
         for r0 in range(q0, q1, step):
@@ -279,7 +164,7 @@ def pooled_attention(
             for g, idx in by_group.items():
                 qi = q[idx, r0:r1].reshape(len(idx) * c, head_dim)  # (m*c, D)
                 s[idx] = (qi @ k_t[g]).view(len(idx), c, t_k)
-            allowed = _row_mask(mask_kind, torch.arange(r0, r1, device=dev), t_q, t_k, pad_len)  # (c, Tk)
+            allowed = source.allowed(torch.arange(r0, r1, device=dev))  # (c, Tk)
             full = bool(allowed.all())
             if not full:
                 s.masked_fill_(~allowed, float("-inf"))
@@ -309,7 +194,6 @@ def pooled_attention(
     if reduce == "mean":
         acc = acc / count.clamp_min(1.0)
     acc = torch.where(has, acc, torch.tensor(float("nan"), device=dev))
-    keys = tuple(tokens_k) if tokens_k is not None else tuple(tokens_q)
     return PooledMaps(
         weights=acc.to("cpu", torch.float32).numpy(),
         allowed=has.cpu().numpy(),
@@ -319,8 +203,8 @@ def pooled_attention(
         heads=heads,
         n_heads=n_heads,
         n_kv_heads=n_kv_heads,
-        tokens_q=tuple(tokens_q),
-        tokens_k=keys,
+        tokens_q=tuple(source.tokens_q),
+        tokens_k=tuple(source.keys),
         q_range=(q0, q1),
         k_range=(k0, k1),
         scale=scale,
@@ -371,60 +255,46 @@ class HeadWindow:
 
 
 def head_window(
-    n_heads: int,
-    n_kv_heads: int,
-    head_dim: int,
-    tokens_q: Sequence[str],
-    tokens_k: Sequence[str] | None = None,
+    source: AttentionSource,
     *,
     head: int = 0,
     q_start: int = 0,
     k_start: int = 0,
     size: int = STEP_WINDOW,
-    d_model: int | None = None,
-    mask_kind: str = "none",
-    pad_len: int | None = None,
-    use_scaling: bool = True,
-    temperature: float = 1.0,
-    seed: int = 0,
     device: torch.device | str = "cpu",
 ) -> HeadWindow:
-    """Head ``head``'s Q, K, V, scores, weights and output for at most ``size`` rows and keys.
+    """Head ``head``'s Q, K, V, scores, weights and output for at most ``size`` rows and keys of ``source``.
 
     Rows ``q_start ..`` and keys ``k_start ..`` (clipped so the window stays
     inside the sequence). The scores of the window's rows are computed against
     every key, so the weights and the output are exactly the layer's.
     """
-    lay = _layer_setup(n_heads, n_kv_heads, head_dim, d_model, tokens_q, tokens_k, mask_kind, pad_len, use_scaling,
-                       temperature, seed)  # fmt: skip
-    t_q, t_k, pad_len, scale = lay.t_q, lay.t_k, lay.pad_len, lay.scale
+    n_heads, head_dim = source.n_heads, source.head_dim
+    t_q, t_k, scale = len(source.tokens_q), len(source.keys), source.scale
     check_int("head", head, 0, n_heads - 1)
     size = check_int("size", size, 1)
     q0 = min(check_int("q_start", q_start, 0), max(0, t_q - size))
     k0 = min(check_int("k_start", k_start, 0), max(0, t_k - size))
     q1, k1 = min(t_q, q0 + size), min(t_k, k0 + size)
     check_budget(
-        estimate_pooled_bytes(n_heads, n_kv_heads, head_dim, lay.d_model, t_q, t_k, 1, tokens_k is not None),
+        estimate_pooled_bytes(source, 1),
         f"one head × {t_q} × {t_k} tokens at d_k = {head_dim}",
         "use fewer tokens or a smaller d_k",
         "seq_len",
     )
     dev = torch.device(device)
-    group = head // (n_heads // n_kv_heads)
+    group = group_of(head, n_heads, source.n_kv_heads)
     with torch.no_grad():
-        q, k, v = layer_projections(
-            n_heads, n_kv_heads, head_dim, lay.d_model, tokens_q, tokens_k, seed, [head], dev, values=True
-        )
+        q, k, v = source.qkv([head], dev, values=True)
         qw = q[0, q0:q1]  # (W, D)
         raw = qw @ k[group].T  # (W, Tk)
-        allowed = _row_mask(mask_kind, torch.arange(q0, q1, device=dev), t_q, t_k, pad_len)  # (W, Tk)
+        allowed = source.allowed(torch.arange(q0, q1, device=dev))  # (W, Tk)
         p = torch.softmax((raw * scale).masked_fill(~allowed, float("-inf")), dim=-1)  # (W, Tk)
         out = p @ v[group]  # (W, D)
 
     def np32(t: torch.Tensor) -> np.ndarray:
         return t.to("cpu", torch.float32).numpy()
 
-    keys = tokens_k if tokens_k is not None else tokens_q
     w = p[:, k0:k1]
     return HeadWindow(
         head=head,
@@ -433,8 +303,8 @@ def head_window(
         k0=k0,
         t_q=t_q,
         t_k=t_k,
-        tokens_q=tuple(tokens_q[q0:q1]),
-        tokens_k=tuple(keys[k0:k1]),
+        tokens_q=tuple(source.tokens_q[q0:q1]),
+        tokens_k=tuple(source.keys[k0:k1]),
         q=np32(qw),
         k=np32(k[group][k0:k1]),
         v=np32(v[group][k0:k1]),
@@ -446,7 +316,7 @@ def head_window(
         row_mass=np32(w.sum(-1)),
         scale=scale,
         device=str(dev),
-        use_scaling=bool(use_scaling),
-        temperature=float(temperature),
-        cross=tokens_k is not None,
+        use_scaling=bool(source.use_scaling),
+        temperature=float(source.temperature),
+        cross=source.cross,
     )

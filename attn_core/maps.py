@@ -7,7 +7,6 @@ returns CPU float32 numpy arrays only, ready for plotting or caching.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,12 +14,11 @@ import numpy as np
 import torch
 
 from .attention import GroupedQueryAttention, repeat_kv, resolve_scale
-from .config import AttentionConfig, ConfigError, check_int, check_temperature, unknown_option
+from .config import AttentionConfig
 from .guard import check_budget
-from .masks import causal_mask
+from .masks import MASK_KINDS, build_mask, check_layer_input  # noqa: F401 - MASK_KINDS re-exported
+from .sources import draw_weight, layer_generator
 from .tokens import embed
-
-MASK_KINDS = ("none", "causal", "padding")
 
 
 def init_layer(layer: GroupedQueryAttention, seed: int) -> GroupedQueryAttention:
@@ -29,11 +27,10 @@ def init_layer(layer: GroupedQueryAttention, seed: int) -> GroupedQueryAttention
     With unit-variance inputs this gives q and k entries of unit variance, the
     setting in which Var(q·k) = d_k and the 1/sqrt(d_k) scaling matters.
     """
-    g = torch.Generator().manual_seed(int(seed))
+    g = layer_generator(seed)
     with torch.no_grad():
         for lin in (layer.q_proj, layer.k_proj, layer.v_proj, layer.o_proj):
-            fan_in = lin.weight.shape[1]
-            lin.weight.copy_(torch.randn(lin.weight.shape, generator=g) / math.sqrt(fan_in))
+            lin.weight.copy_(draw_weight(g, *lin.weight.shape))
             if lin.bias is not None:
                 lin.bias.zero_()
     return layer
@@ -66,43 +63,6 @@ class AttentionMaps:
     scale: float
     n_kv_heads: int
     device: str
-
-
-def build_mask(kind: str, t_q: int, t_k: int, pad_len: int | None = None) -> torch.Tensor:
-    """Bool ``[Tq, Tk]`` mask for ``none``, ``causal`` or ``padding`` (keys ``>= pad_len`` hidden)."""
-    if kind == "none":
-        return torch.ones(t_q, t_k, dtype=torch.bool)
-    if kind == "causal":
-        return causal_mask(t_q, t_k)
-    if kind == "padding":
-        length = check_int("pad_len", t_k if pad_len is None else pad_len, 1, t_k)
-        return (torch.arange(t_k) < length)[None, :].expand(t_q, t_k).clone()
-    raise unknown_option("mask", kind, MASK_KINDS)
-
-
-def check_layer_input(
-    tokens_q: Sequence[str], tokens_k: Sequence[str] | None, mask_kind: str, temperature: object
-) -> float:
-    """Check one layer's input (what :func:`compute_attention_maps` and the chunked path share); return τ.
-
-    Raises :class:`ConfigError` for an empty query or key text, an unknown mask,
-    a causal mask on cross-attention, or a temperature that is not a positive number.
-    """
-    if not tokens_q:
-        raise ConfigError(
-            "the query text has no tokens; type some text or use synthetic tokens", "text", "no_query_tokens"
-        )
-    if tokens_k is not None and not tokens_k:
-        raise ConfigError(
-            "the key/value text has no tokens; type some text for the keys", "cross_text", "no_key_tokens"
-        )
-    if mask_kind not in MASK_KINDS:
-        raise unknown_option("mask", mask_kind, MASK_KINDS)
-    if mask_kind == "causal" and tokens_k is not None:
-        raise ConfigError(
-            "a causal mask needs self-attention; pick 'none' or 'padding' for cross-attention", "mask", "causal_cross"
-        )
-    return check_temperature(temperature)
 
 
 def normalized_entropy(weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

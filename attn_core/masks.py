@@ -6,6 +6,10 @@ from collections.abc import Sequence
 
 import torch
 
+from .config import ConfigError, check_int, check_temperature, unknown_option
+
+MASK_KINDS = ("none", "causal", "padding")
+
 
 def causal_mask(t: int, t_k: int | None = None, device: torch.device | str = "cpu") -> torch.Tensor:
     """Lower-triangular mask, bool ``[T, T_k]`` (``T_k`` defaults to ``T``).
@@ -24,3 +28,40 @@ def padding_mask(lengths: Sequence[int] | torch.Tensor, t: int, device: torch.de
     """Key-padding mask, bool ``[B, 1, 1, T]``: key ``j`` of sequence ``b`` is real iff ``j < lengths[b]``."""
     lengths = torch.as_tensor(lengths, device=device).reshape(-1, 1)
     return (torch.arange(t, device=device)[None, :] < lengths)[:, None, None, :]
+
+
+def build_mask(kind: str, t_q: int, t_k: int, pad_len: int | None = None) -> torch.Tensor:
+    """Bool ``[Tq, Tk]`` mask for ``none``, ``causal`` or ``padding`` (keys ``>= pad_len`` hidden)."""
+    if kind == "none":
+        return torch.ones(t_q, t_k, dtype=torch.bool)
+    if kind == "causal":
+        return causal_mask(t_q, t_k)
+    if kind == "padding":
+        length = check_int("pad_len", t_k if pad_len is None else pad_len, 1, t_k)
+        return (torch.arange(t_k) < length)[None, :].expand(t_q, t_k).clone()
+    raise unknown_option("mask", kind, MASK_KINDS)
+
+
+def check_layer_input(
+    tokens_q: Sequence[str], tokens_k: Sequence[str] | None, mask_kind: str, temperature: object
+) -> float:
+    """Check one layer's input (what :func:`compute_attention_maps` and the chunked path share); return τ.
+
+    Raises :class:`ConfigError` for an empty query or key text, an unknown mask,
+    a causal mask on cross-attention, or a temperature that is not a positive number.
+    """
+    if not tokens_q:
+        raise ConfigError(
+            "the query text has no tokens; type some text or use synthetic tokens", "text", "no_query_tokens"
+        )
+    if tokens_k is not None and not tokens_k:
+        raise ConfigError(
+            "the key/value text has no tokens; type some text for the keys", "cross_text", "no_key_tokens"
+        )
+    if mask_kind not in MASK_KINDS:
+        raise unknown_option("mask", mask_kind, MASK_KINDS)
+    if mask_kind == "causal" and tokens_k is not None:
+        raise ConfigError(
+            "a causal mask needs self-attention; pick 'none' or 'padding' for cross-attention", "mask", "causal_cross"
+        )
+    return check_temperature(temperature)

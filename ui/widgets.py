@@ -1,165 +1,32 @@
-"""Shared Streamlit widgets: language, device, URL-bound parameter controls, figure display.
-
-Pages import this module and do layout only. Nothing here keeps state at module
-level: per-user state lives in ``st.session_state`` and the URL, and cached
-functions return fresh CPU numpy copies (``st.cache_data``).
-"""
+"""URL-bound controls: sliders, toggles, choices, text, the KV-heads control, the controls box, slides."""
 
 from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import streamlit as st
 
-from attn_core import figures
-from attn_core.config import ConfigError, attention_kind, divisors, kv_heads_keeping_group, nearest_divisor
-from attn_core.i18n import DEFAULT_LANG, LANGUAGES, translate
-from attn_core.i18n import count as count_in
+from attn_core.config import attention_kind, divisors, kv_heads_keeping_group, nearest_divisor
 
-BIND = "query-params"
-NOTICES = "_control_notices"  # session-state key: notices about the controls, drawn below the controls box
-Notice = tuple[str, str, str]  # (Streamlit call: "info" or "warning", text, icon)
-PLOT_CONFIG = {
-    "displaylogo": False,
-    "toImageButtonOptions": {"format": "svg", "scale": 2},
-}
-
-
-# ---------------------------------------------------------------- page set-up
-def page_guard() -> None:
-    """Make sure this page runs inside app.py's navigation; call first thing in every page.
-
-    Until a server's first ``st.navigation`` call, Streamlit still routes by the legacy
-    ``pages/`` folder: the very first visitor of a fresh server who opens a deep link
-    (``/heatmaps``) would get the page script alone, without app.py's layout and sidebar.
-    Switching the legacy routing off and rerunning sends that run through app.py.
-    """
-    from streamlit.runtime.pages_manager import PagesManager
-
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
+from .core import (
+    BIND,
+    NOTICES,
+    Notice,
+    _notice_if_replaced,
+    _page_id,
+    _parse_number,
+    _remember,
+    _url_raw,
+    _write_url,
+    present,
+    seed,
+    t,
+)
 
 
-def route_home_alias(home: str) -> None:
-    """Open the default page for ``/<home>``, its own name, instead of Streamlit's "Page not found" dialog.
-
-    ``st.navigation`` serves its default page at ``/`` only: a link or bookmark to ``/heatmaps`` names no
-    page it knows, so Streamlit shows an English "Page not found" dialog (then draws the default page
-    anyway). Call before ``st.navigation``: a first run that asks for ``home`` by name asks for the default
-    page instead; the browser's address becomes ``/`` with every query parameter kept.
-    """
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    pages = getattr(ctx, "pages_manager", None)
-    if pages is None or pages.intended_page_script_hash:
-        return
-    if (pages.intended_page_name or "").strip("/") == home:
-        pages.set_script_intent("", "")
-
-
-# ---------------------------------------------------------------- language
-def lang() -> str:
-    """The session's UI language (``en`` or ``zh``).
-
-    Before the sidebar's language control exists in a session (the page titles of a first run are
-    translated before it), the ``?lang=`` of the URL, which that control will read.
-    """
-    value = st.session_state["lang"] if "lang" in st.session_state else _url_raw("lang")
-    return value if value in LANGUAGES else DEFAULT_LANG
-
-
-def t(key: str, /, **kwargs: object) -> str:
-    """Translate ``key`` into the session's language."""
-    return translate(key, lang(), **kwargs)
-
-
-def count(n: int, unit: str) -> str:
-    """``n`` with its unit in the session's language, singular or plural: "1 KV head", "4 KV heads"."""
-    return count_in(n, unit, lang())
-
-
-def style() -> figures.Style:
-    """Figure style for this session (language, presentation mode)."""
-    return figures.Style(present=bool(st.session_state.get("present", False)), lang=lang())
-
-
-# ---------------------------------------------------------------- device
-@st.cache_resource(show_spinner=False)
-def _device_choice() -> tuple[str, Any, tuple[str, str | None, tuple] | None]:
-    """(device string, :class:`attn_core.device.DeviceInfo`, the error as (message, key, params) or None)
-    for this server process; immutable."""
-    import torch
-
-    from attn_core.device import device_info, pick_device
-
-    try:
-        dev = pick_device()
-        return str(dev), device_info(dev), None
-    except ConfigError as exc:
-        dev = torch.device("cpu")
-        return str(dev), device_info(dev), (str(exc), exc.key, tuple(sorted(exc.params.items())))
-
-
-def device() -> str:
-    """The device string computations run on (``cpu``, ``cuda``, ``mps``)."""
-    return _device_choice()[0]
-
-
-def device_text(info: Any) -> str:
-    """A :class:`attn_core.device.DeviceInfo` in the user's language, e.g. "CPU · 2 threads"."""
-    if info.kind == "cuda":
-        return t("ui.device_cuda", name=info.name, gib=f"{info.memory_gib:.0f}")
-    if info.kind == "mps":
-        return t("ui.device_mps")
-    return t("ui.device_cpu_one") if info.threads == 1 else t("ui.device_cpu", n=info.threads)
-
-
-# ---------------------------------------------------------------- URL notices
-def _url_raw(key: str) -> str | None:
-    try:
-        raw = st.query_params.get_all(key)
-    except Exception:  # noqa: BLE001 - a malformed query string must not break the page
-        return None
-    return raw[-1] if raw else None
-
-
-def _notice_if_replaced(key: str, raw: str | None, value: Any, ok: bool, expect: str) -> None:
-    if raw is not None and not ok:
-        shown = raw if len(raw) <= 40 else raw[:37] + "..."
-        st.warning(t("ui.url_replaced", key=key, raw=shown, expect=expect, value=value), icon="⚠️")
-
-
-def _remember(key: str, value: Any, default: Any) -> None:
-    """Record a control's URL value for the "copy link" box (non-default values only)."""
-    link = st.session_state.setdefault("_link_params", {})
-    if value == default:
-        link.pop(key, None)
-        return
-    if isinstance(value, bool):
-        text = "true" if value else "false"
-    elif isinstance(value, float) and value.is_integer():
-        text = str(value)
-    else:
-        text = str(value)
-    link[key] = text
-
-
-def _parse_number(raw: str | None) -> float | None:
-    if raw is None:
-        return None
-    try:
-        v = float(raw)
-    except ValueError:
-        return None
-    return v if math.isfinite(v) else None
-
-
-# ---------------------------------------------------------------- controls
 def int_slider(
     key: str,
     lo: int,
@@ -310,17 +177,6 @@ def _pin_choice(key: str) -> None:
     st.session_state[f"_{key}_pinned"] = st.session_state.get(key)
 
 
-def _write_url(key: str, value: str, default: str) -> None:
-    try:
-        if value == default:
-            if key in st.query_params:
-                del st.query_params[key]
-        elif st.query_params.get(key) != value:
-            st.query_params[key] = value
-    except Exception:  # noqa: BLE001 - URL sync is best effort; the page must still render
-        pass
-
-
 def text_area(key: str, default: str, max_chars: int, *, container: Any = None, height: int = 90) -> str:
     """A text box bound to the URL parameter ``key`` (Streamlit caps the length at ``max_chars``)."""
     box = container or st
@@ -331,14 +187,6 @@ def text_area(key: str, default: str, max_chars: int, *, container: Any = None, 
     value = box.text_area(t(f"ctl.{key}"), value=default, max_chars=max_chars, key=key, bind=BIND, height=height)
     _remember(key, value, default)
     return value
-
-
-def _page_id() -> str:
-    """The running page's script hash (which page of the app this run draws)."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    return ctx.page_script_hash if ctx is not None else ""
 
 
 def _kv_from_url(raw: str, n_heads: int, options: list[int], fallback: int, key: str) -> tuple[int, Notice | None]:
@@ -505,185 +353,13 @@ def pow2_slider(key: str, lo: int, hi: int, default: int, *, container: Any = No
     return int(value)
 
 
-# ---------------------------------------------------------------- output
-def error_text(exc: Exception) -> str:
-    """The message of ``exc`` in the user's language (catalog ``err.<key>`` when the error names one)."""
-    key = getattr(exc, "key", None)
-    if key and lang() != DEFAULT_LANG:
-        from attn_core.i18n import catalog
-
-        if f"err.{key}" in catalog(lang()):
-            return t(f"err.{key}", **getattr(exc, "params", {}))
-    return str(exc)
-
-
-def show_error(exc: Exception) -> None:
-    """Show a ConfigError (or any expected failure) as a message, never a traceback."""
-    st.error(t("ui.fix_this", msg=error_text(exc)), icon="🛑")
-
-
-def show_figure(fig: Any, key: str, data: Any = None, name: str | None = None) -> None:
-    """Draw a plotly figure (toolbar download: SVG at scale 2) with export buttons under it.
-
-    ``data`` is a pandas DataFrame of the numbers behind the chart (with token
-    labels) for the CSV export; ``name`` is the file stem of every export.
-    """
-    figures.apply_fonts(fig, style())
-    st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme="streamlit")
-    export_menu(fig, key, data, name or key)
-
-
-def show_view(view: Any, key: str, name: str | None = None) -> None:
-    """Draw an :class:`attn_core.views.View`; its table is built only if its CSV is downloaded."""
-    show_figure(view.figure, key, data=view.source, name=name or view.name)
-
-
-@st.cache_resource(show_spinner=False)
-def _chromium() -> str | None:
-    from attn_core.render import find_chromium
-
-    return find_chromium()
-
-
-def _deferred(fig: Any, fmt: str, data: Any) -> Callable[[], bytes]:
-    from attn_core.render import export_bytes
-
-    def make() -> bytes:
-        return export_bytes(fig, fmt, data)
-
-    return make
-
-
-def export_menu(fig: Any, key: str, data: Any, name: str) -> None:
-    """A compact "Export" popover: PNG/SVG/PDF (kaleido + system Chromium), CSV of the numbers, offline HTML.
-
-    Files are produced only when a button is clicked (deferred download), so the
-    buttons cost nothing on a rerun.
-    """
-    from attn_core.render import MIME, chromium_missing_message
-
-    with st.popover(t("ui.export"), icon=":material/download:", key=f"{key}__export"):
-        st.caption(t("ui.export_help"))
-        cols = st.columns(5)
-        has_browser = _chromium() is not None
-        for col, fmt in zip(cols, ("png", "svg", "pdf", "csv", "html"), strict=True):
-            disabled = (fmt in ("png", "svg", "pdf") and not has_browser) or (fmt == "csv" and data is None)
-            col.download_button(
-                fmt.upper(),
-                data=_deferred(fig, fmt, data),
-                file_name=f"{name}.{fmt}",
-                mime=MIME[fmt],
-                key=f"{key}__{fmt}",
-                on_click="ignore",
-                disabled=disabled,
-                width="stretch",
-            )
-        if not has_browser:
-            st.info(chromium_missing_message(), icon="ℹ️")
-
-
-def help_expander(key: str, **kwargs: object) -> None:
-    """A short explanation in an expander, title ``<key>.title`` and body ``<key>.body``."""
-    with st.expander(t(f"{key}.title")):
-        st.markdown(t(f"{key}.body", **kwargs))
-
-
-def random_weights_note() -> None:
-    """Say on the page that the maps come from seeded random, untrained embeddings and projections."""
-    st.caption(t("ui.random_weights", seed=seed()))
-
-
-def run_safely(fn: Callable[[], Any]) -> Any:
-    """Call ``fn``; on ConfigError show its message and return None."""
-    try:
-        return fn()
-    except ConfigError as exc:
-        show_error(exc)
-        return None
-
-
-# ---------------------------------------------------------------- cached computations
 MAX_TEXT_TOKENS = 256
+
+
 MAX_TEXT_CHARS = 2000
+
+
 MAX_SEQ_LEN = 8192  # synthetic tokens; longer sequences are drawn pooled
-
-
-@st.cache_data(max_entries=48, show_spinner=False)
-def pooled_maps(
-    n_heads: int,
-    n_kv_heads: int,
-    head_dim: int,
-    d_model: int,
-    tokens_q: tuple[str, ...],
-    tokens_k: tuple[str, ...] | None,
-    mask_kind: str,
-    pad_len: int | None,
-    use_scaling: bool,
-    temperature: float,
-    seed: int,
-    device_name: str,
-    max_side: int,
-    reduce: str,
-    heads: tuple[int, ...] | None = None,
-    window: tuple[int, int, int, int] | None = None,
-    entropy: bool = False,
-):
-    """:func:`attn_core.longmaps.pooled_attention` cached by primitive arguments (CPU numpy out).
-
-    Computed by chunks of query rows, so the full ``[H, T, T]`` tensor is never
-    built; a CUDA out-of-memory error reruns it on the CPU (see the result's ``device``).
-    """
-    from attn_core.guard import run_with_fallback
-    from attn_core.longmaps import pooled_attention
-
-    maps, _ = run_with_fallback(
-        lambda dev: pooled_attention(
-            n_heads, n_kv_heads, head_dim, tokens_q, tokens_k, d_model=d_model, mask_kind=mask_kind,
-            pad_len=pad_len, use_scaling=use_scaling, temperature=temperature, seed=seed, device=dev,
-            max_side=max_side, reduce=reduce, heads=heads, window=window, entropy=entropy,
-        ),
-        device_name,
-    )  # fmt: skip
-    return maps
-
-
-@st.cache_data(max_entries=48, show_spinner=False)
-def head_window(
-    n_heads: int,
-    n_kv_heads: int,
-    head_dim: int,
-    d_model: int,
-    tokens_q: tuple[str, ...],
-    tokens_k: tuple[str, ...] | None,
-    mask_kind: str,
-    pad_len: int | None,
-    use_scaling: bool,
-    temperature: float,
-    seed: int,
-    device_name: str,
-    head: int,
-    q_start: int,
-    k_start: int,
-):
-    """:func:`attn_core.longmaps.head_window` cached by primitive arguments (CPU numpy out)."""
-    from attn_core.guard import run_with_fallback
-    from attn_core.longmaps import head_window as window_of_head
-
-    hw, _ = run_with_fallback(
-        lambda dev: window_of_head(
-            n_heads, n_kv_heads, head_dim, tokens_q, tokens_k, head=head, q_start=q_start, k_start=k_start,
-            d_model=d_model, mask_kind=mask_kind, pad_len=pad_len, use_scaling=use_scaling,
-            temperature=temperature, seed=seed, device=dev,
-        ),
-        device_name,
-    )  # fmt: skip
-    return hw
-
-
-def fell_back_to_cpu(result_device: str) -> None:
-    """Tell the user a CUDA out-of-memory error made the computation rerun on the CPU."""
-    if device().startswith("cuda") and not str(result_device).startswith("cuda"):
-        st.warning(t("ui.oom_fallback"), icon="⚠️")
 
 
 def limited_tokens(text: str | None) -> list[str]:
@@ -703,73 +379,6 @@ def token_input(default_text: str) -> list[str]:
     if choice("source", ["text", "synthetic"], "text") == "text":
         return limited_tokens(text_area("text", default_text, MAX_TEXT_CHARS))
     return synthetic_tokens(int_slider("seq_len", 1, MAX_SEQ_LEN, 16, help_key="help.seq_len_long"))
-
-
-def sidebar() -> None:
-    """The global sidebar: language, seed, presentation mode, the compute device and the share link."""
-    st.session_state["_link_params"] = {}
-    if "present" not in st.session_state and _url_raw("present") in ("1", "yes", "on"):
-        # ?present=1 as well as the toggle's own ?present=true: rewrite the link and start over, so the
-        # bound toggle reads "true" from the URL in the browser and on the server alike. Called after
-        # st.navigation (app.py), so the rerun stays on the page the link named.
-        st.query_params["present"] = "true"
-        st.rerun()
-    with st.sidebar:
-        # Options are the codes themselves so that links carry ?lang=zh.
-        st.segmented_control(
-            "Language / 语言 (en = English, zh = 中文)",
-            list(LANGUAGES),
-            default=DEFAULT_LANG,
-            key="lang",
-            bind=BIND,
-            required=True,
-        )
-        _remember("lang", lang(), DEFAULT_LANG)
-        raw = _url_raw("seed")
-        seed_value = st.number_input(
-            t("ctl.seed"), min_value=0, max_value=2**31 - 1, value=0, step=1, key="seed", bind=BIND, help=t("help.seed")
-        )
-        num = _parse_number(raw)
-        _notice_if_replaced(
-            "seed",
-            raw,
-            seed_value,
-            num is not None and num.is_integer() and 0 <= num < 2**31,
-            t("ui.expect_int", lo=0, hi=2**31 - 1),
-        )
-        _remember("seed", int(seed_value), 0)
-        present = st.toggle(t("ctl.present"), value=False, key="present", bind=BIND, help=t("help.present"))
-        _remember("present", bool(present), False)
-        _, info, err = _device_choice()
-        st.caption(t("ui.device", label=device_text(info)))
-        if err:
-            msg, key, params = err
-            st.warning(
-                t("ui.device_fallback", msg=error_text(ConfigError(msg, "device", key, **dict(params)))), icon="⚠️"
-            )
-        st.session_state["_link_slot"] = st.empty()
-
-
-PRESENT_CSS = """
-<style>
-  [data-testid="stMain"] { font-size: 1.3rem; }
-  [data-testid="stMain"] h1 { font-size: 3.2rem; }
-  [data-testid="stMain"] p, [data-testid="stMain"] li { font-size: 1.35rem; line-height: 1.5; }
-  [data-testid="stMain"] [data-testid="stCaptionContainer"] { font-size: 1.15rem; }
-  [data-testid="stMain"] .block-container { padding-top: 1.5rem; max-width: 100%; }
-</style>
-"""
-
-
-def present() -> bool:
-    """Whether presentation mode (large type, controls folded away) is on."""
-    return bool(st.session_state.get("present", False))
-
-
-def apply_presentation() -> None:
-    """Large fonts for a projector; call once per run (app.py does)."""
-    if present():
-        st.html(PRESENT_CSS)
 
 
 @contextlib.contextmanager
@@ -841,44 +450,35 @@ def slide_controls(key: str, n: int) -> int:
     return idx
 
 
-def share_link(page_path: str, home: str) -> None:
-    """Fill the sidebar's "copy link" box with the URL of the current view (call after the page ran).
+def control(params: type, name: str, *, container: Any = None, **how: Any) -> Any:
+    """The widget of field ``name`` of a page's ``Params`` (:class:`attn_core.views.base.Control`), its value.
 
-    ``page_path`` is the running page's ``url_path`` (``""`` for the default page, which
-    Streamlit serves at ``/``), ``home`` the default page's own name. The link holds every
-    control that differs from its default, so opening it in a new session reproduces the
-    same numbers; the default page's link is ``/?…``, also when the page was opened as
-    ``/heatmaps``.
+    The field's control gives the kind, range or options, the default and the help; ``how``
+    narrows them from the data where the control says ``data`` (``lo``, ``hi``, ``default``),
+    and passes ``n_heads`` to a ``kv_heads`` control, ``widget`` (``segmented``, ``radio``,
+    ``select``) and ``data_default`` to a choice, ``height`` to a text box.
     """
-    slot = st.session_state.get("_link_slot")
-    if slot is None:
-        return
-    url = view_url(st.context.url or "", page_path, home, st.session_state.get("_link_params", {}))
-    with slot.container():
-        st.caption(t("ui.share_link"))
-        st.code(url or "?", language=None, wrap_lines=True)
+    from attn_core.views.base import controls, defaults
 
-
-def view_url(current: str, page_path: str, home: str, params: dict[str, str]) -> str:
-    """The link of a view: the app's root, the page's path and ``params``.
-
-    ``current`` is the address the browser shows (``st.context.url``): the root, then the page's
-    path, or for the default page possibly its own name ``home``.
-    """
-    from urllib.parse import urlencode
-
-    root = current.split("?")[0].split("#")[0].rstrip("/")
-    for suffix in (page_path, home):
-        if suffix and root.endswith("/" + suffix):
-            root = root[: -len(suffix) - 1]
-            break
-    return f"{root}/{page_path}" + ("?" + urlencode(params) if params else "")
-
-
-def seed() -> int:
-    """The global seed chosen in the sidebar."""
-    value = st.session_state.get("seed", 0)
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
+    ctl = controls(params)[name]
+    default = how.get("default", defaults(params)[name])
+    lo = how.get("lo", ctl.lo)
+    hi = how.get("hi", ctl.hi)
+    box = {"container": container}
+    if ctl.kind == "int":
+        step = int(ctl.step or 1)
+        return int_slider(name, int(lo), int(hi), int(min(max(default, lo), hi)), step=step, help_key=ctl.help, **box)
+    if ctl.kind == "float":
+        return float_slider(name, float(lo), float(hi), float(default), float(ctl.step), help_key=ctl.help, **box)
+    if ctl.kind == "pow2":
+        return pow2_slider(name, int(lo), int(hi), int(default), help_key=ctl.help, **box)
+    if ctl.kind == "choice":
+        extra = {k: how[k] for k in ("widget", "data_default") if k in how}
+        return choice(name, list(how.get("options", ctl.options)), default, help_key=ctl.help, **extra, **box)
+    if ctl.kind == "bool":
+        return toggle(name, bool(default), help_key=ctl.help, **box)
+    if ctl.kind == "text":
+        return text_area(name, str(default), int(hi), height=how.get("height", 90), **box)
+    if ctl.kind == "kv_heads":
+        return kv_heads_select(how["n_heads"], int(default), key=name, **box)
+    return seed()

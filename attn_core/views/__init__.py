@@ -1,0 +1,27 @@
+"""Each page's view model, and the one list of the app's pages (:data:`PAGES`).
+
+``app.py`` (the navigation), the command line (:mod:`attn_core.export`), the
+fuzz, language, chart-size and browser tests and the benchmark all read
+:data:`PAGES`, so a page is added in one place. See ``ARCHITECTURE.md``.
+"""
+
+from __future__ import annotations
+
+from .base import Control, PageSpec, View, control, controls, defaults, matrix_frame  # noqa: F401
+
+PAGES: tuple[PageSpec, ...] = (
+    PageSpec("heatmaps", "nav.heatmaps", ":material/grid_on:", default=True),
+    PageSpec("saturation", "nav.saturation", ":material/show_chart:"),
+    PageSpec("kv_sharing", "nav.kv_sharing", ":material/call_split:"),
+    PageSpec("kv_cache", "nav.kv_cache", ":material/memory:"),
+)
+
+
+def page(name: str) -> PageSpec:
+    """The page called ``name`` (its file stem); :class:`~attn_core.config.ConfigError` if there is none."""
+    from ..config import unknown_option
+
+    for p in PAGES:
+        if p.name == name:
+            return p
+    raise unknown_option("page", name, [p.name for p in PAGES])

@@ -1,0 +1,199 @@
+"""The view-model layer's common ground: a chart (:class:`View`), a page's parameters (:class:`Control`), a page (:class:`PageSpec`).
+
+Each page has one module in :mod:`attn_core.views` holding its view model:
+
+- a frozen ``Params`` dataclass whose fields are the page's controls. Each field
+  is made with :func:`control` and so carries its default, its range or options
+  and its help: the one source for the page's widgets (:func:`ui.control`), the
+  command line (:mod:`attn_core.export`), the URL keys (the field names) and the
+  fuzz tests' ranges;
+- step functions (Params in, result dataclasses out, cacheable) that do the
+  computing through the engine modules;
+- ``views(params, style, which)``, built only from those steps and the figure
+  builders of :mod:`attn_core.figures`: what the command line exports.
+
+The page script calls the same steps and builders, in the same order, with its
+widgets in between, so the page and the command line cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+KINDS = ("int", "float", "pow2", "choice", "bool", "text", "kv_heads", "seed")
+
+
+@dataclass(frozen=True)
+class View:
+    """One chart: a file-safe ``name``, the plotly ``figure`` and the numbers behind it.
+
+    ``source`` is the DataFrame, or a function that builds it: tables of every
+    cell of large maps take longer than the chart itself, so pages build them only
+    when a CSV is asked for.
+    """
+
+    name: str
+    figure: go.Figure
+    source: pd.DataFrame | Callable[[], pd.DataFrame]
+
+    @property
+    def data(self) -> pd.DataFrame:
+        return self.source() if callable(self.source) else self.source
+
+
+def matrix_frame(
+    mat: np.ndarray, rows: list[str], cols: list[str], row_name: str, col_name: str, value_name: str
+) -> pd.DataFrame:
+    """Long-format table of a matrix ``[R, C]``: one row per cell with both labels and positions."""
+    r, c = mat.shape
+    return pd.DataFrame(
+        {
+            f"{row_name}_pos": np.repeat(np.arange(r), c),
+            row_name: np.repeat(np.asarray(rows, dtype=object), c),
+            f"{col_name}_pos": np.tile(np.arange(c), r),
+            col_name: np.tile(np.asarray(cols, dtype=object), r),
+            value_name: mat.reshape(-1).astype(np.float64),
+        }
+    )
+
+
+@dataclass(frozen=True)
+class Control:
+    """How one ``Params`` field is set: on the page, in the URL and on the command line.
+
+    ``kind``: ``int``, ``float`` (a slider from ``lo`` to ``hi`` by ``step``), ``pow2``
+    (the powers of two from ``lo`` to ``hi``), ``choice`` (one of ``options``), ``bool``,
+    ``text`` (at most ``hi`` characters), ``kv_heads`` (a divisor of the field
+    ``n_heads``) or ``seed`` (the sidebar's global seed). ``help`` is the catalog key
+    of the widget's help; ``cli`` the command-line flag (default ``--field-name``;
+    for a bool that defaults to True, the flag that turns it off) and ``cli_help`` its
+    English help. ``data`` marks a range that the page narrows from the data (a head
+    index, a window start): the static range is the widest one. ``cli_only``: a
+    command-line switch with no widget (what to export). ``implies``: fields that
+    giving this flag on the command line also sets, e.g. ``--seq-len`` alone means
+    synthetic tokens: ``(("source", "synthetic"),)``.
+    """
+
+    kind: str
+    lo: float | None = None
+    hi: float | None = None
+    step: float | None = None
+    options: tuple[str, ...] = ()
+    help: str | None = None
+    cli: str | None = None
+    cli_help: str = ""
+    data: bool = False
+    cli_only: bool = False
+    implies: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"control kind {self.kind!r} is not one of {KINDS}")
+
+
+def control(default: Any, kind: str, **how: Any) -> Any:
+    """A ``Params`` field with its :class:`Control` (``dataclasses.field`` with the control as metadata)."""
+    return field(default=default, metadata={"control": Control(kind, **how)})
+
+
+def controls(params: type | object) -> dict[str, Control]:
+    """The :class:`Control` of every field of a ``Params`` class (or instance) that has one, in field order."""
+    return {f.name: f.metadata["control"] for f in dataclasses.fields(params) if "control" in f.metadata}
+
+
+def defaults(params: type) -> dict[str, Any]:
+    """The default of every field of a ``Params`` class."""
+    return {f.name: f.default for f in dataclasses.fields(params)}
+
+
+def cli_flag(name: str, ctl: Control, default: Any) -> str:
+    """The command-line flag of field ``name``: ``--n-heads``; ``--no-scaling`` for a bool that defaults to True."""
+    if ctl.cli:
+        return ctl.cli
+    stem = name.replace("_", "-")
+    return f"--no-{stem}" if ctl.kind == "bool" and default else f"--{stem}"
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    """One page of the app, listed once in :data:`attn_core.views.PAGES`.
+
+    ``name`` is the page's file stem (``pages/<name>.py``), its URL path, its
+    command-line name and the name of its view-model module ``attn_core.views.<name>``,
+    which defines ``Params``, ``views(params, style, which=None, device="cpu")`` and,
+    when the page picks one view at a time, ``VIEW_FIELD`` (the Params field that
+    picks it) and ``VIEW_NAMES`` (the views the command line can export). The module is
+    imported on first use, so listing the pages costs nothing.
+    """
+
+    name: str
+    title_key: str
+    icon: str
+    default: bool = False
+
+    @property
+    def script(self) -> str:
+        return f"pages/{self.name}.py"
+
+    @property
+    def module(self) -> ModuleType:
+        return importlib.import_module(f"attn_core.views.{self.name}")
+
+    @property
+    def params(self) -> type:
+        return self.module.Params
+
+    @property
+    def view_field(self) -> str | None:
+        return getattr(self.module, "VIEW_FIELD", None)
+
+    @property
+    def view_names(self) -> tuple[str, ...]:
+        return tuple(getattr(self.module, "VIEW_NAMES", ()))
+
+    def views(self, params: Any, style: Any, which: Any = None, device: str = "cpu") -> list[View]:
+        """The page's charts for ``params`` (what the command line writes)."""
+        return self.module.views(params, style, which, device)
+
+
+def with_values(params: Any, **changes: Any) -> Any:
+    """``params`` with some fields replaced (``dataclasses.replace``), the only way a frozen Params changes."""
+    return dataclasses.replace(params, **changes)
+
+
+def view_list(which: str | Sequence[str] | None, names: Sequence[str], default: Sequence[str]) -> list[str]:
+    """The view names a command line asked for: comma-separated or a list, ``all``, or None for ``default``."""
+    from ..config import unknown_option
+
+    if which is None:
+        return list(default)
+    items = [w.strip() for w in which.split(",")] if isinstance(which, str) else [str(w) for w in which]
+    items = [w for w in items if w]
+    if items == ["all"]:
+        return list(names)
+    for w in items:
+        if w not in names:
+            raise unknown_option("view", w, names)
+    return items
+
+
+def check_choices(params: Any) -> None:
+    """Raise :class:`~attn_core.config.ConfigError` for a ``choice`` field whose value is not one of its options.
+
+    Call from a ``Params.__post_init__``; ``None`` stands for "follow the data" and is always allowed.
+    """
+    from ..config import unknown_option
+
+    for name, ctl in controls(params).items():
+        value = getattr(params, name)
+        if ctl.kind == "choice" and value is not None and value not in ctl.options:
+            raise unknown_option(name, value, ctl.options)

@@ -1,0 +1,151 @@
+"""The app's frame: deep links and navigation, the sidebar, presentation mode, the share link."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from attn_core.config import ConfigError
+from attn_core.i18n import DEFAULT_LANG, LANGUAGES
+
+from .core import (
+    BIND,
+    _device_choice,
+    _notice_if_replaced,
+    _parse_number,
+    _remember,
+    _url_raw,
+    device_text,
+    lang,
+    present,
+    t,
+)
+from .output import error_text
+
+
+def page_guard() -> None:
+    """Make sure this page runs inside app.py's navigation; call first thing in every page.
+
+    Until a server's first ``st.navigation`` call, Streamlit still routes by the legacy
+    ``pages/`` folder: the very first visitor of a fresh server who opens a deep link
+    (``/heatmaps``) would get the page script alone, without app.py's layout and sidebar.
+    Switching the legacy routing off and rerunning sends that run through app.py.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def route_home_alias(home: str) -> None:
+    """Open the default page for ``/<home>``, its own name, instead of Streamlit's "Page not found" dialog.
+
+    ``st.navigation`` serves its default page at ``/`` only: a link or bookmark to ``/heatmaps`` names no
+    page it knows, so Streamlit shows an English "Page not found" dialog (then draws the default page
+    anyway). Call before ``st.navigation``: a first run that asks for ``home`` by name asks for the default
+    page instead; the browser's address becomes ``/`` with every query parameter kept.
+    """
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    pages = getattr(ctx, "pages_manager", None)
+    if pages is None or pages.intended_page_script_hash:
+        return
+    if (pages.intended_page_name or "").strip("/") == home:
+        pages.set_script_intent("", "")
+
+
+def sidebar() -> None:
+    """The global sidebar: language, seed, presentation mode, the compute device and the share link."""
+    st.session_state["_link_params"] = {}
+    if "present" not in st.session_state and _url_raw("present") in ("1", "yes", "on"):
+        # ?present=1 as well as the toggle's own ?present=true: rewrite the link and start over, so the
+        # bound toggle reads "true" from the URL in the browser and on the server alike. Called after
+        # st.navigation (app.py), so the rerun stays on the page the link named.
+        st.query_params["present"] = "true"
+        st.rerun()
+    with st.sidebar:
+        # Options are the codes themselves so that links carry ?lang=zh.
+        st.segmented_control(
+            "Language / 语言 (en = English, zh = 中文)",
+            list(LANGUAGES),
+            default=DEFAULT_LANG,
+            key="lang",
+            bind=BIND,
+            required=True,
+        )
+        _remember("lang", lang(), DEFAULT_LANG)
+        raw = _url_raw("seed")
+        seed_value = st.number_input(
+            t("ctl.seed"), min_value=0, max_value=2**31 - 1, value=0, step=1, key="seed", bind=BIND, help=t("help.seed")
+        )
+        num = _parse_number(raw)
+        _notice_if_replaced(
+            "seed",
+            raw,
+            seed_value,
+            num is not None and num.is_integer() and 0 <= num < 2**31,
+            t("ui.expect_int", lo=0, hi=2**31 - 1),
+        )
+        _remember("seed", int(seed_value), 0)
+        present = st.toggle(t("ctl.present"), value=False, key="present", bind=BIND, help=t("help.present"))
+        _remember("present", bool(present), False)
+        _, info, err = _device_choice()
+        st.caption(t("ui.device", label=device_text(info)))
+        if err:
+            msg, key, params = err
+            st.warning(
+                t("ui.device_fallback", msg=error_text(ConfigError(msg, "device", key, **dict(params)))), icon="⚠️"
+            )
+        st.session_state["_link_slot"] = st.empty()
+
+
+PRESENT_CSS = """
+<style>
+  [data-testid="stMain"] { font-size: 1.3rem; }
+  [data-testid="stMain"] h1 { font-size: 3.2rem; }
+  [data-testid="stMain"] p, [data-testid="stMain"] li { font-size: 1.35rem; line-height: 1.5; }
+  [data-testid="stMain"] [data-testid="stCaptionContainer"] { font-size: 1.15rem; }
+  [data-testid="stMain"] .block-container { padding-top: 1.5rem; max-width: 100%; }
+</style>
+"""
+
+
+def apply_presentation() -> None:
+    """Large fonts for a projector; call once per run (app.py does)."""
+    if present():
+        st.html(PRESENT_CSS)
+
+
+def share_link(page_path: str, home: str) -> None:
+    """Fill the sidebar's "copy link" box with the URL of the current view (call after the page ran).
+
+    ``page_path`` is the running page's ``url_path`` (``""`` for the default page, which
+    Streamlit serves at ``/``), ``home`` the default page's own name. The link holds every
+    control that differs from its default, so opening it in a new session reproduces the
+    same numbers; the default page's link is ``/?…``, also when the page was opened as
+    ``/heatmaps``.
+    """
+    slot = st.session_state.get("_link_slot")
+    if slot is None:
+        return
+    url = view_url(st.context.url or "", page_path, home, st.session_state.get("_link_params", {}))
+    with slot.container():
+        st.caption(t("ui.share_link"))
+        st.code(url or "?", language=None, wrap_lines=True)
+
+
+def view_url(current: str, page_path: str, home: str, params: dict[str, str]) -> str:
+    """The link of a view: the app's root, the page's path and ``params``.
+
+    ``current`` is the address the browser shows (``st.context.url``): the root, then the page's
+    path, or for the default page possibly its own name ``home``.
+    """
+    from urllib.parse import urlencode
+
+    root = current.split("?")[0].split("#")[0].rstrip("/")
+    for suffix in (page_path, home):
+        if suffix and root.endswith("/" + suffix):
+            root = root[: -len(suffix) - 1]
+            break
+    return f"{root}/{page_path}" + ("?" + urlencode(params) if params else "")
