@@ -13,6 +13,9 @@ import re
 
 import torch
 
+MAX_TEXT_TOKENS = 256  # tokens of a typed text (longer texts are cut, with a notice)
+MAX_TEXT_CHARS = 2000  # characters of a typed text
+
 _EMOJI_BASE = (
     "\U0001f000-\U0001faff"  # pictographs, emoticons, transport, symbols ...
     "\u2600-\u27bf"  # misc symbols, dingbats

@@ -101,6 +101,12 @@ def help_expander(key: str, **kwargs: object) -> None:
         st.markdown(t(f"{key}.body", **kwargs))
 
 
+def help_text(title_key: str, text: str) -> None:
+    """A short explanation already written for the current settings, in an expander titled ``title_key``."""
+    with st.expander(t(title_key)):
+        st.markdown(text)
+
+
 def random_weights_note() -> None:
     """Say on the page that the maps come from seeded random, untrained embeddings and projections."""
     st.caption(t("ui.random_weights", seed=seed()))

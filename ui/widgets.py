@@ -353,32 +353,24 @@ def pow2_slider(key: str, lo: int, hi: int, default: int, *, container: Any = No
     return int(value)
 
 
-MAX_TEXT_TOKENS = 256
+def note_cut(text: str | None) -> None:
+    """A notice when ``text`` has more tokens than a page takes (:data:`attn_core.tokens.MAX_TEXT_TOKENS`)."""
+    from attn_core.tokens import MAX_TEXT_TOKENS, tokenize
+
+    n = len(tokenize(text or ""))
+    if n > MAX_TEXT_TOKENS:
+        st.warning(t("heatmap.cut", n=n, limit=MAX_TEXT_TOKENS), icon="✂️")
 
 
-MAX_TEXT_CHARS = 2000
-
-
-MAX_SEQ_LEN = 8192  # synthetic tokens; longer sequences are drawn pooled
-
-
-def limited_tokens(text: str | None) -> list[str]:
-    """The tokens of ``text``, at most MAX_TEXT_TOKENS of them, with a notice when some were cut."""
-    from attn_core.tokens import tokenize
-
-    tokens = tokenize(text or "")
-    if len(tokens) > MAX_TEXT_TOKENS:
-        st.warning(t("heatmap.cut", n=len(tokens), limit=MAX_TEXT_TOKENS), icon="✂️")
-    return tokens[:MAX_TEXT_TOKENS]
-
-
-def token_input(default_text: str) -> list[str]:
-    """The input sequence: a text box (its tokens) or synthetic tokens of a chosen length, URL-bound."""
-    from attn_core.tokens import synthetic_tokens
-
-    if choice("source", ["text", "synthetic"], "text") == "text":
-        return limited_tokens(text_area("text", default_text, MAX_TEXT_CHARS))
-    return synthetic_tokens(int_slider("seq_len", 1, MAX_SEQ_LEN, 16, help_key="help.seq_len_long"))
+def token_input(params: type) -> dict[str, Any]:
+    """The input sequence of a page's ``Params``: ``source``, then ``text`` (its tokens) or ``seq_len`` synthetic ones."""
+    values: dict[str, Any] = {"source": control(params, "source")}
+    if values["source"] == "text":
+        values["text"] = control(params, "text")
+        note_cut(values["text"])
+    else:
+        values["seq_len"] = control(params, "seq_len")
+    return values
 
 
 @contextlib.contextmanager

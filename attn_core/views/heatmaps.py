@@ -1,55 +1,207 @@
-"""What each page draws, as (name, figure, data) triples shared by the pages and the CLI exporter.
+"""The attention-heatmaps page's view model: its Params, its steps and its charts.
 
-A page calls these builders and shows the figures; ``python -m attn_core.export``
-calls the same builders and writes the files, so a slide matches the screen.
+The page (``pages/heatmaps.py``) and the command line (``python -m attn_core.export
+--page heatmaps``) both turn a :class:`Params` into the seeded layer
+(:meth:`Params.layer`, an attention source), compute through the steps below and
+draw with the builders below, so a slide matches the screen.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
-from . import figures
-from .longmaps import HeadWindow, PooledMaps
+from .. import figures
+from ..config import MAX_HEADS, MAX_SEQ_LEN, AttentionConfig
+from ..longmaps import (  # noqa: F401 - the page's window sizes
+    REDUCES,
+    STEP_WINDOW,
+    ZOOM_SIDE,
+    HeadWindow,
+    PooledMaps,
+    head_window,
+    pool_factor,
+    pooled_attention,
+)
+from ..maps import ShapeStep, shape_walk
+from ..masks import MASK_KINDS
+from ..sources import SeededLayer
+from ..tokens import MAX_TEXT_CHARS, MAX_TEXT_TOKENS, synthetic_tokens, tokenize
+from .base import View, check_choices, control, matrix_frame, view_list, with_values  # noqa: F401 - with_values for the page
+
+DEFAULT_TEXT = "The cat sat on the mat because it was tired ."
+DEFAULT_CROSS = "Le chat était fatigué ."
+VIEW_FIELD = "view"
+PAGE_VIEWS = ("grid", "zoom", "steps", "shapes", "entropy")  # what the page offers, in its order
+VIEW_NAMES = ("grid", "zoom", "steps", "entropy")  # what the command line draws (the shapes are a table)
+FIT_FROM_KEYS = 64  # longer rows spread their weight thin (about 1/T each): the colour scale is fitted from here
+ENTROPY_SIDE = 8  # the entropy view needs no map: the smallest pooled grid goes with it
+
+
+def default_cscale(t_k: int) -> str:
+    """The colour scale that follows the data: fitted from :data:`FIT_FROM_KEYS` keys on, else 0..1."""
+    return "fit" if t_k > FIT_FROM_KEYS else "fixed"
+
+
+def sequence(source: str, text: str, seq_len: int) -> tuple[str, ...]:
+    """The tokens of ``text`` (at most :data:`MAX_TEXT_TOKENS`) or ``seq_len`` synthetic tokens."""
+    return tuple(tokenize(text, MAX_TEXT_TOKENS) if source == "text" else synthetic_tokens(seq_len))
 
 
 @dataclass(frozen=True)
-class View:
-    """One chart: a file-safe ``name``, the plotly ``figure`` and the numbers behind it.
+class Params:
+    """Everything the page's controls set; the field names are the URL keys, the controls the widgets and flags."""
 
-    ``source`` is the DataFrame, or a function that builds it: tables of every
-    cell of large maps take longer than the chart itself, so pages build them only
-    when a CSV is asked for.
-    """
+    source: str = control("text", "choice", options=("text", "synthetic"), cli_help="text or synthetic tokens")
+    text: str = control(DEFAULT_TEXT, "text", hi=MAX_TEXT_CHARS, cli_help="input text; its tokens become the sequence",
+                        implies=(("source", "text"),))  # fmt: skip
+    seq_len: int = control(16, "int", lo=1, hi=MAX_SEQ_LEN, help="help.seq_len_long",
+                           cli_help="synthetic tokens (with --source synthetic, implied when no --text is given)",
+                           implies=(("source", "synthetic"),))  # fmt: skip
+    cross: bool = control(
+        False, "bool", help="help.cross", cli_help="cross-attention: keys and values from --cross-text"
+    )
+    cross_text: str = control(DEFAULT_CROSS, "text", hi=MAX_TEXT_CHARS, cli_help="the key/value text of cross-attention",
+                              implies=(("cross", True),))  # fmt: skip
+    n_heads: int = control(8, "int", lo=1, hi=MAX_HEADS, help="help.n_heads", cli_help="query heads")
+    n_kv_heads: int = control(2, "kv_heads", cli_help="KV heads (a divisor of n_heads)")
+    head_dim: int = control(16, "int", lo=1, hi=256, help="help.head_dim", cli="--d-k", cli_help="head dimension d_k")
+    mask: str = control("none", "choice", options=MASK_KINDS, help="help.mask", cli_help="none, causal or padding")
+    scaling: bool = control(True, "bool", help="help.scaling", cli_help="do not divide the scores by sqrt(d_k)")
+    temperature: float = control(1.0, "float", lo=0.1, hi=5.0, step=0.1, help="help.temperature",
+                                 cli_help="softmax temperature τ")  # fmt: skip
+    pad_len: int | None = control(None, "int", lo=1, hi=MAX_SEQ_LEN, data=True, help="help.pad_len",
+                                  cli_help="real keys of --mask padding (default 3/4 of them)")  # fmt: skip
+    view: str = control("grid", "choice", options=PAGE_VIEWS)
+    cscale: str | None = control(None, "choice", options=("fixed", "fit"), help="help.cscale",
+                                 cli_help="fixed (0..1) or fit; default: fit from 64 keys on")  # fmt: skip
+    pool: str = control("max", "choice", options=REDUCES, help="help.pool", cli_help="what a pooled cell shows")
+    head: int = control(0, "int", lo=0, hi=MAX_HEADS - 1, data=True, help="help.head",
+                        cli_help="the head of the zoom and step-by-step views")  # fmt: skip
+    zoom_size: int | None = control(None, "pow2", lo=16, hi=MAX_SEQ_LEN, data=True, help="help.zoom_size",
+                                    cli_help="zoom window, tokens a side (default: all)")  # fmt: skip
+    q_start: int = control(0, "int", lo=0, hi=MAX_SEQ_LEN - 1, data=True, help="help.q_start",
+                           cli_help="first query row of the zoom/steps window")  # fmt: skip
+    k_start: int = control(0, "int", lo=0, hi=MAX_SEQ_LEN - 1, data=True, help="help.k_start",
+                           cli_help="first key of the zoom/steps window")  # fmt: skip
+    seed: int = control(0, "seed", cli_help="the layer's seed")
 
-    name: str
-    figure: go.Figure
-    source: pd.DataFrame | Callable[[], pd.DataFrame]
+    def __post_init__(self) -> None:
+        check_choices(self)
 
     @property
-    def data(self) -> pd.DataFrame:
-        return self.source() if callable(self.source) else self.source
+    def tokens_q(self) -> tuple[str, ...]:
+        return sequence(self.source, self.text, self.seq_len)
+
+    @property
+    def tokens_k(self) -> tuple[str, ...] | None:
+        """The context's tokens in cross-attention, else None (the keys are the queries' own tokens)."""
+        return tuple(tokenize(self.cross_text, MAX_TEXT_TOKENS)) if self.cross else None
+
+    @property
+    def t_q(self) -> int:
+        return len(self.tokens_q)
+
+    @property
+    def t_k(self) -> int:
+        return len(self.tokens_k) if self.cross else self.t_q
+
+    @property
+    def pad(self) -> int | None:
+        """The real keys of a padding mask: the chosen number, else three quarters of the keys."""
+        if self.mask != "padding":
+            return None
+        return self.pad_len if self.pad_len is not None else max(1, (self.t_k * 3 + 3) // 4)
+
+    @property
+    def fit(self) -> bool:
+        """Whether the colour scale is fitted to the data: as chosen, else as :func:`default_cscale` says."""
+        return (self.cscale or default_cscale(self.t_k)) == "fit"
+
+    @property
+    def scale(self) -> float:
+        return self.layer().scale
+
+    @property
+    def n_rep(self) -> int:
+        return self.n_heads // self.n_kv_heads
+
+    @property
+    def kind(self) -> str:
+        return self.config().kind
+
+    def config(self) -> AttentionConfig:
+        return AttentionConfig(n_heads=self.n_heads, n_kv_heads=self.n_kv_heads, head_dim=self.head_dim,
+                               seq_len=max(1, self.t_q), use_scaling=self.scaling, seed=self.seed)  # fmt: skip
+
+    def layer(self) -> SeededLayer:
+        """The attention source every view draws from; :class:`ConfigError` naming the field when invalid."""
+        return SeededLayer(self.n_heads, self.n_kv_heads, self.head_dim, self.tokens_q, self.tokens_k,
+                           mask_kind=self.mask, pad_len=self.pad, use_scaling=self.scaling,
+                           temperature=self.temperature, seed=self.seed)  # fmt: skip
+
+    @property
+    def whole_zoom(self) -> int:
+        """The smallest power of two (at least 16) that holds every token: the zoom's default and largest size."""
+        return max(16, 1 << (max(self.t_q, self.t_k) - 1).bit_length())
+
+    def zoom_window(self) -> tuple[int, int, int, int]:
+        """``(q0, q1, k0, k1)`` of the zoom: ``zoom_size`` tokens a side from the starts, inside the sequence."""
+        size = self.zoom_size or self.whole_zoom
+        q0, k0 = window_start(self.q_start, self.t_q, size), window_start(self.k_start, self.t_k, size)
+        return q0, min(self.t_q, q0 + size), k0, min(self.t_k, k0 + size)
 
 
-def matrix_frame(
-    mat: np.ndarray, rows: list[str], cols: list[str], row_name: str, col_name: str, value_name: str
-) -> pd.DataFrame:
-    """Long-format table of a matrix ``[R, C]``: one row per cell with both labels and positions."""
-    r, c = mat.shape
-    return pd.DataFrame(
-        {
-            f"{row_name}_pos": np.repeat(np.arange(r), c),
-            row_name: np.repeat(np.asarray(rows, dtype=object), c),
-            f"{col_name}_pos": np.tile(np.arange(c), r),
-            col_name: np.tile(np.asarray(cols, dtype=object), r),
-            value_name: mat.reshape(-1).astype(np.float64),
-        }
-    )
+def window_start(start: int, length: int, size: int) -> int:
+    """A window's first position: ``start``, moved back so ``size`` positions fit (0 when the window holds all)."""
+    return 0 if size >= length else min(max(0, start), length - size)
+
+
+def file_stem(p: Params) -> str:
+    """What the exported files of ``p`` are called after their view name."""
+    return f"h{p.n_heads}_kv{p.n_kv_heads}_dk{p.head_dim}_seed{p.seed}"
+
+
+# ---------------------------------------------------------------- steps (cacheable: source and plain values in)
+def is_pooled(t_rows: int, t_cols: int, side: int) -> bool:
+    """Whether a map of ``t_rows × t_cols`` is drawn pooled at ``side`` cells a side (then block max or mean matters)."""
+    return pool_factor(t_rows, t_cols, side) > 1
+
+
+def grid_side(p: Params) -> int:
+    """Cells a side of each pooled head of the grid (:func:`attn_core.figures.grid_side`)."""
+    return figures.grid_side(p.n_heads)
+
+
+def grid_maps(layer: SeededLayer, reduce: str, *, device: str = "cpu") -> PooledMaps:
+    """Every head's weights, pooled so the whole grid stays small (:func:`attn_core.figures.grid_side`)."""
+    return pooled_attention(layer, max_side=figures.grid_side(layer.n_heads), reduce=reduce, device=device)
+
+
+def zoom_maps(
+    layer: SeededLayer, head: int, window: tuple[int, int, int, int], reduce: str, *, device: str = "cpu"
+) -> PooledMaps:
+    """One head's window, at full resolution up to :data:`ZOOM_SIDE` a side, pooled beyond."""
+    return pooled_attention(layer, max_side=ZOOM_SIDE, reduce=reduce, heads=(head,), window=window, device=device)
+
+
+def step_window(layer: SeededLayer, head: int, q_start: int, k_start: int, *, device: str = "cpu") -> HeadWindow:
+    """One head's Q, K, V, scores, weights and output for a :data:`STEP_WINDOW` window."""
+    return head_window(layer, head=head, q_start=q_start, k_start=k_start, device=device)
+
+
+def entropy_maps(layer: SeededLayer, *, device: str = "cpu") -> PooledMaps:
+    """Every head's normalised row entropy (with the smallest pooled maps, which the view does not draw)."""
+    return pooled_attention(layer, max_side=ENTROPY_SIDE, entropy=True, device=device)
+
+
+def shapes(p: Params) -> list[ShapeStep]:
+    """The tensor shapes of the layer, from the input to the output, with ``p``'s numbers."""
+    return shape_walk(p.config(), p.t_q, p.t_k if p.cross else None)
 
 
 def pooled_frame(pm: PooledMaps) -> pd.DataFrame:
@@ -226,3 +378,118 @@ def entropy_view(
         )
 
     return View("row_entropy", fig, frame)
+
+
+# ---------------------------------------------------------------- what the page says about the current settings
+def summary(p: Params, style: figures.Style) -> str:
+    """The line under the controls: the sharing, the shape and the score factor as it is applied."""
+    t, c = style.t, style.count
+    # × 1/√d_k ÷ τ, or ÷ τ alone with the scaling off
+    scale_line = t("heatmap.scale_on" if p.scaling else "heatmap.scale_off", d=p.head_dim,
+                   sqrt=f"{np.sqrt(p.head_dim):.4g}", tau=f"{p.temperature:g}", scale=f"{p.scale:.4g}")  # fmt: skip
+    return t("heatmap.summary", kind=p.kind, heads=c(p.n_heads, "query_head"), kvs=c(p.n_kv_heads, "kv_head"),
+             per=c(p.n_rep, "query_head"), d=p.head_dim, queries=c(p.t_q, "query"), keys=c(p.t_k, "key"),
+             scale=scale_line)  # fmt: skip
+
+
+def read_help(pm: PooledMaps, fit: bool, style: figures.Style) -> str:
+    """The "how to read" help of the chart drawn from ``pm``, saying what it is.
+
+    Exact or pooled (max / mean) cells, whole rows or a window of keys, one panel or a grid of KV
+    groups, masked cells if any, and the colour scale actually used (0..1, or fitted with its top).
+    """
+    t = style.t
+    f, (k0, k1) = pm.factor, pm.k_range
+    if f > 1:
+        parts = [t(f"heatmap.read.cells_{pm.reduce}", f=f)]
+    elif (k0, k1) == (0, len(pm.tokens_k)):
+        parts = [t("heatmap.read.cells_exact")]
+    else:
+        parts = [t("heatmap.read.cells_window", keys=style.count(len(pm.tokens_k), "key"))]
+    if len(pm.heads) > 1:
+        parts.append(t("heatmap.read.groups"))
+    if not pm.allowed.all():
+        parts.append(t("heatmap.read.masked"))
+    top = fitted_top(pm, fit)
+    if top is None:
+        parts.append(t("heatmap.read.scale_fixed"))
+    else:
+        parts.append(t("heatmap.read.scale_fit", top=f"{top:.3g}", pct=f"{FIT_PERCENTILE:g}"))
+    return " ".join(parts)
+
+
+def zoom_note(p: Params, pm: PooledMaps, style: figures.Style) -> str:
+    """The caption under the zoom: the whole head, or a window of it (the softmax still over every key)."""
+    if p.zoom_window() == (0, p.t_q, 0, p.t_k):
+        return style.t("heatmap.zoom_whole", side=ZOOM_SIDE, f=pm.factor)
+    return style.t("heatmap.zoom_note", side=ZOOM_SIDE, f=pm.factor, keys=style.count(p.t_k, "key"))
+
+
+def explanation(p: Params, i: int, style: figures.Style) -> str:
+    """The sentence above step ``i`` (0-based) of the step-by-step view, for the current settings."""
+    if i == 4:  # the scaling: the factors actually applied, and the variance they give
+        key = "heatmap.explain5" if p.scaling else "heatmap.explain5_off"
+        key += "_tau" if p.temperature != 1 else ""
+        var = (1.0 if p.scaling else p.head_dim) / p.temperature**2
+        return style.t(key, d=p.head_dim, tau=f"{p.temperature:g}", scale=f"{p.scale:.4g}", var=f"{var:.4g}")
+    if p.cross and i in (1, 2):  # keys and values come from the context
+        return style.t(f"heatmap.explain{i + 1}_cross")
+    return style.t(f"heatmap.explain{i + 1}")
+
+
+def step_notes(p: Params, hw: HeadWindow, style: figures.Style) -> list[str]:
+    """What the step-by-step view says first: whose keys the head reads, and the window when it is one."""
+    t = style.t
+    if p.n_rep > 1:
+        notes = [t("heatmap.step_head", head=hw.head, group=hw.group, per=style.count(p.n_rep, "query_head"))]
+    else:
+        notes = [t("heatmap.step_head_own", head=hw.head, group=hw.group)]
+    if not hw.complete:
+        mass = hw.row_mass
+        notes.append(t("heatmap.step_window", q0=hw.q0, q1=hw.q0 + len(hw.tokens_q) - 1, k0=hw.k0,
+                       k1=hw.k0 + len(hw.tokens_k) - 1, tq=p.t_q, tk=p.t_k, keys=style.count(p.t_k, "key"),
+                       lo=f"{mass.min():.3f}", hi=f"{mass.max():.3f}"))  # fmt: skip
+    return notes
+
+
+def shapes_table(p: Params, style: figures.Style) -> pd.DataFrame:
+    """The tensor shapes as a table in the user's language (step, operation, shape with ``p``'s numbers)."""
+    t = style.t
+    rows = shapes(p)
+    return pd.DataFrame(
+        {
+            t("shapes.step"): [t(f"shapes.{r.step}") for r in rows],
+            t("shapes.op"): [t(f"shapes.ops.{r.op}", rep=p.n_rep) for r in rows],
+            t("shapes.shape"): [t("shapes.each", shape=r.formula) if r.pair else r.formula for r in rows],
+        }
+    )
+
+
+def shapes_note(p: Params, style: figures.Style) -> str:
+    """The legend under the shapes table, with ``p``'s numbers."""
+    c = style.count
+    counts = dict(b=1, dm=p.config().d_model, heads=c(p.n_heads, "query_head"), kvs=c(p.n_kv_heads, "kv_head"),
+                  d=p.head_dim)  # fmt: skip
+    if p.cross:
+        return style.t("shapes.note_cross", tq=c(p.t_q, "token"), tk=c(p.t_k, "token"), **counts)
+    return style.t("shapes.note", tokens=c(p.t_q, "token"), **counts)
+
+
+# ---------------------------------------------------------------- the command line's charts
+def views(p: Params, style: figures.Style, which: str | Sequence[str] | None = None, device: str = "cpu") -> list[View]:
+    """The charts of ``which`` views (default: the page's current view, if it draws one) for ``p``."""
+    default = [p.view] if p.view in VIEW_NAMES else ["grid"]
+    layer = p.layer()
+    out: list[View] = []
+    for name in view_list(which, VIEW_NAMES, default):
+        if name == "grid":
+            out.append(grid_view(grid_maps(layer, p.pool, device=device), style, p.fit))
+        elif name == "zoom":
+            out.append(grid_view(zoom_maps(layer, p.head, p.zoom_window(), p.pool, device=device), style, p.fit))
+        elif name == "steps":
+            hw = step_window(layer, p.head, p.q_start, p.k_start, device=device)
+            out.extend(step_views(hw, style, step_columns(hw, style)))
+        else:
+            pm = entropy_maps(layer, device=device)
+            out.append(entropy_view(pm.entropy, pm.tokens_q, p.n_heads, p.n_kv_heads, style))
+    return out
