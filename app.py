@@ -3,8 +3,10 @@
 import streamlit as st
 
 import ui
+from attn_core.views import PAGES
 
-HOME = "heatmaps"  # the default page: Streamlit serves it at "/", and ui.route_home_alias opens "/heatmaps" too
+# the default page: Streamlit serves it at "/", and ui.route_home_alias opens "/<its name>" too
+HOME = next(p.name for p in PAGES if p.default)
 
 st.set_page_config(
     page_title="Attention Explorer",
@@ -15,12 +17,7 @@ st.set_page_config(
 )
 
 ui.route_home_alias(HOME)
-pages = [
-    st.Page("pages/heatmaps.py", title=ui.t("nav.heatmaps"), icon=":material/grid_on:", url_path=HOME, default=True),
-    st.Page("pages/saturation.py", title=ui.t("nav.saturation"), icon=":material/show_chart:", url_path="saturation"),
-    st.Page("pages/kv_sharing.py", title=ui.t("nav.kv_sharing"), icon=":material/call_split:", url_path="kv_sharing"),
-    st.Page("pages/kv_cache.py", title=ui.t("nav.kv_cache"), icon=":material/memory:", url_path="kv_cache"),
-]
+pages = [st.Page(p.script, title=ui.t(p.title_key), icon=p.icon, url_path=p.name, default=p.default) for p in PAGES]
 # Which page this run draws is settled first, so that a rerun the sidebar asks for stays on it.
 page = st.navigation(pages)
 ui.sidebar()

@@ -36,3 +36,18 @@ def arr(value: Any) -> np.ndarray:
 def chart_specs(at) -> list[dict]:
     """The plotly JSON of every chart an AppTest run drew."""
     return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+LAYER_ARGS = {"d_model", "mask_kind", "pad_len", "use_scaling", "temperature", "seed"}
+
+
+def seeded(fn, n_heads, n_kv_heads, head_dim, tokens_q, tokens_k=None, **kw):
+    """``fn`` (``pooled_attention`` or ``head_window``) on the seeded layer these arguments describe.
+
+    The layer's own arguments (``mask_kind``, ``seed`` ...) make the :class:`SeededLayer`; the rest go to ``fn``.
+    """
+    from attn_core.sources import SeededLayer
+
+    layer_kw = {k: kw.pop(k) for k in list(kw) if k in LAYER_ARGS}
+    keys = None if tokens_k is None else tuple(tokens_k)
+    return fn(SeededLayer(n_heads, n_kv_heads, head_dim, tuple(tokens_q), keys, **layer_kw), **kw)

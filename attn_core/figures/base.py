@@ -31,6 +31,8 @@ __all__ = [
     "Style",
     "FONTS_SET",
     "apply_fonts",
+    "base_layout",
+    "plain_figure",
     "group_color",
     "pool_max",
 ]
@@ -116,6 +118,50 @@ def apply_fonts(fig: go.Figure, style: Style) -> go.Figure:
         if getattr(trace, "colorbar", None) is not None and getattr(trace, "showscale", None) is not False:
             trace.colorbar.update(tickfont=dict(size=size))
     return fig
+
+
+def base_layout(title: str, style: Style, height: int, **extra: object) -> dict:
+    """The layout every chart starts from, as a plain dict: title, fonts, height, margins, legend, hover.
+
+    ``extra`` is merged over it (``margin``, ``legend``, axes ...). Use it with
+    :func:`plain_figure` or ``fig.update_layout(**base_layout(...))``.
+    """
+    layout: dict[str, object] = dict(
+        title=dict(text=title, font=dict(size=style.title_font)),
+        font=dict(size=style.font),
+        height=int(height),
+        margin=dict(l=10, r=10, t=80 if style.present else 60, b=10),
+        legend=dict(font=dict(size=style.font)),
+        hoverlabel=dict(font=dict(size=max(12, style.font - 2))),
+        plot_bgcolor="rgba(0,0,0,0)",
+    )
+    layout.update(extra)
+    return layout
+
+
+def plain_figure(data: list[dict], layout: dict, style: Style) -> go.Figure:
+    """A figure from plain trace and layout dicts, without plotly's per-property validation (fast).
+
+    Every font :func:`apply_fonts` would set is written in here (each axis's tick and
+    title font, the legend, the hover label, colour bars) and ``layout.meta`` says so,
+    so ``apply_fonts`` leaves the figure as it is: plotly's validated layout updates
+    took most of a rerun. Colour scales must be explicit stops (:func:`explicit_scale`).
+    """
+    size = style.font
+    for key, axis in layout.items():
+        if key.startswith(("xaxis", "yaxis")) and isinstance(axis, dict):
+            axis["tickfont"] = dict(size=size)
+            axis.setdefault("title", {})["font"] = dict(size=size + 2)
+    layout.setdefault("legend", {})["font"] = dict(size=size)
+    layout.setdefault("hoverlabel", {})["font"] = dict(size=max(12, size - 2))
+    bar = layout.setdefault("coloraxis", {}).setdefault("colorbar", {})  # apply_fonts adds it even when unused
+    bar["tickfont"] = dict(size=size)
+    bar.setdefault("title", {})["font"] = dict(size=size)
+    for trace in data:
+        if trace.get("type") == "heatmap":  # apply_fonts sizes every colour bar, shown or not
+            trace.setdefault("colorbar", {})["tickfont"] = dict(size=size)
+    layout["meta"] = {FONTS_SET: size}
+    return go.Figure({"data": data, "layout": layout}, _validate=False)
 
 
 def group_color(group: int) -> str:

@@ -14,6 +14,7 @@ from attn_core.config import AttentionConfig, ConfigError
 from attn_core.longmaps import head_window, pool_factor, pooled_attention
 from attn_core.maps import compute_attention_maps
 from attn_core.tokens import synthetic_tokens, tokenize
+from tests.util import seeded
 
 TOKS = tokenize("The cat sat on the mat because it was tired .")
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,7 @@ def block_reduce(w: np.ndarray, mask: np.ndarray, f: int, how: str) -> np.ndarra
 @pytest.mark.parametrize("mask_kind", ["none", "causal", "padding"])
 def test_unpooled_equals_the_full_computation(mask_kind):
     m = full(mask_kind=mask_kind, pad_len=7)
-    pm = pooled_attention(8, 2, 16, TOKS, mask_kind=mask_kind, pad_len=7, entropy=True)
+    pm = seeded(pooled_attention, 8, 2, 16, TOKS, mask_kind=mask_kind, pad_len=7, entropy=True)
     assert pm.factor == 1 and pm.weights.shape == (8, 11, 11) and pm.weights.dtype == np.float32
     np.testing.assert_allclose(pm.weights, np.where(m.mask, m.weights, np.nan), atol=1e-6)
     assert np.array_equal(pm.allowed, m.mask)
@@ -51,7 +52,7 @@ def test_cross_attention_and_head_subsets():
     keys = tokenize("Le chat était fatigué .")
     cfg = AttentionConfig(n_heads=6, n_kv_heads=3, head_dim=8)
     m = compute_attention_maps(cfg, TOKS, keys, mask_kind="padding", pad_len=3)
-    pm = pooled_attention(6, 3, 8, TOKS, keys, mask_kind="padding", pad_len=3, heads=[5, 0, 2])
+    pm = seeded(pooled_attention, 6, 3, 8, TOKS, keys, mask_kind="padding", pad_len=3, heads=[5, 0, 2])
     np.testing.assert_allclose(pm.weights, np.where(m.mask, m.weights, np.nan)[[5, 0, 2]], atol=1e-6)
     assert pm.heads == (5, 0, 2) and pm.group_of(5) == 2
 
@@ -61,7 +62,7 @@ def test_cross_attention_and_head_subsets():
 def test_pooling_matches_explicit_block_reduction(how, mask_kind):
     toks = synthetic_tokens(53)  # not a multiple of the block side
     m = full(4, 2, 8, toks, mask_kind=mask_kind)
-    pm = pooled_attention(4, 2, 8, toks, mask_kind=mask_kind, max_side=10, reduce=how)
+    pm = seeded(pooled_attention, 4, 2, 8, toks, mask_kind=mask_kind, max_side=10, reduce=how)
     f = pool_factor(53, 53, 10)
     assert pm.factor == f == 6 and pm.weights.shape == (4, 9, 9)
     want = block_reduce(m.weights, m.mask, f, how)
@@ -72,15 +73,15 @@ def test_pooling_matches_explicit_block_reduction(how, mask_kind):
 def test_window_keeps_the_softmax_over_all_keys():
     toks = synthetic_tokens(40)
     m = full(4, 4, 8, toks, mask_kind="causal")
-    pm = pooled_attention(4, 4, 8, toks, mask_kind="causal", heads=[1], window=(10, 30, 5, 25))
+    pm = seeded(pooled_attention, 4, 4, 8, toks, mask_kind="causal", heads=[1], window=(10, 30, 5, 25))
     np.testing.assert_allclose(pm.weights[0], np.where(m.mask, m.weights, np.nan)[1, 10:30, 5:25], atol=1e-6)
 
 
 def test_chunks_do_not_change_the_result(monkeypatch):
     toks = synthetic_tokens(70)
-    one = pooled_attention(4, 2, 8, toks, mask_kind="causal", max_side=16, reduce="mean", entropy=True)
+    one = seeded(pooled_attention, 4, 2, 8, toks, mask_kind="causal", max_side=16, reduce="mean", entropy=True)
     monkeypatch.setattr(longmaps, "CHUNK_BYTES", 1)  # one query row per chunk
-    many = pooled_attention(4, 2, 8, toks, mask_kind="causal", max_side=16, reduce="mean", entropy=True)
+    many = seeded(pooled_attention, 4, 2, 8, toks, mask_kind="causal", max_side=16, reduce="mean", entropy=True)
     # other chunk sizes run other matmul shapes: float32 rounding may differ (by CPU kernel), nothing more
     np.testing.assert_allclose(many.weights, one.weights, rtol=1e-5, atol=1e-6, equal_nan=True)
     np.testing.assert_allclose(many.entropy, one.entropy, atol=1e-6)
@@ -91,18 +92,18 @@ def test_long_sequence_fits_a_budget_the_full_tensor_would_not(monkeypatch):
     toks = synthetic_tokens(4096)
     with pytest.raises(ConfigError):  # 8 x 4096 x 4096 float32 is 512 MiB per copy
         full(8, 2, 16, toks)
-    pm = pooled_attention(8, 2, 16, toks, max_side=64)
+    pm = seeded(pooled_attention, 8, 2, 16, toks, max_side=64)
     assert pm.weights.shape == (8, 64, 64) and pm.factor == 64
     assert np.nanmax(pm.weights) <= 1.0
     monkeypatch.setenv("ATTN_MAX_BYTES", str(2**20))
     with pytest.raises(ConfigError) as err:
-        pooled_attention(8, 2, 16, toks, max_side=64)
+        seeded(pooled_attention, 8, 2, 16, toks, max_side=64)
     assert err.value.field == "seq_len"
 
 
 def test_head_window_equals_the_full_computation():
     m = full(mask_kind="causal")
-    hw = head_window(8, 2, 16, TOKS, head=5, q_start=3, k_start=2, size=6, mask_kind="causal")
+    hw = seeded(head_window, 8, 2, 16, TOKS, head=5, q_start=3, k_start=2, size=6, mask_kind="causal")
     assert (hw.q0, hw.k0, hw.group) == (3, 2, 1) and hw.tokens_q == tuple(TOKS[3:9])
     np.testing.assert_allclose(hw.weights, m.weights[5, 3:9, 2:8], atol=1e-6)
     np.testing.assert_allclose(hw.raw_scores, m.raw_scores[5, 3:9, 2:8], atol=1e-5)
@@ -112,11 +113,11 @@ def test_head_window_equals_the_full_computation():
     np.testing.assert_allclose(hw.k, m.k[1, 2:8], atol=1e-5)
     np.testing.assert_allclose(hw.row_mass, m.weights[5, 3:9, 2:8].sum(-1), atol=1e-6)
     assert not hw.complete
-    whole = head_window(8, 2, 16, TOKS, head=0)
+    whole = seeded(head_window, 8, 2, 16, TOKS, head=0)
     assert whole.complete
     np.testing.assert_allclose(whole.row_mass, 1.0, atol=1e-5)
     # a start past the end is clipped so the window stays inside the sequence
-    assert head_window(8, 2, 16, TOKS, head=0, q_start=100, size=4).q0 == 7
+    assert seeded(head_window, 8, 2, 16, TOKS, head=0, q_start=100, size=4).q0 == 7
 
 
 @pytest.mark.parametrize(
@@ -126,7 +127,7 @@ def test_head_window_equals_the_full_computation():
 )  # fmt: skip
 def test_bad_arguments_name_the_field(kw, field):
     with pytest.raises(ConfigError) as err:
-        pooled_attention(8, 2, 16, TOKS, **kw)
+        seeded(pooled_attention, 8, 2, 16, TOKS, **kw)
     assert err.value.field == field
 
 

@@ -11,7 +11,7 @@ from attn_core import figures
 from attn_core.config import AttentionConfig, ConfigError
 from attn_core.maps import build_mask, compute_attention_maps, normalized_entropy, shape_walk
 from attn_core.tokens import tokenize
-from tests.util import arr
+from tests.util import arr, seeded
 
 TOKS = tokenize("the cat sat on the mat")
 
@@ -136,10 +136,10 @@ def test_grid_columns_keep_groups_together(h, kv, cols):
 
 
 def grid(m, style=figures.Style()):
-    from attn_core import views
+    from attn_core.views import heatmaps as views
     from attn_core.longmaps import pooled_attention
 
-    pm = pooled_attention(4, 2, 8, list(m.tokens_q), mask_kind="causal" if not m.mask.all() else "none")
+    pm = seeded(pooled_attention, 4, 2, 8, list(m.tokens_q), mask_kind="causal" if not m.mask.all() else "none")
     return views.grid_view(pm, style).figure
 
 
@@ -171,7 +171,7 @@ def test_grid_side_keeps_every_grid_light(n):
 
 
 def test_grid_of_64_pooled_heads_serializes_under_2_mb():
-    from attn_core import views
+    from attn_core.views import heatmaps as views
     from attn_core.longmaps import PooledMaps
 
     side = figures.grid_side(64)
@@ -231,10 +231,10 @@ def labelled_axes(spec: dict) -> dict[str, dict]:
 
 
 def grid_spec(n_heads, n_kv_heads, tokens, style, **kw):
-    from attn_core import views
+    from attn_core.views import heatmaps as views
     from attn_core.longmaps import pooled_attention
 
-    pm = pooled_attention(n_heads, n_kv_heads, 8, tokens, max_side=figures.grid_side(n_heads), **kw)
+    pm = seeded(pooled_attention, n_heads, n_kv_heads, 8, tokens, max_side=figures.grid_side(n_heads), **kw)
     fig = views.grid_view(pm, style).figure
     figures.apply_fonts(fig, style)
     return json.loads(fig.to_json()), pm
@@ -283,10 +283,10 @@ def test_grid_labels_every_token_up_to_64(present, n_heads, n_kv_heads):
 
 
 def test_long_sequences_thin_the_labels_and_say_so():
-    from attn_core import views
+    from attn_core.views import heatmaps as views
     from attn_core.longmaps import pooled_attention
 
-    pm = pooled_attention(2, 1, 8, [f"t{i}" for i in range(300)], heads=[0], max_side=512)
+    pm = seeded(pooled_attention, 2, 1, 8, [f"t{i}" for i in range(300)], heads=[0], max_side=512)
     fig = json.loads(views.grid_view(pm, figures.Style()).figure.to_json())
     ax = fig["layout"]["yaxis"]
     step = len(fig["data"][0]["y"]) // len(ax["tickvals"])
@@ -317,11 +317,11 @@ def test_short_labels_keep_the_position_and_the_hover_keeps_the_token():
 @pytest.mark.parametrize("present", [False, True])
 @pytest.mark.parametrize("t", [11, 64])
 def test_step_matrices_label_every_token(present, t):
-    from attn_core import views
+    from attn_core.views import heatmaps as views
     from attn_core.longmaps import head_window
 
     tokens = SENTENCE if t == 11 else [f"t{i}" for i in range(t)]
-    hw = head_window(4, 2, 8, tokens)
+    hw = seeded(head_window, 4, 2, 8, tokens)
     style = figures.Style(present=present)
     cols = views.step_columns(hw, style)
     assert cols == (2 if t == 11 and not present else 1)

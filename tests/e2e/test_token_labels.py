@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from tests.e2e.test_pages import assert_clean
+from tests.util import seeded
 
 pytestmark = pytest.mark.e2e
 
@@ -95,13 +96,14 @@ def test_step_view_and_zoom_label_every_token(watch):
 
 def test_exported_svg_labels_every_token():
     """The SVG export (kaleido with the system Chromium) of the presentation grid has every label too."""
-    from attn_core import figures, render, views
+    from attn_core import figures, render
+    from attn_core.views import heatmaps as views
     from attn_core.longmaps import pooled_attention
 
     if render.find_chromium() is None:
         pytest.skip("image export needs Debian's chromium")
     for style, n_heads in ((figures.Style(present=True), 8), (figures.Style(), 32)):
-        pm = pooled_attention(n_heads, n_heads // 4, 16, SENTENCE, max_side=figures.grid_side(n_heads))
+        pm = seeded(pooled_attention, n_heads, n_heads // 4, 16, SENTENCE, max_side=figures.grid_side(n_heads))
         fig = figures.apply_fonts(views.grid_view(pm, style).figure, style)
         root = ET.fromstring(render.export_bytes(fig, "svg"))
         drawn: dict[str, list[str]] = {}
