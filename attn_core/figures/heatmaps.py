@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import plotly.graph_objects as go
@@ -29,7 +29,9 @@ __all__ = [
     "block_labels",
     "GridPlan",
     "grid_plan",
+    "HeadGrid",
     "heatmap_grid",
+    "MatrixSpec",
     "matrix_figure",
     "ENTROPY_MAX_POINTS",
     "entropy_figure",
@@ -112,147 +114,146 @@ def grid_plan(
     return next((p for p in reversed(plans) if height(p) <= MAX_GRID_PX), plans[0])
 
 
-def heatmap_grid(
-    weights: np.ndarray,
-    heads: list[int] | tuple[int, ...],
-    n_heads: int,
-    n_kv_heads: int,
-    labels_q: list[str],
-    labels_k: list[str],
-    style: Style = Style(),
-    *,
-    title: str | None = None,
-    value_label: str | None = None,
-    panel_px: int | None = None,
-    cmax: float = 1.0,
-) -> go.Figure:
+@dataclass(frozen=True)
+class HeadGrid:
+    """What :func:`heatmap_grid` draws: ``weights`` ``[Hs, R, C]`` of the query heads ``heads`` (of ``n_heads``
+    sharing ``n_kv_heads`` KV heads), the row and column labels, and optionally the title, the colour bar's
+    label, a least panel height in px and the top of the colour scale (1 unless fitted to the data)."""
+
+    weights: np.ndarray
+    heads: tuple[int, ...]
+    n_heads: int
+    n_kv_heads: int
+    labels_q: list[str]
+    labels_k: list[str]
+    title: str | None = None
+    value_label: str | None = None
+    panel_px: int | None = None
+    cmax: float = 1.0
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    """Where the panels of a grid go (px and paper fractions) and how its axes are ticked."""
+
+    plan: GridPlan
+    nrows: int
+    title_px: int
+    plot_h: int
+    width: float
+    xgap: float
+    x_ticks: dict
+    y_ticks: dict
+
+
+def _geometry(grid: HeadGrid, style: Style) -> _Geometry:
+    hs, r, c = grid.weights.shape
+    title_px = 30 if style.present else 24
+    base_cols = grid_columns(grid.n_heads, grid.n_kv_heads) if hs == grid.n_heads else min(hs, 4)
+    plan = grid_plan(hs, base_cols, r, c, style, min_h=grid.panel_px, title_px=title_px)
+    nrows = -(-hs // plan.ncols)
+    xgap = 0.025 if plan.ncols > 1 else 0.0
+    return _Geometry(plan, nrows, title_px, nrows * plan.panel_h + (nrows - 1) * title_px,
+                     (1.0 - xgap * (plan.ncols - 1)) / plan.ncols, xgap, tick_axis(grid.labels_k, plan.x),
+                     tick_axis(grid.labels_q, plan.y))  # fmt: skip
+
+
+def _panel(i: int, grid: HeadGrid, geo: _Geometry, style: Style, words: dict[str, str]) -> tuple[dict, dict, dict]:
+    """Panel ``i``: its heatmap trace and its x and y axes (``xaxis<n>``, ``yaxis<n>``)."""
+    hs, r, c = grid.weights.shape
+    head, ncols = grid.heads[i], geo.plan.ncols
+    row, col = divmod(i, ncols)
+    n = "" if i == 0 else str(i + 1)
+    group = head // (grid.n_heads // grid.n_kv_heads)
+    x0 = col * (geo.width + geo.xgap)
+    show_x = row == geo.nrows - 1 or i + ncols >= hs  # the bottom panel of each column has the key labels
+    top = 1.0 - row * (geo.plan.panel_h + geo.title_px) / geo.plot_h
+    axis_font = dict(size=style.font + 2)
+    trace = dict(type="heatmap", z=grid.weights[i], x=grid.labels_k, y=grid.labels_q, xaxis=f"x{n}", yaxis=f"y{n}",
+                 coloraxis="coloraxis", hoverongaps=False, name=f"{words['head']} {head}",
+                 hovertemplate=(f"<b>{words['head']} {head}</b> · KV {group}<br>{words['query']} %{{y}}<br>"
+                                f"{words['key']} %{{x}}<br>{words['value']} %{{z:.4f}}<extra></extra>"))  # fmt: skip
+    x_axis = dict(domain=[x0, min(1.0, x0 + geo.width)], anchor=f"y{n}", type="category",
+                  matches=None if i == 0 else "x", showticklabels=show_x, tickangle=-60, showgrid=False,
+                  zeroline=False, **(geo.x_ticks if show_x else {}),
+                  range=[-0.5, c - 0.5] if i == 0 else None,  # category i sits at i: the cells fill the panel
+                  title=dict(text=words["key"] if row == geo.nrows - 1 and col == 0 else "", font=axis_font))  # fmt: skip
+    y_axis = dict(domain=[max(0.0, top - geo.plan.panel_h / geo.plot_h), top], anchor=f"x{n}", type="category",
+                  matches=None if i == 0 else "y", showticklabels=col == 0, showgrid=False, zeroline=False,
+                  **(geo.y_ticks if col == 0 else {}),
+                  range=[r - 0.5, -0.5] if i == 0 else None,  # first query row at the top
+                  title=dict(text=words["query"] if col == 0 and row == 0 else "", font=axis_font))  # fmt: skip
+    return trace, x_axis, y_axis
+
+
+def _frames(i: int, grid: HeadGrid, geo: _Geometry, style: Style, masked: bool) -> tuple[list[dict], dict]:
+    """Panel ``i``'s rectangles (grey under it where cells are masked, its KV group's frame) and its title."""
+    head = grid.heads[i]
+    n = "" if i == 0 else str(i + 1)
+    group = head // (grid.n_heads // grid.n_kv_heads)
+    color = group_color(group)
+    panel = dict(type="rect", xref=f"x{n} domain", yref=f"y{n} domain", x0=0, x1=1, y0=0, y1=1)
+    shapes = [dict(panel, fillcolor=MASK_GREY, line=dict(width=0), layer="below")] if masked else []
+    shapes.append(dict(panel, line=dict(color=color, width=4 if style.present else 3), layer="above"))
+    wide = geo.plan.ncols < 8  # eight panels a row leave no room for the word "head"
+    text = f"<b>{style.t('fig.head')} {head}</b> · KV {group}" if wide else f"<b>{head}</b> · KV {group}"
+    title = dict(x=0.5, y=1.0, xref=f"x{n} domain", yref=f"y{n} domain", yanchor="bottom", showarrow=False,
+                 text=text, font=dict(color=color, size=style.font if wide else style.font - 1))  # fmt: skip
+    return shapes, title
+
+
+def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
     """Small multiples of attention weights, one panel per head, framed in its KV group's colour.
 
-    weights ``[Hs, R, C]`` in [0, 1] (NaN = masked, drawn grey by a rectangle
-    under the panel); ``heads`` the head index of each panel; ``labels_q`` (R)
-    and ``labels_k`` (C) unique labels of the rows and columns. Each panel is a
-    float32 heatmap on its own axes (zoom and pan move all panels together);
-    hover shows the head, its KV group, the query, the key and the value, from a
-    hover template, not per-cell text. All panels share one colour scale from
-    0 to ``cmax`` (1 unless the caller fits it to the data).
+    ``grid.weights`` ``[Hs, R, C]`` in [0, 1] (NaN = masked, drawn grey by a rectangle under the
+    panel); ``grid.heads`` the head index of each panel; ``labels_q`` (R) and ``labels_k`` (C) unique
+    labels of the rows and columns. Each panel is a float32 heatmap on its own axes (zoom and pan move
+    all panels together); hover shows the head, its KV group, the query, the key and the value, from a
+    hover template, not per-cell text. All panels share one colour scale from 0 to ``grid.cmax``.
 
-    Every row and column is labelled (shortened to :data:`LABEL_CHARS` characters of
-    token; the hover names it whole) up to :data:`LABELLED` a side: :func:`grid_plan`
-    picks the panels per row, the panel height (``panel_px`` at least) and the tick
-    fonts; where labels must be thinned the title says so.
+    Every row and column is labelled (shortened to :data:`LABEL_CHARS` characters of token; the hover
+    names it whole) up to :data:`LABELLED` a side: :func:`grid_plan` picks the panels per row, the panel
+    height (``panel_px`` at least) and the tick fonts; where labels must be thinned the title says so.
     """
-    hs, r, c = weights.shape
-    n_rep = n_heads // n_kv_heads
-    title_px = 30 if style.present else 24
-    base_cols = grid_columns(n_heads, n_kv_heads) if hs == n_heads else min(hs, 4)
-    plan = grid_plan(hs, base_cols, r, c, style, min_h=panel_px, title_px=title_px)
-    ncols, panel_px = plan.ncols, plan.panel_h
-    nrows = -(-hs // ncols)
-    value_label = value_label or style.t("fig.weight")
-    head_word = style.t("fig.head")
-    q_word, k_word = style.t("fig.query"), style.t("fig.key")
-    if not title:
-        heads, groups = style.count(hs, "query_head"), style.count(n_kv_heads, "kv_group")
-        title = style.t("fig.grid_title", heads=heads, groups=groups)
-    thinned = thinned_note(style, plan.y, plan.x, q_word, k_word)
-    if thinned:
-        title += f"<br><sub>{thinned}</sub>"
-    plot_h = nrows * panel_px + (nrows - 1) * title_px
-    xgap = 0.025 if ncols > 1 else 0.0
-    width = (1.0 - xgap * (ncols - 1)) / ncols
-    x_ticks, y_ticks = tick_axis(labels_k, plan.x), tick_axis(labels_q, plan.y)
-    longest = max((len(s) for s in x_ticks["ticktext"]), default=4)
-    label_room = int(min(200, 30 + (10 if style.present else 0) + 0.5 * plan.x.font * longest))
-
-    def panel_title(head: int, group: int) -> str:  # eight panels a row leave no room for the word "head"
-        return f"<b>{head_word} {head}</b> · KV {group}" if ncols < 8 else f"<b>{head}</b> · KV {group}"
-
-    tick_font, axis_font = dict(size=style.font), dict(size=style.font + 2)
-    z = np.ascontiguousarray(weights, dtype=np.float32)
-    allowed_all = not np.isnan(z).any()
-    data, layout = [], {}
-    shapes, annotations = [], []
-    for i, head in enumerate(heads):
-        row, col = divmod(i, ncols)
-        n = "" if i == 0 else str(i + 1)
-        group = head // n_rep
-        color = group_color(group)
-        x0 = col * (width + xgap)
-        show_x = row == nrows - 1 or i + ncols >= hs  # the bottom panel of each column has the key labels
-        top = 1.0 - row * (panel_px + title_px) / plot_h
-        data.append(
-            dict(
-                type="heatmap",
-                z=z[i],
-                x=labels_k,
-                y=labels_q,
-                xaxis=f"x{n}",
-                yaxis=f"y{n}",
-                coloraxis="coloraxis",
-                hoverongaps=False,
-                hovertemplate=(
-                    f"<b>{head_word} {head}</b> · KV {group}<br>{q_word} %{{y}}<br>{k_word} %{{x}}"
-                    f"<br>{value_label} %{{z:.4f}}<extra></extra>"
-                ),
-                name=f"{head_word} {head}",
-            )
+    hs = grid.weights.shape[0]
+    grid = replace(grid, weights=np.ascontiguousarray(grid.weights, dtype=np.float32))
+    geo = _geometry(grid, style)
+    words = dict(head=style.t("fig.head"), query=style.t("fig.query"), key=style.t("fig.key"),
+                 value=grid.value_label or style.t("fig.weight"))  # fmt: skip
+    title = grid.title or style.t("fig.grid_title", heads=style.count(hs, "query_head"),
+                                  groups=style.count(grid.n_kv_heads, "kv_group"))  # fmt: skip
+    thinned = thinned_note(style, geo.plan.y, geo.plan.x, words["query"], words["key"])
+    title += f"<br><sub>{thinned}</sub>" if thinned else ""
+    masked = bool(np.isnan(grid.weights).any())
+    data, layout, shapes, annotations = [], {}, [], []
+    for i in range(hs):
+        trace, layout[f"xaxis{i + 1 if i else ''}"], layout[f"yaxis{i + 1 if i else ''}"] = _panel(
+            i, grid, geo, style, words
         )
-        layout[f"xaxis{n}"] = dict(
-            domain=[x0, min(1.0, x0 + width)],
-            anchor=f"y{n}",
-            type="category",
-            matches=None if i == 0 else "x",
-            range=[-0.5, c - 0.5] if i == 0 else None,  # category i sits at i: the cells fill the panel
-            showticklabels=show_x,
-            tickangle=-60,
-            showgrid=False,
-            zeroline=False,
-            **(x_ticks if show_x else {}),
-            title=dict(text=k_word if row == nrows - 1 and col == 0 else "", font=axis_font),
-        )
-        layout[f"yaxis{n}"] = dict(
-            domain=[max(0.0, top - panel_px / plot_h), top],
-            anchor=f"x{n}",
-            type="category",
-            matches=None if i == 0 else "y",
-            range=[r - 0.5, -0.5] if i == 0 else None,  # first query row at the top
-            showticklabels=col == 0,
-            showgrid=False,
-            zeroline=False,
-            **(y_ticks if col == 0 else {}),
-            title=dict(text=q_word if col == 0 and row == 0 else "", font=axis_font),
-        )
-        panel = dict(type="rect", xref=f"x{n} domain", yref=f"y{n} domain", x0=0, x1=1, y0=0, y1=1)
-        if not allowed_all:  # grey under the panel shows through the masked (NaN) cells
-            shapes.append(dict(panel, fillcolor=MASK_GREY, line=dict(width=0), layer="below"))
-        shapes.append(dict(panel, line=dict(color=color, width=4 if style.present else 3), layer="above"))
-        annotations.append(
-            dict(x=0.5, y=1.0, xref=f"x{n} domain", yref=f"y{n} domain", yanchor="bottom", showarrow=False,
-                 text=panel_title(head, group), font=dict(color=color, size=style.font if ncols < 8 else style.font - 1))
-        )  # fmt: skip
+        data.append(trace)
+        frames, panel_title = _frames(i, grid, geo, style, masked)
+        shapes += frames
+        annotations.append(panel_title)
+    longest = max((len(s) for s in geo.x_ticks["ticktext"]), default=4)
+    label_room = int(min(200, 30 + (10 if style.present else 0) + 0.5 * geo.plan.x.font * longest))
     # the title hangs from the top; each note line under it (<sub>, about 0.8 of the title's size) takes
     # one line height, and the first row's panel titles sit below them all
     lines = title.count("<br>")
-    top_margin = int(16 + 1.4 * style.title_font * (1 + 0.85 * lines) + title_px + (24 if style.present else 16))
+    top_margin = int(16 + 1.4 * style.title_font * (1 + 0.85 * lines) + geo.title_px + (24 if style.present else 16))
+    tick_font = dict(size=style.font)
     layout.update(
-        title=dict(
-            text=title, font=dict(size=style.title_font), yref="container", y=1, yanchor="top", pad=dict(t=16)
-        ),  # fmt: skip
+        title=dict(text=title, font=dict(size=style.title_font), yref="container", y=1, yanchor="top", pad=dict(t=16)),
         font=dict(size=style.font),
-        coloraxis=dict(
-            colorscale=style.weight_scale,
-            cmin=0.0,
-            cmax=cmax,
-            colorbar=dict(title=dict(text=value_label, font=tick_font), tickfont=tick_font),
-        ),
+        coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=grid.cmax,
+                       colorbar=dict(title=dict(text=words["value"], font=tick_font), tickfont=tick_font)),
         shapes=shapes,
         annotations=annotations,
-        height=int(top_margin + plot_h + label_room),
+        height=int(top_margin + geo.plot_h + label_room),
         margin=dict(l=10, r=10, t=top_margin, b=label_room),
         plot_bgcolor="rgba(0,0,0,0)",
         hoverlabel=dict(font=dict(size=max(12, style.font - 2))),
         uirevision="grid",
-    )
+    )  # fmt: skip
     # Up to 128 axes: built from plain dicts without plotly's per-property validation, which would cost
     # ~0.1-0.2 s at 64 heads on every rerun (the shapes are fixed here and covered by the tests).
     fig = go.Figure(data=data, layout=layout, _validate=False)
@@ -260,88 +261,95 @@ def heatmap_grid(
     return fig
 
 
-def matrix_figure(
-    mat: np.ndarray,
-    row_labels: list[str],
-    col_labels: list[str],
-    title: str,
-    kind: str = "weights",
-    style: Style = Style(),
-    mask: np.ndarray | None = None,
-    row_title: str | None = None,
-    col_title: str | None = None,
-    height: int | None = None,
-    plot_px: int | None = None,
-    label_cols: bool = True,
-) -> go.Figure:
-    """One matrix as a heatmap with its labels and exact hover values.
+@dataclass(frozen=True)
+class MatrixSpec:
+    """What :func:`matrix_figure` draws: ``mat`` ``[R, C]`` with its row and column labels and title.
 
-    ``row_labels`` and ``col_labels`` are used as they are and must be unique
-    (category axes merge equal labels): give tokens with their positions, e.g.
-    :func:`block_labels`. ``kind`` ``weights`` uses the fixed 0..1 scale;
-    ``scores`` and ``values`` a diverging scale centred at 0 whose symmetric
-    range is stated in the colour bar. ``mask`` bool like ``mat`` (False =
-    masked) greys cells out.
-
-    Every row is labelled up to :data:`LABELLED` rows (the height grows with them),
-    and with ``label_cols`` every column too, at a tick font that fits ``plot_px``
-    px of x axis (the chart's expected width less its labels and colour bar);
-    columns of dimensions (``label_cols`` False) are left to plotly.
+    ``kind`` ``weights`` (the fixed 0..1 scale) or ``scores``/``values`` (diverging, centred at 0);
+    ``mask`` bool like ``mat`` (False = masked, drawn grey); the axis titles (default query and key);
+    ``height`` a fixed height in px; ``plot_px`` the px of x axis the labels must fit; ``label_cols``
+    False leaves the columns (dimensions) to plotly.
     """
-    z = np.asarray(mat, dtype=np.float32)
-    z = np.where(np.isfinite(z), z, np.nan)
-    if mask is not None:
-        z = np.where(mask, z, np.nan)
-    rows_u = [str(rl) for rl in row_labels]
-    cols_u = [str(cl) for cl in col_labels]
-    hover = (
-        f"{row_title or style.t('fig.query')} %{{y}}<br>{col_title or style.t('fig.key')} %{{x}}"
-        "<br>%{z:.4g}<extra></extra>"
-    )
-    if kind == "weights":
+
+    mat: np.ndarray
+    row_labels: list[str]
+    col_labels: list[str]
+    title: str
+    kind: str = "weights"
+    mask: np.ndarray | None = None
+    row_title: str | None = None
+    col_title: str | None = None
+    height: int | None = None
+    plot_px: int | None = None
+    label_cols: bool = True
+
+
+def _matrix_traces(spec: MatrixSpec, z: np.ndarray, style: Style) -> tuple[list[dict], dict]:
+    """The matrix's heatmap (values printed in small maps), the grey layer of its masked cells, its colour axis."""
+    rows_u, cols_u = [str(x) for x in spec.row_labels], [str(x) for x in spec.col_labels]
+    hover = (f"{spec.row_title or style.t('fig.query')} %{{y}}<br>{spec.col_title or style.t('fig.key')} %{{x}}"
+             "<br>%{z:.4g}<extra></extra>")  # fmt: skip
+    if spec.kind == "weights":
         caxis = dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0)
     else:
         finite = z[np.isfinite(z)]
         lim = float(np.max(np.abs(finite))) if finite.size else 1.0
         lim = lim if lim > 0 else 1.0
         caxis = dict(colorscale=DIVERGING_SCALE, cmin=-lim, cmax=lim, cmid=0.0)
-    font, axis_font = dict(size=style.font), dict(size=style.font + 2)
-    caxis["colorbar"] = dict(tickfont=font, title=dict(font=font))
+    caxis["colorbar"] = dict(tickfont=dict(size=style.font), title=dict(font=dict(size=style.font)))
     trace = dict(type="heatmap", z=z, x=cols_u, y=rows_u, coloraxis="coloraxis", hoverongaps=False,
                  hovertemplate=hover)  # fmt: skip
     if z.shape[0] * z.shape[1] <= 144 and z.shape[1] <= 16:
         trace.update(texttemplate="%{z:.2f}", textfont=dict(size=max(9, style.font - 3)))
     data = [trace]
-    if mask is not None and not np.all(mask):
+    if spec.mask is not None and not np.all(spec.mask):
         data.append(
-            dict(type="heatmap", z=np.where(mask, np.nan, 1.0).astype(np.float32), x=cols_u, y=rows_u,
+            dict(type="heatmap", z=np.where(spec.mask, np.nan, 1.0).astype(np.float32), x=cols_u, y=rows_u,
                  showscale=False, colorscale=[[0, MASK_GREY], [1, MASK_GREY]], hoverongaps=False,
                  hovertemplate=style.t("fig.masked") + "<extra></extra>")
         )  # fmt: skip
+    return data, caxis
+
+
+def matrix_figure(spec: MatrixSpec, style: Style = Style()) -> go.Figure:
+    """One matrix as a heatmap with its labels and exact hover values (see :class:`MatrixSpec`).
+
+    Labels are used as they are and must be unique (category axes merge equal labels): give tokens with
+    their positions, e.g. :func:`block_labels`. Every row is labelled up to :data:`LABELLED` rows (the
+    height grows with them), and with ``label_cols`` every column too, at a tick font that fits
+    ``plot_px`` px of x axis (the chart's expected width less its labels and colour bar).
+    """
+    z = np.asarray(spec.mat, dtype=np.float32)
+    z = np.where(np.isfinite(z), z, np.nan)
+    if spec.mask is not None:
+        z = np.where(spec.mask, z, np.nan)
+    data, caxis = _matrix_traces(spec, z, style)
+    rows_u, cols_u = [str(x) for x in spec.row_labels], [str(x) for x in spec.col_labels]
+    row_title, col_title = spec.row_title or style.t("fig.query"), spec.col_title or style.t("fig.key")
+    font, axis_font = dict(size=style.font), dict(size=style.font + 2)
     n_r = len(rows_u)
     # rows: as tall as the font needs, up to the height that still gives LABELLED rows the smallest font
     area_h = n_r * LABEL_PITCH * style.font
     area_h = max(360 if style.present else 200, min(area_h, max(620, min(n_r, LABELLED) * LABEL_PITCH * MIN_TICK_FONT)))
-    y_ticks = tick_plan(n_r, max(50, height - 150) if height else area_h, style)  # a given height: its rows
-    x_ticks = tick_plan(len(cols_u), plot_px or PLOT_PX[style.present], style) if label_cols else None
+    y_ticks = tick_plan(n_r, max(50, spec.height - 150) if spec.height else area_h, style)  # a given height: its rows
+    x_ticks = tick_plan(len(cols_u), spec.plot_px or PLOT_PX[style.present], style) if spec.label_cols else None
     x_axis = tick_axis(cols_u, x_ticks) if x_ticks else dict(tickfont=font)
     longest = max((len(t) for t in x_axis.get("ticktext", cols_u)), default=4)
     bottom = int(30 + 0.5 * (x_ticks.font if x_ticks else style.font) * longest)
-    notes = thinned_note(style, y_ticks, x_ticks or Ticks(style.font), row_title or style.t("fig.query"),
-                         col_title or style.t("fig.key"))  # fmt: skip
+    notes = thinned_note(style, y_ticks, x_ticks or Ticks(style.font), row_title, col_title)
     layout = dict(
-        title=dict(text=title + (f"<br><sub>{notes}</sub>" if notes else ""), font=dict(size=style.font + 1)),
+        title=dict(text=spec.title + (f"<br><sub>{notes}</sub>" if notes else ""), font=dict(size=style.font + 1)),
         font=font,
         coloraxis=caxis,
-        height=height or int(area_h + 60 + bottom + (16 if notes else 0)),
+        height=spec.height or int(area_h + 60 + bottom + (16 if notes else 0)),
         margin=dict(l=10, r=10, t=60 if notes else 50, b=10),
         plot_bgcolor="rgba(0,0,0,0)",
         hoverlabel=dict(font=dict(size=max(12, style.font - 2))),
         legend=dict(font=font),
-        xaxis=dict(title=dict(text=col_title or style.t("fig.key"), font=axis_font), tickangle=-60, type="category",
-                   automargin=True, **x_axis),
-        yaxis=dict(title=dict(text=row_title or style.t("fig.query"), font=axis_font), autorange="reversed",
-                   type="category", automargin=True, **tick_axis(rows_u, y_ticks)),
+        xaxis=dict(title=dict(text=col_title, font=axis_font), tickangle=-60, type="category", automargin=True,
+                   **x_axis),
+        yaxis=dict(title=dict(text=row_title, font=axis_font), autorange="reversed", type="category",
+                   automargin=True, **tick_axis(rows_u, y_ticks)),
         meta={FONTS_SET: style.font},
     )  # fmt: skip
     # eight of these per step-by-step view: plain dicts, no per-property validation (see heatmap_grid)

@@ -275,19 +275,10 @@ def grid_view(pm: PooledMaps, style: figures.Style, fit: bool = False) -> View:
     cmax = 1.0 if top is None else top
     if top is not None:
         title += "<br><sub>" + style.t("fig.fit_note", top=f"{cmax:.3g}", pct=f"{FIT_PERCENTILE:g}") + "</sub>"
-    fig = figures.heatmap_grid(
-        pm.weights,
-        pm.heads,
-        pm.n_heads,
-        pm.n_kv_heads,
-        figures.block_labels(pm.tokens_q, q0, q1, f),
-        figures.block_labels(pm.tokens_k, k0, k1, f),
-        style,
-        title=title,
-        value_label=value,
-        panel_px=panel_px,
-        cmax=cmax,
-    )
+    grid = figures.HeadGrid(pm.weights, tuple(pm.heads), pm.n_heads, pm.n_kv_heads,
+                            figures.block_labels(pm.tokens_q, q0, q1, f), figures.block_labels(pm.tokens_k, k0, k1, f),
+                            title=title, value_label=value, panel_px=panel_px, cmax=cmax)  # fmt: skip
+    fig = figures.heatmap_grid(grid, style)
     return View(name, fig, lambda: pooled_frame(pm))
 
 
@@ -340,19 +331,19 @@ def step_views(hw: HeadWindow, style: figures.Style, columns: int = 1) -> list[V
     views = []
     plot_px = STEP_HALF_PX if columns > 1 else figures.PLOT_PX[style.present]
     for name, title, mat, rows, cols, kind, mask, rt, ct, shape in spec:
-        fig = figures.matrix_figure(
+        matrix = figures.MatrixSpec(
             mat,
             rows,
             cols,
             f"{title}   {shape}",
             kind=kind,
-            style=style,
             mask=mask,
             row_title=rt,
             col_title=ct,
             plot_px=plot_px,
-            label_cols=cols is lk,  # key tokens; the dimensions of Q, K, V and the output are not labelled each
-        )
+            label_cols=cols is lk,
+        )  # key tokens; Q, K, V dimensions are not labelled each
+        fig = figures.matrix_figure(matrix, style)
         data = mat if mask is None else np.where(mask, mat, -np.inf)
         views.append(View(f"head{head}_{name}", fig, partial(matrix_frame, data, rows, cols, "row", "col", "value")))
     return views

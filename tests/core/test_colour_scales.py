@@ -15,7 +15,8 @@ import plotly.io as pio
 import pytest
 
 from attn_core import figures
-from attn_core.export import PAGES, parser
+from attn_core.export import params_from
+from attn_core.views import PAGES, page
 
 # every page's views through the exporter, which uses the same builders as the pages (attn_core.views)
 PAGE_ARGS = {
@@ -58,18 +59,19 @@ def assert_explicit(where: str, scale: object) -> None:
 
 
 @pytest.mark.parametrize("present", [False, True], ids=["normal", "present"])
-@pytest.mark.parametrize("page", list(PAGES))
-def test_every_builder_emits_explicit_colour_scales(page, present):
-    args = parser().parse_args(["--page", page, *PAGE_ARGS[page].split()])
+@pytest.mark.parametrize("name", [p.name for p in PAGES])
+def test_every_builder_emits_explicit_colour_scales(name, present):
+    spec = page(name)
+    params, args = params_from(spec, ["--page", name, *PAGE_ARGS[name].split()])
     style = figures.Style(present=present)
     seen = 0
-    for view in PAGES[page](args, style):
+    for view in spec.views(params, style, getattr(args, "view", None)):
         figures.apply_fonts(view.figure, style)  # what ui.show_figure does before drawing
         spec = json.loads(pio.to_json(view.figure, validate=False))  # what reaches plotly.js
         for where, scale in colour_scales(spec):
             assert_explicit(f"{view.name}{where}", scale)
             seen += 1
-    if page != "kv_cache":  # the memory charts draw no heatmaps
+    if name != "kv_cache":  # the memory charts draw no heatmaps
         assert seen > 0, "no colour scale found: the walk over the figure JSON is broken"
 
 

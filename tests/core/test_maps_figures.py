@@ -136,8 +136,8 @@ def test_grid_columns_keep_groups_together(h, kv, cols):
 
 
 def grid(m, style=figures.Style()):
-    from attn_core.views import heatmaps as views
     from attn_core.longmaps import pooled_attention
+    from attn_core.views import heatmaps as views
 
     pm = seeded(pooled_attention, 4, 2, 8, list(m.tokens_q), mask_kind="causal" if not m.mask.all() else "none")
     return views.grid_view(pm, style).figure
@@ -171,8 +171,8 @@ def test_grid_side_keeps_every_grid_light(n):
 
 
 def test_grid_of_64_pooled_heads_serializes_under_2_mb():
-    from attn_core.views import heatmaps as views
     from attn_core.longmaps import PooledMaps
+    from attn_core.views import heatmaps as views
 
     side = figures.grid_side(64)
     w = np.random.default_rng(0).random((64, side, side)).astype(np.float32)
@@ -194,9 +194,13 @@ def test_block_labels():
 
 def test_matrix_figure_scales():
     m = maps()
-    fw = figures.matrix_figure(m.weights[0], figures.block_labels(m.tokens_q, 0, 6, 1), list(m.tokens_k), "w")
+    fw = figures.matrix_figure(
+        figures.MatrixSpec(m.weights[0], figures.block_labels(m.tokens_q, 0, 6, 1), list(m.tokens_k), "w")
+    )
     assert fw.layout.coloraxis.cmin == 0 and fw.layout.coloraxis.cmax == 1
-    fs = figures.matrix_figure(m.raw_scores[0], list(m.tokens_q), list(m.tokens_k), "s", kind="scores")
+    fs = figures.matrix_figure(
+        figures.MatrixSpec(m.raw_scores[0], list(m.tokens_q), list(m.tokens_k), "s", kind="scores")
+    )
     lim = float(np.abs(m.raw_scores[0]).max())
     assert fs.layout.coloraxis.cmin == pytest.approx(-lim) and fs.layout.coloraxis.cmax == pytest.approx(lim)
 
@@ -231,8 +235,8 @@ def labelled_axes(spec: dict) -> dict[str, dict]:
 
 
 def grid_spec(n_heads, n_kv_heads, tokens, style, **kw):
-    from attn_core.views import heatmaps as views
     from attn_core.longmaps import pooled_attention
+    from attn_core.views import heatmaps as views
 
     pm = seeded(pooled_attention, n_heads, n_kv_heads, 8, tokens, max_side=figures.grid_side(n_heads), **kw)
     fig = views.grid_view(pm, style).figure
@@ -283,8 +287,8 @@ def test_grid_labels_every_token_up_to_64(present, n_heads, n_kv_heads):
 
 
 def test_long_sequences_thin_the_labels_and_say_so():
-    from attn_core.views import heatmaps as views
     from attn_core.longmaps import pooled_attention
+    from attn_core.views import heatmaps as views
 
     pm = seeded(pooled_attention, 2, 1, 8, [f"t{i}" for i in range(300)], heads=[0], max_side=512)
     fig = json.loads(views.grid_view(pm, figures.Style()).figure.to_json())
@@ -317,8 +321,8 @@ def test_short_labels_keep_the_position_and_the_hover_keeps_the_token():
 @pytest.mark.parametrize("present", [False, True])
 @pytest.mark.parametrize("t", [11, 64])
 def test_step_matrices_label_every_token(present, t):
-    from attn_core.views import heatmaps as views
     from attn_core.longmaps import head_window
+    from attn_core.views import heatmaps as views
 
     tokens = SENTENCE if t == 11 else [f"t{i}" for i in range(t)]
     hw = seeded(head_window, 4, 2, 8, tokens)
