@@ -98,6 +98,81 @@ def _pool_last(x: torch.Tensor, f: int, how: str) -> torch.Tensor:
     return torch.cat(parts, -1) if len(parts) > 1 else parts[0]
 
 
+def _checked_request(
+    source: AttentionSource, reduce: str, heads: Sequence[int] | None, window: tuple[int, int, int, int] | None
+) -> tuple[tuple[int, ...], tuple[int, int, int, int]]:
+    """The heads and the window asked of ``source``, checked (:class:`ConfigError` naming the field)."""
+    if reduce not in REDUCES:
+        raise unknown_option("pool", reduce, REDUCES)
+    heads = tuple(range(source.n_heads)) if heads is None else tuple(int(h) for h in heads)
+    if not heads:
+        raise ConfigError("pick at least one head", "head", "no_heads")
+    for h in heads:
+        check_int("head", h, 0, source.n_heads - 1)
+    t_q, t_k = len(source.tokens_q), len(source.keys)
+    q0, q1, k0, k1 = window if window is not None else (0, t_q, 0, t_k)
+    check_int("q_start", q0, 0, t_q - 1)
+    check_int("q_end", q1, q0 + 1, t_q)
+    check_int("k_start", k0, 0, t_k - 1)
+    check_int("k_end", k1, k0 + 1, t_k)
+    return heads, (q0, q1, k0, k1)
+
+
+def _chunk_entropy(s: torch.Tensor, p: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """Normalised entropy ``[Hs, c]`` of a chunk's rows from its scaled scores ``s`` and weights ``p`` ``[Hs, c, Tk]``.
+
+    H(p) = lse - Σ_j p_j s_j, with lse = max_j s_j - log(max_j p_j) (both at the argmax); divided by
+    log(allowed keys), 0 for a row with one allowed key. Overwrites the masked scores of ``s`` with 0.
+    """
+    lse = s.amax(-1) - torch.log(p.amax(-1))  # (Hs, c)
+    s.masked_fill_(~allowed, 0.0)  # p is 0 there; avoids 0 * -inf
+    ps = torch.einsum("hck,hck->hc", p, s)  # (Hs, c)
+    n_ok = allowed.sum(-1).float()  # (c,)
+    norm = torch.where(n_ok > 1, torch.log(n_ok.clamp_min(2.0)), torch.ones_like(n_ok))
+    return torch.where(n_ok > 1, (lse - ps).clamp_min(0.0) / norm, 0.0)
+
+
+@dataclass
+class _Pooler:
+    """Block maxima (or sums) of the weights of ``Hs`` heads over a window, filled a chunk of rows at a time."""
+
+    acc: torch.Tensor  # (Hs, R, C): block max, or block sums
+    count: torch.Tensor  # (R, C): allowed cells per block
+    factor: int
+    reduce: str
+    q0: int
+    k_range: tuple[int, int]
+
+    @classmethod
+    def new(cls, hs: int, window: tuple[int, int, int, int], factor: int, reduce: str, dev: torch.device) -> _Pooler:
+        q0, q1, k0, k1 = window
+        n_r, n_c = -(-(q1 - q0) // factor), -(-(k1 - k0) // factor)
+        fill = float("-inf") if reduce == "max" else 0.0
+        acc = torch.full((hs, n_r, n_c), fill, dtype=torch.float32, device=dev)
+        return cls(acc, torch.zeros((n_r, n_c), dtype=torch.float32, device=dev), factor, reduce, q0, (k0, k1))
+
+    def add(self, p: torch.Tensor, allowed: torch.Tensor, r0: int) -> None:
+        """Add the weights ``p`` ``[Hs, c, Tk]`` of rows ``r0 ..`` (masked weights are exactly 0: a block's max
+        is over its allowed cells, its mean the sum over the count of allowed cells)."""
+        (k0, k1), f = self.k_range, self.factor
+        hs, c = p.shape[:2]
+        cols = _pool_last(p[..., k0:k1], f, "max" if self.reduce == "max" else "sum")  # (Hs, c, C)
+        rows = torch.arange(r0, r0 + c, device=p.device)
+        row_block = ((rows - self.q0) // f)[None, :, None].expand(hs, c, self.acc.shape[2])
+        if self.reduce == "max":
+            self.acc.scatter_reduce_(1, row_block, cols, "amax")
+        else:
+            self.acc.scatter_add_(1, row_block, cols)
+        self.count.scatter_add_(0, row_block[0], _pool_last(allowed[:, k0:k1].float(), f, "sum"))
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """(weights ``[Hs, R, C]`` with NaN where a block has no allowed cell, allowed ``[R, C]``) as numpy."""
+        has = self.count > 0
+        acc = self.acc / self.count.clamp_min(1.0) if self.reduce == "mean" else self.acc
+        acc = torch.where(has, acc, torch.tensor(float("nan"), device=acc.device))
+        return acc.to("cpu", torch.float32).numpy(), has.cpu().numpy()
+
+
 def pooled_attention(
     source: AttentionSource,
     *,
@@ -117,99 +192,43 @@ def pooled_attention(
     tensor is never built. ``reduce`` ``max`` or ``mean`` (over the allowed cells
     of each block). With ``entropy`` the rows' normalised entropy is returned too.
     """
-    n_heads, n_kv_heads, head_dim = source.n_heads, source.n_kv_heads, source.head_dim
-    t_q, t_k, scale = len(source.tokens_q), len(source.keys), source.scale
-    if reduce not in REDUCES:
-        raise unknown_option("pool", reduce, REDUCES)
-    heads = tuple(range(n_heads)) if heads is None else tuple(int(h) for h in heads)
-    if not heads:
-        raise ConfigError("pick at least one head", "head", "no_heads")
-    for h in heads:
-        check_int("head", h, 0, n_heads - 1)
-    q0, q1, k0, k1 = window if window is not None else (0, t_q, 0, t_k)
-    check_int("q_start", q0, 0, t_q - 1)
-    check_int("q_end", q1, q0 + 1, t_q)
-    check_int("k_start", k0, 0, t_k - 1)
-    check_int("k_end", k1, k0 + 1, t_k)
+    heads, (q0, q1, k0, k1) = _checked_request(source, reduce, heads, window)
     check_int("max_side", max_side, 1)
-    check_budget(
-        estimate_pooled_bytes(source, len(heads)),
-        f"{len(heads)} heads × {t_q} × {t_k} tokens at d_k = {head_dim}",
-        "use fewer tokens, fewer heads or a smaller d_k",
-        "seq_len",
-    )
+    t_q, t_k, d = len(source.tokens_q), len(source.keys), source.head_dim
+    check_budget(estimate_pooled_bytes(source, len(heads)), f"{len(heads)} heads × {t_q} × {t_k} tokens at d_k = {d}",
+                 "use fewer tokens, fewer heads or a smaller d_k", "seq_len")  # fmt: skip
     dev = torch.device(device)
-    n_rep = n_heads // n_kv_heads
-    f = pool_factor(q1 - q0, k1 - k0, max_side)
-    n_r, n_c = -(-(q1 - q0) // f), -(-(k1 - k0) // f)
-    hs = len(heads)
-    fill = float("-inf") if reduce == "max" else 0.0
-    acc = torch.full((hs, n_r, n_c), fill, dtype=torch.float32, device=dev)  # block max, or block sums
-    count = torch.zeros((n_r, n_c), dtype=torch.float32, device=dev)  # allowed cells per block
-    ent = torch.zeros((hs, q1 - q0), dtype=torch.float32, device=dev) if entropy else None
-    groups = [h // n_rep for h in heads]
+    pool = _Pooler.new(len(heads), (q0, q1, k0, k1), pool_factor(q1 - q0, k1 - k0, max_side), reduce, dev)
+    ent = torch.zeros((len(heads), q1 - q0), dtype=torch.float32, device=dev) if entropy else None
     # heads that read the same KV head are multiplied together: [m, c, D] -> [m*c, D] @ [D, Tk]
     by_group: dict[int, list[int]] = {}
-    for i, g in enumerate(groups):
-        by_group.setdefault(g, []).append(i)
-    step = _chunk_rows(hs, t_k)
+    for i, h in enumerate(heads):
+        by_group.setdefault(group_of(h, source.n_heads, source.n_kv_heads), []).append(i)
+    step = _chunk_rows(len(heads), t_k)
     with torch.no_grad():
         q, k, _ = source.qkv(heads, dev)
-        q.mul_(scale)  # scale once here instead of on every score
+        q.mul_(source.scale)  # scale once here instead of on every score
         k_t = {g: kg.T for g, kg in k.items()}  # (D, Tk) each
         for r0 in range(q0, q1, step):
             r1 = min(q1, r0 + step)
-            c = r1 - r0
-            s = torch.empty((hs, c, t_k), dtype=torch.float32, device=dev)  # scaled scores
+            s = torch.empty((len(heads), r1 - r0, t_k), dtype=torch.float32, device=dev)  # scaled scores
             for g, idx in by_group.items():
-                qi = q[idx, r0:r1].reshape(len(idx) * c, head_dim)  # (m*c, D)
-                s[idx] = (qi @ k_t[g]).view(len(idx), c, t_k)
+                s[idx] = (q[idx, r0:r1].reshape(-1, d) @ k_t[g]).view(len(idx), r1 - r0, t_k)
             allowed = source.allowed(torch.arange(r0, r1, device=dev))  # (c, Tk)
-            full = bool(allowed.all())
-            if not full:
+            if not bool(allowed.all()):  # a pass over the scores saved when nothing is masked
                 s.masked_fill_(~allowed, float("-inf"))
             p = torch.softmax(s, dim=-1)  # (Hs, c, Tk); every row has an allowed key
             if ent is not None:
-                # H(p) = lse - sum_j p_j s_j, with lse = max_j s_j - log(max_j p_j) (both at the argmax)
-                lse = s.amax(-1) - torch.log(p.amax(-1))  # (Hs, c)
-                if not full:
-                    s.masked_fill_(~allowed, 0.0)  # p is 0 there; avoids 0 * -inf
-                ps = torch.einsum("hck,hck->hc", p, s)  # (Hs, c)
-                n_ok = allowed.sum(-1).float()  # (c,)
-                norm = torch.where(n_ok > 1, torch.log(n_ok.clamp_min(2.0)), torch.ones_like(n_ok))
-                ent[:, r0 - q0 : r1 - q0] = torch.where(n_ok > 1, (lse - ps).clamp_min(0.0) / norm, 0.0)
+                ent[:, r0 - q0 : r1 - q0] = _chunk_entropy(s, p, allowed)
             del s
-            # masked weights are exactly 0: a block's max is over its allowed cells (weights >= 0, and a
-            # block with none becomes NaN below); its mean is the sum over the count of allowed cells
-            cols = _pool_last(p[..., k0:k1], f, "max" if reduce == "max" else "sum")  # (Hs, c, C)
+            pool.add(p, allowed, r0)
             del p
-            row_block = ((torch.arange(r0, r1, device=dev) - q0) // f)[None, :, None].expand(hs, c, n_c)
-            if reduce == "max":
-                acc.scatter_reduce_(1, row_block, cols, "amax")
-            else:
-                acc.scatter_add_(1, row_block, cols)
-            ok_cols = _pool_last(allowed[:, k0:k1].float(), f, "sum")  # (c, C)
-            count.scatter_add_(0, row_block[0], ok_cols)
-    has = count > 0
-    if reduce == "mean":
-        acc = acc / count.clamp_min(1.0)
-    acc = torch.where(has, acc, torch.tensor(float("nan"), device=dev))
-    return PooledMaps(
-        weights=acc.to("cpu", torch.float32).numpy(),
-        allowed=has.cpu().numpy(),
-        entropy=None if ent is None else ent.to("cpu", torch.float32).numpy(),
-        factor=f,
-        reduce=reduce,
-        heads=heads,
-        n_heads=n_heads,
-        n_kv_heads=n_kv_heads,
-        tokens_q=tuple(source.tokens_q),
-        tokens_k=tuple(source.keys),
-        q_range=(q0, q1),
-        k_range=(k0, k1),
-        scale=scale,
-        device=str(dev),
-    )
+    weights, allowed_blocks = pool.result()
+    return PooledMaps(weights=weights, allowed=allowed_blocks,
+                      entropy=None if ent is None else ent.to("cpu", torch.float32).numpy(), factor=pool.factor,
+                      reduce=reduce, heads=heads, n_heads=source.n_heads, n_kv_heads=source.n_kv_heads,
+                      tokens_q=tuple(source.tokens_q), tokens_k=tuple(source.keys), q_range=(q0, q1),
+                      k_range=(k0, k1), scale=source.scale, device=str(dev))  # fmt: skip
 
 
 @dataclass(frozen=True)
