@@ -33,44 +33,41 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("ATTN_DEVICE", "auto")  # pages and the server compute where a real server would
 
 # ---------------------------------------------------------------- what is measured (edit here)
-#: Page scenarios: (page, scenario, page file or None for the default page, URL query parameters,
+#: Page scenarios: (page name in attn_core.views.PAGES, scenario, URL query parameters,
 #: (widget key, value A, value B) alternated between reruns so both values are cached, target median ms).
+#: Every registered page must have a "defaults" scenario (checked at start).
 #: "largest" is each page's largest settings; a value the app does not accept yet is clamped with a
 #: notice (listed under the table), not an error.
-PAGE_SCENARIOS: list[tuple[str, str, str | None, dict[str, str], tuple[str, object, object], float]] = [
-    ("heatmaps", "defaults", None, {}, ("head_dim", 17, 16), 100),
+PAGE_SCENARIOS: list[tuple[str, str, dict[str, str], tuple[str, object, object], float]] = [
+    ("heatmaps", "defaults", {}, ("head_dim", 17, 16), 100),
     (
         "heatmaps",
         "largest",
-        None,
         {"source": "synthetic", "seq_len": "8192", "n_heads": "64", "n_kv_heads": "8"},
         ("head_dim", 17, 16),
         600,
     ),
-    ("saturation", "defaults", "pages/saturation.py", {}, ("temperature", 1.1, 1.0), 100),
+    ("saturation", "defaults", {}, ("temperature", 1.1, 1.0), 100),
     (
         "saturation",
         "largest",
-        "pages/saturation.py",
         {"seq_len": "8192", "samples": "16384", "head_dim": "1024"},
         ("temperature", 1.1, 1.0),
         600,
     ),
-    ("kv_sharing", "defaults", "pages/kv_sharing.py", {}, ("head_dim", 17, 16), 100),
+    ("kv_sharing", "defaults", {}, ("head_dim", 17, 16), 100),
     (
         "kv_sharing",
         "largest",
-        "pages/kv_sharing.py",
         {"source": "synthetic", "seq_len": "8192", "n_heads": "64", "n_kv_heads": "8", "kv_view": "maps"},
         ("head_dim", 17, 16),
         600,
     ),
-    ("kv_cache", "defaults", "pages/kv_cache.py", {}, ("batch", 2, 1), 100),
+    ("kv_cache", "defaults", {}, ("batch", 2, 1), 100),
     (
         # largest preset (671B parameters, 61 layers), the calculator's longest context (2^20) and largest batch
         "kv_cache",
         "largest",
-        "pages/kv_cache.py",
         {"model": "deepseek-v3", "seq_len": "1048576", "batch": "256", "stack_weights": "true"},
         ("batch", 255, 256),
         600,
@@ -185,12 +182,15 @@ def run_page_scenario(sc, repeats: int, budget_s: float, timeout_s: float) -> Pa
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
-    page, scenario, path, query, (key, val_a, val_b), target_ms = sc
-    res = PageResult(page, scenario, target_ms / 1e3)
+    from attn_core.views import page as registered
+
+    name, scenario, query, (key, val_a, val_b), target_ms = sc
+    res = PageResult(name, scenario, target_ms / 1e3)
     st.cache_data.clear()  # the first run of this scenario is cold; model code and imports are warm
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout_s)
-    if path:
-        at.switch_page(path)  # a fresh session opening the page's URL
+    spec = registered(name)
+    if not spec.default:
+        at.switch_page(spec.script)  # a fresh session opening the page's URL
     for k, v in query.items():
         at.query_params[k] = v
     t0 = time.perf_counter()
@@ -222,7 +222,7 @@ def bench_pages(args) -> tuple[list[PageResult], list[str]]:
     from streamlit import config as streamlit_config
     from streamlit.testing.v1 import AppTest
 
-    from tests.conftest import disable_legacy_pages_routing
+    from harness import disable_legacy_pages_routing
 
     disable_legacy_pages_routing()  # measure the steady state of a warm server
     streamlit_config.set_option("client.showErrorDetails", "full")  # not redacted, so a failure says why
@@ -230,13 +230,20 @@ def bench_pages(args) -> tuple[list[PageResult], list[str]]:
     t0 = time.perf_counter()
     AppTest.from_file(str(ROOT / "app.py"), default_timeout=args.timeout).run()
     warm = time.perf_counter() - t0
+    from attn_core.views import PAGES
+
+    missing = {p.name for p in PAGES} - {sc[0] for sc in PAGE_SCENARIOS if sc[1] == "defaults"}
+    if missing:
+        raise SystemExit(
+            f"bench.py: no 'defaults' scenario for the page(s) {sorted(missing)}: add one to PAGE_SCENARIOS"
+        )
     results = []
     for sc in PAGE_SCENARIOS:
-        log(f"pages: {sc[0]} · {sc[1]} {sc[3] or ''}")
+        log(f"pages: {sc[0]} · {sc[1]} {sc[2] or ''}")
         try:
             res = run_page_scenario(sc, args.repeats, args.page_budget, args.timeout)
         except Exception as exc:  # noqa: BLE001 - report every scenario, fail at the end
-            res = PageResult(sc[0], sc[1], sc[5] / 1e3, failed=f"{type(exc).__name__}: {exc}")
+            res = PageResult(sc[0], sc[1], sc[4] / 1e3, failed=f"{type(exc).__name__}: {exc}")
             log(f"  FAILED: {res.failed}")
             traceback.print_exc(file=sys.stderr)
         else:
@@ -539,7 +546,7 @@ def slider_moves(page, moves: int, timeout_ms: int) -> dict[str, list[float]]:
 
 
 def bench_browser(args) -> list[str]:
-    from tests.e2e.conftest import CHROMIUM_ARGS, chromium_path, start_server
+    from harness import CHROMIUM_ARGS, chromium_path, start_server
 
     exe = chromium_path()
     if exe is None:

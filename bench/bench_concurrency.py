@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.e2e.conftest import CHROMIUM_ARGS, IDLE, chromium_path, start_server  # noqa: E402
+from harness import CHROMIUM_ARGS, IDLE, chromium_path, start_server  # noqa: E402
 
 
 def main() -> None:

@@ -16,30 +16,12 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("ATTN_DEVICE", "cpu")
 
 
-DEFAULT_PAGE = "pages/heatmaps.py"
+from attn_core.views import PAGES  # noqa: E402
+
+DEFAULT_PAGE = next(p.script for p in PAGES if p.default)
 
 
-def disable_legacy_pages_routing() -> None:
-    """Make every AppTest run go through app.py's st.navigation, as a warm server does.
-
-    AppTest resets Streamlit's legacy ``pages/`` routing flag before every run, so each
-    rerun would first execute the page script alone (the first-visitor case that
-    ``ui.page_guard`` repairs with an extra rerun, tested in the browser tests). That
-    makes reruns drop the sidebar's widget values; tests want the steady state.
-    """
-    from streamlit.runtime.pages_manager import PagesManager
-
-    if getattr(PagesManager.__init__, "_attn_patched", False):
-        return
-    original = PagesManager.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    init._attn_patched = True
-    PagesManager.__init__ = init
-
+from harness import disable_legacy_pages_routing  # noqa: E402 - shared with bench/
 
 disable_legacy_pages_routing()
 

@@ -6,6 +6,7 @@ The size is that of the JSON spec Streamlit sends to the browser for each plotly
 
 import pytest
 
+from attn_core.views import PAGES
 from tests.conftest import no_exception
 
 MAX_CHART_BYTES = 2_000_000
@@ -22,6 +23,8 @@ CASES = [
     ("pages/kv_cache.py", {"model": "custom", "n_heads": "128", "n_kv_heads": "128", "head_dim": "256",
                            "n_layers": "128", "seq_len": "1048576", "y_scale": "linear"}),
 ]  # fmt: skip
+# and every registered page as it opens, so a new page is measured as soon as it exists
+CASES += [(p.script, {}) for p in PAGES]
 
 
 @pytest.mark.parametrize("page,query", CASES, ids=[f"{p.split('/')[1][:-3]}-{i}" for i, (p, _) in enumerate(CASES)])

@@ -13,6 +13,8 @@ import random
 
 import pytest
 
+from attn_core.views import PAGES as REGISTRY
+from attn_core.views.base import controls
 from tests.conftest import no_exception
 
 N_SETS = 200
@@ -56,65 +58,10 @@ HOSTILE = [
     "a" * 3000,
 ]
 
-# page -> widget keys fuzzed through the URL (found by running the page once would also work; listing them
-# keeps the test honest when a page silently drops a control)
+# page -> widget keys fuzzed through the URL: every control of the page's Params in the registry (the one
+# source of the page's widgets), but the global seed (the sidebar's) and command-line-only switches
 PAGES = {
-    "pages/heatmaps.py": [
-        "source",
-        "text",
-        "seq_len",
-        "cross",
-        "cross_text",
-        "n_heads",
-        "n_kv_heads",
-        "head_dim",
-        "mask",
-        "scaling",
-        "temperature",
-        "pad_len",
-        "view",
-        "head",
-    ],
-    "pages/saturation.py": ["head_dim", "scaling", "seq_len", "samples", "temperature", "dist", "row"],
-    "pages/kv_sharing.py": [
-        "source",
-        "text",
-        "seq_len",
-        "n_heads",
-        "n_kv_heads",
-        "head_dim",
-        "d_model",
-        "kv_view",
-        "kv_dtype",
-        "built_with",
-        "head",
-        "conv_source",
-        "n_base",
-        "noise",
-        "kv_first",
-    ],
-    "pages/kv_cache.py": [
-        "model",
-        "n_heads",
-        "n_kv_heads",
-        "head_dim",
-        "n_layers",
-        "dtype",
-        "batch",
-        "seq_len",
-        "device_gib",
-        "stack_weights",
-        "weights_dtype",
-        "y_scale",
-        "dec_layers",
-        "dec_steps",
-        "dec_prompt",
-        "dec_batch",
-        "dec_dtype",
-        "dec_wrong",
-        "dec_recompute",
-        "pd_tokens",
-    ],
+    p.script: [name for name, c in controls(p.params).items() if c.kind != "seed" and not c.cli_only] for p in REGISTRY
 }
 
 # examples that once failed, kept as regression tests
@@ -249,10 +196,7 @@ def test_fuzz_widget_values(app_test, page):
 # controls: one head, MQA and MHA at the most heads, d_k 1 and the largest, the shortest and longest sequence,
 # cross-attention. A slider built from the data (head, window start, row, pad_len) collapses to one value at
 # these extremes, which is where pages used to crash.
-VIEWS = {
-    "pages/heatmaps.py": {"view": ["grid", "zoom", "steps", "shapes", "entropy"]},
-    "pages/kv_sharing.py": {"kv_view": ["diagram", "maps", "costs", "mapping", "convert"]},
-}
+VIEWS = {p.script: {p.view_field: list(controls(p.params)[p.view_field].options)} for p in REGISTRY if p.view_field}
 # sub-choices shown inside one view, each of their values tried in that view
 SUB_CHOICES = {
     ("pages/heatmaps.py", "grid"): {"cscale": ["fixed", "fit"], "pool": ["max", "mean"]},

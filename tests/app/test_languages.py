@@ -6,10 +6,12 @@ import re
 
 import pytest
 
+from attn_core.views import PAGES as REGISTRY
+from attn_core.views.base import controls
 from tests.conftest import no_exception
 from tests.util import chart_specs
 
-PAGES = ["pages/heatmaps.py", "pages/saturation.py", "pages/kv_sharing.py", "pages/kv_cache.py"]
+PAGES = [p.script for p in REGISTRY]
 # Words that stay English in Chinese technical writing: names, acronyms, code, units.
 KEEP = {
     "softmax",
@@ -139,10 +141,11 @@ def screen_texts(at) -> list[str]:
 
 
 def views_of(page: str) -> list[dict[str, str]]:
-    return {
-        "pages/heatmaps.py": [{}, {"view": "steps"}, {"view": "shapes"}, {"view": "entropy"}],
-        "pages/kv_sharing.py": [{"kv_view": v} for v in ("diagram", "maps", "costs", "mapping", "convert")],
-    }.get(page, [{}])
+    """Every view of a page (the options of its view field in the registry), or the page as it opens."""
+    spec = next(p for p in REGISTRY if p.script == page)
+    if spec.view_field is None:
+        return [{}]
+    return [{spec.view_field: v} for v in controls(spec.params)[spec.view_field].options]
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -5,17 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from attn_core.views import PAGES as REGISTRY
 from tests.util import arr
 
 pytestmark = pytest.mark.e2e
 
-# (url path, slider key moved with the keyboard, presses). Extend as pages are added.
-PAGES = [
-    ("", "head_dim", 3),  # the default page lives at the root URL
-    ("saturation", "head_dim", 1),
-    ("kv_sharing", "n_heads", 4),
-    ("kv_cache", "batch", 3),
-]
+# page -> (slider key moved with the keyboard, presses); every page of the registry must be listed
+SLIDERS = {
+    "heatmaps": ("head_dim", 3),
+    "saturation": ("head_dim", 1),
+    "kv_sharing": ("n_heads", 4),
+    "kv_cache": ("batch", 3),
+}
+# (url path, slider, presses): the default page lives at the root URL
+PAGES = [("" if p.default else p.name, *SLIDERS[p.name]) for p in REGISTRY]
 
 
 def assert_clean(w) -> None:
