@@ -17,7 +17,7 @@ from .attention import GroupedQueryAttention, repeat_kv, resolve_scale
 from .config import AttentionConfig
 from .guard import check_budget
 from .masks import MASK_KINDS, build_mask, check_layer_input  # noqa: F401 - MASK_KINDS re-exported
-from .sources import draw_weight, layer_generator
+from .sources import SeededLayer, draw_weight, layer_generator
 from .tokens import embed
 
 
@@ -200,6 +200,16 @@ def shape_walk(cfg: AttentionConfig, t_q: int, t_k: int | None = None) -> list[S
     return rows
 
 
+def layer_maps(layer: SeededLayer, device: torch.device | str = "cpu") -> AttentionMaps:
+    """Every intermediate of the seeded layer ``layer`` (:func:`compute_attention_maps`), for short sequences."""
+    cfg = AttentionConfig(n_heads=layer.n_heads, n_kv_heads=layer.n_kv_heads, head_dim=layer.head_dim,
+                          d_model=layer.d_model, seq_len=max(1, len(layer.tokens_q)), use_scaling=layer.use_scaling,
+                          seed=layer.seed, causal=layer.mask_kind == "causal")  # fmt: skip
+    keys = None if layer.tokens_k is None else list(layer.tokens_k)
+    return compute_attention_maps(cfg, list(layer.tokens_q), keys, mask_kind=layer.mask_kind, pad_len=layer.pad_len,
+                                  temperature=layer.temperature, device=device)  # fmt: skip
+
+
 def attention_maps_for(
     n_heads: int,
     n_kv_heads: int,
@@ -207,34 +217,14 @@ def attention_maps_for(
     tokens_q: Sequence[str],
     tokens_k: Sequence[str] | None = None,
     *,
-    d_model: int | None = None,
-    mask_kind: str = "none",
-    pad_len: int | None = None,
-    use_scaling: bool = True,
-    temperature: float = 1.0,
-    seed: int = 0,
     device: torch.device | str = "cpu",
+    **layer: object,
 ) -> AttentionMaps:
-    """:func:`compute_attention_maps` from plain values: the one path the pages, their cache and the CLI share.
+    """:func:`layer_maps` of the :class:`~attn_core.sources.SeededLayer` these arguments make.
 
-    ``d_model`` defaults to ``n_heads * head_dim``; the layer's weights come from ``seed``.
+    ``layer`` holds its keyword arguments (``d_model``, ``mask_kind``, ``pad_len``, ``use_scaling``,
+    ``temperature``, ``seed``); ``d_model`` defaults to ``n_heads * head_dim``.
     """
-    cfg = AttentionConfig(
-        n_heads=n_heads,
-        n_kv_heads=n_kv_heads,
-        head_dim=head_dim,
-        d_model=d_model,
-        seq_len=max(1, len(tokens_q)),
-        use_scaling=use_scaling,
-        seed=seed,
-        causal=mask_kind == "causal",
-    )
-    return compute_attention_maps(
-        cfg,
-        list(tokens_q),
-        None if tokens_k is None else list(tokens_k),
-        mask_kind=mask_kind,
-        pad_len=pad_len,
-        temperature=temperature,
-        device=device,
-    )
+    source = SeededLayer(n_heads, n_kv_heads, head_dim, tuple(tokens_q), None if tokens_k is None else tuple(tokens_k),
+                         **layer)  # fmt: skip
+    return layer_maps(source, device)
