@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -82,6 +83,7 @@ def test_cuda_out_of_memory_falls_back_to_cpu():
         guard.run_with_fallback(lambda d: (_ for _ in ()).throw(torch.OutOfMemoryError("x")), "cpu")
 
 
+KERNEL_ENV = {k: v for k, v in os.environ.items() if k in ("ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
 HASH_SNIPPET = """
 import hashlib
 from attn_core.config import AttentionConfig
@@ -101,7 +103,8 @@ def test_bit_identical_weights_across_processes_and_sessions(app_test):
             capture_output=True,
             text=True,
             check=True,
-            env={"ATTN_DEVICE": "cpu", "PATH": "/usr/bin:/bin"},
+            # the same kernels and threads as this process: determinism holds on one machine and one torch build
+            env={"ATTN_DEVICE": "cpu", "PATH": "/usr/bin:/bin", **KERNEL_ENV},
         ).stdout.strip()
         for _ in range(2)
     }

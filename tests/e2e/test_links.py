@@ -68,7 +68,7 @@ def assert_the_view(w: PageWatch, base: str) -> dict[str, list[str]]:
     assert not not_found(w) and not w.dialogs
     assert title(w) == "Attention heatmaps"
     body = w.page.inner_text("body")
-    assert "12 query heads share 4 KV heads" in body and "d_k = 32" in body, body[:600]
+    assert "12 query heads, 4 KV heads (3 query heads per KV head)" in body and "d_k = 32" in body, body[:600]
     assert urlsplit(w.page.url).path == "/", w.page.url  # the browser shows the default page's own address
     link = sidebar_link(w)
     assert link.startswith(base + "/?"), link  # not /heatmaps?…
