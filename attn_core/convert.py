@@ -352,7 +352,7 @@ class PairMaps:
 def pair_from_mismatch(mm: MappingMismatch, head: int) -> PairMaps:
     """The :class:`PairMaps` of ``head`` from a study that kept every weight (``mm.full``)."""
     if not mm.full:
-        raise ConfigError("this mapping study kept no maps; use pair_on_tokens", "head", "no_maps_kept")
+        raise ConfigError("this mapping study kept no maps; use pair_on_source", "head", "no_maps_kept")
     head = check_int("head", head, 0, len(mm.built) - 1)
     a, b = mm.weights_built[head], mm.weights_run[head]
     return PairMaps(head, mm.built[head], mm.run[head], a, b, 1, float(np.max(np.abs(a - b))), *a.shape)

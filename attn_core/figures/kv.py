@@ -22,6 +22,7 @@ from plotly.subplots import make_subplots
 
 from ..config import attention_kind, check_kv_heads
 from .base import DIVERGING_SCALE, MAX_HOVER_CELLS, Style, apply_fonts, base_layout, group_color, pool_max
+from .heatmaps import block_labels
 
 if TYPE_CHECKING:
     from ..convert import PairMaps
@@ -224,17 +225,16 @@ def pool_mean_last(x: np.ndarray, f: int) -> np.ndarray:
     return np.nanmean(xp.reshape(*x.shape[:-1], -1, f), axis=-1).astype(np.float32)
 
 
-def _ticks(n: int, labels: list[str], f: int, max_labels: int) -> tuple[list[int], list[str]]:
-    step = max(1, -(-n // max_labels))
-    idx = list(range(0, n, step))
-    if f == 1:
-        return idx, [labels[i] for i in idx]
-    return idx, [f"{i * f}–{min((i + 1) * f, len(labels)) - 1}" for i in idx]
+def _ticks(n: int, tokens: Sequence[str], f: int, max_labels: int) -> tuple[list[int], list[str]]:
+    """At most ``max_labels`` ticks over ``n`` cells of ``f`` tokens each, labelled as :func:`block_labels` says."""
+    labels = block_labels(tuple(tokens), 0, len(tokens), f)
+    idx = list(range(0, n, max(1, -(-n // max_labels))))
+    return idx, [labels[i] for i in idx]
 
 
 def token_labels(tokens: Sequence[str]) -> list[str]:
-    """``"cat (1)"``: each token with its position, as the maps' ticks and hover labels write it."""
-    return [f"{tok} ({i})" for i, tok in enumerate(tokens)]
+    """``"cat (1)"``: each token with its position, as the maps' ticks, hover labels and tables write it."""
+    return block_labels(tuple(tokens), 0, len(tokens), 1)
 
 
 @dataclass(frozen=True)
@@ -390,7 +390,7 @@ def _paint(p: MapPanels, lay: MapsLayout, style: Style) -> _Canvas:
     """Every band placed on a canvas; hover labels dropped when they would make the chart too heavy to send."""
     cv = _canvas(p, lay)
     r = p.side[0]
-    yq, yl = _ticks(r, token_labels(p.tokens_q), p.factor, max(2, r * lay.cell_px // (style.font + 4)))
+    yq, yl = _ticks(r, p.tokens_q, p.factor, max(2, r * lay.cell_px // (style.font + 4)))
     y = lay.gap_y
     for g in p.groups:
         for panel in _band(p, g, y, lay):
@@ -462,7 +462,7 @@ def maps_figure(p: MapPanels, style: Style = Style()) -> go.Figure:
     finite = kv_vals[np.isfinite(kv_vals)]
     lim = float(np.max(np.abs(finite))) if finite.size else 1.0
     lim = lim if lim > 0 else 1.0
-    xt, xl = _ticks(c, token_labels(p.tokens_k), p.factor, max(2, c * lay.cell_px // (style.font + 4)))
+    xt, xl = _ticks(c, p.tokens_k, p.factor, max(2, c * lay.cell_px // (style.font + 4)))
     x_ticks = ([col * (c + lay.gap) + j for col in range(lay.per_line + 2) for j in xt], xl * (lay.per_line + 2))
     bar = dict(x=1.0, len=0.45)
     layout = base_layout(
@@ -577,7 +577,7 @@ def pair_maps_figure(
                       + " %{z:.4f}<extra></extra>")  # fmt: skip
     colours = (group_color(pair.kv_built), group_color(pair.kv_run))
     shapes, annotations = _pair_frames(titles, colours, c, r, gap, style)
-    xt, xl = _ticks(c, labels, f, 16)
+    xt, xl = _ticks(c, tokens, f, 16)
     title = style.t("kvfig.pair_title")
     if f > 1:
         title += "<br><sup>" + style.t("fig.pooled", r=r, c=c, tq=len(tokens), tk=len(tokens))
@@ -589,7 +589,7 @@ def pair_maps_figure(
                       coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0,
                                      colorbar=dict(title=dict(text=style.t("fig.weight")))),
                       shapes=shapes, annotations=annotations, uirevision="pair",
-                      **_map_axes((xt + [c + gap + j for j in xt], xl * 2), _ticks(r, labels, f, 32),
+                      **_map_axes((xt + [c + gap + j for j in xt], xl * 2), _ticks(r, tokens, f, 32),
                                   style.t("fig.key"), style.t("fig.query")))
     )  # fmt: skip
     return apply_fonts(fig, style)

@@ -42,7 +42,7 @@ from ..convert import (
     rank_methods,
 )
 from ..costs import attention_costs
-from ..figures import Style
+from ..figures import Style, block_labels
 from ..figures import kv as kvfig
 from ..longmaps import PooledMaps, pool_factor, pooled_attention
 from ..memory import binary_unit, dtype_bits, format_bytes
@@ -121,9 +121,7 @@ class Params:
     @property
     def mappings_differ(self) -> bool:
         """Whether contiguous and interleaved mappings pair some query head with different KV heads."""
-        return kv_map(self.n_heads, self.n_kv_heads, "contiguous") != kv_map(
-            self.n_heads, self.n_kv_heads, "interleaved"
-        )
+        return bool(mismatched_heads(self.n_heads, self.n_kv_heads))
 
     def check(self) -> AttentionConfig:
         """The layer's shape, checked with every setting: :class:`ConfigError` naming the field when one is wrong."""
@@ -152,19 +150,15 @@ class Params:
         """
         if self.conv_source == "random":
             return MhaSpec("random", self.d_model, self.n_heads, self.head_dim, 1, 0.0, self.seed)
-        n_base = self.n_base
-        n_base = (
-            min(2, self.n_heads)
-            if n_base is None or self.n_heads == 1
-            else check_int("n_base", n_base, 1, self.n_heads)
-        )
-        noise = self.noise
+        n_base, noise = self.n_base, self.noise
+        if n_base is None or self.n_heads == 1:
+            n_base = min(2, self.n_heads)
+        n_base = check_int("n_base", n_base, 1, self.n_heads)
         if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not math.isfinite(noise) or noise < 0:
             raise ConfigError(f"noise must be a number ≥ 0, got {noise!r}", "noise", "not_negative", name="noise",
                               value=repr(noise))  # fmt: skip
-        return MhaSpec(
-            "correlated", self.d_model, self.n_heads, self.head_dim, n_base, round(float(noise), 4), self.seed
-        )
+        noise = round(float(noise), 4)
+        return MhaSpec("correlated", self.d_model, self.n_heads, self.head_dim, n_base, noise, self.seed)
 
 
 def _tag(n_heads: int, n_kv_heads: int) -> str:
@@ -345,13 +339,7 @@ def exact_maps(layer: SeededLayer, heads: Sequence[int], *, device: str = "cpu")
 def maps_frame(pm: PooledMaps) -> pd.DataFrame:
     """Long table (head, KV head, query, key, weight) of the maps of ``pm`` (position ranges when pooled)."""
     w, f, n_rep = pm.weights, pm.factor, pm.n_heads // pm.n_kv_heads
-
-    def labels(tokens: Sequence[str], n_cells: int) -> list[str]:
-        if f == 1:
-            return kvfig.token_labels(tokens)
-        return [f"{i * f}–{min((i + 1) * f, len(tokens)) - 1}" for i in range(n_cells)]  # pooled position ranges
-
-    lq, lk = labels(pm.tokens_q, w.shape[1]), labels(pm.tokens_k, w.shape[2])
+    lq, lk = block_labels(pm.tokens_q, 0, len(pm.tokens_q), f), block_labels(pm.tokens_k, 0, len(pm.tokens_k), f)
     hh, qq, kk = np.meshgrid(np.array(pm.heads), np.arange(w.shape[1]), np.arange(w.shape[2]), indexing="ij")
     return pd.DataFrame({"head": hh.ravel(), "kv_head": hh.ravel() // n_rep, "query": np.array(lq, dtype=object)[qq.ravel()],
                          "key": np.array(lk, dtype=object)[kk.ravel()], "weight": w.ravel()})  # fmt: skip
@@ -593,12 +581,8 @@ def pair_view(mm: MappingMismatch, head: int, tokens: Sequence[str], style: Styl
     titles = (style.t("kv.pair_built", h=head, g=a, m=style.t(f"opt.built_with.{mm.built_with}")),
               style.t("kv.pair_run", h=head, g=b, m=style.t(f"opt.built_with.{mm.run_with}")))  # fmt: skip
     fig = kvfig.pair_maps_figure(pair, tokens, titles, style, PAIR_SIDE)
-    if f == 1:
-        labels_q = labels_k = np.array(kvfig.token_labels(tokens), dtype=object)
-    else:  # pooled position ranges
-        r, c = pair.weights_built.shape
-        labels_q = np.array([f"{i * f}–{min((i + 1) * f, pair.t_q) - 1}" for i in range(r)], dtype=object)
-        labels_k = np.array([f"{j * f}–{min((j + 1) * f, pair.t_k) - 1}" for j in range(c)], dtype=object)
+    labels_q = np.array(block_labels(tuple(tokens), 0, pair.t_q, f), dtype=object)  # positions of blocks when pooled
+    labels_k = np.array(block_labels(tuple(tokens), 0, pair.t_k, f), dtype=object)
     data = pd.DataFrame({"query": np.repeat(labels_q, len(labels_k)), "key": np.tile(labels_k, len(labels_q)),
                          f"weight_{mm.built_with}_kv{a}": pair.weights_built.ravel(),
                          f"weight_{mm.run_with}_kv{b}": pair.weights_run.ravel()})  # fmt: skip

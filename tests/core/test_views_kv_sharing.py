@@ -103,3 +103,45 @@ def test_long_sequences_stay_under_a_budget_the_full_maps_exceed(monkeypatch):
     note = f"measured on {len(range(0, 2048, step)):,} of 2,048 query rows (rows 0, {step}, {2 * step}, …)"
     assert note in spec(views[5].figure)["layout"]["title"]["text"]
     assert (views[5].data["query_rows_measured"] == len(range(0, 2048, step))).all()
+
+
+# ---------------------------------------------------------------- issue 13: the view model
+def test_the_command_line_keeps_every_flag_of_the_page():
+    from attn_core.export import parser
+    from attn_core.views import page
+
+    flags = {s for a in parser(page("kv_sharing"))._actions for s in a.option_strings}
+    old = {"--n-heads", "--n-kv-heads", "--d-k", "--seq-len", "--text", "--seed", "--view", "--head", "--d-model",
+           "--dtype", "--built-with", "--conv-source", "--n-base", "--noise", "--kv-first"}  # fmt: skip
+    assert old <= flags
+    assert "--kv-view" not in flags  # --view picks the views
+
+
+def test_views_come_in_the_page_order_and_unknown_ones_are_named():
+    assert kvs.wanted_views(None) == list(kvs.VIEW_NAMES)
+    assert kvs.wanted_views("all") == list(kvs.VIEW_NAMES)
+    assert kvs.wanted_views("convert, diagram") == ["diagram", "convert"]
+    for bad, shown in (("heads", "heads"), ("", "(none)")):
+        with pytest.raises(ConfigError) as err:
+            kvs.wanted_views(bad)
+        assert err.value.key == "unknown_view" and str(err.value).startswith(f"view {shown} is not known")
+
+
+@pytest.mark.parametrize("built_with", ["contiguous", "interleaved"])
+def test_the_pair_kept_by_the_study_equals_the_pair_computed_alone(built_with):
+    # Short sequences take the pair from the study (every map kept), long ones compute it by chunks:
+    # both paths give one head's maps as trained and as run.
+    layer = kvs.Params(n_heads=12, n_kv_heads=3, head_dim=8, d_model=64, seed=2).layer()
+    mm = kvs.mapping_study(layer, built_with)
+    assert mm.full
+    for head in (0, 5, 11):
+        kept, alone = kvs.kept_pair(mm, head), kvs.pair_maps(layer, built_with, head)
+        assert (
+            (kept.kv_built, kept.kv_run, kept.factor)
+            == (alone.kv_built, alone.kv_run, alone.factor)
+            == (mm.built[head], mm.run[head], 1)
+        )
+        # two float32 computations of the same weights (in 0..1)
+        np.testing.assert_allclose(alone.weights_built, kept.weights_built, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(alone.weights_run, kept.weights_run, rtol=1e-5, atol=1e-6)
+        assert alone.max_diff == pytest.approx(kept.max_diff, rel=1e-5, abs=1e-6)
