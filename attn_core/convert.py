@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -42,9 +43,11 @@ from .attention import (
 from .config import AttentionConfig, ConfigError, check_int, check_kv_heads, divisors, unknown_option
 from .guard import check_budget, max_bytes
 from .longmaps import pool_factor
-from .maps import attention_maps_for, estimate_bytes, init_layer
-from .sources import SeededLayer
+from .maps import estimate_bytes, init_layer
 from .tokens import embed
+
+if TYPE_CHECKING:
+    from .sources import AttentionSource
 
 METHODS = ("mean", "first", "random")
 # The GQA paper's ranking of the conversions after uptraining, best first (Ainslie et al. 2023,
@@ -72,12 +75,19 @@ def study_rows(n_heads: int, t_q: int, t_k: int, cells: int | None = None) -> ra
     return range(0, int(t_q), step)
 
 
-def _exact_fits(n_heads: int, n_kv_heads: int, head_dim: int, d_model: int, t: int) -> bool:
-    """Whether the original path (every ``[H, T, T]`` map at once) is small enough to take."""
-    if n_heads * t * t > EXACT_CELLS:
+def _exact_fits(cfg: AttentionConfig, t_q: int, t_k: int) -> bool:
+    """Whether the original path (every ``[H, Tq, Tk]`` map of the layer ``cfg`` at once) is small enough to take."""
+    if cfg.n_heads * t_q * t_k > EXACT_CELLS:
         return False
-    cfg = AttentionConfig(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, d_model=d_model, seq_len=t)
-    return estimate_bytes(cfg, t, t) <= max_bytes()
+    return estimate_bytes(cfg, t_q, t_k) <= max_bytes()
+
+
+def _source_config(source: AttentionSource) -> AttentionConfig:
+    """The shape of ``source`` as a config (``d_model`` the source's own, else ``n_heads × d_k``), checked."""
+    cfg = AttentionConfig(n_heads=source.n_heads, n_kv_heads=source.n_kv_heads, head_dim=source.head_dim,
+                          d_model=getattr(source, "d_model", None), seq_len=max(1, len(source.tokens_q)))  # fmt: skip
+    cfg.validate()
+    return cfg
 
 
 # ---------------------------------------------------------------- mapping conventions
@@ -271,51 +281,47 @@ def mapping_mismatch_rows(
     )
 
 
-def estimate_mismatch_bytes(
-    n_heads: int, n_kv_heads: int, head_dim: int, d_model: int, t: int, chunk_cells: int = CHUNK_CELLS
-) -> int:
-    """Peak bytes of the long mapping study (an upper bound): weights, embeddings, Q, K, one chunk of one head."""
-    floats = 4 * d_model * n_heads * head_dim + 2 * t * d_model  # the drawn weights, the embeddings
-    floats += n_heads * t * head_dim + 2 * n_kv_heads * t * head_dim  # Q of every head, K (and V)
-    floats += 14 * min(chunk_cells, t * t)  # float32 scores, float64 log-softmaxes, p and the terms
-    return 4 * floats
+def estimate_study_bytes(source: AttentionSource, n_shown: int, chunk_cells: int = CHUNK_CELLS) -> int:
+    """Peak bytes of a long study of ``n_shown`` heads of ``source`` (an upper bound): what the source needs
+    to make their Q and K (:meth:`~attn_core.sources.SeededLayer.extra_bytes`) and one chunk of rows
+    (float32 scores, float64 log-softmaxes, p and the terms)."""
+    return source.extra_bytes(n_shown) + 4 * 14 * min(chunk_cells, len(source.tokens_q) * len(source.keys))
 
 
-def mapping_on_tokens(
-    n_heads: int,
-    n_kv_heads: int,
-    head_dim: int,
-    d_model: int,
-    tokens: Sequence[str],
-    seed: int = 0,
-    device: str | torch.device = "cpu",
-    built_with: str = "contiguous",
+def _all_qk(source: AttentionSource, dev: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Q of every head ``[H, Tq, D]`` and K of every KV head ``[H_kv, Tk, D]`` of ``source``, on ``dev``."""
+    q, k, _ = source.qkv(range(source.n_heads), dev)
+    return q, torch.stack([k[g] for g in range(source.n_kv_heads)])
+
+
+def mapping_on_source(
+    source: AttentionSource, built_with: str = "contiguous", device: str | torch.device = "cpu"
 ) -> MappingMismatch:
-    """The KV-sharing page's layer (self-attention, no mask) run with ``built_with`` and with the other mapping.
+    """An attention source (the KV-sharing page's seeded layer) run with ``built_with`` and with the other mapping.
 
-    Short sequences take the original path (:func:`mapping_mismatch` on the
-    layer's maps, every weight kept). Long ones (more than :data:`EXACT_CELLS`
-    map cells, or above the memory budget) take :func:`mapping_mismatch_rows`
-    on the rows of :func:`study_rows`: the full ``[H, T, T]`` maps are never built.
+    Short sequences take the original path (:func:`mapping_mismatch` on every map,
+    every weight kept, the source's mask applied). Long ones (more than
+    :data:`EXACT_CELLS` map cells, or above the memory budget) take
+    :func:`mapping_mismatch_rows` on the rows of :func:`study_rows` (no mask: the
+    page's layer has none): the full ``[H, Tq, Tk]`` maps are never built.
     """
     _check_mapping(built_with)
-    check_sim_size(d_model, n_heads, head_dim)
-    t = len(tokens)
-    if _exact_fits(n_heads, n_kv_heads, head_dim, d_model, t):
-        maps = attention_maps_for(n_heads, n_kv_heads, head_dim, tokens, d_model=d_model, seed=seed, device=device)
-        return mapping_mismatch(maps.q, maps.k, maps.scale, maps.mask, built_with)
-    AttentionConfig(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, d_model=d_model, seq_len=t).validate()
+    h, t_q, t_k = source.n_heads, len(source.tokens_q), len(source.keys)
+    cfg = _source_config(source)
+    dev = torch.device(device)
+    if _exact_fits(cfg, t_q, t_k):
+        q, k = _all_qk(source, dev)
+        allowed = source.allowed(torch.arange(t_q, device=dev))
+        mask = None if bool(allowed.all()) else allowed.cpu().numpy()
+        return mapping_mismatch(q.cpu().numpy(), k.cpu().numpy(), source.scale, mask, built_with)
     check_budget(
-        estimate_mismatch_bytes(n_heads, n_kv_heads, head_dim, d_model, t),
-        f"the mapping study of {n_heads} heads × {t} tokens",
+        estimate_study_bytes(source, h),
+        f"the mapping study of {h} heads × {t_q} tokens",
         "use fewer tokens or fewer heads",
         "seq_len",
     )
-    dev = torch.device(device)
-    layer = SeededLayer(n_heads, n_kv_heads, head_dim, tuple(tokens), d_model=d_model, seed=seed)
-    q, k, _ = layer.qkv(range(n_heads), dev)
-    k = torch.stack([k[g] for g in range(n_kv_heads)])  # (H_kv, T, D)
-    return mapping_mismatch_rows(q, k, resolve_scale(head_dim), built_with, study_rows(n_heads, t, t))
+    q, k = _all_qk(source, dev)
+    return mapping_mismatch_rows(q, k, source.scale, built_with, study_rows(h, t_q, t_k))
 
 
 @dataclass(frozen=True)
@@ -346,7 +352,7 @@ class PairMaps:
 def pair_from_mismatch(mm: MappingMismatch, head: int) -> PairMaps:
     """The :class:`PairMaps` of ``head`` from a study that kept every weight (``mm.full``)."""
     if not mm.full:
-        raise ConfigError("this mapping study kept no maps; use pair_on_tokens", "head", "no_maps_kept")
+        raise ConfigError("this mapping study kept no maps; use pair_on_source", "head", "no_maps_kept")
     head = check_int("head", head, 0, len(mm.built) - 1)
     a, b = mm.weights_built[head], mm.weights_run[head]
     return PairMaps(head, mm.built[head], mm.run[head], a, b, 1, float(np.max(np.abs(a - b))), *a.shape)
@@ -400,38 +406,26 @@ def pair_maps_rows(
     return w[0], w[1], f, max_diff
 
 
-def pair_on_tokens(
-    n_heads: int,
-    n_kv_heads: int,
-    head_dim: int,
-    d_model: int,
-    tokens: Sequence[str],
-    seed: int = 0,
-    device: str | torch.device = "cpu",
+def pair_on_source(
+    source: AttentionSource,
+    head: int,
     built_with: str = "contiguous",
-    head: int = 0,
     max_side: int = PAIR_SIDE,
+    device: str | torch.device = "cpu",
 ) -> PairMaps:
-    """:class:`PairMaps` of ``head`` for the page's layer, by chunks of query rows (any length, never ``[T, T]``)."""
+    """:class:`PairMaps` of ``head`` of an unmasked source, by chunks of query rows (any length, never ``[T, T]``)."""
     _check_mapping(built_with)
-    check_sim_size(d_model, n_heads, head_dim)
-    t = len(tokens)
-    AttentionConfig(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, d_model=d_model, seq_len=t).validate()
+    n_heads, n_kv_heads, t_q, t_k = source.n_heads, source.n_kv_heads, len(source.tokens_q), len(source.keys)
+    _source_config(source)
     head = check_int("head", head, 0, n_heads - 1)
     run_with = MAPPINGS[1 - MAPPINGS.index(built_with)]
     a, b = kv_head_for(head, n_heads, n_kv_heads, built_with), kv_head_for(head, n_heads, n_kv_heads, run_with)
-    check_budget(
-        estimate_mismatch_bytes(1, n_kv_heads, head_dim, d_model, t) + 4 * 4 * d_model * n_heads * head_dim,
-        f"the maps of one head × {t} tokens",
-        "use fewer tokens",
-        "seq_len",
-    )
+    check_budget(estimate_study_bytes(source, 2), f"the maps of one head × {t_q} tokens", "use fewer tokens", "seq_len")
     n_rep = n_heads // n_kv_heads
     other = b if a == head // n_rep else a  # the KV head that head's own group does not bring
-    layer = SeededLayer(n_heads, n_kv_heads, head_dim, tuple(tokens), d_model=d_model, seed=seed)
-    q, k, _ = layer.qkv([head, other * n_rep], torch.device(device))
-    wb, wr, f, diff = pair_maps_rows(q[0], k[a], k[b], resolve_scale(head_dim), max_side)
-    return PairMaps(head, a, b, wb, wr, f, diff, t, t)
+    q, k, _ = source.qkv([head, other * n_rep], torch.device(device))
+    wb, wr, f, diff = pair_maps_rows(q[0], k[a], k[b], source.scale, max_side)
+    return PairMaps(head, a, b, wb, wr, f, diff, t_q, t_k)
 
 
 # ---------------------------------------------------------------- conversion
@@ -776,18 +770,29 @@ def estimate_conversion_bytes(
     return 4 * floats
 
 
-def conversion_on_tokens(
-    n_heads: int,
-    head_dim: int,
-    d_model: int,
-    tokens: Sequence[str],
-    source: str = "correlated",
-    n_base: int = 2,
-    noise: float = 0.3,
-    seed: int = 0,
-    device: str | torch.device = "cpu",
-) -> ConversionStudy:
-    """:func:`conversion_study` of the KV-sharing page: the source layer of :func:`build_source` run on ``tokens``.
+@dataclass(frozen=True)
+class MhaSpec:
+    """The MHA layer a conversion study converts: :func:`build_source` of these values.
+
+    ``kind`` ``random`` or ``correlated`` (``n_base`` base heads, copies with ``noise``,
+    see :func:`correlated_mha`); ``seed`` draws the weights and the input embeddings.
+    """
+
+    kind: str
+    d_model: int
+    n_heads: int
+    head_dim: int
+    n_base: int = 2
+    noise: float = 0.3
+    seed: int = 0
+
+    def build(self) -> GroupedQueryAttention:
+        return build_source(self.kind, self.d_model, self.n_heads, self.head_dim, seed=self.seed, n_base=self.n_base,
+                            noise=self.noise)  # fmt: skip
+
+
+def conversion_on_tokens(spec: MhaSpec, tokens: Sequence[str], device: str | torch.device = "cpu") -> ConversionStudy:
+    """:func:`conversion_study` of the KV-sharing page: the layer ``spec`` builds, run on ``tokens``.
 
     The input is ``embed(tokens, d_model, seed)`` ``[1, T, d_model]`` (no mask);
     the layer and the input live on ``device``, the result is CPU numpy. Short
@@ -796,24 +801,25 @@ def conversion_on_tokens(
     ``[H, T, T]`` tensor is built. Raises :class:`ConfigError` when the layer is
     too large to simulate (:func:`check_sim_size`) or above the memory budget.
     """
-    check_sim_size(d_model, n_heads, head_dim)
+    h, d, dm = spec.n_heads, spec.head_dim, spec.d_model
+    check_sim_size(dm, h, d)
     t = len(tokens)
-    exact = _exact_fits(n_heads, n_heads, head_dim, d_model, t)
-    rows = study_rows(n_heads, t, t, CONV_CELLS)
+    exact = _exact_fits(AttentionConfig(n_heads=h, n_kv_heads=h, head_dim=d, d_model=dm, seq_len=max(1, t)), t, t)
+    rows = study_rows(h, t, t, CONV_CELLS)
     if not exact:
-        AttentionConfig(n_heads=n_heads, n_kv_heads=1, head_dim=head_dim, d_model=d_model, seq_len=t).validate()
+        AttentionConfig(n_heads=h, n_kv_heads=1, head_dim=d, d_model=dm, seq_len=t).validate()
         check_budget(
-            estimate_conversion_bytes(n_heads, head_dim, d_model, t, len(rows)),
-            f"the conversion study of {n_heads} heads × {t} tokens",
+            estimate_conversion_bytes(h, d, dm, t, len(rows)),
+            f"the conversion study of {h} heads × {t} tokens",
             "use fewer tokens or fewer heads",
             "seq_len",
         )
-    mha = build_source(source, d_model, n_heads, head_dim, seed=seed, n_base=n_base, noise=noise).to(device)
-    x = embed(list(tokens), d_model, seed)[None].to(device)  # (1, T, d_model)
+    mha = spec.build().to(device)
+    x = embed(list(tokens), dm, spec.seed)[None].to(device)  # (1, T, d_model)
     with torch.no_grad():
         if exact:
-            return conversion_study(mha, x, seed=seed, source=source)
-        return conversion_study_rows(mha, x, rows, seed=seed, source=source)
+            return conversion_study(mha, x, seed=spec.seed, source=spec.kind)
+        return conversion_study_rows(mha, x, rows, seed=spec.seed, source=spec.kind)
 
 
 # Largest projection (d_model × n_heads × d_k weights) the pages simulate live: 64 MiB in float32.

@@ -44,24 +44,9 @@ def attention_costs(
 
     Raises :class:`ConfigError` naming the field for a bad value.
     """
-    d_model = check_int("d_model", d_model, 1)
-    n_heads = check_int("n_heads", n_heads, 1)
-    n_kv_heads = check_int("n_kv_heads", n_kv_heads, 1)
-    head_dim = check_int("head_dim", head_dim, 1)
-    seq_len = check_int("seq_len", seq_len, 1)
-    bytes_per_element = check_int("bytes_per_element", bytes_per_element, 1)
-    if n_kv_heads > n_heads:
-        raise ConfigError(
-            f"n_kv_heads ({n_kv_heads}) cannot exceed n_heads ({n_heads})",
-            "n_kv_heads",
-            "kv_exceeds",
-            n_kv_heads=n_kv_heads,
-            n_heads=n_heads,
-        )
-    check_kv_heads(n_heads, n_kv_heads)
-    if not isinstance(bias, bool):
-        raise ConfigError("bias must be True or False", "bias", "true_false", name="bias")
-
+    d_model, n_heads, n_kv_heads, head_dim, seq_len, bytes_per_element = _checked(
+        d_model, n_heads, n_kv_heads, head_dim, seq_len, bytes_per_element, bias
+    )
     q_out = n_heads * head_dim  # width of all query heads
     kv_out = n_kv_heads * head_dim  # width of all K (or V) heads
     params_q = d_model * q_out + (q_out if bias else 0)
@@ -95,3 +80,26 @@ def attention_costs(
         **flops,
         "flops_total": sum(flops.values()),
     }
+
+
+def _checked(
+    d_model: int, n_heads: int, n_kv_heads: int, head_dim: int, seq_len: int, bytes_per_element: int, bias: bool
+) -> tuple[int, int, int, int, int, int]:
+    """The shape of :func:`attention_costs` checked (:class:`ConfigError` naming the field), as ints."""
+    values = [
+        check_int(name, value, 1)
+        for name, value in (("d_model", d_model), ("n_heads", n_heads), ("n_kv_heads", n_kv_heads),
+                            ("head_dim", head_dim), ("seq_len", seq_len), ("bytes_per_element", bytes_per_element))
+    ]  # fmt: skip
+    if values[2] > values[1]:
+        raise ConfigError(
+            f"n_kv_heads ({values[2]}) cannot exceed n_heads ({values[1]})",
+            "n_kv_heads",
+            "kv_exceeds",
+            n_kv_heads=values[2],
+            n_heads=values[1],
+        )
+    check_kv_heads(values[1], values[2])
+    if not isinstance(bias, bool):
+        raise ConfigError("bias must be True or False", "bias", "true_false", name="bias")
+    return tuple(values)

@@ -9,7 +9,8 @@ from typing import Any
 
 import streamlit as st
 
-from attn_core.config import attention_kind, divisors, kv_heads_keeping_group, nearest_divisor
+from attn_core.config import divisors, kv_heads_keeping_group, nearest_divisor
+from attn_core.figures import kv as figures_kv
 
 from .core import (
     BIND,
@@ -256,8 +257,8 @@ def _kv_wanted(n_heads: int, options: list[int], fallback: int, key: str) -> tup
 
 
 def kv_label(n_heads: int, n_kv_heads: int) -> str:
-    """An option of the KV-heads control: ``"2 · GQA"`` (the kind from :func:`attn_core.config.attention_kind`)."""
-    return f"{n_kv_heads} · {attention_kind(n_heads, n_kv_heads)}"
+    """An option of the KV-heads control: ``"2 · GQA"``, as the charts write it (:func:`attn_core.figures.kv.kv_label`)."""
+    return figures_kv.kv_label(n_heads, n_kv_heads)
 
 
 def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", container: Any = None) -> int:

@@ -12,6 +12,7 @@ from attn_core.attention import GroupedQueryAttention, kv_group_of, repeat_kv
 from attn_core.config import AttentionConfig, ConfigError, divisors
 from attn_core.convert import (
     METHODS,
+    MhaSpec,
     build_source,
     check_sim_size,
     conversion_errors,
@@ -24,17 +25,18 @@ from attn_core.convert import (
     kv_map,
     mapping_mismatch,
     mapping_mismatch_rows,
-    mapping_on_tokens,
+    mapping_on_source,
     mean_kl,
     mha_to_gqa,
     pair_from_mismatch,
     pair_maps_rows,
-    pair_on_tokens,
+    pair_on_source,
     study_rows,
     weights_with_mapping,
 )
 from attn_core.figures import pool_max
 from attn_core.maps import compute_attention_maps, init_layer
+from attn_core.sources import SeededLayer
 from attn_core.tokens import embed, tokenize
 
 TOKS = tokenize("the cat sat on the mat because it was tired")
@@ -325,17 +327,17 @@ def test_long_paths_of_the_page_studies(monkeypatch):
     monkeypatch.setattr(convert, "EXACT_CELLS", 100)
     monkeypatch.setattr(convert, "STUDY_CELLS", 8 * 40 * 10)
     monkeypatch.setattr(convert, "CONV_CELLS", 8 * 40 * 5)
-    mm = mapping_on_tokens(8, 2, 16, 128, LONG, seed=1)
+    mm = mapping_on_source(SeededLayer(8, 2, 16, tuple(LONG), d_model=128, seed=1))
     assert not mm.full and mm.subset and (mm.kl_rows, mm.row_step) == (10, 4)
     m = compute_attention_maps(AttentionConfig(n_heads=8, n_kv_heads=2, head_dim=16, d_model=128, seed=1), LONG)
     by_hand = mapping_mismatch(m.q[:, ::4], m.k, m.scale, m.mask[::4], "contiguous")
     np.testing.assert_allclose(mm.kl, by_hand.kl, rtol=1e-4, atol=1e-7)
-    pair = pair_on_tokens(8, 2, 16, 128, LONG, seed=1, head=1)
+    pair = pair_on_source(SeededLayer(8, 2, 16, tuple(LONG), d_model=128, seed=1), head=1)
     full = mapping_mismatch(m.q, m.k, m.scale, m.mask, "contiguous")
     np.testing.assert_allclose(pair.weights_built, full.weights_built[1], atol=1e-6)
     np.testing.assert_allclose(pair.weights_run, full.weights_run[1], atol=1e-6)
     assert (pair.kv_built, pair.kv_run, pair.factor) == (0, 1, 1)
-    study = conversion_on_tokens(8, 16, 128, LONG, "correlated", 2, 0.3, seed=1)
+    study = conversion_on_tokens(MhaSpec("correlated", 128, 8, 16, 2, 0.3, seed=1), LONG)
     assert study.subset and (study.n_rows, study.row_step) == (5, 8)
     src = build_source("correlated", 128, 8, 16, seed=1, n_base=2, noise=0.3)
     expect = conversion_study_rows(src, embed(LONG, 128, 1)[None], range(0, 40, 8), seed=1)
@@ -412,7 +414,7 @@ def test_correlated_mha_copies_the_base_heads_of_base_heads():
 def test_kl_is_never_negative_where_the_conversion_is_exact():
     # noise 0 and one base head: mean and first give back every head exactly, so their KL is 0 up to float
     # rounding, which used to come out as -0.0 (printed "-0.0000" on the page) for mean pooling at n_kv = 1
-    study = conversion_on_tokens(8, 16, 128, TOKS, source="correlated", n_base=1, noise=0.0, seed=0)
+    study = conversion_on_tokens(MhaSpec("correlated", 128, 8, 16, n_base=1, noise=0.0, seed=0), TOKS)
     for m in ("mean", "first"):
         for value in map(float, study.kl[m]):
             assert 0.0 <= value < 1e-6

@@ -9,15 +9,17 @@ import plotly.io as pio
 import pytest
 import torch
 
-from attn_core import export, fig_kv, figures
+from attn_core import export, figures
 from attn_core.attention import kv_group_of, repeat_kv
 from attn_core.config import AttentionConfig
 from attn_core.convert import build_source, conversion_study, mapping_mismatch, weights_with_mapping
 from attn_core.costs import attention_costs
 from attn_core.maps import compute_attention_maps
 from attn_core.tokens import embed, tokenize
+from attn_core.views import kv_sharing as kv
+from attn_core.views import page
 from tests.core.test_export import need_chromium
-from tests.util import chart_specs
+from tests.util import arr, chart_specs
 
 PAGE = "pages/kv_sharing.py"
 TEXT = "The cat sat on the mat because it was tired ."  # the page's default text
@@ -142,11 +144,12 @@ def test_cli_figures_equal_the_page_figures(app_test, view, extra, session):
     at = app_test(PAGE, query={**PAGE_QUERY, "kv_view": view, **extra}, session={"seed": SEED, **session})
     assert not at.exception and not at.error and not at.warning
     style = figures.Style(present=session.get("present", False), lang=session.get("lang", "en"))
-    views = fig_kv.kv_sharing_views(
-        n_heads=H, n_kv_heads=KV, head_dim=D, d_model=DM, tokens=TOKS, seed=SEED, dtype=extra.get("kv_dtype", "fp16"),
+    params = kv.Params(
+        n_heads=H, n_kv_heads=KV, head_dim=D, d_model=DM, text=TEXT, seed=SEED, kv_dtype=extra.get("kv_dtype", "fp16"),
         built_with=extra.get("built_with", "contiguous"), head=int(extra["head"]) if "head" in extra else None,
-        n_base=int(extra.get("n_base", 2)), noise=float(extra.get("noise", 0.3)), views=[view], style=style,
+        n_base=int(extra.get("n_base", 2)), noise=float(extra.get("noise", 0.3)),
     )  # fmt: skip
+    views = kv.views(params, style, [view])
     specs = chart_specs(at)
     assert len(specs) == len(views) >= 1
     for v, spec in zip(views, specs, strict=True):
@@ -189,7 +192,47 @@ def test_a_layer_too_large_to_simulate_still_exports_diagram_and_costs(tmp_path)
     argv = ["--page", "kv_sharing", "--d-model", "4096", "--n-heads", "64", "--d-k", "256", "--n-kv-heads", "8",
             "--view", "diagram,costs", "--format", "csv", "--out", str(tmp_path)]  # fmt: skip
     names = [p.name for p in export.run(argv)]
-    assert names == ["kv_diagram_h64_kv8_seed0.csv", "repeat_kv_h64_kv8_t16_d256_seed0.csv",
+    # the command line's default sequence is the page's: its default text, 11 tokens (it was 16 synthetic tokens)
+    assert names == ["kv_diagram_h64_kv8_seed0.csv", f"repeat_kv_h64_kv8_t{T}_d256_seed0.csv",
                      "kv_bytes_h64_kv8_d256_fp16_seed0.csv"]  # fmt: skip
     costs = pd.read_csv(tmp_path / names[-1], encoding="utf-8-sig").set_index("n_kv_heads")
     assert costs.loc[8, "params_q"] == 4096 * 64 * 256 and costs.loc[8, "kv_bytes_per_token"] == 2 * 8 * 256 * 2
+
+
+# ---------------------------------------------------------------- issue 13: one flow for the page and the CLI
+def same_charts(page_specs: list[dict], views: list, style: figures.Style) -> None:
+    """The page drew exactly the CLI's charts: the same data arrays, titles and whole figures."""
+    assert len(page_specs) == len(views) >= 1
+    for v, got in zip(views, page_specs, strict=True):
+        figures.apply_fonts(v.figure, style)  # as ui.show_figure and the exporter do
+        want = json.loads(pio.to_json(v.figure, validate=False))
+        assert got["layout"]["title"]["text"] == want["layout"]["title"]["text"], v.name
+        for t_got, t_want in zip(got["data"], want["data"], strict=True):
+            for key in ("x", "y", "z"):
+                if key not in t_want:
+                    continue
+                if isinstance(t_want[key], list) and any(isinstance(x, str) for x in t_want[key]):
+                    assert t_got[key] == t_want[key], (v.name, key)  # category labels
+                else:
+                    a, b = arr(t_got[key]), arr(t_want[key])
+                    assert a.shape == b.shape and np.array_equal(a, b, equal_nan=True), (v.name, key)
+        assert got == want, v.name
+
+
+@pytest.mark.parametrize(
+    "query,argv",
+    [
+        ({}, []),  # the page's defaults: the diagram
+        *[({"kv_view": v}, []) for v in ("maps", "costs", "mapping", "convert")],
+        # long: 2048 synthetic tokens, pooled maps, chunked studies (the conversion on a subset of the rows)
+        *[({"source": "synthetic", "seq_len": "2048", "kv_view": v}, ["--seq-len", "2048"])
+          for v in ("maps", "mapping", "convert")],
+    ],
+)  # fmt: skip
+def test_page_equals_the_cli_at_its_defaults_and_at_a_long_setting(app_test, query, argv):
+    at = app_test(PAGE, query=query)
+    assert not at.exception and not at.error and not at.warning
+    params, _ = export.params_from(page("kv_sharing"), ["--page", "kv_sharing", *argv])
+    assert params.tokens == kv.Params(**{k: (int(v) if k == "seq_len" else v) for k, v in query.items()}).tokens
+    style = figures.Style()
+    same_charts(chart_specs(at), kv.views(params, style, [query.get("kv_view", "diagram")]), style)

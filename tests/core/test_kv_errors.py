@@ -1,4 +1,4 @@
-"""Every ConfigError of the KV-sharing engine (fig_kv, convert, costs) carries a catalog key in both languages.
+"""Every ConfigError of the KV-sharing engine and view model (views.kv_sharing, convert, costs) carries a catalog key in both languages.
 
 The English catalog text with the error's parameters is the error's own message, so the Chinese UI shows the
 same content; a ConfigError raised without a key fails the scan below.
@@ -11,14 +11,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from attn_core import convert, costs, fig_kv
+from attn_core import convert, costs
 from attn_core.attention import GroupedQueryAttention
 from attn_core.config import AttentionConfig, ConfigError, check_kv_heads
+from attn_core.figures import Style
 from attn_core.i18n import CATALOG_DIR, translate
+from attn_core.sources import SeededLayer
 from attn_core.tokens import embed, tokenize
+from attn_core.views import kv_sharing as kv
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = [ROOT / "attn_core" / f"{name}.py" for name in ("fig_kv", "convert", "costs")]
+MODULES = [ROOT / "attn_core" / f"{name}.py" for name in ("views/kv_sharing", "convert", "costs")]
 TOKS = tokenize("the cat sat on the mat")
 
 
@@ -58,21 +61,21 @@ def _not_full_mismatch():
 
 
 def _pair_of_head_1():
-    mm = convert.mapping_on_tokens(4, 2, 8, 32, TOKS)
-    return fig_kv.pair_view(mm, 0, TOKS, pair=convert.pair_from_mismatch(mm, 1))
+    mm = convert.mapping_on_source(SeededLayer(4, 2, 8, tuple(TOKS), d_model=32))
+    return kv.pair_view(mm, 0, TOKS, Style(), pair=convert.pair_from_mismatch(mm, 1))
 
 
 MHA = convert.build_source("random", 32, 4, 8)
 X = embed(TOKS, 32, 0)[None]
 CALLS = {
-    "kv_first_zero": lambda: fig_kv.maps_groups(4, 1),
-    "not_offered": lambda: fig_kv.kv_costs_frame(64, 8, 2, 16, 10, "fp64"),
+    "kv_first_zero": lambda: kv.maps_groups(4, 1),
+    "not_offered": lambda: kv.Params(d_model=64, n_heads=8, n_kv_heads=2, head_dim=16, kv_dtype="fp64"),
     "pair_head": _pair_of_head_1,
-    "unknown_option (conv_source)": lambda: fig_kv.conversion_settings(8, "bogus", None, 0.3),
-    "not_negative (page)": lambda: fig_kv.conversion_settings(8, "correlated", 2, -1.0),
-    "no_tokens": lambda: fig_kv.kv_sharing_views(tokens=[]),
-    "unknown_view": lambda: fig_kv.kv_sharing_views(tokens=TOKS, views=["heads"]),
-    "unknown_option (built_with)": lambda: fig_kv.kv_sharing_views(tokens=TOKS, built_with="diagonal"),
+    "unknown_option (conv_source)": lambda: kv.Params(n_heads=8, conv_source="bogus").mha(),
+    "not_negative (page)": lambda: kv.Params(n_heads=8, conv_source="correlated", n_base=2, noise=-1.0).mha(),
+    "no_tokens": lambda: kv.views(kv.Params(text=""), Style()),
+    "unknown_view": lambda: kv.views(kv.Params(), Style(), ["heads"]),
+    "unknown_option (built_with)": lambda: kv.views(kv.Params(built_with="diagonal"), Style()),
     "unknown_option (mapping)": lambda: convert.kv_head_for(0, 8, 2, "diagonal"),
     "rows_range (mapping)": lambda: convert.mapping_mismatch_rows(
         torch.randn(4, 5, 3), torch.randn(2, 5, 3), 0.5, rows=[9]
