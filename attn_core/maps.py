@@ -7,7 +7,6 @@ returns CPU float32 numpy arrays only, ready for plotting or caching.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +16,7 @@ from .attention import GroupedQueryAttention, repeat_kv, resolve_scale
 from .config import AttentionConfig
 from .guard import check_budget
 from .masks import MASK_KINDS, build_mask, check_layer_input  # noqa: F401 - MASK_KINDS re-exported
-from .sources import SeededLayer, draw_weight, layer_generator
+from .sources import draw_weight, layer_generator
 from .tokens import embed
 
 
@@ -198,33 +197,3 @@ def shape_walk(cfg: AttentionConfig, t_q: int, t_k: int | None = None) -> list[S
         ShapeStep("o_proj", "o_proj", ("B", nq, "d_model"), (b, t_q, dm)),
     ]
     return rows
-
-
-def layer_maps(layer: SeededLayer, device: torch.device | str = "cpu") -> AttentionMaps:
-    """Every intermediate of the seeded layer ``layer`` (:func:`compute_attention_maps`), for short sequences."""
-    cfg = AttentionConfig(n_heads=layer.n_heads, n_kv_heads=layer.n_kv_heads, head_dim=layer.head_dim,
-                          d_model=layer.d_model, seq_len=max(1, len(layer.tokens_q)), use_scaling=layer.use_scaling,
-                          seed=layer.seed, causal=layer.mask_kind == "causal")  # fmt: skip
-    keys = None if layer.tokens_k is None else list(layer.tokens_k)
-    return compute_attention_maps(cfg, list(layer.tokens_q), keys, mask_kind=layer.mask_kind, pad_len=layer.pad_len,
-                                  temperature=layer.temperature, device=device)  # fmt: skip
-
-
-def attention_maps_for(
-    n_heads: int,
-    n_kv_heads: int,
-    head_dim: int,
-    tokens_q: Sequence[str],
-    tokens_k: Sequence[str] | None = None,
-    *,
-    device: torch.device | str = "cpu",
-    **layer: object,
-) -> AttentionMaps:
-    """:func:`layer_maps` of the :class:`~attn_core.sources.SeededLayer` these arguments make.
-
-    ``layer`` holds its keyword arguments (``d_model``, ``mask_kind``, ``pad_len``, ``use_scaling``,
-    ``temperature``, ``seed``); ``d_model`` defaults to ``n_heads * head_dim``.
-    """
-    source = SeededLayer(n_heads, n_kv_heads, head_dim, tuple(tokens_q), None if tokens_k is None else tuple(tokens_k),
-                         **layer)  # fmt: skip
-    return layer_maps(source, device)

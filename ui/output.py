@@ -11,7 +11,7 @@ from attn_core import figures
 from attn_core.config import ConfigError
 from attn_core.i18n import DEFAULT_LANG
 
-from .core import device, lang, seed, style, t
+from .core import lang, seed, style, t
 
 PLOT_CONFIG = {
     "displaylogo": False,
@@ -119,9 +119,3 @@ def run_safely(fn: Callable[[], Any]) -> Any:
     except ConfigError as exc:
         show_error(exc)
         return None
-
-
-def fell_back_to_cpu(result_device: str) -> None:
-    """Tell the user a CUDA out-of-memory error made the computation rerun on the CPU."""
-    if device().startswith("cuda") and not str(result_device).startswith("cuda"):
-        st.warning(t("ui.oom_fallback"), icon="⚠️")
