@@ -29,10 +29,13 @@ tensor with an odd element count needs one more, partly used, byte.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+import numpy as np
 
 from .config import ConfigError, check_int, check_kv_heads
 
@@ -546,3 +549,59 @@ def preset_layouts(preset: ModelPreset) -> list[CacheLayout]:
         kv_lora_rank=preset.kv_lora_rank,
         rope_dim=preset.qk_rope_head_dim,
     )
+
+
+# ---------------------------------------------------------------- memory against sequence length
+def seq_points(max_seq: int = MAX_CALC_SEQ_LEN, per_octave: int = 8) -> np.ndarray:
+    """Integer sequence lengths from 1 to ``max_seq``, evenly spaced on a log axis (int64), ``max_seq`` included."""
+    octaves = math.log2(max_seq)
+    k = np.arange(0, int(math.ceil(octaves * per_octave)) + 1)
+    pts = np.unique(np.clip(np.round(2.0 ** (k / per_octave)), 1, max_seq).astype(np.int64))
+    return np.unique(np.append(pts, max_seq))
+
+
+@dataclass(frozen=True)
+class MemoryCurves:
+    """The cache of each layout against the sequence length, and the longest context that fits a device.
+
+    ``cache[i]`` holds the exact bytes of ``layouts[i]`` at each of ``tokens``
+    (int64) for ``batch`` sequences in ``dtype``; ``weights`` (bytes, or None) are
+    stacked under every line and taken from the device first. ``fits[i]`` is the
+    longest context whose cache fits ``device_bytes - weights``, and
+    ``fit_totals[i]`` what the device then holds (that cache plus the weights; 0
+    when nothing fits).
+    """
+
+    layouts: tuple[CacheLayout, ...]
+    tokens: np.ndarray
+    cache: np.ndarray
+    fits: tuple[int, ...]
+    fit_totals: tuple[int, ...]
+    device_bytes: int
+    weights: int | None
+    batch: int
+    dtype: str
+
+    @property
+    def budget(self) -> int:
+        """Bytes left for the cache: the device's memory less the weights (never below 0)."""
+        return max(0, self.device_bytes - (self.weights or 0))
+
+
+def memory_curves(
+    layouts: Sequence[CacheLayout],
+    batch: int,
+    dtype: str,
+    points: np.ndarray,
+    device_bytes: int,
+    weights: int | None = None,
+) -> MemoryCurves:
+    """:class:`MemoryCurves` of ``layouts`` at the sequence lengths ``points``, on a device of ``device_bytes``."""
+    w = int(weights or 0)
+    budget = max(0, int(device_bytes) - w)
+    tokens = np.asarray(points, dtype=np.int64)
+    cache = np.array([[lay.bytes(int(s), batch, dtype) for s in tokens] for lay in layouts], dtype=np.int64)
+    fits = tuple(lay.max_context(budget, batch, dtype) for lay in layouts)
+    totals = tuple(lay.bytes(n, batch, dtype) + w if n else 0 for lay, n in zip(layouts, fits, strict=True))
+    return MemoryCurves(tuple(layouts), tokens, cache.reshape(len(layouts), len(tokens)), fits, totals,
+                        int(device_bytes), weights, batch, dtype)  # fmt: skip

@@ -7,8 +7,10 @@ import pytest
 
 from attn_core.kv_cache import DecodeConfig, run_decode
 from attn_core.memory import kv_cache_bytes, load_presets, mla_cache_bytes
+from attn_core.views import kv_cache as kc
 from tests.conftest import no_exception
 from tests.util import arr, chart_specs
+from ui.compute import LiveRun
 
 PAGE = "pages/kv_cache.py"
 GiB = 1024**3
@@ -77,7 +79,7 @@ def test_prefill_against_decode_is_measured_on_request(app_test):
     bars = next(s for s in chart_specs(at) if s["data"][0]["type"] == "bar")
     ms = arr(bars["data"][0]["y"])
     assert len(ms) == 2 and np.all(ms > 0)
-    timing = at.session_state["kv_pd"]["timing"]
+    timing = at.session_state["kv_pd"].steps[-1]
     assert timing.n_tokens == 8 and ms.tolist() == [timing.prefill_s * 1e3, timing.decode_s * 1e3]
     assert "query heads 12, KV heads 12, d_k = 64, layers 2" in texts(at)
     at.slider(key="pd_tokens").set_value(16).run()  # other settings: the old bars stay, marked as such
@@ -205,7 +207,7 @@ def test_live_decode_runs_to_completion_and_matches_the_formula(app_test):
     assert np.array_equal(measured * 1024, [kv_cache_bytes(2, 8, 128, int(s), 1, "fp16") for s in seq])
     cfg = DecodeConfig(n_heads=32, n_kv_heads=8, head_dim=128, n_layers=2, dtype="fp16", seed=0)
     direct = list(run_decode(cfg, 4, 6, recompute=False))
-    assert [s.token for s in at.session_state["kv_decode"]["steps"]] == [s.token for s in direct]
+    assert [s.token for s in at.session_state["kv_decode"].steps] == [s.token for s in direct]
     timing = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_time")
     assert [t["name"] for t in timing["data"]] == ["with the KV cache", "no cache (recompute all K, V)"]
     # a later rerun keeps the results on screen
@@ -244,11 +246,11 @@ def test_a_stopped_run_leaves_the_page_usable(app_test):
     gen = run_decode(cfg, 16, 128)
     partial = [next(gen) for _ in range(5)]
     gen.close()
-    state = {"params": (cfg, 16, 128, True, "cpu"), "steps": partial, "status": "running", "error": None}
+    state = LiveRun(params=(kc.DecodeSpec(cfg, 16, 128, True), "cpu"), steps=partial, status="running")
     at = app_test(PAGE, session={"kv_decode": state})
     no_exception(at)
     assert "Stopped after 5 of 128 steps" in at.warning[0].value
-    assert at.session_state["kv_decode"]["status"] == "stopped"
+    assert at.session_state["kv_decode"].status == "stopped"
     mem = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem")
     assert len(arr(mem["data"][-1]["x"])) == 5
     at.selectbox(key="model").set_value("gpt2").run()  # the rest of the page still works
@@ -261,7 +263,7 @@ def test_a_decode_the_device_cannot_hold_is_refused(app_test):
     at.button(key="kv_run").click().run()
     no_exception(at)
     assert "the live decode needs about" in at.error[0].value and "may be used on cpu" in at.error[0].value
-    assert at.session_state["kv_decode"]["steps"] == []
+    assert at.session_state["kv_decode"].steps == []
     assert memory_chart(at)  # the calculator is untouched
 
 
@@ -290,12 +292,12 @@ def test_mla_model_line_and_help_follow_the_deepseek_v2_paper(app_test):
     assert "16 heads of d_h = 128" in at.info[0].value  # the live decode runs the table's MHA row
 
 
-def injected(cached_ms: float, recompute_ms: float, n: int = 6) -> dict:
+def injected(cached_ms: float, recompute_ms: float, n: int = 6) -> LiveRun:
     """A finished decode of llama-3-8b's shape with the given per-step times, as the page keeps it."""
     cfg = DecodeConfig(n_heads=32, n_kv_heads=8, head_dim=128, n_layers=2, dtype="fp16", seed=0)
     steps = list(run_decode(cfg, 4, n, recompute=True))
     steps = [dataclasses.replace(s, time_cached_s=cached_ms / 1e3, time_recompute_s=recompute_ms / 1e3) for s in steps]
-    return {"params": (cfg, 4, n, True, "cpu"), "steps": steps, "status": "done", "error": None}
+    return LiveRun(params=(kc.DecodeSpec(cfg, 4, n, True), "cpu"), steps=steps, status="done")
 
 
 @pytest.mark.parametrize(

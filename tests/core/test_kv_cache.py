@@ -16,10 +16,10 @@ from attn_core.kv_cache import (
     generate_recompute,
     make_prompt,
     run_decode,
-    sinusoidal_positions,
     time_prefill_vs_decode,
 )
 from attn_core.memory import kv_cache_bytes
+from attn_core.tokens import sinusoidal_positions
 
 GQA = DecodeConfig(n_heads=8, n_kv_heads=2, head_dim=16, n_layers=2, d_model=64, vocab=128, dtype="fp32", seed=3)
 
@@ -68,7 +68,7 @@ def test_cache_refuses_overflow_and_wrong_shapes():
 # ---------------------------------------------------------------- the model against the GQA layer
 def reference_logits(model: TinyDecoder, tokens: torch.Tensor) -> torch.Tensor:
     """The same network through GroupedQueryAttention.forward (causal), the project's reference layer."""
-    x = model.embed(tokens) + sinusoidal_positions(0, tokens.shape[1], model.cfg.d_model)
+    x = model.embed(tokens) + sinusoidal_positions(tokens.shape[1], model.cfg.d_model)
     for blk in model.blocks:
         x = x + blk.attn(blk.norm1(x), causal=True).output
         x = x + blk.mlp(blk.norm2(x))
@@ -94,7 +94,7 @@ def test_cached_logits_equal_full_recompute_at_every_step():
     torch.testing.assert_close(torch.cat(step, dim=1), full, rtol=1e-5, atol=1e-5)
     # the cache holds exactly the layer's K projection of the normed input, n_kv_heads heads
     with torch.no_grad():
-        x = model.embed(tokens) + sinusoidal_positions(0, 10, GQA.d_model)
+        x = model.embed(tokens) + sinusoidal_positions(10, GQA.d_model)
         k = model.blocks[0].attn.k_proj(model.blocks[0].norm1(x)).view(1, 10, 2, 16).transpose(1, 2)
     torch.testing.assert_close(caches[0].views()[0], k, rtol=1e-5, atol=1e-6)
 
