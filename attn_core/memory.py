@@ -168,30 +168,35 @@ def max_context(
     *,
     batch: int = 1,
     dtype: str = "fp16",
-    v_head_dim: int | None = None,
     kv_lora_rank: int | None = None,
     rope_head_dim: int | None = None,
 ) -> int:
     """The longest sequence (tokens) whose cache fits in ``budget_bytes``; 0 if not even one token fits.
 
-    Give ``n_kv_heads`` and ``head_dim`` (optionally ``v_head_dim``) for a
-    K/V cache, or ``kv_lora_rank`` and ``rope_head_dim`` for an MLA cache.
-    The answer ``S`` satisfies ``bytes(S) <= budget_bytes < bytes(S + 1)`` exactly.
+    Give ``n_kv_heads`` and ``head_dim`` for a K/V cache, or ``kv_lora_rank`` and
+    ``rope_head_dim`` for an MLA cache (keys and values of different widths:
+    :meth:`CacheLayout.max_context`). The answer ``S`` satisfies
+    ``bytes(S) <= budget_bytes < bytes(S + 1)`` exactly.
     """
-    budget_bytes = check_int("budget_bytes", budget_bytes, 0)
-    batch = check_int("batch", batch, 1, MAX_CALC_BATCH)
     if kv_lora_rank is not None:
         per_token = mla_elements_per_token(n_layers, kv_lora_rank, rope_head_dim or 0)
     elif n_kv_heads is not None and head_dim is not None:
-        per_token = kv_elements_per_token(n_layers, n_kv_heads, head_dim, v_head_dim)
+        per_token = kv_elements_per_token(n_layers, n_kv_heads, head_dim)
     else:
         raise ConfigError(
             "max_context needs n_kv_heads and head_dim, or kv_lora_rank and rope_head_dim",
             "n_kv_heads",
             "kv_max_context_args",
         )
+    return tokens_that_fit(budget_bytes, per_token, batch, dtype)
+
+
+def tokens_that_fit(budget_bytes: int, elements_per_token: int, batch: int = 1, dtype: str = "fp16") -> int:
+    """The longest sequence whose cache of ``elements_per_token`` (all layers, one sequence) fits ``budget_bytes``."""
+    budget_bytes = check_int("budget_bytes", budget_bytes, 0)
+    batch = check_int("batch", batch, 1, MAX_CALC_BATCH)
     # bytes(S) = ceil(per_token * batch * S * bits / 8) <= budget  <=>  per_token * batch * S * bits <= 8 * budget
-    return (8 * budget_bytes) // (per_token * batch * dtype_bits(dtype))
+    return (8 * budget_bytes) // (elements_per_token * batch * dtype_bits(dtype))
 
 
 def weights_bytes(n_params: int, dtype: str = "bf16") -> int:
@@ -468,18 +473,7 @@ class CacheLayout:
 
     def max_context(self, budget_bytes: int, batch: int = 1, dtype: str = "fp16") -> int:
         """The longest sequence that fits ``budget_bytes`` (see :func:`max_context`)."""
-        if self.kind == "MLA":
-            return max_context(
-                budget_bytes,
-                self.n_layers,
-                batch=batch,
-                dtype=dtype,
-                kv_lora_rank=self.kv_lora_rank,
-                rope_head_dim=self.rope_dim,
-            )
-        return max_context(
-            budget_bytes, self.n_layers, self.n_kv_heads, self.k_dim, batch=batch, dtype=dtype, v_head_dim=self.v_dim
-        )
+        return tokens_that_fit(budget_bytes, self.elements_per_token(), batch, dtype)
 
     def formula(self, seq_len: int, batch: int = 1, dtype: str = "fp16") -> tuple[str, str]:
         """(symbolic, substituted) formula for :meth:`bytes`."""

@@ -1,6 +1,7 @@
 """AppTest: the KV-cache memory page: calculator, presets, formula, bad input, live decode, prefill against decode."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -343,3 +344,62 @@ def test_chinese_page_has_no_english_token_and_no_stray_spaces(app_test):
     assert " （" not in page and "。 " not in page  # no space before a full-width bracket or after a full stop
     assert "MLA（本模型）" in page and "MLA 解压后逐头缓存（朴素实现）" in page
     assert "带缓存反而用了 **2.38** 倍的时间" in at.success[0].value
+
+
+# ---------------------------------------------------------------- page = command line
+PARITY = [
+    # the defaults (the calculator's charts; a default live decode takes minutes on a shared CPU), in Chinese, large
+    ({}, {"lang": "zh", "present": True}, ["--lang", "zh", "--present"]),
+    (
+        {"model": "deepseek-v3", "seq_len": "1048576", "batch": "256", "stack_weights": "true",
+         "weights_dtype": "fp8", "device_gib": "2048", "y_scale": "linear", "dec_layers": "1", "dec_steps": "4",
+         "dec_prompt": "3", "dec_batch": "2", "dec_dtype": "bf16", "dec_wrong": "true", "seed": "3"},
+        {},
+        ["--model", "deepseek-v3", "--seq-len", "1048576", "--batch", "256", "--stack-weights", "--weights-dtype",
+         "fp8", "--device-gib", "2048", "--y-scale", "linear", "--dec-layers", "1", "--dec-steps", "4",
+         "--dec-prompt", "3", "--dec-batch", "2", "--dec-dtype", "bf16", "--dec-wrong", "--seed", "3", "--decode"],
+    ),  # the longest context, the largest batch and preset, weights stacked, a live decode (AppTest cannot click
+    # a button of a Chinese page with select boxes: it formats their options in English outside the script run)
+]  # fmt: skip
+
+
+def trace_numbers(spec: dict) -> list[tuple]:
+    return [(t.get("name"), arr(t["x"]).tolist(), arr(t["y"]).tolist()) for t in spec["data"]]
+
+
+@pytest.mark.parametrize(("query", "session", "argv"), PARITY, ids=["defaults-zh", "deepseek-v3-1M-decode"])
+def test_the_page_draws_the_charts_of_the_command_line(app_test, query, session, argv):
+    """The charts AppTest shows are the view model's for the same parameters (what the command line writes)."""
+    import plotly.io as pio
+
+    from attn_core import export
+    from attn_core.figures import Style
+    from attn_core.views import page
+
+    at = app_test(PAGE, query=query, session=session)
+    decode = "--decode" in argv
+    if decode:
+        at.button(key="kv_run").click().run()
+    no_exception(at)
+    assert not at.error
+    spec = page("kv_cache")
+    params, args = export.params_from(spec, argv)
+    views = spec.views(params, Style(lang=args.lang, present=args.present))
+    assert len(views) == (4 if decode else 2)
+    shown = {s["layout"]["uirevision"]: s for s in chart_specs(at)}
+    assert sorted(shown) == sorted(["kv_memory", *(["kv_live_mem", "kv_live_time"] if decode else [])])
+    for key, view in zip(["kv_memory", "kv_live_mem"], views[1:3], strict=False):  # exact numbers: all the same
+        cli = json.loads(pio.to_json(view.figure, validate=False))
+        assert trace_numbers(shown[key]) == trace_numbers(cli)
+        assert shown[key]["layout"]["title"]["text"] == cli["layout"]["title"]["text"]
+        assert shown[key] == cli
+    cells = views[0].figure.to_plotly_json()["data"][0]["cells"]["values"]  # the table: the page's dataframe
+    table = at.dataframe[0].value
+    assert [list(c) for c in cells] == [table[c].tolist() for c in table.columns]
+    if decode:
+        cli_time = json.loads(pio.to_json(views[3].figure, validate=False))  # measured times differ run to run
+        page_time = shown["kv_live_time"]
+        assert [arr(t["x"]).tolist() for t in page_time["data"]] == [arr(t["x"]).tolist() for t in cli_time["data"]]
+        assert page_time["layout"]["title"]["text"] == cli_time["layout"]["title"]["text"]
+        tokens = [s.token for s in at.session_state["kv_decode"].steps]
+        assert tokens == views[2].data["token (cache)"].tolist()  # the same seeded model decodes the same tokens

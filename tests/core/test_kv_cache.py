@@ -82,6 +82,36 @@ def test_no_cache_path_equals_the_gqa_layer():
         torch.testing.assert_close(model(tokens), reference_logits(model, tokens), rtol=1e-5, atol=1e-5)
 
 
+def test_the_decoder_attends_through_the_gqa_layer_s_own_code(monkeypatch):
+    """Each block runs GroupedQueryAttention.attend (scaled_dot_product_attention, what the other pages explain)
+    on all the cache holds: its preallocated buffers' views, growing by one position a step."""
+    from attn_core.attention import GroupedQueryAttention
+
+    seen = []
+    real = GroupedQueryAttention.attend
+
+    def spy(self, q, k, v, mask=None, **kw):
+        seen.append((tuple(q.shape), tuple(k.shape), k.dtype, kw.get("causal")))
+        return real(self, q, k, v, mask, **kw)
+
+    monkeypatch.setattr(GroupedQueryAttention, "attend", spy)
+    cfg = DecodeConfig(**{**GQA.__dict__, "dtype": "fp16"})
+    model = TinyDecoder(cfg)
+    caches = model.new_caches(6)
+    with torch.no_grad():
+        model(make_prompt(cfg, 5), caches)  # the prefill: causal over its 5 positions
+        model(make_prompt(cfg, 1), caches)  # one new token attends to all 6
+    fp16 = torch.float16
+    assert seen == [((1, 8, 5, 16), (1, 2, 5, 16), fp16, True)] * 2 + [((1, 8, 1, 16), (1, 2, 6, 16), fp16, False)] * 2
+    assert caches[0].length == 6
+
+
+def test_one_position_code_and_one_device_sync():
+    from attn_core import device, tokens
+
+    assert kvc.sinusoidal_positions is tokens.sinusoidal_positions and kvc.sync is device.sync
+
+
 def test_cached_logits_equal_full_recompute_at_every_step():
     model = TinyDecoder(GQA)
     tokens = make_prompt(GQA, 10)
