@@ -289,8 +289,9 @@ class TinyDecoder(nn.Module):
             k, v = cache.append(k, v)  # (B, H_c, start + T, D) in the cache dtype: the preallocated buffers' views
         else:
             k, v = k.to(self.cache_dtype), v.to(self.cache_dtype)  # same rounding as the cache
-        # one new query row attends to every key; a longer step is causal, aligned to the end of the keys
-        out, _ = attn.attend(q, k, v, causal=q.shape[2] > 1)
+        # computed in float32 (converted before the KV heads are repeated: a quarter of the work for GQA-4);
+        # one new query row attends to every key, a longer step is causal, aligned to the end of the keys
+        out, _ = attn.attend(q, k.float(), v.float(), causal=q.shape[2] > 1)
         return out  # (B, T, d_model)
 
     def forward(self, tokens: torch.Tensor, caches: list[KVCache] | None = None, start: int = 0) -> torch.Tensor:

@@ -84,14 +84,14 @@ def test_no_cache_path_equals_the_gqa_layer():
 
 def test_the_decoder_attends_through_the_gqa_layer_s_own_code(monkeypatch):
     """Each block runs GroupedQueryAttention.attend (scaled_dot_product_attention, what the other pages explain)
-    on all the cache holds: its preallocated buffers' views, growing by one position a step."""
+    on all the cache holds (its preallocated buffers, growing by one position a step), in float32."""
     from attn_core.attention import GroupedQueryAttention
 
     seen = []
     real = GroupedQueryAttention.attend
 
     def spy(self, q, k, v, mask=None, **kw):
-        seen.append((tuple(q.shape), tuple(k.shape), k.dtype, kw.get("causal")))
+        seen.append((tuple(q.shape), tuple(k.shape), k.dtype, kw.get("causal"), k.clone()))
         return real(self, q, k, v, mask, **kw)
 
     monkeypatch.setattr(GroupedQueryAttention, "attend", spy)
@@ -101,9 +101,11 @@ def test_the_decoder_attends_through_the_gqa_layer_s_own_code(monkeypatch):
     with torch.no_grad():
         model(make_prompt(cfg, 5), caches)  # the prefill: causal over its 5 positions
         model(make_prompt(cfg, 1), caches)  # one new token attends to all 6
-    fp16 = torch.float16
-    assert seen == [((1, 8, 5, 16), (1, 2, 5, 16), fp16, True)] * 2 + [((1, 8, 1, 16), (1, 2, 6, 16), fp16, False)] * 2
-    assert caches[0].length == 6
+    f32 = torch.float32
+    shapes = [s[:4] for s in seen]
+    assert shapes == [((1, 8, 5, 16), (1, 2, 5, 16), f32, True)] * 2 + [((1, 8, 1, 16), (1, 2, 6, 16), f32, False)] * 2
+    for layer, (*_, keys) in enumerate(seen[2:]):  # the keys attended to are the cache's, fp16 values
+        assert torch.equal(keys, caches[layer].views()[0].float())
 
 
 def test_one_position_code_and_one_device_sync():
