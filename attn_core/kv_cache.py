@@ -47,27 +47,36 @@ MAX_DECODE_STEPS = 2048
 MAX_PROMPT_LEN = 512
 
 
-def _unsupported_dtype(dtype: object) -> ConfigError:
+def unsupported_dtype(dtype: object, field: str = "dtype") -> ConfigError:
+    """The error for a cache dtype the decode cannot compute with, naming ``field`` (the cache's ``dtype``, or the
+    page's ``dec_dtype``)."""
     shown = str(dtype) if isinstance(dtype, torch.dtype) else repr(dtype)
     options = ", ".join(DECODE_DTYPES)
     return ConfigError(
-        f"cache dtype {shown} is not supported; use one of: {options}",
-        "dtype",
+        f"{'cache dtype' if field == 'dtype' else field} {shown} is not supported; use one of: {options}",
+        field,
         "kv_unknown_choice",
-        name="dtype",
+        name=field,
         value=shown,
         options=options,
     )
+
+
+def _out_of_memory(dev: torch.device, doing: str, reduce: str) -> ConfigError:
+    """The error for ``dev`` running out of memory while ``doing`` (what to lower follows), its CUDA cache freed."""
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
+    return ConfigError(f"{dev} ran out of memory {doing}", "budget", "oom", dev=str(dev), reduce=reduce)
 
 
 def torch_dtype(dtype: str | torch.dtype) -> torch.dtype:
     """``fp32``/``fp16``/``bf16`` (or the torch dtype itself) as a torch dtype."""
     if isinstance(dtype, torch.dtype):
         if dtype not in TORCH_DTYPES.values():
-            raise _unsupported_dtype(dtype)
+            raise unsupported_dtype(dtype)
         return dtype
     if dtype not in TORCH_DTYPES:
-        raise _unsupported_dtype(dtype)
+        raise unsupported_dtype(dtype)
     return TORCH_DTYPES[dtype]
 
 
@@ -76,7 +85,7 @@ def dtype_name(dtype: torch.dtype) -> str:
     for name, value in TORCH_DTYPES.items():
         if value == dtype:
             return name
-    raise _unsupported_dtype(dtype)
+    raise unsupported_dtype(dtype)
 
 
 # ---------------------------------------------------------------- the cache
@@ -551,16 +560,9 @@ def run_decode(
     try:
         yield from _decode_steps(cfg, prompt_len, n_new, dev, recompute, repeats)
     except torch.OutOfMemoryError as exc:
-        if dev.type == "cuda":
-            torch.cuda.empty_cache()
-        raise ConfigError(
-            f"{dev} ran out of memory during the live decode (other work may be using it); lower the steps, "
-            "the batch, the heads or the head dimension",
-            "budget",
-            "oom",
-            dev=str(dev),
-            reduce="dec_steps / dec_batch / n_heads / head_dim",
-        ) from exc
+        doing = "during the live decode (other work may be using it); lower the steps, the batch, the heads or "
+        doing += "the head dimension"
+        raise _out_of_memory(dev, doing, "dec_steps / dec_batch / n_heads / head_dim") from exc
 
 
 def _decode_steps(
@@ -694,15 +696,8 @@ def time_prefill_vs_decode(
     try:
         best_p, best_d = _time_phases(cfg, n_tokens, dev, repeats)
     except torch.OutOfMemoryError as exc:
-        if dev.type == "cuda":
-            torch.cuda.empty_cache()
-        raise ConfigError(
-            f"{dev} ran out of memory timing prefill and decode; lower the tokens, the batch or the heads",
-            "budget",
-            "oom",
-            dev=str(dev),
-            reduce="pd_tokens / batch / n_heads",
-        ) from exc
+        doing = "timing prefill and decode; lower the tokens, the batch or the heads"
+        raise _out_of_memory(dev, doing, "pd_tokens / batch / n_heads") from exc
     return PrefillDecodeTiming(n_tokens, best_p, best_d)
 
 

@@ -122,7 +122,8 @@ else:
     if run.steps:
         if run.stale:
             st.caption(ui.t("kvcache.stale"))
-        for box, view, key in zip(boxes, kc.decode_views(run.steps, run_spec, style), ("kv_decode_memory", "kv_decode_time"), strict=True):  # fmt: skip
+        keys = ("kv_decode_memory", "kv_decode_time")
+        for box, view, key in zip(boxes, kc.decode_views(run.steps, run_spec, style), keys, strict=True):
             with box.container():
                 ui.show_view(view, key)
 

@@ -134,7 +134,7 @@ def _layout_traces(curves: MemoryCurves, style: Style) -> list[dict]:
                                         line=dict(color="white", width=1.5)),
                             textposition="top left" if rank[i] % 2 == 0 else "bottom left",
                             textfont=dict(color=color, size=style.font),
-                            hovertemplate=f"<b>{name}</b><br>{fit_hover}<br>{format_bytes_exact(int(at))}<extra></extra>"))  # fmt: skip
+                            hovertemplate=f"<b>{name}</b><br>{fit_hover}<br>{format_bytes_exact(at)}<extra></extra>"))  # fmt: skip
     return out
 
 

@@ -302,9 +302,7 @@ def check_decode(p: Params, decode: bool = True) -> None:
     check_int("dec_layers", p.dec_layers, 1, kvc.MAX_DECODE_LAYERS)
     check_int("dec_batch", p.dec_batch, 1, kvc.MAX_DECODE_BATCH)
     if p.dec_dtype not in kvc.DECODE_DTYPES:
-        options = ", ".join(kvc.DECODE_DTYPES)
-        raise ConfigError(f"dec_dtype {p.dec_dtype!r} is not supported; use one of: {options}", "dec_dtype",
-                          "kv_unknown_choice", name="dec_dtype", value=repr(p.dec_dtype), options=options)  # fmt: skip
+        raise kvc.unsupported_dtype(p.dec_dtype, "dec_dtype")
     if decode:
         check_int("dec_steps", p.dec_steps, 2, MAX_DEC_STEPS)
         check_int("dec_prompt", p.dec_prompt, 1, MAX_DEC_PROMPT)
