@@ -173,6 +173,43 @@ class GroupedQueryAttention(nn.Module):
         b, t, _ = x.shape
         return x.view(b, t, n, self.head_dim).transpose(1, 2)  # (B, n, T, D)
 
+    def project(
+        self, x: torch.Tensor, context: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The queries ``[B, H, T, D]`` of ``x`` and the keys and values ``[B, H_kv, S, D]`` of ``context``
+        (default ``x``), split into heads: what a cache stores, before any :func:`repeat_kv`."""
+        src = x if context is None else context
+        q = self._split(self.q_proj(x), self.n_heads)  # (B, H, T, D)
+        k = self._split(self.k_proj(src), self.n_kv_heads)  # (B, H_kv, S, D)
+        v = self._split(self.v_proj(src), self.n_kv_heads)  # (B, H_kv, S, D)
+        return q, k, v
+
+    def attend(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        *,
+        causal: bool = False,
+        use_scaling: bool = True,
+        scale: float | None = None,
+    ) -> tuple[torch.Tensor, AttentionResult]:
+        """Attention of ``q`` ``[B, H, T, D]`` over every key and value given (``[B, H_c, Tk, D]``, cache included).
+
+        ``H_c`` may be any divisor of ``H`` (:func:`scaled_dot_product_attention`
+        repeats the KV heads). ``causal`` adds a causal mask aligned to the end of
+        the keys. Returns the layer's output ``[B, T, d_model]`` (heads merged, then
+        ``o_proj``) and the :class:`AttentionResult` of the heads.
+        """
+        if causal:
+            cm = causal_mask(q.shape[2], k.shape[2], device=q.device)
+            mask = cm if mask is None else (mask & cm)
+        res = scaled_dot_product_attention(q, k, v, mask=mask, use_scaling=use_scaling, scale=scale)
+        b, _, t, _ = res.output.shape
+        merged = res.output.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim)  # (B, T, H*D)
+        return self.o_proj(merged), res  # (B, T, d_model)
+
     def forward(
         self,
         x: torch.Tensor,
@@ -185,7 +222,7 @@ class GroupedQueryAttention(nn.Module):
         causal: bool = False,
         scale: float | None = None,
     ) -> AttentionOutput:
-        """Attend from ``x`` ``[B, T, d_model]``.
+        """Attend from ``x`` ``[B, T, d_model]``: :meth:`project`, then :meth:`attend`.
 
         ``context`` ``[B, S, d_model]`` supplies keys/values for cross-attention
         (default: ``x`` itself). ``past_kv`` holds cached ``(K, V)``
@@ -193,19 +230,10 @@ class GroupedQueryAttention(nn.Module):
         aligned to the end of the keys (so it is right with a cache); ``mask``
         (bool, broadcastable to ``[B, H, T, Tk]``) is combined with it.
         """
-        src = x if context is None else context
-        q = self._split(self.q_proj(x), self.n_heads)  # (B, H, T, D)
-        k = self._split(self.k_proj(src), self.n_kv_heads)  # (B, H_kv, S, D)
-        v = self._split(self.v_proj(src), self.n_kv_heads)  # (B, H_kv, S, D)
+        q, k, v = self.project(x, context)
         if past_kv is not None:
             k = torch.cat([past_kv[0], k], dim=2)  # (B, H_kv, T_past + S, D)
             v = torch.cat([past_kv[1], v], dim=2)
-        if causal:
-            cm = causal_mask(q.shape[2], k.shape[2], device=q.device)
-            mask = cm if mask is None else (mask & cm)
-        res = scaled_dot_product_attention(q, k, v, mask=mask, use_scaling=use_scaling, scale=scale)
-        b, _, t, _ = res.output.shape
-        merged = res.output.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim)  # (B, T, H*D)
-        out = self.o_proj(merged)  # (B, T, d_model)
+        out, res = self.attend(q, k, v, mask, causal=causal, use_scaling=use_scaling, scale=scale)
         present = (k, v) if use_cache else None
         return AttentionOutput(out, res.weights, q, k, v, present, res.output, res.scores)

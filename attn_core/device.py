@@ -93,3 +93,22 @@ def device_label(device: torch.device) -> str:
     if info.kind == "mps":
         return "Apple MPS"
     return f"CPU · {info.threads} thread{'s' if info.threads != 1 else ''}"
+
+
+def sync(device: torch.device | str) -> None:
+    """Wait until ``device`` has finished its queued work (CUDA kernels run asynchronously); a no-op elsewhere.
+
+    Call before reading a clock, so a timing covers the work and not only its launch.
+    """
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def total_memory(device: torch.device | str) -> int | None:
+    """Total memory of a CUDA device in bytes (``torch.cuda.get_device_properties``); ``None`` elsewhere."""
+    dev = torch.device(device)
+    if dev.type != "cuda":
+        return None
+    idx = dev.index if dev.index is not None else torch.cuda.current_device()
+    return int(torch.cuda.get_device_properties(idx).total_memory)

@@ -15,6 +15,7 @@ from typing import TypeVar
 import torch
 
 from .config import ConfigError
+from .memory import format_bytes  # the project's one byte formatter (binary units)
 
 DEFAULT_MAX_BYTES = 2**30
 T = TypeVar("T")
@@ -37,14 +38,6 @@ def max_bytes() -> int:
             value=repr(raw),
         )
     return value
-
-
-def format_bytes(n: float) -> str:
-    """Bytes with binary units: ``1536 -> '1.5 KiB'``, ``2**30 -> '1 GiB'``."""
-    for unit, power in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 2**power:
-            return f"{n / 2**power:.3g} {unit}"
-    return f"{int(n)} B"
 
 
 def check_budget(need: int, what: str, fix: str, field: str) -> int:

@@ -4,7 +4,8 @@
 ``[B, H_kv, S_max, D]`` and each new position is written in place, so the
 memory is reserved once and never copied. ``TinyDecoder`` is a seeded,
 randomly initialised transformer built from
-:class:`~attn_core.attention.GroupedQueryAttention` layers; it generates
+:class:`~attn_core.attention.GroupedQueryAttention` layers, whose own projection and
+attention (:func:`~attn_core.attention.scaled_dot_product_attention`) it runs; it generates
 greedily either with the cache (one new token per step) or without it
 (recomputing every key and value of the whole sequence each step), and
 :func:`run_decode` yields per-step measurements so a page can draw them live.
@@ -27,10 +28,11 @@ import torch
 from torch import nn
 
 from . import guard
-from .attention import GroupedQueryAttention, repeat_kv, scaled_dot_product_attention
+from .attention import GroupedQueryAttention, repeat_kv
 from .config import ConfigError, check_int, check_kv_heads
-from .masks import causal_mask
+from .device import sync
 from .memory import format_bytes, kv_cache_bytes
+from .tokens import sinusoidal_positions
 
 #: Cache dtypes torch can compute with on every device.
 TORCH_DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -45,27 +47,36 @@ MAX_DECODE_STEPS = 2048
 MAX_PROMPT_LEN = 512
 
 
-def _unsupported_dtype(dtype: object) -> ConfigError:
+def unsupported_dtype(dtype: object, field: str = "dtype") -> ConfigError:
+    """The error for a cache dtype the decode cannot compute with, naming ``field`` (the cache's ``dtype``, or the
+    page's ``dec_dtype``)."""
     shown = str(dtype) if isinstance(dtype, torch.dtype) else repr(dtype)
     options = ", ".join(DECODE_DTYPES)
     return ConfigError(
-        f"cache dtype {shown} is not supported; use one of: {options}",
-        "dtype",
+        f"{'cache dtype' if field == 'dtype' else field} {shown} is not supported; use one of: {options}",
+        field,
         "kv_unknown_choice",
-        name="dtype",
+        name=field,
         value=shown,
         options=options,
     )
+
+
+def _out_of_memory(dev: torch.device, doing: str, reduce: str) -> ConfigError:
+    """The error for ``dev`` running out of memory while ``doing`` (what to lower follows), its CUDA cache freed."""
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
+    return ConfigError(f"{dev} ran out of memory {doing}", "budget", "oom", dev=str(dev), reduce=reduce)
 
 
 def torch_dtype(dtype: str | torch.dtype) -> torch.dtype:
     """``fp32``/``fp16``/``bf16`` (or the torch dtype itself) as a torch dtype."""
     if isinstance(dtype, torch.dtype):
         if dtype not in TORCH_DTYPES.values():
-            raise _unsupported_dtype(dtype)
+            raise unsupported_dtype(dtype)
         return dtype
     if dtype not in TORCH_DTYPES:
-        raise _unsupported_dtype(dtype)
+        raise unsupported_dtype(dtype)
     return TORCH_DTYPES[dtype]
 
 
@@ -74,7 +85,7 @@ def dtype_name(dtype: torch.dtype) -> str:
     for name, value in TORCH_DTYPES.items():
         if value == dtype:
             return name
-    raise _unsupported_dtype(dtype)
+    raise unsupported_dtype(dtype)
 
 
 # ---------------------------------------------------------------- the cache
@@ -232,17 +243,6 @@ class DecodeConfig:
         return self.vocab * d * 2 + self.n_layers * (attn + mlp + norms) + 2 * d
 
 
-def sinusoidal_positions(start: int, length: int, d_model: int, device: torch.device | str = "cpu") -> torch.Tensor:
-    """Sinusoidal position codes for positions ``start .. start+length-1``: ``[length, d_model]`` float32."""
-    pos = torch.arange(start, start + length, dtype=torch.float32, device=device)[:, None]  # (T, 1)
-    i = torch.arange(0, d_model, 2, dtype=torch.float32, device=device)  # (d/2,)
-    angle = pos / torch.pow(10000.0, i / d_model)  # (T, d/2)
-    out = torch.zeros(length, d_model, dtype=torch.float32, device=device)
-    out[:, 0::2] = torch.sin(angle)
-    out[:, 1::2] = torch.cos(angle)
-    return out
-
-
 class Block(nn.Module):
     """Pre-norm transformer block: GQA self-attention and a 4x GELU MLP, each with a residual."""
 
@@ -287,27 +287,21 @@ class TinyDecoder(nn.Module):
             for _ in range(c.n_layers)
         ]
 
-    def _heads(self, x: torch.Tensor, n: int) -> torch.Tensor:
-        b, t, _ = x.shape
-        return x.view(b, t, n, self.cfg.head_dim).transpose(1, 2)  # (B, n, T, D)
-
-    def _attention(self, attn: GroupedQueryAttention, h: torch.Tensor, cache: KVCache | None, start: int):
+    def _attention(self, attn: GroupedQueryAttention, h: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
+        """One block's attention through the layer's own :meth:`~GroupedQueryAttention.project` and
+        :meth:`~GroupedQueryAttention.attend`, its keys and values kept in ``cache`` between steps."""
         c = self.cfg
-        q = self._heads(attn.q_proj(h), c.n_heads)  # (B, H, T, D)
-        k = self._heads(attn.k_proj(h), c.n_kv_heads)  # (B, H_kv, T, D)
-        v = self._heads(attn.v_proj(h), c.n_kv_heads)  # (B, H_kv, T, D)
+        q, k, v = attn.project(h)  # (B, H, T, D); (B, H_kv, T, D) each
         if c.cache_after_repeat:
             k, v = repeat_kv(k, c.n_rep), repeat_kv(v, c.n_rep)  # (B, H, T, D): the bug, n_rep copies cached
         if cache is not None:
-            k_all, v_all = cache.append(k, v)  # (B, H_c, start + T, D) in the cache dtype
+            k, v = cache.append(k, v)  # (B, H_c, start + T, D) in the cache dtype: the preallocated buffers' views
         else:
-            k_all, v_all = k.to(self.cache_dtype), v.to(self.cache_dtype)  # same rounding as the cache
-        t, t_k = q.shape[2], k_all.shape[2]
-        mask = causal_mask(t, t_k, device=q.device) if t > 1 else None  # (T, T_k), aligned to the end
-        res = scaled_dot_product_attention(q, k_all.float(), v_all.float(), mask=mask)
-        b = q.shape[0]
-        merged = res.output.transpose(1, 2).reshape(b, t, c.n_heads * c.head_dim)  # (B, T, H*D)
-        return attn.o_proj(merged)  # (B, T, d_model)
+            k, v = k.to(self.cache_dtype), v.to(self.cache_dtype)  # same rounding as the cache
+        # computed in float32 (converted before the KV heads are repeated: a quarter of the work for GQA-4);
+        # one new query row attends to every key, a longer step is causal, aligned to the end of the keys
+        out, _ = attn.attend(q, k.float(), v.float(), causal=q.shape[2] > 1)
+        return out  # (B, T, d_model)
 
     def forward(self, tokens: torch.Tensor, caches: list[KVCache] | None = None, start: int = 0) -> torch.Tensor:
         if caches is not None:
@@ -320,10 +314,10 @@ class TinyDecoder(nn.Module):
                     got=len(caches),
                 )
             start = caches[0].length
-        b, t = tokens.shape
-        x = self.embed(tokens) + sinusoidal_positions(start, t, self.cfg.d_model, tokens.device)  # (B, T, d)
+        t = tokens.shape[1]
+        x = self.embed(tokens) + sinusoidal_positions(t, self.cfg.d_model, start).to(tokens.device)  # (B, T, d)
         for i, blk in enumerate(self.blocks):
-            x = x + self._attention(blk.attn, blk.norm1(x), None if caches is None else caches[i], start)
+            x = x + self._attention(blk.attn, blk.norm1(x), None if caches is None else caches[i])
             x = x + blk.mlp(blk.norm2(x))
         return self.unembed(self.norm_f(x))  # (B, T, vocab)
 
@@ -336,15 +330,6 @@ def make_prompt(cfg: DecodeConfig, prompt_len: int) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------- memory budget
-def device_total_memory(device: torch.device | str) -> int | None:
-    """Total memory of a CUDA device in bytes (``torch.cuda.get_device_properties``); ``None`` elsewhere."""
-    dev = torch.device(device)
-    if dev.type != "cuda":
-        return None
-    idx = dev.index if dev.index is not None else torch.cuda.current_device()
-    return int(torch.cuda.get_device_properties(idx).total_memory)
-
-
 def device_budget(device: torch.device | str) -> int:
     """Bytes a live decode may use on ``device``.
 
@@ -433,11 +418,6 @@ def check_decode_budget(
 
 
 # ---------------------------------------------------------------- generation
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def _cuda_allocated(device: torch.device) -> int | None:
     return int(torch.cuda.memory_allocated(device)) if device.type == "cuda" else None
 
@@ -484,7 +464,7 @@ def _timed_step(model: TinyDecoder, tokens: torch.Tensor, caches: list[KVCache] 
         t0 = time.perf_counter()
         logits = model(tokens.to(device), caches)  # (B, T, V)
         nxt = logits[:, -1].argmax(dim=-1)  # (B,)
-        _sync(device)
+        sync(device)
         dt = time.perf_counter() - t0
         return nxt.cpu(), dt
 
@@ -505,7 +485,7 @@ def _warm_up(model: TinyDecoder, prompt: torch.Tensor, recompute: bool) -> None:
         _timed_step(model, prompt, None)
         _timed_step(model, torch.cat([prompt, nxt[:, None]], dim=1), None)
     del scratch
-    _sync(next(model.parameters()).device)
+    sync(next(model.parameters()).device)
 
 
 def _cached_step(
@@ -580,16 +560,9 @@ def run_decode(
     try:
         yield from _decode_steps(cfg, prompt_len, n_new, dev, recompute, repeats)
     except torch.OutOfMemoryError as exc:
-        if dev.type == "cuda":
-            torch.cuda.empty_cache()
-        raise ConfigError(
-            f"{dev} ran out of memory during the live decode (other work may be using it); lower the steps, "
-            "the batch, the heads or the head dimension",
-            "budget",
-            "oom",
-            dev=str(dev),
-            reduce="dec_steps / dec_batch / n_heads / head_dim",
-        ) from exc
+        doing = "during the live decode (other work may be using it); lower the steps, the batch, the heads or "
+        doing += "the head dimension"
+        raise _out_of_memory(dev, doing, "dec_steps / dec_batch / n_heads / head_dim") from exc
 
 
 def _decode_steps(
@@ -723,15 +696,8 @@ def time_prefill_vs_decode(
     try:
         best_p, best_d = _time_phases(cfg, n_tokens, dev, repeats)
     except torch.OutOfMemoryError as exc:
-        if dev.type == "cuda":
-            torch.cuda.empty_cache()
-        raise ConfigError(
-            f"{dev} ran out of memory timing prefill and decode; lower the tokens, the batch or the heads",
-            "budget",
-            "oom",
-            dev=str(dev),
-            reduce="pd_tokens / batch / n_heads",
-        ) from exc
+        doing = "timing prefill and decode; lower the tokens, the batch or the heads"
+        raise _out_of_memory(dev, doing, "pd_tokens / batch / n_heads") from exc
     return PrefillDecodeTiming(n_tokens, best_p, best_d)
 
 
@@ -747,16 +713,16 @@ def _time_phases(cfg: DecodeConfig, n_tokens: int, dev: torch.device, repeats: i
         del scratch
         for _ in range(repeats):
             caches = model.new_caches(n_tokens, dev)
-            _sync(dev)
+            sync(dev)
             t0 = time.perf_counter()
             model(prompt, caches)
-            _sync(dev)
+            sync(dev)
             best_p = min(best_p, time.perf_counter() - t0)
             caches = model.new_caches(n_tokens, dev)
-            _sync(dev)
+            sync(dev)
             t0 = time.perf_counter()
             for i in range(n_tokens):
                 model(prompt[:, i : i + 1], caches)
-            _sync(dev)
+            sync(dev)
             best_d = min(best_d, time.perf_counter() - t0)
     return best_p, best_d

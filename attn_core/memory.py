@@ -29,10 +29,13 @@ tensor with an odd element count needs one more, partly used, byte.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+import numpy as np
 
 from .config import ConfigError, check_int, check_kv_heads
 
@@ -165,30 +168,35 @@ def max_context(
     *,
     batch: int = 1,
     dtype: str = "fp16",
-    v_head_dim: int | None = None,
     kv_lora_rank: int | None = None,
     rope_head_dim: int | None = None,
 ) -> int:
     """The longest sequence (tokens) whose cache fits in ``budget_bytes``; 0 if not even one token fits.
 
-    Give ``n_kv_heads`` and ``head_dim`` (optionally ``v_head_dim``) for a
-    K/V cache, or ``kv_lora_rank`` and ``rope_head_dim`` for an MLA cache.
-    The answer ``S`` satisfies ``bytes(S) <= budget_bytes < bytes(S + 1)`` exactly.
+    Give ``n_kv_heads`` and ``head_dim`` for a K/V cache, or ``kv_lora_rank`` and
+    ``rope_head_dim`` for an MLA cache (keys and values of different widths:
+    :meth:`CacheLayout.max_context`). The answer ``S`` satisfies
+    ``bytes(S) <= budget_bytes < bytes(S + 1)`` exactly.
     """
-    budget_bytes = check_int("budget_bytes", budget_bytes, 0)
-    batch = check_int("batch", batch, 1, MAX_CALC_BATCH)
     if kv_lora_rank is not None:
         per_token = mla_elements_per_token(n_layers, kv_lora_rank, rope_head_dim or 0)
     elif n_kv_heads is not None and head_dim is not None:
-        per_token = kv_elements_per_token(n_layers, n_kv_heads, head_dim, v_head_dim)
+        per_token = kv_elements_per_token(n_layers, n_kv_heads, head_dim)
     else:
         raise ConfigError(
             "max_context needs n_kv_heads and head_dim, or kv_lora_rank and rope_head_dim",
             "n_kv_heads",
             "kv_max_context_args",
         )
+    return tokens_that_fit(budget_bytes, per_token, batch, dtype)
+
+
+def tokens_that_fit(budget_bytes: int, elements_per_token: int, batch: int = 1, dtype: str = "fp16") -> int:
+    """The longest sequence whose cache of ``elements_per_token`` (all layers, one sequence) fits ``budget_bytes``."""
+    budget_bytes = check_int("budget_bytes", budget_bytes, 0)
+    batch = check_int("batch", batch, 1, MAX_CALC_BATCH)
     # bytes(S) = ceil(per_token * batch * S * bits / 8) <= budget  <=>  per_token * batch * S * bits <= 8 * budget
-    return (8 * budget_bytes) // (per_token * batch * dtype_bits(dtype))
+    return (8 * budget_bytes) // (elements_per_token * batch * dtype_bits(dtype))
 
 
 def weights_bytes(n_params: int, dtype: str = "bf16") -> int:
@@ -465,18 +473,7 @@ class CacheLayout:
 
     def max_context(self, budget_bytes: int, batch: int = 1, dtype: str = "fp16") -> int:
         """The longest sequence that fits ``budget_bytes`` (see :func:`max_context`)."""
-        if self.kind == "MLA":
-            return max_context(
-                budget_bytes,
-                self.n_layers,
-                batch=batch,
-                dtype=dtype,
-                kv_lora_rank=self.kv_lora_rank,
-                rope_head_dim=self.rope_dim,
-            )
-        return max_context(
-            budget_bytes, self.n_layers, self.n_kv_heads, self.k_dim, batch=batch, dtype=dtype, v_head_dim=self.v_dim
-        )
+        return tokens_that_fit(budget_bytes, self.elements_per_token(), batch, dtype)
 
     def formula(self, seq_len: int, batch: int = 1, dtype: str = "fp16") -> tuple[str, str]:
         """(symbolic, substituted) formula for :meth:`bytes`."""
@@ -546,3 +543,59 @@ def preset_layouts(preset: ModelPreset) -> list[CacheLayout]:
         kv_lora_rank=preset.kv_lora_rank,
         rope_dim=preset.qk_rope_head_dim,
     )
+
+
+# ---------------------------------------------------------------- memory against sequence length
+def seq_points(max_seq: int = MAX_CALC_SEQ_LEN, per_octave: int = 8) -> np.ndarray:
+    """Integer sequence lengths from 1 to ``max_seq``, evenly spaced on a log axis (int64), ``max_seq`` included."""
+    octaves = math.log2(max_seq)
+    k = np.arange(0, int(math.ceil(octaves * per_octave)) + 1)
+    pts = np.unique(np.clip(np.round(2.0 ** (k / per_octave)), 1, max_seq).astype(np.int64))
+    return np.unique(np.append(pts, max_seq))
+
+
+@dataclass(frozen=True)
+class MemoryCurves:
+    """The cache of each layout against the sequence length, and the longest context that fits a device.
+
+    ``cache[i]`` holds the exact bytes of ``layouts[i]`` at each of ``tokens``
+    (int64) for ``batch`` sequences in ``dtype``; ``weights`` (bytes, or None) are
+    stacked under every line and taken from the device first. ``fits[i]`` is the
+    longest context whose cache fits ``device_bytes - weights``, and
+    ``fit_totals[i]`` what the device then holds (that cache plus the weights; 0
+    when nothing fits).
+    """
+
+    layouts: tuple[CacheLayout, ...]
+    tokens: np.ndarray
+    cache: np.ndarray
+    fits: tuple[int, ...]
+    fit_totals: tuple[int, ...]
+    device_bytes: int
+    weights: int | None
+    batch: int
+    dtype: str
+
+    @property
+    def budget(self) -> int:
+        """Bytes left for the cache: the device's memory less the weights (never below 0)."""
+        return max(0, self.device_bytes - (self.weights or 0))
+
+
+def memory_curves(
+    layouts: Sequence[CacheLayout],
+    batch: int,
+    dtype: str,
+    points: np.ndarray,
+    device_bytes: int,
+    weights: int | None = None,
+) -> MemoryCurves:
+    """:class:`MemoryCurves` of ``layouts`` at the sequence lengths ``points``, on a device of ``device_bytes``."""
+    w = int(weights or 0)
+    budget = max(0, int(device_bytes) - w)
+    tokens = np.asarray(points, dtype=np.int64)
+    cache = np.array([[lay.bytes(int(s), batch, dtype) for s in tokens] for lay in layouts], dtype=np.int64)
+    fits = tuple(lay.max_context(budget, batch, dtype) for lay in layouts)
+    totals = tuple(lay.bytes(n, batch, dtype) + w if n else 0 for lay, n in zip(layouts, fits, strict=True))
+    return MemoryCurves(tuple(layouts), tokens, cache.reshape(len(layouts), len(tokens)), fits, totals,
+                        int(device_bytes), weights, batch, dtype)  # fmt: skip

@@ -296,27 +296,22 @@ def export_timing(spec: str) -> list[str]:
 
 
 # ---------------------------------------------------------------- core timings (torch)
-def _sync(dev) -> None:
-    import torch
-
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
-
-
 def time_calls(fn, dev, runs: int, warmup: int = 3) -> list[float]:
     """Seconds of each of ``runs`` calls of ``fn`` after ``warmup`` calls (synchronized on CUDA)."""
     import torch
 
+    from attn_core.device import sync
+
     with torch.inference_mode():
         for _ in range(warmup):
             fn()
-        _sync(dev)
+        sync(dev)
         out = []
         for _ in range(runs):
-            _sync(dev)
+            sync(dev)
             t0 = time.perf_counter()
             fn()
-            _sync(dev)
+            sync(dev)
             out.append(time.perf_counter() - t0)
     return out
 
@@ -380,11 +375,10 @@ def core_decode(dev, runs: int) -> list[str]:
     """Live decode at DECODE_CONTEXT tokens: one cached step against one full recompute, page's default model."""
     import torch
 
-    from attn_core import fig_memory, memory
     from attn_core.kv_cache import TinyDecoder
+    from attn_core.views import kv_cache as kc
 
-    preset = memory.load_presets()[fig_memory.DEFAULT_MODEL]
-    cfg = fig_memory.decode_config(preset, 8, 2, 16, n_layers=2, batch=1, dtype="fp16", seed=0)  # page defaults
+    cfg = kc.decode_config(kc.Params())  # the page's defaults: its default model, 2 layers, fp16
     model = TinyDecoder(cfg).to(dev)
     g = torch.Generator().manual_seed(1)
     tokens = torch.randint(0, cfg.vocab, (cfg.batch, DECODE_CONTEXT), generator=g)

@@ -8,14 +8,17 @@ copied for every caller. A CUDA out-of-memory error reruns the step on the CPU, 
 page says so on every run that shows that result.
 
 :func:`live_run` drives a step generator (a live decode, later sweeps, training and
-generation) across reruns: start, stop, progress, and results that go stale when a
-parameter changes.
+generation) across reruns: :func:`live_state` (the run so far, stale when a parameter
+changed), :func:`live_buttons` (start and stop), :func:`live_run` (the loop, with
+progress and throttled frames).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import pickle
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,12 +69,16 @@ def compute(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 # ---------------------------------------------------------------- live runs
+LIVE_STATUSES = ("idle", "running", "done", "stopped", "error")
+
+
 @dataclass
 class LiveRun:
     """The state of one live run, kept in ``st.session_state``: its parameters, the steps so far, its status.
 
-    ``status``: ``idle``, ``running``, ``done``, ``stopped`` or ``error`` (then ``error`` holds the
-    exception). ``stale`` is True when the page's parameters no longer match ``params``.
+    ``status``: one of :data:`LIVE_STATUSES` (``error`` then holds the exception). ``stale`` is True
+    when the page's parameters no longer match ``params`` (the run's own, which is what its results
+    show: draw them from ``params``, not from the page's current settings).
     """
 
     params: Any = None
@@ -82,42 +89,77 @@ class LiveRun:
 
 
 def live_state(key: str, params: Any) -> LiveRun:
-    """The run kept under ``key`` (a new idle one the first time), marked stale if ``params`` changed."""
+    """The run kept under ``key`` (a new idle one the first time), marked stale if ``params`` changed.
+
+    A run still marked ``running`` was cut short by a rerun (the Stop button, or any other widget)
+    before it could say so: it reads ``stopped``, and keeps the steps it made.
+    """
     run = st.session_state.get(key)
     if not isinstance(run, LiveRun):
         run = LiveRun()
         st.session_state[key] = run
+    if run.status == "running":
+        run.status = "stopped"
     run.stale = run.params is not None and run.params != params
     return run
+
+
+def live_buttons(key: str, start_key: str, stop_key: str) -> bool:
+    """Start and Stop buttons side by side (widget keys ``<key>_run`` and ``<key>_stop``, labels the catalog's
+    ``start_key`` and ``stop_key``); True on the run where Start was pressed.
+
+    Stop is live only while a run goes on: pressing it reruns the script, which ends the run
+    (:func:`live_run`) with what it made so far.
+    """
+    b1, b2, _ = st.columns([1, 1, 4])
+    pressed = b1.button(t(start_key), key=f"{key}_run", type="primary", icon=":material/play_arrow:")
+    b2.button(t(stop_key), key=f"{key}_stop", disabled=not pressed, icon=":material/stop:")
+    return pressed
 
 
 def live_run(
     key: str,
     params: Any,
     steps: Callable[[], Iterator[Any]],
-    show: Callable[[LiveRun], None],
-    every: int = 1,
+    frame: Callable[[LiveRun], None] | None = None,
+    *,
+    progress: Callable[[LiveRun], tuple[float, str]] | None = None,
+    bar: Any = None,
+    every_s: float = 0.5,
 ) -> LiveRun:
-    """Run ``steps()`` now (the page's Start button was pressed), showing progress as it goes.
+    """Run ``steps()`` now (the page's Start was pressed), keeping each step in the run under ``key``.
 
-    ``show(run)`` draws the run so far (called every ``every`` steps and at the end);
-    a :class:`~attn_core.config.ConfigError` from the generator ends the run with the
-    message shown, keeping the steps made so far. A Stop button (or any widget) makes
-    Streamlit rerun the script, which ends the loop; the run then reads ``stopped``.
+    ``frame(run)`` draws the run so far, after the first step and then at most every ``every_s``
+    seconds (a chart redrawn at every step would flicker and slow the run); the page draws the
+    finished run itself, as on any later rerun. ``progress(run)`` gives ``(fraction, text)`` for a
+    progress bar in ``bar`` (an ``st.empty()``; default: here), before the first step and after each;
+    the bar goes when the run ends. A :class:`~attn_core.config.ConfigError` from the generator
+    ends the run with status ``error`` (the page shows ``run.error``), keeping the steps made so
+    far. A rerun (Stop, or any widget) ends the loop; the run then reads ``stopped``.
     """
     run = LiveRun(params=params, status="running")
     st.session_state[key] = run
+    bar = bar if bar is not None else st.empty()
+    if progress is not None:
+        bar.progress(*progress(run))
+    gen = steps()
+    last = -math.inf
     try:
-        for i, step in enumerate(steps()):
+        for step in gen:
             run.steps.append(step)
-            if (i + 1) % every == 0:
-                show(run)
+            if progress is not None:
+                bar.progress(*progress(run))
+            now = time.perf_counter()
+            if frame is not None and now - last >= every_s:
+                frame(run)
+                last = now
         run.status = "done"
     except ConfigError as exc:
         run.status, run.error = "error", exc
-        show_error(exc)
     finally:
+        if hasattr(gen, "close"):
+            gen.close()  # a generator left by a rerun frees what it holds now, not when collected
         if run.status == "running":  # left by a rerun (Stop): keep what was made
             run.status = "stopped"
-    show(run)
+    bar.empty()
     return run

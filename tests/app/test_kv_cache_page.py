@@ -1,14 +1,17 @@
 """AppTest: the KV-cache memory page: calculator, presets, formula, bad input, live decode, prefill against decode."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
 
 from attn_core.kv_cache import DecodeConfig, run_decode
 from attn_core.memory import kv_cache_bytes, load_presets, mla_cache_bytes
+from attn_core.views import kv_cache as kc
 from tests.conftest import no_exception
 from tests.util import arr, chart_specs
+from ui.compute import LiveRun
 
 PAGE = "pages/kv_cache.py"
 GiB = 1024**3
@@ -77,7 +80,7 @@ def test_prefill_against_decode_is_measured_on_request(app_test):
     bars = next(s for s in chart_specs(at) if s["data"][0]["type"] == "bar")
     ms = arr(bars["data"][0]["y"])
     assert len(ms) == 2 and np.all(ms > 0)
-    timing = at.session_state["kv_pd"]["timing"]
+    timing = at.session_state["kv_pd"].steps[-1]
     assert timing.n_tokens == 8 and ms.tolist() == [timing.prefill_s * 1e3, timing.decode_s * 1e3]
     assert "query heads 12, KV heads 12, d_k = 64, layers 2" in texts(at)
     at.slider(key="pd_tokens").set_value(16).run()  # other settings: the old bars stay, marked as such
@@ -205,7 +208,7 @@ def test_live_decode_runs_to_completion_and_matches_the_formula(app_test):
     assert np.array_equal(measured * 1024, [kv_cache_bytes(2, 8, 128, int(s), 1, "fp16") for s in seq])
     cfg = DecodeConfig(n_heads=32, n_kv_heads=8, head_dim=128, n_layers=2, dtype="fp16", seed=0)
     direct = list(run_decode(cfg, 4, 6, recompute=False))
-    assert [s.token for s in at.session_state["kv_decode"]["steps"]] == [s.token for s in direct]
+    assert [s.token for s in at.session_state["kv_decode"].steps] == [s.token for s in direct]
     timing = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_time")
     assert [t["name"] for t in timing["data"]] == ["with the KV cache", "no cache (recompute all K, V)"]
     # a later rerun keeps the results on screen
@@ -244,11 +247,11 @@ def test_a_stopped_run_leaves_the_page_usable(app_test):
     gen = run_decode(cfg, 16, 128)
     partial = [next(gen) for _ in range(5)]
     gen.close()
-    state = {"params": (cfg, 16, 128, True, "cpu"), "steps": partial, "status": "running", "error": None}
+    state = LiveRun(params=(kc.DecodeSpec(cfg, 16, 128, True), "cpu"), steps=partial, status="running")
     at = app_test(PAGE, session={"kv_decode": state})
     no_exception(at)
     assert "Stopped after 5 of 128 steps" in at.warning[0].value
-    assert at.session_state["kv_decode"]["status"] == "stopped"
+    assert at.session_state["kv_decode"].status == "stopped"
     mem = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem")
     assert len(arr(mem["data"][-1]["x"])) == 5
     at.selectbox(key="model").set_value("gpt2").run()  # the rest of the page still works
@@ -261,7 +264,7 @@ def test_a_decode_the_device_cannot_hold_is_refused(app_test):
     at.button(key="kv_run").click().run()
     no_exception(at)
     assert "the live decode needs about" in at.error[0].value and "may be used on cpu" in at.error[0].value
-    assert at.session_state["kv_decode"]["steps"] == []
+    assert at.session_state["kv_decode"].steps == []
     assert memory_chart(at)  # the calculator is untouched
 
 
@@ -290,12 +293,12 @@ def test_mla_model_line_and_help_follow_the_deepseek_v2_paper(app_test):
     assert "16 heads of d_h = 128" in at.info[0].value  # the live decode runs the table's MHA row
 
 
-def injected(cached_ms: float, recompute_ms: float, n: int = 6) -> dict:
+def injected(cached_ms: float, recompute_ms: float, n: int = 6) -> LiveRun:
     """A finished decode of llama-3-8b's shape with the given per-step times, as the page keeps it."""
     cfg = DecodeConfig(n_heads=32, n_kv_heads=8, head_dim=128, n_layers=2, dtype="fp16", seed=0)
     steps = list(run_decode(cfg, 4, n, recompute=True))
     steps = [dataclasses.replace(s, time_cached_s=cached_ms / 1e3, time_recompute_s=recompute_ms / 1e3) for s in steps]
-    return {"params": (cfg, 4, n, True, "cpu"), "steps": steps, "status": "done", "error": None}
+    return LiveRun(params=(kc.DecodeSpec(cfg, 4, n, True), "cpu"), steps=steps, status="done")
 
 
 @pytest.mark.parametrize(
@@ -341,3 +344,62 @@ def test_chinese_page_has_no_english_token_and_no_stray_spaces(app_test):
     assert " （" not in page and "。 " not in page  # no space before a full-width bracket or after a full stop
     assert "MLA（本模型）" in page and "MLA 解压后逐头缓存（朴素实现）" in page
     assert "带缓存反而用了 **2.38** 倍的时间" in at.success[0].value
+
+
+# ---------------------------------------------------------------- page = command line
+PARITY = [
+    # the defaults (the calculator's charts; a default live decode takes minutes on a shared CPU), in Chinese, large
+    ({}, {"lang": "zh", "present": True}, ["--lang", "zh", "--present"]),
+    (
+        {"model": "deepseek-v3", "seq_len": "1048576", "batch": "256", "stack_weights": "true",
+         "weights_dtype": "fp8", "device_gib": "2048", "y_scale": "linear", "dec_layers": "1", "dec_steps": "4",
+         "dec_prompt": "3", "dec_batch": "2", "dec_dtype": "bf16", "dec_wrong": "true", "seed": "3"},
+        {},
+        ["--model", "deepseek-v3", "--seq-len", "1048576", "--batch", "256", "--stack-weights", "--weights-dtype",
+         "fp8", "--device-gib", "2048", "--y-scale", "linear", "--dec-layers", "1", "--dec-steps", "4",
+         "--dec-prompt", "3", "--dec-batch", "2", "--dec-dtype", "bf16", "--dec-wrong", "--seed", "3", "--decode"],
+    ),  # the longest context, the largest batch and preset, weights stacked, a live decode (AppTest cannot click
+    # a button of a Chinese page with select boxes: it formats their options in English outside the script run)
+]  # fmt: skip
+
+
+def trace_numbers(spec: dict) -> list[tuple]:
+    return [(t.get("name"), arr(t["x"]).tolist(), arr(t["y"]).tolist()) for t in spec["data"]]
+
+
+@pytest.mark.parametrize(("query", "session", "argv"), PARITY, ids=["defaults-zh", "deepseek-v3-1M-decode"])
+def test_the_page_draws_the_charts_of_the_command_line(app_test, query, session, argv):
+    """The charts AppTest shows are the view model's for the same parameters (what the command line writes)."""
+    import plotly.io as pio
+
+    from attn_core import export
+    from attn_core.figures import Style
+    from attn_core.views import page
+
+    at = app_test(PAGE, query=query, session=session)
+    decode = "--decode" in argv
+    if decode:
+        at.button(key="kv_run").click().run()
+    no_exception(at)
+    assert not at.error
+    spec = page("kv_cache")
+    params, args = export.params_from(spec, argv)
+    views = spec.views(params, Style(lang=args.lang, present=args.present))
+    assert len(views) == (4 if decode else 2)
+    shown = {s["layout"]["uirevision"]: s for s in chart_specs(at)}
+    assert sorted(shown) == sorted(["kv_memory", *(["kv_live_mem", "kv_live_time"] if decode else [])])
+    for key, view in zip(["kv_memory", "kv_live_mem"], views[1:3], strict=False):  # exact numbers: all the same
+        cli = json.loads(pio.to_json(view.figure, validate=False))
+        assert trace_numbers(shown[key]) == trace_numbers(cli)
+        assert shown[key]["layout"]["title"]["text"] == cli["layout"]["title"]["text"]
+        assert shown[key] == cli
+    cells = views[0].figure.to_plotly_json()["data"][0]["cells"]["values"]  # the table: the page's dataframe
+    table = at.dataframe[0].value
+    assert [list(c) for c in cells] == [table[c].tolist() for c in table.columns]
+    if decode:
+        cli_time = json.loads(pio.to_json(views[3].figure, validate=False))  # measured times differ run to run
+        page_time = shown["kv_live_time"]
+        assert [arr(t["x"]).tolist() for t in page_time["data"]] == [arr(t["x"]).tolist() for t in cli_time["data"]]
+        assert page_time["layout"]["title"]["text"] == cli_time["layout"]["title"]["text"]
+        tokens = [s.token for s in at.session_state["kv_decode"].steps]
+        assert tokens == views[2].data["token (cache)"].tolist()  # the same seeded model decodes the same tokens

@@ -202,7 +202,7 @@ def test_memory_budget_refuses_the_sweep_and_keeps_the_rest(app_test, monkeypatc
     at = open_page(app_test)
     no_exception(at)
     (err,) = at.error
-    assert "ATTN_MAX_BYTES" in err.value and "8 MiB" in err.value and "at most" in err.value
+    assert "ATTN_MAX_BYTES" in err.value and "8.00 MiB" in err.value and "at most" in err.value
     assert list(charts(at)) == ["sat_dist", "sat_maps", "sat_row"]
     assert [s.value for s in at.subheader][-1].startswith("7")
 

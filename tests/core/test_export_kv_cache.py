@@ -7,8 +7,11 @@ import pandas as pd
 import plotly.io as pio
 import pytest
 
-from attn_core import export, fig_memory, kv_cache
+from attn_core import export
+from attn_core.figures import Style
 from attn_core.memory import kv_cache_bytes, load_presets, mla_cache_bytes
+from attn_core.views import kv_cache as kc
+from attn_core.views import page
 from tests.core.test_export import need_chromium
 from tests.util import chart_specs
 
@@ -58,7 +61,7 @@ def test_cli_writes_every_view_as_csv_and_svg(tmp_path):
 
 
 def test_cli_default_model_is_the_page_s_gqa_model(tmp_path):
-    assert export.parser().parse_args([]).model == fig_memory.DEFAULT_MODEL == "llama-3-8b"
+    assert export.parser(page("kv_cache")).parse_args([]).model == kc.DEFAULT_MODEL == "llama-3-8b"
     paths = export.run(["--page", "kv_cache", "--format", "csv", "--out", str(tmp_path)])  # the page's defaults
     table = read(paths, "kv_layouts_llama-3-8b_fp16_b1_s4096")
     assert table["layout"].tolist() == ["MHA", "GQA-8", "MQA"] and table["this_model"].tolist() == [False, True, False]
@@ -180,7 +183,7 @@ def test_decode_memory_figure_equals_the_page_and_measured_equals_formula(app_te
     assert df["measured cache (bytes)"].tolist() == df["formula (bytes)"].tolist() == by_hand
     assert df["correct cache (bytes)"].tolist() == by_hand
     assert (df["time with cache (ms)"] > 0).all() and df["time recompute (ms)"].isna().all()
-    tokens = [s.token for s in at.session_state["kv_decode"]["steps"]]
+    tokens = [s.token for s in at.session_state["kv_decode"].steps]
     assert df["token (cache)"].tolist() == tokens  # same seeded model, same prompt: the page's tokens
     times = read(paths, "kv_decode_time_h32_kv8_d128_L2_b2_fp32")
     assert times["time with cache (ms)"].tolist() == df["time with cache (ms)"].tolist()
@@ -215,9 +218,9 @@ def test_seq_len_default_is_the_page_s_and_other_pages_keep_theirs(tmp_path):
     paths = export.run(argv)
     table = read(paths, "kv_layouts_llama-2-7b_fp16_b1_s100")
     assert table["seq_len"].tolist() == [100, 100] and table["cache_bytes"][0] == 100 * 2 * 32 * 32 * 128 * 2
-    # the heatmaps page still gets 16 synthetic tokens by default
+    # the heatmaps page still gets its own default sequence (its page's text, 11 tokens), not 4096 tokens
     (grid,) = export.run(["--page", "heatmaps", "--format", "csv", "--out", str(tmp_path)])
-    assert pd.read_csv(grid, encoding="utf-8-sig")["query_pos"].max() == 15
+    assert pd.read_csv(grid, encoding="utf-8-sig")["query_pos"].max() == page("heatmaps").params().t_q - 1 == 10
 
 
 @pytest.mark.parametrize(
@@ -243,7 +246,12 @@ def test_cli_rejects_bad_input(tmp_path, capsys, argv, needle):
 
 
 def test_device_memory_is_the_gpu_s_own_on_cuda_unless_given(monkeypatch):
-    monkeypatch.setattr(kv_cache, "device_total_memory", lambda dev: 141 * GiB if str(dev).startswith("cuda") else None)
-    assert fig_memory.device_memory("cuda", None) == (141 * GiB, "GPU memory")
-    assert fig_memory.device_memory("cuda:0", 24) == (24 * GiB, "device memory")
-    assert fig_memory.device_memory("cpu", None) == (80 * GiB, "device memory")
+    monkeypatch.setattr(kc, "total_memory", lambda dev: 141 * GiB if str(dev).startswith("cuda") else None)
+
+    def device_memory(device, device_gib):
+        dm = kc.device_memory(device_gib, device)
+        return dm.bytes, kc.device_label(dm, Style())
+
+    assert device_memory("cuda", None) == (141 * GiB, "GPU memory")
+    assert device_memory("cuda:0", 24) == (24 * GiB, "device memory")
+    assert device_memory("cpu", None) == (80 * GiB, "device memory")

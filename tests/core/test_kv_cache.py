@@ -16,10 +16,10 @@ from attn_core.kv_cache import (
     generate_recompute,
     make_prompt,
     run_decode,
-    sinusoidal_positions,
     time_prefill_vs_decode,
 )
 from attn_core.memory import kv_cache_bytes
+from attn_core.tokens import sinusoidal_positions
 
 GQA = DecodeConfig(n_heads=8, n_kv_heads=2, head_dim=16, n_layers=2, d_model=64, vocab=128, dtype="fp32", seed=3)
 
@@ -68,7 +68,7 @@ def test_cache_refuses_overflow_and_wrong_shapes():
 # ---------------------------------------------------------------- the model against the GQA layer
 def reference_logits(model: TinyDecoder, tokens: torch.Tensor) -> torch.Tensor:
     """The same network through GroupedQueryAttention.forward (causal), the project's reference layer."""
-    x = model.embed(tokens) + sinusoidal_positions(0, tokens.shape[1], model.cfg.d_model)
+    x = model.embed(tokens) + sinusoidal_positions(tokens.shape[1], model.cfg.d_model)
     for blk in model.blocks:
         x = x + blk.attn(blk.norm1(x), causal=True).output
         x = x + blk.mlp(blk.norm2(x))
@@ -80,6 +80,38 @@ def test_no_cache_path_equals_the_gqa_layer():
     tokens = make_prompt(GQA, 12)
     with torch.no_grad():
         torch.testing.assert_close(model(tokens), reference_logits(model, tokens), rtol=1e-5, atol=1e-5)
+
+
+def test_the_decoder_attends_through_the_gqa_layer_s_own_code(monkeypatch):
+    """Each block runs GroupedQueryAttention.attend (scaled_dot_product_attention, what the other pages explain)
+    on all the cache holds (its preallocated buffers, growing by one position a step), in float32."""
+    from attn_core.attention import GroupedQueryAttention
+
+    seen = []
+    real = GroupedQueryAttention.attend
+
+    def spy(self, q, k, v, mask=None, **kw):
+        seen.append((tuple(q.shape), tuple(k.shape), k.dtype, kw.get("causal"), k.clone()))
+        return real(self, q, k, v, mask, **kw)
+
+    monkeypatch.setattr(GroupedQueryAttention, "attend", spy)
+    cfg = DecodeConfig(**{**GQA.__dict__, "dtype": "fp16"})
+    model = TinyDecoder(cfg)
+    caches = model.new_caches(6)
+    with torch.no_grad():
+        model(make_prompt(cfg, 5), caches)  # the prefill: causal over its 5 positions
+        model(make_prompt(cfg, 1), caches)  # one new token attends to all 6
+    f32 = torch.float32
+    shapes = [s[:4] for s in seen]
+    assert shapes == [((1, 8, 5, 16), (1, 2, 5, 16), f32, True)] * 2 + [((1, 8, 1, 16), (1, 2, 6, 16), f32, False)] * 2
+    for layer, (*_, keys) in enumerate(seen[2:]):  # the keys attended to are the cache's, fp16 values
+        assert torch.equal(keys, caches[layer].views()[0].float())
+
+
+def test_one_position_code_and_one_device_sync():
+    from attn_core import device, tokens
+
+    assert kvc.sinusoidal_positions is tokens.sinusoidal_positions and kvc.sync is device.sync
 
 
 def test_cached_logits_equal_full_recompute_at_every_step():
@@ -94,7 +126,7 @@ def test_cached_logits_equal_full_recompute_at_every_step():
     torch.testing.assert_close(torch.cat(step, dim=1), full, rtol=1e-5, atol=1e-5)
     # the cache holds exactly the layer's K projection of the normed input, n_kv_heads heads
     with torch.no_grad():
-        x = model.embed(tokens) + sinusoidal_positions(0, 10, GQA.d_model)
+        x = model.embed(tokens) + sinusoidal_positions(10, GQA.d_model)
         k = model.blocks[0].attn.k_proj(model.blocks[0].norm1(x)).view(1, 10, 2, 16).transpose(1, 2)
     torch.testing.assert_close(caches[0].views()[0], k, rtol=1e-5, atol=1e-6)
 

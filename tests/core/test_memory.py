@@ -26,9 +26,11 @@ from attn_core.memory import (
     kv_formula,
     load_presets,
     max_context,
+    memory_curves,
     mla_cache_bytes,
     mla_formula,
     preset_layouts,
+    seq_points,
     weights_bytes,
 )
 
@@ -277,6 +279,24 @@ def test_binary_units_and_labels():
     assert all(u in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB") for u in (binary_unit(10**n)[1] for n in range(19)))
 
 
+def test_the_memory_budget_messages_write_bytes_as_the_calculator_does():
+    """One byte formatter: the resource guard's "needs about ... budget of ..." uses this module's."""
+    from attn_core import guard
+
+    assert guard.format_bytes is format_bytes
+    assert guard.format_bytes(1536) == "1.50 KiB" and guard.format_bytes(2**30) == "1.00 GiB"
+
+
+def test_memory_curves_are_the_layouts_bytes_and_what_fits():
+    lays = preset_layouts(load_presets()["llama-2-7b"])  # MHA (this model) and MQA: 512 KiB and 16 KiB a token
+    weights = 13 * GiB
+    c = memory_curves(lays, 1, "fp16", seq_points(), 80 * GiB, weights)
+    assert c.tokens[0] == 1 and c.tokens[-1] == 2**20 and c.cache.shape == (2, len(c.tokens))
+    assert c.cache[0].tolist() == [2 * 32 * 32 * int(s) * 128 * 2 for s in c.tokens]
+    assert c.budget == 67 * GiB and c.fits == (67 * GiB // (512 * 1024), 67 * GiB // (16 * 1024))
+    assert c.fit_totals[0] == c.fits[0] * 512 * 1024 + weights  # the weights under the longest cache that fits
+
+
 def test_token_labels_only_round_when_exact():
     assert format_tokens(4096) == "4K" and format_tokens(1 << 20) == "1M" and format_tokens(131_072) == "128K"
     assert format_tokens(1000) == "1,000" and format_tokens(163_840) == "160K" and format_tokens(4097) == "4,097"
@@ -369,7 +389,7 @@ def test_bad_preset_file_gives_config_error(tmp_path):
 
 
 # ---------------------------------------------------------------- every error can be shown in Chinese
-KV_MODULES = ("memory.py", "kv_cache.py", "fig_memory.py")
+KV_MODULES = ("memory.py", "kv_cache.py", "views/kv_cache.py")
 
 
 def config_error_calls(path: Path) -> list[ast.Call]:

@@ -498,12 +498,12 @@ def test_memory_budget_refuses_before_allocating(monkeypatch):
         stats.saturation_sweep(stats.SWEEP_D_K, 16, 256)
     assert err.value.field == "samples"
     msg = str(err.value)
-    assert "16 MiB" in msg and "ATTN_MAX_BYTES" in msg and "at most" in msg
+    assert "16.0 MiB" in msg and "ATTN_MAX_BYTES" in msg and "at most" in msg
     fits = int(msg.split("at most ")[1].split(" ")[0])
     assert stats.estimate_bytes(1024, 16, fits) <= 16 * 2**20 < stats.estimate_bytes(1024, 16, fits + 1)
     stats.saturation_sweep(stats.SWEEP_D_K, 16, fits)  # the advice works
     monkeypatch.setenv("ATTN_MAX_BYTES", str(2**20))
-    with pytest.raises(ConfigError, match="1 MiB"):
+    with pytest.raises(ConfigError, match="1.00 MiB"):
         stats.score_sample(1024, 16, 256)
     with pytest.raises(ConfigError, match="smaller d_k"):  # even one sequence of 8192 keys is too much
         stats.score_sample(1024, 8192, 16)
@@ -515,9 +515,9 @@ def test_memory_budget_refuses_before_allocating(monkeypatch):
 
 def test_format_bytes_binary_units():
     assert guard.format_bytes(512) == "512 B"
-    assert guard.format_bytes(1536) == "1.5 KiB"
-    assert guard.format_bytes(2**30) == "1 GiB"
-    assert guard.format_bytes(3 * 2**20) == "3 MiB"
+    assert guard.format_bytes(1536) == "1.50 KiB"
+    assert guard.format_bytes(2**30) == "1.00 GiB"
+    assert guard.format_bytes(3 * 2**20) == "3.00 MiB"
 
 
 @pytest.mark.parametrize(

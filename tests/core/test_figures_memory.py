@@ -1,4 +1,5 @@
-"""Figures of the KV-cache page (attn_core.fig_memory): the plotted numbers against attn_core.memory."""
+"""Figures of the KV-cache page (attn_core.figures.memory, fed by attn_core.views.kv_cache): the plotted numbers
+against attn_core.memory."""
 
 import json
 import math
@@ -6,9 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from attn_core import fig_memory
 from attn_core.figures import Style
-from attn_core.memory import MAX_CALC_SEQ_LEN, load_presets, preset_layouts, weights_bytes
+from attn_core.figures import memory as mf
+from attn_core.memory import MAX_CALC_SEQ_LEN, load_presets, memory_curves, preset_layouts, seq_points, weights_bytes
+from attn_core.views import kv_cache as kc
 from tests.util import arr
 
 GiB = 1024**3
@@ -22,8 +24,15 @@ def traces_by_name(s: dict) -> dict[str, dict]:
     return {t.get("name", ""): t for t in s["data"]}
 
 
+def memory_figure(layouts, *, batch, dtype, device_bytes, device_label, model_name, weights=None, seq_len=None,
+                  max_positions=None, y_log=True, style=Style()):  # fmt: skip
+    """The memory chart of these layouts, computed (attn_core.memory.memory_curves) then drawn."""
+    curves = memory_curves(layouts, batch, dtype, seq_points(), device_bytes, weights)
+    return mf.memory_figure(curves, mf.MemoryChart(model_name, device_label, seq_len, max_positions, y_log), style)
+
+
 def test_seq_points_cover_one_to_a_million_on_a_log_grid():
-    pts = fig_memory.seq_points()
+    pts = seq_points()
     assert pts[0] == 1 and pts[-1] == MAX_CALC_SEQ_LEN == 2**20
     assert np.all(np.diff(pts) > 0) and pts.dtype == np.int64
     assert {2**k for k in range(21)} <= set(pts.tolist())
@@ -32,7 +41,7 @@ def test_seq_points_cover_one_to_a_million_on_a_log_grid():
 def test_memory_figure_plots_exact_bytes_and_the_max_context():
     llama = load_presets()["llama-2-7b"]
     layouts = preset_layouts(llama)
-    fig = fig_memory.memory_figure(
+    fig = memory_figure(
         layouts,
         batch=1,
         dtype="fp16",
@@ -68,7 +77,7 @@ def test_memory_figure_plots_exact_bytes_and_the_max_context():
 def test_stacked_weights_shift_every_line_and_shrink_what_fits():
     p = load_presets()["llama-3-8b"]
     w = weights_bytes(p.n_params, "bf16")
-    fig = fig_memory.memory_figure(
+    fig = memory_figure(
         preset_layouts(p),
         batch=1,
         dtype="bf16",
@@ -91,7 +100,7 @@ def test_stacked_weights_shift_every_line_and_shrink_what_fits():
 
 def test_weights_larger_than_the_device_fit_nothing():
     p = load_presets()["llama-2-70b"]
-    fig = fig_memory.memory_figure(
+    fig = memory_figure(
         preset_layouts(p),
         batch=1,
         dtype="fp16",
@@ -107,7 +116,7 @@ def test_weights_larger_than_the_device_fit_nothing():
 def test_curves_table_matches_the_figure():
     p = load_presets()["deepseek-v3"]
     lays = preset_layouts(p)
-    data = fig_memory.memory_curves(lays, 2, "bf16", np.array([1, 4096]))
+    data = kc.curves_frame(memory_curves(lays, 2, "bf16", np.array([1, 4096]), 80 * GiB))
     assert data["MLA cache (bytes)"].tolist() == [2 * 61 * 576 * 2, 2 * 4096 * 61 * 576 * 2]
     # batch 2 x 61 layers x 2 x 128 heads x d_h 128 x 2 bytes: the DeepSeek-V2 paper's MHA
     assert data["MHA cache (bytes)"].tolist()[0] == 2 * 61 * 2 * 128 * 128 * 2
@@ -119,19 +128,19 @@ def test_curves_table_matches_the_figure():
 def test_mla_rows_are_named_and_counted_as_the_paper_does(lang):
     v3 = load_presets()["deepseek-v3"]
     style = Style(lang=lang)
-    data = fig_memory.comparison_data(preset_layouts(v3), 4096, 1, "bf16", 80 * GiB)
+    data = kc.comparison_data(preset_layouts(v3), 4096, 1, "bf16", 80 * GiB)
     assert data["layout"].tolist() == ["MHA", "MQA", "MLA-naive", "MLA"]
     assert data["elements_per_token_layer"].tolist() == [32_768, 256, 40_960, 576]
     assert data["k_dim"].tolist()[:3] == [128, 128, 192] and data["v_dim"].tolist()[:3] == [128, 128, 128]
     assert data["vs_mha"].tolist()[3] == pytest.approx(576 / 32_768)
-    table = fig_memory.comparison_table(data, style)
+    table = kc.comparison_table(data, style)
     names, per_layer, ratio = table.iloc[:, 0].tolist(), table.iloc[:, 1].tolist(), table.iloc[:, 5].tolist()
     assert per_layer == ["2 × 128 × 128 = 32,768", "2 × 1 × 128 = 256", "128 × (192 + 128) = 40,960", "512 + 64 = 576"]
     assert ratio == ["1×", "1/128", "1.25×", "1/56.89"]
     naive = {"en": "MLA decompressed, cached per head (naive)", "zh": "MLA 解压后逐头缓存（朴素实现）"}[lang]
     this = {"en": "MLA (this model)", "zh": "MLA（本模型）"}[lang]  # no space before the full-width bracket
     assert names == ["MHA", "MQA", naive, this]
-    fig = fig_memory.memory_figure(
+    fig = memory_figure(
         preset_layouts(v3), batch=1, dtype="bf16", device_bytes=80 * GiB, device_label="d", model_name="V3", style=style
     )
     legend = [t.get("name", "") for t in spec(fig)["data"] if t.get("name")]
@@ -142,27 +151,28 @@ def test_the_live_decode_runs_the_table_s_mha_row_for_mla():
     for pid, heads in (("deepseek-v3", 128), ("deepseek-v2-lite", 16)):
         p = load_presets()[pid]
         mha = preset_layouts(p)[0]
-        assert fig_memory.decode_shape(p, 8, 2, 16) == (heads, mha.n_kv_heads, mha.k_dim) == (heads, heads, 128)
-        cfg = fig_memory.decode_config(p, 8, 2, 16, n_layers=1, batch=1, dtype="fp16", seed=0)
+        params = kc.Params(model=pid, n_heads=8, n_kv_heads=2, head_dim=16, dec_layers=1, dec_dtype="fp16")
+        assert kc.decode_shape(params) == (heads, mha.n_kv_heads, mha.k_dim) == (heads, heads, 128)
+        cfg = kc.decode_config(params)
         assert (cfg.n_heads, cfg.n_kv_heads, cfg.head_dim) == (heads, heads, 128)
 
 
 def test_a_count_of_one_is_singular():
     lay = preset_layouts(load_presets()["gpt2"])[0]
     one = lay.bytes(1, 1, "fp16")  # the device holds exactly one token's cache
-    fig = fig_memory.memory_figure([lay], batch=1, dtype="fp16", device_bytes=one, device_label="d", model_name="g")
+    fig = memory_figure([lay], batch=1, dtype="fp16", device_bytes=one, device_label="d", model_name="g")
     assert spec(fig)["data"][0]["name"] == "MHA (this model) · fits 1 token"
-    view = fig_memory.comparison_view(
-        [lay], name="t", model_name="g", seq_len=1, batch=1, dtype="fp16", budget_bytes=one
-    )
+    params = kc.Params(model="gpt2", seq_len=1, dtype="fp16")
+    view = kc.comparison_view(params, kc.Calculator(None, (lay,), kc.DeviceMemory(one), None), Style())
     assert "S = 1 token ·" in view.figure.layout.title.text
-    assert fig_memory.count_key("kvmem.fits", 2) == "kvmem.fits"
+    two = memory_figure([lay], batch=1, dtype="fp16", device_bytes=2 * one, device_label="d", model_name="g")
+    assert spec(two)["data"][0]["name"] == "MHA (this model) · fits 2 tokens"  # and the plural for two
 
 
 def test_byte_ticks():
-    vals, text = fig_memory.byte_ticks_log(1000, 3 * 1024**4)
+    vals, text = mf.byte_ticks_log(1000, 3 * 1024**4)
     assert all(math.log2(v).is_integer() for v in vals) and len(vals) <= 9 and "1 GiB" in text
-    vals, text = fig_memory.byte_ticks_linear(100 * GiB)
+    vals, text = mf.byte_ticks_linear(100 * GiB)
     assert vals[0] == 0 and text[0] == "0" and all(v % (16 * GiB) == 0 for v in vals)
     assert "64 GiB" in text
 
@@ -170,16 +180,15 @@ def test_byte_ticks():
 def test_decode_figures_plot_the_given_steps():
     seq = [4, 5, 6]
     measured = [1024, 1280, 1536]
-    fig = fig_memory.decode_memory_figure(
-        seq, measured, measured, x_max=10, y_max=2560, correct=[256, 320, 384], allocated=2560, style=Style(lang="zh")
-    )
+    series = mf.DecodeSeries(seq, measured, measured, x_max=10, y_max=2560, correct=[256, 320, 384], allocated=2560)
+    fig = mf.decode_memory_figure(series, style=Style(lang="zh"))
     s = traces_by_name(spec(fig))
     assert arr(s["实测：在 repeat_kv 之后缓存"]["y"]).tolist() == [1.0, 1.25, 1.5]  # KiB
     assert arr(s["正确的缓存（n_kv_heads 个头）"]["y"]).tolist() == [0.25, 0.3125, 0.375]
     assert spec(fig)["layout"]["yaxis"]["title"]["text"] == "缓存（KiB，二进制）"
-    t = fig_memory.decode_time_figure(seq, [1.0, 0.5, 0.5], [1.0, 1.5, 2.0], x_max=10)
+    t = mf.decode_time_figure(seq, [1.0, 0.5, 0.5], [1.0, 1.5, 2.0], x_max=10)
     names = [tr["name"] for tr in spec(t)["data"]]
     assert names == ["with the KV cache", "no cache (recompute all K, V)"]
-    bars = spec(fig_memory.prefill_decode_figure(64, 0.002, 0.05))
+    bars = spec(mf.prefill_decode_figure(64, 0.002, 0.05))
     assert arr(bars["data"][0]["y"]).tolist() == [2.0, 50.0]
     assert "25.0×" in bars["layout"]["title"]["text"]

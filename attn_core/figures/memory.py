@@ -1,0 +1,333 @@
+"""Figures of the KV-cache page: memory against sequence length, the layouts compared, the live decode,
+prefill against decode.
+
+Bytes are always shown in binary units (KiB = 1024 B, MiB, GiB, TiB), with the
+exact byte count in the hover. The builders take the engine's results
+(:class:`attn_core.memory.MemoryCurves`), plain numbers and tables; the view model
+(:mod:`attn_core.views.kv_cache`) computes them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..memory import binary_unit, format_bytes, format_bytes_exact, format_tokens
+from .base import Style, base_layout, plain_figure
+
+if TYPE_CHECKING:
+    from ..memory import MemoryCurves
+
+#: Okabe-Ito hues, one per cache layout, the same on every chart of the page.
+LAYOUT_COLORS = {"MHA": "#D55E00", "GQA": "#0072B2", "MQA": "#009E73", "MLA-naive": "#56B4E9", "MLA": "#CC79A7"}
+#: Darker text where a line colour is too light for text on white (sky blue).
+TABLE_TEXT_COLORS = {"MLA-naive": "#1F78B4"}
+DEVICE_COLOR = "#222222"
+WEIGHTS_COLOR = "#8a8a8a"
+CACHED_COLOR = "#0072B2"
+RECOMPUTE_COLOR = "#D55E00"
+FORMULA_COLOR = "#222222"
+CUDA_COLOR = "#009E73"
+WRONG_COLOR = "#D55E00"
+MARKER_LINE_COLOR = "#555555"
+
+
+# ---------------------------------------------------------------- axes
+def _tick_label(value: float) -> str:
+    div, unit = binary_unit(value)
+    return f"{value / div:g} {unit}"
+
+
+def byte_ticks_log(lo: float, hi: float, max_ticks: int = 9) -> tuple[list[float], list[str]]:
+    """Tick values (powers of 2) and binary-unit labels for a log axis spanning ``lo .. hi`` bytes."""
+    p_lo, p_hi = math.floor(math.log2(max(lo, 1))), math.ceil(math.log2(max(hi, 2)))
+    for step in (1, 2, 5, 10, 20):
+        powers = [p for p in range(p_lo, p_hi + 1) if p % step == 0]
+        if len(powers) <= max_ticks:
+            break
+    vals = [float(2**p) for p in powers]
+    return vals, [_tick_label(v) for v in vals]
+
+
+def byte_ticks_linear(hi: float, max_ticks: int = 8) -> tuple[list[float], list[str]]:
+    """Tick values at round binary steps (1, 2, 4, ... x a binary unit) from 0 to ``hi`` bytes, with labels."""
+    hi = max(float(hi), 1.0)
+    div, _ = binary_unit(hi)
+    step = float(div)
+    while hi / step > max_ticks:
+        step *= 2
+    while hi / step < 3 and step > 1:
+        step /= 2
+    n = int(hi // step) + 1
+    vals = [i * step for i in range(n + 1)]
+    return vals, ["0"] + [_tick_label(v) for v in vals[1:]]
+
+
+def token_ticks(max_seq: int) -> tuple[list[int], list[str]]:
+    """Powers of 4 from 1 to ``max_seq`` tokens, labelled 1, 4, 16, ..., 4K, ..., 1M."""
+    vals = [4**p for p in range(0, int(math.log(max_seq, 4)) + 1)]
+    return vals, [format_tokens(v) for v in vals]
+
+
+def layout_name(label: str, native: bool, style: Style) -> str:
+    """Display text of a layout label: ``GQA-8 (this model)``; ``MLA-naive`` is spelled out in the user's language."""
+    name = style.t("kvmem.layout_naive") if label == "MLA-naive" else label
+    return style.t("kvmem.layout_this_model", name=name) if native else name
+
+
+# ---------------------------------------------------------------- memory against sequence length
+@dataclass(frozen=True)
+class MemoryChart:
+    """What :func:`memory_figure` writes besides the curves: the model's name, the device line's label,
+    the vertical markers (``seq_len`` tokens, the model's ``max_positions``) and the memory axis."""
+
+    model_name: str
+    device_label: str
+    seq_len: int | None = None
+    max_positions: int | None = None
+    y_log: bool = True
+
+
+def _weights_trace(curves: MemoryCurves, y_log: bool, style: Style) -> dict:
+    w, max_seq = int(curves.weights or 0), int(curves.tokens[-1])
+    trace = dict(type="scatter", x=[1, max_seq], y=[w, w], mode="lines", name=style.t("kvmem.weights", size=format_bytes(w)),
+                 line=dict(color=WEIGHTS_COLOR, width=2), fillcolor="rgba(138,138,138,0.25)",
+                 hovertemplate=style.t("kvmem.weights_hover", exact=format_bytes_exact(w)) + "<extra></extra>")  # fmt: skip
+    if not y_log:
+        trace["fill"] = "tozeroy"
+    return trace
+
+
+def _layout_traces(curves: MemoryCurves, style: Style) -> list[dict]:
+    """One line per layout (thicker for the model's own) and, where it is on the axis, a marker at the
+    longest context that fits. Neighbours by size put their labels on alternate sides."""
+    w, max_seq = int(curves.weights or 0), int(curves.tokens[-1])
+    order = sorted(range(len(curves.layouts)), key=lambda i: curves.fits[i])
+    rank = {i: r for r, i in enumerate(order)}
+    wide, thin = (5, 3) if style.present else (4, 2)
+    out = []
+    for i, lay in enumerate(curves.layouts):
+        name, fits, color = layout_name(lay.label, lay.native, style), curves.fits[i], LAYOUT_COLORS[lay.kind]
+        fits_text = (
+            style.t("kvmem.fits_none") if fits == 0 else style.t("kvmem.fits", tokens=style.count(fits, "token_long"))
+        )
+        hover = f"<b>{name}</b><br>{style.t('kvmem.seq_hover')} = %{{x:,}}<br>{style.t('kvmem.cache')} %{{customdata}}"
+        if curves.weights is not None:
+            hover += "<br>" + style.t("kvmem.plus_weights") + " %{y:,.0f} B"
+        dash = "solid" if lay.native else ("longdash" if lay.kind == "MLA-naive" else "dash")
+        out.append(dict(type="scatter", x=curves.tokens, y=(curves.cache[i] + w).astype(np.float64), mode="lines",
+                        name=f"{name} · {fits_text}", line=dict(color=color, width=wide if lay.native else thin, dash=dash),
+                        customdata=[format_bytes_exact(int(c)) for c in curves.cache[i]],
+                        hovertemplate=hover + "<extra></extra>", legendgroup=lay.kind))  # fmt: skip
+        if 1 <= fits <= max_seq:
+            at = curves.fit_totals[i]
+            fit_hover = style.t("kvmem.max_fit_hover", tokens=style.count(fits, "token_long"))
+            out.append(dict(type="scatter", x=[fits], y=[float(at)], mode="markers+text", showlegend=False,
+                            legendgroup=lay.kind, text=[f"{fits:,}"],
+                            marker=dict(color=color, size=14 if style.present else 11, symbol="diamond",
+                                        line=dict(color="white", width=1.5)),
+                            textposition="top left" if rank[i] % 2 == 0 else "bottom left",
+                            textfont=dict(color=color, size=style.font),
+                            hovertemplate=f"<b>{name}</b><br>{fit_hover}<br>{format_bytes_exact(at)}<extra></extra>"))  # fmt: skip
+    return out
+
+
+def _y_axis(lo_bytes: float, hi_bytes: float, y_log: bool) -> tuple[dict, tuple[float, float]]:
+    """The memory axis from the smallest to the largest value drawn, in binary units, and its span in bytes."""
+    if y_log:
+        lo, hi = max(1.0, lo_bytes / 2), hi_bytes * 2
+        vals, text = byte_ticks_log(lo, hi)
+        return dict(type="log", range=[math.log10(lo), math.log10(hi)], tickvals=vals, ticktext=text), (lo, hi)
+    hi = hi_bytes * 1.05
+    vals, text = byte_ticks_linear(hi)
+    return dict(type="linear", range=[0, hi], tickvals=vals, ticktext=text), (0.0, hi)
+
+
+def _vertical_markers(chart: MemoryChart, y_range: tuple[float, float], style: Style) -> tuple[list[dict], list[dict]]:
+    """Lines at ``seq_len`` (labelled at the top) and the model's ``max_positions`` (at the bottom, so equal
+    values never overlap), as traces (a line means the same on log and linear axes) and annotations (whose x
+    on a log axis is log10 of the value)."""
+    traces, notes = [], []
+    max_text = style.t("kvmem.max_positions", n=f"{chart.max_positions:,}") if chart.max_positions else ""
+    for x, text, dash, top in ((chart.seq_len, f"S = {chart.seq_len:,}" if chart.seq_len else "", "solid", True),
+                               (chart.max_positions, max_text, "dashdot", False)):  # fmt: skip
+        if not x:
+            continue
+        traces.append(dict(type="scatter", x=[x, x], y=list(y_range), mode="lines", showlegend=False, hoverinfo="skip",
+                           line=dict(color=MARKER_LINE_COLOR, width=2 if style.present else 1.5, dash=dash)))  # fmt: skip
+        notes.append(dict(x=math.log10(x), y=1.0 if top else 0.0, xref="x", yref="paper", text=text, showarrow=False,
+                          xanchor="left", yanchor="top" if top else "bottom", xshift=4, yshift=-2 if top else 2,
+                          font=dict(size=max(11, style.font - 1), color="#333333"), bgcolor="rgba(255,255,255,0.85)"))  # fmt: skip
+    return traces, notes
+
+
+def memory_figure(curves: MemoryCurves, chart: MemoryChart, style: Style = Style()) -> go.Figure:
+    """Cache memory of each layout against the sequence length (log x, 1 to the last of ``curves.tokens``).
+
+    One line per layout (colour by kind, thicker for the model's own), the device
+    memory as a horizontal line, and for each layout a marker at the longest
+    context that fits the device (after the weights, when there are any: then
+    every line is weights + cache, stacked on a grey weights band). Vertical
+    lines mark ``chart.seq_len`` and ``chart.max_positions``.
+    """
+    max_seq, dev = int(curves.tokens[-1]), float(curves.device_bytes)
+    data = [] if curves.weights is None else [_weights_trace(curves, chart.y_log, style)]
+    data += _layout_traces(curves, style)
+    data.append(dict(type="scatter", x=[1, max_seq], y=[dev, dev], mode="lines",
+                     name=style.t("kvmem.device_line", label=chart.device_label, size=format_bytes(curves.device_bytes)),
+                     line=dict(color=DEVICE_COLOR, width=3 if style.present else 2, dash="dot"),
+                     hovertemplate=f"{chart.device_label}<br>{format_bytes_exact(curves.device_bytes)}<extra></extra>"))  # fmt: skip
+    w = int(curves.weights or 0)
+    lows = [dev, *(curves.cache[:, 0] + w).tolist()] + ([w] if curves.weights is not None else [])
+    highs = [dev, *(curves.cache[:, -1] + w).tolist()]  # the device line is always in view
+    yaxis, span = _y_axis(float(min(lows)), float(max(highs)), chart.y_log)
+    lines, notes = _vertical_markers(chart, span, style)
+    data += lines
+    yaxis["title"] = dict(text=style.t("kvmem.mem_axis_stacked" if curves.weights is not None else "kvmem.mem_axis"))
+    xt, xl = token_ticks(max_seq)
+    title = style.t("kvmem.mem_title", model=chart.model_name, batch=curves.batch, dtype=curves.dtype)
+    layout = base_layout(
+        title, style, 560 if style.present else 500,
+        xaxis=dict(type="log", range=[0, math.log10(max_seq)], tickvals=xt, ticktext=xl,
+                   title=dict(text=style.t("kvmem.seq_axis"))),
+        yaxis=yaxis, annotations=notes, hovermode="closest", uirevision="kv_memory",
+        legend=dict(orientation="h", yanchor="top", y=-0.16, x=0),
+        margin=dict(l=10, r=10, t=90 if style.present else 70, b=10),
+    )  # fmt: skip
+    return plain_figure(data, layout, style)
+
+
+# ---------------------------------------------------------------- the layouts compared
+def comparison_figure(table: pd.DataFrame, title: str, kinds: Sequence[str], style: Style = Style()) -> go.Figure:
+    """A table of the layouts (the page's table) drawn as a plotly table; ``kinds`` colour each layout's name."""
+    n_cols = len(table.columns)
+    color = [TABLE_TEXT_COLORS.get(k, LAYOUT_COLORS.get(k, "#222222")) for k in kinds]
+    font_color = [color] + [["#222222"] * len(table)] * (n_cols - 1)
+    align = ["left"] + ["right"] * (n_cols - 1)
+    head_h, row_h = 2.4 * style.font + 12, 1.6 * style.font + 10
+    data = [dict(type="table", columnwidth=[1.7, 1.7, 1.0, 1.0, 1.5, 0.8, 1.7][:n_cols],
+                 header=dict(values=[f"<b>{c}</b>" for c in table.columns], fill=dict(color="#e9eef4"),
+                             line=dict(color="#c8d0d9"), align=align, font=dict(size=style.font, color="#222222"),
+                             height=head_h),
+                 cells=dict(values=[table[c].tolist() for c in table.columns], fill=dict(color="white"),
+                            line=dict(color="#dde3ea"), align=align, font=dict(size=style.font, color=font_color),
+                            height=row_h))]  # fmt: skip
+    top = 80 if style.present else 60
+    height = int(top + head_h + len(table) * row_h + 30)
+    layout = base_layout(title, style, height, margin=dict(l=10, r=10, t=top, b=10),
+                         xaxis=dict(visible=False), yaxis=dict(visible=False))  # fmt: skip
+    return plain_figure(data, layout, style)
+
+
+# ---------------------------------------------------------------- live decode
+@dataclass(frozen=True)
+class DecodeSeries:
+    """The numbers of :func:`decode_memory_figure`, one value per generated token so far.
+
+    ``seq_len`` tokens in the cache at each step; ``measured`` bytes from the
+    cache tensors; ``formula`` from ``kv_cache_bytes`` for the heads the cache
+    holds. ``correct`` (the repeat_kv mistake only) the right-sized cache;
+    ``cuda`` the growth of ``torch.cuda.memory_allocated``; ``allocated`` the
+    preallocated buffers. The axes span ``x_max`` tokens and ``y_max`` bytes (the
+    whole run), so a live chart grows in place.
+    """
+
+    seq_len: Sequence[int]
+    measured: Sequence[int]
+    formula: Sequence[int]
+    x_max: int
+    y_max: int
+    correct: Sequence[int] | None = None
+    cuda: Sequence[int] | None = None
+    allocated: int | None = None
+
+
+def decode_memory_figure(s: DecodeSeries, style: Style = Style()) -> go.Figure:
+    """Measured cache bytes (tensor sizes) against the formula, per generated token, in one binary unit."""
+    div, unit = binary_unit(max(int(s.y_max), 1))
+    x = np.asarray(s.seq_len, dtype=np.int64)
+    hover = "S = %{x:,}<br>%{customdata}<extra>%{fullData.name}</extra>"
+
+    def line(name: str, xs: object, values: Sequence[int], **how: object) -> dict:
+        return dict(type="scatter", x=xs, y=np.asarray(values, dtype=np.float64) / div, name=name, hovertemplate=hover,
+                    customdata=[format_bytes_exact(int(b)) for b in values], **how)  # fmt: skip
+
+    wrong = s.correct is not None
+    data = []
+    if s.allocated:
+        data.append(line(style.t("kvmem.allocated"), [0, s.x_max], [s.allocated] * 2, mode="lines",
+                         line=dict(color="#888888", width=2, dash="dot")))  # fmt: skip
+    if wrong:
+        data.append(line(style.t("kvmem.correct_cache"), x, s.correct, mode="lines",
+                         line=dict(color=CACHED_COLOR, width=3, dash="dash")))  # fmt: skip
+    data.append(line(style.t("kvmem.formula"), x, s.formula, mode="lines",
+                     line=dict(color=FORMULA_COLOR, width=4 if style.present else 3)))  # fmt: skip
+    data.append(line(style.t("kvmem.measured_wrong" if wrong else "kvmem.measured"), x, s.measured, mode="markers",
+                     marker=dict(color=WRONG_COLOR if wrong else CACHED_COLOR, size=8 if style.present else 6,
+                                 symbol="circle-open", line=dict(width=2))))  # fmt: skip
+    if s.cuda is not None:
+        data.append(line(style.t("kvmem.cuda"), x, s.cuda, mode="lines", line=dict(color=CUDA_COLOR, width=2)))
+    layout = base_layout(
+        style.t("kvmem.live_mem_title"), style, 480 if style.present else 430,
+        xaxis=dict(range=[0, s.x_max * 1.02 + 1], title=dict(text=style.t("kvmem.tokens_in_cache"))),
+        yaxis=dict(range=[0, s.y_max / div * 1.08], title=dict(text=style.t("kvmem.bytes_axis", unit=unit)),
+                   rangemode="tozero"),
+        legend=dict(orientation="h", yanchor="top", y=-0.3, x=0), uirevision="kv_live_mem",
+    )  # fmt: skip
+    return plain_figure(data, layout, style)
+
+
+def decode_time_figure(
+    seq_len: Sequence[int],
+    cached_ms: Sequence[float],
+    recompute_ms: Sequence[float] | None = None,
+    *,
+    x_max: int,
+    repeats: int = 1,
+    style: Style = Style(),
+) -> go.Figure:
+    """Wall time per generated token with the cache and recomputing everything, against the context length.
+
+    The first point of each series is the prefill of the prompt; each point is the best of ``repeats`` runs.
+    """
+    x = np.asarray(seq_len, dtype=np.int64)
+    series = [("kvmem.with_cache", cached_ms, CACHED_COLOR)]
+    if recompute_ms is not None:
+        series.append(("kvmem.recompute", recompute_ms, RECOMPUTE_COLOR))
+    data = [dict(type="scatter", x=x, y=np.asarray(values, dtype=np.float64), mode="lines+markers", name=style.t(key),
+                 line=dict(color=color, width=3 if style.present else 2), marker=dict(size=4),
+                 hovertemplate="S = %{x:,}<br>%{y:.3f} ms<extra>%{fullData.name}</extra>")
+            for key, values, color in series]  # fmt: skip
+    layout = base_layout(
+        style.t("kvmem.live_time_title", k=repeats), style, 420 if style.present else 380,
+        xaxis=dict(range=[0, x_max * 1.02 + 1], title=dict(text=style.t("kvmem.tokens_in_context"))),
+        yaxis=dict(title=dict(text=style.t("kvmem.ms_axis")), rangemode="tozero"),
+        legend=dict(orientation="h", yanchor="top", y=-0.3, x=0), uirevision="kv_live_time",
+    )  # fmt: skip
+    return plain_figure(data, layout, style)
+
+
+# ---------------------------------------------------------------- prefill against decode
+def prefill_decode_figure(n_tokens: int, prefill_s: float, decode_s: float, style: Style = Style()) -> go.Figure:
+    """Bars: total milliseconds to put ``n_tokens`` into the cache in one pass (prefill) and one per pass (decode)."""
+    labels = [style.t("kvmem.prefill_bar", n=n_tokens), style.t("kvmem.decode_bar", n=n_tokens)]
+    ms = [prefill_s * 1e3, decode_s * 1e3]
+    per = [v / n_tokens for v in ms]
+    text = [style.t("kvmem.bar_text", ms=f"{m:.3g}", per=f"{p:.3g}", rate=f"{n_tokens / (m / 1e3):,.0f}")
+            for m, p in zip(ms, per, strict=True)]  # fmt: skip
+    data = [dict(type="bar", x=labels, y=ms, text=text, textposition="outside", customdata=per, cliponaxis=False,
+                 marker=dict(color=[CACHED_COLOR, RECOMPUTE_COLOR]),
+                 hovertemplate="%{x}<br>%{y:.4f} ms<br>%{customdata:.4f} ms / token<extra></extra>")]  # fmt: skip
+    ratio = decode_s / prefill_s if prefill_s > 0 else float("nan")
+    layout = base_layout(
+        style.t("kvmem.pd_title", n=n_tokens, ratio=f"{ratio:.1f}"), style, 420 if style.present else 360,
+        yaxis=dict(title=dict(text=style.t("kvmem.ms_total_axis")), rangemode="tozero", range=[0, max(ms) * 1.25]),
+        xaxis=dict(), showlegend=False,
+    )  # fmt: skip
+    return plain_figure(data, layout, style)
