@@ -15,7 +15,6 @@ browser  Playwright driving Debian's chromium against a real server: cold start 
 from __future__ import annotations
 
 import argparse
-import inspect
 import math
 import os
 import platform
@@ -348,20 +347,18 @@ def core_attention(dev, runs: int) -> list[str]:
 
 
 def core_pooled(dev, runs: int, t_ref: float, shape: str) -> str:
-    """attn_core.longmaps.pooled_attention (the heatmap page's chunked, pooled weights path), if present."""
+    """attn_core.longmaps.pooled_attention on the seeded layer (the heatmap page's chunked, pooled weights path)."""
     try:
-        from attn_core import longmaps
+        from attn_core.longmaps import pooled_attention
+        from attn_core.sources import SeededLayer
         from attn_core.tokens import synthetic_tokens
 
-        fn = longmaps.pooled_attention
-        toks = synthetic_tokens(CORE_TOKENS)
-        params = inspect.signature(fn).parameters
-        kwargs = {"device": dev} if "device" in params else {}
+        layer = SeededLayer(CORE_HEADS, CORE_HEADS, CORE_HEAD_DIM, tuple(synthetic_tokens(CORE_TOKENS)))
 
         def pooled():
-            return fn(CORE_HEADS, CORE_HEADS, CORE_HEAD_DIM, toks, **kwargs)
+            return pooled_attention(layer, device=dev)
 
-        factor = getattr(pooled(), "factor", "?")
+        factor = pooled().factor
         t = statistics.median(time_calls(pooled, dev, max(3, runs // 2), warmup=1))
     except Exception as exc:  # noqa: BLE001 - optional: another module's work in progress
         return f"core {dev.type:<4} pooled_attention: skipped ({type(exc).__name__}: {str(exc)[:120]})"
