@@ -26,8 +26,17 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import config
-from .config import MAX_HEAD_DIM, ConfigError, check_int, check_temperature, unknown_option
+from .config import (  # noqa: F401 - SATURATION_THRESHOLD, SMALL_NORM and FLOAT16_MAX are this module's names too
+    FLOAT16_MAX,
+    MAX_HEAD_DIM,
+    MAX_SEQ_LEN,
+    SATURATION_THRESHOLD,
+    SMALL_NORM,
+    ConfigError,
+    check_int,
+    check_temperature,
+    unknown_option,
+)
 from .guard import format_bytes, max_bytes
 from .tokens import sinusoidal_positions
 
@@ -36,10 +45,6 @@ DISTRIBUTIONS = ("normal", "projected")
 SWEEP_D_K = tuple(2**i for i in range(11))
 # Width of the token embeddings that the "projected" distribution projects to q and k.
 PROJECTED_D_MODEL = 512
-SATURATION_THRESHOLD = 0.99
-FLOAT16_MAX = float(torch.finfo(torch.float16).max)  # 65504
-# Longest sequence measured here (the app-wide limit, or 8192 if that is lower).
-MAX_SEQ_LEN = max(config.MAX_SEQ_LEN, 8192)
 # Sequences are drawn in blocks of max(1, BLOCK_ROWS // T) sequences, each block from its own seeded
 # generator, so that any block can be drawn alone and the numbers never depend on the memory budget.
 BLOCK_ROWS = 4096
@@ -54,8 +59,8 @@ CHUNK_SCORES = 2**20
 _SCORE_SLOTS = 16
 # Per score of the first sequence's maps: scores, a float64 input and output, float32 weights, pooling.
 _MAP_SLOTS = 8
-# A row whose norm (‖J‖_F, ‖∂L/∂z‖ or ‖∂L/∂q‖) is below this counts as one whose gradient has vanished.
-SMALL_NORM = 1e-3
+# SATURATION_THRESHOLD, SMALL_NORM (a row whose norm ‖J‖_F, ‖∂L/∂z‖ or ‖∂L/∂q‖ is below it counts as one whose
+# gradient has vanished), FLOAT16_MAX and MAX_SEQ_LEN (the longest sequence measured) come from attn_core.config.
 # Per-row norms of the sweep: (column prefix, what is measured). The sweep reports each one's mean over the
 # measured rows (``<prefix>``), median (``<prefix>_median``) and share of rows below SMALL_NORM (``<prefix>_small``).
 ROW_NORMS = ("jacobian_norm", "grad_norm", "grad_q_norm")
@@ -560,6 +565,41 @@ def _norm_summary(norms: list[torch.Tensor]) -> dict[str, float]:
     return {"median": float(np.median(x)), "small": float(np.mean(x < SMALL_NORM))}
 
 
+def _sweep_rows(
+    d: int, plan: RowPlan, seed: int, distribution: str, temperature: float, loss: list[torch.Tensor]
+) -> list[dict[str, float]]:
+    """The sweep's two rows at ``d_k = d`` (unscaled, scaled): the measured rows of ``plan`` chunk by chunk,
+    ``loss`` the downstream weights of every sampling block (on the device the sweep runs on)."""
+    dev = loss[0].device
+    moments = _Moments()
+    sums = {False: dict.fromkeys(_ROW_SUMS, 0.0), True: dict.fromkeys(_ROW_SUMS, 0.0)}
+    norms: dict[bool, dict[str, list[torch.Tensor]]] = {f: {key: [] for key in ROW_NORMS} for f in (False, True)}
+    for b, (i0, i1, r0, r1), q, k in _qk_chunks(d, plan, seed, distribution, dev):
+        with torch.enable_grad():
+            q = q.detach().requires_grad_(True)
+            s = q @ k.transpose(-2, -1)  # (n, r, T) raw q·k, once for both scalings
+        moments.add(s.detach())
+        g = loss[b][i0:i1, r0:r1]  # (n, r, T)
+        for scaled in (False, True):
+            factor = 1.0 / math.sqrt(d) if scaled else 1.0
+            chunk_sums, chunk_norms = _measure_chunk(q, s, factor, temperature, g)
+            for key, value in chunk_sums.items():
+                sums[scaled][key] += value
+            for key, value in chunk_norms.items():
+                norms[scaled][key].append(value.to("cpu", torch.float32))
+        del q, k, s, g
+    rows = []
+    for scaled in (False, True):
+        factor = 1.0 / math.sqrt(d) if scaled else 1.0
+        row = {"d_k": d, "scaled": scaled, "score_var": moments.var * factor * factor,
+               "measured_rows": plan.rows, "total_rows": plan.total_rows}  # fmt: skip
+        row.update({key: sums[scaled][key] / plan.rows for key in _ROW_SUMS})
+        for key in ROW_NORMS:
+            row.update({f"{key}_{name}": v for name, v in _norm_summary(norms[scaled][key]).items()})
+        rows.append(row)
+    return rows
+
+
 def saturation_sweep(
     d_k_values: tuple[int, ...] | list[int] = SWEEP_D_K,
     seq_len: int = 16,
@@ -614,34 +654,24 @@ def saturation_sweep(
     dev = torch.device(device)
     # the downstream weights of the measured rows, drawn once for every d_k: [sequences, queries, T] per block
     loss = [_loss_block(plan, b, n_drawn, seed)[:n_used].clone().to(dev) for b, n_drawn, n_used in plan.blocks()]
-    rows = []
-    for d in values:
-        moments = _Moments()
-        sums = {False: dict.fromkeys(_ROW_SUMS, 0.0), True: dict.fromkeys(_ROW_SUMS, 0.0)}
-        norms: dict[bool, dict[str, list[torch.Tensor]]] = {f: {key: [] for key in ROW_NORMS} for f in (False, True)}
-        for b, (i0, i1, r0, r1), q, k in _qk_chunks(d, plan, seed, distribution, dev):
-            with torch.enable_grad():
-                q = q.detach().requires_grad_(True)
-                s = q @ k.transpose(-2, -1)  # (n, r, T) raw q·k, once for both scalings
-            moments.add(s.detach())
-            g = loss[b][i0:i1, r0:r1]  # (n, r, T)
-            for scaled in (False, True):
-                factor = 1.0 / math.sqrt(d) if scaled else 1.0
-                chunk_sums, chunk_norms = _measure_chunk(q, s, factor, float(temperature), g)
-                for key, value in chunk_sums.items():
-                    sums[scaled][key] += value
-                for key, value in chunk_norms.items():
-                    norms[scaled][key].append(value.to("cpu", torch.float32))
-            del q, k, s, g
-        for scaled in (False, True):
-            factor = 1.0 / math.sqrt(d) if scaled else 1.0
-            row = {"d_k": d, "scaled": scaled, "score_var": moments.var * factor * factor,
-                   "measured_rows": plan.rows, "total_rows": plan.total_rows}  # fmt: skip
-            row.update({key: sums[scaled][key] / plan.rows for key in _ROW_SUMS})
-            for key in ROW_NORMS:
-                row.update({f"{key}_{name}": v for name, v in _norm_summary(norms[scaled][key]).items()})
-            rows.append(row)
+    rows = [row for d in values for row in _sweep_rows(d, plan, seed, distribution, float(temperature), loss)]
     return pd.DataFrame(rows, columns=list(_SWEEP_COLUMNS))
+
+
+def sweep_at(sweep: pd.DataFrame, d_k: int) -> dict[bool, dict[str, float]] | None:
+    """The sweep's numbers at ``d_k``: ``{scaled: {column: value}}`` for unscaled (False) and scaled (True),
+    or None if ``d_k`` was not measured."""
+    cols = [c for c in sweep.columns if c not in ("d_k", "scaled")]
+    d = sweep["d_k"].to_numpy()
+    scaled = sweep["scaled"].to_numpy(dtype=bool)
+    values = sweep[cols].to_numpy(dtype=float)  # (rows, columns): one pandas call, then numpy
+    out = {}
+    for flag in (False, True):
+        hit = np.flatnonzero((d == d_k) & (scaled == flag))
+        if not len(hit):
+            return None
+        out[flag] = {c: float(values[hit[0], j]) for j, c in enumerate(cols)}
+    return out
 
 
 # ---------------------------------------------------------------- what the gradients show at one d_k

@@ -383,3 +383,54 @@ def test_the_maps_caption_says_what_the_measured_weights_show(app_test, query, v
     assert f"**{mw_u:.3f}** unscaled against **{mw_s:.3f}** scaled" in caption
     wanted = {"peaked": "nearly all their weight on one key", "alike": "changes the maps little"}[variant]
     assert wanted in caption and (mw_u >= 0.9) == (variant == "peaked")
+
+
+# ---------------------------------------------------------------- issue 13: the page and the command line draw the same
+def decoded(node):
+    """A plotly JSON node with every typed array decoded to a list (so two specs compare value by value)."""
+    if isinstance(node, dict):
+        if "bdata" in node:
+            return arr(node).tolist()
+        return {k: decoded(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [decoded(v) for v in node]
+    return node
+
+
+@pytest.mark.parametrize(
+    "query,argv",
+    [
+        ({}, []),
+        (
+            {"head_dim": "256", "seq_len": "100", "samples": "64", "dist": "projected", "scaling": "false",
+             "temperature": "0.7", "row": "7", "lang": "zh"},
+            ["--d-k", "256", "--seq-len", "100", "--samples", "64", "--dist", "projected", "--no-scaling",
+             "--temperature", "0.7", "--row", "7"],
+        ),
+    ],
+    ids=["defaults", "long-unscaled-projected-zh"],
+)  # fmt: skip
+def test_the_page_draws_what_the_command_line_exports(query, argv):
+    """Page = CLI: every chart of the page is the exporter's figure for the same settings, number for number."""
+    import plotly.io as pio
+
+    from attn_core import export, figures
+    from attn_core.views import page
+
+    at = fresh(query)
+    no_exception(at)
+    shown = charts(at)
+    spec = page("saturation")
+    params, _ = export.params_from(spec, argv)
+    style = figures.Style(lang=query.get("lang", "en"))
+    views = spec.views(params, style)
+    assert list(shown) == [f"sat_{name}" for name in spec.view_names] and len(views) == len(shown)
+    for (key, got), view in zip(shown.items(), views, strict=True):
+        want = json.loads(pio.to_json(figures.apply_fonts(view.figure, style)))
+        # the same code on the same numbers: equal, value for value (titles, hover texts, arrays)
+        np.testing.assert_equal(decoded(got["data"]), decoded(want["data"]), err_msg=key)
+        assert got["layout"]["title"]["text"] == want["layout"]["title"]["text"], key
+        assert [a["text"] for a in got["layout"].get("annotations", [])] == [
+            a["text"] for a in want["layout"].get("annotations", [])
+        ], key
+        assert got["layout"] == want["layout"], key

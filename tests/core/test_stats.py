@@ -552,3 +552,25 @@ def test_sweep_on_cuda_matches_cpu():
     gpu = stats.saturation_sweep((4, 256), 16, 64, 0, "cuda")
     np.testing.assert_allclose(gpu.drop(columns=["scaled"]).to_numpy(float), cpu.drop(columns=["scaled"]).to_numpy(float),
                                rtol=1e-3, atol=1e-4)  # fmt: skip
+
+
+# ---------------------------------------------------------------- issue 13: the constants the figures name, one sweep row
+def test_the_constants_the_figures_name_are_the_engines():
+    """SATURATION_THRESHOLD, SMALL_NORM and FLOAT16_MAX live in attn_core.config, free of torch, for the figures'
+    titles; they must be the numbers the engine measures with."""
+    from attn_core import config
+
+    assert stats.FLOAT16_MAX == float(torch.finfo(torch.float16).max) == config.FLOAT16_MAX
+    assert (stats.SATURATION_THRESHOLD, stats.SMALL_NORM) == (config.SATURATION_THRESHOLD, config.SMALL_NORM)
+    w = torch.tensor([[0.995, 0.005], [0.985, 0.015]])  # saturated by 0.99, not saturated
+    assert stats.saturated_fraction(w) == 0.5
+
+
+def test_sweep_at_picks_both_rows_of_one_d_k():
+    sweep = stats.saturation_sweep((1, 4, 16), seq_len=8, n_samples=16, seed=0)
+    at = stats.sweep_at(sweep, 4)
+    for flag in (False, True):
+        row = sweep[(sweep["d_k"] == 4) & (sweep["scaled"] == flag)].iloc[0]
+        assert at[flag] == {c: float(row[c]) for c in sweep.columns if c not in ("d_k", "scaled")}
+    assert at[False]["score_var"] != at[True]["score_var"]  # 4 times apart: unscaled and scaled differ
+    assert stats.sweep_at(sweep, 64) is None

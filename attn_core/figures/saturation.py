@@ -1,55 +1,39 @@
-"""Plotly figures of the "Softmax saturation" page, and its views (name, figure, data).
+"""Plotly figures of the "Softmax saturation" page: results in, figures out.
 
 Every builder takes CPU numpy arrays, a sweep DataFrame from
-:func:`attn_core.stats.saturation_sweep` or a dataclass from :mod:`attn_core.stats`,
+:func:`attn_core.stats.saturation_sweep` or a result dataclass of :mod:`attn_core.stats`,
 plain values and a :class:`~attn_core.figures.Style`, and returns a
-``plotly.graph_objects.Figure``. Unscaled results are vermillion, scaled ones
-blue (Okabe-Ito, colour-blind safe), always beside a text label. The
-``*_view`` functions pair each figure with the numbers behind it
-(:class:`attn_core.views.View`), for the page's export buttons and the
-command-line exporter alike; their tables are built only when asked for.
+``plotly.graph_objects.Figure``; the view model (:mod:`attn_core.views.saturation`)
+computes the results and pairs each figure with the numbers behind it. Unscaled
+results are vermillion, scaled ones blue (Okabe-Ito, colour-blind safe), always
+beside a text label.
 
 The figures are written as plain trace and layout dicts (subplot domains laid
 out here the way ``make_subplots`` does) and wrapped without plotly's
-per-property validation: building them through ``add_trace``/``update_*`` cost
-most of a page rerun. Arrays go to plotly as float32 numpy (sent as base64
-typed arrays), hover text comes from hovertemplates, and what grows with the
-sequence is bounded: maps pooled to 64 per side, a row's bars labelled per key up
-to 256 keys (then drawn against the key position), the float16 bars limited to
-the 128 largest scores, the Jacobian to the 32 largest weights. A chart stays
-near 100 KB at 8192 keys.
+per-property validation (:func:`~attn_core.figures.plain_figure`): building them
+through ``add_trace``/``update_*`` cost most of a page rerun. Arrays go to plotly
+as float32 numpy (sent as base64 typed arrays), hover text comes from
+hovertemplates, and what grows with the sequence is bounded: maps pooled to 64 per
+side, a row's bars labelled per key up to 256 keys (then drawn against the key
+position), the float16 bars limited to the 128 largest scores, the Jacobian to the
+32 largest weights. A chart stays near 100 KB at 8192 keys.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import plotly.colors as pc
 import plotly.graph_objects as go
 
-from .config import check_int
-from .figures import DIVERGING_SCALE, FONTS_SET, GROUP_COLORS, Style
-from .stats import (
-    FLOAT16_MAX,
-    SATURATION_THRESHOLD,
-    SMALL_NORM,
-    SWEEP_D_K,
-    ExampleMaps,
-    Float16Demo,
-    RowSoftmax,
-    ScoreSample,
-    example_maps,
-    example_scores,
-    float16_demo,
-    row_softmax,
-    saturation_sweep,
-    score_sample,
-)
-from .tokens import synthetic_tokens
-from .views import View
+from ..config import FLOAT16_MAX, SATURATION_THRESHOLD, SMALL_NORM
+from .base import DIVERGING_SCALE, GROUP_COLORS, Style, base_layout, plain_figure
+
+if TYPE_CHECKING:
+    from ..stats import ExampleMaps, Float16Demo, RowSoftmax, ScoreSample
 
 UNSCALED_COLOR = GROUP_COLORS[4]  # vermillion
 SCALED_COLOR = GROUP_COLORS[0]  # blue
@@ -73,40 +57,6 @@ def _marker_size(style: Style) -> int:
 
 def _f32(x: object) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float32)
-
-
-def _figure(data: list[dict], layout: dict, style: Style) -> go.Figure:
-    """A figure from plain trace and layout dicts, without plotly's per-property validation (fast).
-
-    The fonts of :func:`attn_core.figures.apply_fonts` are written in already (every axis's tick
-    and title font, legend, hover label, colour bars) and ``layout.meta`` says so, so apply_fonts
-    leaves the figure as it is (its plotly layout updates took most of a rerun).
-    """
-    size = style.font
-    for key, axis in layout.items():
-        if key.startswith(("xaxis", "yaxis")):
-            axis["tickfont"] = dict(size=size)
-            axis.setdefault("title", {})["font"] = dict(size=size + 2)
-    layout.setdefault("legend", {})["font"] = dict(size=size)
-    layout.setdefault("hoverlabel", {})["font"] = dict(size=max(12, size - 2))
-    bar = layout.setdefault("coloraxis", {}).setdefault("colorbar", {})  # apply_fonts adds it even when unused
-    bar["tickfont"] = dict(size=size)
-    bar.setdefault("title", {})["font"] = dict(size=size)
-    for trace in data:
-        if trace["type"] == "heatmap":  # apply_fonts sizes every colour bar, shown or not
-            trace.setdefault("colorbar", {})["tickfont"] = dict(size=size)
-    layout["meta"] = {FONTS_SET: size}
-    return go.Figure({"data": data, "layout": layout}, _validate=False)
-
-
-def _scale(colorscale: str | list) -> list:
-    """A colour scale as plotly.js takes it, [[position, colour], ...], as validation would write it:
-    named scales spelled out (``RdBu_r`` is known to Python plotly only), bare colour lists spaced evenly."""
-    if isinstance(colorscale, str):
-        return pc.get_colorscale(colorscale)
-    if all(isinstance(c, str) for c in colorscale):
-        return pc.make_colorscale(list(colorscale))
-    return [list(stop) for stop in colorscale]
 
 
 def _axes(i: int) -> tuple[str, str, str, str]:
@@ -154,24 +104,25 @@ def _grid(
 
 
 def _layout(layout: dict, title: str, style: Style, height: int) -> dict:
-    """Title (its lines split by ``<br>``), then a legend of up to two lines, then the subplot titles,
-    each in its own band of pixels."""
+    """:func:`~attn_core.figures.base_layout` for a grid of subplots: the title (its lines split by ``<br>``),
+    then a legend of up to two lines, then the subplot titles, each in its own band of pixels."""
     f, tf = style.font, style.title_font
     extra = int(tf * 1.5) * title.count("<br>")  # plotly.js anchors a title's first line, later lines go below
     legend_top = 12 + int(tf * 1.5) + extra + 6
     top = legend_top + int(2 * f * 1.5) + int(f * 1.8)
     height += top
-    layout.update(
-        title=dict(text=title, font=dict(size=tf), y=1 - (12 + extra) / height, yref="container", yanchor="top"),
-        font=dict(size=f),
-        height=height,
-        margin=dict(l=10, r=10, t=top, b=10),
-        legend=dict(orientation="h", yref="container", yanchor="top", y=1 - legend_top / height, x=0),
-    )  # fmt: skip
     # Subplot titles are annotations: give them the axis-label size.
     for a in layout.get("annotations", []):
         a["font"] = dict(size=f)
-    return layout
+    base = base_layout(
+        title,
+        style,
+        height,
+        margin=dict(l=10, r=10, t=top, b=10),
+        legend=dict(orientation="h", yref="container", yanchor="top", y=1 - legend_top / height, x=0),
+    )
+    base["title"].update(y=1 - (12 + extra) / height, yref="container", yanchor="top")
+    return layout | base
 
 
 def _d_k_axis(style: Style, d_values: list[int]) -> dict:
@@ -246,18 +197,7 @@ def score_distribution_figure(sample: ScoreSample, style: Style = Style()) -> go
     layout.update(bargap=0, barmode="overlay")
     title = style.t("sat.fig.dist_title", n=f"{sample.n_scores:,}", d=d)
     title += _measured(style, sample.n_rows, sample.total_rows)
-    return _figure(data, _layout(layout, title, style, 440 if style.present else 360), style)
-
-
-def score_distribution_data(sample: ScoreSample) -> pd.DataFrame:
-    """The histogram numbers behind :func:`score_distribution_figure` (one row per bin and panel)."""
-    frames = []
-    for kind, density, edges in (
-        ("q·k", sample.raw_density, sample.raw_edges),
-        (f"q·k/√{sample.d_k}", sample.scaled_density, sample.scaled_edges),
-    ):
-        frames.append(pd.DataFrame({"score": kind, "bin_from": edges[:-1], "bin_to": edges[1:], "density": density}))
-    return pd.concat(frames, ignore_index=True)
+    return plain_figure(data, _layout(layout, title, style, 440 if style.present else 360), style)
 
 
 # ---------------------------------------------------------------- 2. the same scores, unscaled and scaled
@@ -265,12 +205,13 @@ def _block_ranges(n: int, f: int, t: int) -> list[str]:
     return [f"{i * f}–{min((i + 1) * f, t) - 1}" for i in range(n)]
 
 
-def scaled_unscaled_figure(maps: ExampleMaps, style: Style = Style()) -> go.Figure:
+def scaled_unscaled_figure(maps: ExampleMaps, labels: list[str], style: Style = Style()) -> go.Figure:
     """The weights of one sequence without and with 1/sqrt(d_k), side by side on one fixed 0..1 scale.
 
-    Query rows top to bottom, key columns left to right; the raw q·k is shown on
-    hover. Maps wider than 64 keys arrive block-max pooled
-    (:func:`attn_core.stats.example_maps`) and the title says so.
+    Query rows top to bottom, key columns left to right (``labels``: the sequence's
+    tokens, unused when pooled); the raw q·k is shown on hover. Maps wider than 64 keys arrive block-max
+    pooled (:func:`attn_core.stats.example_maps`), their ticks are key ranges and the
+    title says so.
     """
     t, f, d_k = maps.seq_len, maps.factor, maps.d_k
     tau = f"{maps.temperature:g}"
@@ -280,7 +221,7 @@ def scaled_unscaled_figure(maps: ExampleMaps, style: Style = Style()) -> go.Figu
     ]
     layout = _grid(1, 2, titles, h_space=0.08)
     if f == 1:
-        ticks = _key_ticks(synthetic_tokens(t), range(t))
+        ticks = _key_ticks(labels, range(t))
         custom = None if maps.raw is None else _f32(maps.raw)
         hover = (
             style.t("fig.query") + " %{y} → " + style.t("fig.key") + " %{x}<br>q·k = %{customdata:.4g}<br>"
@@ -309,7 +250,7 @@ def scaled_unscaled_figure(maps: ExampleMaps, style: Style = Style()) -> go.Figu
         layout[ykey].update(title=dict(text=style.t("fig.query") if i == 1 else ""), type="category",
                             autorange="reversed")  # fmt: skip
     layout.update(
-        coloraxis=dict(colorscale=_scale(style.weight_scale), cmin=0.0, cmax=1.0,
+        coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0,
                        colorbar=dict(title=dict(text=style.t("fig.weight")))),
         plot_bgcolor="rgba(0,0,0,0)",
     )  # fmt: skip
@@ -319,38 +260,7 @@ def scaled_unscaled_figure(maps: ExampleMaps, style: Style = Style()) -> go.Figu
         title += "<br>" + style.t("fig.pooled", r=n, c=maps.unscaled.shape[1], tq=t, tk=t)
     side = min(t, MAX_HEATMAP_CELLS)
     height = int(min(680, max(340, side * (14 if style.present else 11) + 120)))
-    return _figure(data, _layout(layout, title, style, height), style)
-
-
-def maps_data(maps: ExampleMaps) -> pd.DataFrame:
-    """The numbers behind :func:`scaled_unscaled_figure`: one row per cell (or per pooled block)."""
-    n_r, n_c = maps.unscaled.shape
-    if maps.factor == 1:
-        labels = np.asarray(synthetic_tokens(maps.seq_len), dtype=object)
-        t = maps.seq_len
-        return pd.DataFrame(
-            {
-                "query_pos": np.repeat(np.arange(t), t),
-                "query": np.repeat(labels, t),
-                "key_pos": np.tile(np.arange(t), t),
-                "key": np.tile(labels, t),
-                "score_qk": maps.raw.reshape(-1).astype(np.float64),
-                "weight_unscaled": maps.unscaled.reshape(-1).astype(np.float64),
-                "weight_scaled": maps.scaled.reshape(-1).astype(np.float64),
-            }
-        )
-    f, t = maps.factor, maps.seq_len
-    starts_r, starts_c = np.arange(n_r) * f, np.arange(n_c) * f
-    return pd.DataFrame(
-        {
-            "query_from": np.repeat(starts_r, n_c),
-            "query_to": np.repeat(np.minimum(starts_r + f, t) - 1, n_c),
-            "key_from": np.tile(starts_c, n_r),
-            "key_to": np.tile(np.minimum(starts_c + f, t) - 1, n_r),
-            "block_max_unscaled": maps.unscaled.reshape(-1).astype(np.float64),
-            "block_max_scaled": maps.scaled.reshape(-1).astype(np.float64),
-        }
-    )
+    return plain_figure(data, _layout(layout, title, style, height), style)
 
 
 # ---------------------------------------------------------------- 3-4. saturation and the gradients against d_k
@@ -382,19 +292,6 @@ def _sweep_arrays(sweep: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, 
     return np.unique(d).astype(np.int64), out
 
 
-def sweep_at(sweep: pd.DataFrame, d_k: int) -> dict[bool, dict[str, float]] | None:
-    """The sweep's numbers at ``d_k``, unscaled (False) and scaled (True), or None if it was not measured."""
-    cols = [c for c in sweep.columns if c not in ("d_k", "scaled")]
-    _, arrays = _sweep_arrays(sweep, cols)
-    out = {}
-    for flag, a in arrays.items():
-        hit = np.flatnonzero(a["d_k"] == d_k)
-        if not len(hit):
-            return None
-        out[flag] = {c: float(a[c][hit[0]]) for c in cols}
-    return out
-
-
 def _y_range(values: np.ndarray, kind: str) -> tuple[float, float]:
     """The y range of a panel (data units; log panels as values, not exponents)."""
     if kind == "share":
@@ -407,15 +304,28 @@ def _y_range(values: np.ndarray, kind: str) -> tuple[float, float]:
     return float(positive.min()) / 2.0, float(positive.max()) * 2.0
 
 
+@dataclass(frozen=True)
+class _Curves:
+    """What every panel against d_k draws from: the sweep's ``arrays`` (:func:`_sweep_arrays`), the current
+    ``d_k`` and scaling (marked), and the style."""
+
+    arrays: dict[bool, dict[str, np.ndarray]]
+    d_k: int
+    use_scaling: bool
+    style: Style
+
+
 def _panel(
-    data: list[dict], layout: dict, i: int, arrays: dict, column: str, kind: str, y_range: tuple[float, float],
-    d_k: int, use_scaling: bool, style: Style, legend: bool,
-) -> None:  # fmt: skip
-    """Subplot ``i``: the unscaled and scaled curves of ``column`` against d_k, the current d_k marked.
+    data: list[dict], layout: dict, curves: _Curves, i: int, column: str, kind: str, y_range: tuple[float, float]
+) -> None:
+    """Subplot ``i``: the unscaled and scaled curves of ``column`` against d_k, the current d_k marked
+    (the first subplot's curves make the legend).
 
     On log panels a value of exactly 0 is drawn at the bottom of the axis; hover always
     shows the measured value (``customdata``).
     """
+    arrays, d_k, use_scaling, style = curves.arrays, curves.d_k, curves.use_scaling, curves.style
+    legend = i == 1
     xref, yref, xkey, ykey = _axes(i)
     lw, ms = _line_width(style), _marker_size(style)
     names = {False: style.t("sat.fig.unscaled"), True: style.t("sat.fig.scaled")}
@@ -515,14 +425,15 @@ def saturation_curves_figure(
     layout = _grid(2, 2, [style.t(p[1], thr=SATURATION_THRESHOLD) for p in CURVE_PANELS], h_space=0.1,
                    v_space=0.22)  # fmt: skip
     data: list[dict] = []
+    curves = _Curves(arrays, d_k, use_scaling, style)
     for i, (column, _title, axis_key, kind) in enumerate(CURVE_PANELS, start=1):
         if kind == "var":
             _theory_lines(data, d_values, style)
         values = np.concatenate([arrays[False][column], arrays[True][column]])
-        _panel(data, layout, i, arrays, column, kind, _y_range(values, kind), d_k, use_scaling, style, i == 1)
+        _panel(data, layout, curves, i, column, kind, _y_range(values, kind))
         layout[_axes(i)[3]]["title"] = dict(text=style.t(axis_key))
     title = _sweep_title("sat.fig.curves_title", sweep, n_samples, seq_len, temperature, d_k, style)
-    return _figure(data, _layout(layout, title, style, 700 if style.present else 560), style)
+    return plain_figure(data, _layout(layout, title, style, 700 if style.present else 560), style)
 
 
 def gradient_curves_figure(
@@ -547,6 +458,7 @@ def gradient_curves_figure(
               for _, key, _ in GRADIENT_STATS]  # fmt: skip
     layout = _grid(len(GRADIENT_NORMS), len(GRADIENT_STATS), titles, h_space=0.08, v_space=0.13)
     data: list[dict] = []
+    curves = _Curves(arrays, d_k, use_scaling, style)
     i = 0
     for r, (norm, symbol) in enumerate(GRADIENT_NORMS):
         both = [arrays[f][norm + s] for f in (False, True) for s, _, kind in GRADIENT_STATS if kind == "norm"]
@@ -554,7 +466,7 @@ def gradient_curves_figure(
         for c, (suffix, _key, kind) in enumerate(GRADIENT_STATS):
             i += 1
             y_range = norm_range if kind == "norm" else _y_range(np.empty(0), kind)
-            _panel(data, layout, i, arrays, norm + suffix, kind, y_range, d_k, use_scaling, style, i == 1)
+            _panel(data, layout, curves, i, norm + suffix, kind, y_range)
             xkey, ykey = _axes(i)[2:]
             if r < len(GRADIENT_NORMS) - 1:  # one d_k title, under the bottom row
                 layout[xkey]["title"] = dict(text="")
@@ -563,7 +475,7 @@ def gradient_curves_figure(
             elif kind == "share":
                 layout[ykey]["title"] = dict(text=style.t("sat.fig.ax_rows"))
     title = _sweep_title("sat.fig.grad_title", sweep, n_samples, seq_len, temperature, d_k, style)
-    return _figure(data, _layout(layout, title, style, 940 if style.present else 780), style)
+    return plain_figure(data, _layout(layout, title, style, 940 if style.present else 780), style)
 
 
 # ---------------------------------------------------------------- 5. one row and its Jacobian
@@ -622,7 +534,7 @@ def row_figure(
     layout["yaxis2"].update(title=dict(text=style.t("sat.fig.jac_y")), type="category", autorange="reversed")
     layout.update(
         coloraxis=dict(
-            colorscale=_scale(DIVERGING_SCALE), cmin=-JACOBIAN_LIMIT, cmax=JACOBIAN_LIMIT, cmid=0.0,
+            colorscale=DIVERGING_SCALE, cmin=-JACOBIAN_LIMIT, cmax=JACOBIAN_LIMIT, cmid=0.0,
             colorbar=dict(title=dict(text=style.t("sat.fig.jac_scale"))),
         ),
         plot_bgcolor="rgba(0,0,0,0)",
@@ -630,7 +542,7 @@ def row_figure(
     title = formula
     if len(row.keys) < t:
         title += "<br>" + style.t("sat.fig.jac_top", k=len(row.keys), t=t)
-    return _figure(data, _layout(layout, title, style, 460 if style.present else 390), style)
+    return plain_figure(data, _layout(layout, title, style, 460 if style.present else 390), style)
 
 
 # ---------------------------------------------------------------- 6. float16 numerics
@@ -642,29 +554,9 @@ def float16_keys(demo: Float16Demo) -> np.ndarray:
     return np.sort(np.argsort(-demo.scores16, kind="stable")[:MAX_FP16_KEYS])
 
 
-def float16_figure(
-    demo: Float16Demo,
-    sweep: pd.DataFrame,
-    labels: list[str],
-    d_k: int,
-    style: Style = Style(),
-) -> go.Figure:
-    """Left: one row of unscaled scores through softmax in float16, naive against max-subtracted;
-    keys where the naive result is inf or NaN are marked with that word (rows of more than 128 keys
-    show the 128 largest scores, where exp overflows first). Right: share of rows whose float16
-    softmax is not a valid distribution, against d_k (log x), current d_k marked.
-    """
-    t = len(labels)
-    keys = float16_keys(demo)
-    ticks = _key_ticks(labels, keys)
-    n_inf = int(np.isinf(demo.exp_naive).sum())
-    row_title = style.t(
-        "sat.fig.fp16_row1" if n_inf == 1 else "sat.fig.fp16_row", n_inf=n_inf, t=t, total=_fmt_special(demo.sum_naive)
-    )
-    if len(keys) < t:
-        row_title += "<br>" + style.t("sat.fig.fp16_top", k=len(keys), t=t)
-    layout = _grid(1, 2, [row_title, style.t("sat.fig.fp16_curve")], column_widths=[0.55, 0.45], h_space=0.1)
-    lw, ms = _line_width(style), _marker_size(style)
+def _float16_bars(demo: Float16Demo, keys: np.ndarray, ticks: list[str], style: Style) -> list[dict]:
+    """The left panel's traces: the max-subtracted and the naive float16 weights of ``keys``, and a mark
+    with the word (inf, NaN) above every key whose naive weight is not finite."""
     naive = demo.naive[keys]
     data = [
         dict(
@@ -689,8 +581,8 @@ def float16_figure(
             dict(
                 type="scatter", x=[ticks[i] for i in bad], y=_f32(np.full(len(bad), NON_FINITE_Y)),
                 mode="markers+text", text=[str(words[i]) for i in bad], textposition="top center",
-                name="non-finite", marker=dict(symbol="x", size=ms, color=UNSCALED_COLOR), showlegend=False,
-                textfont=dict(color=UNSCALED_COLOR, size=style.font), xaxis="x", yaxis="y",
+                name="non-finite", marker=dict(symbol="x", size=_marker_size(style), color=UNSCALED_COLOR),
+                showlegend=False, textfont=dict(color=UNSCALED_COLOR, size=style.font), xaxis="x", yaxis="y",
                 customdata=[_fmt_special(float(demo.exp_naive[keys[i]])) for i in bad],
                 hovertemplate=(
                     style.t("fig.key") + " %{x}<br>exp(q·k) float16 = %{customdata}<br>"
@@ -698,25 +590,26 @@ def float16_figure(
                 ),
             )
         )  # fmt: skip
-    layout["xaxis"].update(title=dict(text=style.t("fig.key")), type="category", tickangle=-60)
-    # weights live in 0..1; the band above holds the inf/NaN flags of the naive softmax
-    layout["yaxis"].update(title=dict(text=style.t("sat.fig.weight_axis")), range=[0, 1.22],
-                           tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1])  # fmt: skip
+    return data
+
+
+def _float16_failures(sweep: pd.DataFrame, d_k: int, style: Style) -> tuple[list[dict], list[int]]:
+    """The right panel's traces (rows whose float16 softmax breaks, against d_k, ``d_k`` marked) and its d_k values."""
+    lw, ms = _line_width(style), _marker_size(style)
     d_values_arr, arrays = _sweep_arrays(sweep, ["fp16_naive_fail", "fp16_stable_fail"])
-    d_values = [int(d) for d in d_values_arr]
     curves = (
         (arrays[False], "fp16_naive_fail", UNSCALED_COLOR, "dash", style.t("sat.fig.fp16_naive_unscaled")),
         (arrays[True], "fp16_naive_fail", SCALED_COLOR, "solid", style.t("sat.fig.fp16_naive_scaled")),
         (arrays[False], "fp16_stable_fail", THEORY_COLOR, "dot", style.t("sat.fig.fp16_stable_unscaled")),
     )
-    for a, column, color, dash, name in curves:
-        data.append(
-            dict(
-                type="scatter", x=_f32(a["d_k"]), y=_f32(a[column]), mode="lines+markers", name=name,
-                line=dict(color=color, width=lw, dash=dash), marker=dict(size=ms // 2 + 1, color=color),
-                hovertemplate="d_k = %{x}<br>%{y:.2%}<extra>" + name + "</extra>", xaxis="x2", yaxis="y2",
-            )
-        )  # fmt: skip
+    data = [
+        dict(
+            type="scatter", x=_f32(a["d_k"]), y=_f32(a[column]), mode="lines+markers", name=name,
+            line=dict(color=color, width=lw, dash=dash), marker=dict(size=ms // 2 + 1, color=color),
+            hovertemplate="d_k = %{x}<br>%{y:.2%}<extra>" + name + "</extra>", xaxis="x2", yaxis="y2",
+        )
+        for a, column, color, dash, name in curves
+    ]  # fmt: skip
     data.append(
         dict(
             type="scatter", x=[d_k, d_k], y=[0.0, 1.05], mode="lines", name="current_line", showlegend=False,
@@ -733,29 +626,42 @@ def float16_figure(
                 hovertemplate=style.t("sat.fig.current", d=d_k) + "<br>%{y:.2%}<extra></extra>",
             )
         )  # fmt: skip
+    return data, [int(d) for d in d_values_arr]
+
+
+def float16_figure(
+    demo: Float16Demo,
+    sweep: pd.DataFrame,
+    labels: list[str],
+    d_k: int,
+    style: Style = Style(),
+) -> go.Figure:
+    """Left: one row of unscaled scores through softmax in float16, naive against max-subtracted;
+    keys where the naive result is inf or NaN are marked with that word (rows of more than 128 keys
+    show the 128 largest scores, where exp overflows first). Right: share of rows whose float16
+    softmax is not a valid distribution, against d_k (log x), current d_k marked.
+    """
+    t = len(labels)
+    keys = float16_keys(demo)
+    ticks = _key_ticks(labels, keys)
+    n_inf = int(np.isinf(demo.exp_naive).sum())
+    row_title = style.t(
+        "sat.fig.fp16_row1" if n_inf == 1 else "sat.fig.fp16_row", n_inf=n_inf, t=t, total=_fmt_special(demo.sum_naive)
+    )
+    if len(keys) < t:
+        row_title += "<br>" + style.t("sat.fig.fp16_top", k=len(keys), t=t)
+    layout = _grid(1, 2, [row_title, style.t("sat.fig.fp16_curve")], column_widths=[0.55, 0.45], h_space=0.1)
+    curves, d_values = _float16_failures(sweep, d_k, style)
+    data = _float16_bars(demo, keys, ticks, style) + curves
+    layout["xaxis"].update(title=dict(text=style.t("fig.key")), type="category", tickangle=-60)
+    # weights live in 0..1; the band above holds the inf/NaN flags of the naive softmax
+    layout["yaxis"].update(title=dict(text=style.t("sat.fig.weight_axis")), range=[0, 1.22],
+                           tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1])  # fmt: skip
     layout["xaxis2"].update(_d_k_axis(style, d_values))
     layout["yaxis2"].update(title=dict(text=style.t("sat.fig.fp16_axis")), range=[0, 1.05], tickformat=".0%")
     layout.update(barmode="group")
     title = style.t("sat.fig.fp16_title", d=d_k, lim=f"{math.log(FLOAT16_MAX):.2f}", max=f"{FLOAT16_MAX:.0f}")
-    return _figure(data, _layout(layout, title, style, 480 if style.present else 400), style)
-
-
-FLOAT16_COLUMNS = ("key_pos", "key", "score_fp16", "exp_fp16", "naive_fp16", "stable_fp16", "reference_fp64")
-
-
-def float16_data(demo: Float16Demo, labels: list[str] | None = None, keys: np.ndarray | None = None) -> pd.DataFrame:
-    """The numbers behind the left panel of :func:`float16_figure`, one row per key (inf/NaN kept).
-
-    Columns :data:`FLOAT16_COLUMNS`: the score rounded to float16, its float16 exp,
-    the naive and the max-subtracted float16 softmax, and the float64 softmax.
-    ``labels`` default to the synthetic tokens; ``keys`` picks some keys (e.g.
-    :func:`float16_keys`, the ones drawn), default all.
-    """
-    labels = synthetic_tokens(demo.scores16.shape[0]) if labels is None else labels
-    idx = np.arange(len(labels)) if keys is None else np.asarray(keys)
-    values = (demo.scores16, demo.exp_naive, demo.naive, demo.stable, demo.reference)
-    key_labels = [labels[i] for i in idx]
-    return pd.DataFrame(dict(zip(FLOAT16_COLUMNS, (idx, key_labels, *(v[idx] for v in values)), strict=True)))
+    return plain_figure(data, _layout(layout, title, style, 480 if style.present else 400), style)
 
 
 def _fmt_special(x: float) -> str:
@@ -764,104 +670,3 @@ def _fmt_special(x: float) -> str:
     if math.isinf(x):
         return "inf" if x > 0 else "−inf"
     return f"{x:.5g}"
-
-
-# ---------------------------------------------------------------- views: (name, figure, data) for the page and export
-def _lazy(fn: Callable[..., pd.DataFrame], *args: object) -> Callable[[], pd.DataFrame]:
-    return lambda: fn(*args)
-
-
-def distribution_view(sample: ScoreSample, style: Style = Style()) -> View:
-    """View 1: score histograms, raw against scaled."""
-    fig = score_distribution_figure(sample, style)
-    return View(f"scores_dk{sample.d_k}", fig, _lazy(score_distribution_data, sample))
-
-
-def maps_view(maps: ExampleMaps, style: Style = Style()) -> View:
-    """View 2: the first sampled sequence through softmax without and with 1/sqrt(d_k), at temperature τ."""
-    return View(f"maps_dk{maps.d_k}", scaled_unscaled_figure(maps, style), _lazy(maps_data, maps))
-
-
-def curves_view(
-    sweep: pd.DataFrame,
-    d_k: int,
-    use_scaling: bool,
-    seq_len: int,
-    n_samples: int,
-    temperature: float,
-    style: Style = Style(),
-) -> View:
-    """View 3: saturation against d_k; the data is the sweep itself."""
-    fig = saturation_curves_figure(sweep, d_k, use_scaling, seq_len, n_samples, temperature, style)
-    return View("saturation_sweep", fig, sweep)
-
-
-def gradient_view(
-    sweep: pd.DataFrame,
-    d_k: int,
-    use_scaling: bool,
-    seq_len: int,
-    n_samples: int,
-    temperature: float,
-    style: Style = Style(),
-) -> View:
-    """View 4: the gradients against d_k (mean, median, share of tiny rows); the data is the sweep itself."""
-    fig = gradient_curves_figure(sweep, d_k, use_scaling, seq_len, n_samples, temperature, style)
-    return View("gradient_sweep", fig, sweep)
-
-
-def _row_data(result: RowSoftmax, labels: list[str]) -> pd.DataFrame:
-    return pd.DataFrame({"key_pos": np.arange(len(labels)), "key": labels, "z": result.z, "weight": result.p})
-
-
-def row_view(
-    raw_row: np.ndarray, row: int, d_k: int, use_scaling: bool, temperature: float, style: Style = Style()
-) -> tuple[View, RowSoftmax]:
-    """View 5: query ``row`` (its raw q·k ``[T]``) as softmax bars with its Jacobian (current scaling and τ)."""
-    labels = synthetic_tokens(len(raw_row))
-    sq = math.sqrt(d_k)
-    result = row_softmax(raw_row, 1.0 / sq if use_scaling else 1.0, temperature, MAX_JACOBIAN_KEYS)
-    q = f"{labels[row]} ({row})"
-    formula = style.t(
-        "sat.row_formula_on" if use_scaling else "sat.row_formula_off", q=q, sq=f"{sq:.4g}", tau=f"{temperature:g}"
-    )
-    fig = row_figure(result, labels, q, formula, style)
-    return View(f"row{row}_dk{d_k}", fig, _lazy(_row_data, result, labels)), result
-
-
-def float16_view(
-    raw_row: np.ndarray, row: int, d_k: int, sweep: pd.DataFrame, style: Style = Style()
-) -> tuple[View, Float16Demo]:
-    """View 6: the unscaled scores of query ``row`` (raw q·k ``[T]``) through naive and max-subtracted float16 softmax."""
-    labels = synthetic_tokens(len(raw_row))
-    demo = float16_demo(raw_row)
-    fig = float16_figure(demo, sweep, labels, d_k, style)
-    return View(f"float16_row{row}_dk{d_k}", fig, _lazy(float16_data, demo, labels)), demo
-
-
-def saturation_views(
-    d_k: int = 64,
-    seq_len: int = 16,
-    n_samples: int = 256,
-    seed: int = 0,
-    distribution: str = "normal",
-    use_scaling: bool = True,
-    temperature: float = 1.0,
-    row: int = 0,
-    style: Style = Style(),
-    device: str = "cpu",
-) -> list[View]:
-    """All six views of the page for these settings (for the command-line exporter and tests)."""
-    check_int("row", row, 0, seq_len - 1)
-    sample = score_sample(d_k, seq_len, n_samples, seed, device, distribution)
-    sweep = saturation_sweep(SWEEP_D_K, seq_len, n_samples, seed, device, distribution, temperature)
-    maps = example_maps(d_k, seq_len, n_samples, seed, distribution, temperature, MAX_HEATMAP_CELLS, device)
-    raw_row = example_scores(d_k, seq_len, n_samples, seed, distribution, device, rows=[row])[0]
-    return [
-        distribution_view(sample, style),
-        maps_view(maps, style),
-        curves_view(sweep, d_k, use_scaling, seq_len, n_samples, temperature, style),
-        gradient_view(sweep, d_k, use_scaling, seq_len, n_samples, temperature, style),
-        row_view(raw_row, row, d_k, use_scaling, temperature, style)[0],
-        float16_view(raw_row, row, d_k, sweep, style)[0],
-    ]

@@ -1,4 +1,4 @@
-"""attn_core.fig_saturation: the figures of the softmax-saturation page carry the right numbers."""
+"""attn_core.figures.saturation: the figures of the softmax-saturation page carry the right numbers."""
 
 import json
 import math
@@ -10,11 +10,11 @@ import pytest
 import torch
 from plotly.subplots import make_subplots
 
-from attn_core import fig_saturation as fs
 from attn_core import stats
-from attn_core.config import ConfigError
-from attn_core.figures import FONTS_SET, Style, apply_fonts, pool_max
+from attn_core.figures import Style, pool_max
+from attn_core.figures import saturation as fs
 from attn_core.tokens import synthetic_tokens
+from attn_core.views import saturation as sat
 from tests.util import arr
 
 
@@ -40,7 +40,7 @@ def test_distribution_figure_states_measured_and_theoretical_variance():
     curves = [t for t in s["data"] if t["type"] == "scatter"]
     assert arr(curves[0]["y"]).max() == pytest.approx(1 / math.sqrt(2 * math.pi * 64), rel=1e-3)
     assert arr(curves[1]["y"]).max() == pytest.approx(1 / math.sqrt(2 * math.pi), rel=1e-3)
-    data = fs.score_distribution_data(sample)
+    data = sat.score_distribution_data(sample)
     assert len(data) == 60 and set(data["score"]) == {"q·k", "q·k/√64"}
 
 
@@ -48,7 +48,7 @@ def test_maps_are_pooled_above_64_keys_and_say_so():
     maps = stats.example_maps(100, 200, 32, seed=0, temperature=1.0)
     raw = stats.example_scores(100, 200, 32, seed=0)  # the first sequence, [200, 200]
     w_u, w_s = stats.softmax_weights(raw, 1.0), stats.softmax_weights(raw, 0.1)
-    s = spec(fs.scaled_unscaled_figure(maps))
+    s = spec(fs.scaled_unscaled_figure(maps, synthetic_tokens(200)))
     z_u, z_s = arr(s["data"][0]["z"]), arr(s["data"][1]["z"])
     assert z_u.shape == z_s.shape == (50, 50) and s["data"][0]["z"]["dtype"] == "f4"  # factor 4, float32
     np.testing.assert_allclose(z_u[0, 0], w_u[:4, :4].max(), rtol=1e-5)  # block maximum
@@ -58,14 +58,14 @@ def test_maps_are_pooled_above_64_keys_and_say_so():
     assert s["data"][0]["x"][:2] == ["0–3", "4–7"] and "customdata" not in s["data"][0]
     titles = [a["text"] for a in s["layout"]["annotations"]]
     assert f"mean row max {w_u.max(-1).mean():.3f}" in titles[0]
-    table = fs.maps_data(maps)
+    table = sat.maps_data(maps)
     assert len(table) == 2500 and table["block_max_unscaled"].iloc[0] == pytest.approx(z_u[0, 0])
 
 
 def test_small_maps_carry_every_weight_and_score():
     maps = stats.example_maps(16, 8, 32, seed=3, temperature=0.5)
     raw = stats.example_scores(16, 8, 32, seed=3)
-    s = spec(fs.scaled_unscaled_figure(maps))
+    s = spec(fs.scaled_unscaled_figure(maps, synthetic_tokens(8)))
     np.testing.assert_allclose(arr(s["data"][0]["z"]), stats.softmax_weights(raw, 2.0), atol=1e-6)
     np.testing.assert_allclose(arr(s["data"][1]["z"]), stats.softmax_weights(raw, 0.5), atol=1e-6)
     np.testing.assert_allclose(arr(s["data"][0]["customdata"]), raw, atol=1e-5)
@@ -161,8 +161,8 @@ def test_long_rows_stay_light():
     assert "the 128 largest of 8192 scores" in f16["layout"]["annotations"][0]["text"]
     for f in (fig, fs.float16_figure(demo, sweep, labels, 1024)):
         assert len(pio.to_json(f)) < 200_000
-    assert len(fs.float16_data(demo, labels, fs.float16_keys(demo))) == 128
-    assert len(fs.float16_data(demo)) == 8192
+    assert len(sat.float16_data(demo, labels, fs.float16_keys(demo))) == 128
+    assert len(sat.float16_data(demo)) == 8192
 
 
 def test_float16_figure_marks_nan_keys(sweep):
@@ -173,8 +173,8 @@ def test_float16_figure_marks_nan_keys(sweep):
     assert "2 of 4 exp(q·k) overflow, Σ = inf" in s["layout"]["annotations"][0]["text"]
     one = spec(fs.float16_figure(stats.float16_demo(np.array([20.0, 1.0, -3.0])), sweep, synthetic_tokens(3), 16))
     assert "1 of 3 exp(q·k) overflows, Σ = inf" in one["layout"]["annotations"][0]["text"]  # not "1 ... overflow"
-    table = fs.float16_data(demo, synthetic_tokens(4))
-    assert list(table.columns) == list(fs.FLOAT16_COLUMNS)
+    table = sat.float16_data(demo, synthetic_tokens(4))
+    assert list(table.columns) == list(sat.FLOAT16_COLUMNS)
     assert np.isinf(table["exp_fp16"][0]) and np.isnan(table["naive_fp16"][0]) and table["key"][3] == "t3"
 
 
@@ -187,33 +187,13 @@ def test_presentation_mode_and_chinese(sweep):
         fs.saturation_curves_figure(sweep, 4, True, 8, 32, 1.0, style),
         fs.gradient_curves_figure(sweep, 4, True, 8, 32, 1.0, style),
         fs.row_figure(stats.row_softmax(raw, 0.5), synthetic_tokens(8), "t0 (0)", "x", style),
-        fs.scaled_unscaled_figure(stats.example_maps(4, 8, 16), style),
+        fs.scaled_unscaled_figure(stats.example_maps(4, 8, 16), synthetic_tokens(8), style),
     ]
     for f in figs:
         s = spec(f)
         assert s["layout"]["font"]["size"] >= 20
         assert all(a["font"]["size"] >= 20 for a in s["layout"].get("annotations", []))
     assert "理论" in spec(figs[0])["layout"]["annotations"][0]["text"]
-
-
-def test_saturation_views_build_every_view_with_its_numbers():
-    views = fs.saturation_views(d_k=128, seq_len=8, n_samples=32, seed=4, use_scaling=False, temperature=0.5, row=2)
-    assert [v.name for v in views] == ["scores_dk128", "maps_dk128", "saturation_sweep", "gradient_sweep",
-                                       "row2_dk128", "float16_row2_dk128"]  # fmt: skip
-    example = stats.example_scores(128, 8, 32, seed=4)
-    maps = views[1].data
-    assert len(maps) == 64
-    np.testing.assert_allclose(maps["weight_unscaled"], stats.softmax_weights(example, 2.0).reshape(-1), atol=1e-6)
-    np.testing.assert_allclose(maps["score_qk"], example.reshape(-1), atol=1e-5)
-    row = views[4].data
-    np.testing.assert_allclose(row["weight"], stats.row_softmax(example[2], 1.0, 0.5).p, atol=1e-6)
-    assert "no 1/√d_k scaling" in spec(views[4].figure)["layout"]["title"]["text"]
-    sweep = stats.saturation_sweep(stats.SWEEP_D_K, 8, 32, 4, temperature=0.5)
-    np.testing.assert_allclose(views[2].data["max_weight"], sweep["max_weight"])
-    np.testing.assert_allclose(views[3].data["grad_q_norm_median"], sweep["grad_q_norm_median"])
-    np.testing.assert_allclose(views[5].data["stable_fp16"], stats.float16_demo(example[2]).stable, atol=1e-3)
-    with pytest.raises(ConfigError, match="row"):
-        fs.saturation_views(seq_len=8, row=8)
 
 
 def test_subplots_are_laid_out_as_make_subplots_does():
@@ -232,30 +212,6 @@ def test_subplots_are_laid_out_as_make_subplots_does():
             assert a["text"] == b["text"] and (a["x"], a["y"]) == pytest.approx((b["x"], b["y"]))
 
 
-@pytest.mark.parametrize("style", [Style(), Style(present=True, lang="zh")], ids=["normal", "present-zh"])
-def test_figures_carry_the_fonts_of_apply_fonts(style):
-    """The builders set the fonts themselves and say so in layout.meta, so that ui.show_view's apply_fonts
-    skips its plotly layout updates (most of a rerun): what it would set must be there already."""
-    sweep = stats.saturation_sweep((1, 4, 16), 8, 16)
-    raw = stats.example_scores(16, 8, 16, rows=[0])[0]
-    views = [
-        fs.distribution_view(stats.score_sample(16, 8, 16), style),
-        fs.maps_view(stats.example_maps(16, 8, 16), style),
-        fs.maps_view(stats.example_maps(16, 100, 16), style),
-        fs.curves_view(sweep, 4, True, 8, 16, 1.0, style),
-        fs.gradient_view(sweep, 4, True, 8, 16, 1.0, style),
-        fs.row_view(raw, 0, 16, True, 1.0, style)[0],
-        fs.float16_view(raw, 0, 16, sweep, style)[0],
-    ]
-    for v in views:
-        before = spec(v.figure)
-        assert before["layout"].pop("meta") == {FONTS_SET: style.font}
-        fig = go.Figure(v.figure)  # validated: also checks every property is one plotly accepts as written
-        fig.layout.meta = None
-        assert spec(apply_fonts(fig, style)) == before, v.name  # apply_fonts itself adds nothing
-        assert before["layout"]["xaxis"]["tickfont"]["size"] == style.font
-
-
 def test_figures_survive_plotly_validation():
     """Built without validation for speed: every property must still be one plotly accepts."""
     sweep = stats.saturation_sweep((1, 4, 16), 8, 16)
@@ -263,8 +219,8 @@ def test_figures_survive_plotly_validation():
     demo = stats.float16_demo(raw)
     figs = [
         fs.score_distribution_figure(stats.score_sample(16, 8, 16)),
-        fs.scaled_unscaled_figure(stats.example_maps(16, 8, 16)),
-        fs.scaled_unscaled_figure(stats.example_maps(16, 100, 16)),
+        fs.scaled_unscaled_figure(stats.example_maps(16, 8, 16), synthetic_tokens(8)),
+        fs.scaled_unscaled_figure(stats.example_maps(16, 100, 16), synthetic_tokens(100)),
         fs.saturation_curves_figure(sweep, 4, True, 8, 16, 1.0),
         fs.gradient_curves_figure(sweep, 4, True, 8, 16, 1.0),
         fs.row_figure(stats.row_softmax(raw, 1.0), synthetic_tokens(600), "t0 (0)", "x"),

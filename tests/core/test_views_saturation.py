@@ -1,0 +1,119 @@
+"""attn_core.views.saturation: the saturation page's Params, steps and views (what the page and the CLI draw)."""
+
+import json
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+
+from attn_core import stats
+from attn_core.config import ConfigError
+from attn_core.figures import FONTS_SET, Style, apply_fonts
+from attn_core.views import saturation as sat
+from attn_core.views.base import defaults, with_values
+
+
+def spec(fig) -> dict:
+    """The figure as plotly JSON, as the browser receives it."""
+    return json.loads(pio.to_json(fig))
+
+
+def test_saturation_views_build_every_view_with_its_numbers():
+    p = sat.Params(head_dim=128, seq_len=8, samples=32, seed=4, scaling=False, temperature=0.5, row=2)
+    views = sat.views(p, Style())
+    assert [v.name for v in views] == ["scores_dk128", "maps_dk128", "saturation_sweep", "gradient_sweep",
+                                       "row2_dk128", "float16_row2_dk128"]  # fmt: skip
+    example = stats.example_scores(128, 8, 32, seed=4)
+    maps = views[1].data
+    assert len(maps) == 64
+    np.testing.assert_allclose(maps["weight_unscaled"], stats.softmax_weights(example, 2.0).reshape(-1), atol=1e-6)
+    np.testing.assert_allclose(maps["score_qk"], example.reshape(-1), atol=1e-5)
+    row = views[4].data
+    np.testing.assert_allclose(row["weight"], stats.row_softmax(example[2], 1.0, 0.5).p, atol=1e-6)
+    assert "no 1/√d_k scaling" in spec(views[4].figure)["layout"]["title"]["text"]
+    sweep = stats.saturation_sweep(stats.SWEEP_D_K, 8, 32, 4, temperature=0.5)
+    np.testing.assert_allclose(views[2].data["max_weight"], sweep["max_weight"])
+    np.testing.assert_allclose(views[3].data["grad_q_norm_median"], sweep["grad_q_norm_median"])
+    np.testing.assert_allclose(views[5].data["stable_fp16"], stats.float16_demo(example[2]).stable, atol=1e-3)
+    with pytest.raises(ConfigError, match="row"):
+        sat.views(sat.Params(seq_len=8, row=8), Style())
+
+
+@pytest.mark.parametrize("style", [Style(), Style(present=True, lang="zh")], ids=["normal", "present-zh"])
+def test_figures_carry_the_fonts_of_apply_fonts(style):
+    """The builders set the fonts themselves and say so in layout.meta, so that ui.show_view's apply_fonts
+    skips its plotly layout updates (most of a rerun): what it would set must be there already."""
+    sweep = stats.saturation_sweep((1, 4, 16), 8, 16)
+    raw = stats.example_scores(16, 8, 16, rows=[0])[0]
+    p4 = sat.Params(head_dim=4, scaling=True, seq_len=8, samples=16, temperature=1.0)
+    p16 = with_values(p4, head_dim=16)
+    views = [
+        sat.distribution_view(stats.score_sample(16, 8, 16), style),
+        sat.maps_view(stats.example_maps(16, 8, 16), style),
+        sat.maps_view(stats.example_maps(16, 100, 16), style),
+        sat.curves_view(p4, sweep, style),
+        sat.gradient_view(p4, sweep, style),
+        sat.row_view(p16, sat.row_softmax(raw, p16), style),
+        sat.float16_view(p16, sat.float16_demo(raw), sweep, style),
+    ]
+    for v in views:
+        before = spec(v.figure)
+        assert before["layout"].pop("meta") == {FONTS_SET: style.font}
+        fig = go.Figure(v.figure)  # validated: also checks every property is one plotly accepts as written
+        fig.layout.meta = None
+        assert spec(apply_fonts(fig, style)) == before, v.name  # apply_fonts itself adds nothing
+        assert before["layout"]["xaxis"]["tickfont"]["size"] == style.font
+
+
+def test_params_hold_the_pages_defaults_and_url_keys():
+    assert defaults(sat.Params) == {"head_dim": 64, "scaling": True, "seq_len": 16, "samples": 256,
+                                    "temperature": 1.0, "dist": "normal", "row": 0, "seed": 0, "text": None}  # fmt: skip
+    with pytest.raises(ConfigError, match="uniform"):
+        sat.Params(dist="uniform")
+
+
+def test_the_sample_drawn_does_not_depend_on_the_scaling_temperature_or_row():
+    """The sweep and the sample are cached by what they depend on (Params.draw and d_k, τ): moving the scaling,
+    τ or the row must not make the page measure the whole sweep again."""
+    p = sat.Params()
+    assert with_values(p, scaling=False, temperature=2.0, row=5, head_dim=8).draw == p.draw
+    assert with_values(p, seq_len=8).draw != p.draw and with_values(p, dist="projected").draw != p.draw
+    assert with_values(p, samples=64).draw != p.draw and with_values(p, seed=1).draw != p.draw
+
+
+def test_text_sets_the_number_of_keys_as_the_cli_did():
+    assert sat.Params(text="the cat sat on the mat").seq_len == 6
+    assert sat.Params(text="one", seq_len=100).seq_len == 2  # at least two keys
+    assert sat.Params(seq_len=100).seq_len == 100
+
+
+def test_which_views_computes_only_what_they_need(monkeypatch):
+    called = []
+    for name in ("score_sample", "saturation_sweep", "example_maps", "query_scores"):
+        real = getattr(sat, name)
+        monkeypatch.setattr(sat, name, lambda *a, _real=real, _name=name, **k: called.append(_name) or _real(*a, **k))
+    p = sat.Params(seq_len=8, samples=16, head_dim=16, row=3)
+    views = sat.views(p, Style(), "row")
+    assert [v.name for v in views] == ["row3_dk16"] and called == ["query_scores"]
+    called.clear()
+    assert [v.name for v in sat.views(p, Style(), "maps,dist")] == ["maps_dk16", "scores_dk16"]
+    assert called == ["score_sample", "example_maps"]
+    with pytest.raises(ConfigError, match="view"):
+        sat.views(p, Style(), "grid")
+
+
+@pytest.mark.parametrize(
+    "mw_u,mw_s,variant",
+    [(0.95, 0.5, "peaked"), (0.6, 0.4, "sharper"), (0.45, 0.4, "alike")],
+)
+def test_maps_caption_follows_the_measured_largest_weight(mw_u, mw_s, variant):
+    cur = {False: {"max_weight": mw_u}, True: {"max_weight": mw_s}}
+    text = sat.maps_caption(sat.Params(), cur, Style())
+    assert text == Style().t(f"sat.c2_{variant}", d=64, mw_u=f"{mw_u:.3f}", mw_s=f"{mw_s:.3f}")
+
+
+def test_measured_note_only_when_rows_are_left_out():
+    assert sat.measured_note(sat.Params(), Style()) is None
+    note = sat.measured_note(sat.Params(seq_len=8192, samples=16384), Style())
+    assert "**1,024** of the 134,217,728 query rows" in note
