@@ -81,6 +81,27 @@ def allowed_rows(mask_kind: str, rows: torch.Tensor, t_q: int, t_k: int, pad_len
     return torch.ones(len(rows), t_k, dtype=torch.bool, device=rows.device)
 
 
+class _Sequences:
+    """What both sources derive from their tokens and mask: the key tokens, cross-attention, the allowed keys."""
+
+    tokens_q: tuple[str, ...]
+    tokens_k: tuple[str, ...] | None
+    mask_kind: str
+    pad_len: int | None
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The tokens the keys and values come from (the queries' own in self-attention)."""
+        return self.tokens_k if self.tokens_k is not None else self.tokens_q
+
+    @property
+    def cross(self) -> bool:
+        return self.tokens_k is not None
+
+    def allowed(self, rows: torch.Tensor) -> torch.Tensor:
+        return allowed_rows(self.mask_kind, rows, len(self.tokens_q), len(self.keys), self.pad_len)
+
+
 # ---------------------------------------------------------------- the seeded random layer
 def layer_generator(seed: int) -> torch.Generator:
     """The generator every seeded layer draws its projections from, in the order W_Q, W_K, W_V, W_O."""
@@ -97,7 +118,7 @@ def draw_weight(gen: torch.Generator, out_features: int, in_features: int) -> to
 
 
 @dataclass(frozen=True)
-class SeededLayer:
+class SeededLayer(_Sequences):
     """The app's seeded random layer over ``tokens_q`` (and ``tokens_k`` for cross-attention).
 
     The same layer as :func:`attn_core.maps.compute_attention_maps` builds for the same
@@ -134,21 +155,9 @@ class SeededLayer:
             put(self, "pad_len", check_int("pad_len", t_k if self.pad_len is None else self.pad_len, 1, t_k))
 
     @property
-    def keys(self) -> tuple[str, ...]:
-        """The tokens the keys and values come from (the queries' own in self-attention)."""
-        return self.tokens_k if self.tokens_k is not None else self.tokens_q
-
-    @property
-    def cross(self) -> bool:
-        return self.tokens_k is not None
-
-    @property
     def scale(self) -> float:
         """The factor applied to q·k: 1/√d_k (or 1 unscaled) divided by the temperature."""
         return resolve_scale(self.head_dim, self.use_scaling) / self.temperature
-
-    def allowed(self, rows: torch.Tensor) -> torch.Tensor:
-        return allowed_rows(self.mask_kind, rows, len(self.tokens_q), len(self.keys), self.pad_len)
 
     def extra_bytes(self, n_shown: int) -> int:
         """Peak bytes of :meth:`qkv` for ``n_shown`` heads: embeddings, the drawn rows, Q, K and V."""
@@ -193,7 +202,7 @@ class SeededLayer:
 
 # ---------------------------------------------------------------- captured tensors
 @dataclass(frozen=True)
-class TensorLayer:
+class TensorLayer(_Sequences):
     """A layer's captured queries, keys and values, as CPU float32 numpy.
 
     ``q`` ``[H, T_q, D]``; ``k``, ``v`` ``[H_kv, T_k, D]`` (after any position
@@ -242,17 +251,6 @@ class TensorLayer:
     @property
     def head_dim(self) -> int:
         return int(self.q.shape[2])
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        return self.tokens_k if self.tokens_k is not None else self.tokens_q
-
-    @property
-    def cross(self) -> bool:
-        return self.tokens_k is not None
-
-    def allowed(self, rows: torch.Tensor) -> torch.Tensor:
-        return allowed_rows(self.mask_kind, rows, len(self.tokens_q), len(self.keys), self.pad_len)
 
     def extra_bytes(self, n_shown: int) -> int:
         """Bytes of the copies :meth:`qkv` makes: Q of the shown heads, K and V of their KV heads."""

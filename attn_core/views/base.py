@@ -29,7 +29,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..config import MAX_SEQ_LEN
+from ..tokens import MAX_TEXT_CHARS, MAX_TEXT_TOKENS, synthetic_tokens, tokenize
+
 KINDS = ("int", "float", "pow2", "choice", "bool", "text", "kv_heads", "seed")
+DEFAULT_TEXT = "The cat sat on the mat because it was tired ."  # the pages' example sentence
 
 
 @dataclass(frozen=True)
@@ -197,3 +201,25 @@ def check_choices(params: Any) -> None:
         value = getattr(params, name)
         if ctl.kind == "choice" and value is not None and value not in ctl.options:
             raise unknown_option(name, value, ctl.options)
+
+
+@dataclass(frozen=True)
+class TokenInput:
+    """The input-sequence fields a page's ``Params`` inherits: a typed text or synthetic tokens.
+
+    ``--text`` on the command line implies ``source=text``, ``--seq-len`` alone ``source=synthetic``.
+    """
+
+    source: str = control("text", "choice", options=("text", "synthetic"), cli_help="text or synthetic tokens")
+    text: str = control(DEFAULT_TEXT, "text", hi=MAX_TEXT_CHARS, cli_help="input text; its tokens become the sequence",
+                        implies=(("source", "text"),))  # fmt: skip
+    seq_len: int = control(16, "int", lo=1, hi=MAX_SEQ_LEN, help="help.seq_len_long",
+                           cli_help="synthetic tokens (with --source synthetic, implied when no --text is given)",
+                           implies=(("source", "synthetic"),))  # fmt: skip
+
+    @property
+    def input_tokens(self) -> tuple[str, ...]:
+        """The tokens of ``text`` (at most :data:`~attn_core.tokens.MAX_TEXT_TOKENS`) or ``seq_len`` synthetic ones."""
+        if self.source == "text":
+            return tuple(tokenize(self.text, MAX_TEXT_TOKENS))
+        return tuple(synthetic_tokens(self.seq_len))

@@ -30,10 +30,9 @@ from ..longmaps import (  # noqa: F401 - the page's window sizes
 from ..maps import ShapeStep, shape_walk
 from ..masks import MASK_KINDS
 from ..sources import SeededLayer
-from ..tokens import MAX_TEXT_CHARS, MAX_TEXT_TOKENS, synthetic_tokens, tokenize
-from .base import View, check_choices, control, matrix_frame, view_list, with_values  # noqa: F401 - with_values for the page
+from ..tokens import MAX_TEXT_CHARS, MAX_TEXT_TOKENS, tokenize
+from .base import DEFAULT_TEXT, TokenInput, View, check_choices, control, matrix_frame, view_list, with_values  # noqa: F401
 
-DEFAULT_TEXT = "The cat sat on the mat because it was tired ."
 DEFAULT_CROSS = "Le chat était fatigué ."
 VIEW_FIELD = "view"
 PAGE_VIEWS = ("grid", "zoom", "steps", "shapes", "entropy")  # what the page offers, in its order
@@ -47,21 +46,10 @@ def default_cscale(t_k: int) -> str:
     return "fit" if t_k > FIT_FROM_KEYS else "fixed"
 
 
-def sequence(source: str, text: str, seq_len: int) -> tuple[str, ...]:
-    """The tokens of ``text`` (at most :data:`MAX_TEXT_TOKENS`) or ``seq_len`` synthetic tokens."""
-    return tuple(tokenize(text, MAX_TEXT_TOKENS) if source == "text" else synthetic_tokens(seq_len))
-
-
 @dataclass(frozen=True)
-class Params:
+class Params(TokenInput):
     """Everything the page's controls set; the field names are the URL keys, the controls the widgets and flags."""
 
-    source: str = control("text", "choice", options=("text", "synthetic"), cli_help="text or synthetic tokens")
-    text: str = control(DEFAULT_TEXT, "text", hi=MAX_TEXT_CHARS, cli_help="input text; its tokens become the sequence",
-                        implies=(("source", "text"),))  # fmt: skip
-    seq_len: int = control(16, "int", lo=1, hi=MAX_SEQ_LEN, help="help.seq_len_long",
-                           cli_help="synthetic tokens (with --source synthetic, implied when no --text is given)",
-                           implies=(("source", "synthetic"),))  # fmt: skip
     cross: bool = control(
         False, "bool", help="help.cross", cli_help="cross-attention: keys and values from --cross-text"
     )
@@ -95,7 +83,7 @@ class Params:
 
     @property
     def tokens_q(self) -> tuple[str, ...]:
-        return sequence(self.source, self.text, self.seq_len)
+        return self.input_tokens
 
     @property
     def tokens_k(self) -> tuple[str, ...] | None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..config import MAX_HEADS, MAX_SEQ_LEN, AttentionConfig, ConfigError, attention_kind, check_int, divisors
+from ..config import MAX_HEADS, AttentionConfig, ConfigError, attention_kind, check_int, divisors
 from ..convert import (
     MAPPINGS,
     PAIR_SIDE,
@@ -47,10 +47,8 @@ from ..figures import kv as kvfig
 from ..longmaps import PooledMaps, pool_factor, pooled_attention
 from ..memory import binary_unit, dtype_bits, format_bytes
 from ..sources import SeededLayer
-from ..tokens import MAX_TEXT_CHARS, MAX_TEXT_TOKENS, synthetic_tokens, tokenize
-from .base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
+from .base import DEFAULT_TEXT, TokenInput, View, check_choices, control, view_list, with_values  # noqa: F401
 
-DEFAULT_TEXT = "The cat sat on the mat because it was tired ."
 VIEW_FIELD = "kv_view"
 VIEW_NAMES = ("diagram", "maps", "costs", "mapping", "convert")  # the page's views, in its order
 DTYPES = ("fp32", "fp16", "int8")  # KV-cache element types of the cost view
@@ -61,15 +59,9 @@ SHOWN_GROUP_LINES = 8  # KV groups the diagram's caption lists
 
 
 @dataclass(frozen=True)
-class Params:
+class Params(TokenInput):
     """Everything the page's controls set; the field names are the URL keys, the controls the widgets and flags."""
 
-    source: str = control("text", "choice", options=("text", "synthetic"), cli_help="text or synthetic tokens")
-    text: str = control(DEFAULT_TEXT, "text", hi=MAX_TEXT_CHARS, cli_help="input text; its tokens become the sequence",
-                        implies=(("source", "text"),))  # fmt: skip
-    seq_len: int = control(16, "int", lo=1, hi=MAX_SEQ_LEN, help="help.seq_len_long",
-                           cli_help="synthetic tokens (with --source synthetic, implied when no --text is given)",
-                           implies=(("source", "synthetic"),))  # fmt: skip
     n_heads: int = control(8, "int", lo=1, hi=MAX_HEADS, help="help.n_heads_own_d_model", cli_help="query heads")
     n_kv_heads: int = control(2, "kv_heads", cli_help="KV heads (a divisor of n_heads)")
     head_dim: int = control(16, "int", lo=1, hi=256, help="help.head_dim", cli="--d-k", cli_help="head dimension d_k")
@@ -101,10 +93,7 @@ class Params:
 
     @property
     def tokens(self) -> tuple[str, ...]:
-        """The tokens of ``text`` (at most :data:`MAX_TEXT_TOKENS`) or ``seq_len`` synthetic tokens."""
-        if self.source == "text":
-            return tuple(tokenize(self.text, MAX_TEXT_TOKENS))
-        return tuple(synthetic_tokens(self.seq_len))
+        return self.input_tokens
 
     @property
     def t(self) -> int:
