@@ -68,7 +68,7 @@ def computing(n_rows: int, n_cols: int, n: int):
 
 
 def show_maps(pm, key: str) -> None:
-    v = hm.grid_view(pm, style, p.fit)
+    v = ui.view(hm.grid_view, pm, style, p.fit)
     ui.show_view(v, key, name=f"{v.name}_{stem}")
 
 
@@ -117,7 +117,7 @@ elif p.view == "steps":
     for note in window_note:
         st.caption(note)
     n_cols = hm.step_columns(hw, style)  # one chart a row when the key labels need the whole width
-    steps = hm.step_views(hw, style, n_cols)
+    steps = ui.view(hm.step_views, hw, style, n_cols)
     if ui.present():
         # one step per slide; Page Down / Page Up (what a clicker sends) move through them
         i = ui.slide_controls("slide", len(steps))
@@ -138,6 +138,6 @@ else:
         pm = ui.compute(hm.entropy_maps, layer)
     if pm is None:
         st.stop()
-    v = hm.entropy_view(pm.entropy, pm.tokens_q, p.n_heads, p.n_kv_heads, style)
+    v = ui.view(hm.entropy_view, pm.entropy, pm.tokens_q, p.n_heads, p.n_kv_heads, style)
     ui.show_view(v, "entropy", name=f"{v.name}_{stem}")
     ui.help_expander("heatmap.entropy_help")

@@ -72,7 +72,7 @@ if mla_numbers is not None:
 
 # ---------------------------------------------------------------- 2. memory against sequence length
 st.subheader(ui.t("kvcache.chart_header"))
-ui.show_view(kc.memory_view(p, calc, style), "kv_memory")
+ui.show_view(ui.view(kc.memory_view, p, calc, style), "kv_memory")
 ui.help_expander("kvcache.chart_help")
 
 # ---------------------------------------------------------------- 3. live decode
@@ -148,5 +148,6 @@ with p2:
         if timed.stale:
             st.caption(ui.t("kvcache.stale_pd"))
         measured, measured_on = timed.params
+        # this session's own timings: drawn directly, not cached for the server
         ui.show_view(kc.prefill_decode_view(timed.steps[-1], measured, style), "kv_prefill_decode")
         st.caption(kc.prefill_caption(measured, measured_on, style))

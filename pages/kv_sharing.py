@@ -51,10 +51,10 @@ def computed(value):
 if p.kv_view == "diagram":
     left, right = st.columns([1.15, 1], gap="medium")
     with left:
-        show(kv.diagram_view(p, style), "kv_diagram")
+        show(ui.view(kv.diagram_view, p, style), "kv_diagram")
         st.caption(kv.group_lines(p, style))
     with right:
-        show(kv.repeat_kv_view(p, style), "repeat_kv")
+        show(ui.view(kv.repeat_kv_view, p, style), "repeat_kv")
         st.caption(kv.repeat_note(p, style))
     ui.help_text("kv.diagram_help.title", kv.diagram_help(p, style))
 
@@ -64,7 +64,7 @@ elif p.kv_view == "maps":
     layer = computed(ui.run_safely(p.layer))
     groups = kv.maps_groups(p.n_kv_heads, p.kv_first)
     gm = computed(ui.compute(kv.group_maps, layer, tuple(groups), kv.maps_side(p, len(groups), style)))
-    show(kv.maps_view(gm, layer, style), "kv_maps")
+    show(ui.view(kv.maps_view, gm, layer, style), "kv_maps")
     st.markdown(kv.maps_differ(p, gm, style))
     ui.help_text("kv.maps_help.title", kv.maps_help(gm, style))
 
@@ -75,7 +75,7 @@ elif p.kv_view == "costs":
     st.dataframe(table, hide_index=True, width="stretch", height=38 * (len(table) + 1) + 4)
     for note in kv.cost_notes(p, frame, style):
         st.caption(note)
-    show(kv.bytes_view(p, frame, style), "kv_bytes")
+    show(ui.view(kv.bytes_view, p, frame, style), "kv_bytes")
     ui.help_expander("kv.costs_help")
 
 elif p.kv_view == "mapping":
@@ -90,11 +90,11 @@ elif p.kv_view == "mapping":
         p = kv.with_values(p, built_with=ui.control(P, "built_with"))
         layer = computed(ui.run_safely(p.layer))
         mm = computed(ui.compute(kv.mapping_study, layer, p.built_with))
-        show(kv.mismatch_view(mm, style), "mismatch")
+        show(ui.view(kv.mismatch_view, mm, style), "mismatch")
         caption(kv.mismatch_rows(p, mm, style))
         head = ui.control(P, "head", hi=p.n_heads - 1, default=kv.first_wrong_head(mm))
         pair = kv.kept_pair(mm, head) or computed(ui.compute(kv.pair_maps, layer, p.built_with, head))
-        show(kv.pair_view(mm, head, p.tokens, style, pair), "mismatch_pair")
+        show(ui.view(kv.pair_view, mm, head, p.tokens, style, pair), "mismatch_pair")
         st.markdown(kv.pair_text(mm, pair, style))
         st.caption(kv.mismatch_count(mm, style))
     ui.help_text("kv.mapping_help.title", kv.mapping_help(p, style))
@@ -111,7 +111,7 @@ else:
             p = kv.with_values(p, noise=ui.control(P, "noise"))
     with st.spinner(ui.t("kv.study_running")):
         study = computed(ui.compute(kv.conversion, p.mha(), p.tokens))
-    show(kv.conversion_view(study, p, style), "conversion")
+    show(ui.view(kv.conversion_view, study, p, style), "conversion")
     st.markdown(kv.conversion_now(p, study, style))
     caption(kv.conversion_rows(p, study, style))
     st.caption(kv.source_note(p, style))

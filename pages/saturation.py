@@ -40,7 +40,7 @@ st.markdown(sat.current_line(p, style))
 st.subheader(ui.t("sat.h1"))
 st.caption(ui.t("sat.c1", d=p.head_dim))
 if sample is not None:
-    ui.show_view(sat.distribution_view(sample, style), "sat_dist")
+    ui.show_view(ui.view(sat.distribution_view, sample, style), "sat_dist")
 
 # ---- 2. the same queries and keys, unscaled and scaled
 st.subheader(ui.t("sat.h2"))
@@ -50,19 +50,19 @@ if cur is not None:
 with st.spinner(ui.t("sat.computing")):
     maps = ui.compute(sat.example_maps, draw, p.head_dim, p.temperature)
 if maps is not None:
-    ui.show_view(sat.maps_view(maps, style), "sat_maps")
+    ui.show_view(ui.view(sat.maps_view, maps, style), "sat_maps")
 
 # ---- 3. saturation against d_k
 st.subheader(ui.t("sat.h3"))
 st.caption(ui.t("sat.c3"))
 if sweep is not None:
-    ui.show_view(sat.curves_view(p, sweep, style), "sat_curves")
+    ui.show_view(ui.view(sat.curves_view, p, sweep, style), "sat_curves")
 
 # ---- 4. the gradients against d_k, for a stated loss
 st.subheader(ui.t("sat.h_grad"))
 st.caption(sat.gradient_caption(p, style))
 if sweep is not None:
-    ui.show_view(sat.gradient_view(p, sweep, style), "sat_grads")
+    ui.show_view(ui.view(sat.gradient_view, p, sweep, style), "sat_grads")
 if cur is not None:
     st.markdown("\n\n".join(sat.gradient_sentences(p, cur, style)))
 ui.help_text("sat.grad_how.title", sat.grad_how(p, style))
@@ -73,14 +73,14 @@ p = sat.with_values(p, row=ui.control(P, "row", hi=p.seq_len - 1, container=st.c
 raw = ui.compute(sat.query_scores, draw, p.head_dim, p.row)
 if raw is not None:
     st.caption(ui.t("sat.c4"))
-    ui.show_view(sat.row_view(p, sat.row_softmax(raw, p), style), "sat_row")
+    ui.show_view(ui.view(sat.row_view, p, sat.row_softmax(raw, p), style), "sat_row")
 
 # ---- 6. float16 numerics
 st.subheader(ui.t("sat.h5"))
 st.caption(sat.float16_caption(style))
 if raw is not None and sweep is not None:
     demo = sat.float16_demo(raw)
-    ui.show_view(sat.float16_view(p, demo, sweep, style), "sat_fp16")
+    ui.show_view(ui.view(sat.float16_view, p, demo, sweep, style), "sat_fp16")
     st.markdown(sat.float16_verdict(p, demo, style))
     with st.expander(ui.t("sat.fp16_table")):
         top, table = sat.float16_table(p, demo, style)

@@ -28,8 +28,8 @@ import streamlit as st
 from attn_core.config import ConfigError
 from attn_core.guard import run_with_fallback
 
-from .core import device, t
-from .output import show_error
+from .core import device, style, t
+from .output import Drawn, drawn, show_error
 
 MAX_ENTRIES = 96  # results kept per server (the largest, 64 pooled heads at 8192 tokens, are about 1 MB)
 
@@ -66,6 +66,32 @@ def compute(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     if dev.startswith("cuda") and not str(used).startswith("cuda"):
         st.warning(t("ui.oom_fallback"), icon="⚠️")
     return result
+
+
+MAX_VIEWS = 64  # serialised charts kept per server (the largest, a 64-head grid or a step view, about 2 MB)
+
+
+def _frozen(built: Any, style_: Any) -> Any:
+    if isinstance(built, (list, tuple)):
+        return type(built)(_frozen(v, style_) for v in built)
+    return drawn(built, style_)
+
+
+@st.cache_resource(max_entries=MAX_VIEWS, show_spinner=False)
+def _cached_view(name: str, key: str, style_: Any, _fn: Callable[..., Any], _args: tuple, _kwargs: dict) -> Any:
+    return _frozen(_fn(*_args, **_kwargs), style_)
+
+
+def view(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Drawn | list[Drawn]:
+    """``fn(*args, **kwargs)`` (a view model's figure builder: a View, or a list of them), serialised once
+    per server for the session's style (:class:`~ui.output.Drawn`).
+
+    The same chart for the next student, or for this one moving a slider back, costs a digest of the
+    arguments instead of building the figure and its JSON again. The cached charts are shared and
+    read-only. Arguments must be picklable (results, frozen params, tuples, numbers, strings).
+    """
+    s = style()
+    return _cached_view(_name(fn), digest(args, kwargs), s, fn, args, kwargs)
 
 
 # ---------------------------------------------------------------- live runs

@@ -1,0 +1,72 @@
+"""Charts built once per server: the same view state for the next session costs no figure building.
+
+``ui.view`` caches a view model's figure builder, serialised with the session's fonts;
+``ui.SerialisedFigure`` hands that spec to ``st.plotly_chart`` as it is. What reaches the
+browser must be byte for byte what the uncached figure gives.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import plotly.io as pio
+import plotly.tools as ptools
+
+import ui
+from attn_core import figures
+from attn_core.views import heatmaps as hm
+from tests.conftest import no_exception
+from tests.util import chart_specs
+
+
+def _wire(fig) -> str:
+    """What Streamlit's ``st.plotly_chart`` puts in its message for ``fig``."""
+    return pio.to_json(ptools.return_figure_from_figure_or_data(fig, True), validate=False)
+
+
+def _no_nulls(obj):
+    if isinstance(obj, dict):
+        return {k: _no_nulls(v) for k, v in obj.items() if v is not None}
+    if isinstance(obj, list):
+        return [_no_nulls(v) for v in obj]
+    return obj
+
+
+def test_serialised_figure_sends_the_same_json_as_the_figure():
+    p = hm.Params(n_heads=4, n_kv_heads=2)
+    pm = hm.grid_maps(p.layer(), p.pool, device="cpu")
+    for style in (figures.Style(), figures.Style(present=True, lang="zh")):
+        fresh = hm.grid_view(pm, style, p.fit)
+        drawn = ui.drawn(hm.grid_view(pm, style, p.fit), style)
+        before = copy.deepcopy(drawn.spec)
+        expected = _wire(figures.apply_fonts(fresh.figure, style))
+        assert _wire(ui.SerialisedFigure(drawn.spec)) == expected
+        assert _wire(ui.SerialisedFigure(drawn.spec)) == expected  # the shared spec is not consumed
+        assert drawn.spec == before
+        # the export path rebuilds a real figure with the same content (plotly drops properties set to None)
+        assert json.loads(pio.to_json(ui.SerialisedFigure(drawn.spec).figure())) == _no_nulls(json.loads(expected))
+
+
+def test_second_session_reuses_the_chart_and_another_language_builds_its_own(app_test, monkeypatch):
+    calls = []
+    original = hm.grid_view
+
+    def counting(*args, **kwargs):
+        calls.append(args[1])  # the style
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(hm, "grid_view", counting)
+    query = {"seed": "7301", "n_heads": "4", "n_kv_heads": "2"}
+    first = app_test(page="pages/heatmaps.py", query=query)
+    no_exception(first)
+    built = len(calls)
+    assert built == 1
+    second = app_test(page="pages/heatmaps.py", query=query)
+    no_exception(second)
+    assert len(calls) == built, "the same view state was built again for a second session"
+    assert chart_specs(second) == chart_specs(first)
+    third = app_test(page="pages/heatmaps.py", query={**query, "lang": "zh"})
+    no_exception(third)
+    assert len(calls) == built + 1 and calls[-1].lang == "zh"
+    assert chart_specs(third) != chart_specs(first)
