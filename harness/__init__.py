@@ -41,7 +41,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(extra_env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
+def start_server(
+    extra_env: dict[str, str] | None = None, probe: Path | None = None, probe_every: float = 10.0
+) -> tuple[subprocess.Popen, str]:
+    """Start ``streamlit run app.py`` on a free loopback port; ``(process, URL)`` once it answers its health check.
+
+    ``probe``: a JSON-lines file the server appends a memory sample to every ``probe_every``
+    seconds (:mod:`harness.probe`: live Python objects, resident memory).
+    """
     port = free_port()
     env = {**os.environ, "ATTN_DEVICE": os.environ.get("ATTN_DEVICE", "cpu"), **(extra_env or {})}
     (ROOT / "artifacts").mkdir(exist_ok=True)
@@ -50,7 +57,7 @@ def start_server(extra_env: dict[str, str] | None = None) -> tuple[subprocess.Po
         [
             sys.executable,
             "-m",
-            "streamlit",
+            *(["harness.probe", "--out", str(probe), "--every", str(probe_every), "--"] if probe else ["streamlit"]),
             "run",
             "app.py",
             "--server.headless",

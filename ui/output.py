@@ -124,11 +124,11 @@ def export_menu(fig: Any, key: str, data: Any, name: str) -> None:
 
     with st.popover(t("ui.export"), icon=":material/download:", key=f"{key}__export"):
         st.caption(t("ui.export_help"))
-        cols = st.columns(5)
+        row = st.container(horizontal=True, gap="small")  # one block, not five columns: drawn on every run
         has_browser = _chromium() is not None
-        for col, fmt in zip(cols, ("png", "svg", "pdf", "csv", "html"), strict=True):
+        for fmt in ("png", "svg", "pdf", "csv", "html"):
             disabled = (fmt in ("png", "svg", "pdf") and not has_browser) or (fmt == "csv" and data is None)
-            col.download_button(
+            row.download_button(
                 fmt.upper(),
                 data=_deferred(fig, fmt, data),
                 file_name=f"{name}.{fmt}",
