@@ -53,8 +53,9 @@ def die_with_parent() -> None:
 
 def probe(url: str, timeout: float) -> bool:
     """True when ``url`` answers 200 within ``timeout`` seconds."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via $http_proxy
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+        with opener.open(url, timeout=timeout) as resp:
             return resp.status == 200
     except (OSError, ValueError):
         return False
