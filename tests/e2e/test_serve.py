@@ -91,7 +91,7 @@ def log_lines(run_dir, key: str, want_stream: bool, timeout: float = 15) -> list
         lines = []
         for line in (run_dir / "access.log").read_text().splitlines():
             m = pattern.match(line)
-            if m and m.group(3) == key:
+            if m and m.group(3) == key and ":" in m.group(4):
                 lines.append((f"{m.group(1)} {m.group(2)}", int(m.group(4).split(",")[-1].rsplit(":", 1)[1])))
         if not want_stream or any("/_stcore/stream" in r for r, _ in lines) or time.time() > deadline:
             return lines
