@@ -3,8 +3,9 @@ PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8501
+WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 
-.PHONY: run test lint unit e2e portable bench bench-concurrency install install-dev browser clean
+.PHONY: run serve serve-workers nginx-conf test lint unit e2e portable bench bench-concurrency install install-dev browser nginx clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is needed: set PYTHON=/path/to/python3.11"; exit 1; }
@@ -25,6 +26,20 @@ install-dev: $(VENV)/.dev
 run: install
 	$(BIN)/streamlit run app.py --server.port $(PORT)
 
+# A lecture hall: WORKERS Streamlit processes (default: one per core) behind nginx on PORT, sticky per
+# browser, dead or hung workers restarted (serve/supervisor.py; README "Serving a lecture hall").
+serve: install
+	@bash tools/ensure_nginx.sh
+	$(BIN)/python -m serve --workers $(WORKERS) --port $(PORT)
+
+# Only the workers, on every interface from PORT on, for a host behind a department's nginx.
+serve-workers: install
+	$(BIN)/python -m serve --no-proxy --workers $(WORKERS) --worker-address 0.0.0.0 --base-port $(PORT)
+
+# The nginx site for workers on other hosts: make nginx-conf UPSTREAMS="10.0.0.11:8501 10.0.0.12:8501"
+nginx-conf: | $(BIN)/python
+	@$(BIN)/python -m serve.conf $(addprefix --upstream ,$(UPSTREAMS))
+
 lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -39,10 +54,12 @@ portable: install-dev
 
 e2e: install-dev
 	@bash tools/ensure_browser.sh
+	@bash tools/ensure_nginx.sh
 	$(BIN)/python -m pytest tests/e2e -q
 
 test: lint
 	@bash tools/ensure_browser.sh
+	@bash tools/ensure_nginx.sh
 	$(BIN)/python -m pytest -q
 
 bench: install-dev
@@ -56,6 +73,10 @@ bench-concurrency: install-dev
 # Debian's chromium (browser tests, image export) and CJK fonts; needs root or sudo.
 browser:
 	bash tools/ensure_browser.sh
+
+# Debian's nginx (make serve and its browser test); needs root or sudo.
+nginx:
+	bash tools/ensure_nginx.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache artifacts

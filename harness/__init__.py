@@ -5,6 +5,7 @@ Kept out of ``tests/`` so that ``bench/`` never imports from the tests.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -13,6 +14,8 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+
+from serve.workers import worker_command
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_ARGS = [
@@ -41,6 +44,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _with_probe(command: list[str], probe: Path | None, every: float) -> list[str]:
+    """``python -m streamlit ...`` as ``python -m harness.probe --out probe -- ...`` when ``probe`` is set."""
+    if probe is None:
+        return command
+    at = command.index("streamlit")
+    return [*command[:at], "harness.probe", "--out", str(probe), "--every", str(every), "--", *command[at + 1 :]]
+
+
 def start_server(
     extra_env: dict[str, str] | None = None, probe: Path | None = None, probe_every: float = 10.0
 ) -> tuple[subprocess.Popen, str]:
@@ -54,23 +65,7 @@ def start_server(
     (ROOT / "artifacts").mkdir(exist_ok=True)
     log = open(ROOT / "artifacts" / f"server-{port}.log", "w")
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            *(["harness.probe", "--out", str(probe), "--every", str(probe_every), "--"] if probe else ["streamlit"]),
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.fileWatcherType",
-            "none",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--browser.gatherUsageStats",
-            "false",
-        ],
+        _with_probe(worker_command(port), probe, probe_every),
         cwd=ROOT,
         env=env,
         stdout=log,
@@ -89,6 +84,40 @@ def start_server(
             time.sleep(0.3)
     proc.kill()
     raise RuntimeError("streamlit did not become healthy in 90 s")
+
+
+def start_serve(workers: int = 2, timeout: float = 180) -> tuple[subprocess.Popen, dict, Path]:
+    """``python -m serve`` (N workers behind nginx) on a free port of 127.0.0.1, once it answers.
+
+    Returns the supervisor's process, its state (``serve.json``: url, worker ports and pids, access log)
+    and its run directory. Stop it with ``proc.terminate()``: it stops nginx and the workers.
+    """
+    port = free_port()
+    run_dir = ROOT / "artifacts" / f"serve-test-{port}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "ATTN_DEVICE": os.environ.get("ATTN_DEVICE", "cpu")}
+    log = open(run_dir / "supervisor.log", "w")
+    argv = ["--workers", str(workers), "--port", str(port), "--listen", "127.0.0.1", "--run-dir", str(run_dir)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "serve", *argv], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+    )
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"serve exited with {proc.returncode}: {(run_dir / 'supervisor.log').read_text()}")
+        state = read_serve_state(run_dir)
+        if state.get("ready"):
+            return proc, state, run_dir
+        time.sleep(0.3)
+    proc.terminate()
+    proc.wait(30)
+    raise RuntimeError(f"serve was not ready in {timeout:.0f} s; see {run_dir}")
+
+
+def read_serve_state(run_dir: Path) -> dict:
+    """The supervisor's ``serve.json`` (empty before its first write)."""
+    path = run_dir / "serve.json"
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def disable_legacy_pages_routing() -> None:

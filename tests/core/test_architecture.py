@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,7 +117,7 @@ def functions(folder_or_file: Path):
                 yield f"{path.relative_to(ROOT)}:{node.lineno} {node.name}", n, node.end_lineno - node.lineno + 1
 
 
-@pytest.mark.parametrize("where", ["attn_core", "ui", "pages"])
+@pytest.mark.parametrize("where", ["attn_core", "ui", "pages", "serve"])
 def test_functions_are_short_and_take_few_parameters(where):
     """At most 80 lines and 8 parameters: a longer list is a spec dataclass waiting to be written."""
     too_long = [f"{name} ({n} lines)" for name, _, n in functions(ROOT / where) if n > MAX_LINES]
@@ -127,6 +128,13 @@ def test_functions_are_short_and_take_few_parameters(where):
 def test_the_benchmark_imports_nothing_from_the_tests():
     for path in modules(ROOT / "bench"):
         assert not uses(imports(path), "tests"), path.name
+
+
+def test_the_serving_supervisor_needs_only_the_standard_library():
+    """serve/ starts and watches the workers: it loads neither the app (torch, streamlit) nor the tests."""
+    for path in modules(ROOT / "serve"):
+        foreign = {m for m in imports(path) if m.split(".")[0] not in {*sys.stdlib_module_names, "serve"}}
+        assert not foreign, f"{path.name} imports {sorted(foreign)}"
 
 
 def test_every_registered_page_has_its_script_and_view_model():
