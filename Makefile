@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8501
 
-.PHONY: run test lint unit e2e portable bench bench-concurrency install install-dev browser clean
+.PHONY: run test lint unit e2e portable bench bench-concurrency bench-hall install install-dev browser clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is needed: set PYTHON=/path/to/python3.11"; exit 1; }
@@ -52,6 +52,11 @@ bench: install-dev
 bench-concurrency: install-dev
 	@bash tools/ensure_browser.sh
 	$(BIN)/python bench/bench_concurrency.py
+
+# Simulated students on Streamlit's websocket protocol (bench/hall.py), e.g. make bench-hall HALL="--students 100 --think 5"
+HALL ?=
+bench-hall: install-dev
+	$(BIN)/python bench/hall.py $(HALL)
 
 # Debian's chromium (browser tests, image export) and CJK fonts; needs root or sudo.
 browser:

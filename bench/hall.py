@@ -152,7 +152,7 @@ class Reply:
     queries: list[str] = field(default_factory=list)  # page_info_changed query strings
     exceptions: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # error boxes (st.error)
-    figures: list[str] = field(default_factory=list)  # sha1 of each plotly spec, in page order
+    charts: list[str] = field(default_factory=list)  # each plotly chart's spec (JSON), in page order
     widgets: dict[str, tuple[str, object]] = field(default_factory=dict)  # id -> (element kind, proto)
 
 
@@ -293,7 +293,7 @@ def read_element(el, reply: Reply) -> None:
     elif kind == "code" and proto.code_text.startswith(("http://", "https://")):
         reply.link = proto.code_text
     elif kind == "plotly_chart":
-        reply.figures.append(hashlib.sha1(proto.spec.encode()).hexdigest())
+        reply.charts.append(proto.spec)
     if kind in WIDGET_KINDS and proto.id:
         reply.widgets[proto.id] = (kind, proto)
 
@@ -469,10 +469,11 @@ class Tally:
         for text in reply.exceptions + reply.errors:
             self.note(f"student {who}: {text}")
         verdict, detail = judge(reply, expect)
-        if verdict == "ok" and reply.figures and not reply.errors:
+        if verdict == "ok" and reply.charts and not reply.errors:
             view = urlsplit(reply.link).path + "?" + "&".join(sorted(urlsplit(reply.link).query.split("&")))
-            seen = self.figures.setdefault(view, tuple(reply.figures))
-            if seen != tuple(reply.figures):
+            digests = tuple(hashlib.sha1(spec.encode()).hexdigest() for spec in reply.charts)
+            seen = self.figures.setdefault(view, digests)
+            if seen != digests:
                 verdict, detail = "crosstalk", f"charts differ from another student's for the same view {view}"
         if verdict == "crosstalk":
             self.crosstalk += 1
