@@ -435,6 +435,7 @@ class HallSpec:
     timeout: float = 120.0  # one run (first paint or one move)
     max_seconds: float = 600.0  # the whole hall
     plant_crosstalk: bool = False  # student 0 expects student 1's seed: must be flagged
+    label: str = ""  # shown after the page in the table
 
 
 @dataclass
@@ -675,7 +676,7 @@ def browser_cpu_per_move(url: str, page: str, widget: str, moves: int, watch: Pr
         for _ in range(moves):
             watch.settled_cpu_sync()
             before, cpu0 = tab.evaluate(link_js), watch.cpu_seconds()
-            thumb = tab.locator(f".st-key-{widget} [role='slider']").first
+            thumb = tab.locator(f".st-key-{widget} input[type='range']").first
             thumb.focus()
             thumb.press("ArrowRight")
             tab.wait_for_function(f"b => {link_js}() !== b", arg=before)
@@ -700,8 +701,9 @@ def table(results: list[HallResult]) -> str:
         s, t, spec = r.summary(), r.tally, r.spec
         per_run = "-" if s["cpu_ms_per_run"] is None else f"{s['cpu_ms_per_run']:.0f} ms"
         per_move = "-" if s["cpu_ms_per_move"] is None else f"{s['cpu_ms_per_move']:.0f} ms"
+        tags = [tag for tag in ("same link" if spec["same_link"] else "", spec["label"]) if tag]
         lines.append(
-            f"| {spec['page']}{' (same link)' if spec['same_link'] else ''} | {spec['students']} | {spec['moves']} "
+            f"| {spec['page']}{''.join(f' ({tag})' for tag in tags)} | {spec['students']} | {spec['moves']} "
             f"| {fmt_s(s['update_p50'])} / {fmt_s(s['update_p95'])} / {fmt_s(s['update_max'])} "
             f"| {fmt_s(s['first_paint_p50'])} / {fmt_s(s['first_paint_p95'])} "
             f"| {t['exceptions'] + t['error_boxes']} | {t['crosstalk']} | {t['timeouts']} | {t['disconnects']} "
@@ -770,6 +772,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if args.pids and not args.url:
         ap.error("--pids goes with --url (a server started here is watched anyway)")
+    if any("=" not in kv for kv in args.server_env):
+        ap.error("--server-env takes KEY=VALUE, e.g. STREAMLIT_RUNNER_POST_SCRIPT_GC=false")
     return args
 
 
@@ -804,41 +808,51 @@ def spec_from(args: argparse.Namespace, url: str) -> HallSpec:
     )
 
 
-def run(args: argparse.Namespace, url: str, pids: list[int]) -> list[HallResult]:
+def run(args: argparse.Namespace, url: str, pids: list[int]) -> tuple[list[HallResult], list[float] | None]:
+    """The hall as asked; with --browser-check also chromium's moves and one simulated student's, after it."""
     spec = spec_from(args, url)
     page_path(spec.page)  # an unknown page stops here, before any load
     if not args.no_warmup:
         asyncio.run(warm_up(url, spec.page, spec.widget, spec.timeout))
     results = [asyncio.run(run_hall(spec, pids))]
-    if args.browser_check:
-        costs = browser_cpu_per_move(url, spec.page, results[0].spec["widget"], max(args.moves, 1), ProcWatch(pids))
-        one = spec_from(args, url)
-        one.students, one.moves, one.same_link, one.seed_base = 1, max(args.moves, 1), False, 1000
-        results.append(asyncio.run(run_hall(one, pids)))
-        hall_ms = results[-1].summary()["cpu_ms_per_move"]
-        print(
-            f"browser check on {spec.page}: server CPU per move {statistics.median(costs) * 1000:.0f} ms with "
-            f"chromium (median of {len(costs)}: {', '.join(f'{c * 1000:.0f}' for c in costs)} ms), "
-            f"{hall_ms:.0f} ms with one simulated student",
-            file=sys.stderr,
-        )
-    return results
+    if not args.browser_check:
+        return results, None
+    moves = max(args.moves, 1)
+    costs = browser_cpu_per_move(url, spec.page, results[0].spec["widget"], moves, ProcWatch(pids))
+    one = spec_from(args, url)
+    one.students, one.moves, one.same_link, one.seed_base, one.label = 1, moves, False, 1000, "1 student, check"
+    results.append(asyncio.run(run_hall(one, pids)))
+    return results, costs
+
+
+def browser_line(results: list[HallResult], costs: list[float]) -> str:
+    one = results[-1]
+    hall_ms = one.summary()["cpu_ms_per_move"]
+    return (
+        f"browser check on {one.spec['page']} ({one.spec['widget']}): server CPU per move "
+        f"{statistics.median(costs) * 1000:.0f} ms with chromium (median of {len(costs)}: "
+        f"{', '.join(f'{c * 1000:.0f}' for c in costs)} ms), "
+        f"{'-' if hall_ms is None else f'{hall_ms:.0f}'} ms with one simulated student (last row)"
+    )
+
+
+def start(args: argparse.Namespace):
+    """The server to load: ``(process started here or None, url, pids to watch)``."""
+    if args.url:
+        check_loopback(args.url, args.allow_remote)
+        return None, args.url.rstrip("/"), [int(p) for p in args.pids.split(",") if p.strip()]
+    from harness import start_server
+
+    proc, url = start_server(dict(kv.split("=", 1) for kv in args.server_env))
+    return proc, url, [proc.pid]
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     proc = None
     try:
-        if args.url:
-            check_loopback(args.url, args.allow_remote)
-            url, pids = args.url.rstrip("/"), [int(p) for p in args.pids.split(",") if p.strip()]
-        else:
-            from harness import start_server
-
-            env = dict(kv.split("=", 1) for kv in args.server_env)
-            proc, url = start_server(env)
-            pids = [proc.pid]
-        results = run(args, url, pids)
+        proc, url, pids = start(args)
+        results, costs = run(args, url, pids)
     except HallError as exc:
         print(f"hall: {exc}", file=sys.stderr)
         return 2
@@ -846,12 +860,19 @@ def main(argv: list[str] | None = None) -> int:
         if proc is not None:
             proc.terminate()
             proc.wait(15)
-    print(f"# {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f}; server {url}, pids {pids or '-'}")
-    print(table(results), flush=True)
+    head = f"# {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f}; server {url}, pids {pids or '-'}"
+    print(head + ("" if proc is None else f" (started here, env {args.server_env or '-'})"))
+    print(table(results))
+    if costs is not None:
+        print(browser_line(results, costs))
+    sys.stdout.flush()
     for r in results:
         print(details(r), file=sys.stderr)
     if args.json:
-        args.json.write_text(json.dumps([{**asdict(r), "summary": r.summary()} for r in results], indent=1))
+        halls = [{**asdict(r), "summary": r.summary()} for r in results]
+        out = {"cores": os.cpu_count(), "load_average": os.getloadavg()[0], "url": url, "pids": pids}
+        out.update(server_env=args.server_env, halls=halls, browser_cpu_s_per_move=costs)
+        args.json.write_text(json.dumps(out, indent=1))
     return 1 if any(failed(r) for r in results) else 0
 
 

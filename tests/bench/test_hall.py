@@ -108,7 +108,7 @@ def test_a_small_hall_has_no_errors_and_no_cross_talk(served, tmp_path):
     out = tmp_path / "hall.json"
     argv = ["--url", url, "--pids", str(pid), "--students", "10", "--moves", "2", "--think", "0.2", "--ramp", "1"]
     assert main([*argv, "--timeout", str(TIMEOUT), "--json", str(out)]) == 0
-    (result,) = json.loads(out.read_text())
+    (result,) = json.loads(out.read_text())["halls"]
     t, s = result["tally"], result["summary"]
     assert len(t["first_paint"]) == 10 and len(t["updates"]) == 20 and t["runs"] == 30
     assert t["exceptions"] == t["error_boxes"] == t["crosstalk"] == t["unverified"] == 0
