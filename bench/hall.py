@@ -209,7 +209,9 @@ class Tab:
         while reply.status == "running":
             msg = self._resolve(ForwardMsg.FromString(await self.ws.recv()))
             if msg.WhichOneof("type") == "new_session":
-                reply = Reply()  # a run starts (again, after st.rerun): only its messages count
+                # a run starts (again, after st.rerun): only its messages count, but an exception the server
+                # sent after the previous script_finished (a failed request) is kept
+                reply = Reply(exceptions=reply.exceptions)
             self._read(msg, reply)
         self._end_run(reply)
         return reply
@@ -357,6 +359,13 @@ class ProcWatch:
         self.roots = list(pids)
         self.cpu: dict[tuple[int, int], float] = {}  # (pid, start ticks) -> last CPU seconds seen
         self.peak_rss = 0
+        self._tree: tuple[float, list[int]] = (-1.0, [])
+
+    def recent_tree(self, max_age: float = 1.0) -> list[int]:
+        """:meth:`tree`, at most ``max_age`` seconds old (a scan of /proc costs a few ms)."""
+        if time.monotonic() - self._tree[0] > max_age:
+            self._tree = (time.monotonic(), self.tree())
+        return self._tree[1]
 
     def tree(self) -> list[int]:
         parents = {}
@@ -378,7 +387,7 @@ class ProcWatch:
         return sum(self.cpu.values())
 
     def rss(self) -> int:
-        value = sum(_proc_kib(p, "VmRSS") for p in self.tree()) * 1024
+        value = sum(_proc_kib(p, "VmRSS") for p in self.recent_tree()) * 1024
         self.peak_rss = max(self.peak_rss, value)
         return value
 
@@ -452,6 +461,7 @@ class Tally:
     disconnects: int = 0
     runs: int = 0
     runs_after_paint: int = 0
+    shared_views: int = 0  # replies whose charts were compared with another reply's for the same view
     notes: list[str] = field(default_factory=list)
     figures: dict[str, tuple[str, ...]] = field(default_factory=dict)  # link -> chart digests (same view)
     waiting: int = 0  # students not yet painted
@@ -474,6 +484,7 @@ class Tally:
             view = urlsplit(reply.link).path + "?" + "&".join(sorted(urlsplit(reply.link).query.split("&")))
             digests = tuple(hashlib.sha1(spec.encode()).hexdigest() for spec in reply.charts)
             seen = self.figures.setdefault(view, digests)
+            self.shared_views += seen is not digests
             if seen != digests:
                 verdict, detail = "crosstalk", f"charts differ from another student's for the same view {view}"
         if verdict == "crosstalk":
@@ -720,7 +731,8 @@ def details(r: HallResult) -> str:
         f"{r.cpu_s:.2f} s; RSS {r.rss_start / 2**20:.0f} MiB before, {r.rss_connected / 2**20:.0f} MiB with every "
         f"student connected, peak sampled {r.rss_peak / 2**20:.0f} MiB, VmHWM {r.hwm / 2**20:.0f} MiB; "
         f"this generator used {r.generator_cpu_s:.2f} s of CPU",
-        f"exceptions {t['exceptions']}, error boxes {t['error_boxes']}, replies without a share link {t['unverified']}",
+        f"exceptions {t['exceptions']}, error boxes {t['error_boxes']}, replies without a share link "
+        f"{t['unverified']}, replies whose charts matched an earlier reply for the same view {t['shared_views']}",
     ]
     if r.cut_short:
         out.append(f"CUT SHORT: --max-seconds {spec['max_seconds']:g} ended the hall before every student finished")
@@ -730,7 +742,9 @@ def details(r: HallResult) -> str:
 
 def failed(r: HallResult) -> bool:
     t = r.tally
-    return bool(t["exceptions"] or t["error_boxes"] or t["crosstalk"] or t["timeouts"] or t["disconnects"])
+    return (
+        bool(t["exceptions"] or t["error_boxes"] or t["crosstalk"] or t["timeouts"] or t["disconnects"]) or r.cut_short
+    )
 
 
 # ---------------------------------------------------------------- command line
@@ -770,6 +784,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--browser-check", action="store_true", help="also move the slider in chromium: CPU per move")
     ap.add_argument("--json", type=Path, help="write the results here")
     args = ap.parse_args(argv)
+    if not all(p.strip().isdigit() for p in args.pids.split(",") if p.strip()):
+        ap.error("--pids takes process ids separated by commas, e.g. 1234,1235")
     if args.pids and not args.url:
         ap.error("--pids goes with --url (a server started here is watched anyway)")
     if any("=" not in kv for kv in args.server_env):

@@ -121,7 +121,7 @@ def test_charts_that_differ_for_the_same_view_are_cross_talk():
     link = "http://127.0.0.1:1/?seed=4&head_dim=17"
     tally.judge(0, Reply(status="ok", link=link, charts=['{"a": 1}']), {"seed": "4"})
     tally.judge(1, Reply(status="ok", link=link, charts=['{"a": 1}']), {"seed": "4"})
-    assert tally.crosstalk == 0
+    assert tally.crosstalk == 0 and tally.shared_views == 1
     tally.judge(2, Reply(status="ok", link=link, charts=['{"a": 2}']), {"seed": "4"})
     assert tally.crosstalk == 1
 
