@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8501
 WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 
-.PHONY: run serve serve-workers nginx-conf test lint unit e2e portable bench bench-concurrency install install-dev browser nginx clean
+.PHONY: run serve serve-workers nginx-conf test lint unit e2e portable bench bench-concurrency bench-hall install install-dev browser nginx clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is needed: set PYTHON=/path/to/python3.11"; exit 1; }
@@ -69,6 +69,11 @@ bench: install-dev
 bench-concurrency: install-dev
 	@bash tools/ensure_browser.sh
 	$(BIN)/python bench/bench_concurrency.py
+
+# Simulated students on Streamlit's websocket protocol (bench/hall.py), e.g. make bench-hall HALL="--students 100 --think 5"
+HALL ?=
+bench-hall: install-dev
+	$(BIN)/python bench/hall.py $(HALL)
 
 # Debian's chromium (browser tests, image export) and CJK fonts; needs root or sudo.
 browser:
