@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8501
 WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 
-.PHONY: run serve serve-workers nginx-conf test lint unit e2e portable bench bench-concurrency bench-hall install install-dev browser nginx clean
+.PHONY: run serve serve-workers nginx-conf test lint unit e2e portable bench bench-concurrency bench-hall bench-soak install install-dev browser nginx clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is needed: set PYTHON=/path/to/python3.11"; exit 1; }
@@ -74,6 +74,11 @@ bench-concurrency: install-dev
 HALL ?=
 bench-hall: install-dev
 	$(BIN)/python bench/hall.py $(HALL)
+
+# A hall for ten minutes against one probed server: memory stays flat without the post-run GC (bench/soak.py)
+SOAK ?=
+bench-soak: install-dev
+	$(BIN)/python bench/soak.py $(SOAK)
 
 # Debian's chromium (browser tests, image export) and CJK fonts; needs root or sudo.
 browser:
