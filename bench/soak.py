@@ -7,9 +7,11 @@ Streamlit's full garbage collection after every script run is off (``.streamlit/
 costs in memory: one server started with :mod:`harness.probe` (every ``--every`` seconds its
 live Python objects and resident memory), the students of ``bench/hall.py`` moving a slider
 every ``--think`` seconds for ``--minutes``, then the growth from the end of the warm-up (every
-student connected and painted, plus ``--warmup`` seconds) to the end. Targets: resident memory
-grows under 10 %, tracked Python objects do not grow (under 2 %: a few hundred objects of
-Streamlit's own bookkeeping come and go). ``--post-gc`` turns the collection back on, to compare.
+student connected and painted, plus ``--warmup`` seconds) to the end, as the medians of the first
+and of the last third of the samples (caches and in-flight runs swing the object count by several
+percent from one sample to the next). Targets: resident memory grows under 10 %, tracked Python
+objects do not grow (under 2 %). The samples stay in ``artifacts/soak-<time>.jsonl``.
+``--post-gc`` turns Streamlit's collection back on, to compare.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import asyncio
 import json
 import math
 import os
+import statistics
 import sys
-import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,19 +56,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def _thirds(values: list[float]) -> tuple[float, float]:
+    """Medians of the first and of the last third: the trend, not one sample's noise (caches and
+    sessions' in-flight runs make the object count swing by several percent between samples)."""
+    n = max(1, len(values) // 3)
+    return statistics.median(values[:n]), statistics.median(values[-n:])
+
+
 def growth(samples: list[dict], start_t: float) -> dict:
-    """Resident memory and tracked objects from the first sample at or after ``start_t`` to the last."""
+    """Resident memory and tracked objects after ``start_t``: first-third against last-third medians, peaks."""
     after = [s for s in samples if s["t"] >= start_t] or samples[-1:]
-    first, last = after[0], samples[-1]
-    peak_rss = max(s["rss_kib"] for s in after)
+    rss, objects = [s["rss_kib"] for s in after], [s["objects"] for s in after]
+    rss0, rss1 = _thirds(rss)
+    ob0, ob1 = _thirds(objects)
     return {
-        "from_t": first["t"],
-        "to_t": last["t"],
-        "rss_mib": (first["rss_kib"] / 1024, last["rss_kib"] / 1024, peak_rss / 1024),
-        "rss_growth": last["rss_kib"] / first["rss_kib"] - 1,
-        "objects": (first["objects"], last["objects"], max(s["objects"] for s in after)),
-        "objects_growth": last["objects"] / first["objects"] - 1,
-        "full_collections": last["gc"][2] - first["gc"][2],
+        "from_t": after[0]["t"],
+        "to_t": after[-1]["t"],
+        "samples": len(after),
+        "rss_mib": (rss0 / 1024, rss1 / 1024, max(rss) / 1024),
+        "rss_growth": rss1 / rss0 - 1,
+        "objects": (int(ob0), int(ob1), max(objects)),
+        "objects_growth": ob1 / ob0 - 1,
+        "full_collections": after[-1]["gc"][2] - after[0]["gc"][2],
     }
 
 
@@ -82,7 +94,8 @@ def report(args: argparse.Namespace, hall: dict, g: dict) -> str:
             f"moves {len(t['updates'])}, update p50 / p95 {fmt_s(s['update_p50'])} / {fmt_s(s['update_p95'])} s, "
             f"errors {t['exceptions'] + t['error_boxes']}, cross-talk {t['crosstalk']}, timeouts {t['timeouts']}, "
             f"disconnects {t['disconnects']}, server CPU per run {s['cpu_ms_per_run']:.0f} ms",
-            f"from t = {g['from_t']:.0f} s (warm) to {g['to_t']:.0f} s:",
+            f"from t = {g['from_t']:.0f} s (warm) to {g['to_t']:.0f} s, {g['samples']} samples; medians of the "
+            "first third -> the last third:",
             f"  resident memory {rss0:.0f} -> {rss1:.0f} MiB (peak {rss_peak:.0f}): {g['rss_growth']:+.1%} "
             f"[target < +{RSS_TARGET:.0%}: {'met' if ok_rss else 'MISSED'}]",
             f"  tracked Python objects {ob0:,} -> {ob1:,} (peak {ob_peak:,}): {g['objects_growth']:+.2%} "
@@ -100,7 +113,8 @@ def _last_t(probe: Path) -> float:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     moves = min(MAX_MOVES, max(1, math.ceil(args.minutes * 60 / args.think)))
-    probe = Path(tempfile.mkstemp(prefix="soak-", suffix=".jsonl")[1])
+    (ROOT / "artifacts").mkdir(exist_ok=True)
+    probe = ROOT / "artifacts" / f"soak-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"  # kept: the samples
     env = {"STREAMLIT_RUNNER_POST_SCRIPT_GC": "true" if args.post_gc else "false"}
     proc, url = start_server(env, probe=probe, probe_every=args.every)
     try:
@@ -113,7 +127,6 @@ def main(argv: list[str] | None = None) -> int:
         proc.terminate()
         proc.wait(15)
     samples = [json.loads(line) for line in probe.read_text().splitlines() if line.strip()]
-    probe.unlink()
     hall = {"seconds": result.seconds, "tally": result.tally, "summary": result.summary()}
     warm_t = started + spec.ramp + args.warmup
     g = growth(samples, warm_t)
