@@ -143,7 +143,7 @@ class LoadedModel:
         """:meth:`encode` with each token's character span in ``text`` (``(0, 0)`` for special tokens)."""
         if not isinstance(text, str) or not text.strip():
             raise ConfigError("the text has no tokens; type some words", "text", "no_tokens")
-        n_text = len(self.tokenizer(text, add_special_tokens=True)["input_ids"])
+        n_text = len(self.tokenizer(text, add_special_tokens=True, verbose=False)["input_ids"])  # no length warning
         enc = self.tokenizer(text, add_special_tokens=True, truncation=True, max_length=self.max_positions,
                              return_offsets_mapping=True)  # fmt: skip
         return list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]], n_text
