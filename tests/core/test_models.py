@@ -55,16 +55,17 @@ def reference_attentions(eager_model, ids):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_shape_read_from_the_config(loaded, family):
     m = loaded[family]
-    want = {"llama": (2, 4, 2), "qwen2": (2, 4, 1), "mistral": (2, 4, 2), "gpt2": (2, 4, 4), "bert": (2, 4, 4)}
+    want = {"llama": (2, 4, 2), "qwen2": (2, 4, 1), "qwen3": (2, 4, 2), "mistral": (2, 4, 2), "gpt2": (2, 4, 4),
+            "bert": (2, 4, 4)}  # fmt: skip
     assert (m.n_layers, m.n_heads, m.n_kv_heads) == want[family]
-    assert m.head_dim == {"gpt2": 8, "bert": 8}.get(family, 16)
+    assert m.head_dim == {"gpt2": 8, "bert": 8, "qwen3": 8}.get(family, 16)
     assert m.causal is (family != "bert")
     assert m.max_positions == {"bert": 16, "mistral": 32}.get(family, 128)  # mistral: its sliding window
     assert m.n_params == sum(p.numel() for p in m.module.parameters())
     p = m.preset
     assert (p.n_layers, p.n_heads, p.n_kv_heads, p.head_dim, p.max_positions) == (
         m.n_layers, m.n_heads, m.n_kv_heads, m.head_dim, m.max_positions)  # fmt: skip
-    assert p.attention == {"llama": "GQA", "mistral": "GQA", "qwen2": "MQA"}.get(family, "MHA")
+    assert p.attention == {"llama": "GQA", "mistral": "GQA", "qwen3": "GQA", "qwen2": "MQA"}.get(family, "MHA")
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -93,7 +94,7 @@ def test_rows_sum_to_one_and_causal_models_never_look_ahead(loaded, family):
         assert w[..., above].sum(-1).mean() > 0.2
 
 
-@pytest.mark.parametrize("family", ["llama", "qwen2", "mistral", "gpt2", "bert"])
+@pytest.mark.parametrize("family", FAMILIES)
 def test_logits_unchanged_by_the_capture(loaded, eager, family):
     m = loaded[family]
     ids = torch.tensor([m.encode(text_of(family))[0]])

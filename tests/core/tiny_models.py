@@ -73,6 +73,8 @@ def _config(family: str):
         return tf.LlamaConfig(**decoder, num_attention_heads=4, num_key_value_heads=2, bos_token_id=257)
     if family == "qwen2":  # MQA: 4 query heads share 1 KV head
         return tf.Qwen2Config(**decoder, num_attention_heads=4, num_key_value_heads=1)
+    if family == "qwen3":  # q and k normalised per head before RoPE; an explicit head_dim
+        return tf.Qwen3Config(**decoder, num_attention_heads=4, num_key_value_heads=2, head_dim=8)
     if family == "mistral":  # a sliding window shorter than the position table
         return tf.MistralConfig(**decoder, num_attention_heads=4, num_key_value_heads=2, sliding_window=32)
     if family == "gpt2":
@@ -85,7 +87,7 @@ def _config(family: str):
     raise ValueError(family)
 
 
-FAMILIES = ("llama", "qwen2", "mistral", "gpt2", "bert")
+FAMILIES = ("llama", "qwen2", "qwen3", "mistral", "gpt2", "bert")
 
 
 def write_model(family: str, folder: Path, seed: int = 0) -> Path:
