@@ -108,16 +108,17 @@ def cache_root() -> Path:
     return Path(base) / "attention-explorer" / "models"
 
 
-def cache_folder(source: Path, extra: str = "") -> Path:
+def cache_folder(source: Path, extra: str = "", stem: str | None = None) -> Path:
     """The folder for the converted copy of ``source``: named after it and a digest of its path, size, mtime.
 
     A changed or moved source file, another ``extra`` (e.g. the transformers version) or a new
-    :data:`STORE_FORMAT` gives another folder, so a stale copy is never used.
+    :data:`STORE_FORMAT` gives another folder, so a stale copy is never used. ``stem`` names it
+    (default: the source file's name).
     """
     st = source.stat()
     facts = f"{source.resolve()}|{st.st_size}|{st.st_mtime_ns}|{extra}|{STORE_FORMAT}"
     digest = hashlib.blake2b(facts.encode(), digest_size=6).hexdigest()
-    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in source.stem)[:60]
+    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in (stem or source.stem))[:60]
     return cache_root() / f"{stem}-{digest}"
 
 
@@ -148,6 +149,7 @@ def publish(final: Path, build: Callable[[Path], None]) -> Path:
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
         try:
             build(tmp)
+            tmp.chmod(0o755)  # mkdtemp's 0700 would hide a shared ATTN_MODEL_CACHE from other users
             os.replace(tmp, final)
         finally:
             if tmp.exists():
@@ -155,11 +157,12 @@ def publish(final: Path, build: Callable[[Path], None]) -> Path:
     return final
 
 
-def extracted_zip(zip_path: Path) -> Path:
-    """The folder holding the contents of ``zip_path`` (extracted once, atomically, under :func:`cache_root`)."""
+def extracted_zip(zip_path: Path, stem: str | None = None) -> Path:
+    """The folder holding the contents of ``zip_path`` (extracted once, atomically, under :func:`cache_root`),
+    named after ``stem`` (default: the zip's name)."""
 
     def build(tmp: Path) -> None:
         with zipfile.ZipFile(zip_path) as archive:
             archive.extractall(tmp)
 
-    return publish(cache_folder(zip_path), build)
+    return publish(cache_folder(zip_path, stem=stem), build)

@@ -335,7 +335,7 @@ def load_model(name_or_path: str, device: str | torch.device | None = None) -> L
     if path.suffix.lower() == ".gguf":
         folder = _converted_gguf(hf, path, label)
     elif path.suffix.lower() == ".zip":
-        folder = model_store.extracted_zip(path)
+        folder = model_store.extracted_zip(path, stem=shipped.key if shipped else None)
     else:
         folder = path
     cfg, n_params = _checked_folder(hf, folder, label)
@@ -426,8 +426,10 @@ def token_labels(tokenizer: Any, ids: Sequence[int], spans: Sequence[tuple[int, 
     to_byte = {c: b for b, c in _bytes_to_unicode().items()}
     out: list[str] = []
     for pos, (tid, tok) in enumerate(zip(ids, tokens, strict=True)):
-        if int(tid) in special or tok is None:
-            out.append(str(tok))
+        if tok is None:  # an id past the tokenizer's vocabulary (padding rows of the embedding)
+            out.append(f"#{int(tid)}")
+        elif int(tid) in special:
+            out.append(tok)
         elif family == "bytelevel" and all(c in to_byte for c in tok):
             out.append(_shown(bytes(to_byte[c] for c in tok)))
         elif family == "wordpiece":
@@ -615,7 +617,7 @@ def repeated_tokens(model: LoadedModel, seq_len: int, n_seqs: int, seed: int) ->
     ``seed``) from the vocabulary less the special tokens.
     """
     prefix, suffix = _frame(model.tokenizer)
-    vocab = int(model.module.config.vocab_size)
+    vocab = min(int(model.module.config.vocab_size), len(model.tokenizer))  # rows past the tokenizer are padding
     special = set(model.tokenizer.all_special_ids)
     pool = np.array([i for i in range(vocab) if i not in special], dtype=np.int64)
     drawn = np.random.default_rng(seed).choice(pool, size=(n_seqs, seq_len))
@@ -803,6 +805,8 @@ def _steps(model: LoadedModel, ids: list[int], n_new: int, how: tuple[bool, bool
                 out = model.module(input_ids=feed.to(model.device), past_key_values=cache, use_cache=use_cache,
                                    logits_to_keep=1, **({_RECORDER_KW: recorder} if rows else {}))  # fmt: skip
                 token = _pick(out.logits[0, -1], greedy, gen)
+                if recorder is not None and recorder.calls != recorder.expected:
+                    raise RuntimeError(f"{recorder.calls} of {recorder.expected} attention layers were captured")
                 sync(model.device)
                 seconds = time.perf_counter() - t0
                 del out

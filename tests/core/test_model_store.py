@@ -47,6 +47,8 @@ def test_a_changed_source_gets_another_folder(cache, tmp_path):
     first = model_store.cache_folder(src)
     assert first.parent == cache and first.name.startswith("m-")
     assert model_store.cache_folder(src) == first
+    named = model_store.cache_folder(src, stem="smollm2-135m")
+    assert named.name.startswith("smollm2-135m-") and named.name[-12:] == first.name[-12:]
     assert model_store.cache_folder(src, "transformers 9") != first
     src.write_bytes(b"other")
     assert model_store.cache_folder(src) != first
@@ -76,6 +78,7 @@ def test_concurrent_threads_build_once_and_see_only_a_whole_folder(cache):
         t.join()
     assert errors == [] and len(builds) == 1 and seen == [20] * 6
     assert sorted(p.name for p in cache.iterdir()) == [".model-abc.lock", "model-abc"]  # no temporary folder left
+    assert final.stat().st_mode & 0o777 == 0o755  # readable by the other users of a shared cache
 
 
 def test_a_failed_build_leaves_nothing_and_the_next_visitor_builds(cache):
