@@ -38,7 +38,7 @@ import torch
 
 from . import model_store
 from .attention import scaled_dot_product_attention
-from .config import ConfigError, check_int
+from .config import SATURATION_THRESHOLD, ConfigError, check_int
 from .device import pick_device, sync
 from .guard import check_budget, max_bytes
 from .memory import ModelPreset, format_bytes, kv_cache_bytes
@@ -593,6 +593,57 @@ def model_attention(
     return ModelAttention(model=model.name, tokens=tuple(token_labels(model.tokenizer, ids, spans)), ids=tuple(ids),
                           layers=chosen, q=recorder.q, k=recorder.k, v=recorder.v, scales=tuple(recorder.scales),
                           causal=model.causal, weights=weights, n_text_tokens=n_text)  # fmt: skip
+
+
+# ---------------------------------------------------------------- score scale
+SCALE_CHUNK_BYTES = 32 * 2**20  # scratch of one block of query rows in score_scale
+
+
+def _scale_block(q: torch.Tensor, k: torch.Tensor, scale: float, rows: range, causal: bool) -> dict[str, float]:
+    """Sums over the rows ``rows`` of one layer: q ``[H, T, D]``, k ``[H, T, D]`` (already repeated)."""
+    s = q[:, rows.start : rows.stop] @ k.transpose(-2, -1)  # (H, R, T) raw q·k
+    if causal:
+        allowed = torch.arange(k.shape[-2])[None, :] <= torch.arange(rows.start, rows.stop)[:, None]  # (R, T)
+    else:
+        allowed = torch.ones(len(rows), k.shape[-2], dtype=torch.bool)
+    picked = s[:, allowed].double()  # every allowed pair of every head
+    w = torch.softmax((s * scale).masked_fill(~allowed, float("-inf")), dim=-1)  # (H, R, T)
+    n_keys = allowed.sum(-1)  # (R,)
+    keep = n_keys > 1  # a row with one key says nothing about spread
+    ent = -torch.special.xlogy(w, w).sum(-1)[:, keep] / n_keys[keep].float().log()
+    top = w.amax(-1)[:, keep]
+    return {"n": picked.numel(), "s1": float(picked.sum()), "s2": float((picked**2).sum()), "rows": int(top.numel()),
+            "max": float(top.sum()), "sat": float((top > SATURATION_THRESHOLD).sum()), "ent": float(ent.sum())}  # fmt: skip
+
+
+def score_scale(att: ModelAttention) -> pd.DataFrame:
+    """How large each captured layer's scores are, and how peaked its softmax: one row per layer.
+
+    Over every head and every allowed (query, key) pair: ``score_var`` the variance of q·k and
+    ``scaled_var`` of q·k × the layer's scale (1/√d_k); over every row with at least two allowed keys:
+    ``max_weight`` the mean largest weight, ``saturated`` the share of rows whose largest weight
+    exceeds :data:`~attn_core.config.SATURATION_THRESHOLD`, and ``entropy`` the mean entropy over
+    log(allowed keys). Computed by blocks of query rows, so long texts never hold ``[H, T, T]``.
+    """
+    rows_out = []
+    h, t, d = att.q.shape[1:]
+    n_rep = h // att.k.shape[1]
+    step = max(1, SCALE_CHUNK_BYTES // (4 * 4 * h * t))
+    with torch.inference_mode():
+        for j, layer in enumerate(att.layers):
+            q = torch.from_numpy(att.q[j])
+            k = torch.from_numpy(att.k[j]).repeat_interleave(n_rep, dim=0)  # (H, T, D), head h reads h // n_rep
+            parts = [
+                _scale_block(q, k, att.scales[j], range(r, min(t, r + step)), att.causal) for r in range(0, t, step)
+            ]
+            tot = {key: sum(p[key] for p in parts) for key in parts[0]}
+            mean = tot["s1"] / tot["n"]
+            var = max(0.0, tot["s2"] / tot["n"] - mean**2)
+            n_rows = max(1, tot["rows"])
+            rows_out.append({"layer": layer, "score_var": var, "scaled_var": var * att.scales[j] ** 2,
+                             "max_weight": tot["max"] / n_rows, "saturated": tot["sat"] / n_rows,
+                             "entropy": tot["ent"] / n_rows})  # fmt: skip
+    return pd.DataFrame(rows_out, columns=["layer", "score_var", "scaled_var", "max_weight", "saturated", "entropy"])
 
 
 # ---------------------------------------------------------------- head roles

