@@ -142,11 +142,15 @@ def main() -> int:
     ap.add_argument("--skip-cold", action="store_true", help="no cold loads into a fresh cache folder")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--new-tokens", type=int, default=256)
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
     args = ap.parse_args()
     if args.phase_load:
         phase_load(args.phase_load)
         return 0
     import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores, CPU\n")
     print("| what | case | time | note |\n|---|---|---|---|")
