@@ -116,15 +116,14 @@ def bench_capture(models, m, repeats: int) -> list[str]:
     return rows
 
 
-def bench_generation(models, m, n_new: int, repeats: int) -> list[str]:
+def bench_generation(models, m, n_new: int) -> list[str]:
     rows = []
     prompt = "Attention lets every token look at the others. The cat"
     for use_cache in (True, False):
         for keep_rows in (True, False):
             list(models.generate(m, prompt, 4, use_cache=use_cache, rows=keep_rows))  # warm-up
-            runs = repeats if use_cache else 1
             sec, steps = timed(lambda c=use_cache, r=keep_rows: list(models.generate(m, prompt, n_new, use_cache=c,
-                                                                                       rows=r)), runs)  # fmt: skip
+                                                                                       rows=r)), 1)  # fmt: skip
             rate = len(steps) / sec
             what = ("with the cache" if use_cache else "without (recompute)") + (
                 ", attention rows kept" if keep_rows else ", no rows"
@@ -143,6 +142,9 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--new-tokens", type=int, default=256)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
+    ap.add_argument(
+        "--skip", nargs="*", default=[], choices=["loads", "capture", "generate"], help="parts to leave out"
+    )
     args = ap.parse_args()
     if args.phase_load:
         phase_load(args.phase_load)
@@ -157,7 +159,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="attn-models-") as fresh:
         from attn_core.model_store import cache_root
 
-        for name in MODELS:
+        for name in MODELS if "loads" not in args.skip else ():
             for kind in ("cold", "warm"):
                 if kind == "cold" and args.skip_cold:
                     continue
@@ -174,13 +176,15 @@ def main() -> int:
     cur, peak = rss_mib()
     print(f"| both loaded, one pass each | this process | | RSS {cur:.0f} MiB, peak {peak:.0f} MiB |", flush=True)
     sm = loaded["smollm2-135m"]
-    for m in loaded.values():
-        for line in bench_capture(models, m, args.repeats):
+    if "capture" not in args.skip:
+        for m in loaded.values():
+            for line in bench_capture(models, m, args.repeats):
+                print(line, flush=True)
+        sec, _ = timed(lambda: models.head_scores(sm), args.repeats)
+        print(f"| {sm.name} head scores | 4 × 100 random tokens, 30 × 9 heads | {sec * 1000:.0f} ms | |", flush=True)
+    if "generate" not in args.skip:
+        for line in bench_generation(models, sm, args.new_tokens):
             print(line, flush=True)
-    sec, _ = timed(lambda: models.head_scores(sm), args.repeats)
-    print(f"| {sm.name} head scores | 4 × 100 random tokens, 30 × 9 heads | {sec * 1000:.0f} ms | |", flush=True)
-    for line in bench_generation(models, sm, args.new_tokens, args.repeats):
-        print(line, flush=True)
     cur, peak = rss_mib()
     print(f"| end | this process | | RSS {cur:.0f} MiB, peak {peak:.0f} MiB (both models, all of the above) |")
     return 0
