@@ -41,7 +41,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(extra_env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
+def start_server(extra_env: dict[str, str] | None = None, script: str = "app.py") -> tuple[subprocess.Popen, str]:
+    """``streamlit run <script>`` (a path relative to the repository root: the app, or the benchmark's
+    trivial app) on a free port of 127.0.0.1, once it answers its health check; returns (process, base URL).
+
+    Run from the repository root, so every script gets the same flags and ``.streamlit/config.toml``.
+    """
     port = free_port()
     env = {**os.environ, "ATTN_DEVICE": os.environ.get("ATTN_DEVICE", "cpu"), **(extra_env or {})}
     (ROOT / "artifacts").mkdir(exist_ok=True)
@@ -52,7 +57,7 @@ def start_server(extra_env: dict[str, str] | None = None) -> tuple[subprocess.Po
             "-m",
             "streamlit",
             "run",
-            "app.py",
+            script,
             "--server.headless",
             "true",
             "--server.fileWatcherType",
