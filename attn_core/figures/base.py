@@ -92,7 +92,7 @@ class Style:
         return count(n, unit, self.lang)
 
 
-FONTS_SET = "fonts_set"  # layout.meta key of a figure whose builder already set every font
+FONTS_SET = "fonts_set"  # layout.meta key of a figure whose builder already set every font and reserved its margins
 
 
 def apply_fonts(fig: go.Figure, style: Style) -> go.Figure:
@@ -102,16 +102,17 @@ def apply_fonts(fig: go.Figure, style: Style) -> go.Figure:
     Streamlit's chart theme replaces plotly's inherited font sizes with its own
     small ones, so the sizes of :class:`Style` (20 px and more in presentation
     mode) must be set on each axis to reach the screen, the export and the CLI.
-    A figure whose ``layout.meta`` says its builder set them for this size keeps
-    its fonts. The margins are widened to what plotly's ``automargin`` would make
-    them (:func:`~attn_core.figures.margins.reserve_margins`), so the browser lays
-    the chart out once instead of twice; the page, the command line and the
-    exports all get them.
+    The margins are widened to what plotly's ``automargin`` would make them
+    (:func:`~attn_core.figures.margins.reserve_margins`), so the browser lays the
+    chart out once instead of twice; the page, the command line and the exports
+    all get them. A figure whose ``layout.meta`` says its builder set the fonts for
+    this size (and so reserved its margins) is left as it is.
     """
     size, title = style.font, style.font + 2
     meta = fig.layout.meta
-    if not (isinstance(meta, dict) and meta.get(FONTS_SET) == size):
-        _set_fonts(fig, size, title)
+    if isinstance(meta, dict) and meta.get(FONTS_SET) == size:
+        return fig
+    _set_fonts(fig, size, title)
     return _reserve(fig)
 
 

@@ -357,6 +357,7 @@ def matrix_figure(spec: MatrixSpec, style: Style = Style()) -> go.Figure:
                    automargin=True, **tick_axis(rows_u, y_ticks)),
         meta={FONTS_SET: style.font},
     )  # fmt: skip
+    reserve_margins({"data": data, "layout": layout})  # what apply_fonts would add (it skips FONTS_SET figures)
     # eight of these per step-by-step view: plain dicts, no per-property validation (see heatmap_grid)
     return go.Figure(data=data, layout=layout, _validate=False)
 

@@ -72,6 +72,8 @@ _ASSUMED_WIDTH = 980  # the chart width the label estimates assume (the main col
 def text_width(text: object, size: float) -> float:
     """Width in px of ``text`` (plotly's HTML subset: tags are dropped, a ``<sup>`` counts 70 %) at ``size`` px."""
     s = str(text)
+    if "<" not in s:
+        return size * _em(s)
     sup = "".join(re.findall(r"<sup>(.*?)</sup>", s))
     plain = _TAG.sub("", re.sub(r"<sup>.*?</sup>", "", s))
     return size * (_em(plain) + _SUPERSCRIPT * _em(_TAG.sub("", sup)))
@@ -317,12 +319,12 @@ def _colorbar_push(layout: dict, data: list[dict]) -> float:
             continue
         axis = t.get("coloraxis")
         if axis:
-            ca = layout.get(axis.replace("coloraxis", "coloraxis"), {})
+            ca = layout.get(axis, {})
             if ca.get("showscale") is not False:
                 bars.append((ca.get("colorbar") or {}, ca.get("cmin"), ca.get("cmax"), t))
         elif t.get("showscale") is not False:
             bars.append((t.get("colorbar") or {}, t.get("zmin"), t.get("zmax"), t))
-    for bar, lo, hi, trace in bars:
+    for bar, lo, hi, trace in {id(b[0]) if b[1] is not None else id(b[3]): b for b in bars}.values():
         if lo is None or hi is None:
             z = _values(trace.get("z", []))
             z = z[np.isfinite(z)]
