@@ -79,15 +79,49 @@ PAGE_SCENARIOS: list[tuple[str, str, dict[str, str], tuple[str, object, object],
 CORE_HEADS, CORE_TOKENS, CORE_HEAD_DIM = 16, 1024, 64
 DECODE_CONTEXT = 1024
 
-#: Browser slider-to-paint scenarios on the heatmap page: (label, URL query parameters, target median ms).
-BROWSER_SCENARIOS: list[tuple[str, dict[str, str], float | None]] = [
-    ("defaults", {}, 300),
-    ("synthetic 512 tok, 16 heads", {"source": "synthetic", "seq_len": "512", "n_heads": "16"}, None),
-]
-COLD_START_TARGET_S = 4.0
-GRID = ".st-key-grid .js-plotly-plot"  # the heatmap page's main chart
-SLIDER = ".st-key-head_dim input[type='range']"  # its d_k slider
 
+@dataclass(frozen=True)
+class SliderCase:
+    """A browser scenario: open ``path?query`` on the app (or the trivial app), move the slider ``slider``
+    with the keyboard, wait for the chart ``chart`` (the plotly chart with that widget key) to be painted."""
+
+    label: str
+    trivial: bool
+    path: str
+    query: tuple[tuple[str, str], ...]
+    slider: str
+    chart: str
+
+    @property
+    def url_tail(self) -> str:
+        qs = "&".join(f"{k}={v}" for k, v in self.query)
+        return "/" + self.path + (f"?{qs}" if qs else "")
+
+
+TRIVIAL_APP = "bench/trivial_app.py"  # one st.slider (key n) and one small plotly chart (key chart)
+TRIVIAL = SliderCase("trivial app", True, "", (), "n", "chart")
+#: Every registered page at its defaults in the browser: (slider moved, the chart it changes). Checked at start.
+PAGE_SLIDERS: dict[str, list[tuple[str, str]]] = {
+    "heatmaps": [("head_dim", "grid")],
+    "saturation": [("temperature", "sat_maps"), ("head_dim", "sat_dist")],
+    "kv_sharing": [("head_dim", "repeat_kv")],
+    "kv_cache": [("batch", "kv_memory")],
+}
+#: More browser scenarios, measured like the pages' but with no ratio target.
+EXTRA_CASES = [
+    SliderCase(
+        "heatmaps · synthetic 512 tok, 16 heads",
+        False,
+        "",
+        (("source", "synthetic"), ("seq_len", "512"), ("n_heads", "16")),
+        "head_dim",
+        "grid",
+    ),
+]
+SLIDER_TO_PAINT_TARGET_MS = 300  # heatmaps at defaults, absolute (the README's older target)
+SLIDER_RATIO_TARGET = 2.0  # slider to painted chart, every page at defaults / the trivial app
+COLD_RATIO_TARGET = 1.5  # cold start to the first chart, the app's default page / the trivial app
+COLD_START_TARGET_S = 4.0
 _SERVERS: list[subprocess.Popen] = []  # killed by the watchdog if the whole run overstays
 
 
@@ -430,14 +464,17 @@ def bench_core(args) -> list[str]:
 # ---------------------------------------------------------------- browser (Playwright + Debian chromium)
 #: Installed before any page script. Plotly's ``Events.init(gd)`` assigns ``gd.on``; a setter on
 #: HTMLElement.prototype catches that assignment on every chart div the moment plotly creates it, so
-#: every ``plotly_afterplot`` of every chart is recorded, including charts Streamlit remounts (it
-#: replaces the chart's div when the figure changes). Streamlit draws a new chart once while it is
-#: still ``visibility: hidden`` and again when it shows it, so an event's ``paint`` is set only once
-#: the chart is drawn *and* visible (``checkVisibility``, opacity and visibility included), one
-#: animation frame after the frame in which that was first true: that frame has been presented.
+#: every ``plotly_afterplot`` of every chart is recorded with the chart's widget key, including charts
+#: Streamlit remounts (it replaces the chart's div when the figure changes). Streamlit draws a new chart
+#: once while it is still ``visibility: hidden`` and again when it shows it, so an event's ``paint`` is
+#: set only once the chart is drawn *and* visible (``checkVisibility``, opacity and visibility included),
+#: one animation frame after the frame in which that was first true: that frame has been presented.
+#: Streamlit's websocket is wrapped to time its messages (top-level protobuf fields, no decoding): the
+#: rerun request leaving (BackMsg ``rerun_script``, 11) and the replies (ForwardMsg ``new_session`` 4,
+#: ``delta`` 5, ``script_finished`` 6, ``session_status_changed`` 9).
 HOOK_JS = r"""
 (() => {
-  const B = (window.__bench = { events: [], keydown: null, idleAt: null });
+  const B = (window.__bench = { events: [], ws: [], keydown: null });
   const shown = (gd) => gd.checkVisibility
     ? gd.checkVisibility({ opacityProperty: true, visibilityProperty: true })
     : getComputedStyle(gd).visibility === 'visible';
@@ -449,8 +486,13 @@ HOOK_JS = r"""
     };
     requestAnimationFrame(tick);
   };
+  const keyOf = (gd) => {
+    const box = gd.closest('[data-testid="stElementContainer"]');
+    const k = box && [...box.classList].find((c) => c.startsWith('st-key-'));
+    return k ? k.slice(7) : null;
+  };
   const hook = (gd, on) => on.call(gd, 'plotly_afterplot', () => {
-    const ev = { gd, t: performance.now(), paint: null, grid: !!gd.closest('.st-key-grid') };
+    const ev = { gd, key: keyOf(gd), t: performance.now(), paint: null };
     B.events.push(ev);
     watch(ev);
   });
@@ -462,26 +504,74 @@ HOOK_JS = r"""
       if (typeof v === 'function') { try { hook(this, v); } catch (e) { B.hookError = String(e); } }
     },
   });
+  const fields = (buf) => {
+    const b = new Uint8Array(buf), out = [];
+    let i = 0;
+    const varint = () => { let x = 0, m = 1, c; do { c = b[i++]; x += (c & 127) * m; m *= 128; } while (c >= 128 && i < b.length); return x; };
+    while (i < b.length) {
+      const tag = varint(), w = tag & 7;
+      out.push(tag >>> 3);
+      if (w === 0) varint(); else if (w === 2) { const n = varint(); i += n; } else if (w === 1) i += 8; else if (w === 5) i += 4; else break;
+    }
+    return out;
+  };
+  const KINDS = { 4: 'newSession', 5: 'delta', 6: 'finished', 9: 'status' };
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(...a) {
+      super(...a);
+      this.addEventListener('open', () => B.ws.push({ kind: 'open', t: performance.now() }));
+      this.addEventListener('message', (e) => {
+        if (!(e.data instanceof ArrayBuffer)) return;
+        const t = performance.now();
+        for (const f of fields(e.data)) if (KINDS[f]) B.ws.push({ kind: KINDS[f], t });
+      });
+    }
+    send(d) {
+      try {
+        const buf = d instanceof ArrayBuffer ? d : ArrayBuffer.isView(d) ? d.buffer.slice(d.byteOffset, d.byteOffset + d.byteLength) : null;
+        if (buf && fields(buf).includes(11)) B.ws.push({ kind: 'rerun', t: performance.now() });
+      } catch (e) { B.hookError = String(e); }
+      return super.send(d);
+    }
+  };
   window.addEventListener('keydown', () => { B.keydown = performance.now(); }, true);
 })();
 """
-FIRST_GRID_PAINT_JS = """() => { const p = window.__bench.events.filter(e => e.grid && e.paint !== null).map(e => e.paint);
-  return p.length ? Math.min(...p) : null; }"""
+FIRST_PAINT_JS = """key => { const B = window.__bench;
+  const p = B.events.filter(e => e.key === key && e.paint !== null).map(e => e.paint);
+  if (!p.length) return null;
+  const fin = B.ws.find(m => m.kind === 'finished'), open = B.ws.find(m => m.kind === 'open');
+  return { paint: Math.min(...p), finished: fin ? fin.t : null, open: open ? open.t : null }; }"""
 IDLE_JS = (
     "() => !!document.querySelector(\"[data-testid='stApp'][data-test-script-state='notRunning']\") && "
     "!document.querySelector('[data-testid=\"stStatusWidget\"]')"
 )
-# The page shows the new value (summary line "… · d_k = 17 · …") and the script has finished.
-UPDATED_JS = (
-    "d => { const ok = document.body.textContent.includes('d_k = ' + d + ' ·') && "
-    "!!document.querySelector(\"[data-testid='stApp'][data-test-script-state='notRunning']\"); "
-    "if (ok) window.__bench.idleAt = performance.now(); return ok; }"
+#: After a key press: the rerun was sent, the last one finished, the app is idle, the chart was painted,
+#: and nothing (a message, a chart event) happened for ``quiet`` ms.
+MOVE_DONE_JS = (
+    """([chart, quiet]) => { const B = window.__bench; const k = B.keydown; if (k === null) return false;
+  const ws = B.ws.filter(m => m.t >= k), ev = B.events.filter(e => e.t >= k);
+  const fin = ws.filter(m => m.kind === 'finished'), reruns = ws.filter(m => m.kind === 'rerun');
+  if (!fin.length || !reruns.length || reruns[reruns.length - 1].t > fin[fin.length - 1].t) return false;
+  if (!("""
+    + IDLE_JS
+    + """)()) return false;
+  if (!ev.some(e => e.key === chart && e.paint !== null)) return false;
+  const last = Math.max(...ws.map(m => m.t), ...ev.map(e => e.paint === null ? e.t : e.paint));
+  return performance.now() - last >= quiet; }"""
 )
-MOVE_RESULT_JS = f"""() => {{ const B = window.__bench; const gd = document.querySelector("{GRID}");
-  const ev = B.events.filter(e => e.gd === gd && e.t >= B.keydown);
-  const p = ev.map(e => e.paint).filter(t => t !== null);
-  return {{ keydown: B.keydown, n: ev.length, first: p.length ? Math.min(...p) : null,
-           last: p.length ? Math.max(...p) : null, idle: B.idleAt }}; }}"""
+#: Times of one move from the key press, in ms: rerun sent, last script_finished, the chart's first and last
+#: paint, the last paint of any chart; how many charts were redrawn and how many reruns were asked.
+MOVE_RESULT_JS = """chart => { const B = window.__bench; const k = B.keydown;
+  const ws = B.ws.filter(m => m.t >= k), ev = B.events.filter(e => e.t >= k);
+  const mine = ev.filter(e => e.key === chart && e.paint !== null).map(e => e.paint - k);
+  const all = ev.filter(e => e.paint !== null).map(e => e.paint - k);
+  const fin = ws.filter(m => m.kind === 'finished'), reruns = ws.filter(m => m.kind === 'rerun');
+  return { rerun: reruns[0].t - k, finished: fin[fin.length - 1].t - k, reruns: reruns.length,
+           painted: Math.min(...mine), chart_last: Math.max(...mine), settled: Math.max(...all),
+           redrawn: new Set(ev.filter(e => e.paint !== null).map(e => e.key)).size, hookError: B.hookError || null }; }"""
+MOVE_WAIT_MS = 60_000  # one move, from the key press to the app settled
 
 
 def stop_server(proc: subprocess.Popen) -> None:
@@ -495,16 +585,63 @@ def stop_server(proc: subprocess.Popen) -> None:
         _SERVERS.remove(proc)
 
 
-def open_and_wait_chart(browser, url: str, timeout_ms: int):
-    """A new context (empty HTTP cache) opens ``url``; returns (page, ms from navigation start to the chart's paint)."""
+def new_server(trivial: bool) -> tuple[subprocess.Popen, str]:
+    from harness import start_server
+
+    proc, url = start_server(script=TRIVIAL_APP if trivial else "app.py")
+    _SERVERS.append(proc)
+    return proc, url
+
+
+def open_and_wait_chart(browser, url: str, chart: str, timeout_ms: int):
+    """A new context (empty HTTP cache) opens ``url``; returns (page, times in s from navigation start:
+    ``paint`` of the chart keyed ``chart``, the first ``finished`` script run, the websocket's ``open``)."""
     ctx = browser.new_context(viewport={"width": 1440, "height": 1000}, device_scale_factor=1)
     ctx.add_init_script(HOOK_JS)
     page = ctx.new_page()
     page.set_default_timeout(timeout_ms)
     page.goto(url, wait_until="commit")
-    painted = page.wait_for_function(FIRST_GRID_PAINT_JS, timeout=timeout_ms, polling=50).json_value()
-    page.wait_for_selector(f"{GRID} .main-svg", state="visible")
-    return page, painted / 1e3
+    r = page.wait_for_function(FIRST_PAINT_JS, arg=chart, timeout=timeout_ms, polling=50).json_value()
+    page.wait_for_selector(f".st-key-{chart} .js-plotly-plot .main-svg", state="visible")
+    return page, {k: (v / 1e3 if v is not None else None) for k, v in r.items()}
+
+
+def proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far, all threads (``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Session:
+    """One open browser page of a :class:`SliderCase`, and what its moves measured (seconds each)."""
+
+    case: SliderCase
+    page: object
+    cdp: object
+    pid: int
+    direction: int = 1
+    times: dict[str, list[float]] = field(default_factory=dict)
+
+    def cpu(self) -> dict[str, float]:
+        """The page's main-thread time so far, seconds (Chrome's ``Performance.getMetrics``): all tasks,
+        and of it layout with style recalculation."""
+        m = {x["name"]: x["value"] for x in self.cdp.send("Performance.getMetrics")["metrics"]}
+        return {"browser_task": m["TaskDuration"], "browser_layout": m["LayoutDuration"] + m["RecalcStyleDuration"]}
+
+    def add(self, name: str, value: float) -> None:
+        self.times.setdefault(name, []).append(value)
+
+    def med(self, name: str) -> float | None:
+        vals = self.times.get(name)
+        return statistics.median(vals) if vals else None
+
+
+def open_session(browser, case: SliderCase, url: str, pid: int, timeout_ms: int) -> Session:
+    page, _ = open_and_wait_chart(browser, url + case.url_tail, case.chart, timeout_ms)
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Performance.enable")
+    return Session(case, page, cdp, pid)
 
 
 def settle(page, timeout_ms: int) -> None:
@@ -513,31 +650,87 @@ def settle(page, timeout_ms: int) -> None:
     page.wait_for_function(IDLE_JS, timeout=timeout_ms, polling=50)
 
 
-def slider_moves(page, moves: int, timeout_ms: int) -> dict[str, list[float]]:
-    """Press ArrowRight on the d_k slider ``moves`` times; in-page times from the key press, in seconds."""
-    out: dict[str, list[float]] = {"first": [], "last": [], "idle": []}
-    thumb = page.locator(SLIDER).first
-    for _ in range(moves):
-        settle(page, timeout_ms)
-        want = int(float(thumb.evaluate("el => el.value"))) + 1
-        thumb.focus()
-        page.evaluate(
-            "() => { window.__bench.events = []; window.__bench.keydown = null; window.__bench.idleAt = null; }"
+def move_once(sess: Session, timeout_ms: int) -> None:
+    """One keyboard step of the session's slider (back the other way at either end of its range)."""
+    page, case = sess.page, sess.case
+    settle(page, timeout_ms)
+    thumb = page.locator(f".st-key-{case.slider} input[type='range']").first
+    value, lo, hi = thumb.evaluate("el => [Number(el.value), Number(el.min), Number(el.max)]")
+    if value + sess.direction > hi or value + sess.direction < lo:
+        sess.direction = -sess.direction
+    thumb.focus()
+    page.evaluate("() => { const B = window.__bench; B.events = []; B.ws = []; B.keydown = null; }")
+    cpu0, browser0 = proc_cpu_s(sess.pid), sess.cpu()
+    page.keyboard.press("ArrowRight" if sess.direction > 0 else "ArrowLeft")
+    try:
+        page.wait_for_function(MOVE_DONE_JS, arg=[case.chart, 400], timeout=min(timeout_ms, MOVE_WAIT_MS), polling=20)
+    except Exception as exc:
+        state = page.evaluate(
+            "() => ({ ws: window.__bench.ws.map(m => m.kind), keys: window.__bench.events.map(e => e.key) })"
         )
-        page.keyboard.press("ArrowRight")
-        page.wait_for_function(UPDATED_JS, arg=want, timeout=timeout_ms, polling=20)
-        page.wait_for_timeout(400)  # plotly's later afterplots (autosize) and their two frames
-        r = page.evaluate(MOVE_RESULT_JS)
-        if not r["n"] or r["first"] is None or r["keydown"] is None:
-            raise RuntimeError(f"d_k = {want}: no plotly_afterplot on the grid chart after the key press ({r})")
-        out["first"].append((r["first"] - r["keydown"]) / 1e3)
-        out["last"].append((r["last"] - r["keydown"]) / 1e3)
-        out["idle"].append((r["idle"] - r["keydown"]) / 1e3)
-    return out
+        raise RuntimeError(f"{case.label} · {case.slider}: the move did not settle ({state})") from exc
+    r = page.evaluate(MOVE_RESULT_JS, case.chart)
+    sess.add("server_cpu", proc_cpu_s(sess.pid) - cpu0)
+    for name, value in sess.cpu().items():
+        sess.add(name, value - browser0[name])
+    for name in ("rerun", "finished", "painted", "chart_last", "settled"):
+        sess.add(name, r[name] / 1e3)
+    sess.add("server", (r["finished"] - r["rerun"]) / 1e3)
+    sess.add("redrawn", r["redrawn"])
+
+
+def page_cases() -> list[SliderCase]:
+    """Every registered page at its defaults with the slider :data:`PAGE_SLIDERS` names for it."""
+    from attn_core.views import PAGES
+
+    missing = {p.name for p in PAGES} - set(PAGE_SLIDERS)
+    if missing:
+        raise SystemExit(f"bench.py: no browser slider for the page(s) {sorted(missing)}: add one to PAGE_SLIDERS")
+    return [
+        SliderCase(f"{p.name} · {slider}", False, "" if p.default else p.name, (), slider, chart)
+        for p in PAGES
+        for slider, chart in PAGE_SLIDERS[p.name]
+    ]
+
+
+def cold_starts(browser, runs: int, timeout_ms: int) -> tuple[dict[bool, list[dict]], dict[bool, tuple]]:
+    """Fresh servers, first visitor, the trivial app and the app taking turns; the last two servers stay up."""
+    cold: dict[bool, list[dict]] = {True: [], False: []}
+    servers: dict[bool, tuple[subprocess.Popen, str]] = {}
+    for i in range(runs):
+        for trivial in (True, False):
+            name = "trivial app" if trivial else "app"
+            log(f"browser: cold start {i + 1}/{runs}, {name} (fresh server, first visitor)...")
+            if trivial in servers:
+                stop_server(servers.pop(trivial)[0])
+            servers[trivial] = new_server(trivial)
+            chart = TRIVIAL.chart if trivial else "grid"
+            page, r = open_and_wait_chart(browser, servers[trivial][1] + "/", chart, timeout_ms)
+            page.context.close()
+            cold[trivial].append(r)
+            log(
+                f"  first chart painted {secs(r['paint'])} after navigation start (script finished {secs(r['finished'])})"
+            )
+    return cold, servers
+
+
+def cold_lines(cold: dict[bool, list[dict]]) -> list[str]:
+    ours, triv = ([r["paint"] for r in cold[k]] for k in (False, True))
+    med, tmed = statistics.median(ours), statistics.median(triv)
+    fin = statistics.median(r["finished"] for r in cold[False] if r["finished"] is not None)
+    tfin = statistics.median(r["finished"] for r in cold[True] if r["finished"] is not None)
+    return [
+        f"browser cold start to first chart (fresh server, first visitor, n={len(ours)}): median "
+        f"{secs(med)}, max {secs(max(ours))} [target <= {COLD_START_TARGET_S:.0f} s: "
+        f"{verdict(med, COLD_START_TARGET_S)}]",
+        f"browser cold start, trivial app in the same run (n={len(triv)}): median {secs(tmed)}, max {secs(max(triv))}; "
+        f"ratio app/trivial {med / tmed:.2f}x [target <= {COLD_RATIO_TARGET}x: {verdict(med / tmed, COLD_RATIO_TARGET)}]; "
+        f"first script run finished at {secs(fin)} (app), {secs(tfin)} (trivial) after navigation start (medians)",
+    ]
 
 
 def bench_browser(args) -> list[str]:
-    from harness import CHROMIUM_ARGS, chromium_path, start_server
+    from harness import CHROMIUM_ARGS, chromium_path
 
     exe = chromium_path()
     if exe is None:
@@ -545,51 +738,96 @@ def bench_browser(args) -> list[str]:
     from playwright.sync_api import sync_playwright
 
     timeout_ms = int(args.timeout * 1e3)
-    lines = []
+    lines: list[str] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
+        servers: dict[bool, tuple[subprocess.Popen, str]] = {}
         try:
-            cold, proc, url = [], None, None
-            for i in range(args.cold_runs):
-                log(f"browser: cold start {i + 1}/{args.cold_runs} (fresh server, first visitor)...")
-                proc, url = start_server()
-                _SERVERS.append(proc)
-                page, painted = open_and_wait_chart(browser, url + "/", timeout_ms)
-                cold.append(painted)
-                log(f"  first chart painted {secs(painted)} after navigation start")
-                page.context.close()
-                if i < args.cold_runs - 1:
-                    stop_server(proc)
-            try:
-                lines.append(
-                    f"browser cold start to first chart (fresh server, first visitor, n={len(cold)}): median "
-                    f"{secs(statistics.median(cold))}, max {secs(max(cold))} [target <= {COLD_START_TARGET_S:.0f} s: "
-                    f"{verdict(statistics.median(cold), COLD_START_TARGET_S)}]"
-                )
-                page, painted = open_and_wait_chart(browser, url + "/", timeout_ms)
-                page.context.close()
-                lines.append(f"browser second visitor to first chart (warm server, new session): {secs(painted)}")
-                for label, query, target_ms in BROWSER_SCENARIOS:
-                    qs = "?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else ""
-                    log(f"browser: slider-to-paint, {label} {qs}...")
-                    page, _ = open_and_wait_chart(browser, url + "/" + qs, timeout_ms)
-                    try:
-                        r = slider_moves(page, args.moves, timeout_ms)
-                    finally:
-                        page.context.close()
-                    med = statistics.median(r["first"])
-                    target = f" [target <= {target_ms:.0f} ms: {verdict(med, target_ms / 1e3)}]" if target_ms else ""
-                    lines.append(
-                        f"browser slider-to-paint d_k, {label} (n={len(r['first'])}): median {ms(med)}, "
-                        f"p95 {ms(p95(r['first']))}{target}; chart settled {ms(statistics.median(r['last']))}, "
-                        f"app idle {ms(statistics.median(r['idle']))} (medians)"
-                    )
-                    log(f"  {lines[-1]}")
-            finally:
-                stop_server(proc)
+            cold, servers = cold_starts(browser, args.cold_runs, timeout_ms)
+            lines += cold_lines(cold)
+            page, r = open_and_wait_chart(browser, servers[False][1] + "/", "grid", timeout_ms)
+            page.context.close()
+            lines.append(f"browser second visitor to first chart (warm server, new session): {secs(r['paint'])}")
+            lines += slider_section(browser, servers, args.moves, timeout_ms)
         finally:
+            for proc, _ in servers.values():
+                stop_server(proc)
             browser.close()
     return lines
+
+
+def slider_section(browser, servers, moves: int, timeout_ms: int) -> list[str]:
+    """Open every case in its own context, then move each case's slider once per round, round after round,
+    so that the trivial app and every page share whatever else the machine is doing."""
+    sessions = []
+    for case in [TRIVIAL, *page_cases(), *EXTRA_CASES]:
+        log(f"browser: opening {case.label}{case.url_tail}...")
+        proc, url = servers[case.trivial]
+        sessions.append(open_session(browser, case, url, proc.pid, timeout_ms))
+    try:
+        for i in range(moves):
+            log(f"browser: slider moves, round {i + 1}/{moves}...")
+            for sess in sessions:
+                move_once(sess, timeout_ms)
+    finally:
+        for sess in sessions:
+            sess.page.context.close()
+    heat = next(s for s in sessions if s.case.label == "heatmaps · head_dim")
+    lines = [heatmap_line("defaults", heat, SLIDER_TO_PAINT_TARGET_MS)]
+    lines += [heatmap_line(s.case.label.split(" · ", 1)[1], s, None) for s in sessions if s.case in EXTRA_CASES]
+    return lines + [""] + slider_table(sessions)
+
+
+def heatmap_line(label: str, sess: Session, target_ms: float | None) -> str:
+    first = sess.times["painted"]
+    med = statistics.median(first)
+    target = f" [target <= {target_ms:.0f} ms: {verdict(med, target_ms / 1e3)}]" if target_ms else ""
+    return (
+        f"browser slider-to-paint d_k, {label} (n={len(first)}): median {ms(med)}, p95 {ms(p95(first))}{target}; "
+        f"chart settled {ms(sess.med('chart_last'))}, app idle {ms(sess.med('finished'))} (medians)"
+    )
+
+
+def slider_table(sessions: list[Session]) -> list[str]:
+    triv = sessions[0]
+    n = len(triv.times["painted"])
+    cols = ("painted", "settled", "finished", "server", "server_cpu", "browser_task", "browser_layout")
+    rows = [
+        ("page · slider", "painted", "x trivial", "all charts", "app idle", "x trivial", "server", "server CPU",
+         "browser CPU", "of it layout", "charts", "target"),
+    ]  # fmt: skip
+    for sess in sessions:
+        med = {c: sess.med(c) for c in cols}
+        pr, ir = med["painted"] / triv.med("painted"), med["finished"] / triv.med("finished")
+        target = "" if sess.case in EXTRA_CASES or sess is triv else f"<= {SLIDER_RATIO_TARGET:.0f}x "
+        cells = [f"{med[c] * 1e3:,.0f}" for c in cols]
+        rows.append(
+            (sess.case.label, cells[0], f"{pr:.2f}x", cells[1], cells[2], f"{ir:.2f}x", *cells[3:],
+             f"{sess.med('redrawn'):.0f}", target + (verdict(pr, SLIDER_RATIO_TARGET) if target else ""))
+        )  # fmt: skip
+    head = (
+        f"browser slider moves, every page at its defaults against the trivial app in the same run "
+        f"(ms from the key press, medians of n={n} moves each; the cases take turns, move by move):"
+    )
+    return [head, *format_rows(rows, right=set(range(1, 11)))] + [
+        "  painted: the chart the slider changes, drawn and visible; all charts: the last chart painted; app idle: "
+        "the last script run finished; server: from the rerun request to script finished (all three as the page's "
+        "main thread saw them: a busy page sees them late);",
+        "  server CPU: the server process's CPU time; browser CPU: the page's main-thread tasks (Chrome's "
+        "TaskDuration: JavaScript, plotly's drawing, React) and of it layout and style (Layout + RecalcStyle); "
+        "charts: charts redrawn",
+    ]
+
+
+def format_rows(rows: list[tuple[str, ...]], right: set[int]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    out = []
+    for j, row in enumerate(rows):
+        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))]
+        out.append("  ".join(cells).rstrip())
+        if j == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return out
 
 
 # ---------------------------------------------------------------- report
@@ -632,14 +870,7 @@ def page_table(results: list[PageResult]) -> list[str]:
                 target,
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    right = {1, 2, 3, 4, 5, 6}
-    out = []
-    for j, row in enumerate(rows):
-        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))]
-        out.append("  ".join(cells).rstrip())
-        if j == 0:
-            out.append("  ".join("-" * w for w in widths))
+    out = format_rows(rows, right={1, 2, 3, 4, 5, 6})
     for r in results:
         for note in r.notes + ([f"FAILED: {r.failed}"] if r.failed else []):
             out.append(f"  note {r.page} · {r.scenario}: {note}")

@@ -53,9 +53,15 @@ def _with_probe(command: list[str], probe: Path | None, every: float) -> list[st
 
 
 def start_server(
-    extra_env: dict[str, str] | None = None, probe: Path | None = None, probe_every: float = 10.0
+    extra_env: dict[str, str] | None = None,
+    probe: Path | None = None,
+    probe_every: float = 10.0,
+    script: str = "app.py",
 ) -> tuple[subprocess.Popen, str]:
-    """Start ``streamlit run app.py`` on a free loopback port; ``(process, URL)`` once it answers its health check.
+    """``streamlit run <script>`` (a path relative to the repository root: the app, or the benchmark's
+    trivial app) on a free port of 127.0.0.1, once it answers its health check; returns (process, base URL).
+
+    Run from the repository root, so every script gets the same flags and ``.streamlit/config.toml``.
 
     ``probe``: a JSON-lines file the server appends a memory sample to every ``probe_every``
     seconds (:mod:`harness.probe`: live Python objects, resident memory).
@@ -65,7 +71,7 @@ def start_server(
     (ROOT / "artifacts").mkdir(exist_ok=True)
     log = open(ROOT / "artifacts" / f"server-{port}.log", "w")
     proc = subprocess.Popen(
-        _with_probe(worker_command(port), probe, probe_every),
+        _with_probe(worker_command(port, script=script), probe, probe_every),
         cwd=ROOT,
         env=env,
         stdout=log,

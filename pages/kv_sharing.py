@@ -51,7 +51,7 @@ def computed(value):
 if p.kv_view == "diagram":
     left, right = st.columns([1.15, 1], gap="medium")
     with left:
-        show(ui.view(kv.diagram_view, p, style), "kv_diagram")
+        show(ui.view(kv.heads_diagram_view, p.n_heads, p.n_kv_heads, style), "kv_diagram")
         st.caption(kv.group_lines(p, style))
     with right:
         show(ui.view(kv.repeat_kv_view, p, style), "repeat_kv")

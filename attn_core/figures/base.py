@@ -18,6 +18,7 @@ import plotly.colors as pc
 import plotly.graph_objects as go
 
 from ..i18n import count, translate
+from .margins import reserve_margins
 
 __all__ = [
     "ColorScale",
@@ -91,22 +92,40 @@ class Style:
         return count(n, unit, self.lang)
 
 
-FONTS_SET = "fonts_set"  # layout.meta key of a figure whose builder already set every font
+FONTS_SET = "fonts_set"  # layout.meta key of a figure whose builder already set every font and reserved its margins
 
 
 def apply_fonts(fig: go.Figure, style: Style) -> go.Figure:
-    """Set every axis, legend and colour-bar font explicitly (in place; returns ``fig``).
+    """Set every axis, legend and colour-bar font explicitly, and margins with room for the labels at
+    those fonts (in place; returns ``fig``).
 
     Streamlit's chart theme replaces plotly's inherited font sizes with its own
     small ones, so the sizes of :class:`Style` (20 px and more in presentation
     mode) must be set on each axis to reach the screen, the export and the CLI.
-    A figure whose ``layout.meta`` says its builder set them for this size is
-    left as it is.
+    The margins are widened to what plotly's ``automargin`` would make them
+    (:func:`~attn_core.figures.margins.reserve_margins`), so the browser lays the
+    chart out once instead of twice; the page, the command line and the exports
+    all get them. A figure whose ``layout.meta`` says its builder set the fonts for
+    this size (and so reserved its margins) is left as it is.
     """
     size, title = style.font, style.font + 2
     meta = fig.layout.meta
     if isinstance(meta, dict) and meta.get(FONTS_SET) == size:
         return fig
+    _set_fonts(fig, size, title)
+    return _reserve(fig)
+
+
+def _reserve(fig: go.Figure) -> go.Figure:
+    before = fig.layout.margin.to_plotly_json()
+    spec = reserve_margins({"layout": fig.layout.to_plotly_json(), "data": [t.to_plotly_json() for t in fig.data]})
+    after = spec["layout"].get("margin") or {}
+    if after != before:
+        fig.layout.margin = after
+    return fig
+
+
+def _set_fonts(fig: go.Figure, size: int, title: int) -> None:
     axes = [k for k in fig.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))] or ["xaxis", "yaxis"]
     fig.update_layout(
         {name: dict(tickfont=dict(size=size), title=dict(font=dict(size=title))) for name in axes},
@@ -117,7 +136,6 @@ def apply_fonts(fig: go.Figure, style: Style) -> go.Figure:
     for trace in fig.data:
         if getattr(trace, "colorbar", None) is not None and getattr(trace, "showscale", None) is not False:
             trace.colorbar.update(tickfont=dict(size=size))
-    return fig
 
 
 def base_layout(title: str, style: Style, height: int, **extra: object) -> dict:
@@ -145,7 +163,9 @@ def plain_figure(data: list[dict], layout: dict, style: Style) -> go.Figure:
     Every font :func:`apply_fonts` would set is written in here (each axis's tick and
     title font, the legend, the hover label, colour bars) and ``layout.meta`` says so,
     so ``apply_fonts`` leaves the figure as it is: plotly's validated layout updates
-    took most of a rerun. Colour scales must be explicit stops (:func:`explicit_scale`).
+    took most of a rerun. So are the margins it would widen for the labels
+    (:func:`~attn_core.figures.margins.reserve_margins`). Colour scales must be explicit
+    stops (:func:`explicit_scale`).
     """
     size = style.font
     for key, axis in layout.items():
@@ -161,6 +181,7 @@ def plain_figure(data: list[dict], layout: dict, style: Style) -> go.Figure:
         if trace.get("type") == "heatmap":  # apply_fonts sizes every colour bar, shown or not
             trace.setdefault("colorbar", {})["tickfont"] = dict(size=size)
     layout["meta"] = {FONTS_SET: size}
+    reserve_margins({"data": data, "layout": layout})  # what apply_fonts would add: it adds nothing then
     return go.Figure({"data": data, "layout": layout}, _validate=False)
 
 

@@ -20,6 +20,7 @@ from .labels import (
     tick_axis,
     tick_plan,
 )
+from .margins import reserve_margins
 
 __all__ = [
     "grid_columns",
@@ -254,6 +255,10 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
         hoverlabel=dict(font=dict(size=max(12, style.font - 2))),
         uirevision="grid",
     )  # fmt: skip
+    # The room the browser gives the key labels, their title and the colour bar (reserved here, so it lays the
+    # grid out once): taller by what the bottom margin grows, the panels keep the height their labels need.
+    reserve_margins({"data": data, "layout": layout})
+    layout["height"] += layout["margin"]["b"] - label_room
     # Up to 128 axes: built from plain dicts without plotly's per-property validation, which would cost
     # ~0.1-0.2 s at 64 heads on every rerun (the shapes are fixed here and covered by the tests).
     fig = go.Figure(data=data, layout=layout, _validate=False)
@@ -352,6 +357,7 @@ def matrix_figure(spec: MatrixSpec, style: Style = Style()) -> go.Figure:
                    automargin=True, **tick_axis(rows_u, y_ticks)),
         meta={FONTS_SET: style.font},
     )  # fmt: skip
+    reserve_margins({"data": data, "layout": layout})  # what apply_fonts would add (it skips FONTS_SET figures)
     # eight of these per step-by-step view: plain dicts, no per-property validation (see heatmap_grid)
     return go.Figure(data=data, layout=layout, _validate=False)
 

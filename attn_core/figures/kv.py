@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..config import attention_kind, check_kv_heads
-from .base import DIVERGING_SCALE, MAX_HOVER_CELLS, Style, apply_fonts, base_layout, group_color, pool_max
+from .base import DIVERGING_SCALE, MAX_HOVER_CELLS, Style, apply_fonts, base_layout, group_color, plain_figure, pool_max
 from .heatmaps import block_labels
 
 if TYPE_CHECKING:
@@ -195,8 +195,8 @@ def repeat_kv_figure(
     """
     check_kv_heads(n_heads, n_kv_heads)
     shapes, labels = _repeat_blocks(n_heads, n_kv_heads, (seq_len, head_dim), style)
-    hover = go.Scatter(
-        x=[x for x, _, _, _ in labels], y=[y for _, y, _, _ in labels], mode="markers",
+    hover = dict(
+        type="scatter", x=[x for x, _, _, _ in labels], y=[y for _, y, _, _ in labels], mode="markers",
         marker=dict(size=1, opacity=0), customdata=[hv for _, _, _, hv in labels],
         hovertemplate="%{customdata}<extra></extra>", showlegend=False, name="blocks",
     )  # fmt: skip
@@ -204,14 +204,12 @@ def repeat_kv_figure(
     row_px = max(11, min(30, 520 // max(n_heads, 1)))
     height = int(min(1000, max(320, row_px * n_heads + (170 if style.present else 140))))
     title = style.t("kvfig.block_title") + "<br><sup>" + style.t("kvfig.block_sub") + "</sup>"
-    fig = go.Figure(hover)
-    fig.update_layout(
-        **base_layout(title, style, height, margin=margin(style), shapes=shapes, annotations=annotations,
-                      xaxis=dict(visible=False, range=[-3.2, 10.2], fixedrange=True),
-                      yaxis=dict(visible=False, range=[n_heads + 0.2, -1.6 if not style.present else -2.0],
-                                 fixedrange=True))
-    )  # fmt: skip
-    return apply_fonts(fig, style)
+    # plain dicts, as plain_figure takes them: rebuilt on every move of d_k, so no per-property validation
+    layout = base_layout(title, style, height, margin=margin(style), shapes=shapes, annotations=annotations,
+                         xaxis=dict(visible=False, range=[-3.2, 10.2], fixedrange=True),
+                         yaxis=dict(visible=False, range=[n_heads + 0.2, -1.6 if not style.present else -2.0],
+                                    fixedrange=True))  # fmt: skip
+    return plain_figure([hover], layout, style)
 
 
 # ---------------------------------------------------------------- maps grouped by KV head

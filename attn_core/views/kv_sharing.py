@@ -188,8 +188,14 @@ def links_frame(n_heads: int, n_kv_heads: int, mapping: str = "contiguous") -> p
 
 def diagram_view(p: Params, style: Style) -> View:
     """Diagram view, left: who reads which K/V (contiguous mapping, as ``repeat_kv``)."""
-    fig = kvfig.kv_diagram(kv_map(p.n_heads, p.n_kv_heads), p.n_kv_heads, style)
-    return View(f"kv_diagram_{_tag(p.n_heads, p.n_kv_heads)}", fig, links_frame(p.n_heads, p.n_kv_heads))
+    return heads_diagram_view(p.n_heads, p.n_kv_heads, style)
+
+
+def heads_diagram_view(n_heads: int, n_kv_heads: int, style: Style) -> View:
+    """:func:`diagram_view` from the only two numbers it depends on (the page caches it by them: moving d_k,
+    d_model or the text leaves it as it is)."""
+    fig = kvfig.kv_diagram(kv_map(n_heads, n_kv_heads), n_kv_heads, style)
+    return View(f"kv_diagram_{_tag(n_heads, n_kv_heads)}", fig, links_frame(n_heads, n_kv_heads))
 
 
 def repeat_kv_view(p: Params, style: Style) -> View:

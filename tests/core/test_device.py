@@ -32,3 +32,21 @@ def test_cuda_info_names_the_gpu():
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     assert info.kind == "cuda" and info.name == props.name
     assert info.memory_gib == pytest.approx(props.total_memory / 2**30)
+
+
+def _wait_policy(env: dict[str, str]) -> str:
+    import os
+    import subprocess
+    import sys
+
+    code = "import attn_core, os, sys; assert 'torch' in sys.modules; print(os.environ.get('OMP_WAIT_POLICY'))"
+    base = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def test_openmp_threads_sleep_when_they_wait_unless_told_otherwise():
+    """attn_core sets OMP_WAIT_POLICY=PASSIVE before torch loads OpenMP: spinning threads on busy cores made
+    the saturation sweep 30x slower (bench/README.md); an explicit setting is kept."""
+    assert _wait_policy({}) == "PASSIVE"
+    assert _wait_policy({"OMP_WAIT_POLICY": "ACTIVE"}) == "ACTIVE"

@@ -121,6 +121,22 @@ class PageWatch:
                })"""
         )
 
+    def pushed_margins(self) -> list[str]:
+        """Charts whose margins plotly had to widen (``automargin``): each such chart was laid out twice.
+
+        The builders reserve the room their labels need (:mod:`attn_core.figures.margins`), so the
+        final margins (``_fullLayout._size``) are the ones the figure asked for.
+        """
+        return self.page.evaluate(
+            """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap(gd => {
+                   const m = gd.layout.margin || {}, s = gd._fullLayout._size;
+                   const off = ['l', 'r', 'b'].filter(k => Math.round(s[k]) !== Math.round(m[k] ?? -1));
+                   const box = gd.closest('[data-testid="stElementContainer"]');
+                   const key = box ? [...box.classList].find(c => c.startsWith('st-key-')) : '?';
+                   return off.length ? [key + ': ' + off.map(k => k + ' ' + m[k] + ' -> ' + s[k]).join(', ')] : [];
+               })"""
+        )
+
     def press_slider(self, key: str, presses: int = 1, keyname: str = "ArrowRight") -> None:
         thumb = self.page.locator(f".st-key-{key} input[type='range']").first
         thumb.focus()

@@ -37,12 +37,14 @@ def test_page_renders_and_slider_updates(watch, path, slider, presses):
     charts = watch.page.get_by_test_id("stPlotlyChart")
     assert charts.count() >= 1
     assert_clean(watch)
+    assert watch.pushed_margins() == [], "plotly had to widen margins: those charts were laid out twice"
     watch.shot(path or "heatmaps")
     before = watch.chart_fingerprints()
     watch.press_slider(slider, presses)
     after = watch.chart_fingerprints()
     assert before != after, "moving the slider did not change any chart"
     assert_clean(watch)
+    assert watch.pushed_margins() == []
     # the slider's new value is in the URL, so a bookmark reopens this view
     assert f"{slider}=" in watch.page.url
 

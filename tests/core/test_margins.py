@@ -1,0 +1,97 @@
+"""Margins reserved for the labels (attn_core.figures.margins): what plotly's automargin would ask for in the app.
+
+The reference numbers were measured in the app (Streamlit 1.67's chart theme, Chromium, a 1440 px window):
+the final margins plotly's automargin gave each chart of the default pages (``gd._fullLayout._size``) and the
+width of label texts in the chart font. The browser test (tests/e2e/test_pages.py) checks the other half: with
+these margins plotly pushes nothing, so it lays each chart out once.
+"""
+
+from __future__ import annotations
+
+import json
+
+import plotly.io as pio
+import pytest
+
+from attn_core.figures import Style, apply_fonts
+from attn_core.figures.margins import reserve_margins, text_width
+from attn_core.views import page
+
+# Chromium's SVG text widths at 13 px in Streamlit's chart font (Source Sans)
+MEASURED_WIDTHS = [("because (6)", 61.9), ("query heads (8)", 83.8), ("∂p_i/∂z_j (fixed ±0.25)", 118.8), ("0.4", 16.7)]
+# view name prefix -> (l, r, b) plotly's automargin made of the builders' 10 px margins, Streamlit 1.67, Chromium
+AUTOMARGIN = {
+    "attention_weights": (123, 114, 122),
+    "scores_": (76, 10, 67),
+    "maps_": (102, 113, 104),
+    "saturation_sweep": (79, 10, 67),
+    "gradient_sweep": (81, 10, 82),
+    "row0": (70, 192, 104),
+    "float16": (70, 10, 97),
+    "kv_diagram": (103, 10, 10),
+    "kv_cache_": (89, 18, 94),
+}
+MAX_EXTRA = 8  # px a reserved side may exceed what automargin made it (the charts look the same)
+
+
+@pytest.mark.parametrize("text,px", MEASURED_WIDTHS)
+def test_text_width_matches_the_browser(text, px):
+    assert text_width(text, 13) == pytest.approx(px, abs=0.6)
+
+
+@pytest.fixture(scope="module")
+def default_specs() -> dict[str, dict]:
+    """The charts of the four pages at their defaults, as the page sends them (fonts and margins applied)."""
+    style, out = Style(), {}
+    for name, which in (("heatmaps", None), ("saturation", None), ("kv_sharing", "diagram"), ("kv_cache", None)):
+        p = page(name)
+        for view in p.views(p.params(), style, which):
+            out[view.name] = json.loads(pio.to_json(apply_fonts(view.figure, style), validate=False))
+    return out
+
+
+def test_reserved_margins_hold_what_automargin_asked_for_and_little_more(default_specs):
+    specs = default_specs
+    for prefix, wanted in AUTOMARGIN.items():
+        name = next(n for n in specs if n.startswith(prefix))
+        m = specs[name]["layout"]["margin"]
+        got = (m["l"], m["r"], m["b"])
+        assert all(want <= have <= want + MAX_EXTRA for want, have in zip(wanted, got, strict=True)), (name, got)
+
+
+def test_reserving_twice_changes_nothing_and_never_narrows(default_specs):
+    for name, spec in default_specs.items():
+        before = dict(spec["layout"]["margin"])
+        assert reserve_margins(spec)["layout"]["margin"] == before, name
+    wide = {
+        "layout": {"margin": {"l": 300, "r": 300, "t": 50, "b": 300}, "yaxis": {"title": {"text": "y"}}},
+        "data": [],
+    }
+    assert reserve_margins(wide)["layout"]["margin"] == {"l": 300, "r": 300, "t": 50, "b": 300}
+
+
+def test_longer_labels_and_larger_fonts_get_more_room():
+    def spec(label: str, size: int) -> dict:
+        axis = {"type": "category", "tickfont": {"size": size}}
+        trace = {"type": "bar", "x": ["a", "b"], "y": [label, label + "!"]}
+        return {"layout": {"margin": {"l": 10, "r": 10, "t": 10, "b": 10}, "yaxis": axis}, "data": [trace]}
+
+    short, long_, big = (reserve_margins(spec(t, s))["layout"]["margin"]["l"] for t, s in [("ab", 13),
+                         ("a much longer label", 13), ("ab", 26)])  # fmt: skip
+    assert short < big and short < long_
+    assert long_ - short == pytest.approx(text_width("a much longer label!", 13) - text_width("ab!", 13), abs=1)
+
+
+def test_the_grid_grows_by_its_bottom_margin_so_its_panels_keep_their_height():
+    """The grid's key labels take more room than its builder's first estimate: the figure grows, the panels
+    keep the height their labels were planned for (in the browser too: plotly has nothing left to push)."""
+    import numpy as np
+
+    from attn_core.figures.heatmaps import HeadGrid, _geometry, heatmap_grid
+
+    labels = [f"{w} ({i})" for i, w in enumerate("The cat sat on the mat because it was tired .".split())]
+    weights = np.random.default_rng(0).dirichlet(np.ones(11), size=(8, 11)).astype(np.float32)
+    grid = HeadGrid(weights, tuple(range(8)), 8, 2, labels, labels)
+    lay = apply_fonts(heatmap_grid(grid, Style()), Style()).layout
+    assert lay.height - lay.margin.t - lay.margin.b == _geometry(grid, Style()).plot_h
+    assert AUTOMARGIN["attention_weights"][2] <= lay.margin.b <= AUTOMARGIN["attention_weights"][2] + MAX_EXTRA
