@@ -391,12 +391,24 @@ def reserve_margins(spec: dict, width: float = _ASSUMED_WIDTH) -> dict:
     """``spec`` (a plotly figure as JSON-ready dicts) with its left, right and bottom margins raised to what
     plotly's ``automargin`` would make them at ``width`` px in Streamlit's chart theme (in place; returns it).
 
-    A figure without a layout, or whose margins already hold everything, is returned as it was.
+    A figure without a layout, or whose margins already hold everything, is returned as it was; so is one
+    whose labels cannot be estimated (an odd value): plotly's automargin then widens its margins as before.
     """
     layout, data = spec.get("layout"), spec.get("data") or []
     if not isinstance(layout, dict):
         return spec
     margin = dict(layout.get("margin") or {})
+    try:
+        new = _margins(layout, data, margin, width)
+    except (ArithmeticError, LookupError, TypeError, ValueError):  # an estimate, never a reason to fail a chart
+        return spec
+    if any(v > margin.get(k, -1) for k, v in new.items()):
+        margin.update(new)
+        layout["margin"] = margin
+    return spec
+
+
+def _margins(layout: dict, data: list[dict], margin: dict, width: float) -> dict[str, int]:
     l0, r0, t0, b0 = (float(margin.get(k, 80 if k in "lr" else 100 if k == "t" else 80)) for k in "lrtb")
     height = float(layout.get("height") or 450)
     left, bottom = _axis_pushes(layout, data, width - l0 - r0)
@@ -406,10 +418,9 @@ def reserve_margins(spec: dict, width: float = _ASSUMED_WIDTH) -> dict:
     new = {
         "l": _solve(l0, r0, width, left),
         "r": max(r0, _colorbar_push(layout, data), _overhang(layout), _legend_right(layout, data)),
-        "b": _solve(b0, t0, height, [(f, p) for f, p in bottom]),
+        "b": _solve(b0, t0, height, bottom),
     }
-    new = {k: v if v <= base else math.ceil(v + _SLACK) for (k, v), base in zip(new.items(), (l0, r0, b0), strict=True)}
-    if any(v > margin.get(k, -1) for k, v in new.items()):
-        margin.update({k: int(v) for k, v in new.items()})
-        layout["margin"] = margin
-    return spec
+    return {
+        k: int(v if v <= base else math.ceil(v + _SLACK))
+        for (k, v), base in zip(new.items(), (l0, r0, b0), strict=True)
+    }

@@ -95,3 +95,13 @@ def test_the_grid_grows_by_its_bottom_margin_so_its_panels_keep_their_height():
     lay = apply_fonts(heatmap_grid(grid, Style()), Style()).layout
     assert lay.height - lay.margin.t - lay.margin.b == _geometry(grid, Style()).plot_h
     assert AUTOMARGIN["attention_weights"][2] <= lay.margin.b <= AUTOMARGIN["attention_weights"][2] + MAX_EXTRA
+
+
+def test_an_odd_figure_keeps_its_margins_and_never_fails():
+    odd = {
+        "layout": {"margin": {"l": 10, "r": 10, "t": 10, "b": 10}, "xaxis": {"type": "log", "range": [None, "x"]},
+                   "yaxis": {"tickfont": {"size": "big"}}},
+        "data": [{"type": "heatmap", "z": [[None, "a"]], "showscale": True}],
+    }  # fmt: skip
+    assert reserve_margins(odd)["layout"]["margin"] == {"l": 10, "r": 10, "t": 10, "b": 10}
+    assert reserve_margins({"data": []}) == {"data": []}
