@@ -102,7 +102,9 @@ LIVE_POINTS = """() => {
 
 
 def test_live_decode_chart_grows_and_stop_leaves_page_usable(watch):
-    watch.open("kv_cache?dec_steps=400&dec_recompute=false")
+    # long enough (1024 steps of 8 layers at batch 4: tens of seconds here) that Stop always lands mid-run;
+    # 400 steps of the default shape finished in about 2 s, before the click, once OpenMP stopped spinning
+    watch.open("kv_cache?dec_steps=1024&dec_layers=8&dec_batch=4&dec_recompute=false")
     watch.page.locator(".st-key-kv_run button").click()
     watch.page.wait_for_function(f"() => ({LIVE_POINTS})() > 0", timeout=60_000)
     first = watch.page.evaluate(LIVE_POINTS)
