@@ -42,7 +42,7 @@ from .config import SATURATION_THRESHOLD, ConfigError, check_int
 from .device import pick_device, sync
 from .guard import check_budget, max_bytes
 from .memory import ModelPreset, format_bytes, kv_cache_bytes
-from .sources import TensorLayer
+from .sources import SeededLayer, TensorLayer
 
 DECODERS = ("llama", "mistral", "qwen2", "qwen3", "gpt2")
 ENCODERS = ("bert",)
@@ -566,16 +566,28 @@ def attention_bytes(model: LoadedModel, t: int, n_layers: int, weights: bool) ->
 
 
 def model_attention(
-    model: LoadedModel, text: str, layers: Sequence[int] | int | None = None, with_weights: bool | None = None
+    model: LoadedModel,
+    text: str,
+    layers: Sequence[int] | int | None = None,
+    with_weights: bool | None = None,
+    ids: Sequence[int] | None = None,
 ) -> ModelAttention:
     """The queries, keys and values ``model`` uses on ``text`` in ``layers`` (default all), and their weights.
 
     The text is cut to ``model.max_positions`` tokens (:attr:`ModelAttention.truncated` says so).
     ``with_weights``: build ``weights`` ``[L_sel, H, T, T]`` (True), never (False), or when they take
     at most :data:`MAX_WEIGHTS_BYTES` (None). The forward pass stops after the last layer asked for.
-    Checks the memory budget before computing (:class:`ConfigError` naming ``text``).
+    ``ids``: read these token ids instead of ``text`` (e.g. :func:`repeated_tokens`; ``text`` is then
+    ignored), cut to ``max_positions`` as well. Checks the memory budget before computing
+    (:class:`ConfigError` naming ``text``).
     """
-    ids, spans, n_text = model.encode_spans(text)
+    if ids is not None:
+        n_text = len(ids)
+        ids, spans = [int(i) for i in ids][: model.max_positions], None
+        if not ids:
+            raise ConfigError("the text has no tokens; type some words", "text", "no_tokens")
+    else:
+        ids, spans, n_text = model.encode_spans(text)
     chosen = _layers(model, layers)
     t = len(ids)
     want = with_weights if with_weights is not None else 4 * len(chosen) * model.n_heads * t * t <= MAX_WEIGHTS_BYTES
@@ -644,6 +656,21 @@ def score_scale(att: ModelAttention) -> pd.DataFrame:
                              "max_weight": tot["max"] / n_rows, "saturated": tot["sat"] / n_rows,
                              "entropy": tot["ent"] / n_rows})  # fmt: skip
     return pd.DataFrame(rows_out, columns=["layer", "score_var", "scaled_var", "max_weight", "saturated", "entropy"])
+
+
+def seeded_attention(n_heads: int, n_kv_heads: int, head_dim: int, t: int, causal: bool, seed: int) -> ModelAttention:
+    """The app's seeded random layer (:class:`~attn_core.sources.SeededLayer`, N(0, 1/d) projections of
+    seeded embeddings) with a model's shape over ``t`` tokens, as a one-layer :class:`ModelAttention`:
+    the baseline :func:`score_scale` compares a trained model with."""
+    labels = tuple(f"t{i}" for i in range(t))
+    layer = SeededLayer(n_heads, n_kv_heads, head_dim, labels, mask_kind="causal" if causal else "none", seed=seed)
+    with torch.inference_mode():
+        q, k, v = layer.qkv(list(range(n_heads)), torch.device("cpu"), values=True)
+        ks = torch.stack([k[g] for g in range(n_kv_heads)]).numpy()[None]
+        vs = torch.stack([v[g] for g in range(n_kv_heads)]).numpy()[None]
+        return ModelAttention(model="random", tokens=labels, ids=tuple(range(t)), layers=(0,), q=q.numpy()[None],
+                              k=ks, v=vs, scales=(layer.scale,), causal=causal, weights=None,
+                              n_text_tokens=t)  # fmt: skip
 
 
 # ---------------------------------------------------------------- head roles
@@ -807,19 +834,23 @@ def generate(
     use_cache: bool = True,
     seed: int = 0,
     rows: bool = True,
+    prompt_ids: Sequence[int] | None = None,
 ) -> Iterator[GenStep]:
     """Decode up to ``max_new_tokens`` tokens after ``prompt``, one :class:`GenStep` at a time.
 
     ``greedy``: the most likely token, else one sampled from the softmax with a generator seeded by
     ``seed``. ``use_cache``: a transformers ``DynamicCache`` (each step reads one new token), else every
-    step reads the whole sequence again. ``rows``: keep the newest token's attention row. Checked at
+    step reads the whole sequence again. ``rows``: keep the newest token's attention row.
+    ``prompt_ids``: start from these token ids instead of ``prompt``. Checked at
     once (:class:`ConfigError` for an encoder, a bad length or the memory budget); the returned
     generator may be closed at any time, which frees the cache.
     """
     if not model.causal:
         raise ConfigError(f"{model.name} is an encoder: it does not generate text", "model",
                           "model_not_decoder", name=model.name)  # fmt: skip
-    ids, _ = model.encode(prompt)
+    ids = [int(i) for i in prompt_ids] if prompt_ids is not None else model.encode(prompt)[0]
+    if not ids:
+        raise ConfigError("the text has no tokens; type some words", "text", "no_tokens")
     room = model.max_positions - len(ids)
     if room < 1:
         raise ConfigError(f"The prompt fills the model's {model.max_positions} positions; shorten it", "prompt",

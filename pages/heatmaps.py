@@ -46,17 +46,6 @@ p = hm.with_values(p, view=ui.control(P, "view"))
 big = p.n_heads * p.t_q * p.t_k >= 2**24  # long enough that the first computation takes a moment
 
 
-def map_options(p: hm.Params, t_rows: int, t_cols: int, side: int) -> hm.Params:
-    """The colour scale (its default follows the data until set) and, only for a pooled map, block max or mean."""
-    c1, c2 = st.columns(2, gap="medium")
-    with c1:
-        p = hm.with_values(p, cscale=ui.control(P, "cscale", default=hm.default_cscale(p.t_k), data_default=True))
-    if hm.is_pooled(t_rows, t_cols, side):
-        with c2:
-            p = hm.with_values(p, pool=ui.control(P, "pool"))
-    return p
-
-
 def window_start(key: str, length: int, size: int) -> int:
     """A window's first position, on a slider only while the window is shorter than the sequence."""
     return 0 if size >= length else ui.control(P, key, hi=length - size)
@@ -73,7 +62,7 @@ def show_maps(pm, key: str) -> None:
 
 
 if p.view == "grid":
-    p = map_options(p, p.t_q, p.t_k, hm.grid_side(p))
+    p = ui.map_options(p, p.t_q, p.t_k, hm.grid_side(p), p.t_k)
     with computing(p.t_q, p.t_k, p.n_heads):
         pm = ui.compute(hm.grid_maps, layer, p.pool)
     if pm is None:
@@ -93,7 +82,7 @@ elif p.view == "zoom":
         k0 = window_start("k_start", p.t_k, size)
     p = hm.with_values(p, zoom_size=size, q_start=q0, k_start=k0)
     q0, q1, k0, k1 = window = p.zoom_window()
-    p = map_options(p, q1 - q0, k1 - k0, hm.ZOOM_SIDE)
+    p = ui.map_options(p, q1 - q0, k1 - k0, hm.ZOOM_SIDE, p.t_k)
     with computing(q1 - q0, p.t_k, 1):
         pm = ui.compute(hm.zoom_maps, layer, p.head, window, p.pool)
     if pm is None:
@@ -124,12 +113,7 @@ elif p.view == "steps":
         st.markdown(f"### {i + 1}. {hm.explanation(p, i, style)}")
         ui.show_view(steps[i], f"step{i}", name=f"{steps[i].name}_{stem}")
     else:
-        for i, v in enumerate(steps):
-            if i % n_cols == 0:
-                cols = st.columns(n_cols)  # one row per pair, so the steps read left to right, top to bottom
-            with cols[i % n_cols]:
-                st.markdown(f"**{i + 1}.** {hm.explanation(p, i, style)}")
-                ui.show_view(v, f"step{i}", name=f"{v.name}_{stem}")
+        ui.show_steps(steps, [hm.explanation(p, i, style) for i in range(len(steps))], n_cols, stem=stem)
 elif p.view == "shapes":
     st.dataframe(hm.shapes_table(p, style), hide_index=True, width="stretch")
     st.caption(hm.shapes_note(p, style))

@@ -189,3 +189,28 @@ def live_run(
             run.status = "stopped"
     bar.empty()
     return run
+
+
+# ---------------------------------------------------------------- pretrained models
+MAX_MODELS = 4  # models kept loaded per server (SmolLM2 and MiniLM take about 490 MiB together in float32)
+
+
+@st.cache_resource(max_entries=MAX_MODELS, show_spinner=False)
+def _loaded_model(key: str, device_name: str) -> Any:
+    from attn_core.models import load_model
+
+    return load_model(key, device=device_name)
+
+
+def model(key_of: Callable[[], str]) -> Any:
+    """The pretrained model ``key_of()`` names (a shipped key or a local path), loaded once per server on the
+    session's device and shared read-only; None after showing a :class:`~attn_core.config.ConfigError` (no
+    such path, not a model, a package missing: the message says what to install or change).
+    """
+    try:
+        key = key_of()
+        with st.spinner(t("ui.model_loading", name=key), show_time=True):
+            return _loaded_model(key, device())
+    except ConfigError as exc:
+        show_error(exc)
+        return None

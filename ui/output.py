@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,6 +95,31 @@ def show_view(view: Any, key: str, name: str | None = None) -> None:
     downloaded."""
     fig = SerialisedFigure(view.spec) if isinstance(view, Drawn) else view.figure
     show_figure(fig, key, data=view.source, name=name or view.name)
+
+
+def show_steps(views: Sequence[Any], sentences: Sequence[str], n_cols: int, key: str = "step", stem: str = "") -> None:
+    """Step charts ``n_cols`` to a row (so they read left to right, top to bottom), each under its numbered
+    sentence; chart keys ``<key><i>``, export names ``<view name>_<stem>``."""
+    for i, v in enumerate(views):
+        if i % n_cols == 0:
+            cols = st.columns(n_cols)
+        with cols[i % n_cols]:
+            st.markdown(f"**{i + 1}.** {sentences[i]}")
+            show_view(v, f"{key}{i}", name=f"{v.name}_{stem}" if stem else None)
+
+
+def show_views(views: Sequence[Any], boxes: Sequence[Any], key: str) -> None:
+    """Each view in its box (an ``st.empty`` or a column), chart keys ``<key><view name>``."""
+    for box, v in zip(boxes, views, strict=False):
+        with box.container():
+            show_view(v, f"{key}{v.name}")
+
+
+def live_charts(views: Sequence[Any], boxes: Sequence[Any]) -> None:
+    """A live run's frame: each view's figure replacing the one in its ``st.empty`` box. No key and no export
+    menu: a new key would remount the chart (it blinks); the finished run is drawn with :func:`show_views`."""
+    for box, v in zip(boxes, views, strict=False):
+        box.plotly_chart(v.figure, config=PLOT_CONFIG, theme="streamlit")
 
 
 @st.cache_resource(show_spinner=False)

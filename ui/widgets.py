@@ -475,3 +475,19 @@ def control(params: type, name: str, *, container: Any = None, **how: Any) -> An
     if ctl.kind == "kv_heads":
         return kv_heads_select(how["n_heads"], int(default), key=name, **box)
     return seed()
+
+
+def map_options(p: Any, t_rows: int, t_cols: int, side: int, t_keys: int) -> Any:
+    """A heat map's options under it, set on ``p`` (a page's Params with ``cscale`` and ``pool`` fields): the
+    colour scale (following the data, :func:`attn_core.views.heatmaps.default_cscale` of ``t_keys`` keys, until
+    set) and, only for a map of ``t_rows × t_cols`` pooled at ``side`` cells a side, block max or mean."""
+    from attn_core.views.base import with_values
+    from attn_core.views.heatmaps import default_cscale, is_pooled
+
+    c1, c2 = st.columns(2, gap="medium")
+    with c1:
+        p = with_values(p, cscale=control(type(p), "cscale", default=default_cscale(t_keys), data_default=True))
+    if is_pooled(t_rows, t_cols, side):
+        with c2:
+            p = with_values(p, pool=control(type(p), "pool"))
+    return p

@@ -14,6 +14,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("saturation", "nav.saturation", ":material/show_chart:"),
     PageSpec("kv_sharing", "nav.kv_sharing", ":material/call_split:"),
     PageSpec("kv_cache", "nav.kv_cache", ":material/memory:"),
+    PageSpec("models", "nav.models", ":material/neurology:"),
 )
 
 

@@ -1,0 +1,548 @@
+"""The pretrained-models page's view model: a real model's head roles, layers, heads, generation and score scale.
+
+The page (``pages/models.py``) and the command line (``python -m attn_core.export --page models``)
+both load the model (:func:`attn_core.models.load_model`), turn a :class:`Params` into the text the
+model reads (:func:`model_input`), capture one layer's queries and keys (:func:`capture`, an attention
+source) and draw through the heatmaps page's steps and builders, so a real head is drawn exactly as
+the seeded layer's heads are.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .. import figures
+from ..config import MAX_HEADS, ConfigError, check_int
+from ..figures import memory as mf
+from ..figures import models as modfig
+from ..memory import format_bytes_exact
+from ..models import (
+    SCORES,
+    GenStep,
+    LoadedModel,
+    ModelAttention,
+    generate,
+    head_scores,
+    load_model,
+    model_attention,
+    repeated_tokens,
+    score_scale,
+    seeded_attention,
+)
+from . import heatmaps as hm
+from .base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
+
+MODELS = ("smollm2-135m", "minilm-l6", "local")
+EXAMPLES = ("english", "chinese", "repeated", "own")
+EXAMPLE_TEXTS = {
+    "english": "The cat sat on the mat. The dog sat on the rug. Then the cat sat on the mat again.",
+    "chinese": "小猫坐在垫子上。小狗坐在地毯上。后来小猫又坐在垫子上。",
+}
+MODEL_TEXT_CHARS = 8000  # a typed text (about 2000 tokens); longer inputs come from "repeated random tokens"
+MAX_LAYERS = 256
+MAX_REPEAT = 4095  # random tokens repeated twice: up to 8190 tokens, SmolLM2's 8192 positions with its frame
+VIEW_FIELD = "view"
+PAGE_VIEWS = ("roles", "layer", "head", "generate", "scale")
+VIEW_NAMES = ("roles", "layer", "zoom", "steps", "generate", "scale")
+ROLE_SEQ_LEN, ROLE_SEQS = 50, 4  # head_scores' sequences: 4 × 50 random tokens, each repeated
+TOP_HEADS = 3  # strongest heads listed per role
+MAX_GEN_TOKENS = 256
+SCORE_CODES = SCORES
+LOW_IS_STRONG = ("entropy",)  # a low entropy marks a focused head
+
+
+@dataclass(frozen=True)
+class Params:
+    """Everything the page's controls set; the field names are the URL keys, the controls the widgets and flags."""
+
+    model: str = control("smollm2-135m", "choice", options=MODELS, help="help.model_pick",
+                         cli_help="smollm2-135m, minilm-l6, or local (with --model-path)")  # fmt: skip
+    model_path: str = control("", "text", hi=400, cli_help="a local model folder or .gguf file",
+                              implies=(("model", "local"),))  # fmt: skip
+    example: str = control("english", "choice", options=EXAMPLES, help="help.model_example",
+                           cli_help="english, chinese, repeated (random tokens twice) or own (--text)")  # fmt: skip
+    text: str = control(EXAMPLE_TEXTS["english"], "text", hi=MODEL_TEXT_CHARS, cli_help="your own text",
+                        implies=(("example", "own"),))  # fmt: skip
+    repeat_len: int = control(24, "int", lo=2, hi=MAX_REPEAT, help="help.repeat_len",
+                              cli_help="random tokens before they repeat (example repeated)")  # fmt: skip
+    view: str = control("roles", "choice", options=PAGE_VIEWS)
+    score: str = control("induction", "choice", options=SCORE_CODES, help="help.role_score",
+                         cli_help="the head-roles score drawn")  # fmt: skip
+    layer: int | None = control(None, "int", lo=0, hi=MAX_LAYERS - 1, data=True, help="help.model_layer",
+                                cli_help="the layer drawn (default: the middle one)")  # fmt: skip
+    head: int = control(0, "int", lo=0, hi=MAX_HEADS - 1, data=True, help="help.head",
+                        cli_help="the head of the zoom and step-by-step views")  # fmt: skip
+    q_start: int = control(0, "int", lo=0, hi=8191, data=True, help="help.q_start",
+                           cli_help="first query row of the step-by-step window")  # fmt: skip
+    k_start: int = control(0, "int", lo=0, hi=8191, data=True, help="help.k_start",
+                           cli_help="first key of the step-by-step window")  # fmt: skip
+    cscale: str | None = control(None, "choice", options=("fixed", "fit"), help="help.cscale",
+                                 cli_help="fixed (0..1) or fit; default: fit from 64 keys on")  # fmt: skip
+    pool: str = control("max", "choice", options=hm.REDUCES, help="help.pool", cli_help="what a pooled cell shows")
+    gen_tokens: int = control(32, "int", lo=1, hi=MAX_GEN_TOKENS, help="help.gen_tokens",
+                              cli_help="tokens to generate")  # fmt: skip
+    gen_compare: bool = control(True, "bool", help="help.gen_compare",
+                                cli_help="do not also time recomputing without the cache")  # fmt: skip
+    seed: int = control(0, "seed", cli_help="the seed of the random tokens")
+
+    def __post_init__(self) -> None:
+        check_choices(self)
+
+    @property
+    def model_key(self) -> str:
+        """What :func:`load_model` is given: a shipped model's key, or the local path."""
+        if self.model != "local":
+            return self.model
+        path = (self.model_path or "").strip()
+        if not path:
+            raise ConfigError("Type the path of a local model folder or .gguf file", "model_path", "model_path_empty")
+        return path
+
+    def layer_of(self, model: LoadedModel) -> int:
+        """The layer shown: the chosen one (within the model's layers), else the middle one."""
+        if self.layer is None:
+            return model.n_layers // 2
+        return min(max(0, int(self.layer)), model.n_layers - 1)
+
+    def head_of(self, model: LoadedModel) -> int:
+        return min(max(0, int(self.head)), model.n_heads - 1)
+
+    def fit(self, t_k: int) -> bool:
+        return (self.cscale or hm.default_cscale(t_k)) == "fit"
+
+
+@dataclass(frozen=True)
+class ModelText:
+    """What the model reads: a text, or token ids (``ids``, then ``text`` only names them)."""
+
+    text: str
+    ids: tuple[int, ...] | None = None
+    kind: str = "text"  # "text" or "repeated"
+    repeat_len: int = 0
+
+
+def max_repeat(model: LoadedModel) -> int:
+    """The longest run of random tokens that fits twice in the model's positions (with its special tokens)."""
+    framed = len(model.tokenizer("a", add_special_tokens=True)["input_ids"]) - len(
+        model.tokenizer("a", add_special_tokens=False)["input_ids"]
+    )
+    return max(2, min(MAX_REPEAT, (model.max_positions - framed) // 2))
+
+
+def model_input(model: LoadedModel, p: Params) -> ModelText:
+    """The text of ``p``'s example (or its own text), or ``repeat_len`` random tokens repeated twice (seeded)."""
+    if p.example == "repeated":
+        n = check_int("repeat_len", p.repeat_len, 2, max_repeat(model))
+        ids, _ = repeated_tokens(model, n, 1, p.seed)
+        return ModelText(f"repeated:{n}:{p.seed}", tuple(int(i) for i in ids[0].tolist()), "repeated", n)
+    text = p.text if p.example == "own" else EXAMPLE_TEXTS[p.example]
+    if not text or not text.strip():
+        raise ConfigError("the text has no tokens; type some words", "text", "no_tokens")
+    return ModelText(text)
+
+
+# ---------------------------------------------------------------- steps (cacheable: model and plain values in)
+def capture(model: LoadedModel, inp: ModelText, layer: int, *, device: str = "cpu") -> ModelAttention:
+    """The queries, keys and values ``model`` uses in ``layer`` on ``inp`` (one layer: the pass stops there)."""
+    return model_attention(model, inp.text, layers=layer, with_weights=False, ids=inp.ids)
+
+
+def roles(model: LoadedModel, seed: int, *, device: str = "cpu") -> pd.DataFrame:
+    """Every head's role scores (:func:`attn_core.models.head_scores`, :data:`ROLE_SEQS` × :data:`ROLE_SEQ_LEN`)."""
+    n = min(ROLE_SEQ_LEN, max_repeat(model))
+    return head_scores(model, seq_len=n, n_seqs=ROLE_SEQS, seed=seed)
+
+
+@dataclass(frozen=True)
+class ScaleResult:
+    """Per layer :func:`attn_core.models.score_scale` of the model on a text, and the same for the seeded
+    random layer of the same shape on the same number of tokens (``random``, one row)."""
+
+    table: pd.DataFrame
+    random: pd.DataFrame
+    n_tokens: int
+    head_dim: int
+
+
+def scale(model: LoadedModel, inp: ModelText, seed: int, *, device: str = "cpu") -> ScaleResult:
+    """The score scale of every layer of ``model`` on ``inp``, and of a random layer with its shape."""
+    att = model_attention(model, inp.text, layers=None, with_weights=False, ids=inp.ids)
+    t = len(att.tokens)
+    rand = seeded_attention(model.n_heads, model.n_kv_heads, model.head_dim, t, model.causal, seed)
+    return ScaleResult(score_scale(att), score_scale(rand), t, model.head_dim)
+
+
+@dataclass(frozen=True)
+class GenSpec:
+    """A generation: the model, the prompt, how many tokens, whether recomputing is timed too."""
+
+    model: str
+    inp: ModelText
+    n_new: int
+    compare: bool
+
+
+@dataclass
+class GenPair:
+    """One generated token: with the cache (``cached``) and, when compared, recomputing everything.
+
+    Mutable: :func:`gen_steps` drops the attention rows of a pair once the next one is made (a run of
+    256 tokens would otherwise keep every layer's rows of every step in the session).
+    """
+
+    cached: GenStep
+    recomputed: GenStep | None
+
+
+def gen_spec(model: LoadedModel, p: Params, inp: ModelText) -> GenSpec:
+    return GenSpec(model.name, inp, int(p.gen_tokens), bool(p.gen_compare))
+
+
+def gen_steps(model: LoadedModel, spec: GenSpec) -> Iterator[GenPair]:
+    """Greedy decoding with the cache, and (``spec.compare``) the same tokens recomputed, in lockstep.
+
+    Both generators are checked before the first step (:class:`ConfigError`); closing this generator
+    closes both (their caches are freed).
+    """
+    ids = spec.inp.ids
+    cached = generate(model, spec.inp.text, spec.n_new, use_cache=True, rows=True, prompt_ids=ids)
+    plain = generate(model, spec.inp.text, spec.n_new, use_cache=False, rows=False, prompt_ids=ids) if spec.compare \
+        else None  # fmt: skip
+    prev: GenPair | None = None
+    try:
+        for step in cached:
+            if prev is not None:
+                prev.cached = dataclasses.replace(prev.cached, attention=None)
+            prev = GenPair(step, next(plain, None) if plain is not None else None)
+            yield prev
+    finally:
+        cached.close()
+        if plain is not None:
+            plain.close()
+
+
+def prompt_tokens(model: LoadedModel, inp: ModelText) -> tuple[str, ...]:
+    """The labels of the prompt's tokens, as the model reads them."""
+    from ..models import token_labels
+
+    if inp.ids is not None:
+        return tuple(token_labels(model.tokenizer, inp.ids))
+    return tuple(model.tokenize(inp.text))
+
+
+# ---------------------------------------------------------------- what the page says
+def model_line(model: LoadedModel, style: figures.Style) -> str:
+    """The model's shape in one line: layers, query heads sharing KV heads, d_k, positions, quantization."""
+    t = style.t
+    kind = "MHA" if model.n_kv_heads == model.n_heads else ("MQA" if model.n_kv_heads == 1 else "GQA")
+    line = t("models.shape", title=model.title, layers=model.n_layers, heads=model.n_heads, kv=model.n_kv_heads,
+             kind=kind, per=model.n_rep, d=model.head_dim, pos=f"{model.max_positions:,}",
+             how=t("models.decoder" if model.causal else "models.encoder"))  # fmt: skip
+    if model.quantization:
+        line += " " + t("models.quantized", q=model.quantization)
+    return line
+
+
+def input_notes(model: LoadedModel, inp: ModelText, att: ModelAttention, style: figures.Style) -> list[str]:
+    """Notices about the input: cut to the model's positions; unknown tokens (MiniLM and Chinese)."""
+    t, notes = style.t, []
+    if att.truncated:
+        notes.append(t("models.cut", n=f"{att.n_text_tokens:,}", max=f"{model.max_positions:,}"))
+    unk = getattr(model.tokenizer, "unk_token", None)
+    n_unk = sum(tok == unk for tok in att.tokens) if unk else 0
+    if n_unk:
+        notes.append(t("models.unknown", n=n_unk, total=len(att.tokens), unk=unk, title=model.title))
+    return notes
+
+
+def input_line(inp: ModelText, att: ModelAttention, style: figures.Style) -> str:
+    if inp.kind == "repeated":
+        return style.t("models.input_repeated", n=inp.repeat_len, t=len(att.tokens))
+    return style.t("models.input_text", t=len(att.tokens))
+
+
+def role_table(df: pd.DataFrame, style: figures.Style) -> pd.DataFrame:
+    """The :data:`TOP_HEADS` strongest heads of every role (the lowest entropy), in the user's language."""
+    rows = []
+    for score in SCORE_CODES:
+        top = df.nsmallest(TOP_HEADS, score) if score in LOW_IS_STRONG else df.nlargest(TOP_HEADS, score)
+        for r in top.itertuples():
+            rows.append({style.t("models.col_role"): style.t(f"opt.score.{score}"), style.t("models.col_layer"):
+                         int(r.layer), style.t("models.col_head"): int(r.head),
+                         style.t("models.col_kv"): int(r.kv_head), style.t("models.col_score"): round(getattr(r, score), 3)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def strongest(df: pd.DataFrame, score: str, n: int = TOP_HEADS) -> list[tuple[int, int, float]]:
+    """``(layer, head, score)`` of the ``n`` strongest heads for ``score``."""
+    top = df.nsmallest(n, score) if score in LOW_IS_STRONG else df.nlargest(n, score)
+    return [(int(r.layer), int(r.head), float(getattr(r, score))) for r in top.itertuples()]
+
+
+def open_choices(model: LoadedModel, df: pd.DataFrame, score: str, style: figures.Style) -> dict[tuple[int, int], str]:
+    """The strongest heads of ``score`` as ``{(layer, head): label}``, the page's "open a head" choices."""
+    return {(layer, head): style.t("models.open_label", layer=layer, head=head, kv=model.kv_head(head), v=f"{v:.2f}")
+            for layer, head, v in strongest(df, score)}  # fmt: skip
+
+
+def group_similarity(df: pd.DataFrame, score: str) -> tuple[float, float] | None:
+    """Mean |difference| of ``score`` between two heads of one layer sharing a KV head, and not sharing one.
+
+    None when no layer has two heads of one KV head (MHA) or no two of different ones (MQA).
+    """
+    within, between = [], []
+    for _, layer in df.groupby("layer"):
+        vals, kv = layer[score].to_numpy(), layer["kv_head"].to_numpy()
+        for i, j in itertools.combinations(range(len(vals)), 2):
+            (within if kv[i] == kv[j] else between).append(abs(vals[i] - vals[j]))
+    if not within or not between:
+        return None
+    return float(np.mean(within)), float(np.mean(between))
+
+
+def gqa_note(model: LoadedModel, df: pd.DataFrame, score: str, style: figures.Style) -> str:
+    """What the measured scores say about heads that share a KV head (chosen from the numbers)."""
+    t = style.t
+    name = t(f"opt.score.{score}")
+    sim = group_similarity(df, score)
+    if sim is None:
+        return t("models.gqa_mha" if model.n_kv_heads == model.n_heads else "models.gqa_mqa", title=model.title)
+    within, between = sim
+    ratio = within / between if between > 0 else 1.0
+    verdict = "alike" if ratio < 0.75 else ("unlike" if ratio > 1.25 else "same")
+    layer, head, value = strongest(df, score, 1)[0]
+    kv = model.kv_head(head)
+    mates = df[(df.layer == layer) & (df.kv_head == kv)].sort_values("head")
+    mates_text = ", ".join(f"{int(r.head)}: {getattr(r, score):.2f}" for r in mates.itertuples())
+    return t(f"models.gqa_{verdict}", score=name, within=f"{within:.3f}", between=f"{between:.3f}",
+             ratio=f"{ratio:.2f}", per=model.n_rep, layer=layer, head=head, kv=kv, value=f"{value:.2f}",
+             mates=mates_text)  # fmt: skip
+
+
+def roles_method(model: LoadedModel, df: pd.DataFrame, style: figures.Style) -> str:
+    return style.t("models.roles_method", n=df.attrs.get("seq_len", ROLE_SEQ_LEN), k=df.attrs.get("n_seqs", ROLE_SEQS),
+                   seed=df.attrs.get("seed", 0), title=model.title)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StepFacts:
+    """What the heatmaps page's step sentences need (:func:`hm.explanation`, :func:`hm.step_notes`), for a real layer."""
+
+    head_dim: int
+    scale: float
+    n_rep: int
+    t_q: int
+    t_k: int
+    scaling: bool = True
+    temperature: float = 1.0
+    cross: bool = False
+
+
+def step_facts(model: LoadedModel, att: ModelAttention) -> StepFacts:
+    d, t = model.head_dim, len(att.tokens)
+    return StepFacts(d, att.scales[0], model.n_rep, t, t, temperature=round((d**-0.5) / att.scales[0], 6))
+
+
+def scale_summary(res: ScaleResult, style: figures.Style) -> str:
+    """The score-scale sentence: the trained layers' spread against the random layer's, from the numbers."""
+    tab, rnd = res.table, res.random.iloc[0]
+    hi = tab.loc[tab.scaled_var.idxmax()]
+    peakier = int((tab.max_weight > rnd.max_weight).sum())
+    return style.t("models.scale_summary", t=res.n_tokens, lo=f"{tab.scaled_var.min():.3g}",
+                   hi=f"{tab.scaled_var.max():.3g}", hi_layer=int(hi.layer), rnd=f"{rnd.scaled_var:.3g}",
+                   raw_rnd=f"{rnd.score_var:.3g}", d=res.head_dim, mw_lo=f"{tab.max_weight.min():.2f}",
+                   mw_hi=f"{tab.max_weight.max():.2f}", mw_rnd=f"{rnd.max_weight:.2f}", peakier=peakier,
+                   n=len(tab))  # fmt: skip
+
+
+# ---------------------------------------------------------------- generation: numbers and sentences
+def gen_series(pairs: Sequence[GenPair], x_max: int) -> mf.DecodeSeries:
+    steps = [p.cached for p in pairs]
+    y_max = max([s.formula_bytes for s in steps] + [1])
+    return mf.DecodeSeries([s.seq_len for s in steps], [s.cache_bytes for s in steps],
+                           [s.formula_bytes for s in steps], x_max=x_max, y_max=y_max)  # fmt: skip
+
+
+def gen_x_max(spec: GenSpec, n_prompt: int) -> int:
+    return n_prompt + spec.n_new
+
+
+def speed(pairs: Sequence[GenPair]) -> tuple[float, float | None]:
+    """Tokens per second with the cache and recomputing, over the steps after the first (which reads the prompt)."""
+    after = pairs[1:] if len(pairs) > 1 else pairs
+    c = sum(p.cached.seconds for p in after)
+    cached = len(after) / c if c > 0 else math.inf
+    if not after or after[0].recomputed is None:
+        return cached, None
+    r = sum(p.recomputed.seconds for p in after if p.recomputed is not None)
+    return cached, (len(after) / r if r > 0 else math.inf)
+
+
+def gen_summary(pairs: Sequence[GenPair], spec: GenSpec, stopped: bool, style: figures.Style) -> tuple[str, str]:
+    """(Streamlit call, text) saying what a generation measured, each sentence from its numbers."""
+    t, n = style.t, len(pairs)
+    parts = [t("models.gen_stopped", i=n, n=spec.n_new)] if stopped else []
+    if pairs:
+        equal = all(p.cached.cache_bytes == p.cached.formula_bytes for p in pairs)
+        last = pairs[-1].cached
+        parts.append(t("models.gen_equal" if equal else "models.gen_unequal", n=n, s=last.seq_len,
+                       b=format_bytes_exact(last.cache_bytes)))  # fmt: skip
+        if pairs[-1].cached.eos:
+            parts.append(t("models.gen_eos", n=n))
+        with_c, without = speed(pairs)
+        if without is not None:
+            same = sum(p.recomputed is not None and p.recomputed.token_id == p.cached.token_id for p in pairs)
+            parts.append(t("models.gen_same", same=same, n=n))
+            key = "models.gen_faster" if with_c >= without else "models.gen_slower"
+            parts.append(t(key, c=f"{with_c:.1f}", r=f"{without:.1f}", x=f"{with_c / without:.2f}"))
+        else:
+            parts.append(t("models.gen_rate", c=f"{with_c:.1f}"))
+    text = ("" if style.lang == "zh" else " ").join(parts)
+    return ("warning" if stopped else "success"), text
+
+
+def gen_progress(spec: GenSpec, pairs: Sequence[GenPair], style: figures.Style) -> tuple[float, str]:
+    if not pairs:
+        return 0.0, style.t("models.gen_starting")
+    return len(pairs) / spec.n_new, style.t("models.gen_progress", i=len(pairs), n=spec.n_new)
+
+
+MARKDOWN_SPECIAL = "\\`*_{}[]<>()#+-.!|~$"
+
+
+def plain_markdown(text: str) -> str:
+    """``text`` shown as it is in Markdown: every character Markdown would read as markup escaped."""
+    return "".join("\\" + c if c in MARKDOWN_SPECIAL else c for c in text).replace("\n", "  \n")
+
+
+def gen_text(model: LoadedModel, inp: ModelText, pairs: Sequence[GenPair]) -> str:
+    """The prompt, then the generated text so far in bold (as Markdown, every character shown as it is)."""
+    prompt = model.tokenizer.decode(list(inp.ids)) if inp.ids is not None else inp.text
+    new = pairs[-1].cached.text if pairs else ""
+    shown = plain_markdown(prompt) + (f" **{plain_markdown(new.strip())}**" if new.strip() else "")
+    return shown
+
+
+def gen_frame(pairs: Sequence[GenPair]) -> pd.DataFrame:
+    """One row per generated token: the token, the context, the measured and formula cache bytes, the times."""
+    return pd.DataFrame({
+        "step": [p.cached.step for p in pairs],
+        "token": [p.cached.token for p in pairs],
+        "token_id": [p.cached.token_id for p in pairs],
+        "context_tokens": [p.cached.seq_len for p in pairs],
+        "cache_bytes_measured": [p.cached.cache_bytes for p in pairs],
+        "cache_bytes_formula": [p.cached.formula_bytes for p in pairs],
+        "ms_with_cache": [p.cached.seconds * 1e3 for p in pairs],
+        "ms_recomputing": [p.recomputed.seconds * 1e3 if p.recomputed else None for p in pairs],
+        "token_recomputing": [p.recomputed.token if p.recomputed else None for p in pairs],
+    })  # fmt: skip
+
+
+def gen_views(pairs: Sequence[GenPair], spec: GenSpec, prompt: Sequence[str], shape: tuple[int, int],
+              style: figures.Style) -> list[View]:  # fmt: skip
+    """The cache against the formula, the time per token, and the newest token's attention row in layer
+    ``shape[0]`` (the model has ``shape[1]`` KV heads)."""
+    x_max = gen_x_max(spec, len(prompt))
+    data = gen_frame(pairs)
+    mem = mf.decode_memory_figure(gen_series(pairs, x_max), style)
+    recompute = [p.recomputed.seconds * 1e3 for p in pairs] if pairs and pairs[0].recomputed else None
+    time_fig = mf.decode_time_figure([p.cached.seq_len for p in pairs], [p.cached.seconds * 1e3 for p in pairs],
+                                     recompute, x_max=x_max, style=style)  # fmt: skip
+    out = [View("gen_cache", mem, data), View("gen_time", time_fig, data)]
+    last = pairs[-1].cached if pairs else None
+    if last is not None and last.attention is not None:
+        context = list(prompt) + [p.cached.token for p in pairs[:-1]]
+        out.append(newest_row_view(last, context, shape[0], shape[1], style))
+    return out
+
+
+def newest_row_view(step: GenStep, context: Sequence[str], layer: int, n_kv_heads: int, style: figures.Style) -> View:
+    """The newest position's weights over the context in ``layer``, one row per head (with its KV head)."""
+    rows = step.attention[layer]  # (H, S)
+    n_heads = rows.shape[0]
+    fig = modfig.newest_row_figure(rows, list(context)[: rows.shape[1]], layer, step.token, n_kv_heads, style)
+    labels = [f"{tok} ({i})" for i, tok in enumerate(list(context)[: rows.shape[1]])]
+
+    def frame() -> pd.DataFrame:
+        return hm.matrix_frame(rows, [f"head {h}" for h in range(n_heads)], labels, "head", "key", "weight")
+
+    return View(f"gen_newest_row_layer{layer}", fig, frame)
+
+
+# ---------------------------------------------------------------- the heatmaps page's steps, on a real layer
+grid_maps, zoom_maps, step_window, grid_view, step_views, step_columns = (
+    hm.grid_maps, hm.zoom_maps, hm.step_window, hm.grid_view, hm.step_views, hm.step_columns)  # fmt: skip
+read_help, is_pooled, default_cscale, ZOOM_SIDE, STEP_WINDOW = (
+    hm.read_help, hm.is_pooled, hm.default_cscale, hm.ZOOM_SIDE, hm.STEP_WINDOW)  # fmt: skip
+grid_side = figures.grid_side
+
+
+def layer_line(model: LoadedModel, layer: int, style: figures.Style) -> str:
+    """Above the grid: which layer, and how its query heads share the KV heads."""
+    return style.t("models.layer_line", layer=layer, heads=model.n_heads, kv=model.n_kv_heads, per=model.n_rep)
+
+
+def step_texts(model: LoadedModel, att: ModelAttention, hw: hm.HeadWindow, style: figures.Style) -> tuple[list, list]:
+    """(notes above the steps, the sentence above each of the eight steps) for a real head."""
+    facts = step_facts(model, att)
+    return hm.step_notes(facts, hw, style), [hm.explanation(facts, i, style) for i in range(len(hm.STEP_NAMES))]
+
+
+def source_line(model: LoadedModel, style: figures.Style) -> str:
+    """Where the model comes from (its preset's source), and that its maps are a trained model's."""
+    return style.t("models.source", title=model.title, url=model.preset.source)
+
+
+# ---------------------------------------------------------------- charts
+def roles_view(df: pd.DataFrame, model: LoadedModel, score: str, style: figures.Style) -> View:
+    """The layers × heads map of one role score, heads framed by the KV head they share."""
+    mat = df.pivot(index="layer", columns="head", values=score).to_numpy(dtype=np.float32)
+    fig = modfig.roles_figure(mat, model.n_kv_heads, style.t(f"opt.score.{score}"),
+                              style.t("models.roles_title", score=style.t(f"opt.score.{score}"), title=model.title),
+                              style)  # fmt: skip
+    return View(f"head_roles_{score}", fig, df)
+
+
+def scale_views(res: ScaleResult, style: figures.Style) -> list[View]:
+    """Per layer: the variance of q·k and of the scaled scores; the largest weight, saturated rows and entropy."""
+    data = res.table.assign(**{f"random_{c}": float(res.random.iloc[0][c]) for c in res.table.columns if c != "layer"})
+    return [View("score_variance", modfig.variance_figure(res, style), data),
+            View("softmax_peak", modfig.peak_figure(res, style), data)]  # fmt: skip
+
+
+# ---------------------------------------------------------------- the command line's charts
+def views(p: Params, style: figures.Style, which: str | Sequence[str] | None = None, device: str = "cpu") -> list[View]:
+    """The charts of ``which`` views (default: the page's current view) for ``p``."""
+    default = {"head": ["zoom", "steps"]}.get(p.view, [p.view])
+    model = load_model(p.model_key, device=device)
+    inp = model_input(model, p)
+    layer, head = p.layer_of(model), p.head_of(model)
+    out: list[View] = []
+    for name in view_list(which, VIEW_NAMES, default):
+        if name == "roles":
+            out.append(roles_view(roles(model, p.seed), model, p.score, style))
+        elif name == "scale":
+            out.extend(scale_views(scale(model, inp, p.seed), style))
+        elif name == "generate":
+            spec = gen_spec(model, p, inp)
+            pairs = list(gen_steps(model, spec))
+            out.extend(gen_views(pairs, spec, prompt_tokens(model, inp), (layer, model.n_kv_heads), style))
+        else:
+            att = capture(model, inp, layer)
+            t = len(att.tokens)
+            src = att.source(layer)
+            if name == "layer":
+                out.append(hm.grid_view(hm.grid_maps(src, p.pool), style, p.fit(t)))
+            elif name == "zoom":
+                out.append(hm.grid_view(hm.zoom_maps(src, head, (0, t, 0, t), p.pool), style, p.fit(t)))
+            else:
+                hw = hm.step_window(src, head, p.q_start, p.k_start)
+                out.extend(hm.step_views(hw, style, hm.step_columns(hw, style)))
+    return out

@@ -1,0 +1,161 @@
+"""Page: a pretrained model's attention: head roles by KV group, one layer, one head, generation, score scale."""
+
+import streamlit as st
+
+import ui
+from attn_core.views import models as mv
+
+P = mv.Params
+ui.page_guard()
+style = ui.style()
+st.title(ui.t("models.title"))
+st.caption(ui.t("models.intro"))
+
+with ui.controls_box():
+    c1, c2 = st.columns([1, 1.5], gap="large")
+    with c1:
+        v = {"model": ui.control(P, "model", widget="select")}
+        if v["model"] == "local":
+            v["model_path"] = ui.control(P, "model_path", height=68)
+        v["example"] = ui.control(P, "example", widget="select")
+        model = ui.model(lambda: P(**v).model_key)
+    with c2:
+        if v["example"] == "own":
+            v["text"] = ui.control(P, "text", height=110)
+        elif v["example"] == "repeated" and model is not None:
+            v["repeat_len"] = ui.control(P, "repeat_len", hi=mv.max_repeat(model))
+        elif v["example"] in mv.EXAMPLE_TEXTS:
+            st.markdown(f"> {mv.EXAMPLE_TEXTS[v['example']]}")
+if model is None:
+    st.stop()
+p = P(**v, seed=ui.seed())
+st.markdown(mv.model_line(model, style))
+st.caption(mv.source_line(model, style))
+inp = ui.run_safely(lambda: mv.model_input(model, p))
+if inp is None:
+    st.stop()
+p = mv.with_values(p, view=ui.control(P, "view"))
+
+
+def open_head(layer: int, head: int) -> None:
+    """Open a head of the roles list: its layer and head, in the one-head view."""
+    st.session_state.update(layer=layer, head=head, view="head")
+
+
+def captured(layer: int):
+    """The layer's captured q, k, v on the input (cached), with the notes about the input."""
+    with st.spinner(ui.t("models.capturing", layer=layer), show_time=True):
+        att = ui.compute(mv.capture, model, inp, layer)
+    if att is None:
+        st.stop()
+    st.caption(mv.input_line(inp, att, style))
+    for note in mv.input_notes(model, inp, att, style):
+        st.warning(note, icon="✂️")
+    return att
+
+
+def pick_layer() -> int:  # the middle layer until one is picked
+    return ui.control(P, "layer", hi=model.n_layers - 1, default=model.n_layers // 2)
+
+
+if p.view == "roles":
+    p = mv.with_values(p, score=ui.control(P, "score"))
+    with st.spinner(ui.t("models.scoring", title=model.title), show_time=True):
+        df = ui.compute(mv.roles, model, p.seed)
+    if df is None:
+        st.stop()
+    ui.show_view(ui.view(mv.roles_view, df, model, p.score, style), "mdl_roles")
+    st.info(mv.gqa_note(model, df, p.score, style), icon="🔎")
+    st.caption(mv.roles_method(model, df, style))
+    st.markdown(f"**{ui.t('models.strongest')}**")
+    st.dataframe(mv.role_table(df, style), hide_index=True, width="stretch")
+    picks = mv.open_choices(model, df, p.score, style)
+    o1, o2 = st.columns([2, 1], vertical_alignment="bottom")
+    pick = o1.selectbox(ui.t("models.open_pick"), list(picks), key="role_pick", format_func=picks.get)
+    o2.button(ui.t("models.open"), key="role_open", icon=":material/zoom_in:", on_click=open_head, args=pick)
+elif p.view == "layer":
+    layer = pick_layer()
+    att = captured(layer)
+    st.markdown(mv.layer_line(model, layer, style))
+    t = len(att.tokens)
+    p = ui.map_options(p, t, t, mv.grid_side(model.n_heads), t)
+    pm = ui.compute(mv.grid_maps, att.source(layer), p.pool)
+    if pm is None:
+        st.stop()
+    ui.show_view(ui.view(mv.grid_view, pm, style, p.fit(t)), "mdl_layer")
+    ui.help_text("heatmap.read.title", mv.read_help(pm, p.fit(t), style))
+elif p.view == "head":
+    c1, c2 = st.columns(2, gap="medium")
+    with c1:
+        layer = pick_layer()
+    with c2:
+        head = ui.control(P, "head", hi=model.n_heads - 1)
+    att = captured(layer)
+    src, t = att.source(layer), len(att.tokens)
+    p = ui.map_options(p, t, t, mv.ZOOM_SIDE, t)
+    pm = ui.compute(mv.zoom_maps, src, head, (0, t, 0, t), p.pool)
+    if pm is None:
+        st.stop()
+    ui.show_view(ui.view(mv.grid_view, pm, style, p.fit(t)), "mdl_zoom")
+    st.subheader(ui.t("models.steps_header"))
+    q0 = k0 = 0
+    if t > mv.STEP_WINDOW:  # a window of the sequence: where it starts
+        w1, w2 = st.columns(2, gap="medium")
+        q0 = ui.control(P, "q_start", hi=t - mv.STEP_WINDOW, container=w1)
+        k0 = ui.control(P, "k_start", hi=t - mv.STEP_WINDOW, container=w2)
+    hw = ui.compute(mv.step_window, src, head, q0, k0)
+    if hw is None:
+        st.stop()
+    notes, sentences = mv.step_texts(model, att, hw, style)
+    for note in notes:
+        st.caption(note)
+    ui.show_steps(ui.view(mv.step_views, hw, style, mv.step_columns(hw, style)), sentences,
+                  mv.step_columns(hw, style), key="mdl_step")  # fmt: skip
+elif p.view == "generate":
+    if not model.causal:
+        st.info(ui.t("models.gen_encoder", title=model.title), icon="ℹ️")
+        st.stop()
+    g1, g2, g3 = st.columns(3, gap="large")
+    with g1:
+        p = mv.with_values(p, gen_tokens=ui.control(P, "gen_tokens"))
+    with g2:
+        p = mv.with_values(p, gen_compare=ui.control(P, "gen_compare"))
+    with g3:
+        layer = pick_layer()
+    spec = mv.gen_spec(model, p, inp)
+    prompt = mv.prompt_tokens(model, inp)
+    run = ui.live_state("model_gen", (spec, ui.device()))
+    start = ui.live_buttons("gen", "models.gen_run", "models.gen_stop")
+    bar, status, text_box = st.empty(), st.empty(), st.empty()
+    boxes = [c.empty() for c in st.columns(2, gap="medium")]
+    row_box = st.empty()
+
+    def frame(r: ui.LiveRun) -> None:
+        text_box.container(border=True).markdown(mv.gen_text(model, inp, r.steps))
+        ui.live_charts(mv.gen_views(r.steps, spec, prompt, (layer, model.n_kv_heads), style), [*boxes, row_box])
+
+    if start:
+        run = ui.live_run("model_gen", (spec, ui.device()), lambda: mv.gen_steps(model, spec), frame,
+                          progress=lambda r: mv.gen_progress(spec, r.steps, style), bar=bar)  # fmt: skip
+    if run.status == "idle":
+        status.caption(ui.t("models.gen_press"))
+    elif run.status == "error":
+        with status.container():
+            ui.show_error(run.error)
+    elif run.steps:
+        run_spec = run.params[0]
+        kind, text = mv.gen_summary(run.steps, run_spec, run.status == "stopped", style)
+        getattr(status, kind)(text)
+        if run.stale:
+            st.caption(ui.t("models.gen_stale"))
+        text_box.container(border=True).markdown(mv.gen_text(model, run_spec.inp, run.steps))
+        views = mv.gen_views(run.steps, run_spec, prompt, (layer, model.n_kv_heads), style)
+        ui.show_views(views, [*boxes, row_box], "mdl_")  # this session's own run: drawn directly, not cached
+else:
+    with st.spinner(ui.t("models.scaling", title=model.title), show_time=True):
+        res = ui.compute(mv.scale, model, inp, p.seed)
+    if res is None:
+        st.stop()
+    st.markdown(mv.scale_summary(res, style))
+    ui.show_views(ui.view(mv.scale_views, res, style), st.columns(2, gap="medium"), "mdl_")
+    ui.help_expander("models.scale_help")
