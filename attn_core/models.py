@@ -45,6 +45,7 @@ from .memory import ModelPreset, format_bytes, kv_cache_bytes
 from .sources import SeededLayer, TensorLayer
 
 DECODERS = ("llama", "mistral", "qwen2", "qwen3", "gpt2")
+ROPE = ("llama", "mistral", "qwen2", "qwen3")  # rotary positions on q and k; GPT-2 and BERT add positions to the input
 ENCODERS = ("bert",)
 SUPPORTED = DECODERS + ENCODERS
 CAPTURE_IMPL = "attn_explorer_capture"  # the attention function's name in transformers' AttentionInterface
@@ -123,6 +124,11 @@ class LoadedModel:
 
     def __reduce__(self) -> tuple:
         return load_model, (self.name, self.device)
+
+    @property
+    def rope(self) -> bool:
+        """Whether the queries and keys are rotated by RoPE (else positions were added to the embeddings)."""
+        return self.arch in ROPE
 
     @property
     def n_rep(self) -> int:

@@ -40,6 +40,7 @@ p = mv.with_values(p, view=ui.control(P, "view"))
 def open_head(layer: int, head: int) -> None:
     """Open a head of the roles list: its layer and head, in the one-head view."""
     st.session_state.update(layer=layer, head=head, view="head")
+    st.query_params.update(layer=str(layer), head=str(head), view="head")  # URL-bound sliders read it when made
 
 
 def captured(layer: int):

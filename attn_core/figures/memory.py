@@ -291,10 +291,12 @@ def decode_time_figure(
     x_max: int,
     repeats: int = 1,
     style: Style = Style(),
+    title: str | None = None,
 ) -> go.Figure:
     """Wall time per generated token with the cache and recomputing everything, against the context length.
 
-    The first point of each series is the prefill of the prompt; each point is the best of ``repeats`` runs.
+    The first point of each series is the prefill of the prompt; each point is the best of ``repeats`` runs
+    (the title says so unless ``title`` is given).
     """
     x = np.asarray(seq_len, dtype=np.int64)
     series = [("kvmem.with_cache", cached_ms, CACHED_COLOR)]
@@ -305,7 +307,7 @@ def decode_time_figure(
                  hovertemplate="S = %{x:,}<br>%{y:.3f} ms<extra>%{fullData.name}</extra>")
             for key, values, color in series]  # fmt: skip
     layout = base_layout(
-        style.t("kvmem.live_time_title", k=repeats), style, 420 if style.present else 380,
+        title or style.t("kvmem.live_time_title", k=repeats), style, 420 if style.present else 380,
         xaxis=dict(range=[0, x_max * 1.02 + 1], title=dict(text=style.t("kvmem.tokens_in_context"))),
         yaxis=dict(title=dict(text=style.t("kvmem.ms_axis")), rangemode="tozero"),
         legend=dict(orientation="h", yanchor="top", y=-0.3, x=0), uirevision="kv_live_time",

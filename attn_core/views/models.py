@@ -454,7 +454,7 @@ def gen_views(pairs: Sequence[GenPair], spec: GenSpec, prompt: Sequence[str], sh
     mem = mf.decode_memory_figure(gen_series(pairs, x_max), style)
     recompute = [p.recomputed.seconds * 1e3 for p in pairs] if pairs and pairs[0].recomputed else None
     time_fig = mf.decode_time_figure([p.cached.seq_len for p in pairs], [p.cached.seconds * 1e3 for p in pairs],
-                                     recompute, x_max=x_max, style=style)  # fmt: skip
+                                     recompute, x_max=x_max, style=style, title=style.t("models.time_title"))  # fmt: skip
     out = [View("gen_cache", mem, data), View("gen_time", time_fig, data)]
     last = pairs[-1].cached if pairs else None
     if last is not None and last.attention is not None:
@@ -489,10 +489,29 @@ def layer_line(model: LoadedModel, layer: int, style: figures.Style) -> str:
     return style.t("models.layer_line", layer=layer, heads=model.n_heads, kv=model.n_kv_heads, per=model.n_rep)
 
 
+def head_score_variance(att: ModelAttention, head: int, n_rep: int) -> tuple[float, float]:
+    """Variance of q·k and of the scaled scores of one head over every allowed (query, key) pair of the text."""
+    q, k = att.q[0, head].astype(np.float64), att.k[0, head // n_rep].astype(np.float64)
+    s = q @ k.T
+    t = s.shape[0]
+    allowed = np.tril(np.ones((t, t), dtype=bool)) if att.causal else np.ones((t, t), dtype=bool)
+    v = float(s[allowed].var())
+    return v, v * att.scales[0] ** 2
+
+
 def step_texts(model: LoadedModel, att: ModelAttention, hw: hm.HeadWindow, style: figures.Style) -> tuple[list, list]:
-    """(notes above the steps, the sentence above each of the eight steps) for a real head."""
+    """(notes above the steps, the sentence above each of the eight steps) for a real head: where its Q, K and V
+    come from in this model, and the variance its scores really have (not the random layer's unit variance)."""
     facts = step_facts(model, att)
-    return hm.step_notes(facts, hw, style), [hm.explanation(facts, i, style) for i in range(len(hm.STEP_NAMES))]
+    sentences = [hm.explanation(facts, i, style) for i in range(len(hm.STEP_NAMES))]
+    how = "rope" if model.rope else "abs"
+    kv = dict(layer=att.layers[0], head=hw.head, kv=hw.group, per=model.n_rep)
+    for i in range(3):
+        sentences[i] = style.t(f"models.explain{i + 1}_{how}", **kv)
+    raw, scaled = head_score_variance(att, hw.head, model.n_rep)
+    sentences[4] = style.t("models.explain5", d=model.head_dim, scale=f"{att.scales[0]:.4g}", raw=f"{raw:.3g}",
+                           scaled=f"{scaled:.3g}", t=len(att.tokens))  # fmt: skip
+    return hm.step_notes(facts, hw, style), sentences
 
 
 def source_line(model: LoadedModel, style: figures.Style) -> str:

@@ -16,9 +16,11 @@ SLIDERS = {
     "saturation": ("head_dim", 1),
     "kv_sharing": ("n_heads", 4),
     "kv_cache": ("batch", 3),
+    "models": ("layer", 2),
 }
+QUERY = {"models": "?view=layer"}  # the view that has the slider, when the page opens on another
 # (url path, slider, presses): the default page lives at the root URL
-PAGES = [("" if p.default else p.name, *SLIDERS[p.name]) for p in REGISTRY]
+PAGES = [("" if p.default else p.name + QUERY.get(p.name, ""), *SLIDERS[p.name]) for p in REGISTRY]
 
 
 def assert_clean(w) -> None:
@@ -31,14 +33,14 @@ def assert_clean(w) -> None:
     assert foreign == [], f"requests left the app's host (offline use would break): {foreign[:5]}"
 
 
-@pytest.mark.parametrize("path,slider,presses", PAGES, ids=[p[0] or "heatmaps" for p in PAGES])
+@pytest.mark.parametrize("path,slider,presses", PAGES, ids=[p[0].split("?")[0] or "heatmaps" for p in PAGES])
 def test_page_renders_and_slider_updates(watch, path, slider, presses):
     watch.open(path)
     charts = watch.page.get_by_test_id("stPlotlyChart")
     assert charts.count() >= 1
     assert_clean(watch)
     assert watch.pushed_margins() == [], "plotly had to widen margins: those charts were laid out twice"
-    watch.shot(path or "heatmaps")
+    watch.shot(path.split("?")[0] or "heatmaps")
     before = watch.chart_fingerprints()
     watch.press_slider(slider, presses)
     after = watch.chart_fingerprints()
@@ -106,12 +108,14 @@ def test_bad_url_shows_notice_not_traceback(watch):
         ("kv_sharing", ["maps", "costs", "mapping", "convert"]),
         ("kv_cache", []),
         ("saturation", []),
+        ("models", ["roles", "layer", "head", "scale"]),
     ],
 )
 def test_every_view_renders_in_both_languages(watch, path, views):
+    key = "view" if path == "models" else "kv_view"
     for lang in ("en", "zh"):
         for view in views or [None]:
-            query = f"?lang={lang}" + (f"&kv_view={view}" if view else "")
+            query = f"?lang={lang}" + (f"&{key}={view}" if view else "")
             watch.open(path + query, chart=view != "costs")
             assert_clean(watch)
             watch.shot(f"{path}-{view or 'default'}-{lang}")

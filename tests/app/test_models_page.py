@@ -1,0 +1,158 @@
+"""AppTest: the pretrained-models page with the shipped models: roles, one layer, one head, generation, score scale.
+
+Every number the page draws is checked against the engine run directly (the captured q and k, torch's
+softmax, the cache formula 2·L·H_kv·S·d·4 by hand), and every sentence that concludes against the numbers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attn_core.figures import Style
+from attn_core.figures.base import group_color
+from attn_core.views import models as mv
+from tests.conftest import no_exception
+from tests.util import arr, chart_specs
+
+PAGE = "pages/models.py"
+pytestmark = pytest.mark.usefixtures("smollm2")  # skip (or fail under CI) when the model packages are missing
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    from tests.models.conftest import _shipped
+
+    return _shipped("smollm2-135m")
+
+
+def texts(at) -> str:
+    return "\n".join(e.value for e in [*at.markdown, *at.caption, *at.warning, *at.info, *at.error, *at.success])
+
+
+def test_roles_view_frames_kv_groups_and_concludes_from_the_scores(app_test, smollm2):
+    at = app_test(PAGE)
+    no_exception(at)
+    (spec,) = chart_specs(at)
+    assert spec["layout"]["xaxis"]["ticktext"][:4] == ["h0 · KV0", "h1 · KV0", "h2 · KV0", "h3 · KV1"]
+    frames = spec["layout"]["shapes"]
+    assert [f["line"]["color"] for f in frames] == [group_color(g) for g in range(3)]
+    assert [(f["x0"], f["x1"]) for f in frames] == [(-0.5, 2.5), (2.5, 5.5), (5.5, 8.5)]
+    df = mv.roles(smollm2, 0)
+    z = arr(spec["data"][0]["z"])
+    assert z.shape == (30, 9)
+    np.testing.assert_allclose(z, df.pivot(index="layer", columns="head", values="induction").to_numpy(), atol=1e-6)
+    # the sentence about GQA carries the measured differences and the strongest head
+    within, between = mv.group_similarity(df, "induction")
+    note = at.info[0].value
+    assert f"{within:.3f}" in note and f"{between:.3f}" in note
+    layer, head, value = mv.strongest(df, "induction", 1)[0]
+    assert value > 0.5 and f"layer {layer} head {head} ({value:.2f})" in note
+    table = at.dataframe[0].value
+    assert len(table) == len(mv.SCORES) * mv.TOP_HEADS
+
+
+def test_opening_a_strong_head_shows_it_step_by_step_with_the_models_weights(app_test, smollm2):
+    at = app_test(PAGE, query={"score": "previous_token"})
+    at.button(key="role_open").click().run()
+    no_exception(at)
+    df = mv.roles(smollm2, 0)
+    layer, head, _ = mv.strongest(df, "previous_token", 1)[0]
+    assert at.segmented_control(key="view").value == "head"
+    assert (at.slider(key="layer").value, at.slider(key="head").value) == (layer, head)
+    specs = chart_specs(at)
+    assert len(specs) == 1 + 8  # the whole head, then the eight steps
+    att = mv.capture(smollm2, mv.model_input(smollm2, mv.Params()), layer)
+    q = torch.from_numpy(att.q[0, head])
+    k = torch.from_numpy(att.k[0, smollm2.kv_head(head)])
+    t = q.shape[0]
+    scores = (q @ k.T) * att.scales[0]
+    expected = torch.softmax(scores.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf")), -1)
+    allowed = ~torch.ones(t, t, dtype=torch.bool).triu(1)
+    raw = (q.double() @ k.double().T)[allowed].var(unbiased=False).item()
+    assert f"Var(q·k) = {raw:.3g}" in texts(at)  # the measured variance, not the random layer's "about d_k"
+    assert "rotated by RoPE" in texts(at)
+    softmax = next(s for s in specs if s["layout"]["title"]["text"].startswith("softmax"))
+    got = np.nan_to_num(arr(softmax["data"][0]["z"]), nan=0.0)
+    n = min(t, mv.STEP_WINDOW)
+    np.testing.assert_allclose(got, expected[:n, :n].numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_one_layer_grid_equals_the_recomputed_weights(app_test, smollm2):
+    at = app_test(PAGE, query={"view": "layer", "layer": "17"})
+    no_exception(at)
+    att = mv.capture(smollm2, mv.model_input(smollm2, mv.Params()), 17)
+    assert "Layer 17: 9 query heads, framed by the 3 KV heads they read (3 per KV head)." in texts(at)
+    (spec,) = chart_specs(at)
+    heat = [tr for tr in spec["data"] if tr.get("type") == "heatmap"]
+    assert len(heat) == 9
+    w = torch.softmax((torch.from_numpy(att.q[0]) @ torch.from_numpy(att.k[0]).repeat_interleave(3, 0).transpose(1, 2))
+                      * att.scales[0] + torch.full((len(att.tokens),) * 2, float("-inf")).triu(1), -1)  # fmt: skip
+    for h, tr in enumerate(heat):
+        np.testing.assert_allclose(np.nan_to_num(arr(tr["z"])), w[h].numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_generation_cache_equals_the_formula_and_the_text_appears(app_test, smollm2):
+    at = app_test(PAGE, query={"view": "generate", "gen_tokens": "6"})
+    assert "Press Generate" in texts(at)
+    at.button(key="gen_run").click().run()
+    no_exception(at)
+    summary = at.success[0].value
+    assert "equals the formula at every one of the 6 steps" in summary
+    assert "chose the same token 6 times out of 6" in summary
+    mem = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem")
+    measured = next(tr for tr in mem["data"] if tr["mode"] == "markers")
+    s = arr(measured["x"]).astype(int)
+    per_token = 2 * 30 * 3 * 64 * 4  # 2 (K and V) · L · H_kv · d · 4 bytes, by hand
+    assert list(s[1:] - s[:-1]) == [1] * 5  # one more position per step
+    np.testing.assert_array_equal(np.round(arr(measured["y"]) * 1024**2), s * per_token)  # MiB axis
+    newest = [sp for sp in chart_specs(at) if "where the last position looks" in sp["layout"]["title"]["text"]]
+    assert len(newest) == 1 and arr(newest[0]["data"][0]["z"]).shape == (9, s[-1])
+    assert "**" in next(m.value for m in at.markdown if m.value.startswith("The cat sat"))  # generated text in bold
+
+
+def test_score_scale_sentence_uses_the_measured_numbers(app_test, smollm2):
+    at = app_test(PAGE, query={"view": "scale"})
+    no_exception(at)
+    res = mv.scale(smollm2, mv.model_input(smollm2, mv.Params()), 0)
+    assert mv.scale_summary(res, Style()) in texts(at)
+    assert res.table.scaled_var.max() > res.random.scaled_var.iloc[0]  # trained scores outgrow the random layer's
+    var, peak = chart_specs(at)
+    assert var["layout"]["yaxis"]["type"] == "log"
+    np.testing.assert_allclose(arr(var["data"][1]["y"]), res.table.scaled_var.to_numpy(), rtol=1e-6)
+
+
+def test_minilm_is_an_encoder_with_unknown_chinese_characters(app_test):
+    at = app_test(PAGE, query={"model": "minilm-l6", "example": "chinese", "view": "layer"})
+    no_exception(at)
+    assert "[UNK]" in "\n".join(w.value for w in at.warning)
+    assert "an encoder (bidirectional" in texts(at)
+    at = app_test(PAGE, query={"model": "minilm-l6", "view": "generate"})
+    assert "is an encoder" in at.info[0].value and not at.button
+
+
+def test_chinese_page_and_bad_local_paths(app_test):
+    at = app_test(PAGE, query={"lang": "zh", "example": "chinese", "view": "layer"})
+    no_exception(at)
+    assert at.title[0].value == "预训练模型：训练出的注意力"
+    assert chart_specs(at)
+    at = app_test(PAGE, query={"model": "local"})
+    assert "Type the path" in at.error[0].value
+    at = app_test(PAGE, query={"model": "local", "model_path": "/nonexistent/model"})
+    assert "/nonexistent/model" in at.error[0].value and not at.exception
+
+
+def test_repeated_random_tokens_show_induction_in_the_zoom(app_test, smollm2):
+    """On random tokens repeated, a strong induction head looks at the token after the earlier copy."""
+    df = mv.roles(smollm2, 0)
+    layer, head, _ = mv.strongest(df, "induction", 1)[0]
+    at = app_test(PAGE, query={"example": "repeated", "repeat_len": "20", "view": "head", "layer": str(layer),
+                               "head": str(head)})  # fmt: skip
+    no_exception(at)
+    assert "20 random tokens, then the same 20 again" in texts(at)
+    zoom = arr(chart_specs(at)[0]["data"][0]["z"])  # two copies of 20 after the special tokens, if any
+    o = zoom.shape[0] - 40
+    rows = np.arange(o + 20, o + 40)  # the second copy
+    on_next = np.nan_to_num(zoom[rows[:-1], rows[:-1] - 20 + 1]).mean()
+    assert on_next > 0.5
