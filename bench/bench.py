@@ -63,6 +63,16 @@ PAGE_SCENARIOS: list[tuple[str, str, dict[str, str], tuple[str, object, object],
         600,
     ),
     ("kv_cache", "defaults", {}, ("batch", 2, 1), 100),
+    # a real model: SmolLM2's layer 17 captured once (cached), a head change redraws the zoom and the steps
+    ("models", "defaults", {"view": "head", "layer": "17"}, ("head", 4, 3), 100),
+    (
+        # SmolLM2's 8192 positions: 4095 random tokens twice, every head of the last layer, pooled
+        "models",
+        "largest",
+        {"view": "layer", "example": "repeated", "repeat_len": "4095", "layer": "29"},
+        ("cscale", "fixed", "fit"),
+        600,
+    ),
     (
         # largest preset (671B parameters, 61 layers), the calculator's longest context (2^20) and largest batch
         "kv_cache",
@@ -106,7 +116,9 @@ PAGE_SLIDERS: dict[str, list[tuple[str, str]]] = {
     "saturation": [("temperature", "sat_maps"), ("head_dim", "sat_dist")],
     "kv_sharing": [("head_dim", "repeat_kv")],
     "kv_cache": [("batch", "kv_memory")],
+    "models": [("head", "mdl_zoom")],
 }
+PAGE_QUERY = {"models": "?view=head&layer=17"}  # the page's view with that slider, when it opens on another
 #: More browser scenarios, measured like the pages' but with no ratio target.
 EXTRA_CASES = [
     SliderCase(
@@ -687,7 +699,8 @@ def page_cases() -> list[SliderCase]:
     if missing:
         raise SystemExit(f"bench.py: no browser slider for the page(s) {sorted(missing)}: add one to PAGE_SLIDERS")
     return [
-        SliderCase(f"{p.name} · {slider}", False, "" if p.default else p.name, (), slider, chart)
+        SliderCase(f"{p.name} · {slider}", False, "" if p.default else p.name + PAGE_QUERY.get(p.name, ""), (), slider,
+                   chart)  # fmt: skip
         for p in PAGES
         for slider, chart in PAGE_SLIDERS[p.name]
     ]
