@@ -10,7 +10,7 @@ from attn_core.views import heatmaps as hm
 P = hm.Params
 ui.page_guard()
 st.title(ui.t("heatmap.title"))
-st.caption(ui.t("heatmap.intro"))
+intro = st.empty()  # said once the source is known
 
 with ui.controls_box():
     c1, c2, c3 = st.columns([1.3, 1, 1], gap="large")
@@ -40,6 +40,7 @@ with ui.controls_box():
             v["temperature"] = ui.control(P, "temperature")
             pad_slot = st.empty()
 
+intro.caption(ui.t("heatmap.intro_model" if model is not None else "heatmap.intro"))
 p = P(**v, seed=ui.seed())
 if model is not None:  # the model's captured layer is the source of every view, on the page's own text
     with st.spinner(ui.t("models.capturing", layer=p.model_layer), show_time=True):
