@@ -19,7 +19,6 @@ from tests.app.test_heatmaps_page import DEFAULT_TEXT, PAGE, grid_z, page_text
 from tests.conftest import no_exception
 from tests.util import arr, chart_specs
 
-pytestmark = pytest.mark.filterwarnings("ignore")
 MODELS = ("smollm2-135m", "minilm-l6")
 SHAPE = {"smollm2-135m": (30, 9, 3, 64, True), "minilm-l6": (6, 12, 12, 32, False)}  # L, H, H_kv, d_k, causal
 
