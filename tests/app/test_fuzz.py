@@ -249,6 +249,10 @@ KV_CACHE_CASES = [
     {"model": "deepseek-v2-lite", "dec_wrong": "true", "dec_steps": "2", "dec_prompt": "1"},
     {"model": "falcon-7b", "dec_wrong": "true", "dtype": "fp8", "weights_dtype": "int4", "stack_weights": "true"},
     {"model": "gpt2", "seq_len": "1", "device_gib": "1", "stack_weights": "true"},
+    # the shipped pretrained models (issue 15): the real decoder's own decode at its extremes, the encoder
+    {"model": "smollm2-135m", "dec_real": "true", "dec_steps": "2", "dec_prompt": "1", "dec_layers": "8"},
+    {"model": "smollm2-135m", "dec_real": "true", "dec_wrong": "true", "dec_batch": "16", "seq_len": "1048576"},
+    {"model": "minilm-l6", "dec_real": "true", "stack_weights": "true", "dtype": "int4"},
 ]  # fmt: skip
 
 
