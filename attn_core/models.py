@@ -29,6 +29,7 @@ import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -326,6 +327,37 @@ def _preset(title: str, source: str, shape: dict[str, Any], n_params: int) -> Mo
     )
 
 
+def _model_folder(hf: Any, name_or_path: str) -> tuple[str, Path, model_store.Shipped | None, Path, str]:
+    """(title, file or folder given, shipped entry, the Hugging Face folder to read, label for messages).
+
+    A GGUF file is converted once and a zip extracted once (:mod:`attn_core.model_store`)."""
+    title, path, shipped = _folder_of(name_or_path)
+    label = shipped.key if shipped else str(path)
+    if path.suffix.lower() == ".gguf":
+        folder = _converted_gguf(hf, path, label)
+    elif path.suffix.lower() == ".zip":
+        folder = model_store.extracted_zip(path, stem=shipped.key if shipped else None)
+    else:
+        folder = path
+    return title, path, shipped, folder, label
+
+
+@lru_cache(maxsize=8)
+def model_preset(name_or_path: str) -> tuple[ModelPreset, bool]:
+    """(the KV-cache calculator's preset of a model, whether it decodes), from its config alone.
+
+    No weights are loaded into a model (the shapes of its parameters are counted on the meta device);
+    a shipped GGUF file is converted once first, as :func:`load_model` does. Read once per process.
+    Raises the same :class:`ConfigError` as :func:`load_model` (a package missing, not a model ...).
+    """
+    hf = _hf()
+    title, path, shipped, folder, label = _model_folder(hf, name_or_path)
+    cfg, n_params = _checked_folder(hf, folder, label)
+    shape = _shape_of(cfg)
+    source = shipped.source if shipped else path.as_uri()
+    return _preset(title, source, shape, n_params), bool(shape["causal"])
+
+
 def load_model(name_or_path: str, device: str | torch.device | None = None) -> LoadedModel:
     """Load a shipped model (``"smollm2-135m"``, ``"minilm-l6"``) or a local folder / ``.gguf`` file, in float32.
 
@@ -336,14 +368,7 @@ def load_model(name_or_path: str, device: str | torch.device | None = None) -> L
     :func:`~attn_core.device.pick_device`.
     """
     hf = _hf()
-    title, path, shipped = _folder_of(name_or_path)
-    label = shipped.key if shipped else str(path)
-    if path.suffix.lower() == ".gguf":
-        folder = _converted_gguf(hf, path, label)
-    elif path.suffix.lower() == ".zip":
-        folder = model_store.extracted_zip(path, stem=shipped.key if shipped else None)
-    else:
-        folder = path
+    title, path, shipped, folder, label = _model_folder(hf, name_or_path)
     cfg, n_params = _checked_folder(hf, folder, label)
     dev = torch.device(device) if device is not None else pick_device()
     auto = hf.AutoModel if cfg.model_type in ENCODERS else hf.AutoModelForCausalLM

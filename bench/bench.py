@@ -699,8 +699,9 @@ def page_cases() -> list[SliderCase]:
     if missing:
         raise SystemExit(f"bench.py: no browser slider for the page(s) {sorted(missing)}: add one to PAGE_SLIDERS")
     return [
-        SliderCase(f"{p.name} · {slider}", False, "" if p.default else p.name + PAGE_QUERY.get(p.name, ""), (), slider,
-                   chart)  # fmt: skip
+        SliderCase(
+            f"{p.name} · {slider}", False, "" if p.default else p.name + PAGE_QUERY.get(p.name, ""), (), slider, chart
+        )  # fmt: skip
         for p in PAGES
         for slider, chart in PAGE_SLIDERS[p.name]
     ]

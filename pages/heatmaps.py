@@ -10,35 +10,56 @@ from attn_core.views import heatmaps as hm
 P = hm.Params
 ui.page_guard()
 st.title(ui.t("heatmap.title"))
-st.caption(ui.t("heatmap.intro"))
+intro = st.empty()  # said once the source is known
 
 with ui.controls_box():
     c1, c2, c3 = st.columns([1.3, 1, 1], gap="large")
     with c1:
-        v = ui.token_input(P)
-        v["cross"] = ui.control(P, "cross")
-        if v["cross"]:
+        v = {"attn_from": ui.control(P, "attn_from", widget="select")}
+        v |= ui.token_input(P, cut_note=v["attn_from"] == "seeded")  # a model reads the whole text
+        if v["attn_from"] == "seeded":
+            v["cross"] = ui.control(P, "cross")
+        if v.get("cross"):
             v["cross_text"] = ui.control(P, "cross_text", height=68)
             ui.note_cut(v["cross_text"])
-    with c2:
-        v["n_heads"] = ui.control(P, "n_heads")
-        v["n_kv_heads"] = ui.control(P, "n_kv_heads", n_heads=v["n_heads"])
-        v["head_dim"] = ui.control(P, "head_dim")
-    with c3:
-        v["mask"] = ui.control(P, "mask")
-        v["scaling"] = ui.control(P, "scaling")
-        v["temperature"] = ui.control(P, "temperature")
-        pad_slot = st.empty()
+    model = ui.model(lambda: v["attn_from"]) if v["attn_from"] != "seeded" else None
+    if v["attn_from"] != "seeded":
+        if model is None:
+            st.stop()
+        with c2:
+            v["model_layer"] = ui.control(P, "model_layer", hi=model.n_layers - 1, default=model.n_layers // 2)
+        c3.markdown(hm.model_line(model, ui.style()))
+    else:
+        with c2:
+            v["n_heads"] = ui.control(P, "n_heads")
+            v["n_kv_heads"] = ui.control(P, "n_kv_heads", n_heads=v["n_heads"])
+            v["head_dim"] = ui.control(P, "head_dim")
+        with c3:
+            v["mask"] = ui.control(P, "mask")
+            v["scaling"] = ui.control(P, "scaling")
+            v["temperature"] = ui.control(P, "temperature")
+            pad_slot = st.empty()
 
+intro.caption(ui.t("heatmap.intro_model" if model is not None else "heatmap.intro"))
 p = P(**v, seed=ui.seed())
-if p.mask == "padding" and p.t_k >= 1:
-    with pad_slot.container():
-        p = hm.with_values(p, pad_len=ui.control(P, "pad_len", hi=p.t_k, default=p.pad))
-layer = ui.run_safely(p.layer)  # the attention source of every view; a bad setting says what to change
-if layer is None:
-    st.stop()
+if model is not None:  # the model's captured layer is the source of every view, on the page's own text
+    with st.spinner(ui.t("models.capturing", layer=p.model_layer), show_time=True):
+        att = ui.compute(hm.capture_layer, model, hm.model_text(p), hm.model_layer_of(p, model))
+    if att is None:
+        st.stop()
+    p, layer = hm.for_model(p, model, att), hm.model_source(att)
+else:
+    if p.mask == "padding" and p.t_k >= 1:
+        with pad_slot.container():
+            p = hm.with_values(p, pad_len=ui.control(P, "pad_len", hi=p.t_k, default=p.pad))
+    layer = ui.run_safely(p.layer)  # the attention source of every view; a bad setting says what to change
+    if layer is None:
+        st.stop()
 st.markdown(hm.summary(p, ui.style()))
-ui.random_weights_note()
+for note in hm.model_notes(model, att, ui.style()) if model is not None else []:
+    st.caption(note)
+if model is None:
+    ui.random_weights_note()
 
 style = ui.style()
 stem = hm.file_stem(p)
@@ -116,7 +137,7 @@ elif p.view == "steps":
         ui.show_steps(steps, [hm.explanation(p, i, style) for i in range(len(steps))], n_cols, stem=stem)
 elif p.view == "shapes":
     st.dataframe(hm.shapes_table(p, style), hide_index=True, width="stretch")
-    st.caption(hm.shapes_note(p, style))
+    st.caption(hm.shapes_note(p, style, model))
 else:
     with computing(p.t_q, p.t_k, p.n_heads):
         pm = ui.compute(hm.entropy_maps, layer)

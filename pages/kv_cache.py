@@ -23,7 +23,9 @@ def show(notices) -> None:
 c1, c2, c3 = st.columns([1.2, 1, 1], gap="large")
 with c1:
     v = {"model": ui.control(P, "model", widget="select")}
-    preset = P(model=v["model"]).preset
+    preset = ui.run_safely(lambda: P(model=v["model"]).preset)  # a shipped model's: from its installed config
+    if preset is None and v["model"] != "custom":
+        st.stop()
     if preset is None:
         v["n_heads"] = ui.control(P, "n_heads")
         v["n_kv_heads"] = ui.control(P, "n_kv_heads", n_heads=v["n_heads"])
@@ -80,17 +82,27 @@ st.subheader(ui.t("kvcache.live_header"))
 mla_note = kc.live_mla(p, calc, style)  # an MLA model's decode runs the table's MHA row
 if mla_note is not None:
     st.info(mla_note, icon="ℹ️")
+model = None  # a shipped decoder preset can decode with the real model; an encoder says it does not decode
+if p.shipped and not p.preset_decodes:
+    st.info(ui.t("kvcache.real_encoder", model=p.preset.name), icon="ℹ️")
+elif p.shipped and ui.control(P, "dec_real"):
+    p = kc.with_values(p, dec_real=True)
+    if (model := ui.model(lambda: p.model)) is None:
+        st.stop()
 d1, d2, d3 = st.columns(3, gap="large")
-with d1:
-    dec = {"dec_layers": ui.control(P, "dec_layers"), "dec_steps": ui.control(P, "dec_steps")}
+with d1:  # the real model has its own layers, batch 1 and float32; the seeded decoder takes them
+    dec = {} if model else {"dec_layers": ui.control(P, "dec_layers")}
+    dec["dec_steps"] = ui.control(P, "dec_steps")
 with d2:
-    dec |= {"dec_prompt": ui.control(P, "dec_prompt"), "dec_batch": ui.control(P, "dec_batch")}
+    dec["dec_prompt"] = ui.control(P, "dec_prompt")
+    if model is None:
+        dec["dec_batch"] = ui.control(P, "dec_batch")
 with d3:
-    dec["dec_dtype"] = ui.control(P, "dec_dtype")
-    dec["dec_wrong"] = ui.control(P, "dec_wrong")
+    if model is None:
+        dec["dec_dtype"], dec["dec_wrong"] = ui.control(P, "dec_dtype"), ui.control(P, "dec_wrong")
     dec["dec_recompute"] = ui.control(P, "dec_recompute")
 p = kc.with_values(p, **dec)
-spec = kc.decode_spec(p)
+spec = kc.decode_spec(p, model)
 st.markdown(kc.live_intro(p, spec, style))
 show(n for n in [kc.wrong_notice(spec, style)] if n is not None)
 
@@ -108,8 +120,8 @@ def frame(r: ui.LiveRun) -> None:
 
 
 if start:
-    run = ui.live_run("kv_decode", (spec, ui.device()), lambda: kc.decode_steps(spec, device=ui.device()), frame,
-                      progress=lambda r: kc.decode_progress(spec, r.steps, style), bar=bar)  # fmt: skip
+    run = ui.live_run("kv_decode", (spec, ui.device()), lambda: kc.decode_steps(spec, device=ui.device(),
+                      model=model), frame, progress=lambda r: kc.decode_progress(spec, r.steps, style), bar=bar)  # fmt: skip
 if run.status == "idle":
     status.caption(ui.t("kvcache.press_run"))
 elif run.status == "error":

@@ -363,12 +363,17 @@ def note_cut(text: str | None) -> None:
         st.warning(t("heatmap.cut", n=n, limit=MAX_TEXT_TOKENS), icon="✂️")
 
 
-def token_input(params: type) -> dict[str, Any]:
-    """The input sequence of a page's ``Params``: ``source``, then ``text`` (its tokens) or ``seq_len`` synthetic ones."""
+def token_input(params: type, cut_note: bool = True) -> dict[str, Any]:
+    """The input sequence of a page's ``Params``: ``source``, then ``text`` (its tokens) or ``seq_len`` synthetic ones.
+
+    ``cut_note``: say when the text has more tokens than the page's tokenizer keeps (not for a pretrained
+    model, which reads the whole text with its own tokenizer).
+    """
     values: dict[str, Any] = {"source": control(params, "source")}
     if values["source"] == "text":
         values["text"] = control(params, "text")
-        note_cut(values["text"])
+        if cut_note:
+            note_cut(values["text"])
     else:
         values["seq_len"] = control(params, "seq_len")
     return values

@@ -307,7 +307,8 @@ def decode_time_figure(
                  hovertemplate="S = %{x:,}<br>%{y:.3f} ms<extra>%{fullData.name}</extra>")
             for key, values, color in series]  # fmt: skip
     layout = base_layout(
-        title or style.t("kvmem.live_time_title", k=repeats), style, 420 if style.present else 380,
+        title or style.t("kvmem.live_time_title" if repeats > 1 else "kvmem.live_time_title_one", k=repeats),
+        style, 420 if style.present else 380,
         xaxis=dict(range=[0, x_max * 1.02 + 1], title=dict(text=style.t("kvmem.tokens_in_context"))),
         yaxis=dict(title=dict(text=style.t("kvmem.ms_axis")), rangemode="tozero"),
         legend=dict(orientation="h", yanchor="top", y=-0.3, x=0), uirevision="kv_live_time",

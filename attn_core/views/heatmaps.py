@@ -9,7 +9,7 @@ draw with the builders below, so a slide matches the screen.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
@@ -29,8 +29,9 @@ from ..longmaps import (  # noqa: F401 - the page's window sizes
 )
 from ..maps import ShapeStep, shape_walk
 from ..masks import MASK_KINDS
-from ..sources import SeededLayer
-from ..tokens import MAX_TEXT_CHARS, MAX_TEXT_TOKENS, tokenize
+from ..models import LoadedModel, ModelAttention, load_model, model_attention
+from ..sources import SeededLayer, TensorLayer
+from ..tokens import MAX_TEXT_CHARS, MAX_TEXT_TOKENS, synthetic_tokens, tokenize
 from .base import DEFAULT_TEXT, TokenInput, View, check_choices, control, matrix_frame, view_list, with_values  # noqa: F401
 
 DEFAULT_CROSS = "Le chat était fatigué ."
@@ -39,6 +40,7 @@ PAGE_VIEWS = ("grid", "zoom", "steps", "shapes", "entropy")  # what the page off
 VIEW_NAMES = ("grid", "zoom", "steps", "entropy")  # what the command line draws (the shapes are a table)
 FIT_FROM_KEYS = 64  # longer rows spread their weight thin (about 1/T each): the colour scale is fitted from here
 ENTROPY_SIDE = 8  # the entropy view needs no map: the smallest pooled grid goes with it
+ATTN_FROM = ("seeded", "smollm2-135m", "minilm-l6")  # the seeded layer, or a shipped pretrained model's layer
 
 
 def default_cscale(t_k: int) -> str:
@@ -76,14 +78,20 @@ class Params(TokenInput):
                            cli_help="first query row of the zoom/steps window")  # fmt: skip
     k_start: int = control(0, "int", lo=0, hi=MAX_SEQ_LEN - 1, data=True, help="help.k_start",
                            cli_help="first key of the zoom/steps window")  # fmt: skip
+    attn_from: str = control("seeded", "choice", options=ATTN_FROM, help="help.attn_from",
+                             cli_help="seeded (the shape flags) or a pretrained model's layer: smollm2-135m, minilm-l6")  # fmt: skip
+    model_layer: int | None = control(None, "int", lo=0, hi=255, data=True, help="help.model_layer",
+                                      cli_help="the model's layer (default: the middle one)")  # fmt: skip
     seed: int = control(0, "seed", cli_help="the layer's seed")
+    model_tokens: tuple[str, ...] | None = field(default=None, repr=False)  # the model's tokens (:func:`for_model`)
+    model_hidden: int | None = field(default=None, repr=False)  # the model's d_model (:func:`for_model`)
 
     def __post_init__(self) -> None:
         check_choices(self)
 
     @property
     def tokens_q(self) -> tuple[str, ...]:
-        return self.input_tokens
+        return self.model_tokens if self.model_tokens is not None else self.input_tokens
 
     @property
     def tokens_k(self) -> tuple[str, ...] | None:
@@ -111,7 +119,13 @@ class Params(TokenInput):
         return (self.cscale or default_cscale(self.t_k)) == "fit"
 
     @property
+    def from_model(self) -> bool:
+        return self.attn_from != "seeded"
+
+    @property
     def scale(self) -> float:
+        if self.model_tokens is not None:  # a captured layer: its own factor, as 1/√d_k ÷ τ (:func:`for_model`)
+            return self.head_dim**-0.5 / self.temperature
         return self.layer().scale
 
     @property
@@ -124,7 +138,8 @@ class Params(TokenInput):
 
     def config(self) -> AttentionConfig:
         return AttentionConfig(n_heads=self.n_heads, n_kv_heads=self.n_kv_heads, head_dim=self.head_dim,
-                               seq_len=max(1, self.t_q), use_scaling=self.scaling, seed=self.seed)  # fmt: skip
+                               seq_len=max(1, self.t_q), use_scaling=self.scaling, seed=self.seed,
+                               d_model=self.model_hidden)  # fmt: skip
 
     def layer(self) -> SeededLayer:
         """The attention source every view draws from; :class:`ConfigError` naming the field when invalid."""
@@ -151,7 +166,65 @@ def window_start(start: int, length: int, size: int) -> int:
 
 def file_stem(p: Params) -> str:
     """What the exported files of ``p`` are called after their view name."""
+    if p.from_model:
+        return f"{p.attn_from}_layer{p.model_layer}"
     return f"h{p.n_heads}_kv{p.n_kv_heads}_dk{p.head_dim}_seed{p.seed}"
+
+
+# ---------------------------------------------------------------- a pretrained model's layer as the source
+def model_text(p: Params) -> str:
+    """What the model reads: the page's text, or its synthetic tokens written out (``t0 t1 ...``)."""
+    return p.text if p.source == "text" else " ".join(synthetic_tokens(p.seq_len))
+
+
+def model_layer_of(p: Params, model: LoadedModel) -> int:
+    """The model's layer shown: the chosen one (within its layers), else the middle one."""
+    return model.n_layers // 2 if p.model_layer is None else min(max(0, int(p.model_layer)), model.n_layers - 1)
+
+
+def capture_layer(model: LoadedModel, text: str, layer: int, *, device: str = "cpu") -> ModelAttention:
+    """The queries, keys and values ``model`` uses in ``layer`` on ``text`` (its own tokenizer; the pass stops there)."""
+    return model_attention(model, text, layers=layer, with_weights=False)
+
+
+def for_model(p: Params, model: LoadedModel, att: ModelAttention) -> Params:
+    """``p`` with the model's shape, mask, factor and tokens in place of the shape controls, so every
+    sentence and window of the page is the model's (the URL keeps the seeded layer's settings)."""
+    layer = att.layers[0]
+    tau = round((model.head_dim**-0.5) / att.scales[0], 6)  # 1 when the model scales by 1/√d_k
+    return with_values(p, n_heads=model.n_heads, n_kv_heads=model.n_kv_heads, head_dim=model.head_dim,
+                       mask="causal" if model.causal else "none", scaling=True, temperature=tau, cross=False,
+                       pad_len=None, model_layer=layer, model_tokens=att.tokens, model_hidden=model.hidden_size,
+                       head=min(max(0, p.head), model.n_heads - 1))  # fmt: skip
+
+
+def model_source(att: ModelAttention) -> TensorLayer:
+    """The captured layer as the attention source of every view."""
+    return att.source(att.layers[0])
+
+
+def model_notes(model: LoadedModel, att: ModelAttention, style: figures.Style) -> list[str]:
+    """Where the weights come from (in place of the random-weights note), and the text cut to the model's limit."""
+    notes = [style.t("heatmap.model_source", title=model.title, url=model.preset.source, layer=att.layers[0],
+                     t=len(att.tokens))]  # fmt: skip
+    if att.truncated:
+        notes.append(style.t("models.cut", n=f"{att.n_text_tokens:,}", max=f"{model.max_positions:,}"))
+    return notes
+
+
+def model_line(model: LoadedModel, style: figures.Style) -> str:
+    """The model's shape in one line, as the pretrained-models page says it."""
+    from .models import model_line as line  # that view model imports this one: imported on use
+
+    return line(model, style)
+
+
+def model_shapes_note(p: Params, model: LoadedModel, style: figures.Style) -> str:
+    """The legend under a model layer's shapes table: its numbers, and whether it keeps a K/V cache."""
+    c = style.count
+    key = "heatmap.shapes_model_decoder" if model.causal else "heatmap.shapes_model_encoder"
+    return style.t(key, title=model.title, layer=p.model_layer, b=1, tokens=c(p.t_q, "token"), dm=model.hidden_size,
+                   heads=c(p.n_heads, "query_head"), kvs=c(p.n_kv_heads, "kv_head"), d=p.head_dim)  # fmt: skip
 
 
 # ---------------------------------------------------------------- steps (cacheable: source and plain values in)
@@ -431,6 +504,11 @@ def step_notes(p: Params, hw: HeadWindow, style: figures.Style) -> list[str]:
     return notes
 
 
+def op_key(p: Params, op: str) -> str:
+    """The catalog key of a shapes row's operation: a model layer's input is the hidden states, not embeddings."""
+    return "input_model" if op == "input" and p.from_model else op
+
+
 def shapes_table(p: Params, style: figures.Style) -> pd.DataFrame:
     """The tensor shapes as a table in the user's language (step, operation, shape with ``p``'s numbers)."""
     t = style.t
@@ -438,14 +516,16 @@ def shapes_table(p: Params, style: figures.Style) -> pd.DataFrame:
     return pd.DataFrame(
         {
             t("shapes.step"): [t(f"shapes.{r.step}") for r in rows],
-            t("shapes.op"): [t(f"shapes.ops.{r.op}", rep=p.n_rep) for r in rows],
+            t("shapes.op"): [t(f"shapes.ops.{op_key(p, r.op)}", rep=p.n_rep, layer=p.model_layer) for r in rows],
             t("shapes.shape"): [t("shapes.each", shape=r.formula) if r.pair else r.formula for r in rows],
         }
     )
 
 
-def shapes_note(p: Params, style: figures.Style) -> str:
-    """The legend under the shapes table, with ``p``'s numbers."""
+def shapes_note(p: Params, style: figures.Style, model: LoadedModel | None = None) -> str:
+    """The legend under the shapes table, with ``p``'s numbers (a pretrained ``model``'s: :func:`model_shapes_note`)."""
+    if model is not None:
+        return model_shapes_note(p, model, style)
     c = style.count
     counts = dict(b=1, dm=p.config().d_model, heads=c(p.n_heads, "query_head"), kvs=c(p.n_kv_heads, "kv_head"),
                   d=p.head_dim)  # fmt: skip
@@ -458,7 +538,12 @@ def shapes_note(p: Params, style: figures.Style) -> str:
 def views(p: Params, style: figures.Style, which: str | Sequence[str] | None = None, device: str = "cpu") -> list[View]:
     """The charts of ``which`` views (default: the page's current view, if it draws one) for ``p``."""
     default = [p.view] if p.view in VIEW_NAMES else ["grid"]
-    layer = p.layer()
+    if p.from_model:
+        model = load_model(p.attn_from, device=device)
+        att = capture_layer(model, model_text(p), model_layer_of(p, model))
+        p, layer = for_model(p, model, att), model_source(att)
+    else:
+        layer = p.layer()
     out: list[View] = []
     for name in view_list(which, VIEW_NAMES, default):
         if name == "grid":

@@ -38,7 +38,9 @@ from ..memory import (
     unknown_choice,
     weights_bytes,
 )
+from ..models import LoadedModel, load_model, model_preset
 from .base import View, control, with_values  # noqa: F401 - with_values for the page
+from .models import EXAMPLE_TEXTS, GenPair, GenSpec, ModelText, gen_frame, gen_steps, gen_summary
 
 DEFAULT_MODEL = "llama-3-8b"  # a GQA model, so the comparison has MHA, GQA and MQA rows
 DEFAULT_DEVICE_GIB = 80
@@ -50,7 +52,10 @@ MAX_DEC_STEPS = 1024
 MAX_DEC_PROMPT = 256
 MAX_PD_TOKENS = 256
 Y_SCALES = ("log", "linear")
-MODELS = ("custom", *load_presets())
+SHIPPED_MODELS = ("smollm2-135m", "minilm-l6")  # the pretrained models that ship with the app (attn_core.models)
+MODELS = ("custom", *load_presets(), *SHIPPED_MODELS)
+REAL_PROMPT = EXAMPLE_TEXTS["english"]  # the real model's prompt, cut or repeated to dec_prompt tokens
+REAL_DTYPE = "fp32"  # the shipped models run in float32: so does their cache
 Notice = tuple[str, str, str]  # (Streamlit call: "info", "warning" or "caption", text, icon)
 
 
@@ -93,6 +98,8 @@ class Params:
                              cli_help="the decode's cache element type: fp32, fp16, bf16")  # fmt: skip
     dec_wrong: bool = control(False, "bool", help="help.dec_wrong",
                               cli_help="cache K and V after repeat_kv (the mistake)")  # fmt: skip
+    dec_real: bool = control(False, "bool", help="help.dec_real",
+                             cli_help="decode with the real model (a shipped decoder: smollm2-135m)")  # fmt: skip
     dec_recompute: bool = control(True, "bool", help="help.dec_recompute", cli="--no-recompute",
                                   cli_help="do not also decode without the cache (no recompute times)")  # fmt: skip
     prefill_decode: bool = control(False, "bool", cli_only=True,
@@ -103,8 +110,27 @@ class Params:
 
     @property
     def preset(self) -> ModelPreset | None:
-        """The model preset chosen, or None for ``custom`` (or an unknown id, which :func:`calculator` refuses)."""
+        """The model preset chosen, or None for ``custom`` (or an unknown id, which :func:`calculator` refuses).
+
+        A shipped pretrained model's preset is built from its config (:func:`attn_core.models.model_preset`:
+        :class:`ConfigError` when its package is missing)."""
+        if self.model in SHIPPED_MODELS:
+            return model_preset(self.model)[0]
         return load_presets().get(self.model)
+
+    @property
+    def shipped(self) -> bool:
+        return self.model in SHIPPED_MODELS
+
+    @property
+    def preset_decodes(self) -> bool:
+        """Whether a shipped model's preset is a decoder (an encoder keeps no cache and does not generate)."""
+        return self.shipped and model_preset(self.model)[1]
+
+    @property
+    def real(self) -> bool:
+        """Whether the live decode runs the real model: asked for, and the preset is a shipped decoder."""
+        return bool(self.dec_real) and self.preset_decodes
 
     @property
     def tag(self) -> str:
@@ -151,6 +177,8 @@ def model_layouts(p: Params) -> tuple[ModelPreset | None, list[CacheLayout]]:
     """
     if p.model == "custom":
         return None, cache_layouts(p.n_layers, p.n_heads, p.n_kv_heads, p.head_dim)
+    if p.shipped:
+        return p.preset, preset_layouts(p.preset)
     presets = load_presets()
     if p.model not in presets:
         raise ConfigError(
@@ -308,14 +336,14 @@ def check_decode(p: Params, decode: bool = True) -> None:
         check_int("dec_prompt", p.dec_prompt, 1, MAX_DEC_PROMPT)
 
 
-def decode_spec(p: Params) -> DecodeSpec:
-    """The live decode ``p`` asks for."""
-    return DecodeSpec(decode_config(p, p.dec_wrong), p.dec_prompt, p.dec_steps, p.dec_recompute)
-
-
-def decode_steps(spec: DecodeSpec, *, device: str = "cpu") -> Iterator[kvc.DecodeStep]:
+def decode_steps(
+    spec: DecodeSpec | RealDecodeSpec, *, device: str = "cpu", model: LoadedModel | None = None
+) -> Iterator:
     """The decode's steps as they are made (:func:`attn_core.kv_cache.run_decode`, each the best of
-    :data:`DECODE_REPEATS` timings); :class:`ConfigError` first if it cannot fit the device."""
+    :data:`DECODE_REPEATS` timings; the real ``model``'s :func:`real_decode_steps`); :class:`ConfigError`
+    first if it cannot fit the device."""
+    if isinstance(spec, RealDecodeSpec):
+        return real_decode_steps(spec, model if model is not None else load_model(spec.model, device=device))
     return kvc.run_decode(
         spec.cfg, spec.prompt_len, spec.n_new, device, recompute=spec.recompute, repeats=DECODE_REPEATS
     )
@@ -330,6 +358,74 @@ def prefill_spec(p: Params) -> PrefillSpec:
 def prefill_decode(spec: PrefillSpec, *, device: str = "cpu") -> Iterator[kvc.PrefillDecodeTiming]:
     """The timing of prefill against decode, as a run of one step (:func:`attn_core.kv_cache.time_prefill_vs_decode`)."""
     yield kvc.time_prefill_vs_decode(spec.cfg, spec.n_tokens, device)
+
+
+# ---------------------------------------------------------------- the live decode with the real model
+@dataclass(frozen=True)
+class RealDecodeSpec:
+    """A live decode of a shipped pretrained decoder itself: greedy, its float32 ``DynamicCache``, batch 1,
+    ``n_new`` tokens after ``prompt_ids`` (and, with ``recompute``, the same steps without the cache)."""
+
+    model: str
+    title: str
+    n_layers: int
+    n_kv_heads: int
+    head_dim: int
+    prompt_ids: tuple[int, ...]
+    n_new: int
+    recompute: bool = True
+
+    @property
+    def prompt_len(self) -> int:
+        return len(self.prompt_ids)
+
+    @property
+    def x_max(self) -> int:
+        """Tokens in the cache after the last step (the last generated token is never fed back)."""
+        return self.prompt_len + self.n_new - 1
+
+
+def real_prompt(model: LoadedModel, n: int) -> tuple[int, ...]:
+    """``n`` token ids of the English example text as the model reads it (repeated when ``n`` is longer)."""
+    ids = list(model.encode(REAL_PROMPT)[0])
+    more = model.tokenizer(" " + REAL_PROMPT, add_special_tokens=False)["input_ids"]
+    while len(ids) < n:
+        ids += more
+    return tuple(ids[:n])
+
+
+def decode_spec(p: Params, model: LoadedModel | None = None) -> DecodeSpec | RealDecodeSpec:
+    """The live decode ``p`` asks for: the small seeded decoder, or (``p.real``, with ``model`` loaded) the model."""
+    if model is None or not p.real:
+        return DecodeSpec(decode_config(p, p.dec_wrong), p.dec_prompt, p.dec_steps, p.dec_recompute)
+    check_int("dec_prompt", p.dec_prompt, 1, MAX_DEC_PROMPT)
+    return RealDecodeSpec(model.name, model.title, model.n_layers, model.n_kv_heads, model.head_dim,
+                          real_prompt(model, p.dec_prompt), check_int("dec_steps", p.dec_steps, 2, MAX_DEC_STEPS),
+                          bool(p.dec_recompute))  # fmt: skip
+
+
+def real_decode_steps(spec: RealDecodeSpec, model: LoadedModel) -> Iterator[GenPair]:
+    """The model's own greedy decode with its cache, and the same steps recomputed (:func:`views.models.gen_steps`)."""
+    text = ModelText(REAL_PROMPT, spec.prompt_ids)
+    return gen_steps(model, GenSpec(spec.model, text, spec.n_new, spec.recompute))
+
+
+def real_decode_figures(pairs: Sequence[GenPair], spec: RealDecodeSpec, style: Style) -> tuple:
+    """(memory figure, time figure) of the model's decode so far: measured bytes against the formula, in float32."""
+    steps = [p.cached for p in pairs]
+    whole = kvc.kv_cache_bytes(spec.n_layers, spec.n_kv_heads, spec.head_dim, spec.x_max, 1, REAL_DTYPE)
+    series = mf.DecodeSeries([s.seq_len for s in steps], [s.cache_bytes for s in steps],
+                             [s.formula_bytes for s in steps], spec.x_max, whole)  # fmt: skip
+    recompute = [p.recomputed.seconds * 1e3 for p in pairs] if pairs and pairs[0].recomputed else None
+    time_fig = mf.decode_time_figure([s.seq_len for s in steps], [s.seconds * 1e3 for s in steps], recompute,
+                                     x_max=spec.x_max, style=style)  # fmt: skip
+    return mf.decode_memory_figure(series, style), time_fig
+
+
+def real_intro(spec: RealDecodeSpec, style: Style) -> str:
+    """What the model's own decode runs and measures."""
+    return style.t("kvcache.real_intro", model=spec.title, L=spec.n_layers, kv=spec.n_kv_heads, d=spec.head_dim,
+                   p=spec.prompt_len, n=spec.n_new)  # fmt: skip
 
 
 def decode_tag(cfg: kvc.DecodeConfig) -> str:
@@ -420,8 +516,10 @@ def decode_series(steps: Sequence[kvc.DecodeStep], spec: DecodeSpec) -> mf.Decod
                            [s.correct_bytes for s in steps] if cfg.cache_after_repeat else None, cuda, allocated)  # fmt: skip
 
 
-def decode_figures(steps: Sequence[kvc.DecodeStep], spec: DecodeSpec, style: Style) -> tuple:
+def decode_figures(steps: Sequence, spec: DecodeSpec | RealDecodeSpec, style: Style) -> tuple:
     """(memory figure, time figure) of a decode, for the steps so far."""
+    if isinstance(spec, RealDecodeSpec):
+        return real_decode_figures(steps, spec, style)
     mem = mf.decode_memory_figure(decode_series(steps, spec), style)
     recompute = [s.time_recompute_s * 1e3 for s in steps] if steps and steps[0].time_recompute_s is not None else None
     time_fig = mf.decode_time_figure([s.seq_len for s in steps], [s.time_cached_s * 1e3 for s in steps], recompute,
@@ -445,10 +543,13 @@ def decode_data(steps: Sequence[kvc.DecodeStep]) -> pd.DataFrame:
     })  # fmt: skip
 
 
-def decode_views(steps: Sequence[kvc.DecodeStep], spec: DecodeSpec, style: Style) -> list[View]:
-    """The decode's memory and time figures, both with :func:`decode_data` as their data."""
+def decode_views(steps: Sequence, spec: DecodeSpec | RealDecodeSpec, style: Style) -> list[View]:
+    """The decode's memory and time figures, both with :func:`decode_data` (a model's: ``gen_frame``) as data."""
     mem, time_fig = decode_figures(steps, spec, style)
-    data, tag = decode_data(steps), decode_tag(spec.cfg)
+    if isinstance(spec, RealDecodeSpec):
+        data, tag = gen_frame(steps), f"{spec.model}_p{spec.prompt_len}_n{spec.n_new}_fp32"
+    else:
+        data, tag = decode_data(steps), decode_tag(spec.cfg)
     return [View(f"kv_decode_memory_{tag}", mem, data), View(f"kv_decode_time_{tag}", time_fig, data)]
 
 
@@ -474,8 +575,9 @@ def views(p: Params, style: Style, which: str | Sequence[str] | None = None, dev
     if p.decode or p.prefill_decode:
         check_decode(p, p.decode)
     if p.decode:
-        spec = decode_spec(p)
-        out += decode_views(list(decode_steps(spec, device=device)), spec, style)
+        model = load_model(p.model, device=device) if p.real else None  # a shipped decoder's own decode
+        spec = decode_spec(p, model)
+        out += decode_views(list(decode_steps(spec, device=device, model=model)), spec, style)
     if p.prefill_decode:
         spec = prefill_spec(p)
         out.append(prefill_decode_view(next(prefill_decode(spec, device=device)), spec, style))
@@ -497,6 +599,8 @@ def source_line(preset: ModelPreset, style: Style) -> str:
     """Where the preset's numbers come from: its official config (and the paper its comparison follows)."""
     if preset.paper:
         return style.t("kvcache.source_paper", url=preset.source, paper=preset.paper)
+    if preset.id.startswith("model:"):  # a shipped pretrained model: the config of its installed files
+        return style.t("kvcache.source_shipped", url=preset.source)
     return style.t("kvcache.source", url=preset.source)
 
 
@@ -508,6 +612,8 @@ def notices(p: Params, calc: Calculator, style: Style) -> list[Notice]:
         out.append(("warning", text, "⚠️"))
     if preset is not None and preset.sliding_window:
         out.append(("info", style.t("kvcache.sliding", model=preset.name, w=f"{preset.sliding_window:,}"), "ℹ️"))
+    if p.shipped and not p.preset_decodes:  # an encoder keeps no cache: the numbers are a decoder's
+        out.append(("info", style.t("kvcache.encoder", model=preset.name), "ℹ️"))
     return out
 
 
@@ -582,8 +688,10 @@ def live_mla(p: Params, calc: Calculator, style: Style) -> str | None:
     return style.t("kvcache.live_mla", model=p.model_name(style), h=heads, d=dim)
 
 
-def live_intro(p: Params, spec: DecodeSpec, style: Style) -> str:
-    """The decode model and its cache buffers as they will really be allocated."""
+def live_intro(p: Params, spec: DecodeSpec | RealDecodeSpec, style: Style) -> str:
+    """The decode model and its cache buffers as they will really be allocated (the real model: :func:`real_intro`)."""
+    if isinstance(spec, RealDecodeSpec):
+        return real_intro(spec, style)
     cfg = spec.cfg
     buf_b, buf_h, buf_s, buf_d = cfg.cache_shape(spec.x_max)  # what the buffers really hold
     key = "kvcache.live_buffers_wrong" if cfg.cache_heads != cfg.n_kv_heads else "kvcache.live_buffers"
@@ -593,21 +701,21 @@ def live_intro(p: Params, spec: DecodeSpec, style: Style) -> str:
                    buffers=buffers)  # fmt: skip
 
 
-def wrong_notice(spec: DecodeSpec, style: Style) -> Notice | None:
+def wrong_notice(spec: DecodeSpec | RealDecodeSpec, style: Style) -> Notice | None:
     """With the repeat_kv mistake: how much more it caches (nothing for MHA, where there is nothing to repeat)."""
-    cfg = spec.cfg
-    if not cfg.cache_after_repeat:
+    cfg = getattr(spec, "cfg", None)
+    if cfg is None or not cfg.cache_after_repeat:
         return None
     if cfg.n_rep == 1:
         return "info", style.t("kvcache.wrong_mha"), "ℹ️"
     return "warning", style.t("kvcache.wrong_note", h=cfg.n_heads, kv=cfg.n_kv_heads, rep=cfg.n_rep), "⚠️"
 
 
-def decode_progress(spec: DecodeSpec, steps: Sequence[kvc.DecodeStep], style: Style) -> tuple[float, str]:
+def decode_progress(spec: DecodeSpec | RealDecodeSpec, steps: Sequence, style: Style) -> tuple[float, str]:
     """The progress bar of a live decode: starting (warming up), then the step and the tokens in the context."""
     if not steps:
         return 0.0, style.t("kvcache.starting")
-    s = steps[-1]
+    s = steps[-1].cached if isinstance(spec, RealDecodeSpec) else steps[-1]
     return s.step / spec.n_new, style.t("kvcache.progress", i=s.step, n=spec.n_new, s=f"{s.seq_len:,}")
 
 
@@ -622,9 +730,12 @@ def speed_numbers(speed: kvc.DecodeSpeed) -> dict[str, str]:
     }
 
 
-def decode_summary(spec: DecodeSpec, steps: Sequence[kvc.DecodeStep], stopped: bool, style: Style) -> Notice:
+def decode_summary(spec: DecodeSpec | RealDecodeSpec, steps: Sequence, stopped: bool, style: Style) -> Notice:
     """What a decode measured, each sentence chosen from its numbers: stopped early or not, the cache equal to
     the formula, the same tokens with and without it and which was faster, the memory it reserved."""
+    if isinstance(spec, RealDecodeSpec):  # the model's decode: the pretrained-models page's sentences
+        kind, text = gen_summary(steps, spec, stopped, style)
+        return kind, text, ":material/stop_circle:" if stopped else ":material/check_circle:"
     t, n = style.t, len(steps)
     parts = [t("kvcache.stopped", i=n, n=spec.n_new)] if stopped else []
     if steps:

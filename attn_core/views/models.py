@@ -243,7 +243,7 @@ def model_line(model: LoadedModel, style: figures.Style) -> str:
     t = style.t
     kind = "MHA" if model.n_kv_heads == model.n_heads else ("MQA" if model.n_kv_heads == 1 else "GQA")
     line = t("models.shape", title=model.title, layers=model.n_layers, heads=model.n_heads, kv=model.n_kv_heads,
-             kind=kind, per=model.n_rep, d=model.head_dim, pos=f"{model.max_positions:,}",
+             kind=kind, per=style.count(model.n_rep, "query_head"), d=model.head_dim, pos=f"{model.max_positions:,}",
              how=t("models.decoder" if model.causal else "models.encoder"))  # fmt: skip
     if model.quantization:
         line += " " + t("models.quantized", q=model.quantization)

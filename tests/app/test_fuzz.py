@@ -227,6 +227,13 @@ CROSS_SHAPES = [
     {"cross": "true", "n_heads": "1", "n_kv_heads": "1", "cross_text": "x", "mask": "padding"},
     {"cross": "true", "source": "synthetic", "seq_len": "8192", "cross_text": "x"},
 ]
+# the heatmaps page on a pretrained model's layer (issue 15): every view, and its extremes
+MODEL_SHAPES = [
+    {"attn_from": "smollm2-135m", "model_layer": "29", "source": "synthetic", "seq_len": "1"},
+    {"attn_from": "smollm2-135m", "model_layer": "99", "head": "63", "n_heads": "64", "mask": "padding"},
+    {"attn_from": "minilm-l6", "source": "synthetic", "seq_len": "8192"},
+    {"attn_from": "minilm-l6", "text": "小猫坐在垫子上。", "cross": "true"},
+]
 KV_SHARING_SHAPES = [{"d_model": "8"}, {"d_model": "4096", "n_heads": "64", "n_kv_heads": "8"}]
 SATURATION_CASES = [
     {"head_dim": "1"},
@@ -246,6 +253,10 @@ KV_CACHE_CASES = [
     {"model": "deepseek-v2-lite", "dec_wrong": "true", "dec_steps": "2", "dec_prompt": "1"},
     {"model": "falcon-7b", "dec_wrong": "true", "dtype": "fp8", "weights_dtype": "int4", "stack_weights": "true"},
     {"model": "gpt2", "seq_len": "1", "device_gib": "1", "stack_weights": "true"},
+    # the shipped pretrained models (issue 15): the real decoder's own decode at its extremes, the encoder
+    {"model": "smollm2-135m", "dec_real": "true", "dec_steps": "2", "dec_prompt": "1", "dec_layers": "8"},
+    {"model": "smollm2-135m", "dec_real": "true", "dec_wrong": "true", "dec_batch": "16", "seq_len": "1048576"},
+    {"model": "minilm-l6", "dec_real": "true", "stack_weights": "true", "dtype": "int4"},
 ]  # fmt: skip
 
 
@@ -284,6 +295,11 @@ def view_cases():
                     for sub_value in sub_values:
                         for shape in (SHAPES[0], SHAPES[2], SHAPES[8]):
                             yield page, {**shape, key: value, sub: sub_value}
+    for model in ("smollm2-135m", "minilm-l6"):
+        for view in VIEWS["pages/heatmaps.py"]["view"]:
+            yield "pages/heatmaps.py", {"attn_from": model, "view": view}
+    for query in MODEL_SHAPES:
+        yield "pages/heatmaps.py", query
     for query in SATURATION_CASES:
         yield "pages/saturation.py", query
     for model in ("custom", "gpt2", "llama-2-7b", "llama-3-8b", "falcon-7b", "deepseek-v3"):

@@ -31,6 +31,9 @@ CASES = [
     ({"view": "zoom", "source": "synthetic", "seq_len": "300", "zoom_size": "64", "q_start": "100", "k_start": "50"},
      ["--view", "zoom", "--seq-len", "300", "--zoom-size", "64", "--q-start", "100", "--k-start", "50"]),
     ({"view": "entropy", "cross": "true"}, ["--view", "entropy", "--cross"]),
+    ({"attn_from": "smollm2-135m", "model_layer": "17"}, ["--attn-from", "smollm2-135m", "--model-layer", "17"]),
+    ({"attn_from": "minilm-l6", "view": "steps", "head": "11"}, ["--attn-from", "minilm-l6", "--view", "steps",
+                                                                 "--head", "11"]),
 ]  # fmt: skip
 
 

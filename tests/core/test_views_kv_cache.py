@@ -16,7 +16,7 @@ from attn_core.views.base import cli_flag, controls, defaults
 ROOT = Path(__file__).resolve().parents[2]
 URL_KEYS = ["model", "n_heads", "n_kv_heads", "head_dim", "n_layers", "dtype", "batch", "seq_len", "device_gib",
             "stack_weights", "weights_dtype", "y_scale", "dec_layers", "dec_steps", "dec_prompt", "dec_batch",
-            "dec_dtype", "dec_wrong", "dec_recompute", "pd_tokens", "seed"]  # fmt: skip
+            "dec_dtype", "dec_wrong", "dec_real", "dec_recompute", "pd_tokens", "seed"]  # fmt: skip
 GiB = 1024**3
 
 

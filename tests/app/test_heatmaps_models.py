@@ -1,0 +1,120 @@
+"""The heatmaps page with "attention from" a pretrained model (issue 15): the shipped models' layers as the
+source of every view, on the page's own text read by the model's tokenizer.
+
+The expected weights come from :func:`attn_core.models.model_attention` with the full weights, which
+``tests/core/test_models.py`` proves equal to transformers' own ``output_attentions``; the page draws
+them through the pooled, chunked path of :mod:`attn_core.longmaps` (another computation: rtol 1e-5).
+Both models load once per test process (``ui.model`` and :func:`shipped`).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from attn_core.models import load_model, model_attention
+from tests.app.test_heatmaps_page import DEFAULT_TEXT, PAGE, grid_z, page_text
+from tests.conftest import no_exception
+from tests.util import arr, chart_specs
+
+MODELS = ("smollm2-135m", "minilm-l6")
+SHAPE = {"smollm2-135m": (30, 9, 3, 64, True), "minilm-l6": (6, 12, 12, 32, False)}  # L, H, H_kv, d_k, causal
+
+
+@functools.cache
+def shipped(key: str):
+    return load_model(key, device="cpu")
+
+
+def expected(key: str, layer: int, text: str = DEFAULT_TEXT):
+    return model_attention(shipped(key), text, layers=layer, with_weights=True)
+
+
+@pytest.mark.parametrize("key", MODELS)
+def test_grid_is_the_models_layer_on_its_own_tokens(app_test, key):
+    n_layers, n_heads, n_kv, d, causal = SHAPE[key]
+    at = app_test(PAGE, query={"attn_from": key})
+    no_exception(at)
+    assert not at.error
+    layer = n_layers // 2  # the middle layer until one is picked
+    att = expected(key, layer)
+    z = grid_z(at)
+    assert z.shape == (n_heads, len(att.tokens), len(att.tokens))
+    want = att.weights[0]
+    if causal:  # above the diagonal: masked (NaN on the chart), and zero weight in the model
+        above = np.triu(np.ones(want.shape[1:], dtype=bool), 1)
+        assert np.isnan(z[:, above]).all() and (want[:, above] == 0).all()
+        want = np.where(above, np.nan, want)
+    else:  # an encoder: every token sees every token
+        assert not np.isnan(z).any() and (z[:, 0, -1] > 0).all()
+    np.testing.assert_allclose(z, want, rtol=1e-5, atol=1e-6)
+    spec = chart_specs(at)[0]
+    assert spec["data"][0]["y"] == [f"{tok} ({i})" for i, tok in enumerate(shipped(key).tokenize(DEFAULT_TEXT))]
+    # the shape sliders are replaced by the model's shape; a layer slider appears
+    assert {"n_heads", "head_dim", "temperature", "mask", "scaling", "cross"}.isdisjoint(w.key for w in at.slider)
+    assert not any(w.key in ("scaling", "cross") for w in at.toggle)
+    assert at.slider(key="model_layer").max == n_layers - 1 and at.slider(key="model_layer").value == layer
+    kind = "GQA" if n_kv < n_heads else "MHA"
+    line = next(m.value for m in at.markdown if m.value.startswith(f"**{kind}**"))  # under the model's shape line
+    assert f"**{kind}**: {n_heads} query heads, {n_kv} KV heads" in line and f"d_k = {d}" in line
+    assert f"scores × 1/√{d} ÷ τ = 1/{np.sqrt(d):.4g} ÷ 1 = **{d**-0.5:.4g}**" in line
+    text = page_text(at)
+    assert "seeded random numbers" not in text and f"layer {layer} of {shipped(key).title}" in text
+    assert ("causal" in text) == causal and ("bidirectional" in text) != causal
+
+
+@pytest.mark.parametrize("key", MODELS)
+def test_zoom_steps_entropy_and_shapes_follow_the_model(app_test, key):
+    n_layers, n_heads, n_kv, d, causal = SHAPE[key]
+    at = app_test(PAGE, query={"attn_from": key, "model_layer": "2", "view": "steps", "head": str(n_heads - 1)})
+    no_exception(at)
+    att = expected(key, 2)
+    head, kv = n_heads - 1, (n_heads - 1) // (n_heads // n_kv)
+    specs = chart_specs(at)
+    assert len(specs) == 8
+    np.testing.assert_allclose(arr(specs[0]["data"][0]["z"]), att.q[0, head], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(arr(specs[1]["data"][0]["z"]), att.k[0, kv], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(arr(specs[3]["data"][0]["z"]), att.q[0, head] @ att.k[0, kv].T, rtol=1e-4, atol=1e-4)
+    soft = np.nan_to_num(arr(specs[6]["data"][0]["z"]), nan=0.0)
+    np.testing.assert_allclose(soft, att.weights[0, head], rtol=1e-5, atol=1e-6)
+    assert f"√{d}" in specs[4]["layout"]["title"]["text"]
+    at.segmented_control(key="view").set_value("zoom").run()
+    no_exception(at)
+    z = np.nan_to_num(grid_z(at)[0], nan=0.0)
+    np.testing.assert_allclose(z, att.weights[0, head], rtol=1e-5, atol=1e-6)
+    at.segmented_control(key="view").set_value("entropy").run()
+    no_exception(at)
+    w = att.weights[0].astype(np.float64)
+    ent = -(w * np.log(np.where(w > 0, w, 1))).sum(-1)
+    t = w.shape[-1]
+    visible = np.arange(1, t + 1) if causal else np.full(t, t)
+    norm = np.divide(ent, np.log(visible), out=np.zeros_like(ent), where=visible > 1)
+    lines = np.stack([arr(tr["y"]) for tr in chart_specs(at)[0]["data"]])
+    np.testing.assert_allclose(np.nan_to_num(lines), norm, rtol=1e-4, atol=1e-5)
+    at.segmented_control(key="view").set_value("shapes").run()
+    no_exception(at)
+    table = at.dataframe[0].value
+    assert f"[B, H_kv, T, d_k] = [1, {n_kv}, {t}, {d}] each" in table.iloc[:, 2].tolist()
+    assert table.iloc[0, 1] == "x: the hidden states entering layer 2"
+    assert table.iloc[0, 2] == f"[B, T, d_model] = [1, {t}, {n_heads * d}]"  # 576 and 384: the models' hidden sizes
+    note = page_text(at)
+    assert ("it keeps no K/V cache" in note) != causal and ("after RoPE" in note) == causal
+
+
+def test_chinese_and_the_command_line(app_test, tmp_path):
+    at = app_test(PAGE, query={"attn_from": "smollm2-135m", "lang": "zh", "view": "shapes"})
+    no_exception(at)
+    text = page_text(at)
+    assert "训练好的权重" in text and "按种子生成的随机数" not in text and "RoPE" in text
+    assert at.dataframe[0].value.iloc[0, 1] == "x：进入第 15 层的隐藏状态"
+    from attn_core.export import params_from
+    from attn_core.figures import Style
+    from attn_core.views import page
+
+    spec = page("heatmaps")
+    params, args = params_from(spec, ["--page", "heatmaps", "--attn-from", "minilm-l6", "--model-layer", "5"])
+    (grid,) = spec.views(params, Style(), "grid")
+    z = np.stack([arr(tr["z"]) for tr in grid.figure.to_plotly_json()["data"]])
+    np.testing.assert_allclose(z, expected("minilm-l6", 5).weights[0], rtol=1e-5, atol=1e-6)

@@ -1,0 +1,95 @@
+"""The KV-cache page with the shipped pretrained models as presets (issue 15): their shape from the installed
+config, the encoder said to keep no cache, and the live decode run by the real decoder, whose cache measured
+from its tensors equals 2·L·B·H_kv·S·d_k·b (float32) at every step."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from attn_core import export
+from attn_core.figures import Style
+from attn_core.memory import kv_cache_bytes
+from attn_core.models import generate, load_model, model_preset
+from attn_core.views import kv_cache as kc
+from attn_core.views import page
+from tests.app.test_kv_cache_page import PAGE, metric, texts
+from tests.conftest import no_exception
+from tests.util import arr, chart_specs
+
+
+@functools.cache
+def shipped(key: str):
+    return load_model(key, device="cpu")
+
+
+def test_the_presets_are_the_installed_configs_without_loading_a_model():
+    for key, causal in (("smollm2-135m", True), ("minilm-l6", False)):
+        preset, decodes = model_preset(key)
+        assert decodes == causal and preset == shipped(key).preset  # the loaded model's own preset
+        assert preset.validate() is preset and preset.source.startswith("https://huggingface.co/")
+    assert model_preset("smollm2-135m")[0].n_kv_heads == 3 and model_preset("minilm-l6")[0].attention == "MHA"
+    assert set(kc.SHIPPED_MODELS) <= set(kc.MODELS)
+
+
+def test_smollm2_preset_in_the_calculator(app_test):
+    at = app_test(PAGE, query={"model": "smollm2-135m", "seq_len": "8192", "dtype": "fp16"})
+    no_exception(at)
+    assert not at.error
+    # 2 · 30 layers · 3 KV heads · 8192 positions · 64 · 2 bytes
+    assert 2 * 30 * 3 * 8192 * 64 * 2 == kv_cache_bytes(30, 3, 64, 8192, 1, "fp16") == 188_743_680
+    assert metric(at) == "180 MiB"
+    text = texts(at)
+    assert "query heads **9** · KV heads **3** · head_dim **64**" in text and "134,515,008" in text
+    assert "config.json of the installed model" in text and "is an encoder" not in text
+    assert any(t.key == "dec_real" for t in at.toggle)  # a decoder: its own decode is offered
+
+
+def test_minilm_is_an_encoder_in_both_languages(app_test):
+    at = app_test(PAGE, query={"model": "minilm-l6", "dec_real": "true"})
+    no_exception(at)
+    info = "\n".join(i.value for i in at.info)
+    assert "keeps no K/V cache" in info and "it does not decode" in info
+    assert not any(t.key == "dec_real" for t in at.toggle)
+    at = app_test(PAGE, query={"model": "minilm-l6"}, session={"lang": "zh"})
+    no_exception(at)
+    assert "是编码器" in "\n".join(i.value for i in at.info)
+
+
+def test_live_decode_with_the_real_model_matches_the_formula_at_every_step(app_test):
+    at = app_test(PAGE, query={"model": "smollm2-135m", "dec_real": "true", "dec_steps": "6", "dec_prompt": "4"})
+    no_exception(at)
+    assert "**SmolLM2-135M-Instruct** itself generates greedily" in texts(at)
+    assert not any(s.key in ("dec_layers", "dec_batch") for s in at.slider)  # the model's own, not the seeded one's
+    at.button(key="kv_run").click().run()
+    no_exception(at)
+    assert not at.error
+    done = at.success[0].value
+    assert "equals the formula at every one of the 6 steps" in done and "same token 6 times out of 6" in done
+    mem = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem")
+    by_name = {t["name"]: t for t in mem["data"]}
+    seq = arr(by_name["measured (tensor sizes)"]["x"]).astype(int)
+    assert seq.tolist() == [4, 5, 6, 7, 8, 9]  # the prompt's 4 positions, then one more per step
+    measured, formula = arr(by_name["measured (tensor sizes)"]["y"]), arr(by_name["formula 2·L·B·H·S·d_k·b"]["y"])
+    assert np.array_equal(measured, formula)
+    pairs = at.session_state["kv_decode"].steps
+    assert [p.cached.cache_bytes for p in pairs] == [2 * 30 * 1 * 3 * s * 64 * 4 for s in seq]  # float32, bytes
+    # the tokens are the model's greedy ones (generate() called directly on the same prompt)
+    prompt = kc.real_prompt(shipped("smollm2-135m"), 4)
+    direct = list(generate(shipped("smollm2-135m"), "", 6, prompt_ids=prompt, rows=False))
+    assert [p.cached.token_id for p in pairs] == [s.token_id for s in direct]
+    timing = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_time")
+    assert timing["layout"]["title"]["text"].startswith("Time per generated token (one run of each step)")
+
+
+def test_the_command_line_decodes_with_the_real_model():
+    spec = page("kv_cache")
+    argv = ["--page", "kv_cache", "--model", "smollm2-135m", "--decode", "--dec-real", "--dec-steps", "3",
+            "--dec-prompt", "2", "--no-recompute"]  # fmt: skip
+    params, _ = export.params_from(spec, argv)
+    views = spec.views(params, Style())
+    assert len(views) == 4 and views[2].name == "kv_decode_memory_smollm2-135m_p2_n3_fp32"
+    data = views[2].data
+    assert (data.cache_bytes_measured == data.cache_bytes_formula).all()
+    assert data.context_tokens.tolist() == [2, 3, 4]
