@@ -128,13 +128,14 @@ elif p.view == "steps":
         st.caption(note)
     n_cols = hm.step_columns(hw, style)  # one chart a row when the key labels need the whole width
     steps = ui.view(hm.step_views, hw, style, n_cols)
+    sentences = hm.step_sentences(p, hw, style, (model, att) if model is not None else None)
     if ui.present():
         # one step per slide; Page Down / Page Up (what a clicker sends) move through them
         i = ui.slide_controls("slide", len(steps))
-        st.markdown(f"### {i + 1}. {hm.explanation(p, i, style)}")
+        st.markdown(f"### {i + 1}. {sentences[i]}")
         ui.show_view(steps[i], f"step{i}", name=f"{steps[i].name}_{stem}")
     else:
-        ui.show_steps(steps, [hm.explanation(p, i, style) for i in range(len(steps))], n_cols, stem=stem)
+        ui.show_steps(steps, sentences, n_cols, stem=stem)
 elif p.view == "shapes":
     st.dataframe(hm.shapes_table(p, style), hide_index=True, width="stretch")
     st.caption(hm.shapes_note(p, style, model))

@@ -489,6 +489,17 @@ def explanation(p: Params, i: int, style: figures.Style) -> str:
     return style.t(f"heatmap.explain{i + 1}")
 
 
+def step_sentences(p: Params, hw: HeadWindow, style: figures.Style, real: tuple | None = None) -> list[str]:
+    """The sentence above each step of the step-by-step view. For a pretrained model's layer (``real`` =
+    ``(model, captured layer)``), where its Q, K, V come from and its measured score variance
+    (:func:`attn_core.views.models.step_texts`), not the random layer's embeddings and unit variance."""
+    if real is None:
+        return [explanation(p, i, style) for i in range(len(STEP_NAMES))]
+    from .models import step_texts  # that view model imports this one: imported on use
+
+    return step_texts(real[0], real[1], hw, style)[1]
+
+
 def step_notes(p: Params, hw: HeadWindow, style: figures.Style) -> list[str]:
     """What the step-by-step view says first: whose keys the head reads, and the window when it is one."""
     t = style.t

@@ -80,6 +80,11 @@ def test_zoom_steps_entropy_and_shapes_follow_the_model(app_test, key):
     soft = np.nan_to_num(arr(specs[6]["data"][0]["z"]), nan=0.0)
     np.testing.assert_allclose(soft, att.weights[0, head], rtol=1e-5, atol=1e-6)
     assert f"√{d}" in specs[4]["layout"]["title"]["text"]
+    said = "\n".join(m.value for m in at.markdown)
+    assert ("rotated by RoPE" in said) == (key == "smollm2-135m") and "embedding times" not in said
+    q64, k64 = att.q[0, head].astype(np.float64), att.k[0, kv].astype(np.float64)
+    allowed = np.tril(np.ones((len(q64),) * 2, dtype=bool)) if causal else np.ones((len(q64),) * 2, dtype=bool)
+    assert f"Var(q·k) = {(q64 @ k64.T)[allowed].var():.3g}" in said  # measured, not the random layer's "≈ d_k"
     at.segmented_control(key="view").set_value("zoom").run()
     no_exception(at)
     z = np.nan_to_num(grid_z(at)[0], nan=0.0)
