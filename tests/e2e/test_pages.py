@@ -108,7 +108,7 @@ def test_bad_url_shows_notice_not_traceback(watch):
         ("kv_sharing", ["maps", "costs", "mapping", "convert"]),
         ("kv_cache", []),
         ("saturation", []),
-        ("models", ["roles", "layer", "head", "scale"]),
+        ("models", ["layer", "scale"]),  # roles and head: tests/e2e/test_models.py
     ],
 )
 def test_every_view_renders_in_both_languages(watch, path, views):
