@@ -135,7 +135,7 @@ def test_peak_memory_of_the_page_at_8192_tokens_and_32_heads():
     """The heatmap page at 8192 tokens x 32 heads, run in a fresh process: peak RSS under 1.5 GB."""
     script = textwrap.dedent(
         f"""
-        import resource, sys
+        import sys
         sys.path.insert(0, {str(ROOT)!r})
         from streamlit.testing.v1 import AppTest
         from tests.conftest import disable_legacy_pages_routing
@@ -146,7 +146,8 @@ def test_peak_memory_of_the_page_at_8192_tokens_and_32_heads():
         at.run()
         assert not at.exception, at.exception
         assert len(at.get("plotly_chart")) == 1 and not at.error
-        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+        # VmHWM, this process's own high-water mark: ru_maxrss keeps the parent's (pytest's) peak across exec
+        print(int(next(ln for ln in open("/proc/self/status") if ln.startswith("VmHWM:")).split()[1]) * 1024)
         """
     )
     env = {**os.environ, "ATTN_DEVICE": "cpu"}
