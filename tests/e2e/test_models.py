@@ -48,3 +48,15 @@ def test_roles_open_a_head_in_chinese(watch):
     assert watch.page.locator(".js-plotly-plot").count() == 9
     assert_clean(watch)
     watch.shot("models-head-zh")
+
+
+def test_heatmaps_page_draws_a_models_layer(watch):
+    watch.open("?attn_from=smollm2-135m&model_layer=17")
+    body = watch.page.inner_text("body")
+    assert "Trained weights, not the seeded layer" in body and "seeded random numbers" not in body
+    panels = watch.page.evaluate(
+        "() => document.querySelector('.st-key-grid .js-plotly-plot').data.filter(t => t.type === 'heatmap').length"
+    )
+    assert panels == 9  # SmolLM2's 9 query heads
+    assert_clean(watch)
+    watch.shot("heatmaps-smollm2-layer17")
