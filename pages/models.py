@@ -69,7 +69,7 @@ if p.view == "roles":
     st.info(mv.gqa_note(model, df, p.score, style), icon="🔎")
     st.caption(mv.roles_method(model, df, style))
     st.markdown(f"**{ui.t('models.strongest')}**")
-    st.dataframe(mv.role_table(df, style), hide_index=True, width="stretch")
+    st.dataframe(mv.role_table(df, style), hide_index=True, width="stretch", height="content")
     picks = mv.open_choices(model, df, p.score, style)
     o1, o2 = st.columns([2, 1], vertical_alignment="bottom")
     pick = o1.selectbox(ui.t("models.open_pick"), list(picks), key="role_pick", format_func=picks.get)
