@@ -241,6 +241,13 @@ class MLAOutput:
     cache: MLACache
 
 
+def check_rotatable(c: MLAConfig) -> None:
+    """rope_on_latent rotates the d_h dims: they must pair up (:class:`ConfigError` otherwise)."""
+    if c.qk_nope_head_dim % 2:
+        raise ConfigError(f"qk_nope_head_dim ({c.qk_nope_head_dim}) must be even to rotate it", "qk_nope_head_dim",
+                          "mla_rope_even", name="qk_nope_head_dim", value=c.qk_nope_head_dim)  # fmt: skip
+
+
 def _check_mode(mode: str) -> None:
     if mode not in MODES:
         raise unknown_option("mode", mode, MODES)
@@ -350,10 +357,7 @@ class MultiHeadLatentAttention(nn.Module):
     def _rope_on_latent(self, x, pos, cache, mode):
         """RoPE on the decompressed keys and the queries' d_h part; no k_R (the q_pe and k_pe dims unused)."""
         c = self.cfg
-        if c.qk_nope_head_dim % 2:
-            raise ConfigError(f"qk_nope_head_dim ({c.qk_nope_head_dim}) must be even to rotate it",
-                              "qk_nope_head_dim", "mla_rope_even", name="qk_nope_head_dim",
-                              value=c.qk_nope_head_dim)  # fmt: skip
+        check_rotatable(c)
         q_nope, _ = self.queries(x, pos)
         q_rot = apply_rope(q_nope, pos, c.rope_theta)  # (B, T, H, d_h)
         c_kv, _ = self.latents(x, pos)
@@ -408,6 +412,8 @@ def attention_source(layer: MultiHeadLatentAttention, x: torch.Tensor, tokens: t
     """
     _check_mode(mode)
     c, t = layer.cfg, x.shape[1]
+    if mode.startswith("rope_on_latent"):
+        check_rotatable(c)
     pos = torch.arange(t)
     q_nope, q_pe = layer.queries(x, pos)
     c_kv, k_pe = layer.latents(x, pos)
