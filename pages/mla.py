@@ -15,7 +15,7 @@ st.caption(ui.t("mla.intro"))
 with ui.controls_box():
     c1, c2 = st.columns([1, 2], gap="large")
     with c1:
-        v = {"preset": ui.control(P, "preset", widget="select"), "mode": ui.control(P, "mode")}
+        v = {"preset": ui.control(P, "preset", widget="select")}
     if v["preset"] == "custom":
         with c2:
             d1, d2, d3 = st.columns(3, gap="medium")
@@ -23,6 +23,7 @@ with ui.controls_box():
                                (d3, ("qk_nope", "qk_rope", "v_dim"))):  # fmt: skip
                 for name in names:
                     v[name] = ui.control(P, name, container=box)
+    v["mode"] = ui.control(P, "mode")
 p = P(**v, seed=ui.seed())
 if ui.run_safely(lambda: p.config) is None:
     st.stop()
@@ -108,7 +109,8 @@ elif p.view == "decode":
 else:
     p = mv.with_values(p, cache_len=ui.control(P, "cache_len"))
     st.info(mv.cost_sentence(p, style), icon="⚖️")
-    for line in mv.cost_formulas(p):
+    for label, line in mv.cost_formulas(p, style):
+        st.markdown(label)
         st.latex(line)
     ui.show_views(ui.view(mv.cost_views, p, style), st.columns(2, gap="medium"), "mla_")
     with st.spinner(ui.t("mla.timing")):

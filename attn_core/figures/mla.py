@@ -48,25 +48,17 @@ def _boxes(c: MLAConfig, mode: str, t) -> list[tuple[float, float, str, str]]:
     cq = f"c_Q [{c.q_lora_rank}]" if c.q_lora_rank else t("mla.fig_no_cq")
     att = {"naive": t("mla.fig_att_naive", h=h, d=dh + dr), "absorb": t("mla.fig_att_absorb", h=h, d=dc + dr),
            "rope_on_latent": t("mla.fig_att_wrong", h=h, d=dh)}[mode]  # fmt: skip
+    cached_abs = "cached" if mode == "absorb" else "tensor"
+    up = "cached" if mode != "absorb" else "absorbed"
     return [
         (0.0, 2.0, f"h [{c.d_model}]", "input"),
-        (1.0, 3.2, cq, "tensor"),
-        (2.0, 3.8, f"q_C [{h}×{dh}]" + (" · W_UK" if mode == "absorb" else ""), kc if mode != "naive" else "tensor"),
-        (2.0, 2.9, f"q_R [{h}×{dr}] RoPE", "tensor" if mode != "rope_on_latent" else "input"),
-        (1.0, 1.2, f"c_KV [{dc}]", "cached" if mode == "absorb" else "tensor"),
-        (
-            1.0,
-            0.2,
-            f"k_R [{dr}] RoPE",
-            "cached" if mode == "absorb" else ("input" if mode == "rope_on_latent" else "tensor"),
-        ),  # fmt: skip
-        (
-            2.0,
-            1.6,
-            f"k_C [{h}×{dh}]" + (" RoPE" if mode == "rope_on_latent" else ""),
-            "cached" if mode != "absorb" else "absorbed",
-        ),  # fmt: skip
-        (2.0, 0.7, f"v [{h}×{dv}]", "cached" if mode != "absorb" else "absorbed"),
+        (1.0, 3.3, cq, "tensor"),
+        (2.0, 3.9, f"q_C [{h}×{dh}]" + (" · W_UK" if mode == "absorb" else ""), kc if mode != "naive" else "tensor"),
+        (2.0, 3.0, f"q_R [{h}×{dr}] RoPE", "tensor" if mode != "rope_on_latent" else "input"),
+        (1.0, 1.5, f"c_KV [{dc}]", cached_abs),
+        (2.0, 0.1, f"k_R [{dr}] RoPE", cached_abs if mode != "rope_on_latent" else "input"),
+        (2.0, 2.05, f"k_C [{h}×{dh}]" + (" RoPE" if mode == "rope_on_latent" else ""), up),
+        (2.0, 1.1, f"v [{h}×{dv}]", up),
         (3.0, 2.0, att, "tensor"),
         (4.0, 2.0, f"o [{c.d_model}]", "input"),
     ]
@@ -88,13 +80,14 @@ def flow_figure(c: MLAConfig, mode: str, style: Style = Style()) -> go.Figure:
         notes.append(dict(x=x, y=y, text=label, showarrow=False, font=dict(size=style.font)))
     for a, b in ARROWS:
         (xa, ya, *_), (xb, yb, *_) = boxes[a], boxes[b]
-        notes.append(dict(x=xb - w, y=yb, ax=xa + w, ay=ya, xref="x", yref="y", axref="x", ayref="y", text="",
+        sx, sy = (xa, ya - hgt) if b == 5 else (xa + w, ya)  # h to k_R leaves h's bottom, passing under c_KV
+        notes.append(dict(x=xb - w, y=yb, ax=sx, ay=sy, xref="x", yref="y", axref="x", ayref="y", text="",
                           showarrow=True, arrowhead=2, arrowwidth=2, arrowcolor="#888888"))  # fmt: skip
     legend = [dict(type="scatter", x=[None], y=[None], mode="markers", name=t(f"mla.fig_kind_{k}"),
                    marker=dict(symbol="square", size=16, color=FILL[k], line=dict(color=EDGE[k], width=2)))
               for k in ("cached", "absorbed", "wrong") if any(b[3] == k for b in boxes)]  # fmt: skip
     layout = base_layout(t(f"mla.fig_flow_{mode}"), style, 520 if style.present else 460,
-                         xaxis=dict(visible=False, range=[-0.55, 4.55]), yaxis=dict(visible=False, range=[-0.3, 4.3]),
+                         xaxis=dict(visible=False, range=[-0.55, 4.55]), yaxis=dict(visible=False, range=[-0.35, 4.35]),
                          shapes=shapes, annotations=notes,
                          legend=dict(orientation="h", yanchor="top", y=-0.02, x=0))  # fmt: skip
     return plain_figure(legend, layout, style)
@@ -106,7 +99,9 @@ def head_map(mat: np.ndarray, labels: list[str], title: str, kind: str, style: S
     t = mat.shape[0]
     mask = np.tril(np.ones((t, t), dtype=bool))
     spec = MatrixSpec(mat.astype(np.float32), labels, labels, title, kind=kind, mask=mask, plot_px=360)
-    return matrix_figure(spec, style)
+    fig = matrix_figure(spec, style)
+    fig.data[0].texttemplate = None  # three maps side by side: too narrow for printed values (the hover has them)
+    return fig
 
 
 # ---------------------------------------------------------------- cache per token

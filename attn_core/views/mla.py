@@ -341,19 +341,22 @@ def cost_views(p: Params, style: figures.Style) -> list[View]:
             View(f"{tag}_bytes", mfig.cost_figure(data, "bytes_read_bf16", p.cache_len, style), data)]  # fmt: skip
 
 
-def cost_formulas(p: Params) -> list[str]:
-    """Each path's formula per decode step at ``cache_len`` cached tokens, with the user's numbers (LaTeX)."""
+def cost_formulas(p: Params, style: figures.Style) -> list[tuple[str, str]]:
+    """(label with the cache read, LaTeX FLOPs formula with the user's numbers) of each path at ``cache_len``."""
     c, s = p.config, p.cache_len
     h, dc, dr, dh, dv = c.n_heads, c.kv_lora_rank, c.qk_rope_head_dim, c.qk_nope_head_dim, c.v_head_dim
-    n, a, lat = (eng.path_cost(c, x) for x in eng.PATHS)
-    return [
-        rf"\text{{naive}}: 2 \cdot {h} \cdot ({dh}+{dr}+{dv}) \cdot {s:,} + 2 \cdot {dc} \cdot {h} \cdot ({dh}+{dv})"
-        rf" = {n.flops(s):,}\ \text{{FLOPs}},\ {n.values:,} \cdot {s:,}\ \text{{values read}}",
-        rf"\text{{absorbed}}: 2 \cdot {h} \cdot ({dc}+{dr}+{dc}) \cdot {s:,} + 2 \cdot {h} \cdot {dc} \cdot ({dh}+{dv})"
-        rf" = {a.flops(s):,}\ \text{{FLOPs}},\ ({dc}+{dr}) \cdot {s:,}\ \text{{values read}}",
-        rf"\text{{latent}}: (2 \cdot {dc} \cdot {h} \cdot ({dh}+{dv}) + 2 \cdot {h} \cdot ({dh}+{dr}+{dv})) \cdot {s:,}"
-        rf" = {lat.flops(s):,}\ \text{{FLOPs}}",
-    ]
+    flops = {
+        "naive": rf"2 \cdot {h} \cdot ({dh}+{dr}+{dv}) \cdot {s:,} + 2 \cdot {dc} \cdot {h} \cdot ({dh}+{dv})",
+        "absorb": rf"2 \cdot {h} \cdot ({dc}+{dr}+{dc}) \cdot {s:,} + 2 \cdot {h} \cdot {dc} \cdot ({dh}+{dv})",
+        "latent": rf"(2 \cdot {dc} \cdot {h} \cdot ({dh}+{dv}) + 2 \cdot {h} \cdot ({dh}+{dr}+{dv})) \cdot {s:,}",
+    }
+    out = []
+    for path in eng.PATHS:
+        cost = eng.path_cost(c, path)
+        label = style.t("mla.formula_label", path=style.t(f"mla.path_{path}"), v=f"{cost.values:,}", s=f"{s:,}",
+                        n=f"{cost.values * s:,}")  # fmt: skip
+        out.append((label, flops[path] + rf" = {cost.flops(s):,}"))
+    return out
 
 
 def cost_sentence(p: Params, style: figures.Style) -> str:

@@ -76,8 +76,9 @@ def test_cost_sentence_and_formulas_carry_the_users_numbers():
     line = mv.cost_sentence(p, S)
     assert f"**{a.flops(4096) / n.flops(4096):.2f}×**" in line and "**71.1×**" in line
     assert f"**{lat.flops(4096) / a.flops(4096):,.0f}×**" in line
-    formulas = mv.cost_formulas(p)
-    assert "2 \\cdot 128 \\cdot (512+64+512) \\cdot 4,096" in formulas[1] and f"{a.flops(4096):,}" in formulas[1]
+    label, formula = mv.cost_formulas(p, S)[1]
+    assert "2 \\cdot 128 \\cdot (512+64+512) \\cdot 4,096" in formula and formula.endswith(f" = {a.flops(4096):,}")
+    assert "576 × 4,096 = 2,359,296 values" in label
 
 
 def test_decode_summary_and_timing_sentence_choose_from_numbers():
