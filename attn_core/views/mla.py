@@ -204,7 +204,7 @@ def agree_sentences(res: Compared, style: figures.Style) -> list[tuple[str, str]
     else:
         w = res.wrong
         far = w.max_output_diff > 100 * TOLERANCE
-        out.append(("error" if far else "info", t("mla.wrong_far" if far else "mla.wrong_close",
+        out.append(("warning" if far else "info", t("mla.wrong_far" if far else "mla.wrong_close",
                                                   dw=f"{w.max_weight_diff:.3g}", do=f"{w.max_output_diff:.3g}",
                                                   x=f"{w.max_output_diff / TOLERANCE:,.0f}",
                                                   rel=f"{w.max_output_diff / max(w.output_scale, 1e-30):.0%}")))  # fmt: skip

@@ -48,7 +48,7 @@ def test_agree_view_shows_torch_weights_and_concludes_from_the_differences(app_t
     np.testing.assert_allclose(drawn[1], absorb, rtol=1e-5, atol=1e-6)
     assert "agree" in at.success[0].value
     res = mv.compare(layer.cfg, 6, 0)
-    assert f"{res.wrong.max_output_diff:.3g}" in at.error[0].value  # rope_on_latent, measured
+    assert f"{res.wrong.max_output_diff:.3g}" in at.warning[0].value  # rope_on_latent, measured
     assert res.wrong.max_output_diff > 100 * mv.TOLERANCE
 
 

@@ -57,7 +57,7 @@ def test_agree_sentences_follow_the_measured_differences():
     same = eng.Agreement(w, w, 2e-7, 8e-7, 3.0)
     off = eng.Agreement(w, w, 0.3, 0.9, 3.0)
     kinds = [k for k, _ in mv.agree_sentences(mv.Compared(same, off, 1), S)]
-    assert kinds == ["success", "error"]
+    assert kinds == ["success", "warning"]
     text = mv.agree_sentences(mv.Compared(off, same, 1), S)
     assert text[0][0] == "warning" and "differ more" in text[0][1]
     assert text[1][0] == "info" and "nearly cancel" in text[1][1]
