@@ -27,7 +27,7 @@ PRESETS = (*eng.load_mla_presets(), "custom")
 RUN_MODES = ("naive", "absorb", "rope_on_latent")
 VIEW_FIELD = "view"
 PAGE_VIEWS = ("flow", "agree", "cache", "decode", "cost")
-VIEW_NAMES = ("flow", "agree", "grid", "cache", "decode", "cost")
+VIEW_NAMES = PAGE_VIEWS  # "agree" draws its three maps and the grid of every head, as the page
 MAX_RUN_PARAMS = 24_000_000  # a layer the page runs (float32: about 92 MiB); larger presets run fewer heads
 TOLERANCE = 1e-5  # float32: two computations of the same function agree to about this
 TIMED_LENGTHS = (256, 1024, 4096)  # cached tokens at which the page times one decode step of each path
@@ -211,8 +211,10 @@ def agree_sentences(res: Compared, style: figures.Style) -> list[tuple[str, str]
     return out
 
 
-def grid_view(pm: PooledMaps, style: figures.Style) -> View:
-    return hm.grid_view(pm, style, False)
+def grid_view(pm: PooledMaps, mode: str, style: figures.Style) -> View:
+    """The heatmaps page's grid of every head, named for the path it shows."""
+    v = hm.grid_view(pm, style, False)
+    return View(f"mla_weights_{mode}_t{len(pm.tokens_q)}", v.figure, v.source)
 
 
 # ---------------------------------------------------------------- cache per token
@@ -387,15 +389,14 @@ def timing_table(df: pd.DataFrame, style: figures.Style) -> pd.DataFrame:
 # ---------------------------------------------------------------- the command line's charts
 def views(p: Params, style: figures.Style, which: str | Sequence[str] | None = None, device: str = "cpu") -> list[View]:
     """The charts of ``which`` views (default: the page's current view) for ``p``."""
-    default = {"agree": ["agree", "grid"]}.get(p.view, [p.view])
     out: list[View] = []
-    for name in view_list(which, VIEW_NAMES, default):
+    for name in view_list(which, VIEW_NAMES, [p.view]):
         if name == "flow":
             out.append(flow_view(p, style))
         elif name == "agree":
-            out.extend(agree_views(compare(run_config(p.config), p.seq_len, p.seed), p.head, p.tokens, style))
-        elif name == "grid":
-            out.append(grid_view(grid(run_config(p.config), p.tokens, p.seed, p.mode, device=device), style))
+            cfg = run_config(p.config)
+            out.extend(agree_views(compare(cfg, p.seq_len, p.seed), p.head, p.tokens, style))
+            out.append(grid_view(grid(cfg, p.tokens, p.seed, p.mode, device=device), p.mode, style))
         elif name == "cache":
             out.append(cache_view(p, style))
         elif name == "decode":
