@@ -22,6 +22,7 @@ from attn_core.mla import (
     attention_source,
     cache_bytes,
     decode_steps,
+    fill_cache,
     hidden_states,
     load_mla_presets,
     path_cost,
@@ -210,3 +211,15 @@ def test_preset_file_is_valid_json_with_sources():
 
     data = json.loads(PRESET_FILE.read_text(encoding="utf-8"))
     assert all(p["source"].startswith("https://") for p in data["presets"])
+
+
+@pytest.mark.parametrize("mode", ["naive", "absorb"])
+def test_fill_cache_holds_what_the_forward_caches(mode):
+    layer = MultiHeadLatentAttention(TINY_Q, seed=6)
+    x = hidden_states(TINY_Q, 9, seed=6)
+    want, got = layer(x, mode=mode).cache, fill_cache(layer, x, mode)
+    assert set(got.tensors) == set(want.tensors) and got.nbytes == want.nbytes
+    for name, t in want.tensors.items():
+        torch.testing.assert_close(got.tensors[name], t, rtol=1e-6, atol=1e-6)
+    step = hidden_states(TINY_Q, 10, seed=6)[:, 9:]
+    torch.testing.assert_close(layer(step, mode=mode, cache=got).output, layer(step, mode=mode, cache=want).output)
