@@ -434,7 +434,6 @@ def attention_source(layer: MultiHeadLatentAttention, x: torch.Tensor, tokens: t
             k = apply_rope(k_nope, pos, c.rope_theta)[0].transpose(0, 1)
             q, scale = apply_rope(q_nope, pos, c.rope_theta)[0].transpose(0, 1), 1 / math.sqrt(c.qk_nope_head_dim)
         v = v[0].transpose(0, 1)  # (H, T, d_v)
-    v = v if v.dim() == 3 and v.shape[0] == k.shape[0] else v.reshape(1, t, -1)
     return TensorLayer(q.numpy(), k.numpy(), v.numpy(), float(scale), tuple(tokens), mask_kind="causal")
 
 

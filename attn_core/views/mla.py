@@ -105,7 +105,7 @@ class Compared:
     """Naive against absorbed, and rope_on_latent naive against its absorbed form, on the same inputs."""
 
     right: eng.Agreement
-    wrong: eng.Agreement
+    wrong: eng.Agreement | None  # None when d_h is odd (RoPE cannot pair it)
     n_heads: int
 
 

@@ -127,8 +127,8 @@ def check(at, query: dict[str, str]) -> None:
         assert key in text or shown in text, f"{key}={raw!r} became {value!r} without a notice; notices: {text!r}"
 
 
-# a real model's page: each new text is a forward pass, so fewer sets (its extremes are listed below)
-N_SETS_OF = {"pages/models.py": 60}
+# a real model's page: each new text is a forward pass, so fewer sets (its extremes are listed below);
+N_SETS_OF = {"pages/models.py": 60, "pages/mla.py": 80}  # MLA: few free-form fields; its extremes are listed
 
 
 def param_sets(page: str, keys: list[str]):
