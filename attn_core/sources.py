@@ -205,8 +205,8 @@ class SeededLayer(_Sequences):
 class TensorLayer(_Sequences):
     """A layer's captured queries, keys and values, as CPU float32 numpy.
 
-    ``q`` ``[H, T_q, D]``; ``k``, ``v`` ``[H_kv, T_k, D]`` (after any position
-    encoding, before ``repeat_kv``); ``scale`` the factor the layer applies to q·k;
+    ``q`` ``[H, T_q, D]``; ``k`` ``[H_kv, T_k, D]``, ``v`` ``[H_kv, T_k, D_v]`` (after any position
+    encoding, before ``repeat_kv``; values may be narrower or wider than keys, as in MLA); ``scale`` the factor the layer applies to q·k;
     ``mask_kind`` ``none``, ``causal`` or ``padding`` (keys from ``pad_len`` on hidden);
     ``use_scaling`` and ``temperature`` say what ``scale`` holds (1/√d_k, ÷ τ).
     """
@@ -229,8 +229,16 @@ class TensorLayer(_Sequences):
         put(self, "tokens_q", tuple(self.tokens_q))
         if self.tokens_k is not None:
             put(self, "tokens_k", tuple(self.tokens_k))
-        if self.q.ndim != 3 or self.k.shape != self.v.shape or self.k.ndim != 3 or self.q.shape[2] != self.k.shape[2]:
-            raise ValueError(f"q [H, T_q, D] and k, v [H_kv, T_k, D] expected, got {self.q.shape}, {self.k.shape}")
+        if (
+            self.q.ndim != 3
+            or self.k.shape[:2] != self.v.shape[:2]
+            or self.k.ndim != 3
+            or self.v.ndim != 3
+            or self.q.shape[2] != self.k.shape[2]
+        ):
+            raise ValueError(
+                f"q [H, T_q, D], k [H_kv, T_k, D] and v [H_kv, T_k, D_v] expected, got {self.q.shape}, {self.k.shape}"
+            )
         check_kv_heads(self.q.shape[0], self.k.shape[0])
         if self.q.shape[1] != len(self.tokens_q) or self.k.shape[1] != len(self.keys):
             raise ValueError(f"{self.q.shape[1]} queries, {self.k.shape[1]} keys for "

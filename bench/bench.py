@@ -73,6 +73,10 @@ PAGE_SCENARIOS: list[tuple[str, str, dict[str, str], tuple[str, object, object],
         ("cscale", "fixed", "fit"),
         600,
     ),
+    # MLA: the data flow redrawn for another path; both paths compared on DeepSeek-V3's widths, 64 tokens
+    ("mla", "defaults", {}, ("mode", "naive", "absorb"), 100),
+    ("mla", "agree", {"view": "agree"}, ("seq_len", 13, 12), 100),
+    ("mla", "largest", {"view": "agree", "preset": "deepseek-v3", "seq_len": "64"}, ("head", 1, 0), 600),
     (
         # largest preset (671B parameters, 61 layers), the calculator's longest context (2^20) and largest batch
         "kv_cache",
@@ -117,8 +121,12 @@ PAGE_SLIDERS: dict[str, list[tuple[str, str]]] = {
     "kv_sharing": [("head_dim", "repeat_kv")],
     "kv_cache": [("batch", "kv_memory")],
     "models": [("head", "mdl_zoom")],
+    "mla": [("seq_len", "mla_grid")],
 }
-PAGE_QUERY = {"models": "?view=head&layer=17"}  # the page's view with that slider, when it opens on another
+PAGE_QUERY = {
+    "models": "?view=head&layer=17",
+    "mla": "?view=agree",
+}  # the page's view with that slider, when it opens on another
 #: More browser scenarios, measured like the pages' but with no ratio target.
 EXTRA_CASES = [
     SliderCase(
@@ -452,6 +460,27 @@ def core_decode(dev, runs: int) -> list[str]:
     ]
 
 
+MLA_CONTEXTS = (1024, 8192)
+
+
+def core_mla(dev, runs: int) -> list[str]:
+    """One MLA decode step, naive against absorbed, at 1K and 8K cached tokens, the page's scaled-down layer."""
+    from attn_core import mla
+    from attn_core.views import mla as mv
+
+    cfg = mv.Params().config
+    lines = []
+    for n in MLA_CONTEXTS:
+        t = {m: mla.time_step(cfg, n, m, device=str(dev), repeats=max(5, runs)) for m in ("naive", "absorb")}
+        lines.append(
+            f"core {dev.type:<4} MLA decode step at {n:,} cached tokens ({cfg.n_heads} heads, d_c {cfg.kv_lora_rank}, "
+            f"d_h+d_R {cfg.qk_head_dim}, d_v {cfg.v_head_dim}): naive {ms(t['naive'])}, absorbed {ms(t['absorb'])} "
+            f"({t['naive'] / t['absorb']:.2f}x); cache {mla.cache_bytes(cfg, n, 'naive'):,} B against "
+            f"{mla.cache_bytes(cfg, n, 'absorb'):,} B (fp32)"
+        )
+    return lines
+
+
 def bench_core(args) -> list[str]:
     import torch
 
@@ -461,7 +490,7 @@ def bench_core(args) -> list[str]:
     lines = []
     for dev in devices:
         log(f"core: {dev}...")
-        for part in (core_attention, core_decode):
+        for part in (core_attention, core_decode, core_mla):
             try:
                 new = part(dev, args.repeats)
             except Exception as exc:  # noqa: BLE001 - report and go on

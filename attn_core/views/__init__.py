@@ -15,6 +15,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("kv_sharing", "nav.kv_sharing", ":material/call_split:"),
     PageSpec("kv_cache", "nav.kv_cache", ":material/memory:"),
     PageSpec("models", "nav.models", ":material/neurology:"),
+    PageSpec("mla", "nav.mla", ":material/compress:"),
 )
 
 

@@ -127,8 +127,8 @@ def check(at, query: dict[str, str]) -> None:
         assert key in text or shown in text, f"{key}={raw!r} became {value!r} without a notice; notices: {text!r}"
 
 
-# a real model's page: each new text is a forward pass, so fewer sets (its extremes are listed below)
-N_SETS_OF = {"pages/models.py": 60}
+# a real model's page: each new text is a forward pass, so fewer sets (its extremes are listed below);
+N_SETS_OF = {"pages/models.py": 60, "pages/mla.py": 80}  # MLA: few free-form fields; its extremes are listed
 
 
 def param_sets(page: str, keys: list[str]):
@@ -269,6 +269,14 @@ MODEL_SHAPES = [
     {"model": "minilm-l6", "example": "repeated", "repeat_len": "255", "layer": "5", "head": "11"},
     {"model": "local", "model_path": "/nonexistent"},
 ]
+# the MLA page: every view at the smallest custom layer, the largest preset and the longest inputs
+MLA_SHAPES = [
+    {},
+    {"preset": "custom", "d_model": "8", "n_heads": "1", "kv_lora_rank": "2", "qk_nope": "2", "qk_rope": "2",
+     "v_dim": "1", "q_lora_rank": "0", "n_layers": "1", "seq_len": "2", "dec_steps": "1", "dec_prompt": "1"},
+    {"preset": "deepseek-v3", "seq_len": "64", "head": "127", "cache_len": "1048576", "n_kv_heads": "1"},
+    {"preset": "custom", "qk_nope": "3", "mode": "rope_on_latent", "n_heads": "32", "n_kv_heads": "5"},
+]  # fmt: skip
 MODEL_CASES = [
     {"view": "layer", "example": "repeated", "repeat_len": "1024", "cscale": "fixed", "pool": "mean"},
     {"view": "head", "example": "repeated", "repeat_len": "100", "q_start": "199", "k_start": "0"},
@@ -284,6 +292,11 @@ def view_cases():
                     yield page, {**shape, "view": value}
             for query in MODEL_CASES:
                 yield page, query
+            continue
+        if page == "pages/mla.py":  # its own shapes: a preset or latent dimensions, not heads over tokens
+            for value in choices["view"]:
+                for shape in MLA_SHAPES:
+                    yield page, {**shape, "view": value}
             continue
         shapes = SHAPES + (CROSS_SHAPES if page == "pages/heatmaps.py" else KV_SHARING_SHAPES)
         for key, values in choices.items():
@@ -320,7 +333,8 @@ def test_every_view_at_the_extremes(app_test, case):
     at = app_test(page, query=query)
     check(at, query)
     shown = at.get("plotly_chart") or at.dataframe or at.error
-    ready = query.get("view") == "generate" and ("gen_run" in [b.key for b in at.button] or at.info)
+    live = {"generate": "gen_run", "decode": "mla_run"}.get(query.get("view"))  # a live run waits for its Start
+    ready = live is not None and (live in [b.key for b in at.button] or at.info)
     assert shown or ready, f"{query}: nothing drawn, no message and nothing to start"
 
 

@@ -17,8 +17,9 @@ SLIDERS = {
     "kv_sharing": ("n_heads", 4),
     "kv_cache": ("batch", 3),
     "models": ("layer", 2),
+    "mla": ("seq_len", 2),
 }
-QUERY = {"models": "?view=layer"}  # the view that has the slider, when the page opens on another
+QUERY = {"models": "?view=layer", "mla": "?view=agree"}  # the view that has the slider, when the page opens on another
 # (url path, slider, presses): the default page lives at the root URL
 PAGES = [("" if p.default else p.name + QUERY.get(p.name, ""), *SLIDERS[p.name]) for p in REGISTRY]
 

@@ -1,0 +1,187 @@
+"""Figures of the MLA page: the data flow with the cached tensors, one head's maps, the caches per token, the
+live decode of both paths, and the cost of each decode path against the cached length."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..memory import binary_unit, elements_to_bytes, format_bytes, format_bytes_exact, format_tokens
+from .base import Style, base_layout, plain_figure
+from .heatmaps import MatrixSpec, matrix_figure
+from .memory import LAYOUT_COLORS
+
+if TYPE_CHECKING:
+    from ..mla import MLAConfig
+
+PATH_COLORS = {"naive": "#56B4E9", "absorb": "#CC79A7", "latent": "#D55E00"}
+FILL = {"input": "#f2f2f2", "tensor": "#ffffff", "cached": "#fde3a7", "absorbed": "#e5d4f0", "wrong": "#f8c9c0"}
+EDGE = {"input": "#666666", "tensor": "#0072B2", "cached": "#E69F00", "absorbed": "#CC79A7", "wrong": "#D55E00"}
+
+
+# ---------------------------------------------------------------- data flow
+def flow_tensors(c: MLAConfig, mode: str) -> list[tuple[str, str, bool]]:
+    """(name, shape per token, cached in ``mode``) of every tensor of the layer, in the diagram's order."""
+    h, dh, dr, dv, dc = c.n_heads, c.qk_nope_head_dim, c.qk_rope_head_dim, c.v_head_dim, c.kv_lora_rank
+    naive, absorb = mode == "naive", mode == "absorb"
+    rows = [("h", f"[{c.d_model}]", False)]
+    if c.q_lora_rank:
+        rows.append(("c_Q = RMSNorm(W_DQ h)", f"[{c.q_lora_rank}]", False))
+    rows += [("q_C = W_UQ c_Q", f"[{h} × {dh}]", False), ("q_R = RoPE(W_QR c_Q)", f"[{h} × {dr}]", False),
+             ("c_KV = RMSNorm(W_DKV h)", f"[{dc}]", absorb), ("k_R = RoPE(W_KR h)", f"[{dr}]", absorb),
+             ("k_C = W_UK c_KV", f"[{h} × {dh}]", False),
+             ("k = [k_C ; k_R]", f"[{h} × {dh + dr}]", naive), ("v = W_UV c_KV", f"[{h} × {dv}]", not absorb),
+             ("o = W_O [o_1 … o_H]", f"[{c.d_model}]", False)]  # fmt: skip
+    if mode == "rope_on_latent":
+        rows[-3] = ("k = RoPE(k_C)", f"[{h} × {dh}]", True)
+    return rows
+
+
+def _boxes(c: MLAConfig, mode: str, t) -> list[tuple[float, float, str, str]]:
+    """(x, y, label, kind) of the diagram's blocks."""
+    h, dh, dr, dv, dc = c.n_heads, c.qk_nope_head_dim, c.qk_rope_head_dim, c.v_head_dim, c.kv_lora_rank
+    kc = {"naive": "tensor", "absorb": "absorbed", "rope_on_latent": "wrong"}[mode]
+    cq = f"c_Q [{c.q_lora_rank}]" if c.q_lora_rank else t("mla.fig_no_cq")
+    att = {"naive": t("mla.fig_att_naive", h=h, d=dh + dr), "absorb": t("mla.fig_att_absorb", h=h, d=dc + dr),
+           "rope_on_latent": t("mla.fig_att_wrong", h=h, d=dh)}[mode]  # fmt: skip
+    cached_abs = "cached" if mode == "absorb" else "tensor"
+    up = "cached" if mode != "absorb" else "absorbed"
+    return [
+        (0.0, 2.0, f"h [{c.d_model}]", "input"),
+        (1.0, 3.3, cq, "tensor"),
+        (2.0, 3.9, f"q_C [{h}×{dh}]" + (" · W_UK" if mode == "absorb" else ""), kc if mode != "naive" else "tensor"),
+        (2.0, 3.0, f"q_R [{h}×{dr}] RoPE", "tensor" if mode != "rope_on_latent" else "input"),
+        (1.0, 1.5, f"c_KV [{dc}]", cached_abs),
+        (2.0, 0.1, f"k_R [{dr}] RoPE", cached_abs if mode != "rope_on_latent" else "input"),
+        (2.0, 2.05, f"k_C [{h}×{dh}]" + (" RoPE" if mode == "rope_on_latent" else ""), up),
+        (2.0, 1.1, f"v [{h}×{dv}]", up),
+        (3.0, 2.0, att, "tensor"),
+        (4.0, 2.0, f"o [{c.d_model}]", "input"),
+    ]
+
+
+ARROWS = ((0, 1), (1, 2), (1, 3), (0, 4), (0, 5), (4, 6), (4, 7), (2, 8), (3, 8), (6, 8), (5, 8), (7, 8), (8, 9))
+
+
+def flow_figure(c: MLAConfig, mode: str, style: Style = Style()) -> go.Figure:
+    """The layer as blocks with their shapes per token; cached tensors filled orange, absorbed matrices purple,
+    the rope_on_latent mistake red."""
+    t = style.t
+    boxes = _boxes(c, mode, t)
+    w, hgt = 0.44, 0.34
+    shapes, notes = [], []
+    for x, y, label, kind in boxes:
+        shapes.append(dict(type="rect", x0=x - w, x1=x + w, y0=y - hgt, y1=y + hgt, fillcolor=FILL[kind],
+                           line=dict(color=EDGE[kind], width=4 if kind == "cached" else 2), layer="below"))  # fmt: skip
+        notes.append(dict(x=x, y=y, text=label, showarrow=False, font=dict(size=style.font)))
+    for a, b in ARROWS:
+        (xa, ya, *_), (xb, yb, *_) = boxes[a], boxes[b]
+        sx, sy = (xa, ya - hgt) if b == 5 else (xa + w, ya)  # h to k_R leaves h's bottom, passing under c_KV
+        notes.append(dict(x=xb - w, y=yb, ax=sx, ay=sy, xref="x", yref="y", axref="x", ayref="y", text="",
+                          showarrow=True, arrowhead=2, arrowwidth=2, arrowcolor="#888888"))  # fmt: skip
+    legend = [dict(type="scatter", x=[None], y=[None], mode="markers", name=t(f"mla.fig_kind_{k}"),
+                   marker=dict(symbol="square", size=16, color=FILL[k], line=dict(color=EDGE[k], width=2)))
+              for k in ("cached", "absorbed", "wrong") if any(b[3] == k for b in boxes)]  # fmt: skip
+    layout = base_layout(t(f"mla.fig_flow_{mode}"), style, 520 if style.present else 460,
+                         xaxis=dict(visible=False, range=[-0.55, 4.55]), yaxis=dict(visible=False, range=[-0.35, 4.35]),
+                         shapes=shapes, annotations=notes,
+                         legend=dict(orientation="h", yanchor="top", y=-0.02, x=0))  # fmt: skip
+    return plain_figure(legend, layout, style)
+
+
+# ---------------------------------------------------------------- one head's maps
+def head_map(mat: np.ndarray, labels: list[str], title: str, kind: str, style: Style = Style()) -> go.Figure:
+    """One head's ``[T, T]`` weights (0..1), or their |difference| (``values``: its own scale), causal cells grey."""
+    t = mat.shape[0]
+    mask = np.tril(np.ones((t, t), dtype=bool))
+    spec = MatrixSpec(mat.astype(np.float32), labels, labels, title, kind=kind, mask=mask, plot_px=360)
+    fig = matrix_figure(spec, style)
+    fig.data[0].texttemplate = None  # three maps side by side: too narrow for printed values (the hover has them)
+    return fig
+
+
+# ---------------------------------------------------------------- cache per token
+def cache_bars(
+    labels: Sequence[str], values: Sequence[int], dtype: str, title: str, style: Style = Style()
+) -> go.Figure:
+    """Cached values per token and layer of each layout (log axis), bytes in ``dtype`` in the hover and labels."""
+    kinds = [lab.split("-")[0] if not lab.startswith("MLA") else lab for lab in labels]
+    nbytes = [elements_to_bytes(int(v), dtype) for v in values]
+    data = [dict(type="bar", x=list(labels), y=[int(v) for v in values],
+                 marker=dict(color=[LAYOUT_COLORS.get(k, "#888888") for k in kinds]),
+                 text=[f"{int(v):,} · {format_bytes(b)}" for v, b in zip(values, nbytes, strict=True)],
+                 textposition="outside", cliponaxis=False,
+                 hovertemplate="%{x}<br>%{y:,} values<br>%{customdata}<extra></extra>",
+                 customdata=[format_bytes_exact(b) + f" ({dtype})" for b in nbytes])]  # fmt: skip
+    layout = base_layout(title, style, 440 if style.present else 380, showlegend=False,
+                         yaxis=dict(type="log", title=dict(text=style.t("mla.axis_values")),
+                                    range=[0, np.log10(max(values)) + 0.6]),
+                         xaxis=dict(title=dict(text=style.t("mla.axis_layout"))))  # fmt: skip
+    return plain_figure(data, layout, style)
+
+
+# ---------------------------------------------------------------- live decode
+def decode_bytes_figure(df: pd.DataFrame, x_max: int, y_max: int, style: Style = Style()) -> go.Figure:
+    """Measured cache bytes of both paths (markers) on their formulas (lines) against the tokens cached."""
+    div, unit = binary_unit(max(int(y_max), 1))
+    t, x = style.t, df["tokens_cached"].to_numpy()
+    data = []
+    for path in ("naive", "absorb"):
+        color = PATH_COLORS[path]
+        formula, measured = df[f"{path}_bytes_formula"].to_numpy(), df[f"{path}_bytes_measured"].to_numpy()
+        data.append(dict(type="scatter", x=x, y=formula / div, mode="lines", name=t(f"mla.dec_formula_{path}"),
+                         line=dict(color=color, width=4 if style.present else 3),
+                         customdata=[format_bytes_exact(int(b)) for b in formula],
+                         hovertemplate="S = %{x:,}<br>%{customdata}<extra>%{fullData.name}</extra>"))  # fmt: skip
+        data.append(dict(type="scatter", x=x, y=measured / div, mode="markers", name=t(f"mla.dec_measured_{path}"),
+                         marker=dict(color="#222222", size=7, symbol="circle-open", line=dict(width=2)),
+                         customdata=[format_bytes_exact(int(b)) for b in measured],
+                         hovertemplate="S = %{x:,}<br>%{customdata}<extra>%{fullData.name}</extra>"))  # fmt: skip
+    layout = base_layout(t("mla.dec_bytes_title"), style, 460 if style.present else 420,
+                         xaxis=dict(range=[0, x_max * 1.02 + 1], title=dict(text=t("kvmem.tokens_in_cache"))),
+                         yaxis=dict(range=[0, y_max / div * 1.08], title=dict(text=t("kvmem.bytes_axis", unit=unit))),
+                         legend=dict(orientation="h", yanchor="top", y=-0.25, x=0), uirevision="mla_dec_bytes")  # fmt: skip
+    return plain_figure(data, layout, style)
+
+
+def decode_time_figure(df: pd.DataFrame, x_max: int, style: Style = Style()) -> go.Figure:
+    """Wall time of each decode step of both paths (the first point is the prefill) against the tokens cached."""
+    t = style.t
+    data = [dict(type="scatter", x=df["tokens_cached"].to_numpy(), y=df[f"{p}_ms"].to_numpy(), mode="lines+markers",
+                 name=t(f"mla.path_{p}"), line=dict(color=PATH_COLORS[p], width=3 if style.present else 2),
+                 marker=dict(size=4), hovertemplate="S = %{x:,}<br>%{y:.3f} ms<extra>%{fullData.name}</extra>")
+            for p in ("naive", "absorb")]  # fmt: skip
+    layout = base_layout(t("mla.dec_time_title"), style, 420 if style.present else 380,
+                         xaxis=dict(range=[0, x_max * 1.02 + 1], title=dict(text=t("kvmem.tokens_in_cache"))),
+                         yaxis=dict(title=dict(text=t("kvmem.ms_axis")), rangemode="tozero"),
+                         legend=dict(orientation="h", yanchor="top", y=-0.25, x=0), uirevision="mla_dec_time")  # fmt: skip
+    return plain_figure(data, layout, style)
+
+
+# ---------------------------------------------------------------- costs
+def cost_figure(df: pd.DataFrame, column: str, mark: int, style: Style = Style()) -> go.Figure:
+    """``column`` (FLOPs or bytes read per decode step and layer) of each path against the cached tokens (log-log),
+    a dotted line at ``mark`` tokens."""
+    t = style.t
+    data = []
+    for path in PATH_COLORS:
+        part = df[df.path == path]
+        if column != "flops" and path == "latent":
+            continue  # reads what the absorbed path reads
+        name = t(f"mla.path_{path}") if column == "flops" or path == "naive" else t("mla.path_latent_reads")
+        data.append(dict(type="scatter", x=part.cached.to_numpy(), y=part[column].to_numpy(), mode="lines+markers",
+                         name=name, line=dict(color=PATH_COLORS[path], width=3 if style.present else 2),
+                         hovertemplate="S = %{x:,}<br>%{y:.4s}<extra>%{fullData.name}</extra>"))  # fmt: skip
+    top = float(df[column].max())
+    shapes = [dict(type="line", x0=mark, x1=mark, y0=0, y1=1, yref="paper", line=dict(color="#555555", dash="dot"))]
+    layout = base_layout(t(f"mla.cost_title_{'flops' if column == 'flops' else 'bytes'}", s=format_tokens(mark)),
+                         style, 420 if style.present else 380,
+                         xaxis=dict(type="log", title=dict(text=t("mla.axis_cached"))),
+                         yaxis=dict(type="log", title=dict(text=t(f"mla.axis_{'flops' if column == 'flops' else 'bytes'}")),
+                                    range=[0, np.log10(max(top, 10)) + 0.2]),
+                         shapes=shapes, legend=dict(orientation="h", yanchor="top", y=-0.25, x=0))  # fmt: skip
+    return plain_figure(data, layout, style)

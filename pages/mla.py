@@ -1,0 +1,121 @@
+"""Page: multi-head latent attention (DeepSeek-V2/V3). Its data flow and cache, naive against absorbed with
+the same numbers, the rope-on-latent mistake measured, a live decode of both paths, and the cost of absorbing."""
+
+import streamlit as st
+
+import ui
+from attn_core.views import mla as mv
+
+P = mv.Params
+ui.page_guard()
+style = ui.style()
+st.title(ui.t("mla.title"))
+st.caption(ui.t("mla.intro"))
+
+with ui.controls_box():
+    c1, c2 = st.columns([1, 2], gap="large")
+    with c1:
+        v = {"preset": ui.control(P, "preset", widget="select")}
+    if v["preset"] == "custom":
+        with c2:
+            d1, d2, d3 = st.columns(3, gap="medium")
+            for box, names in ((d1, ("d_model", "n_heads", "n_layers")), (d2, ("kv_lora_rank", "q_lora_rank")),
+                               (d3, ("qk_nope", "qk_rope", "v_dim"))):  # fmt: skip
+                for name in names:
+                    v[name] = ui.control(P, name, container=box)
+    v["mode"] = ui.control(P, "mode")
+p = P(**v, seed=ui.seed())
+if ui.run_safely(lambda: p.config) is None:
+    st.stop()
+st.markdown(mv.shape_line(p, style))
+note = mv.run_note(p, style)
+p = mv.with_values(p, view=ui.control(P, "view"))
+run_cfg = mv.run_config(p.config)
+
+
+def say(kind_text) -> None:
+    kind, text = kind_text
+    getattr(st, kind)(text)
+
+
+if p.view == "flow":
+    ui.show_view(ui.view(mv.flow_view, p, style), "mla_flow")
+    st.markdown(mv.flow_sentence(p, style))
+    ui.help_expander("mla.absorb_help")
+    ui.help_expander("mla.notes_help")
+elif p.view == "agree":
+    a1, a2 = st.columns(2, gap="large")
+    p = mv.with_values(p, seq_len=ui.control(P, "seq_len", container=a1),
+                       head=ui.control(P, "head", hi=run_cfg.n_heads - 1, container=a2))  # fmt: skip
+    if note:
+        st.caption(note)
+    res = ui.compute(mv.compare, run_cfg, p.seq_len, p.seed)
+    if res is None:
+        st.stop()
+    for item in mv.agree_sentences(res, style):
+        say(item)
+    st.dataframe(mv.agree_table(res, style), hide_index=True, width="stretch")
+    ui.show_views(ui.view(mv.agree_views, res, p.head, p.tokens, style), st.columns(3, gap="small"), "mla_")
+    st.subheader(ui.t("mla.grid_header", mode=ui.t(f"opt.mode.{p.mode}")))
+    pm = ui.compute(mv.grid, run_cfg, p.tokens, p.seed, p.mode)
+    if pm is not None:
+        ui.show_view(ui.view(mv.grid_view, pm, p.mode, style), "mla_grid")
+    st.caption(ui.t("mla.random_inputs", seed=p.seed))
+elif p.view == "cache":
+    k1, k2, k3 = st.columns(3, gap="large")
+    p = mv.with_values(p, n_kv_heads=ui.control(P, "n_kv_heads", n_heads=p.config.n_heads, container=k1),
+                       cache_len=ui.control(P, "cache_len", container=k2),
+                       dtype=ui.control(P, "dtype", widget="select", container=k3))  # fmt: skip
+    lays = ui.run_safely(lambda: mv.layouts(p))
+    if lays is None:
+        st.stop()
+    st.info(mv.gqa_line(p, style), icon="📐")
+    ui.show_view(ui.view(mv.cache_view, p, style), "mla_cache")
+    st.dataframe(mv.cache_frame(p, style), hide_index=True, width="stretch")
+    st.markdown(f"**{ui.t('mla.presets_header')}**")
+    st.dataframe(mv.presets_frame(p, style), hide_index=True, width="stretch")
+    st.caption(ui.t("mla.cache_note"))
+elif p.view == "decode":
+    e1, e2 = st.columns(2, gap="large")
+    p = mv.with_values(p, dec_steps=ui.control(P, "dec_steps", container=e1),
+                       dec_prompt=ui.control(P, "dec_prompt", container=e2))  # fmt: skip
+    if note:
+        st.caption(note)
+    spec = mv.decode_spec(p)
+    st.markdown(ui.t("mla.dec_intro", h=spec.cfg.n_heads, p=spec.prompt, n=spec.steps))
+    run = ui.live_state("mla_decode", (spec, ui.device()))
+    start = ui.live_buttons("mla", "mla.dec_run", "mla.dec_stop")
+    bar, status = st.empty(), st.empty()
+    boxes = [c.empty() for c in st.columns(2, gap="medium")]
+
+    def frame(r: ui.LiveRun) -> None:
+        ui.live_charts(mv.decode_views(r.steps, spec, style), boxes)
+
+    if start:
+        run = ui.live_run("mla_decode", (spec, ui.device()), lambda: mv.decode_steps(spec, device=ui.device()), frame,
+                          progress=lambda r: mv.decode_progress(spec, r.steps, style), bar=bar)  # fmt: skip
+    if run.status == "idle":
+        status.caption(ui.t("mla.dec_press"))
+    elif run.status == "error":
+        with status.container():
+            ui.show_error(run.error)
+    elif run.steps:
+        run_spec = run.params[0]
+        kind, text = mv.decode_summary(run_spec, run.steps, style)
+        getattr(status, kind)(text)
+        if run.stale:
+            st.caption(ui.t("mla.dec_stale"))
+        ui.show_views(mv.decode_views(run.steps, run_spec, style), boxes, "mla_")  # this session's own run
+else:
+    p = mv.with_values(p, cache_len=ui.control(P, "cache_len"))
+    st.info(mv.cost_sentence(p, style), icon="⚖️")
+    for label, line in mv.cost_formulas(p, style):
+        st.markdown(label)
+        st.latex(line)
+    ui.show_views(ui.view(mv.cost_views, p, style), st.columns(2, gap="medium"), "mla_")
+    with st.spinner(ui.t("mla.timing")):
+        df = ui.compute(mv.timings, run_cfg, p.seed)
+    if df is not None:
+        st.markdown(mv.timing_sentence(df, run_cfg, style))
+        st.dataframe(mv.timing_table(df, style), hide_index=True)
+    ui.help_expander("mla.cost_help")

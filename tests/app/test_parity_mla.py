@@ -1,0 +1,54 @@
+"""Page = command line, for the MLA page: the same Params give the same charts on screen and in a file
+(``python -m attn_core.export --page mla``), for every view that needs no Start button."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import plotly.io as pio
+import pytest
+
+from attn_core import figures
+from attn_core.export import params_from
+from attn_core.views import page
+from tests.conftest import no_exception
+from tests.util import arr
+
+SPEC = page("mla")
+CASES = [
+    ({}, []),
+    ({"mode": "rope_on_latent"}, ["--mode", "rope_on_latent"]),
+    ({"view": "agree", "seq_len": "7", "head": "5", "mode": "naive"},
+     ["--view", "agree", "--seq-len", "7", "--head", "5", "--mode", "naive"]),
+    ({"view": "cache", "preset": "deepseek-v2", "n_kv_heads": "16", "dtype": "fp8"},
+     ["--view", "cache", "--preset", "deepseek-v2", "--n-kv-heads", "16", "--dtype", "fp8"]),
+    ({"view": "cost", "preset": "custom", "n_heads": "4", "cache_len": "1024"},
+     ["--view", "cost", "--preset", "custom", "--n-heads", "4", "--cache-len", "1024"]),
+]  # fmt: skip
+
+
+def cli_specs(argv: list[str]) -> list[dict]:
+    params, args = params_from(SPEC, ["--page", "mla", *argv])
+    style = figures.Style()
+    out = []
+    for view in SPEC.views(params, style, args.view):
+        figures.apply_fonts(view.figure, style)
+        out.append(json.loads(pio.to_json(view.figure, validate=False)))
+    return out
+
+
+@pytest.mark.parametrize("query,argv", CASES, ids=[",".join(q) or "defaults" for q, _ in CASES])
+def test_the_page_and_the_command_line_draw_the_same_charts(app_test, query, argv):
+    at = app_test("pages/mla.py", query=query)
+    no_exception(at)
+    shown_all = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    cli = cli_specs(argv)
+    assert len(shown_all) == len(cli) > 0
+    for shown, written in zip(shown_all, cli, strict=True):
+        assert shown["layout"]["title"]["text"] == written["layout"]["title"]["text"]
+        assert len(shown["data"]) == len(written["data"])
+        for a, b in zip(shown["data"], written["data"], strict=True):
+            for key in ("z", "y"):
+                if key in a and (isinstance(a[key], dict) or (a[key] and isinstance(a[key][0], (int, float)))):
+                    np.testing.assert_array_equal(arr(a[key]), arr(b[key]))  # same code, same input
