@@ -51,3 +51,22 @@ def seeded(fn, n_heads, n_kv_heads, head_dim, tokens_q, tokens_k=None, **kw):
     layer_kw = {k: kw.pop(k) for k in list(kw) if k in LAYER_ARGS}
     keys = None if tokens_k is None else tuple(tokens_k)
     return fn(SeededLayer(n_heads, n_kv_heads, head_dim, tuple(tokens_q), keys, **layer_kw), **kw)
+
+
+def cli_specs(page_name: str, argv: list[str]) -> list[dict]:
+    """The plotly JSON of every chart the command line draws for ``--page page_name`` and ``argv``, fonts applied
+    as the page's ``ui.show_figure`` and the exporter apply them: what the parity tests compare with the page."""
+    import plotly.io as pio
+
+    from attn_core import figures
+    from attn_core.export import params_from
+    from attn_core.views import page
+
+    spec = page(page_name)
+    params, args = params_from(spec, ["--page", page_name, *argv])
+    style = figures.Style()
+    out = []
+    for view in spec.views(params, style, getattr(args, "view", None)):
+        figures.apply_fonts(view.figure, style)
+        out.append(json.loads(pio.to_json(view.figure, validate=False)))
+    return out

@@ -1,6 +1,6 @@
 """Fuzz every page through URL query parameters and widget values (issue: reliability).
 
-For each page, a seeded generator builds 200 parameter sets from the page's own
+For each page, a seeded generator builds 120 parameter sets (fewer for the model pages) from the page's own
 widget keys and a pool of hostile values (non-divisible heads, 0, negatives,
 10^9, NaN, non-numeric strings, unicode, empty text, HTML). Each set must run
 with no uncaught exception, and whenever the page did not take a value as
@@ -17,7 +17,7 @@ from attn_core.views import PAGES as REGISTRY
 from attn_core.views.base import controls
 from tests.conftest import no_exception
 
-N_SETS = 200
+N_SETS = 120  # per page: seeded, so a failure reproduces; the regressions below are kept apart
 HOSTILE = [
     "",
     " ",

@@ -10,14 +10,11 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import plotly.io as pio
 import pytest
 
-from attn_core import figures
-from attn_core.export import params_from
 from attn_core.views import page
 from tests.conftest import no_exception
-from tests.util import arr
+from tests.util import arr, cli_specs
 
 SPEC = page("heatmaps")
 
@@ -37,22 +34,12 @@ CASES = [
 ]  # fmt: skip
 
 
-def cli_specs(argv: list[str]) -> list[dict]:
-    params, args = params_from(SPEC, ["--page", "heatmaps", *argv])
-    style = figures.Style()
-    out = []
-    for view in SPEC.views(params, style, args.view):
-        figures.apply_fonts(view.figure, style)  # as the page's ui.show_figure and the exporter do
-        out.append(json.loads(pio.to_json(view.figure, validate=False)))
-    return out
-
-
 @pytest.mark.parametrize("query,argv", CASES, ids=[",".join(q) or "defaults" for q, _ in CASES])
 def test_the_page_and_the_command_line_draw_the_same_charts(app_test, query, argv):
     at = app_test(query=query)
     no_exception(at)
     page_specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    cli = cli_specs(argv)
+    cli = cli_specs("heatmaps", argv)
     assert len(page_specs) == len(cli) > 0
     for shown, written in zip(page_specs, cli, strict=True):
         assert shown["layout"]["title"]["text"] == written["layout"]["title"]["text"]

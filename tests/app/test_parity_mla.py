@@ -6,14 +6,11 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import plotly.io as pio
 import pytest
 
-from attn_core import figures
-from attn_core.export import params_from
 from attn_core.views import page
 from tests.conftest import no_exception
-from tests.util import arr
+from tests.util import arr, cli_specs
 
 SPEC = page("mla")
 CASES = [
@@ -28,22 +25,12 @@ CASES = [
 ]  # fmt: skip
 
 
-def cli_specs(argv: list[str]) -> list[dict]:
-    params, args = params_from(SPEC, ["--page", "mla", *argv])
-    style = figures.Style()
-    out = []
-    for view in SPEC.views(params, style, args.view):
-        figures.apply_fonts(view.figure, style)
-        out.append(json.loads(pio.to_json(view.figure, validate=False)))
-    return out
-
-
 @pytest.mark.parametrize("query,argv", CASES, ids=[",".join(q) or "defaults" for q, _ in CASES])
 def test_the_page_and_the_command_line_draw_the_same_charts(app_test, query, argv):
     at = app_test("pages/mla.py", query=query)
     no_exception(at)
     shown_all = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    cli = cli_specs(argv)
+    cli = cli_specs("mla", argv)
     assert len(shown_all) == len(cli) > 0
     for shown, written in zip(shown_all, cli, strict=True):
         assert shown["layout"]["title"]["text"] == written["layout"]["title"]["text"]
