@@ -522,32 +522,47 @@ class _Moments:
 _ROW_SUMS = ("max_weight", "entropy", "saturated_frac", *ROW_NORMS, "fp16_naive_fail", "fp16_stable_fail")
 
 
-def _measure_chunk(
-    q: torch.Tensor, s: torch.Tensor, factor: float, temperature: float, loss_g: torch.Tensor
-) -> tuple[dict[str, float], dict[str, torch.Tensor]]:
-    """One chunk through softmax(s · factor / τ) and back from L = Σ p·G, by torch autograd.
+def _grad_q_norm(grad_z: torch.Tensor, basis: torch.Tensor, scale: float) -> torch.Tensor:
+    """‖∂L/∂q‖ of every row ``[n·r]`` from ∂L/∂z ``[n, r, T]``: ∂L/∂q_i = scale · Σ_j (∂L/∂z_ij) k_j.
 
-    q ``[n, r, d_k]`` requires grad and s = q·kᵀ ``[n, r, T]`` was computed from it
-    with autograd on (its graph is kept: the sweep calls this twice per chunk);
-    G ``[n, r, T]``. Returns the sums over the rows of :data:`_ROW_SUMS`, and the
-    per-row norms of :data:`ROW_NORMS` (float32 ``[n·r]``, on q's device): ‖J‖_F,
-    ‖∂L/∂z‖ at the softmax input z and ‖∂L/∂q‖, the gradient that reaches the
-    query (and through it W_Q).
+    ``basis`` is the chunk's keys K ``[n, T, d_k]`` (float32), or, when T ≤ d_k, their
+    Gram matrix K Kᵀ ``[n, T, T]`` (float64): then ‖∂L/∂q_i‖² = scale² · gᵢᵀ (K Kᵀ) gᵢ,
+    the same number without the d_k-wide product.
     """
+    if basis.dtype == torch.float64:
+        g = grad_z.double()
+        sq = torch.einsum("nrt,nts,nrs->nr", g, basis, g).clamp_min(0.0)
+        return (sq.sqrt() * scale).to(torch.float32).reshape(-1)
+    return ((grad_z @ basis).norm(dim=-1) * scale).reshape(-1)
+
+
+def _measure_chunk(
+    s: torch.Tensor, basis: torch.Tensor, factor: float, temperature: float, loss_g: torch.Tensor
+) -> tuple[dict[str, float], dict[str, torch.Tensor]]:
+    """One chunk through softmax(s · factor / τ) and back from L = Σ p·G.
+
+    s = q·kᵀ ``[n, r, T]`` (raw scores), ``basis`` the keys or their Gram matrix
+    (:func:`_grad_q_norm`), G ``[n, r, T]``. ∂L/∂z at the softmax input z is
+    measured by torch autograd; ∂L/∂q = (factor / τ) Σ_j (∂L/∂z_j) k_j follows from it
+    (the chain rule through z = (factor / τ) · q·kᵀ). Returns the sums over the rows
+    of :data:`_ROW_SUMS`, and the per-row norms of :data:`ROW_NORMS` (float32
+    ``[n·r]``, on s's device): ‖J‖_F, ‖∂L/∂z‖ and ‖∂L/∂q‖, the gradient that
+    reaches the query (and through it W_Q).
+    """
+    scale = factor / temperature
     with torch.enable_grad():
-        z = s * (factor / temperature)  # (n, r, T) the softmax input
+        z = (s * scale).requires_grad_(True)  # (n, r, T) the softmax input
         p = torch.softmax(z, dim=-1)
-        # ∂L/∂z = J·G row by row; ∂L/∂q = (factor / τ) Σ_j (∂L/∂z_j) k_j, back through the scaling and q·kᵀ
-        grad_z, grad_q = torch.autograd.grad(p, (z, q), grad_outputs=loss_g, retain_graph=True)
+        (grad_z,) = torch.autograd.grad(p, z, grad_outputs=loss_g)
     t = z.shape[-1]
     p, zs = p.detach().reshape(-1, t), z.detach().reshape(-1, t)
     del z
     norms = {
         "grad_norm": grad_z.norm(dim=-1).reshape(-1),
-        "grad_q_norm": grad_q.norm(dim=-1).reshape(-1),
+        "grad_q_norm": _grad_q_norm(grad_z, basis, scale),
         "jacobian_norm": jacobian_norm(p),
     }
-    del grad_z, grad_q
+    del grad_z
     out = {key: float(v.double().sum()) for key, v in norms.items()}  # per-row values, added up in float64
     m = max_weight(p)
     out["max_weight"] = float(m.double().sum())
@@ -565,29 +580,39 @@ def _norm_summary(norms: list[torch.Tensor]) -> dict[str, float]:
     return {"median": float(np.median(x)), "small": float(np.mean(x < SMALL_NORM))}
 
 
+# One measured chunk without τ: (block, (i0, i1, r0, r1), raw scores s [n, r, T], the keys' basis)
+ScoreChunk = tuple[int, tuple[int, int, int, int], torch.Tensor, torch.Tensor]
+
+
+def _score_parts(d: int, plan: RowPlan, seed: int, distribution: str, dev: torch.device) -> Iterator[ScoreChunk]:
+    """Every chunk of measured rows at ``d_k = d`` as τ leaves it: the raw scores s = q·kᵀ and the keys' basis
+    for ∂L/∂q (:func:`_grad_q_norm`: the Gram matrix K Kᵀ in float64 when T ≤ d_k, else K itself)."""
+    for b, ranges, q, k in _qk_chunks(d, plan, seed, distribution, dev):
+        s = q @ k.transpose(-2, -1)  # (n, r, T) raw q·k, once for both scalings and every τ
+        basis = k.double() @ k.double().transpose(-2, -1) if plan.seq_len <= d else k
+        yield b, ranges, s, basis
+        del q, k, s, basis
+
+
 def _sweep_rows(
-    d: int, plan: RowPlan, seed: int, distribution: str, temperature: float, loss: list[torch.Tensor]
+    d: int, plan: RowPlan, parts: Iterator[ScoreChunk], temperature: float, loss: list[torch.Tensor]
 ) -> list[dict[str, float]]:
-    """The sweep's two rows at ``d_k = d`` (unscaled, scaled): the measured rows of ``plan`` chunk by chunk,
+    """The sweep's two rows at ``d_k = d`` (unscaled, scaled) from its chunks ``parts`` (:func:`_score_parts`),
     ``loss`` the downstream weights of every sampling block (on the device the sweep runs on)."""
-    dev = loss[0].device
     moments = _Moments()
     sums = {False: dict.fromkeys(_ROW_SUMS, 0.0), True: dict.fromkeys(_ROW_SUMS, 0.0)}
     norms: dict[bool, dict[str, list[torch.Tensor]]] = {f: {key: [] for key in ROW_NORMS} for f in (False, True)}
-    for b, (i0, i1, r0, r1), q, k in _qk_chunks(d, plan, seed, distribution, dev):
-        with torch.enable_grad():
-            q = q.detach().requires_grad_(True)
-            s = q @ k.transpose(-2, -1)  # (n, r, T) raw q·k, once for both scalings
-        moments.add(s.detach())
+    for b, (i0, i1, r0, r1), s, basis in parts:
+        moments.add(s)
         g = loss[b][i0:i1, r0:r1]  # (n, r, T)
         for scaled in (False, True):
             factor = 1.0 / math.sqrt(d) if scaled else 1.0
-            chunk_sums, chunk_norms = _measure_chunk(q, s, factor, temperature, g)
+            chunk_sums, chunk_norms = _measure_chunk(s, basis, factor, temperature, g)
             for key, value in chunk_sums.items():
                 sums[scaled][key] += value
             for key, value in chunk_norms.items():
                 norms[scaled][key].append(value.to("cpu", torch.float32))
-        del q, k, s, g
+        del s, basis, g
     rows = []
     for scaled in (False, True):
         factor = 1.0 / math.sqrt(d) if scaled else 1.0
@@ -600,6 +625,74 @@ def _sweep_rows(
     return rows
 
 
+# The τ-independent part of a sweep is kept between τ moves when it takes at most this many bytes.
+SCORE_CACHE_BYTES = 48 * 2**20
+
+
+@dataclass(frozen=True)
+class SweepScores:
+    """What :func:`saturation_sweep` measures that the temperature τ does not change, kept on the CPU.
+
+    ``chunks[i]`` holds every chunk of measured rows at ``d_k[i]`` as numpy arrays:
+    ``(block, (i0, i1, r0, r1), s, basis)`` with the raw scores s = q·kᵀ ``[n, r, T]``
+    (float32) and the keys' basis (:func:`_grad_q_norm`). ``spec`` is
+    ``(d_k, seq_len, n_samples, seed, distribution)``: what drew them.
+    """
+
+    spec: tuple
+    chunks: tuple[tuple[tuple, ...], ...]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(s.nbytes + basis.nbytes for part in self.chunks for _, _, s, basis in part)
+
+    def parts(self, i: int, device: torch.device) -> Iterator[ScoreChunk]:
+        """The chunks of ``d_k[i]`` as tensors on ``device``."""
+        for b, ranges, s, basis in self.chunks[i]:
+            yield b, ranges, torch.from_numpy(s).to(device), torch.from_numpy(basis).to(device)
+
+
+def sweep_scores_bytes(d_k_values: tuple[int, ...] | list[int], seq_len: int, n_samples: int) -> int:
+    """Bytes a :class:`SweepScores` of these arguments would hold (counted from :func:`row_plan`'s chunks)."""
+    plan = row_plan(seq_len, n_samples)
+    t, total = plan.seq_len, 0
+    chunks = [c for _, _, used in plan.blocks() for c in plan.chunks(used)]
+    for d in d_k_values:
+        per_key = 8 * t if t <= d else 4 * int(d)
+        total += sum((i1 - i0) * ((r1 - r0) * t * 4 + t * per_key) for i0, i1, r0, r1 in chunks)
+    return total
+
+
+def sweep_scores(
+    d_k_values: tuple[int, ...] | list[int] = SWEEP_D_K,
+    seq_len: int = 16,
+    n_samples: int = 256,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+    distribution: str = "normal",
+) -> SweepScores | None:
+    """The τ-independent part of :func:`saturation_sweep` (pass it as ``scores=`` to measure any τ from it).
+
+    None when it would hold more than :data:`SCORE_CACHE_BYTES` (without it,
+    :func:`saturation_sweep` measures chunk by chunk and keeps nothing). Raises
+    :class:`ConfigError` for a bad argument or over the memory budget.
+    """
+    values = [check_d_k(d) for d in d_k_values]
+    _check_common(seq_len, n_samples, seed, distribution, 1.0)
+    check_memory(max(values), seq_len, n_samples, distribution, f"the sweep over d_k = {min(values)}…{max(values)}")
+    if sweep_scores_bytes(values, seq_len, n_samples) > SCORE_CACHE_BYTES:
+        return None  # too large to keep: saturation_sweep measures chunk by chunk and keeps nothing
+    plan, dev = row_plan(seq_len, n_samples), torch.device(device)
+    chunks = tuple(
+        tuple(
+            (b, r, s.cpu().numpy(), basis.cpu().numpy())
+            for b, r, s, basis in _score_parts(d, plan, seed, distribution, dev)
+        )
+        for d in values
+    )
+    return SweepScores((tuple(values), int(seq_len), int(n_samples), int(seed), distribution), chunks)
+
+
 def saturation_sweep(
     d_k_values: tuple[int, ...] | list[int] = SWEEP_D_K,
     seq_len: int = 16,
@@ -608,6 +701,7 @@ def saturation_sweep(
     device: torch.device | str = "cpu",
     distribution: str = "normal",
     temperature: float = 1.0,
+    scores: SweepScores | None = None,
 ) -> pd.DataFrame:
     """Softmax saturation against d_k, with and without the 1/sqrt(d_k) scaling.
 
@@ -616,7 +710,9 @@ def saturation_sweep(
     c = 1/sqrt(d_k) (scaled) or 1 (unscaled). The rows of :func:`row_plan` are
     measured (all of them unless there are more than :data:`MAX_MEASURED_ROWS` or
     :data:`MAX_MEASURED_SCORES` scores), by chunks of at most
-    :data:`CHUNK_SCORES` scores. One row per (d_k, scaled) with columns:
+    :data:`CHUNK_SCORES` scores. ``scores`` (:func:`sweep_scores` of the same
+    arguments) skips the sampling: only the part τ changes is computed. One row per
+    (d_k, scaled) with columns:
 
     - ``score_var``: measured Var(s · c) = c² Var(s) over all measured scores
       (theory: d_k unscaled, 1 scaled; τ not included);
@@ -625,8 +721,8 @@ def saturation_sweep(
     - the loss: L = Σ_rows Σ_j p_ij G_ij, with G the fixed N(0, 1) numbers of
       :func:`downstream_weights`, one per score (they stand in for ∂L/∂p, the
       gradient the layers above would send), the same at every d_k and for both
-      scalings. Both gradients below are measured by torch autograd, back from L
-      through the softmax, the factor c / τ and the matmul q·kᵀ;
+      scalings. ∂L/∂z is measured by torch autograd back from L through the softmax,
+      and ∂L/∂q follows by the chain rule through z = (c / τ) · q·kᵀ;
     - ``jacobian_norm``: ‖J‖_F of each row's softmax Jacobian J = diag(p) - p pᵀ;
     - ``grad_norm``: ‖∂L/∂z‖ of each row at the softmax input z = s · c / τ
       (∂L/∂z = J G_row);
@@ -649,12 +745,18 @@ def saturation_sweep(
     if not values:
         raise ConfigError("d_k_values is empty; give at least one d_k from 1 to 1024", "d_k", "empty_sweep")
     _check_common(seq_len, n_samples, seed, distribution, temperature)
+    spec = (tuple(values), int(seq_len), int(n_samples), int(seed), distribution)
+    if scores is not None and scores.spec != spec:
+        raise ValueError(f"scores were drawn for {scores.spec}, not {spec}")
     check_memory(max(values), seq_len, n_samples, distribution, f"the sweep over d_k = {min(values)}…{max(values)}")
     plan = row_plan(seq_len, n_samples)
     dev = torch.device(device)
     # the downstream weights of the measured rows, drawn once for every d_k: [sequences, queries, T] per block
     loss = [_loss_block(plan, b, n_drawn, seed)[:n_used].clone().to(dev) for b, n_drawn, n_used in plan.blocks()]
-    rows = [row for d in values for row in _sweep_rows(d, plan, seed, distribution, float(temperature), loss)]
+    rows = []
+    for i, d in enumerate(values):
+        parts = scores.parts(i, dev) if scores is not None else _score_parts(d, plan, seed, distribution, dev)
+        rows.extend(_sweep_rows(d, plan, parts, float(temperature), loss))
     return pd.DataFrame(rows, columns=list(_SWEEP_COLUMNS))
 
 

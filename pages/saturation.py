@@ -27,7 +27,8 @@ draw = p.draw  # the sampled sequences: the steps take only what their numbers d
 
 with st.spinner(ui.t("sat.computing")):
     sample = ui.compute(sat.score_sample, draw, p.head_dim)
-    sweep = ui.compute(sat.saturation_sweep, draw, p.temperature)
+    scores = ui.shared(sat.sweep_scores, draw)  # what τ does not change: a τ move only re-measures
+    sweep = ui.compute(sat.saturation_sweep, draw, p.temperature, given={"scores": scores})
 
 if sample is not None:
     st.markdown(sat.summary(p, sample, style))

@@ -49,23 +49,46 @@ def _cached(name: str, key: str, device_name: str, _fn: Callable[..., Any], _arg
     return run_with_fallback(lambda dev: _fn(*_args, device=dev, **_kwargs), device_name)
 
 
-def compute(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def compute(fn: Callable[..., Any], *args: Any, given: dict | None = None, **kwargs: Any) -> Any:
     """``fn(*args, device=<the session's device>, **kwargs)``, cached for the server; None after a shown error.
 
     ``fn`` must take a ``device`` keyword and return CPU values. Arguments must be
     picklable (frozen dataclasses, tuples, numbers, strings). A
     :class:`~attn_core.config.ConfigError` is shown as a message (in the user's
     language) and gives None, so the page can stop or go on without that result.
+    ``given``: keyword arguments passed to ``fn`` but left out of the cache key, for
+    values that ``args`` determine (a large intermediate result from :func:`shared`).
     """
     dev = device()
     try:
-        result, used = _cached(_name(fn), digest(args, kwargs), dev, fn, args, kwargs)
+        key = digest(args, kwargs)
+        result, used = _cached(_name(fn), key, dev, fn, args, {**kwargs, **(given or {})})
     except ConfigError as exc:
         show_error(exc)
         return None
     if dev.startswith("cuda") and not str(used).startswith("cuda"):
         st.warning(t("ui.oom_fallback"), icon="⚠️")
     return result
+
+
+MAX_SHARED = 8  # intermediate results kept per server (the largest, the saturation sweep's scores, ≤ 48 MiB)
+
+
+@st.cache_resource(max_entries=MAX_SHARED, show_spinner=False)
+def _shared(name: str, key: str, device_name: str, _fn: Callable[..., Any], _args: tuple) -> Any:
+    return run_with_fallback(lambda dev: _fn(*_args, device=dev), device_name)[0]
+
+
+def shared(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args, device=...)`` computed once per server and shared read-only by every session (no copy per
+    caller, unlike :func:`compute`). For a large intermediate result that cached
+    steps read through ``compute(..., given=...)``: the saturation sweep's scores, which every τ reuses.
+    A :class:`~attn_core.config.ConfigError` gives None without a message: the step that reads the
+    result gets the same arguments, raises it again and shows it once."""
+    try:
+        return _shared(_name(fn), digest(args), device(), fn, args)
+    except ConfigError:
+        return None
 
 
 MAX_VIEWS = 64  # serialised charts kept per server (the largest, a 64-head grid or a step view, about 2 MB)

@@ -92,10 +92,18 @@ def score_sample(draw: Draw, d_k: int, *, device: str = "cpu") -> stats.ScoreSam
     return stats.score_sample(d_k, draw.seq_len, draw.samples, draw.seed, device, draw.dist)
 
 
-def saturation_sweep(draw: Draw, temperature: float, *, device: str = "cpu") -> pd.DataFrame:
-    """Saturation and gradients at every d_k of :data:`attn_core.stats.SWEEP_D_K`, unscaled and scaled."""
+def sweep_scores(draw: Draw, *, device: str = "cpu") -> stats.SweepScores | None:
+    """What the sweep measures that τ does not change (:func:`attn_core.stats.sweep_scores`), None when too large."""
+    return stats.sweep_scores(stats.SWEEP_D_K, draw.seq_len, draw.samples, draw.seed, device, draw.dist)
+
+
+def saturation_sweep(
+    draw: Draw, temperature: float, *, device: str = "cpu", scores: stats.SweepScores | None = None
+) -> pd.DataFrame:
+    """Saturation and gradients at every d_k of :data:`attn_core.stats.SWEEP_D_K`, unscaled and scaled;
+    from ``scores`` (:func:`sweep_scores` of ``draw``) when given, so a τ move does not sample again."""
     return stats.saturation_sweep(stats.SWEEP_D_K, draw.seq_len, draw.samples, draw.seed, device, draw.dist,
-                                  temperature)  # fmt: skip
+                                  temperature, scores)  # fmt: skip
 
 
 def example_maps(draw: Draw, d_k: int, temperature: float, *, device: str = "cpu") -> stats.ExampleMaps:

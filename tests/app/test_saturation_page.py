@@ -139,6 +139,19 @@ def test_scaling_and_temperature_change_the_row_and_the_marker(app_test):
     np.testing.assert_allclose(curve(specs["sat_curves"], 1, "unscaled"), df[~df["scaled"]]["max_weight"], rtol=1e-6)
 
 
+def test_a_temperature_move_measures_from_the_kept_scores(app_test, monkeypatch):
+    at = open_page(app_test)
+    drawn = []
+    real = stats._qk_chunks
+    monkeypatch.setattr(stats, "_qk_chunks", lambda *a, **k: drawn.append(a[0]) or real(*a, **k))
+    at.slider(key="temperature").set_value(0.35).run()  # a τ no other test uses: the sweep is not cached
+    no_exception(at)
+    assert drawn == []  # no q and k sampled again: only the softmax and the gradients were measured
+    df = sweep(temperature=0.35)
+    np.testing.assert_allclose(curve(charts(at)["sat_curves"], 1, "unscaled"), df[~df["scaled"]]["max_weight"],
+                               rtol=1e-6)  # fmt: skip
+
+
 def test_keys_samples_distribution_row_and_seed_change_the_numbers(app_test):
     at = open_page(app_test)
     at.slider(key="seq_len").set_value(8).run()

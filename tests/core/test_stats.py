@@ -210,6 +210,30 @@ def test_chunks_do_not_change_the_numbers(monkeypatch):
     np.testing.assert_allclose(chunked[cols].to_numpy(float), whole[cols].to_numpy(float), rtol=1e-6)
 
 
+@pytest.mark.parametrize("t, n", [(6, 32), (24, 40), (1000, 3)])  # T ≤ every d_k's Gram path, both, keys only
+def test_the_kept_scores_give_the_same_sweep_at_every_temperature(t, n):
+    d_values = (4, 64) if t != 1000 else (16,)
+    scores = stats.sweep_scores(d_values, t, n, 3)
+    assert scores.nbytes == stats.sweep_scores_bytes(d_values, t, n) > 0
+    for tau in (0.3, 1.0, 2.5):  # the same code on the same numbers: equal, not close
+        direct = stats.saturation_sweep(d_values, t, n, 3, temperature=tau)
+        kept = stats.saturation_sweep(d_values, t, n, 3, temperature=tau, scores=scores)
+        assert kept.equals(direct)
+    with pytest.raises(ValueError, match="drawn for"):  # scores of another draw are never mixed in
+        stats.saturation_sweep(d_values, t, n, 4, scores=scores)
+
+
+def test_the_scores_are_kept_only_within_their_budget(monkeypatch):
+    need = stats.sweep_scores_bytes(stats.SWEEP_D_K, 16, 256)
+    # by hand: 256 sequences × 16 rows × 16 keys float32, and per d_k the keys (d_k < 16) or the float64 Gram
+    by_hand = sum(4 * 256 * 16 * 16 + 256 * 16 * (8 * 16 if d >= 16 else 4 * d) for d in stats.SWEEP_D_K)
+    assert need == by_hand
+    monkeypatch.setattr(stats, "SCORE_CACHE_BYTES", need - 1)
+    assert stats.sweep_scores(stats.SWEEP_D_K, 16, 256) is None
+    with pytest.raises(ConfigError):  # a bad argument is still refused with its message
+        stats.sweep_scores(stats.SWEEP_D_K, 0, 256)
+
+
 def test_score_variance_matches_theory_at_20000_samples():
     df = stats.saturation_sweep((1, 16, 128), seq_len=2, n_samples=20_000, seed=0)  # 80,000 scores per d_k
     for row in df.itertuples():
