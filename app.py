@@ -22,6 +22,7 @@ pages = [st.Page(p.script, title=ui.t(p.title_key), icon=p.icon, url_path=p.name
 page = st.navigation(pages)
 ui.sidebar()
 ui.apply_presentation()
+st.session_state["_page"] = page.url_path or HOME  # the running page's name: its exports' file names
 try:
     page.run()
 finally:

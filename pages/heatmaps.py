@@ -62,7 +62,6 @@ if model is None:
     ui.random_weights_note()
 
 style = ui.style()
-stem = hm.file_stem(p)
 p = hm.with_values(p, view=ui.control(P, "view"))
 big = p.n_heads * p.t_q * p.t_k >= 2**24  # long enough that the first computation takes a moment
 
@@ -79,7 +78,7 @@ def computing(n_rows: int, n_cols: int, n: int):
 
 def show_maps(pm, key: str) -> None:
     v = ui.view(hm.grid_view, pm, style, p.fit)
-    ui.show_view(v, key, name=f"{v.name}_{stem}")
+    ui.show_view(v, key)
 
 
 if p.view == "grid":
@@ -133,9 +132,9 @@ elif p.view == "steps":
         # one step per slide; Page Down / Page Up (what a clicker sends) move through them
         i = ui.slide_controls("slide", len(steps))
         st.markdown(f"### {i + 1}. {sentences[i]}")
-        ui.show_view(steps[i], f"step{i}", name=f"{steps[i].name}_{stem}")
+        ui.show_view(steps[i], f"step{i}")
     else:
-        ui.show_steps(steps, sentences, n_cols, stem=stem)
+        ui.show_steps(steps, sentences, n_cols)
 elif p.view == "shapes":
     st.dataframe(hm.shapes_table(p, style), hide_index=True, width="stretch")
     st.caption(hm.shapes_note(p, style, model))
@@ -145,5 +144,5 @@ else:
     if pm is None:
         st.stop()
     v = ui.view(hm.entropy_view, pm.entropy, pm.tokens_q, p.n_heads, p.n_kv_heads, style)
-    ui.show_view(v, "entropy", name=f"{v.name}_{stem}")
+    ui.show_view(v, "entropy")
     ui.help_expander("heatmap.entropy_help")

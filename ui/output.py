@@ -87,7 +87,20 @@ def show_figure(fig: Any, key: str, data: Any = None, name: str | None = None) -
     if not isinstance(fig, SerialisedFigure):
         figures.apply_fonts(fig, style())
     st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme="streamlit")
-    export_menu(fig, key, data, name or key)
+    export_menu(fig, key, data, export_name(name or key))
+
+
+def export_name(view: str) -> str:
+    """The file stem of a chart's exports: page, view, shape, mask, language and a digest of the page state
+    (:func:`attn_core.views.base.export_stem`), from the running page and its link's parameters."""
+    from attn_core.views import PAGES
+    from attn_core.views.base import defaults, export_stem
+
+    page = str(st.session_state.get("_page") or "")
+    spec = next((p for p in PAGES if p.name == page), None)
+    state = dict(st.session_state.get("_link_params", {}))
+    values = {**(defaults(spec.params) if spec else {}), **state}
+    return export_stem(page or "attention-explorer", view, values, state, lang())
 
 
 def show_view(view: Any, key: str, name: str | None = None) -> None:

@@ -19,7 +19,9 @@ widgets in between, so the page and the command line cannot drift apart.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -167,6 +169,35 @@ class PageSpec:
     def views(self, params: Any, style: Any, which: Any = None, device: str = "cpu") -> list[View]:
         """The page's charts for ``params`` (what the command line writes)."""
         return self.module.views(params, style, which, device)
+
+
+def url_text(value: Any) -> str:
+    """A control's value as its link writes it: ``true``/``false`` for a switch, else ``str(value)``."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+# Fields that name a page's shape in its export file names, and their prefixes.
+SHAPE_FIELDS = (("model", ""), ("attn_from", ""), ("n_heads", "h"), ("n_kv_heads", "kv"), ("head_dim", "dk"))
+
+
+def _file_safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.-]+", "-", text).strip("-") or "x"
+
+
+def export_stem(page: str, view: str, values: dict[str, Any], state: dict[str, str], lang: str) -> str:
+    """The file stem of a chart's exports: ``<page>_<view>_<shape>_<mask>_<lang>_<digest>``.
+
+    ``values`` are the page's parameters (defaults included): the shape is built from those of
+    :data:`SHAPE_FIELDS` it has (``h8-kv2-dk16``, a model's name) and the mask from ``mask`` (each part
+    only where the page has it). ``state`` is the page state as its link holds it (every control off its
+    default, the text, the seed and presentation mode included, as :func:`url_text`): its digest, 6 hex
+    digits, differs for any two different views, so their files never overwrite each other.
+    """
+    shape = "-".join(f"{prefix}{_file_safe(url_text(values[name]))}" for name, prefix in SHAPE_FIELDS if name in values)
+    parts = [page, view, shape, str(values.get("mask", "")), lang]
+    text = "&".join(f"{k}={v}" for k, v in sorted(state.items()))
+    parts.append(hashlib.blake2b(text.encode("utf-8"), digest_size=3).hexdigest())
+    return "_".join(_file_safe(p) for p in parts if p)
 
 
 def with_values(params: Any, **changes: Any) -> Any:

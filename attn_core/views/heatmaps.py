@@ -164,13 +164,6 @@ def window_start(start: int, length: int, size: int) -> int:
     return 0 if size >= length else min(max(0, start), length - size)
 
 
-def file_stem(p: Params) -> str:
-    """What the exported files of ``p`` are called after their view name."""
-    if p.from_model:
-        return f"{p.attn_from}_layer{p.model_layer}"
-    return f"h{p.n_heads}_kv{p.n_kv_heads}_dk{p.head_dim}_seed{p.seed}"
-
-
 # ---------------------------------------------------------------- a pretrained model's layer as the source
 def model_text(p: Params) -> str:
     """What the model reads: the page's text, or its synthetic tokens written out (``t0 t1 ...``)."""

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 import pandas as pd
 import pytest
 
+from tests.e2e.conftest import SHOTS
 from tests.e2e.test_pages import assert_clean
 
 pytestmark = pytest.mark.e2e
@@ -23,6 +24,7 @@ def download(watch, chart_key: str, fmt: str) -> bytes:
     with page.expect_download(timeout=120_000) as info:
         button.click()
     path = info.value.path()
+    watch.downloaded = info.value.suggested_filename
     page.keyboard.press("Escape")
     with open(path, "rb") as fh:
         return fh.read()
@@ -31,6 +33,7 @@ def download(watch, chart_key: str, fmt: str) -> bytes:
 def test_downloads_are_valid_files_of_the_right_content(watch):
     watch.open("?text=注意力+is+all+you+need&n_heads=4&n_kv_heads=2&head_dim=8")
     png = download(watch, "grid", "png")
+    assert re.fullmatch(r"heatmaps_attention-weights_seeded-h4-kv2-dk8_none_en_[0-9a-f]{6}\.png", watch.downloaded)
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">I", png[16:20])[0] >= 1600
     svg = download(watch, "grid", "svg")
     assert ET.fromstring(svg).tag.endswith("svg") and "注 (0)".encode() in svg
@@ -80,6 +83,7 @@ def test_share_link_reopens_the_same_view(watch, browser, server):
     watch.press_slider("head_dim", 2)
     link = watch.page.locator("[data-testid='stSidebar'] code").inner_text().strip()
     assert "head_dim=18" in link and "seed=9" in link
+    assert qr_text(watch) == link  # the QR code students scan holds the same link
     before = watch.chart_fingerprints()
     ctx = browser.new_context(viewport={"width": 1440, "height": 1000})
     from tests.e2e.conftest import PageWatch
@@ -90,6 +94,22 @@ def test_share_link_reopens_the_same_view(watch, browser, server):
     other.wait_idle()
     assert other.chart_fingerprints() == before
     ctx.close()
+
+
+def qr_text(watch) -> str:
+    """Open the sidebar's QR dialog, photograph the code as drawn and decode it (zxing-cpp)."""
+    zxingcpp = pytest.importorskip("zxingcpp")
+    from PIL import Image
+
+    watch.page.get_by_role("button", name="QR code of this link").click()
+    img = watch.page.locator("[role='dialog'] img").first
+    img.wait_for(state="visible")
+    body = watch.page.locator("[role='dialog']").inner_text()
+    assert "this computer only" in body  # the test server listens on localhost: the page says students can't open it
+    shot = img.screenshot()
+    (SHOTS / "qr-dialog.png").write_bytes(watch.page.screenshot())
+    watch.page.keyboard.press("Escape")
+    return [r.text for r in zxingcpp.read_barcodes(Image.open(io.BytesIO(shot)))][0]
 
 
 LIVE_POINTS = """() => {
