@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import figures
 from .config import ConfigError, unknown_option
+from .figures.slides import PRESET_NAMES
 from .render import ALL_FORMATS, RenderError, export_bytes
 from .views import PAGES, PageSpec, page
 from .views.base import cli_flag, controls, defaults
@@ -35,6 +36,12 @@ def _common(p: argparse.ArgumentParser, spec: PageSpec | None) -> None:
     p.add_argument("--out", default="export", help="output folder (created if missing)")
     p.add_argument("--lang", default="en", choices=["en", "zh"])
     p.add_argument("--present", action="store_true", help="large fonts and high-contrast colours")
+    p.add_argument(
+        "--preset",
+        default="screen",
+        choices=list(PRESET_NAMES),
+        help="image size: screen (as on the page), slide (1920x1080), half (960x1080), paper (a column)",
+    )
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
 
 
@@ -94,7 +101,7 @@ def run(argv: list[str] | None = None) -> list[Path]:
         figures.apply_fonts(view.figure, style)
         for fmt in formats:
             path = out_dir / f"{view.name}_{stem}.{fmt}"
-            path.write_bytes(export_bytes(view.figure, fmt, view.data))
+            path.write_bytes(export_bytes(view.figure, fmt, view.data, args.preset, style))
             written.append(path)
     return written
 

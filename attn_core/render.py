@@ -19,6 +19,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from .config import unknown_option
+from .figures.base import Style
+from .figures.slides import EXPORT_PRESETS, PRESET_NAMES, fit_figure
+
 IMAGE_FORMATS = ("png", "svg", "pdf")
 ALL_FORMATS = IMAGE_FORMATS + ("csv", "html")
 MIME = {
@@ -78,10 +82,12 @@ def export_figure(fig: go.Figure, fmt: str) -> go.Figure:
     return out
 
 
-def render_image(fig: go.Figure, fmt: str, width: int = PNG_WIDTH, height: int | None = None) -> bytes:
+def render_image(
+    fig: go.Figure, fmt: str, width: int = PNG_WIDTH, height: int | None = None, scale: float = PNG_SCALE
+) -> bytes:
     """Render ``fig`` as ``png``, ``svg`` or ``pdf`` bytes with the shared warm renderer.
 
-    PNGs are ``width * 1.5`` pixels wide (2400 by default). Raises :class:`RenderError`
+    PNGs are ``width * scale`` pixels wide (2400 by default). Raises :class:`RenderError`
     with an installation hint when no Chromium exists or the render fails.
     """
     if fmt not in IMAGE_FORMATS:
@@ -90,7 +96,7 @@ def render_image(fig: go.Figure, fmt: str, width: int = PNG_WIDTH, height: int |
 
     fig = export_figure(fig, fmt)
     h = int(height or fig.layout.height or 700)
-    opts = {"format": fmt, "width": int(width), "height": h, "scale": PNG_SCALE if fmt == "png" else 1}
+    opts = {"format": fmt, "width": int(width), "height": h, "scale": scale if fmt == "png" else 1}
     with _LOCK:
         _ensure_server()
         try:
@@ -114,10 +120,20 @@ def data_csv(df: pd.DataFrame) -> bytes:
     return ("\ufeff" + buf.getvalue()).encode("utf-8")
 
 
-def export_bytes(fig: go.Figure, fmt: str, data: object = None) -> bytes:
-    """The bytes of one export format of a chart (``data``, a DataFrame or a function returning one, for ``csv``)."""
+def export_bytes(
+    fig: go.Figure, fmt: str, data: object = None, preset: str = "screen", style: Style | None = None
+) -> bytes:
+    """The bytes of one export format of a chart (``data``, a DataFrame or a function returning one, for ``csv``).
+
+    Images are laid out for ``preset`` (:data:`~attn_core.figures.slides.EXPORT_PRESETS`: ``screen`` as drawn,
+    ``slide`` 1920 × 1080, ``half`` 960 × 1080, ``paper`` a vector column), ``style`` the chart's language.
+    """
     if fmt in IMAGE_FORMATS:
-        return render_image(fig, fmt)
+        if preset not in EXPORT_PRESETS:
+            raise unknown_option("preset", preset, PRESET_NAMES)
+        p = EXPORT_PRESETS[preset]
+        fitted = fit_figure(fig, p, style or Style())
+        return render_image(fitted, fmt, p.width, p.height or fitted.layout.height, p.scale)
     if fmt == "html":
         return figure_html(fig)
     if fmt == "csv":

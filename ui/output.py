@@ -142,12 +142,14 @@ def _chromium() -> str | None:
     return find_chromium()
 
 
-def _deferred(fig: Any, fmt: str, data: Any) -> Callable[[], bytes]:
+def _deferred(fig: Any, fmt: str, data: Any, preset: str) -> Callable[[], bytes]:
     from attn_core.render import export_bytes
+
+    s = style()
 
     def make() -> bytes:
         real = fig.figure() if isinstance(fig, SerialisedFigure) else fig
-        return export_bytes(real, fmt, data)
+        return export_bytes(real, fmt, data, preset, s)
 
     return make
 
@@ -158,18 +160,22 @@ def export_menu(fig: Any, key: str, data: Any, name: str) -> None:
     Files are produced only when a button is clicked (deferred download), so the
     buttons cost nothing on a rerun.
     """
+    from attn_core.figures.slides import PRESET_NAMES
     from attn_core.render import MIME, chromium_missing_message
 
     with st.popover(t("ui.export"), icon=":material/download:", key=f"{key}__export"):
         st.caption(t("ui.export_help"))
+        preset = st.segmented_control(t("ui.export_size"), PRESET_NAMES, default="screen", key=f"{key}__preset",
+                                      format_func=lambda p: t(f"ui.preset.{p}"), required=True)  # fmt: skip
         row = st.container(horizontal=True, gap="small")  # one block, not five columns: drawn on every run
         has_browser = _chromium() is not None
+        sized = name if preset == "screen" else f"{name}_{preset}"
         for fmt in ("png", "svg", "pdf", "csv", "html"):
             disabled = (fmt in ("png", "svg", "pdf") and not has_browser) or (fmt == "csv" and data is None)
             row.download_button(
                 fmt.upper(),
-                data=_deferred(fig, fmt, data),
-                file_name=f"{name}.{fmt}",
+                data=_deferred(fig, fmt, data, preset or "screen"),
+                file_name=f"{sized if fmt in ('png', 'svg', 'pdf') else name}.{fmt}",
                 mime=MIME[fmt],
                 key=f"{key}__{fmt}",
                 on_click="ignore",

@@ -16,9 +16,12 @@ from tests.e2e.test_pages import assert_clean
 pytestmark = pytest.mark.e2e
 
 
-def download(watch, chart_key: str, fmt: str) -> bytes:
+def download(watch, chart_key: str, fmt: str, size: str | None = None) -> bytes:
     page = watch.page
     page.locator(f".st-key-{chart_key}__export button").first.click()
+    if size:  # an image size preset (its label), picked in the popover before the format
+        page.locator(f".st-key-{chart_key}__preset button", has_text=size).first.click()
+        watch.wait_idle()
     button = page.locator(f".st-key-{chart_key}__{fmt} button").first
     button.wait_for(state="visible")
     with page.expect_download(timeout=120_000) as info:
@@ -38,6 +41,8 @@ def test_downloads_are_valid_files_of_the_right_content(watch):
     svg = download(watch, "grid", "svg")
     assert ET.fromstring(svg).tag.endswith("svg") and "注 (0)".encode() in svg
     pdf = download(watch, "grid", "pdf")
+    slide = download(watch, "grid", "png", size="16:9 slide")
+    assert struct.unpack(">II", slide[16:24]) == (1920, 1080) and watch.downloaded.endswith("_slide.png")
     assert pdf[:5] == b"%PDF-"
     csv = download(watch, "grid", "csv")
     df = pd.read_csv(io.BytesIO(csv), encoding="utf-8-sig")
