@@ -69,7 +69,9 @@ if p.view == "line":
     st.latex(cv.line_formula(res))
     say(cv.line_sentence(res, style))
     views = ui.view(cv.line_views, res, style)
-    ui.show_views(views[:2], st.columns(2, gap="medium"), "conv_")
+    for box, view, key in zip(st.columns(2, gap="medium"), views, ("conv_score", "conv_window"), strict=False):
+        with box:
+            ui.show_view(view, key)
     ui.show_view(views[2], "conv_heads")
     st.caption(ui.t("conv.line_heads", k=len(res.shifts)))
     ui.help_expander("conv.encoding_help")
@@ -94,9 +96,10 @@ if p.view == "image":
         st.stop()
     say(cv.image_sentence(res, style))
     views = ui.view(cv.image_views, res, p.channel, style)
-    m1, m2 = st.columns([3, 2], gap="medium")
-    ui.show_views([views[1], views[0]], [m1, m2], "conv_")
-    ui.show_views(views[2:], st.columns(3, gap="small"), "conv_")
+    boxes = [st.container(), *st.columns(2, gap="medium"), *st.columns(2, gap="medium")]
+    for box, i, key in zip(boxes, (1, 0, 2, 3, 4), ("maps", "input", "att", "conv", "diff"), strict=True):
+        with box:
+            ui.show_view(views[i], f"conv_{key}")
     st.caption(cv.image_note(res, style))
     ui.help_expander("conv.padding_help")
 else:

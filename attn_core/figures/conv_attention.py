@@ -12,6 +12,7 @@ from .base import DIVERGING_SCALE, GROUP_COLORS, Style, base_layout, explicit_sc
 
 GREY_SCALE = explicit_scale(["#000000", "#ffffff"])
 QUERY_COLOR = "#D55E00"
+MAP_PANEL_PX = {1: 320, 3: 190, 5: 150, 7: 115}  # px a row of the K² heads' maps (K rows)
 TARGET_COLOR = "#009E73"
 
 
@@ -98,14 +99,14 @@ def head_maps_figure(maps: np.ndarray, k: int, query: tuple[int, int], rows: np.
                          coloraxis="coloraxis", hovertemplate=t("conv.hover_pixel") +
                          " (%{y}, %{x})<br>%{z:.4f}<extra>Δ = " + f"({d[0]}, {d[1]})</extra>"))  # fmt: skip
         data.append(dict(type="scatter", x=[qc], y=[qr], xaxis=f"x{n}", yaxis=f"y{n}", mode="markers",
-                         marker=dict(symbol="x-thin", size=9 if k > 5 else 12, color=QUERY_COLOR,
+                         marker=dict(symbol="square-open", size=8 if k > 5 else 10, color=QUERY_COLOR,
                                      line=dict(width=2, color=QUERY_COLOR)), hoverinfo="skip", showlegend=False))  # fmt: skip
         notes.append(dict(text=f"Δ=({d[0]},{d[1]})", x=x0 + side / 2, y=y1, xref="paper", yref="paper",
-                          yanchor="bottom", showarrow=False, font=dict(size=max(10, style.font - (3 if k > 3 else 1)))))  # fmt: skip
+                          yanchor="bottom", showarrow=False, font=dict(size=style.font - (2 if k > 5 else 0))))  # fmt: skip
         if rows[0] < 0:  # zero-padding keys drawn: outline the image
             shapes.append(dict(type="rect", xref=f"x{n}", yref=f"y{n}", x0=-0.5, x1=w - 0.5, y0=-0.5, y1=h - 0.5,
                                line=dict(color="#ffffff", width=1, dash="dot")))  # fmt: skip
-    px = 560 if k <= 3 else 640
+    px = k * MAP_PANEL_PX.get(k, 110) + (30 if style.present else 0)
     layout = base_layout(t("conv.fig_maps_title", n=k * k, k=k, r=qr, c=qc), style, px + 90, showlegend=False,
                          annotations=notes, shapes=shapes,
                          coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0,
@@ -152,7 +153,7 @@ def sweep_figure(alphas: np.ndarray, diffs: np.ndarray, tol: float, below_at: fl
         notes.append(dict(x=np.log10(below_at), y=np.log10(tol), text=t("conv.fig_below", a=f"{below_at:.3g}",
                                                                        tol=f"{tol:g}"),
                           showarrow=True, arrowhead=2, ax=60, ay=-50, font=dict(color=TARGET_COLOR, size=style.font)))  # fmt: skip
-    lo = np.log10(max(float(y.min()), 1e-17))
+    lo = min(np.log10(max(float(y.min()), 1e-17)), np.log10(tol))
     layout = base_layout(t("conv.fig_sweep_title"), style, 460 if style.present else 420, showlegend=False,
                          xaxis=dict(type="log", title=dict(text="α")),
                          yaxis=dict(type="log", title=dict(text=t("conv.axis_diff")),
