@@ -24,6 +24,13 @@ def test_line_image_in_chinese_and_sweep(watch):
     assert watch.page.locator(".js-plotly-plot").count() == 5
     assert_clean(watch)
     watch.shot("conv-image-zh")
+    watch.page.locator(".st-key-conv_upload input[type='file']").set_input_files(
+        files=[{"name": "notes.txt", "mimeType": "text/plain", "buffer": b"not an image"}]
+    )
+    watch.page.wait_for_function("() => document.body.innerText.includes('该文件不是 PNG 或 JPEG 图像')")
+    watch.wait_idle()
+    assert "继续使用内置图像" in watch.page.inner_text("body")
+    assert watch.page.locator(".js-plotly-plot").count() == 5  # the built-in image stays
     watch.open("conv_attention?view=sweep&padding=existing&image_size=12&pattern=gradient")
     body = watch.page.inner_text("body")
     assert "does not fall below 0.001" in body
