@@ -288,7 +288,7 @@ def sweep_sentence(sw: eng.Sweep, padding: str, style: figures.Style) -> tuple[s
 def analogy_rows(k: int, channels: int, style: figures.Style) -> tuple[list[str], list[list[str]]]:
     t = style.t
     header = [t("conv.col_attention"), t("conv.col_conv"), t("conv.col_here")]
-    rows = [[t(f"conv.row_{name}_att"), t(f"conv.row_{name}_conv"), t(f"conv.row_{name}_here", k=k, n=k * k,
+    rows = [[t(f"conv.row_{name}_att"), t(f"conv.row_{name}_conv"), t(f"conv.row_{name}_here", k=k, n=k * k, r=k // 2,
                                                                         c=channels)]
             for name in ("head", "concat", "wo", "alpha", "count", "global")]  # fmt: skip
     return header, rows
