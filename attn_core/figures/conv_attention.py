@@ -76,10 +76,10 @@ def heads_1d_figure(pos: np.ndarray, weights: np.ndarray, shifts: Sequence[int],
 
 # ---------------------------------------------------------------- 2-D
 def head_maps_figure(maps: np.ndarray, k: int, query: tuple[int, int], rows: np.ndarray, cols: np.ndarray,
-                     image_hw: tuple[int, int], style: Style = Style()) -> go.Figure:  # fmt: skip
-    """The K² heads' weights of one query pixel over the key pixels ``maps`` ``[K², H_k, W_k]``, laid out as the
-    kernel's taps (head (a, b) in row a, column b); the query marked ✕, the image's edge outlined where the
-    keys include the zero padding. ``rows``/``cols``: the key pixels' row and column numbers."""
+                     image_hw: tuple[int, int], note: str = "", style: Style = Style()) -> go.Figure:  # fmt: skip
+    """The K² heads' weights of one query pixel over key pixels ``maps`` ``[K², R, C]``, laid out as the kernel's
+    taps (head (a, b) in row a, column b); the query outlined, the image's edge dotted where the keys include the
+    zero padding. ``rows``/``cols``: the drawn key pixels' row and column numbers (a window of them: ``note``)."""
     t = style.t
     gap = 0.035
     side = (1 - gap * (k - 1)) / k
@@ -90,9 +90,9 @@ def head_maps_figure(maps: np.ndarray, k: int, query: tuple[int, int], rows: np.
         n = "" if i == 0 else str(i + 1)
         x0, y1 = b * (side + gap), 1 - a * (side + gap)
         layout_axes[f"xaxis{n}"] = dict(domain=[x0, x0 + side], anchor=f"y{n}", showticklabels=False, ticks="",
-                                        showgrid=False, zeroline=False)  # fmt: skip
+                                        showgrid=False, zeroline=False, range=[cols[0] - 0.5, cols[-1] + 0.5])  # fmt: skip
         layout_axes[f"yaxis{n}"] = dict(domain=[y1 - side, y1], anchor=f"x{n}", showticklabels=False, ticks="",
-                                        showgrid=False, zeroline=False, autorange="reversed",
+                                        showgrid=False, zeroline=False, range=[rows[-1] + 0.5, rows[0] - 0.5],
                                         scaleanchor=f"x{n}")  # fmt: skip
         d = (a - k // 2, b - k // 2)
         data.append(dict(type="heatmap", z=maps[i].astype(np.float32), x=cols, y=rows, xaxis=f"x{n}", yaxis=f"y{n}",
@@ -103,11 +103,12 @@ def head_maps_figure(maps: np.ndarray, k: int, query: tuple[int, int], rows: np.
                                      line=dict(width=2, color=QUERY_COLOR)), hoverinfo="skip", showlegend=False))  # fmt: skip
         notes.append(dict(text=f"Δ=({d[0]},{d[1]})", x=x0 + side / 2, y=y1, xref="paper", yref="paper",
                           yanchor="bottom", showarrow=False, font=dict(size=style.font - (2 if k > 5 else 0))))  # fmt: skip
-        if rows[0] < 0:  # zero-padding keys drawn: outline the image
+        if min(rows[0], cols[0]) < 0 or rows[-1] >= h or cols[-1] >= w:  # zero-padding keys drawn: outline the image
             shapes.append(dict(type="rect", xref=f"x{n}", yref=f"y{n}", x0=-0.5, x1=w - 0.5, y0=-0.5, y1=h - 0.5,
                                line=dict(color="#ffffff", width=1, dash="dot")))  # fmt: skip
     px = k * MAP_PANEL_PX.get(k, 110) + (30 if style.present else 0)
-    layout = base_layout(t("conv.fig_maps_title", n=k * k, k=k, r=qr, c=qc), style, px + 90, showlegend=False,
+    title = t("conv.fig_maps_title", n=k * k, k=k, r=qr, c=qc) + (f"<br><sub>{note}</sub>" if note else "")
+    layout = base_layout(title, style, px + 90 + (20 if note else 0), showlegend=False,
                          annotations=notes, shapes=shapes,
                          coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0,
                                         colorbar=dict(title=dict(text=t("conv.axis_weight")))),

@@ -26,6 +26,7 @@ VIEW_NAMES = PAGE_VIEWS
 TOL = 1e-3  # the issue's "matches conv2d" threshold
 SWEEP_ALPHAS = tuple(float(a) for a in np.logspace(-1, 2, 19))  # 0.1 .. 100, six points a decade
 CHANNELS = ("R", "G", "B")
+MAP_SIDE = 24  # key pixels a side of the heads' maps; larger key grids are drawn as a window around the query
 
 
 @dataclass(frozen=True)
@@ -215,6 +216,31 @@ def channel_name(res: ImageResult, channel: int, style: figures.Style) -> str:
     return style.t("conv.grey") if res.image.shape[0] == 1 else CHANNELS[_channel(res, channel)]
 
 
+def map_window(res: ImageResult) -> tuple[int, int, int, int]:
+    """The key pixels the maps draw, as index ranges of the key grid: all of them up to :data:`MAP_SIDE` a side,
+    else a window of :data:`MAP_SIDE` around the query (a 70-pixel map shows a window of a few pixels as a dot)."""
+    out = []
+    for n, q in (
+        (len(res.key_rows), res.query[0] - res.key_rows[0]),
+        (len(res.key_cols), res.query[1] - res.key_cols[0]),
+    ):
+        start = min(max(0, int(q) - MAP_SIDE // 2), max(0, n - MAP_SIDE))
+        out += [start, min(n, start + MAP_SIDE)]
+    return out[0], out[1], out[2], out[3]
+
+
+def window_note(res: ImageResult, style: figures.Style) -> str:
+    """Said on the maps when they show a window: which keys, and the most weight of any head outside them."""
+    r0, r1, c0, c1 = map_window(res)
+    n_r, n_c = len(res.key_rows), len(res.key_cols)
+    if (r0, r1, c0, c1) == (0, n_r, 0, n_c):
+        return ""
+    inside = res.maps[:, r0:r1, c0:c1].sum(axis=(1, 2))
+    return style.t("conv.maps_window", r0=int(res.key_rows[r0]), r1=int(res.key_rows[r1 - 1]),
+                   c0=int(res.key_cols[c0]), c1=int(res.key_cols[c1 - 1]), hk=n_r, wk=n_c,
+                   out=f"{max(0.0, 1 - float(inside.min())):.1e}")  # fmt: skip
+
+
 def image_views(res: ImageResult, channel: int, style: figures.Style) -> list[View]:
     """The input, the K² heads' maps, the attention output, conv2d's output and their difference (one channel)."""
     t, c = style.t, _channel(res, channel)
@@ -228,6 +254,7 @@ def image_views(res: ImageResult, channel: int, style: figures.Style) -> list[Vi
     def frame(mat: np.ndarray, what: str) -> pd.DataFrame:
         return matrix_frame(mat, labels_r, labels_c, "row", "col", what)
 
+    r0, r1, c0, c1 = map_window(res)
     maps = res.maps.reshape(res.k * res.k, -1)
     maps_frame = pd.DataFrame({"head": np.repeat(np.arange(res.k * res.k), maps.shape[1]),
                                "key_row": np.tile(np.repeat(res.key_rows, len(res.key_cols)), res.k * res.k),
@@ -237,8 +264,8 @@ def image_views(res: ImageResult, channel: int, style: figures.Style) -> list[Vi
         View(f"conv_input_c{c}", cfig.image_figure(res.image[c], t("conv.fig_input", ch=name), "grey", style=style),
              frame(res.image[c], "value")),
         View(f"conv_maps_{tag}_q{res.query[0]}-{res.query[1]}",
-             cfig.head_maps_figure(res.maps, res.k, res.query, res.key_rows, res.key_cols, res.image.shape[1:], style),
-             maps_frame),
+             cfig.head_maps_figure(res.maps[:, r0:r1, c0:c1], res.k, res.query, res.key_rows[r0:r1],
+                                   res.key_cols[c0:c1], res.image.shape[1:], window_note(res, style), style), maps_frame),
         View(f"conv_attention_{tag}", cfig.image_figure(res.attention[c], t("conv.fig_att", n=res.k**2, ch=name),
                                                          "signed", lim, style), frame(res.attention[c], "attention")),
         View(f"conv_conv2d_{tag}", cfig.image_figure(res.conv[c], t("conv.fig_conv", k=res.k, ch=name), "signed", lim,

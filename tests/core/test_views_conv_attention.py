@@ -61,3 +61,18 @@ def test_the_command_line_draws_every_view_and_names_files_by_settings(tmp_path)
     with pytest.raises(ConfigError) as e:
         cv.views(cv.Params(view="image", image=str(path)), S)
     assert e.value.key == "conv_image_unreadable"
+
+
+def test_large_maps_are_drawn_as_a_window_around_the_query_and_say_so():
+    res = cv.image_step(ca.pattern("checker", 40), ca.kernel_preset("blur", 3), 10.0, "zeros", 3, 30)
+    assert cv.map_window(res) == (0, 24, 18, 42)  # key rows −1..22 (the top edge), columns 17..40 (the right edge)
+    fig = cv.image_views(res, 0, S)[1].figure
+    maps = [d for d in fig.data if d.type == "heatmap"]
+    assert len(maps) == 9 and np.asarray(maps[0].z).shape == (24, 24)
+    for i, (d1, d2) in enumerate(ca.shift_grid(3)):
+        z = np.asarray(maps[i].z)
+        r, c = np.unravel_index(np.argmax(z), z.shape)
+        assert (maps[i].y[r], maps[i].x[c]) == (3 + d1, 30 + d2)
+    assert "key rows -1…22, columns 17…40 of the 42×42 key pixels" in fig.layout.title.text
+    small = cv.image_step(ca.pattern("checker", 12), ca.kernel_preset("blur", 3), 10.0, "zeros", 3, 3)
+    assert cv.window_note(small, S) == "" and cv.map_window(small) == (0, 14, 0, 14)

@@ -23,6 +23,7 @@ def test_line_image_in_chinese_and_sweep(watch):
     assert "25 个头与 conv2d 一致" in body and "补零" in body
     assert watch.page.locator(".js-plotly-plot").count() == 5
     assert_clean(watch)
+    assert watch.pushed_margins() == [], "plotly had to widen margins: those charts were laid out twice"
     watch.shot("conv-image-zh")
     watch.page.locator(".st-key-conv_upload input[type='file']").set_input_files(
         files=[{"name": "notes.txt", "mimeType": "text/plain", "buffer": b"not an image"}]
@@ -35,4 +36,5 @@ def test_line_image_in_chinese_and_sweep(watch):
     body = watch.page.inner_text("body")
     assert "does not fall below 0.001" in body
     assert_clean(watch)
+    assert watch.pushed_margins() == []
     watch.shot("conv-sweep")
