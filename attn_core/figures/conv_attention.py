@@ -112,7 +112,8 @@ def head_maps_figure(maps: np.ndarray, k: int, query: tuple[int, int], rows: np.
                          annotations=notes, shapes=shapes,
                          coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0,
                                         colorbar=dict(title=dict(text=t("conv.axis_weight")))),
-                         margin=dict(l=10, r=10, t=90 if style.present else 70, b=10), **layout_axes)  # fmt: skip
+                         margin=dict(l=10, r=10, t=(90 if style.present else 70) + (28 if note else 0), b=10),
+                         **layout_axes)  # fmt: skip
     return plain_figure(data, layout, style)
 
 

@@ -235,10 +235,10 @@ def window_note(res: ImageResult, style: figures.Style) -> str:
     n_r, n_c = len(res.key_rows), len(res.key_cols)
     if (r0, r1, c0, c1) == (0, n_r, 0, n_c):
         return ""
-    inside = res.maps[:, r0:r1, c0:c1].sum(axis=(1, 2))
+    outside = max(0.0, 1 - float(res.maps[:, r0:r1, c0:c1].sum(axis=(1, 2)).min()))
     return style.t("conv.maps_window", r0=int(res.key_rows[r0]), r1=int(res.key_rows[r1 - 1]),
                    c0=int(res.key_cols[c0]), c1=int(res.key_cols[c1 - 1]), hk=n_r, wk=n_c,
-                   out=f"{max(0.0, 1 - float(inside.min())):.1e}")  # fmt: skip
+                   out=f"{outside:.1e}" if outside >= 1e-6 else "1e-6")  # fmt: skip
 
 
 def image_views(res: ImageResult, channel: int, style: figures.Style) -> list[View]:
