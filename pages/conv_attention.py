@@ -52,7 +52,7 @@ with ui.controls_box():
         v["k"] = ui.control(P, "k", container=a2)
         b1, b2, b3 = st.columns(3, gap="medium")
         v["seq_len"] = ui.control(P, "seq_len", container=b1)
-        v["query"] = ui.control(P, "query", hi=v["seq_len"] - 1, default=v["seq_len"] // 2, container=b2)
+        v["query"] = ui.control(P, "query", hi=v["seq_len"] - 1, container=b2)
         v["shift"] = ui.control(P, "shift", container=b3)
         upload = None
     else:
@@ -88,8 +88,8 @@ if ui.run_safely(lambda: cv.check_size(kernel, image)) is None:
 
 if p.view == "image":
     q1, q2, q3 = st.columns(3, gap="medium")
-    p = cv.with_values(p, q_row=ui.control(P, "q_row", hi=h - 1, default=h // 2, container=q1),
-                       q_col=ui.control(P, "q_col", hi=w - 1, default=w // 2, container=q2),
+    p = cv.with_values(p, q_row=ui.control(P, "q_row", hi=h - 1, container=q1),
+                       q_col=ui.control(P, "q_col", hi=w - 1, container=q2),
                        channel=ui.control(P, "channel", hi=c - 1, container=q3))  # fmt: skip
     res = ui.compute(cv.image_step, image, kernel, p.alpha, p.padding, p.q_row, p.q_col)
     if res is None:

@@ -85,6 +85,10 @@ def test_uploads_are_used_or_refused_with_a_message_and_the_pattern_stays(app_te
     assert not at.error and "Using the uploaded image: 51×64 pixels, 3 channel(s)" in texts(at)
     assert heatmaps(chart_specs(at)[1])[0].shape == (51, 64)
     assert at.slider(key="channel").max == 2
+    at.file_uploader(key="conv_upload").set_value(("tiny.png", png((3, 4)), "image/png"))
+    at.slider(key="k").set_value(5).run()
+    no_exception(at)
+    assert "larger than the image (4×3): use K ≤ 3" in at.error[0].value and not chart_specs(at)
 
 
 def test_upload_refusals_have_their_chinese_message():

@@ -22,6 +22,8 @@ CASES = [
     ({"view": "sweep", "kernel": "custom", "kernel_text": "0 1 0; 1 -4 1; 0 1 0", "image_size": "9"},
      ["--view", "sweep", "--kernel", "custom", "--kernel-text", "0 1 0; 1 -4 1; 0 1 0", "--image-size", "9"]),
     ({"view": "analogy", "k": "7"}, ["--view", "analogy", "--k", "7"]),
+    ({"seq_len": "9", "view": "line"}, ["--seq-len", "9"]),  # the query's default clamped alike
+    ({"view": "image", "image_size": "8"}, ["--view", "image", "--image-size", "8"]),
 ]  # fmt: skip
 
 
