@@ -201,7 +201,8 @@ def line_sentence(res: LineResult, style: figures.Style) -> tuple[str, str]:
     peak = float(res.weights[res.query + res.shift]) if 0 <= res.query + res.shift < len(res.pos) else 0.0
     kw = dict(s=res.shift, m=f"{res.mean:.3g}", v=f"{res.var:.3g}", t=f"{target:.3g}", p=f"{peak:.1%}",
               a=f"{res.alpha:g}")  # fmt: skip
-    if abs(res.mean - res.shift) > 0.01:
+    centre, reach = res.query + res.shift, 3 * np.sqrt(target)  # the window's centre and ±3σ
+    if centre - reach < 0 or centre + reach > len(res.pos) - 1:
         return "warning", t("conv.line_cut", **kw)
     close = abs(res.var - target) <= 0.05 * target
     return "info", t("conv.line_gauss" if close else "conv.line_narrow", **kw)

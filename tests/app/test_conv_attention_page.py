@@ -39,7 +39,7 @@ def test_line_view_draws_the_softmax_rows_and_measures_the_window(app_test):
         assert int(np.argmax(arr(heads["data"][i]["y"]))) == 14 + s
     assert "variance **1**" in at.info[0].value and "1/(2α) = 1" in at.info[0].value  # σ² = 1/(2·0.5)
     at = app_test(PAGE, query={"seq_len": "10", "query": "9", "shift": "3", "alpha": "0.05"})
-    assert "cut off by the end of the sequence" in at.warning[0].value  # the window cannot sit past the end
+    assert "cut off by the ends" in at.warning[0].value  # the window cannot sit past the end
 
 
 def test_image_view_maps_peak_at_query_plus_shift_and_the_output_is_conv2d(app_test):

@@ -34,6 +34,9 @@ def test_line_sentences_follow_the_measured_window():
     assert "narrower than the continuous Gaussian" in cv.line_sentence(narrow, S)[1]
     cut = cv.line_step(12, 11, 2, 0.1, 3)
     assert cut.mean < 0 and cv.line_sentence(cut, S)[0] == "warning"
+    both = cv.line_step(5, 2, 0, 0.05, 3)  # cut at both ends alike: the mean is right, the variance is not
+    assert both.mean == pytest.approx(0, abs=1e-12) and both.var < 2 < 10
+    assert "cut off by the ends" in cv.line_sentence(both, S)[1]
 
 
 def test_image_and_sweep_sentences_follow_the_differences():
