@@ -2,7 +2,7 @@
 
 Cordonnier, Loukas & Jaggi, "On the Relationship between Self-Attention and Convolutional Layers", ICLR 2020
 (arXiv 1911.03584), §3. A head with relative encoding ``r_δ = (‖δ‖², δ₁, δ₂)`` of the offset ``δ = key − query``
-and ``v = −α (1, −2Δ₁, −2Δ₂)`` (content terms zero: ``W_qry = W_key = 0``, eq. 9) scores
+and ``v = −α (1, −2Δ₁, −2Δ₂)`` (content terms zero: ``W_qry = W_key = 0``) scores
 
     v · r_δ = −α (‖δ‖² − 2 Δ·δ) = −α (‖δ − Δ‖² − ‖Δ‖²)
 
