@@ -77,6 +77,10 @@ PAGE_SCENARIOS: list[tuple[str, str, dict[str, str], tuple[str, object, object],
     ("mla", "defaults", {}, ("mode", "naive", "absorb"), 100),
     ("mla", "agree", {"view": "agree"}, ("seq_len", 13, 12), 100),
     ("mla", "largest", {"view": "agree", "preset": "deepseek-v3", "seq_len": "64"}, ("head", 1, 0), 600),
+    # attention as convolution: the 1-D head at another α; the 2-D view's largest layer (64×64, K = 5 and 7)
+    ("conv_attention", "defaults", {}, ("alpha", 1.05, 1.0), 100),
+    ("conv_attention", "image", {"view": "image", "image_size": "64", "k": "5"}, ("alpha", 2.05, 2.0), 1000),
+    ("conv_attention", "largest", {"view": "image", "image_size": "64", "k": "7"}, ("alpha", 2.05, 2.0), 1000),
     (
         # largest preset (671B parameters, 61 layers), the calculator's longest context (2^20) and largest batch
         "kv_cache",
@@ -122,6 +126,7 @@ PAGE_SLIDERS: dict[str, list[tuple[str, str]]] = {
     "kv_cache": [("batch", "kv_memory")],
     "models": [("head", "mdl_zoom")],
     "mla": [("seq_len", "mla_grid")],
+    "conv_attention": [("alpha", "conv_heads")],
 }
 PAGE_QUERY = {
     "models": "?view=head&layer=17",
@@ -481,6 +486,32 @@ def core_mla(dev, runs: int) -> list[str]:
     return lines
 
 
+def core_conv(dev, runs: int) -> list[str]:
+    """The "attention as convolution" layer on a 64×64 image, K = 5 (25 heads), grey and RGB: its output (every head,
+    separable softmax) and the page's full-attention rows of one query pixel. The engine runs on the CPU."""
+    import numpy as np
+
+    from attn_core import conv_attention as ca
+    from attn_core.views import conv_attention as cv
+
+    if dev.type != "cpu":
+        return []
+    kernel = ca.kernel_preset("sobel", 5)
+    lines = []
+    for channels in (1, 3):
+        image = np.random.default_rng(0).random((channels, 64, 64), dtype=np.float32)
+        w = ca.per_channel(kernel, channels)
+        t_out = statistics.median(time_calls(lambda x=image, w=w: ca.conv_as_attention(x, w, 2.0), dev, max(5, runs)))
+        t_page = statistics.median(
+            time_calls(lambda x=image: cv.image_step(x, kernel, 2.0, "zeros", 32, 32), dev, max(3, runs // 2))
+        )
+        lines.append(
+            f"core {dev.type:<4} attention as convolution, 64x64 image, {channels} channel(s), K = 5 (25 heads): "
+            f"layer output {ms(t_out)}; the page's 2-D step (output, conv2d, 25 full-attention rows) {ms(t_page)}"
+        )
+    return lines
+
+
 def bench_core(args) -> list[str]:
     import torch
 
@@ -490,7 +521,7 @@ def bench_core(args) -> list[str]:
     lines = []
     for dev in devices:
         log(f"core: {dev}...")
-        for part in (core_attention, core_decode, core_mla):
+        for part in (core_attention, core_decode, core_mla, core_conv):
             try:
                 new = part(dev, args.repeats)
             except Exception as exc:  # noqa: BLE001 - report and go on

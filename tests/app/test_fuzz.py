@@ -128,7 +128,11 @@ def check(at, query: dict[str, str]) -> None:
 
 
 # a real model's page: each new text is a forward pass, so fewer sets (its extremes are listed below);
-N_SETS_OF = {"pages/models.py": 60, "pages/mla.py": 80}  # MLA: few free-form fields; its extremes are listed
+N_SETS_OF = {
+    "pages/models.py": 60,
+    "pages/mla.py": 80,
+    "pages/conv_attention.py": 40,
+}  # MLA: few free-form fields; its extremes are listed
 
 
 def param_sets(page: str, keys: list[str]):
@@ -277,6 +281,13 @@ MLA_SHAPES = [
     {"preset": "deepseek-v3", "seq_len": "64", "head": "127", "cache_len": "1048576", "n_kv_heads": "1"},
     {"preset": "custom", "qk_nope": "3", "mode": "rope_on_latent", "n_heads": "32", "n_kv_heads": "5"},
 ]  # fmt: skip
+# attention as convolution: the largest layer (64×64, 7×7 = 49 heads), the smallest (K = 1), a typed kernel
+CONV_SHAPES = [
+    {},
+    {"image_size": "64", "k": "7", "alpha": "0.05", "q_row": "63", "q_col": "0", "pattern": "gradient"},
+    {"image_size": "8", "k": "1", "alpha": "10", "seq_len": "5", "query": "4", "shift": "-3", "padding": "existing"},
+    {"kernel": "custom", "kernel_text": "1 2; 3 4"},
+]
 MODEL_CASES = [
     {"view": "layer", "example": "repeated", "repeat_len": "1024", "cscale": "fixed", "pool": "mean"},
     {"view": "head", "example": "repeated", "repeat_len": "100", "q_start": "199", "k_start": "0"},
@@ -293,9 +304,9 @@ def view_cases():
             for query in MODEL_CASES:
                 yield page, query
             continue
-        if page == "pages/mla.py":  # its own shapes: a preset or latent dimensions, not heads over tokens
+        if page in ("pages/mla.py", "pages/conv_attention.py"):  # their own shapes, not heads over tokens
             for value in choices["view"]:
-                for shape in MLA_SHAPES:
+                for shape in MLA_SHAPES if page == "pages/mla.py" else CONV_SHAPES:
                     yield page, {**shape, "view": value}
             continue
         shapes = SHAPES + (CROSS_SHAPES if page == "pages/heatmaps.py" else KV_SHARING_SHAPES)
