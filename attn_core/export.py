@@ -37,7 +37,7 @@ def _common(p: argparse.ArgumentParser, spec: PageSpec | None) -> None:
     p.add_argument("--lang", default="en", choices=["en", "zh"])
     p.add_argument("--present", action="store_true", help="large fonts and high-contrast colours")
     p.add_argument(
-        "--preset",
+        "--size",
         default="screen",
         choices=list(PRESET_NAMES),
         help="image size: screen (as on the page), slide (1920x1080), half (960x1080), paper (a column)",
@@ -101,7 +101,7 @@ def run(argv: list[str] | None = None) -> list[Path]:
         figures.apply_fonts(view.figure, style)
         for fmt in formats:
             path = out_dir / f"{view.name}_{stem}.{fmt}"
-            path.write_bytes(export_bytes(view.figure, fmt, view.data, args.preset, style))
+            path.write_bytes(export_bytes(view.figure, fmt, view.data, args.size, style))
             written.append(path)
     return written
 

@@ -29,9 +29,9 @@ def written_figures(monkeypatch) -> dict[str, dict]:
     seen: dict[str, dict] = {}
     real = export.export_bytes
 
-    def spy(fig, fmt, data=None):
+    def spy(fig, fmt, data=None, *rest):
         seen[f"{len(seen)}.{fmt}"] = json.loads(pio.to_json(fig, validate=False))
-        return real(fig, fmt, data)
+        return real(fig, fmt, data, *rest)
 
     monkeypatch.setattr(export, "export_bytes", spy)
     return seen
