@@ -409,7 +409,7 @@ def check_sweep(spec: SweepSpec) -> SweepSpec:
                               name="path", value=path, options=", ".join(PATHS))  # fmt: skip
     check_int("repeats", spec.repeats, 1, MAX_REPEATS)
     check_int("warmup", spec.warmup, 0, MAX_REPEATS)
-    guard.check_budget(sweep_bytes(spec), f"a sweep up to {max(spec.seq_lens)} tokens", "use fewer tokens or heads",
+    guard.check_budget(sweep_bytes(spec), f"a sweep up to {max(spec.seq_lens)} tokens", "lower seq_len (the largest n) or n_heads",
                        "seq_len")  # fmt: skip
     return spec
 
@@ -483,3 +483,32 @@ def measure_sweep(spec: SweepSpec, device: str = "cpu") -> Iterator[Measured]:
         for path in spec.paths:
             yield measure_point(layer, spec, path, dev)
         del layer
+
+
+def time_prefill_decode(seq_len: int, shape: LayerShape, device: str = "cpu", repeats: int = 3) -> tuple[float, float]:
+    """Seconds (fastest of ``repeats``) of a causal prefill of ``seq_len`` tokens through the layer (fused attention)
+    and of one decode step: one new token's projections and its query against ``seq_len`` cached keys and values."""
+    check_int("repeats", repeats, 1, MAX_REPEATS)
+    dev = torch.device(device)
+    layer = make_layer(seq_len, shape, str(dev))
+    causal = LayerShape(shape.d_model, shape.n_heads, shape.n_kv_heads, shape.head_dim, True)
+    _, k, v = _project(layer, shape)  # the cache a prefill leaves: [h_kv, n, d_h]
+    token = Layer(layer.x[-1:], layer.wq, layer.wk, layer.wv, layer.wo)
+
+    def decode() -> torch.Tensor:
+        q, _, _ = _project(token, shape)  # [h, 1, d_h]; its own K and V would be appended to the cache
+        return _out_project(fused_attention(q, k, v, False), token)
+
+    out = []
+    with torch.inference_mode():
+        for fn in (lambda: fused_forward(layer, causal), decode):
+            fn()
+            best = math.inf
+            for _ in range(repeats):
+                sync(dev)
+                t0 = time.perf_counter()
+                fn()
+                sync(dev)
+                best = min(best, time.perf_counter() - t0)
+            out.append(best)
+    return out[0], out[1]
