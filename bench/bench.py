@@ -77,6 +77,8 @@ PAGE_SCENARIOS: list[tuple[str, str, dict[str, str], tuple[str, object, object],
     ("mla", "defaults", {}, ("mode", "naive", "absorb"), 100),
     ("mla", "agree", {"view": "agree"}, ("seq_len", 13, 12), 100),
     ("mla", "largest", {"view": "agree", "preset": "deepseek-v3", "seq_len": "64"}, ("head", 1, 0), 600),
+    # cost and complexity: the counts and their charts redrawn for another head width (pure arithmetic)
+    ("complexity", "defaults", {}, ("head_dim", 65, 64), 100),
     (
         # largest preset (671B parameters, 61 layers), the calculator's longest context (2^20) and largest batch
         "kv_cache",
@@ -122,6 +124,7 @@ PAGE_SLIDERS: dict[str, list[tuple[str, str]]] = {
     "kv_cache": [("batch", "kv_memory")],
     "models": [("head", "mdl_zoom")],
     "mla": [("seq_len", "mla_grid")],
+    "complexity": [("head_dim", "cx_stages")],
 }
 PAGE_QUERY = {
     "models": "?view=head&layer=17",

@@ -19,7 +19,7 @@ with ui.controls_box():
     v["n_kv_heads"] = ui.control(P, "n_kv_heads", n_heads=v["n_heads"], container=c4)
     v["head_dim"] = ui.control(P, "head_dim", container=c1)
     v["causal"] = ui.control(P, "causal", container=c2)
-    v["device"] = ui.control(P, "device", container=c3)
+    v["run_on"] = ui.control(P, "run_on", container=c3)
 p = P(**v, seed=ui.seed())
 if ui.run_safely(lambda: p.shape) is None:
     st.stop()
@@ -54,7 +54,7 @@ if p.view == "counted":
     ui.help_expander("cx.flash_help")
 elif p.view == "measured":
     spec = ui.run_safely(lambda: cv.sweep_spec(p))  # over the memory budget: said here, before anything runs
-    dev = ui.run_safely(lambda: cv.run_device(p.device, ui.device()))
+    dev = ui.run_safely(lambda: cv.run_device(p.run_on, ui.device()))
     if spec is None or dev is None:
         st.stop()
     st.markdown(ui.t("cx.sweep_intro", lo=spec.seq_lens[0], hi=spec.seq_lens[-1], k=len(spec.seq_lens),
@@ -85,7 +85,7 @@ elif p.view == "measured":
         st.caption(ui.t("cx.slopes_note", lo=cv.cx.SLOPE_FROM))
     ui.help_expander("cx.measured_help")
 elif p.view == "prefill_decode":
-    dev = ui.run_safely(lambda: cv.run_device(p.device, ui.device()))
+    dev = ui.run_safely(lambda: cv.run_device(p.run_on, ui.device()))
     if dev is None:
         st.stop()
     st.markdown(ui.t("cx.pd_intro"))

@@ -49,7 +49,7 @@ class Params:
     n_kv_heads: int = control(4, "kv_heads", cli_help="key/value heads (a divisor of n_heads)")
     head_dim: int = control(64, "int", lo=4, hi=256, help="help.cx_head_dim", cli_help="head width d_h")
     causal: bool = control(False, "bool", help="help.cx_causal", cli_help="count and run with a causal mask")
-    device: str = control("auto", "choice", options=DEVICES, help="help.cx_device",
+    run_on: str = control("auto", "choice", options=DEVICES, help="help.cx_device",
                           cli_help="where the sweep runs: auto (the app's device), cpu or cuda")  # fmt: skip
     seed: int = control(0, "seed", cli_help="the seed of the measured layer's inputs and weights")
 
@@ -448,9 +448,9 @@ def views(p: Params, style: Style, which: str | Sequence[str] | None = None, dev
             out += [stage_view(p, style), curve_view(p, style)]
         elif name == "measured":
             spec = sweep_spec(p)
-            out += measured_views(list(measure(spec, device=run_device(p.device, device))), spec, style)
+            out += measured_views(list(measure(spec, device=run_device(p.run_on, device))), spec, style)
         elif name == "prefill_decode":
-            out += pd_views(p, time_pd(p.shape, pd_lens(p), run_device(p.device, device)), style)
+            out += pd_views(p, time_pd(p.shape, pd_lens(p), run_device(p.run_on, device)), style)
         else:
             out.append(heads_view(p, style))
     return out

@@ -101,7 +101,7 @@ def test_every_view_in_chinese(app_test, view):
 
 
 def test_bad_url_values_say_what_to_change(app_test):
-    at = app_test(PAGE, query={"view": "measured", "device": "cuda", "seq_len": "128"})
+    at = app_test(PAGE, query={"view": "measured", "run_on": "cuda", "seq_len": "128"})
     no_exception(at)
     import torch
 
