@@ -156,12 +156,16 @@ def memory_by_stage(
 
 
 def peak_bytes(seq_len: int, shape: LayerShape, path: str) -> int:
-    """Activation bytes alive at once at the path's peak (float32, as :func:`eager_forward` holds them): eager
-    during the softmax (Q, K, V, the scores and the weights), fused during the attention (Q, K, V and its output)."""
+    """Activation bytes alive at once at the path's peak (float32, as the measured runs hold them).
+
+    Eager: Q, K, V with either the scores and the weights (during the softmax; the scores are freed after it) or
+    the weights, the heads' outputs and the layer's output (at the end), whichever is larger: the n² pair from
+    small n on. Fused: Q, K, V, the attention's output and row log-sum-exp, and the layer's output."""
     m = memory_by_stage(seq_len, shape.d_model, shape.n_heads, shape.n_kv_heads, shape.head_dim, path)
     if path == "eager":
-        return m["qkv_projection"] + m["scores"] + m["softmax"]
-    return m["qkv_projection"] + m["attention"]
+        late = m["softmax"] + m["weighted_sum"] + m["output_projection"]
+        return m["qkv_projection"] + max(m["scores"] + m["softmax"], late)
+    return sum(m.values())
 
 
 def weights_bytes(shape: LayerShape) -> int:
@@ -440,10 +444,11 @@ def _timed_fused(layer: Layer, shape: LayerShape, dev: torch.device) -> tuple[di
     o = fused_attention(q, k, v, shape.causal)
     sync(dev)
     t2 = time.perf_counter()
-    _out_project(o, layer)
+    y = _out_project(o, layer)
     sync(dev)
     t3 = time.perf_counter()
-    peak = q.nbytes + k.nbytes + v.nbytes + o.nbytes + shape.n_heads * q.shape[1] * 4  # + the row log-sum-exp
+    lse = shape.n_heads * q.shape[1] * 4  # the row log-sum-exp the flash kernel keeps (inside torch: not a tensor here)
+    peak = q.nbytes + k.nbytes + v.nbytes + o.nbytes + lse + y.nbytes
     return {"qkv_projection": t1 - t0, "attention": t2 - t1, "output_projection": t3 - t2}, peak
 
 

@@ -19,7 +19,7 @@ with ui.controls_box():
     v["n_kv_heads"] = ui.control(P, "n_kv_heads", n_heads=v["n_heads"], container=c4)
     v["head_dim"] = ui.control(P, "head_dim", container=c1)
     v["causal"] = ui.control(P, "causal", container=c2)
-    v["run_on"] = ui.control(P, "run_on", container=c3)
+    v["run_on"] = ui.control(P, "run_on", widget="select", container=c3)
 p = P(**v, seed=ui.seed())
 if ui.run_safely(lambda: p.shape) is None:
     st.stop()

@@ -11,12 +11,22 @@ import plotly.graph_objects as go
 
 from ..memory import binary_unit
 from .base import Style, base_layout, plain_figure
+from .margins import reserve_margins
 
 # Okabe-Ito, one hue per stage (colour-blind safe), always beside the stage's name
 STAGE_COLORS = {"qkv_projection": "#0072B2", "scores": "#D55E00", "softmax": "#F0E442", "weighted_sum": "#CC79A7",
                 "output_projection": "#56B4E9", "mlp": "#999999", "attention": "#009E73"}  # fmt: skip
 PATH_DASH = {"eager": "solid", "fused": "dash"}
 LEGEND_BELOW = dict(orientation="h", yanchor="top", y=-0.22, x=0)
+HALF_WIDTH = 440  # px: the page shows these charts two to a row; their legends wrap at this width
+HALF_SLACK = 12  # px
+
+
+def _half(data: list[dict], layout: dict, style: Style) -> go.Figure:
+    """A chart drawn in half the page's width: margins reserved for its legend's rows at that width."""
+    reserve_margins({"data": data, "layout": layout}, width=HALF_WIDTH)
+    layout["margin"]["b"] += HALF_SLACK  # the estimate runs a few px short for a wrapped legend
+    return plain_figure(data, layout, style)
 
 
 def _height(style: Style, normal: int = 420) -> int:
@@ -47,7 +57,7 @@ def stage_bars(
     layout = base_layout(title, style, _height(style, 440), barmode="stack", legend=LEGEND_BELOW,
                          yaxis=dict(title=dict(text=style.t("cx.axis_flops")), range=[0, float(totals.max()) * 1.15]),
                          xaxis=dict(title=dict(text="")))  # fmt: skip
-    return plain_figure(data, layout, style)
+    return _half(data, layout, style)
 
 
 def si(x: float, digits: int = 3) -> str:
@@ -83,7 +93,7 @@ def flops_curve(
     layout = base_layout(title, style, _height(style), legend=LEGEND_BELOW, shapes=shapes, annotations=notes,
                          xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n"))),
                          yaxis=dict(type="log", title=dict(text=style.t("cx.axis_flops"))))  # fmt: skip
-    return plain_figure(data, layout, style)
+    return _half(data, layout, style)
 
 
 def measured_time(df: pd.DataFrame, title: str, style: Style = Style()) -> go.Figure:
@@ -102,7 +112,7 @@ def measured_time(df: pd.DataFrame, title: str, style: Style = Style()) -> go.Fi
     layout = base_layout(title, style, _height(style, 460), legend=LEGEND_BELOW, uirevision="cx_time",
                          xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n"))),
                          yaxis=dict(type="log", title=dict(text=style.t("cx.axis_ms"))))  # fmt: skip
-    return plain_figure(data, layout, style)
+    return _half(data, layout, style)
 
 
 def measured_memory(df: pd.DataFrame, title: str, style: Style = Style()) -> go.Figure:
@@ -123,7 +133,7 @@ def measured_memory(df: pd.DataFrame, title: str, style: Style = Style()) -> go.
     layout = base_layout(title, style, _height(style, 460), legend=LEGEND_BELOW, uirevision="cx_mem",
                          xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n"))),
                          yaxis=dict(type="log", title=dict(text=style.t("cx.axis_bytes", unit=unit))))  # fmt: skip
-    return plain_figure(data, layout, style)
+    return _half(data, layout, style)
 
 
 def per_token(df: pd.DataFrame, column: str, axis: str, title: str, style: Style = Style()) -> go.Figure:
@@ -136,7 +146,7 @@ def per_token(df: pd.DataFrame, column: str, axis: str, title: str, style: Style
     layout = base_layout(title, style, _height(style, 400), legend=LEGEND_BELOW,
                          xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n"))),
                          yaxis=dict(type="log", title=dict(text=axis)))  # fmt: skip
-    return plain_figure(data, layout, style)
+    return _half(data, layout, style)
 
 
 def heads_figure(df: pd.DataFrame, current: int, title: str, style: Style = Style()) -> go.Figure:

@@ -128,8 +128,11 @@ def check(at, query: dict[str, str]) -> None:
 
 
 # a real model's page: each new text is a forward pass, so fewer sets (its extremes are listed below);
-N_SETS_OF = {"pages/models.py": 60, "pages/mla.py": 80,  # MLA: few free-form fields; its extremes are listed
-             "pages/complexity.py": 40}  # counts are arithmetic; the sweep waits for its Start
+N_SETS_OF = {
+    "pages/models.py": 60,
+    "pages/mla.py": 80,  # MLA: few free-form fields; its extremes are listed
+    "pages/complexity.py": 40,
+}  # counts are arithmetic; the sweep waits for its Start
 
 
 def param_sets(page: str, keys: list[str]):
@@ -345,7 +348,9 @@ def test_every_view_at_the_extremes(app_test, case):
     at = app_test(page, query=query)
     check(at, query)
     shown = at.get("plotly_chart") or at.dataframe or at.error
-    live = {"generate": "gen_run", "decode": "mla_run", "measured": "cx_run"}.get(query.get("view"))  # a live run waits for its Start
+    live = {"generate": "gen_run", "decode": "mla_run", "measured": "cx_run"}.get(
+        query.get("view")
+    )  # a live run waits for its Start
     ready = live is not None and (live in [b.key for b in at.button] or at.info)
     assert shown or ready, f"{query}: nothing drawn, no message and nothing to start"
 

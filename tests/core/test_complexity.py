@@ -131,11 +131,21 @@ def test_measured_point_on_cpu():
     assert set(eager.median_s) == set(cx.STAGES) and set(fused.median_s) == set(cx.FUSED_PARTS)
     assert eager.peak_kind == "tensor_bytes"
     assert eager.peak_bytes == cx.peak_bytes(32, shape, "eager")  # Q, K, V, scores and weights alive at once
+    assert eager.peak_bytes == 4 * (8 * 32 * 8 + 2 * 4 * 32 * 32)  # by hand: QKV [8 head rows] and two [4, 32, 32]
     assert fused.peak_bytes == cx.peak_bytes(32, shape, "fused")
     assert fused.backend in {b.lower() for b in cx.backend_names()}
     for m in got:
         for s in m.median_s:
             assert 0 <= m.min_s[s] <= m.median_s[s] <= m.max_s[s]
+
+
+def test_small_n_peak_is_the_late_stages():
+    """At small n the weights, the heads' outputs and the layer's output outweigh the scores and the weights."""
+    shape = cx.LayerShape(64, 2, 2, 32)
+    spec = cx.SweepSpec((4, 64), shape, paths=("eager",), repeats=1, warmup=0)
+    small, large = list(cx.measure_sweep(spec))
+    assert small.peak_bytes == 4 * (3 * 2 * 4 * 32 + 2 * 16 + 2 * 4 * 32 + 4 * 64) == cx.peak_bytes(4, shape, "eager")
+    assert large.peak_bytes == 4 * (3 * 2 * 64 * 32 + 2 * 2 * 64 * 64) == cx.peak_bytes(64, shape, "eager")
 
 
 def test_fit_slope_exact():
