@@ -79,9 +79,10 @@ elif p.view == "measured":
     if run.steps:
         if run.status == "stopped":
             status.warning(ui.t("cx.stopped", k=len(run.steps)))
-        ui.show_views(cv.measured_views(run.steps, spec, style), boxes, "cx_")  # this session's own measurements
-        say(cv.measured_sentences(run.steps, spec, dev, style))
-        st.dataframe(cv.slopes_frame(run.steps, spec, style), hide_index=True, width="stretch")
+        steps = tuple(run.steps)  # keyed by the measurements themselves: a rerun redraws nothing
+        ui.show_views(ui.view(cv.measured_views, steps, spec, style), boxes, "cx_")
+        say(cv.measured_sentences(steps, spec, dev, style))
+        st.dataframe(cv.slopes_frame(steps, spec, style), hide_index=True, width="stretch")
         st.caption(ui.t("cx.slopes_note", lo=cv.cx.SLOPE_FROM))
     ui.help_expander("cx.measured_help")
 elif p.view == "prefill_decode":

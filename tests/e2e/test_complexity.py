@@ -25,13 +25,13 @@ def test_counted_and_a_live_sweep(watch):
     assert watch.page.locator(".js-plotly-plot").count() == 2
     assert_clean(watch)
     watch.shot("complexity-counted")
-    watch.open("complexity?view=measured&seq_len=512&d_model=128&n_heads=2&n_kv_heads=1&head_dim=64", chart=False)
+    watch.open("complexity?view=measured&seq_len=256&d_model=128&n_heads=2&n_kv_heads=1&head_dim=64", chart=False)
     watch.page.locator(".st-key-cx_run button").click()
-    watch.page.wait_for_function(f"() => {{ const m = ({POINTS})(); return m && m[0] >= 4; }}", timeout=120_000)
+    watch.page.wait_for_function(f"() => {{ const m = ({POINTS})(); return m && m[0] >= 3; }}", timeout=120_000)
     watch.wait_idle(120_000)
     body = watch.page.inner_text("body")
     assert "backend on cpu (found by forcing each backend" in body and "fitted to the fastest" in body
-    assert watch.page.evaluate(POINTS) == [4, 4]  # n = 64, 128, 256, 512 on both charts
+    assert watch.page.evaluate(POINTS) == [3, 3]  # n = 64, 128, 256 on both charts
     assert_clean(watch)
     watch.shot("complexity-measured")
 
