@@ -3,6 +3,7 @@ against n (log-log), per-token cost of prefill against decode, and the course no
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,14 +20,35 @@ STAGE_COLORS = {"qkv_projection": "#0072B2", "scores": "#D55E00", "softmax": "#F
 PATH_DASH = {"eager": "solid", "fused": "dash"}
 LEGEND_BELOW = dict(orientation="h", yanchor="top", y=-0.22, x=0)
 HALF_WIDTH = 440  # px: the page shows these charts two to a row; their legends wrap at this width
-HALF_SLACK = 12  # px
+HALF_SLACK = 36  # px: the estimate runs up to a legend row short at this width
 
 
 def _half(data: list[dict], layout: dict, style: Style) -> go.Figure:
     """A chart drawn in half the page's width: margins reserved for its legend's rows at that width."""
     reserve_margins({"data": data, "layout": layout}, width=HALF_WIDTH)
-    layout["margin"]["b"] += HALF_SLACK  # the estimate runs a few px short for a wrapped legend
+    layout["margin"]["b"] += HALF_SLACK
     return plain_figure(data, layout, style)
+
+
+def log_ticks(values: Sequence[float]) -> dict:
+    """Tick values 1, 2, 5 × 10^k spanning the positive ``values``, labelled in full (plotly labels the 2 and the 5
+    of a short log axis as bare digits: "5" for 0.5)."""
+    pos = [float(v) for v in values if v > 0 and np.isfinite(v)]
+    if not pos:
+        return {}
+    lo, hi = math.floor(math.log10(min(pos))), math.ceil(math.log10(max(pos)))
+    ticks = [
+        m * 10.0**k for k in range(lo, hi + 1) for m in (1, 2, 5) if min(pos) / 2.5 <= m * 10.0**k <= max(pos) * 2.5
+    ]
+    return dict(tickvals=ticks, ticktext=[f"{t:.3g}" for t in ticks])
+
+
+def n_ticks(ns: Sequence[float]) -> dict:
+    """Ticks at the n drawn (every other one past 8), labelled in full."""
+    vals = sorted({int(n) for n in ns})
+    while len(vals) > 8:
+        vals = vals[::2]
+    return dict(tickvals=vals, ticktext=[f"{n:,}" for n in vals])
 
 
 def _height(style: Style, normal: int = 420) -> int:
@@ -55,7 +77,8 @@ def stage_bars(
                      text=[si(v) + "FLOP" for v in totals], textposition="top center",
                      hoverinfo="skip", cliponaxis=False))  # fmt: skip
     layout = base_layout(title, style, _height(style, 440), barmode="stack", legend=LEGEND_BELOW,
-                         yaxis=dict(title=dict(text=style.t("cx.axis_flops")), range=[0, float(totals.max()) * 1.15]),
+                         yaxis=dict(title=dict(text=style.t("cx.axis_flops")), range=[0, float(totals.max()) * 1.15],
+                                    exponentformat="SI"),
                          xaxis=dict(title=dict(text="")))  # fmt: skip
     return _half(data, layout, style)
 
@@ -72,8 +95,8 @@ def flops_curve(
     df: pd.DataFrame, marks: Sequence[tuple[float, str]], current: int, title: str, style: Style = Style()
 ) -> go.Figure:
     """FLOPs against n (log-log): the linear stages, the n² stages and their sum (``df`` columns ``n``, ``linear``,
-    ``quadratic``, ``total`` and the legend names in ``df.attrs``); dotted lines at each ``(n, label)`` of ``marks``
-    (the crossovers) and a dashed one at the current ``n``."""
+    ``quadratic``, ``total`` and the legend names in ``df.attrs``); a vertical line at each ``(n, label)`` of ``marks``
+    (the crossovers) and a dashed one at the current ``n``, named in the legend."""
     names = df.attrs["names"]
     colours = {"linear": "#0072B2", "quadratic": "#D55E00", "total": "#222222"}
     data = [dict(type="scatter", x=df["n"].to_numpy(), y=df[col].to_numpy(), mode="lines", name=names[col],
@@ -81,18 +104,17 @@ def flops_curve(
                            dash="dot" if col == "total" else "solid"),
                  hovertemplate="n = %{x:,}<br>%{y:.4s} FLOP<extra>%{fullData.name}</extra>")
             for col in ("linear", "quadratic", "total")]  # fmt: skip
-    shapes, notes = [], []
-    for i, (x, label) in enumerate(marks):
-        shapes.append(dict(type="line", x0=x, x1=x, y0=0, y1=1, yref="paper", line=dict(color="#555555", dash="dot")))
-        notes.append(dict(x=np.log10(x), y=0.98 - 0.09 * i, yref="paper", text=label, showarrow=False, xanchor="left",
-                          font=dict(size=style.font), bgcolor="rgba(255,255,255,0.7)"))  # fmt: skip
-    shapes.append(dict(type="line", x0=current, x1=current, y0=0, y1=1, yref="paper",
-                       line=dict(color="#009E73", dash="dash", width=_line(style))))  # fmt: skip
-    notes.append(dict(x=np.log10(current), y=0.02, yref="paper", text=f"n = {current:,}", showarrow=False,
-                      xanchor="right", font=dict(size=style.font, color="#009E73")))  # fmt: skip
-    layout = base_layout(title, style, _height(style), legend=LEGEND_BELOW, shapes=shapes, annotations=notes,
-                         xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n"))),
-                         yaxis=dict(type="log", title=dict(text=style.t("cx.axis_flops"))))  # fmt: skip
+    lo = float(df[["linear", "quadratic"]].to_numpy().min())
+    hi = float(df["total"].max())
+    dashes = ("dot", "dashdot")  # the crossovers as legend entries: a label on the plot would cross the curves
+    for i, (x, label) in enumerate([*marks, (current, style.t("cx.mark_current", n=f"{current:,}"))]):
+        last = i == len(marks)
+        data.append(dict(type="scatter", x=[x, x], y=[lo, hi], mode="lines", name=label, hoverinfo="name",
+                         line=dict(color="#009E73" if last else "#555555", width=_line(style),
+                                   dash="dash" if last else dashes[i % 2])))  # fmt: skip
+    layout = base_layout(title, style, _height(style, 500), legend=LEGEND_BELOW,
+                         xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n")), **n_ticks(df["n"])),
+                         yaxis=dict(type="log", exponentformat="SI", title=dict(text=style.t("cx.axis_flops"))))  # fmt: skip
     return _half(data, layout, style)
 
 
@@ -110,8 +132,9 @@ def measured_time(df: pd.DataFrame, title: str, style: Style = Style()) -> go.Fi
                                       arrayminus=ms - g["ms_min"].to_numpy(), thickness=1, width=3),
                          hovertemplate="n = %{x:,}<br>%{y:.3g} ms<extra>%{fullData.name}</extra>"))  # fmt: skip
     layout = base_layout(title, style, _height(style, 460), legend=LEGEND_BELOW, uirevision="cx_time",
-                         xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n"))),
-                         yaxis=dict(type="log", title=dict(text=style.t("cx.axis_ms"))))  # fmt: skip
+                         xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n")), **n_ticks(df["n"])),
+                         yaxis=dict(type="log", title=dict(text=style.t("cx.axis_ms")),
+                                    **log_ticks([*df["ms_min"], *df["ms_max"]])))  # fmt: skip
     return _half(data, layout, style)
 
 
@@ -131,8 +154,9 @@ def measured_memory(df: pd.DataFrame, title: str, style: Style = Style()) -> go.
                                                               symbol="circle-open", line=dict(width=2)),
                          hovertemplate="n = %{x:,}<br>%{y:.4g} " + unit + "<extra>%{fullData.name}</extra>"))  # fmt: skip
     layout = base_layout(title, style, _height(style, 460), legend=LEGEND_BELOW, uirevision="cx_mem",
-                         xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n"))),
-                         yaxis=dict(type="log", title=dict(text=style.t("cx.axis_bytes", unit=unit))))  # fmt: skip
+                         xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n")), **n_ticks(df["n"])),
+                         yaxis=dict(type="log", title=dict(text=style.t("cx.axis_bytes", unit=unit)),
+                                    **log_ticks([*(df["peak_bytes"] / div), *(df["formula_bytes"] / div)])))  # fmt: skip
     return _half(data, layout, style)
 
 
@@ -144,8 +168,8 @@ def per_token(df: pd.DataFrame, column: str, axis: str, title: str, style: Style
                  hovertemplate="n = %{x:,}<br>%{y:.4s}<extra>%{fullData.name}</extra>")
             for mode, g in df.groupby("mode", sort=False)]  # fmt: skip
     layout = base_layout(title, style, _height(style, 400), legend=LEGEND_BELOW,
-                         xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n"))),
-                         yaxis=dict(type="log", title=dict(text=axis)))  # fmt: skip
+                         xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n")), **n_ticks(df["n"])),
+                         yaxis=dict(type="log", exponentformat="SI", title=dict(text=axis)))  # fmt: skip
     return _half(data, layout, style)
 
 
@@ -164,5 +188,5 @@ def heads_figure(df: pd.DataFrame, current: int, title: str, style: Style = Styl
     layout = base_layout(title, style, _height(style, 420), legend=LEGEND_BELOW, shapes=shapes,
                          xaxis=dict(type="log", title=dict(text=style.t("cx.axis_heads")),
                                     tickvals=df["heads"].tolist(), ticktext=[str(h) for h in df["heads"]]),
-                         yaxis=dict(type="log", title=dict(text=style.t("cx.axis_flops"))))  # fmt: skip
+                         yaxis=dict(type="log", exponentformat="SI", title=dict(text=style.t("cx.axis_flops"))))  # fmt: skip
     return plain_figure(data, layout, style)

@@ -31,8 +31,9 @@ def test_counted_view_bars_formula_and_crossover(app_test):
     # GQA 4:2: linear 2·d·(256 + 256) + 2·256·256 per token = 393,216; quadratic 4·256 = 1,024 → n = 384
     assert cx.crossover_n(cx.LayerShape(256, 4, 2, 64)) == 384
     assert "n = 384" in texts(at) and "past" in texts(at)
-    marks = [s["x0"] for s in curve["layout"]["shapes"]]
-    assert marks[:2] == [384, cx.crossover_n(cx.LayerShape(256, 4, 2, 64), 1024)] and marks[2] == 1024
+    marks = [d["x"][0] for d in curve["data"][3:]]  # the crossovers and the current n, named in the legend
+    assert marks == [384, cx.crossover_n(cx.LayerShape(256, 4, 2, 64), 1024), 1024]
+    assert curve["data"][3]["name"] == "attention crosses over: n = 384"
     assert list(at.dataframe[0].value.iloc[:, 3]) == ["1,536", "768"]  # GPT-2 small, SmolLM2-135M
 
 
