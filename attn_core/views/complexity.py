@@ -220,7 +220,8 @@ def curve_view(p: Params, style: Style) -> View:
     marks = [(a, style.t("cx.mark_attn", n=f"{a:,.0f}")), (w, style.t("cx.mark_layer", n=f"{w:,.0f}"))]
     df = curve_frame(p, style)
     fig = cfig.flops_curve(df, marks, p.seq_len, style.t("cx.curve_title"), style)
-    return View(f"complexity_flops_d{s.d_model}_h{s.n_heads}_kv{s.n_kv_heads}_dh{s.head_dim}", fig,
+    causal = "_causal" if s.causal else ""
+    return View(f"complexity_flops_d{s.d_model}_h{s.n_heads}_kv{s.n_kv_heads}_dh{s.head_dim}{causal}", fig,
                 pd.DataFrame(df.to_dict("list")))  # fmt: skip
 
 

@@ -108,3 +108,21 @@ def test_bad_url_values_say_what_to_change(app_test):
 
     if not torch.cuda.is_available():
         assert "cuda" in at.error[0].value
+
+
+def test_prefill_decode_measured_on_request(app_test):
+    at = app_test(PAGE, query={"view": "prefill_decode", "seq_len": "256", "d_model": "64", "n_heads": "2",
+                               "n_kv_heads": "1", "head_dim": "32"})  # fmt: skip
+    at.toggle(key="cx_pd_measure").set_value(True).run()
+    no_exception(at)
+    flops, timed = chart_specs(at)
+    assert [list(arr(d["x"])) for d in timed["data"]] == [[64, 256], [64, 256]]  # every 4th power of two, and n
+    assert "Measured at n = 256" in texts(at)
+
+
+@pytest.mark.parametrize("view", cv.PAGE_VIEWS)
+def test_presentation_mode(app_test, view):
+    at = app_test(PAGE, query={"view": view, "present": "1", "seq_len": "256"})
+    no_exception(at)
+    for spec in chart_specs(at):
+        assert spec["layout"]["font"]["size"] >= 20
