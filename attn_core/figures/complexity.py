@@ -40,7 +40,12 @@ def log_ticks(values: Sequence[float]) -> dict:
     ticks = [
         m * 10.0**k for k in range(lo, hi + 1) for m in (1, 2, 5) if min(pos) / 2.5 <= m * 10.0**k <= max(pos) * 2.5
     ]
-    return dict(tickvals=ticks, ticktext=[f"{t:.3g}" for t in ticks])
+    return dict(tickvals=ticks, ticktext=[_short(t) for t in ticks])
+
+
+def _short(x: float) -> str:
+    """A tick label: ``0.05``, ``200``, ``5k``, ``2M``."""
+    return si(x, 3).strip().replace(" ", "") if x >= 1e3 else f"{x:.3g}"
 
 
 def n_ticks(ns: Sequence[float]) -> dict:
@@ -169,7 +174,7 @@ def per_token(df: pd.DataFrame, column: str, axis: str, title: str, style: Style
             for mode, g in df.groupby("mode", sort=False)]  # fmt: skip
     layout = base_layout(title, style, _height(style, 400), legend=LEGEND_BELOW,
                          xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n")), **n_ticks(df["n"])),
-                         yaxis=dict(type="log", exponentformat="SI", title=dict(text=axis)))  # fmt: skip
+                         yaxis=dict(type="log", exponentformat="SI", title=dict(text=axis), **log_ticks(df[column])))  # fmt: skip
     return _half(data, layout, style)
 
 
