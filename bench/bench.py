@@ -77,6 +77,8 @@ PAGE_SCENARIOS: list[tuple[str, str, dict[str, str], tuple[str, object, object],
     ("mla", "defaults", {}, ("mode", "naive", "absorb"), 100),
     ("mla", "agree", {"view": "agree"}, ("seq_len", 13, 12), 100),
     ("mla", "largest", {"view": "agree", "preset": "deepseek-v3", "seq_len": "64"}, ("head", 1, 0), 600),
+    # cost and complexity: the counts and their charts redrawn for another head width (pure arithmetic)
+    ("complexity", "defaults", {}, ("head_dim", 65, 64), 100),
     # attention as convolution: the 1-D head at another α; the 2-D view's largest layer (64×64, K = 5 and 7)
     ("conv_attention", "defaults", {}, ("alpha", 1.05, 1.0), 100),
     ("conv_attention", "image", {"view": "image", "image_size": "64", "k": "5"}, ("alpha", 2.05, 2.0), 1000),
@@ -126,6 +128,7 @@ PAGE_SLIDERS: dict[str, list[tuple[str, str]]] = {
     "kv_cache": [("batch", "kv_memory")],
     "models": [("head", "mdl_zoom")],
     "mla": [("seq_len", "mla_grid")],
+    "complexity": [("head_dim", "cx_stages")],
     "conv_attention": [("alpha", "conv_heads")],
 }
 PAGE_QUERY = {

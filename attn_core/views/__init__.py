@@ -16,6 +16,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("kv_cache", "nav.kv_cache", ":material/memory:"),
     PageSpec("models", "nav.models", ":material/neurology:"),
     PageSpec("mla", "nav.mla", ":material/compress:"),
+    PageSpec("complexity", "nav.complexity", ":material/speed:"),
     PageSpec("conv_attention", "nav.conv_attention", ":material/blur_on:"),
 )
 

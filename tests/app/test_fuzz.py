@@ -130,9 +130,10 @@ def check(at, query: dict[str, str]) -> None:
 # a real model's page: each new text is a forward pass, so fewer sets (its extremes are listed below);
 N_SETS_OF = {
     "pages/models.py": 60,
-    "pages/mla.py": 80,
+    "pages/mla.py": 80,  # MLA: few free-form fields; its extremes are listed
+    "pages/complexity.py": 40,  # counts are arithmetic; the sweep waits for its Start
     "pages/conv_attention.py": 40,
-}  # MLA: few free-form fields; its extremes are listed
+}
 
 
 def param_sets(page: str, keys: list[str]):
@@ -281,6 +282,12 @@ MLA_SHAPES = [
     {"preset": "deepseek-v3", "seq_len": "64", "head": "127", "cache_len": "1048576", "n_kv_heads": "1"},
     {"preset": "custom", "qk_nope": "3", "mode": "rope_on_latent", "n_heads": "32", "n_kv_heads": "5"},
 ]  # fmt: skip
+# the cost page: every view at the smallest layer and the largest (whose sweep the memory budget refuses)
+COMPLEXITY_SHAPES = [
+    {},
+    {"seq_len": "64", "d_model": "16", "n_heads": "1", "n_kv_heads": "1", "head_dim": "4"},
+    {"seq_len": "8192", "d_model": "4096", "n_heads": "64", "n_kv_heads": "1", "head_dim": "256", "causal": "true"},
+]  # fmt: skip
 # attention as convolution: the largest layer (64×64, 7×7 = 49 heads), the smallest (K = 1), a typed kernel
 CONV_SHAPES = [
     {},
@@ -288,6 +295,11 @@ CONV_SHAPES = [
     {"image_size": "8", "k": "1", "alpha": "10", "seq_len": "5", "query": "4", "shift": "-3", "padding": "existing"},
     {"kernel": "custom", "kernel_text": "1 2; 3 4"},
 ]
+OWN_SHAPES = {
+    "pages/mla.py": MLA_SHAPES,
+    "pages/complexity.py": COMPLEXITY_SHAPES,
+    "pages/conv_attention.py": CONV_SHAPES,
+}
 MODEL_CASES = [
     {"view": "layer", "example": "repeated", "repeat_len": "1024", "cscale": "fixed", "pool": "mean"},
     {"view": "head", "example": "repeated", "repeat_len": "100", "q_start": "199", "k_start": "0"},
@@ -304,9 +316,9 @@ def view_cases():
             for query in MODEL_CASES:
                 yield page, query
             continue
-        if page in ("pages/mla.py", "pages/conv_attention.py"):  # their own shapes, not heads over tokens
+        if page in OWN_SHAPES:  # their own shapes (a preset, an image, a layer's widths), not heads over tokens
             for value in choices["view"]:
-                for shape in MLA_SHAPES if page == "pages/mla.py" else CONV_SHAPES:
+                for shape in OWN_SHAPES[page]:
                     yield page, {**shape, "view": value}
             continue
         shapes = SHAPES + (CROSS_SHAPES if page == "pages/heatmaps.py" else KV_SHARING_SHAPES)
@@ -344,7 +356,9 @@ def test_every_view_at_the_extremes(app_test, case):
     at = app_test(page, query=query)
     check(at, query)
     shown = at.get("plotly_chart") or at.dataframe or at.error
-    live = {"generate": "gen_run", "decode": "mla_run"}.get(query.get("view"))  # a live run waits for its Start
+    live = {"generate": "gen_run", "decode": "mla_run", "measured": "cx_run"}.get(
+        query.get("view")
+    )  # a live run waits for its Start
     ready = live is not None and (live in [b.key for b in at.button] or at.info)
     assert shown or ready, f"{query}: nothing drawn, no message and nothing to start"
 

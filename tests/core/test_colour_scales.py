@@ -26,6 +26,7 @@ PAGE_ARGS = {
     "kv_cache": "--model llama-3-8b --seq-len 1024",
     "models": "--model smollm2-135m --example repeated --repeat-len 8 --gen-tokens 2 --view all",
     "mla": "--seq-len 6 --dec-steps 2 --dec-prompt 2 --view all",
+    "complexity": "--seq-len 128 --d-model 32 --n-heads 2 --n-kv-heads 1 --head-dim 16 --view all",
     "conv_attention": "--image-size 8 --seq-len 9 --query 4 --view all",
 }
 COLOUR = re.compile(r"^(#[0-9a-fA-F]{6}|rgba?\(\s*\d+\s*,\s*\d+\s*,\s*\d+\s*(,\s*[\d.]+\s*)?\))$")
@@ -74,7 +75,7 @@ def test_every_builder_emits_explicit_colour_scales(name, present):
         for where, scale in colour_scales(spec):
             assert_explicit(f"{view.name}{where}", scale)
             seen += 1
-    if name != "kv_cache":  # the memory charts draw no heatmaps
+    if name not in ("kv_cache", "complexity"):  # the memory and cost charts draw no heatmaps
         assert seen > 0, "no colour scale found: the walk over the figure JSON is broken"
 
 

@@ -1,0 +1,105 @@
+"""Page: cost and complexity. Attention's FLOPs and memory counted stage by stage, measured against n (eager and
+fused), prefill against decode per token, and the course note's complexity formula corrected."""
+
+import streamlit as st
+
+import ui
+from attn_core.views import complexity as cv
+
+P = cv.Params
+ui.page_guard()
+style = ui.style()
+st.title(ui.t("cx.title"))
+st.caption(ui.t("cx.intro"))
+
+with ui.controls_box():
+    c1, c2, c3, c4 = st.columns(4, gap="medium")
+    v = {"seq_len": ui.control(P, "seq_len", container=c1), "d_model": ui.control(P, "d_model", container=c2)}
+    v["n_heads"] = ui.control(P, "n_heads", container=c3)
+    v["n_kv_heads"] = ui.control(P, "n_kv_heads", n_heads=v["n_heads"], container=c4)
+    v["head_dim"] = ui.control(P, "head_dim", container=c1)
+    v["causal"] = ui.control(P, "causal", container=c2)
+    v["run_on"] = ui.control(P, "run_on", widget="select", container=c3)
+p = P(**v, seed=ui.seed())
+if ui.run_safely(lambda: p.shape) is None:
+    st.stop()
+p = cv.with_values(p, view=ui.control(P, "view"))
+
+
+def say(lines) -> None:
+    for line in lines:
+        st.markdown(line)
+
+
+if p.view == "counted":
+    st.info(cv.share_sentence(p, style), icon="🧮")
+    with st.expander(ui.t("cx.formulas_header"), expanded=True):
+        for stage, line in cv.formula_lines(p):
+            st.markdown(f"**{cv.stage_name(style, stage)}**")
+            st.latex(line)
+        st.caption(ui.t("cx.conventions"))
+    k1, k2 = st.columns(2, gap="medium")
+    with k1:
+        ui.show_view(ui.view(cv.stage_view, p, style), "cx_stages")
+        st.markdown(cv.heads_sentence(p, style))
+    with k2:
+        ui.show_view(ui.view(cv.curve_view, p, style), "cx_curve")
+        st.markdown(cv.crossover_sentence(p, style))
+    st.markdown(f"**{ui.t('cx.shipped_header')}**")
+    st.dataframe(cv.shipped_frame(style), hide_index=True, width="stretch")
+    st.caption(ui.t("cx.shipped_note"))
+    st.markdown(f"**{ui.t('cx.memory_header')}**")
+    st.markdown(cv.memory_sentence(p, style))
+    st.dataframe(cv.memory_frame(p, style), hide_index=True, width="stretch")
+    ui.help_expander("cx.flash_help")
+elif p.view == "measured":
+    spec = ui.run_safely(lambda: cv.sweep_spec(p))  # over the memory budget: said here, before anything runs
+    dev = ui.run_safely(lambda: cv.run_device(p.run_on, ui.device()))
+    if spec is None or dev is None:
+        st.stop()
+    st.markdown(ui.t("cx.sweep_intro", lo=spec.seq_lens[0], hi=spec.seq_lens[-1], k=len(spec.seq_lens),
+                     r=spec.repeats, w=spec.warmup, device=dev))  # fmt: skip
+    key = cv.run_key(spec, dev)  # one run kept per setting: moving back to a setting shows its sweep at once
+    run = ui.live_state(key, (spec, dev))
+    start = ui.live_buttons("cx", "cx.run", "cx.stop")
+    bar, status = st.empty(), st.empty()
+    boxes = [c.empty() for c in st.columns(2, gap="medium")]
+
+    def frame(r: ui.LiveRun) -> None:
+        ui.live_charts(cv.measured_views(r.steps, spec, style), boxes)
+
+    if start:
+        run = ui.live_run(key, (spec, dev), lambda: cv.measure(spec, device=dev), frame,
+                          progress=lambda r: cv.sweep_progress(spec, r.steps, style), bar=bar)  # fmt: skip
+    if run.status == "idle":
+        status.caption(ui.t("cx.press_run"))
+    elif run.status == "error":
+        with status.container():
+            ui.show_error(run.error)
+    if run.steps:
+        if run.status == "stopped":
+            status.warning(ui.t("cx.stopped", k=len(run.steps)))
+        steps = tuple(run.steps)  # keyed by the measurements themselves: a rerun redraws nothing
+        ui.show_views(ui.view(cv.measured_views, steps, spec, style), boxes, "cx_")
+        say(cv.measured_sentences(steps, spec, dev, style))
+        st.dataframe(cv.slopes_frame(steps, spec, style), hide_index=True, width="stretch")
+        st.caption(ui.t("cx.slopes_note", lo=cv.cx.SLOPE_FROM))
+    ui.help_expander("cx.measured_help")
+elif p.view == "prefill_decode":
+    dev = ui.run_safely(lambda: cv.run_device(p.run_on, ui.device()))
+    if dev is None:
+        st.stop()
+    st.markdown(ui.t("cx.pd_intro"))
+    measured = None
+    if st.toggle(ui.t("cx.pd_measure"), key="cx_pd_measure"):
+        with st.spinner(ui.t("cx.pd_running")):
+            measured = ui.compute(cv.time_pd, p.shape, cv.pd_lens(p), dev)
+    say(cv.pd_sentences(p, measured, style))
+    ui.show_views(ui.view(cv.pd_views, p, measured, style), st.columns(2, gap="medium"), "cx_pd_")
+    st.page_link("pages/kv_cache.py", label=ui.t("cx.pd_link"), icon=":material/memory:")
+    ui.help_expander("cx.pd_help")
+else:
+    st.warning(cv.note_sentence(p, style), icon="📏")
+    st.dataframe(cv.note_frame(p, style), hide_index=True, width="stretch")
+    ui.show_view(ui.view(cv.heads_view, p, style), "cx_heads")
+    ui.help_expander("cx.note_help")
