@@ -63,7 +63,7 @@ e2e: install-dev
 test: lint
 	@bash tools/ensure_browser.sh
 	@bash tools/ensure_nginx.sh
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 bench: install-dev
 	@bash tools/ensure_browser.sh
