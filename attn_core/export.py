@@ -15,15 +15,16 @@ so a slide matches what the page shows for the same parameters and seed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
 from . import figures
 from .config import ConfigError, unknown_option
 from .figures.slides import PRESET_NAMES
-from .render import ALL_FORMATS, RenderError, export_bytes
+from .render import ALL_FORMATS, IMAGE_FORMATS, RenderError, export_bytes
 from .views import PAGES, PageSpec, page
-from .views.base import cli_flag, controls, defaults
+from .views.base import cli_flag, controls, defaults, export_stem, url_text
 
 TYPES = {"int": int, "pow2": int, "kv_heads": int, "seed": int, "float": float, "choice": str, "text": str}
 
@@ -77,6 +78,19 @@ def params_from(spec: PageSpec, argv: list[str]) -> tuple[object, argparse.Names
     return spec.params(**values), args
 
 
+def page_state(spec: PageSpec, params: object, args: argparse.Namespace) -> tuple[dict, dict[str, str]]:
+    """The page's parameters (every field) and its state as the page's link would hold it (every field off its
+    default as URL text, presentation mode, the language): what :func:`~attn_core.views.base.export_stem` names files by."""
+    values = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
+    base = defaults(spec.params)
+    state = {k: url_text(v) for k, v in values.items() if k in base and v != base[k]}
+    if args.present:
+        state["present"] = "true"
+    if args.lang != "en":
+        state["lang"] = args.lang
+    return values, state
+
+
 def run(argv: list[str] | None = None) -> list[Path]:
     """Parse ``argv``, build the page's figures and write them; returns the written paths."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -95,12 +109,14 @@ def run(argv: list[str] | None = None) -> list[Path]:
     style = figures.Style(present=args.present, lang=args.lang)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = getattr(spec.module, "file_stem", lambda p: f"seed{p.seed}")(params)
+    values, state = page_state(spec, params, args)
     written = []
     for view in spec.views(params, style, getattr(args, "view", None), args.device):
         figures.apply_fonts(view.figure, style)
+        stem = export_stem(spec.name, view.name, values, state, args.lang)
         for fmt in formats:
-            path = out_dir / f"{view.name}_{stem}.{fmt}"
+            path = out_dir / (f"{stem}.{fmt}" if args.size == "screen" or fmt not in IMAGE_FORMATS
+                              else f"{stem}_{args.size}.{fmt}")  # fmt: skip
             path.write_bytes(export_bytes(view.figure, fmt, view.data, args.size, style))
             written.append(path)
     return written

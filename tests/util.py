@@ -70,3 +70,17 @@ def cli_specs(page_name: str, argv: list[str]) -> list[dict]:
         figures.apply_fonts(view.figure, style)
         out.append(json.loads(pio.to_json(view.figure, validate=False)))
     return out
+
+
+def cli_file(argv: list[str], view: str, ext: str) -> str:
+    """The name the command line gives view ``view`` of ``argv`` in format ``ext``: page, view, shape, mask,
+    language and the digest of the page state (:func:`attn_core.views.base.export_stem`, checked by hand in
+    ``tests/core/test_export_names.py``)."""
+    from attn_core.export import page_state, params_from
+    from attn_core.views import page
+    from attn_core.views.base import export_stem
+
+    spec = page(argv[argv.index("--page") + 1])
+    params, args = params_from(spec, argv)
+    values, state = page_state(spec, params, args)
+    return f"{export_stem(spec.name, view, values, state, args.lang)}.{ext}"

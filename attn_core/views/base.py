@@ -181,7 +181,7 @@ SHAPE_FIELDS = (("model", ""), ("attn_from", ""), ("n_heads", "h"), ("n_kv_heads
 
 
 def _file_safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.-]+", "-", text).strip("-") or "x"
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"
 
 
 def export_stem(page: str, view: str, values: dict[str, Any], state: dict[str, str], lang: str) -> str:

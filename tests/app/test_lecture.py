@@ -31,9 +31,9 @@ def test_exports_name_the_page_view_shape_mask_and_language(app_test, monkeypatc
     causal = export_names(app_test, monkeypatch, {**SHAPE, "mask": "causal"})
     chinese = export_names(app_test, monkeypatch, {**SHAPE, "mask": "causal", "lang": "zh"})
     other_text = export_names(app_test, monkeypatch, {**SHAPE, "mask": "causal", "text": "a b c d"})
-    assert plain[0].startswith("heatmaps_attention-weights_seeded-h4-kv2-dk8_none_en_")
-    assert causal[0].startswith("heatmaps_attention-weights_seeded-h4-kv2-dk8_causal_en_")
-    assert chinese[0].startswith("heatmaps_attention-weights_seeded-h4-kv2-dk8_causal_zh_")
+    assert plain[0].startswith("heatmaps_attention_weights_seeded-h4-kv2-dk8_none_en_")
+    assert causal[0].startswith("heatmaps_attention_weights_seeded-h4-kv2-dk8_causal_en_")
+    assert chinese[0].startswith("heatmaps_attention_weights_seeded-h4-kv2-dk8_causal_zh_")
     assert other_text[0].rsplit("_", 1)[0] == causal[0].rsplit("_", 1)[0] != plain[0].rsplit("_", 1)[0]
     assert len({plain[0], causal[0], chinese[0], other_text[0]}) == 4  # none overwrites another
 

@@ -13,14 +13,14 @@ from attn_core.memory import kv_cache_bytes, load_presets, mla_cache_bytes
 from attn_core.views import kv_cache as kc
 from attn_core.views import page
 from tests.core.test_export import need_chromium
-from tests.util import chart_specs
+from tests.util import chart_specs, cli_file
 
 PAGE = "pages/kv_cache.py"
 GiB = 1024**3
 
 
 def read(paths, name: str) -> pd.DataFrame:
-    path = next(p for p in paths if p.name == f"{name}_seed0.csv")
+    path = next(p for p in paths if p.name.startswith(f"kv_cache_{name}_") and p.suffix == ".csv")
     return pd.read_csv(path, encoding="utf-8-sig")
 
 
@@ -49,14 +49,14 @@ def test_cli_writes_every_view_as_csv_and_svg(tmp_path):
         "kv_decode_time_h32_kv8_d128_L2_b1_fp16",
         "kv_prefill_decode_h32_kv8_d128_L2_b1_fp16_n4",
     ]
-    assert [p.name for p in paths] == [f"{n}_seed0.{ext}" for n in names for ext in ("csv", "svg")]
+    assert [p.name for p in paths] == [cli_file(argv, n, ext) for n in names for ext in ("csv", "svg")]
     for p in paths:
         if p.suffix == ".svg":
             assert ET.fromstring(p.read_bytes()).tag.endswith("svg")
-    table = (tmp_path / f"{names[0]}_seed0.svg").read_text(encoding="utf-8")
+    table = (tmp_path / cli_file(argv, names[0], "svg")).read_text(encoding="utf-8")
     assert "缓存结构对比" in table and "GQA-8（本模型）" in table and " （本模型）" not in table
     assert "536,870,912" in table  # Llama-3-8B at 4096 tokens: 2 x 32 x 8 x 4096 x 128 x 2 bytes, drawn as text
-    chart = (tmp_path / f"{names[1]}_seed0.svg").read_text(encoding="utf-8")
+    chart = (tmp_path / cli_file(argv, names[1], "svg")).read_text(encoding="utf-8")
     assert "KV 缓存随序列长度的变化" in chart and "Llama-3-8B" in chart
 
 
@@ -70,9 +70,10 @@ def test_cli_default_model_is_the_page_s_gqa_model(tmp_path):
 
 
 def test_curves_and_table_csv_equal_the_formula_by_hand(tmp_path):
-    paths = export.run(["--page", "kv_cache", "--model", "llama-2-7b", "--format", "csv", "--out", str(tmp_path)])
-    assert [p.name for p in paths] == ["kv_layouts_llama-2-7b_fp16_b1_s4096_seed0.csv",
-                                       "kv_cache_llama-2-7b_fp16_b1_seed0.csv"]  # fmt: skip
+    argv = ["--page", "kv_cache", "--model", "llama-2-7b", "--format", "csv", "--out", str(tmp_path)]
+    paths = export.run(argv)
+    assert [p.name for p in paths] == [cli_file(argv, "kv_layouts_llama-2-7b_fp16_b1_s4096", "csv"),
+                                       cli_file(argv, "kv_cache_llama-2-7b_fp16_b1", "csv")]  # fmt: skip
     curves = read(paths, "kv_cache_llama-2-7b_fp16_b1")
     assert list(curves.columns) == ["tokens", "MHA cache (bytes)", "MQA cache (bytes)"]
     s = curves["tokens"].to_numpy()

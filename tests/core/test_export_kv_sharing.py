@@ -19,7 +19,7 @@ from attn_core.tokens import embed, tokenize
 from attn_core.views import kv_sharing as kv
 from attn_core.views import page
 from tests.core.test_export import need_chromium
-from tests.util import arr, chart_specs
+from tests.util import arr, chart_specs, cli_file
 
 PAGE = "pages/kv_sharing.py"
 TEXT = "The cat sat on the mat because it was tired ."  # the page's default text
@@ -45,7 +45,7 @@ NAMES = [
 
 
 def read(paths, name: str) -> pd.DataFrame:
-    path = next(p for p in paths if p.name == f"{name}_seed{SEED}.csv")
+    path = next(p for p in paths if p.name == cli_file(ARGS, name, "csv"))
     return pd.read_csv(path, encoding="utf-8-sig")
 
 
@@ -56,12 +56,14 @@ def csv_paths(tmp_path_factory):
 
 def test_cli_writes_every_view_as_csv_and_svg(tmp_path):
     need_chromium()
-    paths = export.run([*ARGS, "--format", "csv,svg", "--lang", "zh", "--out", str(tmp_path)])
-    assert sorted(p.name for p in paths) == sorted(f"{n}_seed{SEED}.{ext}" for n in NAMES for ext in ("csv", "svg"))
+    argv = [*ARGS, "--format", "csv,svg", "--lang", "zh", "--out", str(tmp_path)]
+    paths = export.run(argv)
+    assert sorted(p.name for p in paths) == sorted(cli_file(argv, n, ext) for n in NAMES for ext in ("csv", "svg"))
+    assert all(p.name.startswith("kv_sharing_") and "_h12-kv3-dk8_zh_" in p.name for p in paths)
     for p in paths:
         if p.suffix == ".svg":
             assert ET.fromstring(p.read_bytes()).tag.endswith("svg")
-    svg = (tmp_path / f"kv_diagram_h12_kv3_seed{SEED}.svg").read_text(encoding="utf-8")
+    svg = (tmp_path / cli_file(argv, "kv_diagram_h12_kv3", "svg")).read_text(encoding="utf-8")
     assert "KV2" in svg and "Q11" in svg  # every node labelled
     assert "查询头（12）" in svg  # the Chinese labels are kept as text
 
@@ -159,12 +161,14 @@ def test_cli_figures_equal_the_page_figures(app_test, view, extra, session):
 
 def test_default_head_and_kv_groups_from_the_cli(tmp_path):
     # The mapping view's head defaults to the first that reads another KV head, as on the page (head 1 for 8 / 2).
-    paths = export.run(["--page", "kv_sharing", "--view", "mapping", "--format", "csv", "--out", str(tmp_path)])
-    assert [p.name for p in paths][-1] == "mapping_head1_contiguous_h8_kv2_seed0.csv"
+    argv = ["--page", "kv_sharing", "--view", "mapping", "--format", "csv", "--out", str(tmp_path)]
+    paths = export.run(argv)
+    assert [p.name for p in paths][-1] == cli_file(argv, "mapping_head1_contiguous_h8_kv2", "csv")
     # More than 8 KV groups: the maps view shows 8 of them, from --kv-first on.
-    paths = export.run(["--page", "kv_sharing", "--view", "maps", "--n-heads", "16", "--n-kv-heads", "16",
-                        "--seq-len", "4", "--kv-first", "8", "--format", "csv", "--out", str(tmp_path)])  # fmt: skip
-    assert [p.name for p in paths] == ["kv_maps_h16_kv16_d16_t4_groups8-15_seed0.csv"]
+    argv = ["--page", "kv_sharing", "--view", "maps", "--n-heads", "16", "--n-kv-heads", "16", "--seq-len", "4",
+            "--kv-first", "8", "--format", "csv", "--out", str(tmp_path)]  # fmt: skip
+    paths = export.run(argv)
+    assert [p.name for p in paths] == [cli_file(argv, "kv_maps_h16_kv16_d16_t4_groups8-15", "csv")]
     df = pd.read_csv(paths[0], encoding="utf-8-sig")
     assert sorted(set(df["head"])) == list(range(8, 16)) and df["query"][0] == "t0 (0)"
 
@@ -193,8 +197,8 @@ def test_a_layer_too_large_to_simulate_still_exports_diagram_and_costs(tmp_path)
             "--view", "diagram,costs", "--format", "csv", "--out", str(tmp_path)]  # fmt: skip
     names = [p.name for p in export.run(argv)]
     # the command line's default sequence is the page's: its default text, 11 tokens (it was 16 synthetic tokens)
-    assert names == ["kv_diagram_h64_kv8_seed0.csv", f"repeat_kv_h64_kv8_t{T}_d256_seed0.csv",
-                     "kv_bytes_h64_kv8_d256_fp16_seed0.csv"]  # fmt: skip
+    assert names == [cli_file(argv, v, "csv") for v in ("kv_diagram_h64_kv8", f"repeat_kv_h64_kv8_t{T}_d256",
+                                                         "kv_bytes_h64_kv8_d256_fp16")]  # fmt: skip
     costs = pd.read_csv(tmp_path / names[-1], encoding="utf-8-sig").set_index("n_kv_heads")
     assert costs.loc[8, "params_q"] == 4096 * 64 * 256 and costs.loc[8, "kv_bytes_per_token"] == 2 * 8 * 256 * 2
 

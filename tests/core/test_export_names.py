@@ -24,8 +24,8 @@ def test_two_different_views_never_share_a_name():
 
 def test_parts_a_page_lacks_are_left_out_and_names_are_file_safe():
     assert export_stem("kv_cache", "kv_cache", {"model": "llama-3-8b"}, {}, "en").startswith(
-        "kv-cache_kv-cache_llama-3-8b_en_"
+        "kv_cache_kv_cache_llama-3-8b_en_"
     )
     stem = export_stem("models", "row2_dk128", {"model": "a/b c:d"}, {"x": "1"}, "en")
-    assert stem.startswith("models_row2-dk128_a-b-c-d_en_") and all(ch.isalnum() or ch in "_.-" for ch in stem)
+    assert stem.startswith("models_row2_dk128_a-b-c-d_en_") and all(ch.isalnum() or ch in "_.-" for ch in stem)
     assert url_text(True) == "true" and url_text(False) == "false" and url_text(2.0) == "2.0"

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from attn_core import export, stats
+from tests.util import cli_file
 
 # Not the page's defaults, so that a flag the exporter drops shows up.
 ARGS = ["--page", "saturation", "--d-k", "128", "--seq-len", "8", "--samples", "32", "--seed", "4", "--no-scaling",
@@ -12,14 +13,15 @@ ARGS = ["--page", "saturation", "--d-k", "128", "--seq-len", "8", "--samples", "
 NAMES = ["scores_dk128", "maps_dk128", "saturation_sweep", "gradient_sweep", "row2_dk128", "float16_row2_dk128"]
 
 
-def read(paths, name: str, seed: int = 4) -> pd.DataFrame:
-    path = next(p for p in paths if p.name == f"{name}_seed{seed}.csv")
+def read(paths, name: str) -> pd.DataFrame:
+    path = next(p for p in paths if p.name.startswith(f"saturation_{name}_"))
     return pd.read_csv(path, encoding="utf-8-sig")
 
 
 def test_every_flag_reaches_the_numbers(tmp_path):
-    paths = export.run([*ARGS, "--format", "csv", "--out", str(tmp_path)])
-    assert [p.name for p in paths] == [f"{n}_seed4.csv" for n in NAMES]
+    argv = [*ARGS, "--format", "csv", "--out", str(tmp_path)]
+    paths = export.run(argv)
+    assert [p.name for p in paths] == [cli_file(argv, n, "csv") for n in NAMES]
     example = stats.example_scores(128, 8, 32, seed=4, distribution="projected")  # d_k, keys, samples, seed, dist
     row = read(paths, "row2_dk128")
     # --no-scaling and --temperature 0.5: softmax(q·k / 0.5) of query 2 (--row)
@@ -32,16 +34,17 @@ def test_every_flag_reaches_the_numbers(tmp_path):
 
 
 def test_the_cli_follows_the_page_defaults(tmp_path):
-    paths = export.run(["--page", "saturation", "--view", "dist,row", "--format", "csv", "--out", str(tmp_path)])
-    assert [p.name for p in paths] == ["scores_dk64_seed0.csv", "row0_dk64_seed0.csv"]  # d_k 64, as on the page
+    argv = ["--page", "saturation", "--view", "dist,row", "--format", "csv", "--out", str(tmp_path)]
+    paths = export.run(argv)
+    assert [p.name for p in paths] == [cli_file(argv, "scores_dk64", "csv"), cli_file(argv, "row0_dk64", "csv")]
     example = stats.example_scores(64, 16, 256, seed=0, rows=[0])[0]
-    np.testing.assert_allclose(read(paths, "row0_dk64", 0)["weight"], stats.row_softmax(example, 1 / 8).p, atol=1e-6)
+    np.testing.assert_allclose(read(paths, "row0_dk64")["weight"], stats.row_softmax(example, 1 / 8).p, atol=1e-6)
 
 
 def test_text_sets_the_number_of_keys(tmp_path):
     paths = export.run(["--page", "saturation", "--text", "the cat sat on the mat", "--seq-len", "100",
                         "--view", "row", "--format", "csv", "--out", str(tmp_path)])  # fmt: skip
-    assert len(read(paths, "row0_dk64", 0)) == 6
+    assert len(read(paths, "row0_dk64")) == 6
 
 
 @pytest.mark.parametrize(

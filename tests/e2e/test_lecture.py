@@ -36,7 +36,7 @@ def download(watch, chart_key: str, fmt: str, size: str | None = None) -> bytes:
 def test_downloads_are_valid_files_of_the_right_content(watch):
     watch.open("?text=注意力+is+all+you+need&n_heads=4&n_kv_heads=2&head_dim=8")
     png = download(watch, "grid", "png")
-    assert re.fullmatch(r"heatmaps_attention-weights_seeded-h4-kv2-dk8_none_en_[0-9a-f]{6}\.png", watch.downloaded)
+    assert re.fullmatch(r"heatmaps_attention_weights_seeded-h4-kv2-dk8_none_en_[0-9a-f]{6}\.png", watch.downloaded)
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">I", png[16:20])[0] >= 1600
     svg = download(watch, "grid", "svg")
     assert ET.fromstring(svg).tag.endswith("svg") and "注 (0)".encode() in svg
