@@ -10,6 +10,7 @@ import segno
 import ui.frame
 import ui.output
 from tests.conftest import no_exception
+from tests.util import cli_file
 
 PAGE = "pages/heatmaps.py"
 SHAPE = {"n_heads": "4", "n_kv_heads": "2", "head_dim": "8"}
@@ -36,6 +37,21 @@ def test_exports_name_the_page_view_shape_mask_and_language(app_test, monkeypatc
     assert chinese[0].startswith("heatmaps_attention_weights_seeded-h4-kv2-dk8_causal_zh_")
     assert other_text[0].rsplit("_", 1)[0] == causal[0].rsplit("_", 1)[0] != plain[0].rsplit("_", 1)[0]
     assert len({plain[0], causal[0], chinese[0], other_text[0]}) == 4  # none overwrites another
+    argv = [
+        "--page",
+        "heatmaps",
+        "--n-heads",
+        "4",
+        "--n-kv-heads",
+        "2",
+        "--d-k",
+        "8",
+        "--mask",
+        "causal",
+        "--lang",
+        "zh",
+    ]
+    assert f"{chinese[0]}.png" == cli_file(argv, "attention_weights", "png")  # the command line names it the same
 
 
 @pytest.mark.parametrize("url, local", [("http://localhost:8501/x", True), ("http://127.0.0.1:8501/", True),
