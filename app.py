@@ -20,9 +20,12 @@ ui.route_home_alias(HOME)
 pages = [st.Page(p.script, title=ui.t(p.title_key), icon=p.icon, url_path=p.name, default=p.default) for p in PAGES]
 # Which page this run draws is settled first, so that a rerun the sidebar asks for stays on it.
 page = st.navigation(pages)
+ui.decks.open_from_url()  # ?deck=...: a lecture deck, opened at ?deck_at=
+ui.decks.follow(page.url_path or HOME)  # Previous/Next of a deck: its slide's page and state, before any widget
 ui.sidebar()
 ui.apply_presentation()
 st.session_state["_page"] = page.url_path or HOME  # the running page's name: its exports' file names
+ui.decks.bar()
 try:
     page.run()
 finally:

@@ -8,9 +8,11 @@ functions return CPU numpy results (``st.cache_data`` copies them for every call
 - :mod:`ui.widgets`: the controls (:func:`control` builds one from a page's ``Params`` field);
 - :mod:`ui.compute`: :func:`compute`, the one cached-computation helper, and :func:`live_run`;
 - :mod:`ui.output`: figures with their export menu, errors, explanations;
-- :mod:`ui.frame`: deep links, the sidebar, presentation mode, the share link.
+- :mod:`ui.frame`: deep links, the sidebar, presentation mode, the share link and its QR code;
+- :mod:`ui.decks`: lecture decks (the slide bar and clicker, the deck panel), used by app.py.
 """
 
+from . import decks  # noqa: E402,F401 - app.py's ui.decks
 from .compute import *  # noqa: F403
 from .core import *  # noqa: F403
 from .frame import *  # noqa: F403

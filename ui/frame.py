@@ -135,6 +135,9 @@ def share_link(page_path: str, home: str) -> None:
         st.code(url or "?", language=None, wrap_lines=True)
         if url and st.button(t("ui.qr"), icon=":material/qr_code_2:", key="_qr", width="stretch"):
             st.dialog(t("ui.qr"), width="medium")(show_qr)(url)
+        from .decks import panel
+
+        panel(page_path or home)
 
 
 QR_PX = 480  # the code's width: about 8 px a module for a 150-character link (version 8, 49 modules and border)
@@ -142,23 +145,31 @@ QR_PX = 480  # the code's width: about 8 px a module for a 150-character link (v
 
 def show_qr(url: str) -> None:
     """The QR code of ``url``, large enough to scan from the back of a room when projected (in a dialog)."""
-    st.image(qr_svg(url), width=QR_PX)
+    svg = qr_svg(url)
+    if svg is None:
+        st.warning(t("ui.qr_too_long", n=len(url)), icon="⚠️")
+        return
+    st.image(svg, width=QR_PX)
     st.caption(t("ui.qr_caption"))
     if local_only(url):
         st.warning(t("ui.qr_local"), icon="⚠️")
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def qr_svg(url: str) -> str:
+def qr_svg(url: str) -> str | None:
     """The QR code of ``url`` as an SVG document (segno, pure Python; error correction M: it still scans with
-    about 15 % of it unreadable, e.g. a projector's glare), black on white with the standard 4-module border."""
+    about 15 % of it unreadable, e.g. a projector's glare), black on white with the standard 4-module border;
+    None when the link is too long for one (a deck of your own carried whole in the link)."""
     import io
 
     import segno
 
     buf = io.BytesIO()
-    segno.make(url, error="m", micro=False).save(buf, kind="svg", scale=8, border=4, dark="#000000",
-                                                  light="#ffffff", xmldecl=False)  # fmt: skip
+    try:
+        code = segno.make(url, error="m", micro=False)
+    except segno.DataOverflowError:  # more than about 2,300 bytes: no QR code holds it at level M
+        return None
+    code.save(buf, kind="svg", scale=8, border=4, dark="#000000", light="#ffffff", xmldecl=False)
     return buf.getvalue().decode("utf-8")
 
 

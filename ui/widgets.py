@@ -409,6 +409,11 @@ def _shift_slide(key: str, step: int, n: int) -> None:
     st.session_state[key] = min(max(int(st.session_state.get(key, 0)) + step, 0), n - 1)
 
 
+def clicker_taken() -> bool:
+    """Whether a lecture deck's bar holds Page Up / Page Down (then they move between the deck's slides)."""
+    return st.session_state.get("_deck") is not None
+
+
 def slide_controls(key: str, n: int) -> int:
     """Previous / Next buttons over ``n`` slides (Page Up / Page Down as shortcuts); returns the index.
 
@@ -425,7 +430,7 @@ def slide_controls(key: str, n: int) -> int:
         t("ui.prev"),
         key=f"{key}__prev",
         icon=":material/arrow_back:",
-        shortcut="pageup",
+        shortcut=None if clicker_taken() else "pageup",
         disabled=idx == 0,
         width="stretch",
         on_click=_shift_slide,
@@ -435,7 +440,7 @@ def slide_controls(key: str, n: int) -> int:
         t("ui.next"),
         key=f"{key}__next",
         icon=":material/arrow_forward:",
-        shortcut="pagedown",
+        shortcut=None if clicker_taken() else "pagedown",
         disabled=idx == n - 1,
         width="stretch",
         on_click=_shift_slide,

@@ -1,0 +1,80 @@
+"""Lecture decks in the app (AppTest): open from a link, move across pages with the clicker buttons, every
+slide's state applied, add the current view as a slide, reorder and delete, bad links said in the user's language."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from attn_core import decks
+from tests.conftest import ROOT, no_exception
+
+
+def fresh(query: dict[str, str]) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def bar_text(at) -> str:
+    return next((m.value for m in at.markdown if m.value.startswith("**Slide ") or "第 " in m.value), "")
+
+
+def click(at, key: str) -> AppTest:
+    at.button(key=key).click().run()
+    no_exception(at)
+    return at
+
+
+def test_a_shipped_deck_opens_from_its_link_and_the_clicker_walks_its_pages():
+    deck = decks.shipped()["gqa_and_the_kv_cache"]
+    at = fresh({"deck": "gqa_and_the_kv_cache"})
+    no_exception(at)
+    assert at.session_state["_page"] == "kv_sharing" and bar_text(at).startswith("**Slide 1 of 8 · Query heads share")
+    assert at.button(key="deck_prev").disabled
+    states = []
+    for i, s in enumerate(deck.slides[1:], start=2):
+        click(at, "deck_next")
+        assert at.session_state["_page"] == s.page and bar_text(at).startswith(f"**Slide {i} of 8 · ")
+        states.append((s.page, at.session_state["n_kv_heads"] if s.page == "kv_sharing" else None))
+        if s.page == "kv_cache":
+            assert at.session_state["model"] == dict(s.params).get("model", "llama-3-8b")  # the slide's, or default
+    assert states[:3] == [("kv_sharing", 8), ("kv_sharing", 1), ("kv_sharing", 2)]  # MHA, MQA, back to the default
+    assert at.button(key="deck_next").disabled
+    link = at.session_state["_link_params"]
+    assert link["deck"] == "gqa_and_the_kv_cache" and link["deck_at"] == "8"  # the share link reopens this slide
+    click(at, "deck_prev")
+    assert at.session_state["_page"] == "kv_cache" and at.session_state["model"] == "llama-3-8b"
+
+
+def test_a_link_opens_at_its_slide_in_chinese_and_a_damaged_one_is_said_in_chinese():
+    at = fresh({"deck": "attention_from_scratch", "deck_at": "5", "lang": "zh"})
+    no_exception(at)
+    assert at.session_state["_page"] == "saturation" and "不缩放时" in bar_text(at)
+    assert at.session_state["head_dim"] == 256 and at.session_state["scaling"] is False
+    at = fresh({"deck": decks.encode(decks.shipped()["attention_from_scratch"])[:-9], "lang": "zh"})
+    no_exception(at)
+    assert any("链接中的幻灯片已损坏" in e.value for e in at.error) and at.get("plotly_chart")  # the page still draws
+
+
+def test_add_this_view_as_slides_reorder_delete_and_download():
+    at = fresh({"mask": "causal", "n_heads": "4", "n_kv_heads": "2"})
+    at.text_input(key="deck_new_title").input("Causal")
+    click(at, "deck_add")
+    deck = at.session_state["_deck"]
+    assert [(s.page, dict(s.params).get("mask"), s.words("title", "en")) for s in deck.slides] == [
+        ("heatmaps", "causal", "Causal")
+    ]
+    at.segmented_control(key="mask").set_value("none").run()
+    click(at, "deck_add")  # after the shown slide, with the page's own name as its title
+    deck = at.session_state["_deck"]
+    assert [dict(s.params).get("mask") for s in deck.slides] == ["causal", None]
+    assert deck.slides[1].words("title", "en") == "Attention heatmaps" and at.session_state["_deck_at"] == 1
+    click(at, "deck_up")
+    assert [dict(s.params).get("mask") for s in at.session_state["_deck"].slides] == [None, "causal"]
+    assert decks.from_json(decks.to_json(at.session_state["_deck"])) == at.session_state["_deck"]
+    assert at.get("download_button")  # the deck as a file
+    click(at, "deck_delete")
+    assert len(at.session_state["_deck"].slides) == 1
+    click(at, "deck_close")
+    assert "_deck" not in at.session_state and "deck" not in at.query_params

@@ -1,0 +1,280 @@
+"""Lecture decks in the app: the slide bar over the page, the clicker, and the deck panel in the sidebar.
+
+A deck (:mod:`attn_core.decks`) lives in the session (``_deck``, the slide shown in ``_deck_at``). Moving to a
+slide sets the slide's page state the way a link would: every control of its page named in the slide takes the
+slide's value, every other one its default, the seed the slide's (0 if it names none); presentation mode and the
+language stay the viewer's. A slide on another page switches to it first, then applies its state before that page
+draws a widget. ``?deck=`` opens a deck (a shipped deck's name, or a whole deck encoded by
+:func:`attn_core.decks.encode`) at ``?deck_at=`` (1-based), and the sidebar's link and QR code carry both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from attn_core import decks
+from attn_core.config import ConfigError
+from attn_core.i18n import LANGUAGES
+
+from .core import _url_raw, _write_url, lang, t
+from .output import show_error
+
+GLOBAL_KEYS = ("seed", "present", "slide")  # link parameters every page may hold besides its own controls
+DECK, AT, GOTO, NAME = "_deck", "_deck_at", "_deck_goto", "_deck_name"
+LINK_ONLY = ("deck", "deck_at", "lang")  # link parameters that are not part of a slide's page state
+
+
+def is_open() -> bool:
+    """Whether a deck is open in this session (the clicker keys then move between its slides)."""
+    return isinstance(st.session_state.get(DECK), decks.Deck)
+
+
+def known_params() -> dict[str, set[str]]:
+    """Every page's name and the link parameters it may hold (its controls and the global ones)."""
+    from attn_core.views import PAGES
+    from attn_core.views.base import controls
+
+    return {p.name: set(controls(p.params)) | set(GLOBAL_KEYS) for p in PAGES}
+
+
+def _open(deck: decks.Deck, at: int = 0, name: str | None = None) -> None:
+    st.session_state[DECK] = deck
+    st.session_state[NAME] = name
+    st.session_state[AT] = max(0, min(at, len(deck.slides) - 1))
+    st.session_state[GOTO] = True
+
+
+def _go(i: int) -> None:
+    deck = st.session_state.get(DECK)
+    if isinstance(deck, decks.Deck):
+        st.session_state[AT] = max(0, min(i, len(deck.slides) - 1))
+        st.session_state[GOTO] = True
+
+
+def _close() -> None:
+    for key in (DECK, AT, GOTO, NAME):
+        st.session_state.pop(key, None)
+    for key in ("deck", "deck_at"):  # or the address would open it again
+        if key in st.query_params:
+            del st.query_params[key]
+
+
+def open_from_url() -> None:
+    """Open ``?deck=`` on a session's first run (a shipped deck by name, or an encoded one); a bad one is said."""
+    raw = _url_raw("deck")
+    if raw is None or is_open() or st.session_state.get("_deck_url_seen") == raw:
+        return
+    st.session_state["_deck_url_seen"] = raw
+    shipped = decks.shipped()
+    try:
+        found = shipped.get(raw) or decks.decode(raw)
+        decks.check_pages(found, known_params())
+    except ConfigError as exc:
+        show_error(exc)
+        return
+    at = _url_raw("deck_at")
+    _open(found, int(at) - 1 if at is not None and at.isdigit() else 0, raw if raw in shipped else None)
+
+
+def _typed(page: str, key: str, text: str) -> Any:
+    """A link parameter's text as the value its widget holds in session state."""
+    from attn_core.views import page as page_spec
+    from attn_core.views.base import controls
+
+    if key == "slide":
+        return max(0, int(float(text)) - 1)  # the step slides keep the 0-based index
+    if key == "present":
+        return text.lower() == "true"
+    kind = "seed" if key == "seed" else controls(page_spec(page).params)[key].kind
+    if kind in ("int", "pow2", "kv_heads", "seed"):
+        return int(float(text))
+    if kind == "float":
+        return float(text)
+    if kind == "bool":
+        return text.lower() == "true"
+    return text
+
+
+def _apply(s: decks.Slide) -> None:
+    """The slide's page state in session state: its values, every other control of the page at its default."""
+    from attn_core.views import page as page_spec
+    from attn_core.views.base import controls
+
+    values = dict(s.params)
+    for key in [*controls(page_spec(s.page).params), "seed", "slide"]:
+        for memo in ("pinned", "last", "page", "choice"):  # what a control remembers of the learner's own earlier choices
+            st.session_state.pop(f"_{key}_{memo}", None)
+        if key not in values:
+            try:  # an earlier slide's value in the address would come back through the controls that read it
+                del st.query_params[key]
+            except Exception:  # noqa: BLE001 - absent, or bound to its widget (which then writes its default)
+                pass
+        if key in values:
+            value = _typed(s.page, key, values[key])
+            st.session_state[key] = value
+            st.session_state[f"_{key}_pinned"] = value  # a choice with a data-dependent default keeps the slide's
+        elif key == "seed":
+            st.session_state[key] = 0
+        else:
+            st.session_state.pop(key, None)
+    if "present" in values:
+        st.session_state["present"] = _typed(s.page, "present", values["present"])
+
+
+def _keep_viewer_choices() -> None:
+    """The language and presentation mode a link asked for, kept in session state across a page switch (which
+    replaces the address, and so its ``?lang=zh``, before the sidebar's controls have read it)."""
+    raw = _url_raw("lang")
+    if "lang" not in st.session_state and raw in LANGUAGES:
+        st.session_state["lang"] = raw
+    raw = _url_raw("present")
+    if "present" not in st.session_state and raw is not None:
+        st.session_state["present"] = raw.lower() in ("1", "true", "yes", "on")
+
+
+def follow(current: str) -> None:
+    """Move to the slide a Previous/Next (or a link) asked for: switch to its page, then apply its state.
+
+    Call in app.py after ``st.navigation`` (``current``: the running page's name) and before the page runs.
+    """
+    if not st.session_state.get(GOTO) or not is_open():
+        return
+    deck: decks.Deck = st.session_state[DECK]
+    s = deck.slides[st.session_state.get(AT, 0)]
+    if s.page != current:
+        from attn_core.views import page as page_spec
+
+        _keep_viewer_choices()
+        st.switch_page(page_spec(s.page).script)  # the next run applies the state, on that page
+    st.session_state[GOTO] = False
+    _apply(s)
+
+
+def bar() -> None:
+    """Over the page while a deck is open: the slide's number, title and sentence, Previous and Next (Page Up /
+    Page Down, what a clicker sends) and Close. The link parameters ``deck`` and ``deck_at`` join the share link."""
+    if not is_open():
+        return
+    deck: decks.Deck = st.session_state[DECK]
+    i, n = st.session_state.get(AT, 0), len(deck.slides)
+    s, lg = deck.slides[i], lang()
+    with st.container(border=True, key="deck_bar"):
+        left, mid, right = st.columns([1, 6, 2], vertical_alignment="center")
+        left.button(t("ui.prev"), key="deck_prev", icon=":material/arrow_back:", shortcut="pageup",
+                    disabled=i == 0, on_click=_go, args=(i - 1,), width="stretch")  # fmt: skip
+        mid.markdown(f"**{t('deck.slide_of', i=i + 1, n=n)} · {s.words('title', lg)}**")
+        note = s.words("note", lg)
+        if note:
+            mid.caption(note)
+        right.button(t("ui.next"), key="deck_next", icon=":material/arrow_forward:", shortcut="pagedown",
+                     disabled=i == n - 1, on_click=_go, args=(i + 1,), width="stretch")  # fmt: skip
+    link = st.session_state.setdefault("_link_params", {})
+    link["deck"] = st.session_state.get(NAME) or decks.encode(deck)  # a shipped deck by its name: a short link
+    link["deck_at"] = str(i + 1)
+    for key in ("deck", "deck_at"):  # in the address too: a reload reopens the deck at this slide
+        _write_url(key, link[key], "")
+
+
+# ---------------------------------------------------------------- the deck panel in the sidebar
+def _edit(deck: decks.Deck, at: int) -> None:
+    """Keep an edited deck (no longer the shipped one of its name) and show slide ``at``."""
+    st.session_state[DECK] = deck
+    st.session_state[NAME] = None
+    st.session_state[AT] = max(0, min(at, len(deck.slides) - 1))
+
+
+def _this_view(page_name: str) -> decks.Slide:
+    link = {k: v for k, v in st.session_state.get("_link_params", {}).items() if k not in LINK_ONLY}
+    lg = lang()
+    title = str(st.session_state.get("deck_new_title") or "").strip() or t(f"nav.{page_name}")
+    note = str(st.session_state.get("deck_new_note") or "").strip()
+    return decks.slide(page_name, link, {lg: title}, {lg: note} if note else {})
+
+
+def _add_view(page_name: str) -> None:
+    try:
+        if is_open():
+            i = st.session_state.get(AT, 0)
+            _edit(decks.add(st.session_state[DECK], _this_view(page_name), i + 1), i + 1)
+        else:
+            _open(decks.Deck(((lang(), t("deck.untitled")),), (_this_view(page_name),)))
+            st.session_state[GOTO] = False  # already on it
+    except ConfigError as exc:
+        st.session_state["_deck_error"] = exc
+    st.session_state["deck_new_title"] = ""
+    st.session_state["deck_new_note"] = ""
+
+
+def _move(by: int) -> None:
+    i = st.session_state.get(AT, 0)
+    _edit(decks.move(st.session_state[DECK], i, by), i + by)
+
+
+def _delete() -> None:
+    deck, i = st.session_state[DECK], st.session_state.get(AT, 0)
+    if len(deck.slides) == 1:
+        _close()
+        return
+    _edit(decks.delete(deck, i), min(i, len(deck.slides) - 2))
+    st.session_state[GOTO] = True
+
+
+def _load(data: bytes, name: str | None = None) -> None:
+    try:
+        deck = decks.shipped()[name] if name else decks.from_json(data)
+        decks.check_pages(deck, known_params())
+    except ConfigError as exc:
+        st.session_state["_deck_error"] = exc
+        return
+    _open(deck, 0, name)
+
+
+def panel(page_name: str) -> None:
+    """The sidebar's deck panel: open a shipped deck or a file, add this view as a slide, reorder, delete,
+    download. Call after the page ran (``page_name``), so a new slide takes the view's whole link."""
+    with st.expander(t("deck.panel"), icon=":material/slideshow:", expanded=is_open()):
+        err = st.session_state.pop("_deck_error", None)
+        if err is not None:
+            show_error(err)
+        if not is_open():
+            shipped = decks.shipped()
+            pick = st.selectbox(t("deck.shipped"), list(shipped), key="deck_pick",
+                                format_func=lambda n: shipped[n].name_in(lang()))  # fmt: skip
+            st.button(t("deck.open"), key="deck_open", icon=":material/play_arrow:", on_click=_load,
+                      args=(b"", pick), width="stretch")  # fmt: skip
+            up = st.file_uploader(t("deck.load"), type=["json"], key="deck_file")
+            if up is not None:
+                st.button(t("deck.open_file", name=up.name), key="deck_open_file", on_click=_load,
+                          args=(up.getvalue(),), width="stretch")  # fmt: skip
+        else:
+            _slide_list()
+        st.text_input(t("deck.new_title"), key="deck_new_title", max_chars=decks.MAX_TEXT)
+        st.text_input(t("deck.new_note"), key="deck_new_note", max_chars=decks.MAX_TEXT)
+        st.button(t("deck.add"), key="deck_add", icon=":material/add:", on_click=_add_view, args=(page_name,),
+                  width="stretch")  # fmt: skip
+        if is_open():
+            deck = st.session_state[DECK]
+            st.download_button(t("deck.download"), data=decks.to_json(deck).encode("utf-8"), mime="application/json",
+                               file_name="attention-deck.json", key="deck_download", icon=":material/download:",
+                               width="stretch", on_click="ignore")  # fmt: skip
+            st.button(t("deck.close"), key="deck_close", icon=":material/close:", on_click=_close, width="stretch")
+
+
+def _slide_list() -> None:
+    """The open deck's slides (the shown one in bold), with moving and deleting the shown one."""
+    deck: decks.Deck = st.session_state[DECK]
+    i, lg = st.session_state.get(AT, 0), lang()
+    st.markdown(f"**{deck.name_in(lg)}**")
+    lines = [f"{j + 1}. " + (f"**{s.words('title', lg)}**" if j == i else s.words("title", lg))
+             for j, s in enumerate(deck.slides)]  # fmt: skip
+    st.markdown("\n".join(lines))
+    up, down, drop = st.columns(3)
+    up.button("", key="deck_up", icon=":material/arrow_upward:", help=t("deck.up"), on_click=_move, args=(-1,),
+              disabled=i == 0, width="stretch")  # fmt: skip
+    down.button("", key="deck_down", icon=":material/arrow_downward:", help=t("deck.down"), on_click=_move,
+                args=(1,), disabled=i == len(deck.slides) - 1, width="stretch")  # fmt: skip
+    drop.button(
+        "", key="deck_delete", icon=":material/delete:", help=t("deck.delete"), on_click=_delete, width="stretch"
+    )
