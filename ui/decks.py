@@ -104,7 +104,12 @@ def _apply(s: decks.Slide) -> None:
 
     values = dict(s.params)
     for key in [*controls(page_spec(s.page).params), "seed", "slide"]:
-        for memo in ("pinned", "last", "page", "choice"):  # what a control remembers of the learner's own earlier choices
+        for memo in (
+            "pinned",
+            "last",
+            "page",
+            "choice",
+        ):  # what a control remembers of the learner's own earlier choices
             st.session_state.pop(f"_{key}_{memo}", None)
         if key not in values:
             try:  # an earlier slide's value in the address would come back through the controls that read it
