@@ -139,6 +139,25 @@ def _keep_viewer_choices() -> None:
         st.session_state["present"] = raw.lower() in ("1", "true", "yes", "on")
 
 
+def _switch(script: str) -> None:
+    """``st.switch_page`` keeping the viewer's ``lang`` and ``present`` in the address.
+
+    Streamlit 1.67 refuses to replace an address that holds parameters bound to widgets (``?lang=zh``, a slider's
+    ``?n_heads=8``): their bindings are dropped first, and each widget binds again when the next run draws it.
+    """
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    keep = {k: v for k in ("lang", "present") if (v := _url_raw(k)) is not None}
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        with ctx.session_state.query_params() as qp:
+            for key in list(qp):
+                binding = qp.get_binding_for_param(key)
+                if binding is not None:
+                    qp.unbind_widget(binding.widget_id)
+    st.switch_page(script, query_params=keep)
+
+
 def follow(current: str) -> None:
     """Move to the slide a Previous/Next (or a link) asked for: switch to its page, then apply its state.
 
@@ -152,7 +171,7 @@ def follow(current: str) -> None:
         from attn_core.views import page as page_spec
 
         _keep_viewer_choices()
-        st.switch_page(page_spec(s.page).script)  # the next run applies the state, on that page
+        _switch(page_spec(s.page).script)  # the next run applies the state, on that page
     st.session_state[GOTO] = False
     _apply(s)
 
