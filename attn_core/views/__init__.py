@@ -16,6 +16,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("kv_cache", "nav.kv_cache", ":material/memory:"),
     PageSpec("models", "nav.models", ":material/neurology:"),
     PageSpec("mla", "nav.mla", ":material/compress:"),
+    PageSpec("lab", "nav.lab", ":material/model_training:"),
 )
 
 
