@@ -66,6 +66,10 @@ class Task:
             raise unknown_option("task", self.name, TASKS)
         check_int("vocab", self.vocab, 8, MAX_VOCAB)
         check_int("length", self.length, 2, MAX_LENGTH)
+        if self.name == "recall" and self.length > self.vocab // 2 - 1:
+            n, v = self.length, self.vocab
+            raise ConfigError(f"recall needs vocab ≥ 2·length + 2 (vocab {v}, length {n})", "vocab", "lab_recall_vocab",
+                              vocab=v, length=n, need=2 * n + 2)  # fmt: skip
         return self
 
     @property
@@ -92,9 +96,6 @@ def _sequences(task: Task, batch: int, gen: torch.Generator) -> tuple[torch.Tens
         start = n + 1
     else:
         half = v // 2
-        if n > half - 1:
-            raise ConfigError(f"recall needs vocab ≥ 2·length + 2 (vocab {v}, length {n})", "vocab", "lab_recall_vocab",
-                              vocab=v, length=n, need=2 * n + 2)  # fmt: skip
         keys = torch.stack([torch.randperm(half - 1, generator=gen)[:n] + 1 for _ in range(batch)])  # distinct keys
         values = torch.randint(half, v, (batch, n), generator=gen)
         pick = torch.randint(0, n, (batch, 1), generator=gen)

@@ -65,6 +65,7 @@ elif run.steps:
     st.caption(ui.t("lab.stale"))
 else:
     status.caption(ui.t("lab.press_run"))
+    ui.show_views(lv.result_views([], exp, 0, style)[:1], boxes, "lab_")  # the empty axes the curves will fill
 
 if shown_steps:
     if run.status == "stopped" and shown_steps is run.steps:

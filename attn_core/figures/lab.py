@@ -77,7 +77,7 @@ def heads_figure(maps: np.ndarray, tokens: Sequence[str], labels: Sequence[Seque
         for hd in range(n_h):
             k = la * n_h + hd + 1
             xa, ya = f"x{k if k > 1 else ''}", f"y{k if k > 1 else ''}"
-            z = np.where(np.tril(np.ones((n_t, n_t), dtype=bool)), maps[la, hd], np.nan)
+            z = np.where(np.tril(np.ones((n_t, n_t), dtype=bool)), maps[la, hd], np.nan).astype(np.float32)
             data.append(dict(type="heatmap", z=z, xaxis=xa, yaxis=ya, zmin=0, zmax=1, coloraxis="coloraxis",
                              hovertemplate="q %{y} → k %{x}: %{z:.3f}<extra></extra>"))  # fmt: skip
             x0, y1 = hd * (w + gap), 1 - la * (h + 0.12)

@@ -26,6 +26,7 @@ PAGE_ARGS = {
     "kv_cache": "--model llama-3-8b --seq-len 1024",
     "models": "--model smollm2-135m --example repeated --repeat-len 8 --gen-tokens 2 --view all",
     "mla": "--seq-len 6 --dec-steps 2 --dec-prompt 2 --view all",
+    "lab": "--view heads --lab-steps 3",
 }
 COLOUR = re.compile(r"^(#[0-9a-fA-F]{6}|rgba?\(\s*\d+\s*,\s*\d+\s*,\s*\d+\s*(,\s*[\d.]+\s*)?\))$")
 STREAMLIT_PLACEHOLDERS = {f"#0000{i:02d}" for i in range(1, 21)}

@@ -18,6 +18,7 @@ SLIDERS = {
     "kv_cache": ("batch", 3),
     "models": ("layer", 2),
     "mla": ("seq_len", 2),
+    "lab": ("lab_steps", 2),
 }
 QUERY = {"models": "?view=layer", "mla": "?view=agree"}  # the view that has the slider, when the page opens on another
 # (url path, slider, presses): the default page lives at the root URL
