@@ -259,11 +259,15 @@ def check_run(spec: LabSpec, task: Task, steps: int, batch: int) -> None:
     """Refuse a run over the memory budget (``err.budget``) or over :data:`MAX_TRAIN_FLOPS` (``err.lab_time``)."""
     check_budget(train_bytes(spec, task, batch), f"training with batch {batch}", "use a smaller batch or model",
                  "batch")  # fmt: skip
-    flops = train_flops(spec, task, steps, batch)
+    check_flops(train_flops(spec, task, steps, batch), "steps")
+
+
+def check_flops(flops: float, field: str) -> None:
+    """Refuse ``flops`` of training over :data:`MAX_TRAIN_FLOPS` (``err.lab_time``, naming ``field``)."""
     if flops > MAX_TRAIN_FLOPS:
         s = flops / CPU_FLOPS
         raise ConfigError(f"this run needs about {flops:.2g} FLOPs (about {s:.0f} s on a CPU), more than the lab's "
-                          f"{MAX_TRAIN_FLOPS:.2g}; use fewer steps, a smaller batch or a smaller model", "steps",
+                          f"{MAX_TRAIN_FLOPS:.2g}; use fewer steps, a smaller batch or a smaller model", field,
                           "lab_time", flops=f"{flops:.2g}", seconds=f"{s:.0f}", limit=f"{MAX_TRAIN_FLOPS:.2g}")  # fmt: skip
 
 

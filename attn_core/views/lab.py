@@ -27,9 +27,10 @@ from .base import View, check_choices, control, view_list, with_values  # noqa: 
 EXPERIMENTS = ("scaling", "kv_heads", "convert", "heads", "custom")
 VIEW_FIELD = "experiment"
 VIEW_NAMES = EXPERIMENTS
-DEFAULT_STEPS = {"scaling": 40, "kv_heads": 60, "convert": 100, "heads": 200, "custom": 100}
+DEFAULT_STEPS = {"scaling": 30, "kv_heads": 60, "convert": 100, "heads": 200, "custom": 100}
 DEFAULT_SEEDS = {"scaling": 2, "kv_heads": 1, "convert": 1, "heads": 1, "custom": 1}
 SCALING_DK = (16, 256)
+SCALING_HEADS = 2  # heads of the scaling models: at d_k 256 four heads would double the preset's time
 UPTRAIN = 0.05  # the GQA paper's uptraining: 5 % of the original pre-training steps (Ainslie et al. 2023, sec. 2.1)
 TARGET_LOSS = 2.0  # nats: the KV-heads preset's "steps to reach" (the copy task starts near ln 63 = 4.1)
 PROBES = 20  # probe snapshots over a run (the time-lapse and the max-weight curve)
@@ -115,7 +116,7 @@ def experiment(p: Params) -> Experiment:
         for dk in SCALING_DK:
             for scaled in (True, False):
                 g = f"dk{dk}_{'scaled' if scaled else 'unscaled'}"
-                spec = eng.LabSpec(head_dim=dk, scaled=scaled)
+                spec = eng.LabSpec(n_heads=SCALING_HEADS, n_kv_heads=SCALING_HEADS, head_dim=dk, scaled=scaled)
                 arms += [Arm(f"{g}_s{s}", g, spec, copy, _run(p, n, s, probe=True)) for s in seeds]
     elif p.experiment == "kv_heads":
         for kv in divisors(4)[::-1]:
@@ -136,6 +137,7 @@ def experiment(p: Params) -> Experiment:
         arms += [Arm(f"custom_s{s}", "custom", spec, task, _run(p, n, s, p.lab_batch, p.lab_lr, True)) for s in seeds]
     for a in arms:
         eng.check_run(a.spec.validate(), a.task.validate(), a.run.validate().steps, a.run.batch)
+    eng.check_flops(sum(eng.train_flops(a.spec, a.task, a.run.steps, a.run.batch) for a in arms), "lab_steps")
     return Experiment(p.experiment, tuple(arms))
 
 
@@ -289,8 +291,8 @@ def summary(points: Sequence[Point], exp: Experiment, style: figures.Style) -> l
         if kf.empty:
             return []
         best, worst = kf.loc[kf.loss_at.idxmin()], kf.loc[kf.loss_at.idxmax()]
-        return [t("lab.kv_line", at=at, best=int(best.kv_heads), bl=f"{best.loss_at:.2f}",
-                  bb=format_bytes(int(best.bytes_per_token)), worst=int(worst.kv_heads), wl=f"{worst.loss_at:.2f}",
+        return [t("lab.kv_line", at=at, best=style.count(int(best.kv_heads), "kv_head"), bl=f"{best.loss_at:.2f}",
+                  bb=format_bytes(int(best.bytes_per_token)), worst=style.count(int(worst.kv_heads), "kv_head"), wl=f"{worst.loss_at:.2f}",
                   wb=format_bytes(int(worst.bytes_per_token)), target=f"{TARGET_LOSS:g}")]  # fmt: skip
     if exp.name == "convert":
         return _convert_lines(df, exp, style)

@@ -41,7 +41,7 @@ def test_scaling_curves_are_the_engines_losses_and_the_sentence_follows_them(app
     loss, top = chart_specs(at)
     names = [d["name"] for d in loss["data"]]
     assert names == ["d_k 16, scaled", "d_k 16, unscaled", "d_k 256, scaled", "d_k 256, unscaled"]
-    recs = list(lab.train(lab.LabSpec(head_dim=256, scaled=False), lab.Task("copy", 64, 16),
+    recs = list(lab.train(lab.LabSpec(n_heads=2, n_kv_heads=2, head_dim=256, scaled=False), lab.Task("copy", 64, 16),
                           run=lab.RunSpec(5, 32, 3e-3, 0, eval_every=1, probe_every=1)))  # fmt: skip
     np.testing.assert_allclose(arr(loss["data"][3]["y"]), [r.loss for r in recs], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(arr(top["data"][3]["y"]), [r.max_weight for r in recs], rtol=1e-5, atol=1e-6)
