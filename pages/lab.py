@@ -36,7 +36,7 @@ done = st.session_state.setdefault(DONE, {})  # finished runs of this session, p
 run = ui.live_state(KEY, (exp, ui.device()))
 start = ui.live_buttons("lab", "lab.run", "lab.stop")
 bar, status = st.empty(), st.empty()
-boxes = [c.empty() for c in st.columns(2, gap="medium")]
+boxes = [c.empty() for c in st.columns(2, gap="medium")] + [st.empty()]  # the heads' maps take the full width
 
 
 def frame(r: ui.LiveRun) -> None:
@@ -69,11 +69,12 @@ else:
 
 if shown_steps:
     if run.status == "stopped" and shown_steps is run.steps:
-        status.warning(ui.t("lab.stopped", n=len(run.steps), total=shown_exp.total_steps), icon="⏹️")
+        status.warning(ui.t("lab.stopped", n=lv.steps_done(run.steps), total=shown_exp.total_steps), icon="⏹️")
     fr = 0
     if shown_exp.name in ("heads", "custom") and len(lv.snapshots(shown_steps)) > 1:
         fr = ui.control(P, "lab_frame", lo=1, hi=len(lv.snapshots(shown_steps)), default=len(lv.snapshots(shown_steps)))
-    ui.show_views(lv.result_views(shown_steps, shown_exp, fr, style), boxes, "lab_")  # this session's own run
+    wide = shown_exp.name in ("heads", "custom")
+    ui.show_views(lv.result_views(shown_steps, shown_exp, fr, style), boxes[::2] if wide else boxes, "lab_")
     for line in lv.summary(shown_steps, shown_exp, style):
         st.markdown(line)
     st.caption(ui.t("lab.measured_here", device=ui.device()))

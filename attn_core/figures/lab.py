@@ -59,7 +59,8 @@ def tradeoff_figure(kf: pd.DataFrame, at: int, style: Style = Style()) -> go.Fig
                  hovertemplate="%{customdata}<br>%{y:.3f}<extra></extra>")]  # fmt: skip
     hi = float(np.nanmax(kf.loss_at)) if kf.loss_at.notna().any() else 1.0
     layout = base_layout(t("lab.tradeoff_title", at=at), style, GRAPH_HEIGHT,
-                         xaxis=dict(type="log", title=dict(text=t("lab.axis_bytes"))),
+                         xaxis=dict(type="log", title=dict(text=t("lab.axis_bytes")), tickvals=kf.bytes_per_token.tolist(),
+                                    ticktext=[format_bytes(int(b)) for b in kf.bytes_per_token]),
                          yaxis=dict(range=[0, hi * 1.2 + 1e-9], title=dict(text=t("lab.axis_loss_at", at=at))),
                          showlegend=False)  # fmt: skip
     return plain_figure(data, layout, style)
@@ -72,7 +73,7 @@ def heads_figure(maps: np.ndarray, tokens: Sequence[str], labels: Sequence[Seque
     gap = 0.04
     w, h = (1 - gap * (n_h - 1)) / n_h, (1 - 0.12 * (n_l - 1)) / n_l
     data, layout_axes, notes = [], {}, []
-    ticks = list(range(0, n_t, max(1, n_t // 8)))
+    ticks = list(range(0, n_t, max(1, -(-n_t // 6))))
     for la in range(n_l):
         for hd in range(n_h):
             k = la * n_h + hd + 1
@@ -81,11 +82,12 @@ def heads_figure(maps: np.ndarray, tokens: Sequence[str], labels: Sequence[Seque
             data.append(dict(type="heatmap", z=z, xaxis=xa, yaxis=ya, zmin=0, zmax=1, coloraxis="coloraxis",
                              hovertemplate="q %{y} → k %{x}: %{z:.3f}<extra></extra>"))  # fmt: skip
             x0, y1 = hd * (w + gap), 1 - la * (h + 0.12)
-            layout_axes[f"xaxis{k if k > 1 else ''}"] = dict(domain=[round(x0, 6), round(min(1.0, x0 + w), 6)], anchor=ya, tickvals=ticks,
-                                                              ticktext=[tokens[i] for i in ticks], title=dict(text=""))  # fmt: skip
-            layout_axes[f"yaxis{k if k > 1 else ''}"] = dict(domain=[round(max(0.0, y1 - h), 6), round(y1, 6)], anchor=xa, autorange="reversed",
-                                                              tickvals=ticks, ticktext=[tokens[i] for i in ticks],
-                                                              title=dict(text=""))  # fmt: skip
+            tick = dict(tickvals=ticks, ticktext=[tokens[i] for i in ticks], title=dict(text=""), tickangle=0)
+            layout_axes[f"xaxis{k if k > 1 else ''}"] = dict(domain=[round(x0, 6), round(min(1.0, x0 + w), 6)],
+                                                              anchor=ya, showticklabels=la == n_l - 1, **tick)  # fmt: skip
+            layout_axes[f"yaxis{k if k > 1 else ''}"] = dict(domain=[round(max(0.0, y1 - h), 6), round(y1, 6)],
+                                                              anchor=xa, autorange="reversed", showticklabels=hd == 0,
+                                                              **tick)  # fmt: skip
             notes.append(dict(text=labels[la][hd], x=x0 + w / 2, y=y1 + 0.01, xref="paper", yref="paper",
                               showarrow=False, yanchor="bottom", font=dict(size=style.font)))  # fmt: skip
     height = 300 * n_l + 120

@@ -99,7 +99,12 @@ class Experiment:
 
     @property
     def total_steps(self) -> int:
-        return sum(a.run.steps + 1 for a in self.arms)
+        """Optimiser steps of every arm together (each arm's step 0 is a measurement, not a step)."""
+        return sum(a.run.steps for a in self.arms)
+
+
+def steps_done(points: Sequence[Point]) -> int:
+    return sum(1 for pt in points if pt.rec.step > 0)
 
 
 def _run(p: Params, steps: int, seed: int, batch: int = 32, lr: float = 3e-3, probe: bool = False) -> eng.RunSpec:
@@ -183,7 +188,7 @@ def curve_frame(points: Sequence[Point], exp: Experiment) -> pd.DataFrame:
 
 
 def progress(exp: Experiment, points: Sequence[Point], style: figures.Style) -> tuple[float, str]:
-    done = len(points)
+    done = steps_done(points)
     arm = exp.arms[points[-1].arm].code if points else exp.arms[0].code
     return min(1.0, done / exp.total_steps), style.t("lab.progress", i=done, n=exp.total_steps, arm=arm)
 
@@ -222,7 +227,7 @@ def kv_frame(df: pd.DataFrame, exp: Experiment, at: int) -> pd.DataFrame:
 
 
 def kv_view(df: pd.DataFrame, exp: Experiment, style: figures.Style) -> View:
-    at = max(a.run.steps for a in exp.arms) // 2
+    at = max(a.run.steps for a in exp.arms)  # the last step: the curves part late
     kf = kv_frame(df, exp, at)
     fig = lfig.tradeoff_figure(kf, at, style)
     return View("lab_kv_tradeoff", fig, kf)
@@ -286,7 +291,7 @@ def summary(points: Sequence[Point], exp: Experiment, style: figures.Style) -> l
     if exp.name == "scaling":
         return _scaling_lines(df, style)
     if exp.name == "kv_heads":
-        at = max(a.run.steps for a in exp.arms) // 2
+        at = max(a.run.steps for a in exp.arms)  # the last step: the curves part late
         kf = kv_frame(df, exp, at).dropna(subset=["loss_at"])
         if kf.empty:
             return []

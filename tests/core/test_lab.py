@@ -159,3 +159,15 @@ def test_runs_over_budget_are_refused_before_training(monkeypatch):
     with pytest.raises(ConfigError) as err:
         next(lab.train(lab.LabSpec(), "induction", steps=1, batch=256))
     assert err.value.key == "budget"
+
+
+def test_right_after_conversion_the_preset_orders_mean_first_random():
+    """The MHA → GQA preset's model (induction, vocabulary 16, n = 8, 100 steps at lr 0.01, seed 0) converted to one
+    KV head: held-out loss mean 2.58 < first 2.74 < random 2.95 with the AVX2 kernels, 2.55 < 2.84 < 3.05 with the
+    default ones. Not a law: on the copy task, or trained to a loss near 0, keeping the first head started lower
+    (measured while building the lab), so this checks the preset the page shows, with its seed."""
+    task = lab.Task("induction", 16, 8)
+    ckpt = run(spec=lab.LabSpec(), task=task, steps=100, batch=32, lr=1e-2, eval_every=0)[-1].checkpoint
+    start = {m: next(lab.convert_and_uptrain(ckpt, 1, m, 1, run=lab.RunSpec(batch=32, lr=1e-2))).eval_loss
+             for m in lab.METHODS}  # fmt: skip
+    assert start["mean"] + 0.05 < start["first"] < start["random"] - 0.05, start

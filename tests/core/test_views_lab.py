@@ -28,7 +28,7 @@ def test_experiments_are_built_as_the_page_says():
     assert [a.offset for a in exp.arms] == [0, 200, 200, 200, 0] and exp.arms[1].source == 0
     exp = lv.experiment(lv.Params(experiment="kv_heads", lab_seeds=2))
     assert [a.spec.n_kv_heads for a in exp.arms] == [4, 4, 2, 2, 1, 1]
-    assert exp.total_steps == 6 * 61
+    assert exp.total_steps == 6 * 60
 
 
 def test_an_experiment_over_the_budget_as_a_whole_is_refused():
@@ -55,7 +55,7 @@ def test_kv_tradeoff_counts_cache_bytes_by_hand_and_steps_to_target():
     assert kf.loss_at.tolist() == [1.5, 2.5, 3.0]
     assert kf.steps_to_target.tolist()[:2] == [2.0, 3.0] and math.isnan(kf.steps_to_target.iloc[2])
     (line,) = lv.summary(pts, exp, EN)
-    assert "4 KV heads reached loss **1.50** (512 B" in line and "1 KV head **3.00** (128 B" in line
+    assert "At step 4 the model with 4 KV heads reached loss **0.50** (512 B" in line and "1 KV head **3.00** (128 B" in line
 
 
 def test_scaling_sentence_follows_the_numbers():

@@ -48,6 +48,6 @@ def test_heads_maps_and_kv_tradeoff_in_chinese(watch):
     watch.page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 2", timeout=120_000)
     watch.wait_idle(120_000)
     body = watch.page.inner_text("body")
-    assert "第 10 步时" in body and "每词元缓存" in body
+    assert "第 20 步时" in body and "每词元缓存" in body
     assert_clean(watch)
     watch.shot("lab-kv-zh")
