@@ -27,7 +27,7 @@ from .base import View, check_choices, control, view_list, with_values  # noqa: 
 EXPERIMENTS = ("scaling", "kv_heads", "convert", "heads", "custom")
 VIEW_FIELD = "experiment"
 VIEW_NAMES = EXPERIMENTS
-DEFAULT_STEPS = {"scaling": 30, "kv_heads": 60, "convert": 100, "heads": 200, "custom": 100}
+DEFAULT_STEPS = {"scaling": 30, "kv_heads": 60, "convert": 100, "heads": 400, "custom": 100}
 DEFAULT_SEEDS = {"scaling": 2, "kv_heads": 1, "convert": 1, "heads": 1, "custom": 1}
 SCALING_DK = (16, 256)
 SCALING_HEADS = 2  # heads of the scaling models: at d_k 256 four heads would double the preset's time
@@ -302,14 +302,16 @@ def summary(points: Sequence[Point], exp: Experiment, style: figures.Style) -> l
     if exp.name == "convert":
         return _convert_lines(df, exp, style)
     last = df.groupby("group").last()
-    return [
-        t(
-            "lab.final_line",
-            loss=f"{last.loss.mean():.3f}",
-            acc=f"{last.accuracy.mean():.0%}",
-            step=int(last.step.max()),
-        )
-    ]
+    out = [t("lab.final_line", loss=f"{last.loss.mean():.3f}", acc=f"{last.accuracy.mean():.0%}",
+             step=int(last.step.max()))]  # fmt: skip
+    roles = next((q.roles for q in points if q.roles is not None), None)
+    if roles is not None:
+        found = roles[roles.role != ""]
+        heads = ", ".join(f"{t('lab.head_name', layer=int(r.layer), head=int(r['head']))} "
+                          f"{t(f'opt.score.{r.role}')} {r[r.role]:.2f}" for _, r in found.iterrows())  # fmt: skip
+        th = f"{eng.ROLE_THRESHOLD:g}"
+        out.append(t("lab.roles_found", heads=heads, th=th) if len(found) else t("lab.roles_none", th=th))
+    return out
 
 
 def _scaling_lines(df: pd.DataFrame, style: figures.Style) -> list[str]:

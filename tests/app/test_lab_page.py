@@ -94,6 +94,6 @@ def test_chinese(app_test):
     at = train(app_test(PAGE, query={"experiment": "heads", "lang": "zh", **SHORT}))
     assert "训练实验室" in at.title[0].value
     body = texts(at)
-    assert "训练 5 步后" in body and "Press" not in body
+    assert "训练 5 步后" in body and "还没有头" in body and "Press" not in body
     heads = chart_specs(at)[1]
     assert "第 5 步" in heads["layout"]["title"]["text"]
