@@ -78,7 +78,7 @@ PAGE_SCENARIOS: list[tuple[str, str, dict[str, str], tuple[str, object, object],
     ("mla", "agree", {"view": "agree"}, ("seq_len", 13, 12), 100),
     ("mla", "largest", {"view": "agree", "preset": "deepseek-v3", "seq_len": "64"}, ("head", 1, 0), 600),
     # the training lab while idle (no run): the steps slider moved, the empty axes redrawn
-    ("lab", "defaults", {}, ("lab_steps", 45, 40), 100),
+    ("lab", "defaults", {}, ("lab_steps", 35, 30), 100),
     (
         # largest preset (671B parameters, 61 layers), the calculator's longest context (2^20) and largest batch
         "kv_cache",
@@ -124,11 +124,12 @@ PAGE_SLIDERS: dict[str, list[tuple[str, str]]] = {
     "kv_cache": [("batch", "kv_memory")],
     "models": [("head", "mdl_zoom")],
     "mla": [("seq_len", "mla_grid")],
-    "lab": [("lab_steps", "lab_lab_scaling_loss")],
+    "lab": [("lab_steps", "lab_lab_kv_heads_loss")],
 }
 PAGE_QUERY = {
     "models": "?view=head&layer=17",
     "mla": "?view=agree",
+    "lab": "?experiment=kv_heads",  # its dotted line marks the last step, so the steps slider moves it
 }  # the page's view with that slider, when it opens on another
 #: More browser scenarios, measured like the pages' but with no ratio target.
 EXTRA_CASES = [

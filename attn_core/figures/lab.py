@@ -21,8 +21,9 @@ def _rgba(hex_colour: str, alpha: float) -> str:
 
 
 def curves_figure(df: pd.DataFrame, groups: Sequence[str], labels: Sequence[str], column: str, x_max: int,
-                  title: str, style: Style = Style()) -> go.Figure:  # fmt: skip
-    """``column`` against the step for every group: the mean over its seeds (a line) and min..max (shaded)."""
+                  title: str, style: Style = Style(), mark: int | None = None) -> go.Figure:  # fmt: skip
+    """``column`` against the step for every group: the mean over its seeds (a line) and min..max (shaded); a dotted
+    line at step ``mark`` (where the page's sentence compares the curves, or where a conversion starts)."""
     data = []
     for i, (g, label) in enumerate(zip(groups, labels, strict=True)):
         colour = GROUP_COLORS[i % len(GROUP_COLORS)]
@@ -40,10 +41,19 @@ def curves_figure(df: pd.DataFrame, groups: Sequence[str], labels: Sequence[str]
                          line=dict(color=colour, width=3 if style.present else 2),
                          hovertemplate="%{x}: %{y:.3f}<extra>%{fullData.name}</extra>"))  # fmt: skip
     t = style.t
-    layout = base_layout(title, style, GRAPH_HEIGHT + (40 if style.present else 0),
-                         xaxis=dict(range=[0, max(1, x_max)], title=dict(text=t("lab.step_axis"))),
-                         yaxis=dict(title=dict(text=t(f"lab.axis_{column}")), rangemode="tozero"),
-                         legend=dict(orientation="h", yanchor="top", y=-0.22, x=0), uirevision=f"lab_{column}")  # fmt: skip
+    layout = base_layout(
+        title,
+        style,
+        GRAPH_HEIGHT + (40 if style.present else 0),
+        xaxis=dict(range=[0, max(1, x_max)], title=dict(text=t("lab.step_axis"))),
+        yaxis=dict(title=dict(text=t(f"lab.axis_{column}")), rangemode="tozero"),
+        legend=dict(orientation="h", yanchor="top", y=-0.22, x=0),
+        uirevision=f"lab_{column}",
+        margin=dict(l=10, r=24, t=80 if style.present else 60, b=10),
+    )  # r: room for the last x tick
+    if mark is not None:
+        layout["shapes"] = [dict(type="line", x0=mark, x1=mark, y0=0, y1=1, xref="x", yref="paper",
+                                 line=dict(color="#666666", dash="dot", width=2))]  # fmt: skip
     return plain_figure(data, layout, style)
 
 

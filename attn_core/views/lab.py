@@ -207,8 +207,17 @@ def loss_view(df: pd.DataFrame, exp: Experiment, style: figures.Style, column: s
     groups = list(dict.fromkeys(a.group for a in exp.arms))
     x_max = max(a.run.steps + a.offset for a in exp.arms)
     fig = lfig.curves_figure(df, groups, [group_label(g, style) for g in groups], column, x_max,
-                             style.t(f"lab.title_{column}", exp=style.t(f"opt.experiment.{exp.name}")), style)  # fmt: skip
+                             style.t(f"lab.title_{column}", exp=style.t(f"opt.experiment.{exp.name}")), style,
+                             mark_step(exp))  # fmt: skip
     return View(f"lab_{exp.name}_{column}", fig, df)
+
+
+def mark_step(exp: Experiment) -> int | None:
+    """The step the experiment's sentence compares at (scaling: 20 or the last; KV heads: the last) or where the
+    conversion starts; None for the others."""
+    last = max(a.run.steps for a in exp.arms)
+    marks = {"scaling": min(20, last), "kv_heads": last, "convert": exp.arms[1].offset if len(exp.arms) > 1 else 0}
+    return marks.get(exp.name)
 
 
 def kv_frame(df: pd.DataFrame, exp: Experiment, at: int) -> pd.DataFrame:
@@ -301,9 +310,11 @@ def summary(points: Sequence[Point], exp: Experiment, style: figures.Style) -> l
                   wb=format_bytes(int(worst.bytes_per_token)), target=f"{TARGET_LOSS:g}")]  # fmt: skip
     if exp.name == "convert":
         return _convert_lines(df, exp, style)
-    last = df.groupby("group").last()
-    out = [t("lab.final_line", loss=f"{last.loss.mean():.3f}", acc=f"{last.accuracy.mean():.0%}",
-             step=int(last.step.max()))]  # fmt: skip
+    step = int(df.step.max())
+    ev = df[df.accuracy.notna()]
+    at = int(ev.step.max())
+    out = [t("lab.final_line", loss=f"{df[df.step == step].loss.mean():.3f}", step=step, at=at,
+             acc=f"{ev[ev.step == at].accuracy.mean():.0%}")]  # fmt: skip
     roles = next((q.roles for q in points if q.roles is not None), None)
     if roles is not None:
         found = roles[roles.role != ""]

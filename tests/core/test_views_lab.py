@@ -55,7 +55,10 @@ def test_kv_tradeoff_counts_cache_bytes_by_hand_and_steps_to_target():
     assert kf.loss_at.tolist() == [1.5, 2.5, 3.0]
     assert kf.steps_to_target.tolist()[:2] == [2.0, 3.0] and math.isnan(kf.steps_to_target.iloc[2])
     (line,) = lv.summary(pts, exp, EN)
-    assert "At step 4 the model with 4 KV heads reached loss **0.50** (512 B" in line and "1 KV head **3.00** (128 B" in line
+    assert (
+        "At step 4 the model with 4 KV heads reached loss **0.50** (512 B" in line
+        and "1 KV head **3.00** (128 B" in line
+    )
 
 
 def test_scaling_sentence_follows_the_numbers():

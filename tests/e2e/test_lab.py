@@ -20,7 +20,7 @@ POINTS = """() => {
 
 
 def test_a_curve_grows_and_stops_with_its_partial_curve_kept(watch):
-    watch.open("lab?experiment=heads&lab_steps=1000")
+    watch.open("lab?experiment=kv_heads&lab_steps=1000")
     watch.page.locator(".st-key-lab_run button").click()
     watch.page.wait_for_function(f"() => ({POINTS})() >= 5", timeout=120_000)
     first = watch.page.evaluate(POINTS)
@@ -30,24 +30,24 @@ def test_a_curve_grows_and_stops_with_its_partial_curve_kept(watch):
     body = watch.page.inner_text("body")
     assert "Stopped after" in body and "the partial curves are kept" in body
     kept = watch.page.evaluate(POINTS)
-    assert first + 5 < kept < 1001
+    assert first + 5 < kept < 1001  # the first model's curve, cut short
     assert_clean(watch)
     watch.shot("lab-stopped")
 
 
 def test_heads_maps_and_kv_tradeoff_in_chinese(watch):
-    watch.open("lab?experiment=heads&lab_steps=40")
+    watch.open("lab?experiment=heads&lab_steps=20")
     watch.page.locator(".st-key-lab_run button").click()
     watch.page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 2", timeout=120_000)
     watch.wait_idle(120_000)
-    assert "After 40 steps" in watch.page.inner_text("body")
+    assert "After 20 steps" in watch.page.inner_text("body")
     assert_clean(watch)
     watch.shot("lab-heads")
-    watch.open("lab?experiment=kv_heads&lab_steps=20&lang=zh")
+    watch.open("lab?experiment=kv_heads&lab_steps=10&lang=zh")
     watch.page.locator(".st-key-lab_run button").click()
     watch.page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 2", timeout=120_000)
     watch.wait_idle(120_000)
     body = watch.page.inner_text("body")
-    assert "第 20 步时" in body and "每词元缓存" in body
+    assert "第 10 步时" in body and "每词元缓存" in body
     assert_clean(watch)
     watch.shot("lab-kv-zh")
