@@ -746,18 +746,24 @@ class _ScoreRecorder:
     def __call__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> None:
         layer, self.calls = self.calls, self.calls + 1
         w = layer_weights(q.float(), k.float(), scale, self.causal)  # (B, H, T, T)
-        n, o = self.n, self.o
-        second = w[:, :, o + n : o + 2 * n]  # rows of the second copy
-        scores = {
-            "previous_token": w.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2)),
-            "first_token": w[:, :, 1:, 0].mean(dim=(0, 2)),
-            "duplicate_token": second[..., o : o + n].diagonal(dim1=-2, dim2=-1).mean(dim=(0, 2)),
-            "induction": second[..., o + 1 : o + n + 1].diagonal(dim1=-2, dim2=-1).mean(dim=(0, 2)),
-            "entropy": _normalised_entropy(w, self.causal),
-        }
+        scores = role_scores(w, self.n, self.o, self.causal)
         for h in range(w.shape[1]):
             self.rows.append({"layer": layer, "head": h, "kv_head": self.kv_of[h],
                               **{name: float(s[h]) for name, s in scores.items()}})  # fmt: skip
+
+
+def role_scores(w: torch.Tensor, n: int, offset: int, causal: bool) -> dict[str, torch.Tensor]:
+    """Each of :data:`SCORES` per head ``[H]`` from weights ``w`` ``[B, H, T, T]`` of sequences whose random tokens
+    ``offset .. offset+n-1`` are repeated at ``offset+n .. offset+2n-1`` (the definitions of :func:`head_scores`)."""
+    o = offset
+    second = w[:, :, o + n : o + 2 * n]  # rows of the second copy
+    return {
+        "previous_token": w.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2)),
+        "first_token": w[:, :, 1:, 0].mean(dim=(0, 2)),
+        "duplicate_token": second[..., o : o + n].diagonal(dim1=-2, dim2=-1).mean(dim=(0, 2)),
+        "induction": second[..., o + 1 : o + n + 1].diagonal(dim1=-2, dim2=-1).mean(dim=(0, 2)),
+        "entropy": _normalised_entropy(w, causal),
+    }
 
 
 def _normalised_entropy(w: torch.Tensor, causal: bool) -> torch.Tensor:

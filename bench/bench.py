@@ -83,6 +83,8 @@ PAGE_SCENARIOS: list[tuple[str, str, dict[str, str], tuple[str, object, object],
     ("conv_attention", "defaults", {}, ("alpha", 1.05, 1.0), 100),
     ("conv_attention", "image", {"view": "image", "image_size": "64", "k": "5"}, ("alpha", 2.05, 2.0), 1000),
     ("conv_attention", "largest", {"view": "image", "image_size": "64", "k": "7"}, ("alpha", 2.05, 2.0), 1000),
+    # the training lab while idle (no run): the steps slider moved, the empty axes redrawn
+    ("lab", "defaults", {}, ("lab_steps", 35, 30), 100),
     (
         # largest preset (671B parameters, 61 layers), the calculator's longest context (2^20) and largest batch
         "kv_cache",
@@ -130,10 +132,12 @@ PAGE_SLIDERS: dict[str, list[tuple[str, str]]] = {
     "mla": [("seq_len", "mla_grid")],
     "complexity": [("head_dim", "cx_stages")],
     "conv_attention": [("alpha", "conv_heads")],
+    "lab": [("lab_steps", "lab_lab_kv_heads_loss")],
 }
 PAGE_QUERY = {
     "models": "?view=head&layer=17",
     "mla": "?view=agree",
+    "lab": "?experiment=kv_heads",  # its dotted line marks the last step, so the steps slider moves it
 }  # the page's view with that slider, when it opens on another
 #: More browser scenarios, measured like the pages' but with no ratio target.
 EXTRA_CASES = [
@@ -515,6 +519,24 @@ def core_conv(dev, runs: int) -> list[str]:
     return lines
 
 
+def core_lab(dev, runs: int) -> list[str]:
+    """Every training-lab experiment at its default steps, trained to the end as the page's Train runs it:
+    steps per second and wall time (the issue's target: each within 60 s on 2 CPU cores)."""
+    from attn_core.views import lab as lv
+
+    lines = []
+    for name in lv.EXPERIMENTS:
+        exp = lv.experiment(lv.Params(experiment=name))
+        t0 = time.perf_counter()
+        n = sum(1 for _ in lv.experiment_steps(exp, device=str(dev)))
+        wall = time.perf_counter() - t0
+        lines.append(
+            f"core {dev.type:<4} lab {name:<9} {len(exp.arms)} models, {n} steps: {n / wall:.1f} steps/s, "
+            f"wall {secs(wall)} {verdict(wall, 60.0)}"
+        )
+    return lines
+
+
 def bench_core(args) -> list[str]:
     import torch
 
@@ -524,7 +546,7 @@ def bench_core(args) -> list[str]:
     lines = []
     for dev in devices:
         log(f"core: {dev}...")
-        for part in (core_attention, core_decode, core_mla, core_conv):
+        for part in (core_attention, core_decode, core_mla, core_conv, core_lab):
             try:
                 new = part(dev, args.repeats)
             except Exception as exc:  # noqa: BLE001 - report and go on

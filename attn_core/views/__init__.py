@@ -18,6 +18,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("mla", "nav.mla", ":material/compress:"),
     PageSpec("complexity", "nav.complexity", ":material/speed:"),
     PageSpec("conv_attention", "nav.conv_attention", ":material/blur_on:"),
+    PageSpec("lab", "nav.lab", ":material/model_training:"),
 )
 
 

@@ -133,6 +133,7 @@ N_SETS_OF = {
     "pages/mla.py": 80,  # MLA: few free-form fields; its extremes are listed
     "pages/complexity.py": 40,  # counts are arithmetic; the sweep waits for its Start
     "pages/conv_attention.py": 40,
+    "pages/lab.py": 40,  # its extremes are listed
 }
 
 
@@ -282,6 +283,14 @@ MLA_SHAPES = [
     {"preset": "deepseek-v3", "seq_len": "64", "head": "127", "cache_len": "1048576", "n_kv_heads": "1"},
     {"preset": "custom", "qk_nope": "3", "mode": "rope_on_latent", "n_heads": "32", "n_kv_heads": "5"},
 ]  # fmt: skip
+# the training lab: every experiment at the smallest and the largest custom model, and one over the time budget
+LAB_SHAPES = [
+    {},
+    {"experiment": "custom", "lab_task": "recall", "lab_vocab": "8", "lab_length": "32", "lab_layers": "1",
+     "lab_d_model": "16", "lab_heads": "1", "lab_head_dim": "2", "lab_steps": "5", "lab_seeds": "5"},
+    {"experiment": "custom", "lab_layers": "4", "lab_d_model": "256", "lab_heads": "8", "lab_kv_heads": "1",
+     "lab_head_dim": "256", "lab_batch": "128", "lab_steps": "1000", "lab_position": "learned", "lab_scale": "mup"},
+]  # fmt: skip
 # the cost page: every view at the smallest layer and the largest (whose sweep the memory budget refuses)
 COMPLEXITY_SHAPES = [
     {},
@@ -321,6 +330,11 @@ def view_cases():
                 for shape in OWN_SHAPES[page]:
                     yield page, {**shape, "view": value}
             continue
+        if page == "pages/lab.py":  # its own shapes: experiments and a small model, not heads over tokens
+            for value in choices["experiment"]:
+                for shape in LAB_SHAPES:
+                    yield page, {**shape, "experiment": value}
+            continue
         shapes = SHAPES + (CROSS_SHAPES if page == "pages/heatmaps.py" else KV_SHARING_SHAPES)
         for key, values in choices.items():
             for value in values:
@@ -359,6 +373,7 @@ def test_every_view_at_the_extremes(app_test, case):
     live = {"generate": "gen_run", "decode": "mla_run", "measured": "cx_run"}.get(
         query.get("view")
     )  # a live run waits for its Start
+    live = "lab_run" if page == "pages/lab.py" else live
     ready = live is not None and (live in [b.key for b in at.button] or at.info)
     assert shown or ready, f"{query}: nothing drawn, no message and nothing to start"
 

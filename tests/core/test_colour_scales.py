@@ -28,6 +28,7 @@ PAGE_ARGS = {
     "mla": "--seq-len 6 --dec-steps 2 --dec-prompt 2 --view all",
     "complexity": "--seq-len 128 --d-model 32 --n-heads 2 --n-kv-heads 1 --head-dim 16 --view all",
     "conv_attention": "--image-size 8 --seq-len 9 --query 4 --view all",
+    "lab": "--view heads --lab-steps 3",
 }
 COLOUR = re.compile(r"^(#[0-9a-fA-F]{6}|rgba?\(\s*\d+\s*,\s*\d+\s*,\s*\d+\s*(,\s*[\d.]+\s*)?\))$")
 STREAMLIT_PLACEHOLDERS = {f"#0000{i:02d}" for i in range(1, 21)}

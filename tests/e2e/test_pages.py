@@ -20,8 +20,13 @@ SLIDERS = {
     "mla": ("seq_len", 2),
     "complexity": ("head_dim", 2),
     "conv_attention": ("alpha", 3),
+    "lab": ("lab_steps", 2),
 }
-QUERY = {"models": "?view=layer", "mla": "?view=agree"}  # the view that has the slider, when the page opens on another
+QUERY = {
+    "models": "?view=layer",
+    "mla": "?view=agree",
+    "lab": "?experiment=kv_heads",
+}  # the view that has the slider, when the page opens on another
 # (url path, slider, presses): the default page lives at the root URL
 PAGES = [("" if p.default else p.name + QUERY.get(p.name, ""), *SLIDERS[p.name]) for p in REGISTRY]
 
