@@ -183,12 +183,17 @@ def test_fuzz_text_widget_values(app_test):
         assert at.get("plotly_chart") or at.error, text[:20]
 
 
+# saturation: a move to 8192 keys or 16,384 samples re-measures the whole sweep (seconds); its extremes are
+# covered view by view in test_every_view_at_the_extremes
+WIDGET_STEPS_OF = {"pages/saturation.py": 20}
+
+
 @pytest.mark.parametrize("page", list(PAGES))
 def test_fuzz_widget_values(app_test, page):
     """Random but allowed slider and toggle moves in sequence, as a restless student would make them."""
     rng = random.Random(f"widgets:{page}")
     at = app_test(page)
-    for step in range(40):
+    for step in range(WIDGET_STEPS_OF.get(page, 40)):
         widgets = [w for w in [*at.slider, *at.toggle] if w.key and not w.disabled]
         w = rng.choice(widgets)
         if hasattr(w, "min") and w.min is not None:

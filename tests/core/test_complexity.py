@@ -188,10 +188,13 @@ def test_bad_values_name_the_field():
 
 
 def test_score_stage_grows_as_n_squared():
-    """The measured eager QKᵀ over n = 256..2048: fitted log-log slope in 1.6..2.4 (fastest of the repeats)."""
+    """The measured eager QKᵀ over n = 256..2048: fitted log-log slope in 1.6..2.4 (fastest of 18 repeats)."""
     shape = cx.LayerShape(128, 1, 1, 128)  # one wide head: the matmul, not the writing of n² scores, dominates
     ns = (256, 362, 512, 724, 1024, 1448, 2048)
-    spec = cx.SweepSpec(ns, shape, paths=("eager",), repeats=7, warmup=1)
-    pts = list(cx.measure_sweep(spec))
-    fit = cx.fit_slope([m.n for m in pts], [m.min_s["scores"] for m in pts], n_min=256)
+    spec = cx.SweepSpec(ns, shape, paths=("eager",), repeats=9, warmup=1)
+    # two sweeps, the fastest time at each n of either: a burst of load on a shared CI machine slows some
+    # repeats of one n, rarely every repeat of both sweeps
+    runs = [list(cx.measure_sweep(spec)) for _ in range(2)]
+    fastest = [min(a.min_s["scores"], b.min_s["scores"]) for a, b in zip(*runs, strict=True)]
+    fit = cx.fit_slope([m.n for m in runs[0]], fastest, n_min=256)
     assert 1.6 <= fit.slope <= 2.4, fit
