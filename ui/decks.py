@@ -264,8 +264,8 @@ def panel(page_name: str) -> None:
             show_error(err)
         if not is_open():
             shipped = decks.shipped()
-            pick = st.selectbox(t("deck.shipped"), list(shipped), key="deck_pick",
-                                format_func=lambda n: shipped[n].name_in(lang()))  # fmt: skip
+            names = {n: d.name_in(lang()) for n, d in shipped.items()}  # made in the run: AppTest formats later
+            pick = st.selectbox(t("deck.shipped"), list(shipped), key="deck_pick", format_func=names.get)
             st.button(t("deck.open"), key="deck_open", icon=":material/play_arrow:", on_click=_load,
                       args=(b"", pick), width="stretch")  # fmt: skip
             up = st.file_uploader(t("deck.load"), type=["json"], key="deck_file")
