@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8501
 WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 
-.PHONY: run serve serve-workers nginx-conf test lint unit e2e portable bench bench-concurrency bench-hall bench-soak install install-dev browser nginx clean
+.PHONY: run serve serve-workers nginx-conf test lint unit e2e portable bench bench-concurrency bench-hall bench-soak deck-shots install install-dev browser nginx clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is needed: set PYTHON=/path/to/python3.11"; exit 1; }
@@ -82,6 +82,12 @@ bench-hall: install-dev
 SOAK ?=
 bench-soak: install-dev
 	$(BIN)/python bench/soak.py $(SOAK)
+
+# Every slide of the shipped lecture decks in English and Chinese at 1280x720 (bench/deck_shots.py), to look at
+SHOTS ?=
+deck-shots: install-dev
+	@bash tools/ensure_browser.sh
+	$(BIN)/python bench/deck_shots.py $(SHOTS)
 
 # Debian's chromium (browser tests, image export) and CJK fonts; needs root or sudo.
 browser:
