@@ -663,6 +663,23 @@ def sweep_scores_bytes(d_k_values: tuple[int, ...] | list[int], seq_len: int, n_
     return total
 
 
+def _checked_sweep(
+    d_k_values: tuple[int, ...] | list[int],
+    seq_len: int,
+    n_samples: int,
+    seed: int,
+    distribution: str,
+    temperature: float,
+) -> list[int]:
+    """The sweep's d_k values, checked with its other arguments and its memory (before anything is allocated)."""
+    values = [check_d_k(d) for d in d_k_values]
+    if not values:
+        raise ConfigError("d_k_values is empty; give at least one d_k from 1 to 1024", "d_k", "empty_sweep")
+    _check_common(seq_len, n_samples, seed, distribution, temperature)
+    check_memory(max(values), seq_len, n_samples, distribution, f"the sweep over d_k = {min(values)}…{max(values)}")
+    return values
+
+
 def sweep_scores(
     d_k_values: tuple[int, ...] | list[int] = SWEEP_D_K,
     seq_len: int = 16,
@@ -677,9 +694,7 @@ def sweep_scores(
     :func:`saturation_sweep` measures chunk by chunk and keeps nothing). Raises
     :class:`ConfigError` for a bad argument or over the memory budget.
     """
-    values = [check_d_k(d) for d in d_k_values]
-    _check_common(seq_len, n_samples, seed, distribution, 1.0)
-    check_memory(max(values), seq_len, n_samples, distribution, f"the sweep over d_k = {min(values)}…{max(values)}")
+    values = _checked_sweep(d_k_values, seq_len, n_samples, seed, distribution, 1.0)
     if sweep_scores_bytes(values, seq_len, n_samples) > SCORE_CACHE_BYTES:
         return None  # too large to keep: saturation_sweep measures chunk by chunk and keeps nothing
     plan, dev = row_plan(seq_len, n_samples), torch.device(device)
@@ -741,14 +756,10 @@ def saturation_sweep(
     Raises :class:`ConfigError` for a bad argument or when the largest d_k would
     exceed the memory budget (checked before anything is allocated).
     """
-    values = [check_d_k(d) for d in d_k_values]
-    if not values:
-        raise ConfigError("d_k_values is empty; give at least one d_k from 1 to 1024", "d_k", "empty_sweep")
-    _check_common(seq_len, n_samples, seed, distribution, temperature)
+    values = _checked_sweep(d_k_values, seq_len, n_samples, seed, distribution, temperature)
     spec = (tuple(values), int(seq_len), int(n_samples), int(seed), distribution)
     if scores is not None and scores.spec != spec:
         raise ValueError(f"scores were drawn for {scores.spec}, not {spec}")
-    check_memory(max(values), seq_len, n_samples, distribution, f"the sweep over d_k = {min(values)}…{max(values)}")
     plan = row_plan(seq_len, n_samples)
     dev = torch.device(device)
     # the downstream weights of the measured rows, drawn once for every d_k: [sequences, queries, T] per block

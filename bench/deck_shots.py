@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
                     for i in range(1, len(deck.slides) + 1):
                         page.goto(f"{url}/?deck={name}&deck_at={i}&lang={lang}")
                         page.wait_for_selector(".st-key-deck_bar")
-                        page.wait_for_timeout(500)
+                        page.wait_for_selector(".js-plotly-plot .main-svg")  # the page's first chart drawn
                         page.wait_for_selector(IDLE)
                         page.wait_for_timeout(1500)  # plotly draws after the script ends
                         path = out / f"{name}-{i}-{lang}.png"
