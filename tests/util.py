@@ -84,3 +84,18 @@ def cli_file(argv: list[str], view: str, ext: str) -> str:
     params, args = params_from(spec, argv)
     values, state = page_state(spec, params, args)
     return f"{export_stem(spec.name, view, values, state, args.lang)}.{ext}"
+
+
+def assert_same_charts(shown_all: list[dict], cli: list[dict], keys: tuple[str, ...]) -> None:
+    """The page's charts and the command line's are the same charts: titles, trace counts, and the numeric
+    ``keys`` of every trace equal to the bit (the same code on the same input), a table's cells equal."""
+    assert len(shown_all) == len(cli) > 0
+    for shown, written in zip(shown_all, cli, strict=True):
+        assert shown["layout"]["title"]["text"] == written["layout"]["title"]["text"]
+        assert len(shown["data"]) == len(written["data"])
+        for a, b in zip(shown["data"], written["data"], strict=True):
+            for key in keys:
+                if key in a and (isinstance(a[key], dict) or (a[key] and isinstance(a[key][0], (int, float)))):
+                    np.testing.assert_array_equal(arr(a[key]), arr(b[key]))
+            if a.get("type") == "table":
+                assert a["cells"]["values"] == b["cells"]["values"]

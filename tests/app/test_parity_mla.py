@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from attn_core.views import page
 from tests.conftest import no_exception
-from tests.util import arr, cli_specs
+from tests.util import assert_same_charts, cli_specs
 
 SPEC = page("mla")
 CASES = [
@@ -31,11 +30,4 @@ def test_the_page_and_the_command_line_draw_the_same_charts(app_test, query, arg
     no_exception(at)
     shown_all = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     cli = cli_specs("mla", argv)
-    assert len(shown_all) == len(cli) > 0
-    for shown, written in zip(shown_all, cli, strict=True):
-        assert shown["layout"]["title"]["text"] == written["layout"]["title"]["text"]
-        assert len(shown["data"]) == len(written["data"])
-        for a, b in zip(shown["data"], written["data"], strict=True):
-            for key in ("z", "y"):
-                if key in a and (isinstance(a[key], dict) or (a[key] and isinstance(a[key][0], (int, float)))):
-                    np.testing.assert_array_equal(arr(a[key]), arr(b[key]))  # same code, same input
+    assert_same_charts(shown_all, cli, ("z", "y"))
