@@ -44,7 +44,20 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake  # noqa: E4
 # ---------------------------------------------------------------- limits and defaults (edit here)
 MAX_STUDENTS, MAX_MOVES, MAX_SECONDS = 500, 100, 3600
 #: The slider each page's students move unless --widget says otherwise (the one bench/bench.py alternates).
-DEFAULT_WIDGET = {"heatmaps": "head_dim", "saturation": "temperature", "kv_sharing": "head_dim", "kv_cache": "batch"}
+DEFAULT_WIDGET = {
+    "heatmaps": "head_dim",
+    "saturation": "temperature",
+    "kv_sharing": "head_dim",
+    "kv_cache": "batch",
+    "models": "head",
+    "mla": "seq_len",
+    "complexity": "head_dim",
+    "conv_attention": "alpha",
+    "lab": "lab_steps",
+}
+#: The view each page opens on when the students' slider is on another view (bench/bench.py's PAGE_QUERY);
+#: --query adds to it.
+DEFAULT_QUERY = {"models": "view=head&layer=17", "mla": "view=agree", "lab": "experiment=kv_heads"}
 #: Values a student moves through: the next slider positions after the one it opened with (never the default).
 MOVE_SPAN = 32
 #: Element kinds whose state the frontend keeps and sends back with every rerun.
@@ -513,7 +526,8 @@ def page_path(page: str) -> str:
 
 def student_query(spec: HallSpec, i: int) -> tuple[dict[str, str], int]:
     seed = spec.seed_base if spec.same_link else spec.seed_base + i
-    query = dict(parse_qsl(spec.query, keep_blank_values=True))
+    query = dict(parse_qsl(DEFAULT_QUERY.get(spec.page, ""), keep_blank_values=True))
+    query |= dict(parse_qsl(spec.query, keep_blank_values=True))
     if seed:
         query["seed"] = str(seed)
     return query, seed
@@ -655,7 +669,7 @@ async def run_hall(spec: HallSpec, pids: list[int]) -> HallResult:
 
 async def warm_up(url: str, page: str, widget: str | None, timeout: float) -> None:
     """One visit (seed 0) that opens the page and moves its slider once: imports and caches are warm."""
-    tab = Tab(url, page_path(page), {})
+    tab = Tab(url, page_path(page), dict(parse_qsl(DEFAULT_QUERY.get(page, ""))))
     try:
         await asyncio.wait_for(tab.open(), timeout)
         await asyncio.wait_for(tab.rerun(), timeout)

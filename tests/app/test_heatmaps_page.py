@@ -164,11 +164,15 @@ def test_url_reproduces_numbers_and_chinese(app_test):
     assert a.title[0].value == "注意力热力图"
 
 
-def test_export_menu_under_every_chart(app_test):
+def test_export_menu_under_every_chart_drawn_only_when_open(app_test):
     at = app_test(PAGE)
-    buttons = at.get("download_button")
-    labels = sorted(b.proto.label for b in buttons)
+    assert not at.get("download_button")  # closed: one element per chart, no buttons built on a rerun
+    at.session_state["grid__export"] = True  # what opening the popover sends
+    at.run()
+    no_exception(at)
+    labels = sorted(b.proto.label for b in at.get("download_button"))
     assert labels == ["CSV", "HTML", "PDF", "PNG", "SVG"]
+    assert [b.proto.options for b in at.get("button_group")][-1]  # the image-size choice is there too
 
 
 def test_presentation_mode_slides(app_test):
