@@ -18,7 +18,6 @@ CASES = [
     ("pages/heatmaps.py", {**LONG, "view": "zoom", "zoom_size": "512", "q_start": "7680", "k_start": "7680"}),
     ("pages/heatmaps.py", {**LONG, "view": "steps", "head_dim": "256", "n_heads": "16", "n_kv_heads": "16"}),
     ("pages/heatmaps.py", {**LONG, "view": "entropy", "n_heads": "64", "n_kv_heads": "1"}),
-    ("pages/heatmaps.py", {**LONG, "present": "true"}),
     ("pages/kv_cache.py", {"model": "deepseek-v3", "seq_len": "1048576", "batch": "256", "stack_weights": "true"}),
     ("pages/kv_cache.py", {"model": "custom", "n_heads": "128", "n_kv_heads": "128", "head_dim": "256",
                            "n_layers": "128", "seq_len": "1048576", "y_scale": "linear"}),
