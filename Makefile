@@ -27,7 +27,7 @@ install: $(VENV)/.runtime
 install-dev: $(VENV)/.dev
 
 run: install
-	$(BIN)/streamlit run app.py --server.port $(PORT)
+	$(BIN)/streamlit run server.py --server.port $(PORT)
 
 # A lecture hall: WORKERS Streamlit processes (default: one per core) behind nginx on PORT, sticky per
 # browser, dead or hung workers restarted (serve/supervisor.py; README "Serving a lecture hall").

@@ -685,7 +685,7 @@ def stop_server(proc: subprocess.Popen) -> None:
 def new_server(trivial: bool) -> tuple[subprocess.Popen, str]:
     from harness import start_server
 
-    proc, url = start_server(script=TRIVIAL_APP if trivial else "app.py")
+    proc, url = start_server(script=TRIVIAL_APP if trivial else "server.py")
     _SERVERS.append(proc)
     return proc, url
 

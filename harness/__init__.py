@@ -56,10 +56,10 @@ def start_server(
     extra_env: dict[str, str] | None = None,
     probe: Path | None = None,
     probe_every: float = 10.0,
-    script: str = "app.py",
+    script: str = "server.py",
 ) -> tuple[subprocess.Popen, str]:
-    """``streamlit run <script>`` (a path relative to the repository root: the app, or the benchmark's
-    trivial app) on a free port of 127.0.0.1, once it answers its health check; returns (process, base URL).
+    """``streamlit run <script>`` (a path relative to the repository root: the app's server, which loads the
+    engine before it answers, or the benchmark's trivial app) on a free port of 127.0.0.1, once it answers its health check; returns (process, base URL).
 
     Run from the repository root, so every script gets the same flags and ``.streamlit/config.toml``.
 

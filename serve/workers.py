@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def worker_command(port: int, address: str = "127.0.0.1", script: str = "app.py") -> list[str]:
+def worker_command(port: int, address: str = "127.0.0.1", script: str = "server.py") -> list[str]:
     """The command line of one Streamlit worker serving ``script`` (the app) on ``address:port``."""
     return [
         sys.executable,
