@@ -157,7 +157,7 @@ def base_layout(title: str, style: Style, height: int, **extra: object) -> dict:
     return layout
 
 
-def plain_figure(data: list[dict], layout: dict, style: Style) -> go.Figure:
+def plain_figure(data: list[dict], layout: dict, style: Style, frames: list[dict] | None = None) -> go.Figure:
     """A figure from plain trace and layout dicts, without plotly's per-property validation (fast).
 
     Every font :func:`apply_fonts` would set is written in here (each axis's tick and
@@ -182,7 +182,8 @@ def plain_figure(data: list[dict], layout: dict, style: Style) -> go.Figure:
             trace.setdefault("colorbar", {})["tickfont"] = dict(size=size)
     layout["meta"] = {FONTS_SET: size}
     reserve_margins({"data": data, "layout": layout})  # what apply_fonts would add: it adds nothing then
-    return go.Figure({"data": data, "layout": layout}, _validate=False)
+    spec = {"data": data, "layout": layout} if frames is None else {"data": data, "layout": layout, "frames": frames}
+    return go.Figure(spec, _validate=False)
 
 
 def group_color(group: int) -> str:
