@@ -242,7 +242,7 @@ def tensor_figure(fill: CacheFill, style: Style = Style(), at: int | None = None
         yaxis=dict(range=[-0.06, Q_Y + 0.42], visible=False, fixedrange=True, domain=list(MAIN_DOMAIN)),
         xaxis2=dict(domain=[0, 0.55], anchor="y2", range=[0, peak * 1.02], visible=False, fixedrange=True),
         yaxis2=dict(domain=list(BARS_DOMAIN), anchor="x2", autorange="reversed", fixedrange=True, automargin=True),
-        annotations=_panel_notes(fill, style), showlegend=False, hovermode="closest", bargap=0.3,
+        annotations=_panel_notes(fill, style), showlegend=False, hovermode="closest", bargap=0.3, uirevision="kv_tensors",
         margin=dict(l=10, r=10, t=110 if style.present else 90, b=90 if at is None else 10), **extra,
     )  # fmt: skip
     frames = None

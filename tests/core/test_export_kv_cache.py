@@ -45,6 +45,7 @@ def test_cli_writes_every_view_as_csv_and_svg(tmp_path):
     names = [
         "kv_layouts_llama-3-8b_fp16_b1_s4096",
         "kv_cache_llama-3-8b_fp16_b1",
+        "kv_tensors_llama-3-8b_fp16_b1_s4096",
         "kv_decode_memory_h32_kv8_d128_L2_b1_fp16",
         "kv_decode_time_h32_kv8_d128_L2_b1_fp16",
         "kv_prefill_decode_h32_kv8_d128_L2_b1_fp16_n4",
