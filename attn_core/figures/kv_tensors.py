@@ -81,7 +81,7 @@ def _static_panel(fill: CacheFill, i: int, style: Style) -> list[dict]:
     """The empty buffers with their layer slabs and rows, and the query heads coloured by the KV head they read."""
     lay, x0 = fill.layouts[i], i * PANEL_STEP
     sx, sy, ex, ey = [], [], [], []
-    for k in range(SLABS, 0, -1):
+    for k in range(min(SLABS, lay.n_layers - 1), 0, -1):  # one outline per further layer, at most SLABS
         dx, dy = SLAB_SHIFT[0] * k, SLAB_SHIFT[1] * k
         for y0, y1 in (K_BLOCK, V_BLOCK):
             x, y = _rect(x0 + dx, x0 + 1 + dx, y0 + dy, y1 + dy)
@@ -138,9 +138,10 @@ def _bars(fill: CacheFill, f: int, t: int) -> dict:
 
 
 def _frame_data(fill: CacheFill, f: int) -> list[dict]:
-    """What frame ``f`` changes: the x of the moving lines, then the bars."""
+    """What frame ``f`` changes: the x of the moving lines, then the bars. Each names its trace type: plotly.js
+    takes a frame's trace without one for a scatter (the bars were drawn as a line)."""
     lines, t = _moving(fill, f)
-    return [dict(x=x) for x, _ in lines] + [_bars(fill, f, t)]
+    return [dict(type="scatter", x=x) for x, _ in lines] + [dict(type="bar", **_bars(fill, f, t))]
 
 
 def _full_traces(fill: CacheFill, f: int, style: Style) -> list[dict]:
@@ -179,7 +180,9 @@ def _panel_notes(fill: CacheFill, style: Style) -> list[dict]:
                           xanchor="right", yanchor="top", font=dict(size=size - 1, color="#444444")))  # fmt: skip
     lay = fill.layouts[0]
     key = "kvtensor.legend" if lay.k_dim == lay.v_dim else "kvtensor.legend_kv"
-    text = style.t(key, L=f"{lay.n_layers:,}", d=f"{lay.k_dim:,}", dv=f"{lay.v_dim:,}")
+    others = style.t("kvtensor.others") if lay.n_layers > 1 else ""
+    text = style.t(key, L=f"{lay.n_layers:,}", others=others, cell=style.count(lay.k_dim, "element"),
+                   dv=style.count(lay.v_dim, "element"))  # fmt: skip
     width = len(fill.layouts) * PANEL_STEP - (PANEL_STEP - 1)
     notes.append(dict(x=width / 2, y=LEGEND_Y, xref="x", yref="paper", text=text, showarrow=False, xanchor="center",
                       yanchor="top", font=dict(size=size - 1, color="#444444")))  # fmt: skip
@@ -197,7 +200,7 @@ def _controls(fill: CacheFill, style: Style) -> dict:
                           showactive=False, font=dict(size=style.font),
                           buttons=[dict(label="▶ " + style.t("kvtensor.play"), method="animate", args=play),
                                    dict(label="⏸ " + style.t("kvtensor.pause"), method="animate", args=pause)])],
-        sliders=[dict(active=0, x=0.2, y=0, xanchor="left", yanchor="top", len=0.8, pad=dict(t=4),
+        sliders=[dict(active=0, x=0.24, y=0, xanchor="left", yanchor="top", len=0.76, pad=dict(t=4),
                       currentvalue=dict(prefix=style.t("kvtensor.slider_prefix"), font=dict(size=style.font)),
                       font=dict(size=max(10, style.font - 3)), steps=steps)],
     )  # fmt: skip
@@ -206,7 +209,8 @@ def _controls(fill: CacheFill, style: Style) -> dict:
 def tensor_title(fill: CacheFill, style: Style, at: int | None) -> str:
     """The title and the line under it: what is drawn and, for long sequences, which token counts."""
     names = ", ".join(lay.label for lay in fill.layouts)
-    title = style.t("kvtensor.title", layouts=names, h=fill.n_heads, dtype=fill.dtype, b=fill.batch)
+    title = style.t("kvtensor.title", layouts=names, heads=style.count(fill.n_heads, "query_head"), dtype=fill.dtype,
+                    b=fill.batch)  # fmt: skip
     if fill.thinned:
         n, s = len(fill.tokens), fill.seq_len
         key = "kvtensor.thinned_every" if s % n == 0 else "kvtensor.thinned"

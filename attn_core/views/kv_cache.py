@@ -542,9 +542,14 @@ def tensor_view(fill: CacheFill, tag: str, style: Style, at: int | None = None) 
 def tensor_caption(fill: CacheFill, style: Style) -> str:
     """What the tensor view draws, which GQA it shows, and the bytes of the three at ``S`` compared."""
     lay0 = fill.layouts[0]
-    parts = [style.t("kvtensor.drawn", L=lay0.n_layers, rest=lay0.n_layers - 1, d=lay0.k_dim)]
+    rest = lay0.n_layers - 1
+    stack = style.t("kvtensor.stack", rest=style.count(rest, "layer")) if rest else ""
+    parts = [style.t("kvtensor.drawn", stack=stack, cell=style.count(lay0.k_dim, "element"),
+                     layers=style.count(lay0.n_layers, "layer"))]  # fmt: skip
     gqa = next((lay for lay in fill.layouts if lay.kind == "GQA"), None)
-    if gqa is None:
+    if fill.n_heads == 1:
+        parts.append(style.t("kvtensor.one_head"))
+    elif gqa is None:
         parts.append(style.t("kvtensor.no_gqa", h=fill.n_heads))
     elif fill.gqa_chosen:
         parts.append(
@@ -554,7 +559,11 @@ def tensor_caption(fill: CacheFill, style: Style) -> str:
     sizes = [f"{lay.label} {format_bytes_exact(b)}" + ("" if i == 0 else f" ({ratio_text(b, full[0])})")
              for i, (lay, b) in enumerate(zip(fill.layouts, full, strict=True))]  # fmt: skip
     parts.append(
-        style.t("kvtensor.at_s", s=f"{fill.seq_len:,}", sizes=("；" if style.lang == "zh" else "; ").join(sizes))
+        style.t(
+            "kvtensor.at_s",
+            tokens=style.count(fill.seq_len, "token_long"),
+            sizes=("；" if style.lang == "zh" else "; ").join(sizes),
+        )
     )
     return ("" if style.lang == "zh" else " ").join(parts)
 

@@ -70,7 +70,7 @@ def test_llama_2_7b_at_4096_tokens_is_2_gib(app_test):
     assert "2,147,483,648" in table.iloc[:, 4].tolist()
     assert table.iloc[0, -1] == "163,840"  # 80 GiB / 512 KiB per token
     assert "Press Run decode" in texts(at) and "Press Measure prefill and decode" in texts(at)
-    assert len(chart_specs(at)) == 1  # nothing is timed until asked
+    assert len(chart_specs(at)) == 2  # the memory chart and the tensors: nothing is timed until asked
 
 
 def test_prefill_against_decode_is_measured_on_request(app_test):
@@ -395,7 +395,8 @@ def test_the_page_draws_the_charts_of_the_command_line(app_test, query, session,
         ["kv_memory", "kv_tensors", "kv_live_mem"], views[1:4], strict=False
     ):  # exact numbers: all the same
         cli = json.loads(pio.to_json(view.figure, validate=False))
-        assert trace_numbers(shown[key]) == trace_numbers(cli)
+        if key != "kv_tensors":  # its bars are categories (trace_numbers reads numbers): compared whole below
+            assert trace_numbers(shown[key]) == trace_numbers(cli)
         assert shown[key]["layout"]["title"]["text"] == cli["layout"]["title"]["text"]
         assert shown[key] == cli
     cells = views[0].figure.to_plotly_json()["data"][0]["cells"]["values"]  # the table: the page's dataframe

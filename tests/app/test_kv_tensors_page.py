@@ -45,7 +45,7 @@ def test_one_head_and_one_token_in_english(app_test):
     assert not at.error
     spec = tensors(at)
     assert len(spec["frames"]) == 1 and spec["frames"][0]["data"][-1]["x"] == [2 * 2]  # K and V, 1 element, fp16
-    assert any("no GQA layout" in c.value for c in at.caption)
+    assert any("only MHA is drawn" in c.value for c in at.caption)
 
 
 def test_presentation_mode_steps_one_frame_with_next(app_test):

@@ -94,6 +94,7 @@ def test_frames_slider_and_bytes_labels_equal_the_engine():
     bar_index = s["data"].index(bars(s))
     for f, frame in enumerate(s["frames"]):
         assert frame["traces"][-1] == bar_index
+        assert [d["type"] for d in frame["data"]] == ["scatter"] * 9 + ["bar"]  # untyped, plotly.js draws a line
         b = frame["data"][-1]
         assert b["x"] == list(fill.bytes[f])
         assert b["text"] == [f"{format_bytes(n)} ({n:,} B)" for n in fill.bytes[f]]
@@ -145,7 +146,7 @@ def test_the_view_follows_the_page_s_model():
     assert "32 个 KV 头" in zh and "(1/4)" in zh
     en = kc.tensor_caption(kc.tensor_fill(kc.Params(model="custom", n_heads=7, n_kv_heads=7),
                                           kc.calculator(kc.Params(model="custom", n_heads=7, n_kv_heads=7))), Style())  # fmt: skip
-    assert "no GQA layout" in en
+    assert "No GQA layout" in en
 
 
 def test_the_command_line_exports_the_view(tmp_path):
