@@ -72,7 +72,7 @@ ui.show_view(ui.view(kc.memory_view, p, calc, style), "kv_memory")
 ui.help_expander("kvcache.chart_help")
 st.subheader(ui.t("kvcache.tensor_header"))  # the buffers filling token by token: Next / Page Down in slide mode
 fill = kc.tensor_fill(p, calc)
-at = ui.slide_controls("kv_token", len(fill.tokens)) if ui.present() else None
+at = ui.slide_controls("slide", len(fill.tokens)) if ui.present() else None
 ui.show_view(ui.view(kc.tensor_view, fill, p.tag, style, at), "kv_tensors")
 st.caption(kc.tensor_caption(fill, style))
 

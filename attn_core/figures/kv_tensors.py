@@ -154,8 +154,9 @@ def _full_traces(fill: CacheFill, f: int, style: Style) -> list[dict]:
         how = (dict(line=dict(color=READ_LINE, width=1.2)) if kind == 2 else
                dict(fill="toself", fillcolor=colour, opacity=0.45 if kind == 0 else 1.0, line=dict(width=0)))  # fmt: skip
         out.append(dict(type="scatter", x=x, y=y, mode="lines", hoverinfo="skip", showlegend=False, **how))
+    colours = [LAYOUT_COLORS[lay.kind] for lay in fill.layouts]
     out.append(dict(type="bar", orientation="h", y=names, xaxis="x2", yaxis="y2", textposition="outside",
-                    cliponaxis=False, marker=dict(color=[LAYOUT_COLORS[lay.kind] for lay in fill.layouts]),
+                    textfont=dict(size=style.font), cliponaxis=False, marker=dict(color=colours),
                     hovertemplate="%{y}<br>%{hovertext}<extra></extra>", showlegend=False, **_bars(fill, f, t)))  # fmt: skip
     return out
 

@@ -58,7 +58,7 @@ def test_play_advances_the_frames_and_page_down_steps_in_presentation_mode(watch
     watch.wait_idle()
     page.keyboard.press("PageDown")
     watch.wait_idle()
-    assert "缓存中已有 3 / 16 个词元" in page.evaluate(TITLE) and "kv_token=3" in page.url
+    assert "缓存中已有 3 / 16 个词元" in page.evaluate(TITLE) and "slide=3" in page.url
     page.locator(CHART).scroll_into_view_if_needed()
     watch.shot("kv-tensors-present-zh")  # the whole page: the still under Previous / Next
     page.locator(CHART).screenshot(path=str(SHOTS / "kv-tensors-present-zh-chart.png"))
