@@ -156,7 +156,7 @@ def _full_traces(fill: CacheFill, f: int, style: Style) -> list[dict]:
         out.append(dict(type="scatter", x=x, y=y, mode="lines", hoverinfo="skip", showlegend=False, **how))
     colours = [LAYOUT_COLORS[lay.kind] for lay in fill.layouts]
     out.append(dict(type="bar", orientation="h", y=names, xaxis="x2", yaxis="y2", textposition="outside",
-                    textfont=dict(size=style.font), cliponaxis=False, marker=dict(color=colours),
+                    textfont=dict(size=style.font), constraintext="none", cliponaxis=False, marker=dict(color=colours),
                     hovertemplate="%{y}<br>%{hovertext}<extra></extra>", showlegend=False, **_bars(fill, f, t)))  # fmt: skip
     return out
 

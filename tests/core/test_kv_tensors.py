@@ -157,3 +157,14 @@ def test_the_command_line_exports_the_view(tmp_path):
     assert len(table) == 8 * 3 and table["tokens"].max() == 8
     last = table[table["tokens"] == 8]
     assert last["bytes"].tolist() == [2 * 32 * h * 8 * 128 * 2 for h in (32, 8, 1)]  # Llama-3-8B, fp16
+
+
+def test_an_image_of_the_animation_is_its_first_state_without_the_controls():
+    from attn_core.render import still
+
+    fig = kt.tensor_figure(cache_fill(2, 4, 2, (4, 4), 8), Style())
+    image = spec(still(fig))
+    assert "frames" not in image and "sliders" not in image["layout"] and "updatemenus" not in image["layout"]
+    assert image["data"] == spec(fig)["data"]
+    plain = kt.tensor_figure(cache_fill(2, 4, 2, (4, 4), 8), Style(), at=3)
+    assert still(plain) is plain  # a figure without frames is drawn as it is

@@ -35,13 +35,13 @@ def test_play_advances_the_frames_and_page_down_steps_in_presentation_mode(watch
     page.wait_for_function(f"() => parseInt(({LABEL})().match(/\\d+/g).pop()) >= 4", timeout=15_000)
     errors = len(watch.page_errors)
     chart.locator(".updatemenu-button").nth(1).click()  # ⏸ Pause
-    page.wait_for_timeout(600)
+    page.wait_for_timeout(500)
     # plotly.js rejects the interrupted Play's promise (its frame queue's onInterrupt) and its button handler
     # does not catch it: an unhandled rejection with no reason, the only error the page logs
     assert watch.page_errors[errors:] in ([], ["undefined"])
     del watch.page_errors[errors:]
     paused = tokens_shown(watch)
-    page.wait_for_timeout(900)
+    page.wait_for_timeout(700)
     assert tokens_shown(watch) == paused and 4 <= paused < 32  # it stopped where it was
     # the frames kept the bars bars (a frame's trace without its type became a line) with the engine's bytes
     bars = page.evaluate(
@@ -60,6 +60,6 @@ def test_play_advances_the_frames_and_page_down_steps_in_presentation_mode(watch
     watch.wait_idle()
     assert "缓存中已有 3 / 16 个词元" in page.evaluate(TITLE) and "slide=3" in page.url
     page.locator(CHART).scroll_into_view_if_needed()
-    watch.shot("kv-tensors-present-zh")  # the whole page: the still under Previous / Next
+    page.screenshot(path=str(SHOTS / "kv-tensors-present-zh.png"))  # the 1280 x 720 viewport: the still
     page.locator(CHART).screenshot(path=str(SHOTS / "kv-tensors-present-zh-chart.png"))
     assert_clean(watch)
