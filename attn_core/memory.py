@@ -599,3 +599,95 @@ def memory_curves(
     totals = tuple(lay.bytes(n, batch, dtype) + w if n else 0 for lay, n in zip(layouts, fits, strict=True))
     return MemoryCurves(tuple(layouts), tokens, cache.reshape(len(layouts), len(tokens)), fits, totals,
                         int(device_bytes), weights, batch, dtype)  # fmt: skip
+
+
+# ---------------------------------------------------------------- the cache as tensors, filling token by token
+#: Most frames the tensor animation draws: longer sequences are shown at evenly thinned token counts.
+MAX_FILL_FRAMES = 64
+#: The group size the tensor view's GQA takes when the model is MHA or MQA (a divisor of n_heads nearest it).
+GQA_GROUP = 4
+
+
+def gqa_heads(n_heads: int, n_kv_heads: int | None) -> tuple[int | None, bool]:
+    """(KV heads of the GQA layout, whether they were chosen here): ``n_kv_heads`` when it lies strictly between
+    1 and ``n_heads``; else the divisor of ``n_heads`` strictly between whose group ``n_heads / d`` is nearest
+    :data:`GQA_GROUP` (the smaller on a tie); ``None`` when ``n_heads`` has no such divisor (1, 2 or a prime)."""
+    n_heads = check_int("n_heads", n_heads, 1, MAX_CALC_HEADS)
+    if n_kv_heads is not None and 1 < n_kv_heads < n_heads:
+        check_kv_heads(n_heads, n_kv_heads)
+        return n_kv_heads, False
+    between = [d for d in range(2, n_heads) if n_heads % d == 0]
+    if not between:
+        return None, True
+    return min(between, key=lambda d: (abs(n_heads / d - GQA_GROUP), d)), True
+
+
+@dataclass(frozen=True)
+class CacheFill:
+    """The K/V buffers of MHA, GQA and MQA at the same ``n_heads`` query heads, filled one token at a time.
+
+    Each layout's buffers are ``[L, 2, B, H_kv, S, d]`` (K and V of every layer; ``seq_len`` = S positions);
+    query head ``h`` reads KV head ``h // (n_heads / H_kv)`` (what ``repeat_kv`` does). ``tokens[f]`` is the
+    number of positions filled in frame ``f`` (1 .. S; every token when S <= the frame cap, else evenly
+    thinned, ``S`` always last) and ``bytes[f][i]`` the exact bytes ``layouts[i]`` holds then
+    (:meth:`CacheLayout.bytes`, the formula of :func:`kv_cache_bytes`). ``gqa_chosen``: the GQA layout's KV
+    heads were chosen by :func:`gqa_heads` (the model itself is MHA, MQA or MLA).
+    """
+
+    layouts: tuple[CacheLayout, ...]
+    n_heads: int
+    seq_len: int
+    batch: int
+    dtype: str
+    tokens: tuple[int, ...]
+    bytes: tuple[tuple[int, ...], ...]
+    gqa_chosen: bool
+
+    @property
+    def thinned(self) -> bool:
+        """Whether some token counts are skipped (more tokens than frames)."""
+        return len(self.tokens) < self.seq_len
+
+    def shape(self, i: int) -> tuple[int, int, int, int, int, int]:
+        """``(L, 2, B, H_kv, S, d_k)`` of layout ``i``'s buffers."""
+        lay = self.layouts[i]
+        return (lay.n_layers, 2, self.batch, lay.n_kv_heads, self.seq_len, lay.k_dim)
+
+    def reads(self, i: int) -> tuple[int, ...]:
+        """The KV head each query head reads in layout ``i``: ``h // (n_heads / H_kv)``."""
+        n_rep = self.n_heads // self.layouts[i].n_kv_heads
+        return tuple(h // n_rep for h in range(self.n_heads))
+
+
+def fill_tokens(seq_len: int, max_frames: int = MAX_FILL_FRAMES) -> tuple[int, ...]:
+    """The token counts drawn: ``1 .. seq_len`` when it fits ``max_frames``, else ``ceil(k * S / n)``, k = 1 .. n."""
+    s, n = check_int("seq_len", seq_len, 1, MAX_CALC_SEQ_LEN), check_int("max_frames", max_frames, 1, 10_000)
+    n = min(s, n)
+    return tuple(-(-k * s // n) for k in range(1, n + 1))
+
+
+def cache_fill(
+    n_layers: int,
+    n_heads: int,
+    n_kv_heads: int | None,
+    dims: tuple[int, int],
+    seq_len: int,
+    batch: int = 1,
+    dtype: str = "fp16",
+    max_frames: int = MAX_FILL_FRAMES,
+) -> CacheFill:
+    """:class:`CacheFill` of MHA (``n_heads`` KV heads), GQA (:func:`gqa_heads` of the model's ``n_kv_heads``;
+    left out when ``n_heads`` has no divisor strictly between 1 and itself) and MQA (1; left out when
+    ``n_heads`` is 1), each with keys and values of ``dims = (d_k, d_v)``, for ``seq_len`` positions.
+    ``n_kv_heads`` None: the model is none of the three (MLA); no layout is marked as the model's own."""
+    if n_kv_heads is not None:
+        check_kv_heads(n_heads, check_int("n_kv_heads", n_kv_heads, 1, MAX_CALC_HEADS))
+    gqa, chosen = gqa_heads(n_heads, n_kv_heads)
+    k_dim, v_dim = dims
+    kinds = [("MHA", n_heads)] + ([("GQA", gqa)] if gqa else []) + ([("MQA", 1)] if n_heads > 1 else [])
+    layouts = tuple(CacheLayout(kind, n_layers, h, k_dim, v_dim, native=h == n_kv_heads) for kind, h in kinds)
+    for lay in layouts:
+        lay.elements_per_token()  # validates the layers and widths
+    tokens = fill_tokens(seq_len, max_frames)
+    sizes = tuple(tuple(lay.bytes(t, batch, dtype) for lay in layouts) for t in tokens)
+    return CacheFill(layouts, n_heads, seq_len, batch, dtype, tokens, sizes, chosen)

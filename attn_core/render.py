@@ -120,6 +120,17 @@ def data_csv(df: pd.DataFrame) -> bytes:
     return ("\ufeff" + buf.getvalue()).encode("utf-8")
 
 
+def still(fig: go.Figure) -> go.Figure:
+    """An animated figure as an image shows it: its first state, without its frames, play buttons and slider
+    (a picture cannot play them; copying 64 frames through plotly's validation cost seconds). Others as they are."""
+    if not fig.frames:
+        return fig
+    layout = fig.layout.to_plotly_json()
+    layout.pop("sliders", None)
+    layout.pop("updatemenus", None)
+    return go.Figure({"data": [t.to_plotly_json() for t in fig.data], "layout": layout}, _validate=False)
+
+
 def export_bytes(
     fig: go.Figure, fmt: str, data: object = None, preset: str = "screen", style: Style | None = None
 ) -> bytes:
@@ -132,7 +143,7 @@ def export_bytes(
         if preset not in EXPORT_PRESETS:
             raise unknown_option("preset", preset, PRESET_NAMES)
         p = EXPORT_PRESETS[preset]
-        fitted = fit_figure(fig, p, style or Style())
+        fitted = fit_figure(still(fig), p, style or Style())
         return render_image(fitted, fmt, p.width, p.height or fitted.layout.height, p.scale)
     if fmt == "html":
         return figure_html(fig)

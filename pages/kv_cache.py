@@ -13,12 +13,6 @@ st.title(ui.t("kvcache.title"))
 st.caption(ui.t("kvcache.intro"))
 
 
-def show(notices) -> None:
-    """Notices of the view model: ``(Streamlit call, text, icon)``."""
-    for kind, text, icon in notices:
-        getattr(st, kind)(text, **({"icon": icon} if icon else {}))
-
-
 # ---------------------------------------------------------------- 1. calculator
 c1, c2, c3 = st.columns([1.2, 1, 1], gap="large")
 with c1:
@@ -57,7 +51,7 @@ p = P(**v, seed=ui.seed())
 calc = ui.compute(kc.calculator, p)  # the layouts, the device memory, the weights; a bad value says what to change
 if calc is None:
     st.stop()
-show(kc.notices(p, calc, style))
+ui.notices(kc.notices(p, calc, style))
 label, value, exact = kc.result(p, calc, style)
 m1, m2 = st.columns([1, 2.4], gap="large")
 with m1:
@@ -67,7 +61,7 @@ with m2:
     st.latex(kc.latex_formula(p, calc))
     st.caption(kc.symbols(p, calc, style))
 st.dataframe(kc.comparison_table(kc.comparison(p, calc), style), hide_index=True, width="stretch")
-show(kc.weights_notes(p, calc, style))
+ui.notices(kc.weights_notes(p, calc, style))
 mla_numbers = kc.mla_help_numbers(calc, style)
 if mla_numbers is not None:
     ui.help_expander("kvcache.mla_help", **mla_numbers)
@@ -76,6 +70,11 @@ if mla_numbers is not None:
 st.subheader(ui.t("kvcache.chart_header"))
 ui.show_view(ui.view(kc.memory_view, p, calc, style), "kv_memory")
 ui.help_expander("kvcache.chart_help")
+st.subheader(ui.t("kvcache.tensor_header"))  # the buffers filling token by token: Next / Page Down in slide mode
+fill = kc.tensor_fill(p, calc)
+at = ui.slide_controls("slide", len(fill.tokens)) if ui.present() else None
+ui.show_view(ui.view(kc.tensor_view, fill, p.tag, style, at), "kv_tensors")
+st.caption(kc.tensor_caption(fill, style))
 
 # ---------------------------------------------------------------- 3. live decode
 st.subheader(ui.t("kvcache.live_header"))
@@ -104,7 +103,7 @@ with d3:
 p = kc.with_values(p, **dec)
 spec = kc.decode_spec(p, model)
 st.markdown(kc.live_intro(p, spec, style))
-show(n for n in [kc.wrong_notice(spec, style)] if n is not None)
+ui.notices(n for n in [kc.wrong_notice(spec, style)] if n is not None)
 
 run = ui.live_state("kv_decode", (spec, ui.device()))
 start = ui.live_buttons("kv", "kvcache.run", "kvcache.stop")

@@ -214,3 +214,9 @@ def run_safely(fn: Callable[[], Any]) -> Any:
     except ConfigError as exc:
         show_error(exc)
         return None
+
+
+def notices(items: Any) -> None:
+    """A view model's notices, each ``(Streamlit call: "info", "warning", "caption" ..., text, icon or "")``."""
+    for kind, text, icon in items:
+        getattr(st, kind)(text, **({"icon": icon} if icon else {}))

@@ -19,14 +19,17 @@ from .. import kv_cache as kvc
 from ..config import ConfigError, check_int
 from ..device import total_memory
 from ..figures import Style
+from ..figures import kv_tensors as kt
 from ..figures import memory as mf
 from ..memory import (
     DTYPES,
     MAX_CALC_SEQ_LEN,
+    CacheFill,
     CacheLayout,
     MemoryCurves,
     ModelPreset,
     bytes_per_element_text,
+    cache_fill,
     cache_layouts,
     dtype_bits,
     format_bytes,
@@ -39,7 +42,7 @@ from ..memory import (
     weights_bytes,
 )
 from ..models import LoadedModel, load_model, model_preset
-from .base import View, control, with_values  # noqa: F401 - with_values for the page
+from .base import View, control, view_list, with_values  # noqa: F401 - with_values for the page
 from .models import EXAMPLE_TEXTS, GenPair, GenSpec, ModelText, gen_frame, gen_steps, gen_summary
 
 DEFAULT_MODEL = "llama-3-8b"  # a GQA model, so the comparison has MHA, GQA and MQA rows
@@ -57,6 +60,8 @@ MODELS = ("custom", *load_presets(), *SHIPPED_MODELS)
 REAL_PROMPT = EXAMPLE_TEXTS["english"]  # the real model's prompt, cut or repeated to dec_prompt tokens
 REAL_DTYPE = "fp32"  # the shipped models run in float32: so does their cache
 Notice = tuple[str, str, str]  # (Streamlit call: "info", "warning" or "caption", text, icon)
+#: The charts the command line draws (``--view``; all by default); ``--decode`` and ``--prefill-decode`` add theirs.
+VIEW_NAMES = ("layouts", "memory", "tensors")
 
 
 @dataclass(frozen=True)
@@ -505,6 +510,64 @@ def memory_view(p: Params, calc: Calculator, style: Style) -> View:
     return View(f"kv_cache_{p.tag}_{p.dtype}_b{p.batch}", mf.memory_figure(c, chart, style), lambda: curves_frame(c))
 
 
+def tensor_fill(p: Params, calc: Calculator) -> CacheFill:
+    """MHA, GQA and MQA at the model's query heads (an MLA model: its MHA row's heads and widths), filling
+    ``p.seq_len`` positions for ``p.batch`` sequences in ``p.dtype`` (:func:`attn_core.memory.cache_fill`).
+    GQA keeps the model's KV heads, or takes a divisor of the query heads when the model is MHA, MQA or MLA."""
+    mha, native = calc.layouts[0], calc.native
+    own = native.n_kv_heads if native.kind in ("MHA", "GQA", "MQA") else None
+    return cache_fill(mha.n_layers, mha.n_kv_heads, own, (mha.k_dim, mha.v_dim), p.seq_len, p.batch, p.dtype)
+
+
+def tensor_data(fill: CacheFill) -> pd.DataFrame:
+    """The numbers behind :func:`tensor_view`: one row per frame and layout, with the buffers' shape and bytes."""
+    rows = []
+    for f, t in enumerate(fill.tokens):
+        for i, lay in enumerate(fill.layouts):
+            L, two, B, H, S, d = fill.shape(i)
+            rows.append(dict(frame=f, tokens=t, layout=lay.label, this_model=lay.native, query_heads=fill.n_heads,
+                             kv_heads=H, query_heads_per_kv_head=fill.n_heads // H, layers=L, kv=two, batch=B,
+                             positions=S, k_dim=d, v_dim=lay.v_dim, dtype=fill.dtype, bytes=fill.bytes[f][i]))  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def tensor_view(fill: CacheFill, tag: str, style: Style, at: int | None = None) -> View:
+    """The cache as tensors: the animated figure, or with ``at`` the still of that frame (presentation mode)."""
+    name = f"kv_tensors_{tag}_{fill.dtype}_b{fill.batch}_s{fill.seq_len}" + (
+        "" if at is None else f"_t{fill.tokens[at]}"
+    )
+    return View(name, kt.tensor_figure(fill, style, at), lambda: tensor_data(fill))
+
+
+def tensor_caption(fill: CacheFill, style: Style) -> str:
+    """What the tensor view draws, which GQA it shows, and the bytes of the three at ``S`` compared."""
+    lay0 = fill.layouts[0]
+    rest = lay0.n_layers - 1
+    stack = style.t("kvtensor.stack", rest=style.count(rest, "layer")) if rest else ""
+    parts = [style.t("kvtensor.drawn", stack=stack, cell=style.count(lay0.k_dim, "element"),
+                     layers=style.count(lay0.n_layers, "layer"))]  # fmt: skip
+    gqa = next((lay for lay in fill.layouts if lay.kind == "GQA"), None)
+    if fill.n_heads == 1:
+        parts.append(style.t("kvtensor.one_head"))
+    elif gqa is None:
+        parts.append(style.t("kvtensor.no_gqa", h=fill.n_heads))
+    elif fill.gqa_chosen:
+        parts.append(
+            style.t("kvtensor.gqa_chosen", g=gqa.n_kv_heads, h=fill.n_heads, rep=fill.n_heads // gqa.n_kv_heads)
+        )
+    full = fill.bytes[-1]
+    sizes = [f"{lay.label} {format_bytes_exact(b)}" + ("" if i == 0 else f" ({ratio_text(b, full[0])})")
+             for i, (lay, b) in enumerate(zip(fill.layouts, full, strict=True))]  # fmt: skip
+    parts.append(
+        style.t(
+            "kvtensor.at_s",
+            tokens=style.count(fill.seq_len, "token_long"),
+            sizes=("；" if style.lang == "zh" else "; ").join(sizes),
+        )
+    )
+    return ("" if style.lang == "zh" else " ").join(parts)
+
+
 def decode_series(steps: Sequence[kvc.DecodeStep], spec: DecodeSpec) -> mf.DecodeSeries:
     """The memory chart's numbers for the steps so far; the axes span the whole run (the chart grows in place)."""
     cfg = spec.cfg
@@ -569,9 +632,11 @@ def prefill_decode_view(timing: kvc.PrefillDecodeTiming, spec: PrefillSpec, styl
 def views(p: Params, style: Style, which: str | Sequence[str] | None = None, device: str = "cpu") -> list[View]:
     """The page's charts for ``p``, in the page's order: the layouts compared and memory against sequence length;
     with ``p.decode`` a complete live decode's memory and time; with ``p.prefill_decode`` its timing.
-    ``which`` is not used (the page has no view choice)."""
+    ``which`` picks among :data:`VIEW_NAMES` (all by default; the decode's charts follow their flags)."""
     calc = calculator(p, device=device)
-    out = [comparison_view(p, calc, style), memory_view(p, calc, style)]
+    makers = {"layouts": lambda: comparison_view(p, calc, style), "memory": lambda: memory_view(p, calc, style),
+              "tensors": lambda: tensor_view(tensor_fill(p, calc), p.tag, style)}  # fmt: skip
+    out = [makers[name]() for name in view_list(which, VIEW_NAMES, VIEW_NAMES)]
     if p.decode or p.prefill_decode:
         check_decode(p, p.decode)
     if p.decode:

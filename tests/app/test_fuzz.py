@@ -268,6 +268,9 @@ KV_CACHE_CASES = [
     {"model": "smollm2-135m", "dec_real": "true", "dec_steps": "2", "dec_prompt": "1", "dec_layers": "8"},
     {"model": "smollm2-135m", "dec_real": "true", "dec_wrong": "true", "dec_batch": "16", "seq_len": "1048576"},
     {"model": "minilm-l6", "dec_real": "true", "stack_weights": "true", "dtype": "int4"},
+    # the cache as tensors: no GQA divisor (6 has 2 and 3: GQA-2 chosen; 2 has none), a slide past the last token
+    {"model": "custom", "n_heads": "6", "n_kv_heads": "6", "seq_len": "2", "present": "true", "slide": "99"},
+    {"model": "custom", "n_heads": "2", "n_kv_heads": "2", "seq_len": "64", "slide": "abc", "present": "true"},
 ]  # fmt: skip
 
 

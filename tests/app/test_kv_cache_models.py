@@ -89,7 +89,7 @@ def test_the_command_line_decodes_with_the_real_model():
             "--dec-prompt", "2", "--no-recompute"]  # fmt: skip
     params, _ = export.params_from(spec, argv)
     views = spec.views(params, Style())
-    assert len(views) == 4 and views[2].name == "kv_decode_memory_smollm2-135m_p2_n3_fp32"
-    data = views[2].data
+    assert len(views) == 5 and views[3].name == "kv_decode_memory_smollm2-135m_p2_n3_fp32"
+    data = views[3].data
     assert (data.cache_bytes_measured == data.cache_bytes_formula).all()
     assert data.context_tokens.tolist() == [2, 3, 4]

@@ -70,7 +70,7 @@ def test_llama_2_7b_at_4096_tokens_is_2_gib(app_test):
     assert "2,147,483,648" in table.iloc[:, 4].tolist()
     assert table.iloc[0, -1] == "163,840"  # 80 GiB / 512 KiB per token
     assert "Press Run decode" in texts(at) and "Press Measure prefill and decode" in texts(at)
-    assert len(chart_specs(at)) == 1  # nothing is timed until asked
+    assert len(chart_specs(at)) == 2  # the memory chart and the tensors: nothing is timed until asked
 
 
 def test_prefill_against_decode_is_measured_on_request(app_test):
@@ -385,21 +385,27 @@ def test_the_page_draws_the_charts_of_the_command_line(app_test, query, session,
     spec = page("kv_cache")
     params, args = export.params_from(spec, argv)
     views = spec.views(params, Style(lang=args.lang, present=args.present))
-    assert len(views) == (4 if decode else 2)
+    assert len(views) == (5 if decode else 3)
+    if args.present:  # presentation mode steps through stills of the tensor view (Previous / Next), the first first
+        fill = kc.tensor_fill(params, kc.calculator(params))
+        views[2] = kc.tensor_view(fill, params.tag, Style(lang=args.lang, present=True), at=0)
     shown = {s["layout"]["uirevision"]: s for s in chart_specs(at)}
-    assert sorted(shown) == sorted(["kv_memory", *(["kv_live_mem", "kv_live_time"] if decode else [])])
-    for key, view in zip(["kv_memory", "kv_live_mem"], views[1:3], strict=False):  # exact numbers: all the same
+    assert sorted(shown) == sorted(["kv_memory", "kv_tensors", *(["kv_live_mem", "kv_live_time"] if decode else [])])
+    for key, view in zip(
+        ["kv_memory", "kv_tensors", "kv_live_mem"], views[1:4], strict=False
+    ):  # exact numbers: all the same
         cli = json.loads(pio.to_json(view.figure, validate=False))
-        assert trace_numbers(shown[key]) == trace_numbers(cli)
+        if key != "kv_tensors":  # its bars are categories (trace_numbers reads numbers): compared whole below
+            assert trace_numbers(shown[key]) == trace_numbers(cli)
         assert shown[key]["layout"]["title"]["text"] == cli["layout"]["title"]["text"]
         assert shown[key] == cli
     cells = views[0].figure.to_plotly_json()["data"][0]["cells"]["values"]  # the table: the page's dataframe
     table = at.dataframe[0].value
     assert [list(c) for c in cells] == [table[c].tolist() for c in table.columns]
     if decode:
-        cli_time = json.loads(pio.to_json(views[3].figure, validate=False))  # measured times differ run to run
+        cli_time = json.loads(pio.to_json(views[4].figure, validate=False))  # measured times differ run to run
         page_time = shown["kv_live_time"]
         assert [arr(t["x"]).tolist() for t in page_time["data"]] == [arr(t["x"]).tolist() for t in cli_time["data"]]
         assert page_time["layout"]["title"]["text"] == cli_time["layout"]["title"]["text"]
         tokens = [s.token for s in at.session_state["kv_decode"].steps]
-        assert tokens == views[2].data["token (cache)"].tolist()  # the same seeded model decodes the same tokens
+        assert tokens == views[3].data["token (cache)"].tolist()  # the same seeded model decodes the same tokens

@@ -23,7 +23,7 @@ PAGE_ARGS = {
     "heatmaps": "--n-heads 4 --n-kv-heads 2 --d-k 8 --seq-len 8 --mask causal --view all",
     "saturation": "--d-k 16 --seq-len 8 --samples 16",
     "kv_sharing": "--n-heads 4 --n-kv-heads 2 --d-k 8 --seq-len 8 --view all",
-    "kv_cache": "--model llama-3-8b --seq-len 1024",
+    "kv_cache": "--model llama-3-8b --seq-len 1024 --view all",
     "models": "--model smollm2-135m --example repeated --repeat-len 8 --gen-tokens 2 --view all",
     "mla": "--seq-len 6 --dec-steps 2 --dec-prompt 2 --view all",
     "complexity": "--seq-len 128 --d-model 32 --n-heads 2 --n-kv-heads 1 --head-dim 16 --view all",

@@ -45,6 +45,7 @@ def test_cli_writes_every_view_as_csv_and_svg(tmp_path):
     names = [
         "kv_layouts_llama-3-8b_fp16_b1_s4096",
         "kv_cache_llama-3-8b_fp16_b1",
+        "kv_tensors_llama-3-8b_fp16_b1_s4096",
         "kv_decode_memory_h32_kv8_d128_L2_b1_fp16",
         "kv_decode_time_h32_kv8_d128_L2_b1_fp16",
         "kv_prefill_decode_h32_kv8_d128_L2_b1_fp16_n4",
@@ -73,7 +74,8 @@ def test_curves_and_table_csv_equal_the_formula_by_hand(tmp_path):
     argv = ["--page", "kv_cache", "--model", "llama-2-7b", "--format", "csv", "--out", str(tmp_path)]
     paths = export.run(argv)
     assert [p.name for p in paths] == [cli_file(argv, "kv_layouts_llama-2-7b_fp16_b1_s4096", "csv"),
-                                       cli_file(argv, "kv_cache_llama-2-7b_fp16_b1", "csv")]  # fmt: skip
+                                       cli_file(argv, "kv_cache_llama-2-7b_fp16_b1", "csv"),
+                                       cli_file(argv, "kv_tensors_llama-2-7b_fp16_b1_s4096", "csv")]  # fmt: skip
     curves = read(paths, "kv_cache_llama-2-7b_fp16_b1")
     assert list(curves.columns) == ["tokens", "MHA cache (bytes)", "MQA cache (bytes)"]
     s = curves["tokens"].to_numpy()
@@ -176,7 +178,7 @@ def test_decode_memory_figure_equals_the_page_and_measured_equals_formula(app_te
             "--out", str(tmp_path)]  # fmt: skip
     paths = export.run(argv)
     page = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem")
-    assert seen["5.html"] == page  # after the table and the memory chart: the decode memory chart
+    assert seen["7.html"] == page  # after the table, the memory chart and the tensors: the decode memory chart
     df = read(paths, "kv_decode_memory_h32_kv8_d128_L2_b2_fp32")
     assert df["step"].tolist() == [1, 2, 3, 4, 5] and df["tokens in cache"].tolist() == [3, 4, 5, 6, 7]
     # 2 layers x 2 sequences x 8 KV heads x S x 128 x 4 bytes, x 2 for K and V
