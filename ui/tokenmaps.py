@@ -24,10 +24,12 @@ __all__ = ["FOCUS_TOKEN", "FOCUS_GROUP", "open_zoom", "head_grid"]
 FOCUS_TOKEN, FOCUS_GROUP = "focus_token", "focus_group"  # session-state keys of the two pickers
 
 
-def open_zoom(head: int) -> None:
-    """Open ``head`` in the heatmap page's zoom (the step-by-step view reads the same head)."""
-    st.session_state.update(view="zoom", head=head)
-    st.query_params.update(view="zoom", head=str(head))  # the URL-bound head slider reads it when made
+def open_zoom(head: int, view: str = "zoom") -> None:
+    """Open ``head`` in the one-head ``view`` of the page: the heatmap page's zoom (its step-by-step view reads
+    the same head), the models page's ``head`` view. Called before the page's widgets exist: no head slider
+    is bound yet (a slider that is, like the models page's layer, keeps its value)."""
+    st.session_state.update(view=view, head=head)
+    st.query_params.update(view=view, head=str(head))  # the URL-bound head slider reads it when made
 
 
 def _points(key: str) -> Any:
