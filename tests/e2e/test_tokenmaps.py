@@ -20,6 +20,8 @@ POINT = """([sel, axes, x, y]) => {
     return [box.left + xa._offset + px, box.top + ya._offset + py];
 }"""
 
+HOVER = "() => Array.from(document.querySelectorAll('.hoverlayer .hovertext')).map(e => e.textContent).join(' | ')"
+
 FOCUS = """() => {
     const gd = document.querySelector('.st-key-grid .js-plotly-plot');
     return (gd.layout.shapes || []).filter(s => s.name === 'focus').map(s => [s.xref, s.y0, s.y1]);
@@ -28,7 +30,9 @@ FOCUS = """() => {
 
 def pick(watch, key: str, option: str) -> None:
     """Choose ``option`` in the selectbox ``key`` as a user does: open it, click the option."""
-    watch.page.locator(f".st-key-{key} [role='combobox']").click()
+    box = watch.page.locator(f".st-key-{key} [role='combobox']")
+    box.click()
+    box.fill(option)  # typing filters the list (a React Aria combobox) and opens it
     watch.page.get_by_role("option", name=option, exact=True).click()
     watch.wait_idle()
 
@@ -47,6 +51,17 @@ def test_follow_a_token_and_click_a_panel(watch):
     lines = page.locator(".st-key-focus_lines .js-plotly-plot")
     assert lines.count() == 1
     assert "Where “sat” (2) attends most in KV group 1" in page.inner_text("body")
+    # hover: a grid cell names head, KV group, query, key and weight (the click layer's points carry it)
+    page.locator(".st-key-grid").scroll_into_view_if_needed()
+    page.mouse.move(*page.evaluate(POINT, [".st-key-grid", "6", 2, 3]))
+    page.wait_for_function(f"() => ({HOVER})().length > 0")
+    hover = page.evaluate(HOVER)
+    assert all(s in hover for s in ("head 5", "KV 1", "query on (3)", "key sat (2)", "weight 0.", "click: open")), hover
+    lines.scroll_into_view_if_needed()
+    page.mouse.move(*page.evaluate(POINT, [".st-key-focus_lines", "2", 1, 4]))  # head 5's key "the (4)"
+    page.wait_for_function(f"() => ({HOVER})().includes('the (4)')")
+    hover = page.evaluate(HOVER)
+    assert all(s in hover for s in ("head 5", "KV 1", "query sat (2)", "key the (4)", "weight 0.")), hover
     watch.shot("tokenmaps-follow-sat")
     # a click on query "cat (1)" in the line view's first panel follows that token
     lines.scroll_into_view_if_needed()
