@@ -120,7 +120,7 @@ def head_colour(group: int, k: int, n: int) -> str:
 @dataclass(frozen=True)
 class TokenLines:
     """What :func:`token_lines_figure` draws: ``weights`` ``[n, T_k]`` (query ``query``'s row in each of the
-    ``heads``, NaN = masked), the heads' KV group, every query and key label, the title."""
+    ``heads``, NaN = masked), the heads' KV group, every query and key label, the title and the note under it."""
 
     weights: np.ndarray
     heads: tuple[int, ...]
@@ -130,6 +130,7 @@ class TokenLines:
     labels_k: list[str]
     query: int
     title: str
+    note: str = ""
 
 
 def _lines_panel(i: int, spec: TokenLines, style: Style, words: dict[str, str]) -> tuple[list[dict], list[dict]]:
@@ -202,9 +203,15 @@ def token_lines_figure(spec: TokenLines, style: Style = Style()) -> go.Figure:
                                 showarrow=False, text=f"<b>{words['head']} {head}</b> · KV {spec.group}",
                                 font=dict(size=style.font, color=head_colour(spec.group, head % spec.n_rep,
                                                                              spec.n_rep))))  # fmt: skip
-    top_margin = int(30 + 1.4 * style.title_font * (1 + spec.title.count("<br>")) + title_px)
+    # one title line hanging from the top, the note under it, then the panels' titles
+    note_px = int(1.6 * style.font) if spec.note else 0
+    top_margin = int(12 + 1.6 * style.title_font + note_px + title_px + 8)
+    if spec.note:
+        annotations.append(dict(x=0, y=1, xref="paper", yref="paper", xanchor="left", yanchor="bottom",
+                                yshift=title_px + 6, showarrow=False, text=spec.note,
+                                font=dict(size=max(11, style.font - 1), color="#555555")))  # fmt: skip
     layout.update(
-        title=dict(text=spec.title, font=dict(size=style.title_font), yref="container", y=1, yanchor="top",
+        title=dict(text=spec.title, font=dict(size=style.title_font), yref="container", y=1, yanchor="top", xref="paper", x=0, xanchor="left",
                    pad=dict(t=12)),
         font=dict(size=style.font), shapes=shapes, annotations=annotations, showlegend=False,
         height=int(top_margin + plot_h + 20), margin=dict(l=10, r=10, t=top_margin, b=20),

@@ -382,11 +382,11 @@ def lines_view(rows: PooledMaps, style: figures.Style) -> View:
     labels_q = figures.block_labels(rows.tokens_q, 0, len(rows.tokens_q), 1)
     labels_k = figures.block_labels(rows.tokens_k, 0, len(rows.tokens_k), 1)
     title = style.t("fig.focus_title", q=labels_q[q], g=group)
+    note = style.t("fig.focus_legend")
     if len(heads) < len(rows.heads):
-        title += "<br><sub>" + style.t("fig.focus_first", n=len(heads), m=len(rows.heads)) + "</sub>"
-    title += "<br><sub>" + style.t("fig.focus_legend") + "</sub>"
+        note = style.t("fig.focus_first", n=len(heads), m=len(rows.heads)) + " · " + note
     w = rows.weights[: len(heads), 0, :]
-    spec = figures.TokenLines(w, tuple(heads), group, n_rep, labels_q, labels_k, q, title)
+    spec = figures.TokenLines(w, tuple(heads), group, n_rep, labels_q, labels_k, q, title, note)
     fig = figures.token_lines_figure(spec, style)
 
     def frame() -> pd.DataFrame:
