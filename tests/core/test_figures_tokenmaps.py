@@ -139,7 +139,9 @@ def test_focus_sentence_is_chosen_from_the_numbers():
     def rows(w):
         w = np.asarray(w, dtype=np.float32)[:, None, :]
         toks = ("a", "b", "c")
-        return PooledMaps(w, np.ones((1, 3), bool), None, 1, "max", (2, 3), 4, 2, toks, toks, (1, 2), (0, 3), 1.0, "cpu")
+        return PooledMaps(
+            w, np.ones((1, 3), bool), None, 1, "max", (2, 3), 4, 2, toks, toks, (1, 2), (0, 3), 1.0, "cpu"
+        )
 
     s = figures.Style()
     text = hm.focus_sentence(rows([[0.2, 0.7, 0.1], [0.6, 0.3, 0.1]]), s)
