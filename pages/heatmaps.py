@@ -87,7 +87,7 @@ if p.view == "grid":
         pm = ui.compute(hm.grid_maps, layer, p.pool)
     if pm is None:
         st.stop()
-    show_maps(pm, "grid")
+    ui.head_grid(layer, pm, p.fit, "grid", ui.open_zoom, "focus.hint")  # click a panel: its zoom
     ui.help_text("heatmap.read.title", hm.read_help(pm, p.fit, style))
 elif p.view == "zoom":
     c1, c2, c3, c4 = st.columns(4, gap="medium")

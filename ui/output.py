@@ -77,16 +77,20 @@ def drawn(view: Any, style_: Any) -> Drawn:
     return Drawn(view.name, json.loads(pio.to_json(fig, validate=False)), view.source)
 
 
-def show_figure(fig: Any, key: str, data: Any = None, name: str | None = None) -> None:
+def show_figure(
+    fig: Any, key: str, data: Any = None, name: str | None = None, on_select: Callable[[], None] | None = None
+) -> None:
     """Draw a plotly figure (toolbar download: SVG at scale 2) with export buttons under it.
 
     ``data`` is a pandas DataFrame of the numbers behind the chart (with token
     labels) for the CSV export; ``name`` is the file stem of every export.
     A :class:`SerialisedFigure` is drawn as it is (its fonts were set when it was serialised).
+    ``on_select``: called when a click selects a point (the chart's state is ``st.session_state[key]``).
     """
     if not isinstance(fig, SerialisedFigure):
         figures.apply_fonts(fig, style())
-    st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme="streamlit")
+    select = {"on_select": on_select, "selection_mode": "points"} if on_select is not None else {}
+    st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme="streamlit", **select)
     export_menu(fig, key, data, export_name(name or key))
 
 
@@ -103,11 +107,11 @@ def export_name(view: str) -> str:
     return export_stem(page or "attention-explorer", view, values, state, lang())
 
 
-def show_view(view: Any, key: str, name: str | None = None) -> None:
+def show_view(view: Any, key: str, name: str | None = None, on_select: Callable[[], None] | None = None) -> None:
     """Draw an :class:`attn_core.views.View` or a :class:`Drawn` one; its table is built only if its CSV is
-    downloaded."""
+    downloaded. ``on_select``: see :func:`show_figure`."""
     fig = SerialisedFigure(view.spec) if isinstance(view, Drawn) else view.figure
-    show_figure(fig, key, data=view.source, name=name or view.name)
+    show_figure(fig, key, data=view.source, name=name or view.name, on_select=on_select)
 
 
 def show_steps(views: Sequence[Any], sentences: Sequence[str], n_cols: int, key: str = "step", stem: str = "") -> None:

@@ -5,9 +5,10 @@ One module per topic plus the common ground:
 - :mod:`.base`: :class:`Style` (fonts, colour scales), colours, :func:`apply_fonts`, :func:`base_layout`;
 - :mod:`.labels`: tick plans that label every token a lecturer points at;
 - :mod:`.heatmaps`: the grid of heads, one matrix, row entropy;
+- :mod:`.tokenmaps`: the grid's click layer, a query row's outline, the line view of one token;
 - :mod:`.kv`, :mod:`.memory`, :mod:`.saturation`: the KV-sharing, KV-cache and saturation figures.
 
-The names of :mod:`.base`, :mod:`.labels` and :mod:`.heatmaps` are importable from here
+The names of :mod:`.base`, :mod:`.labels`, :mod:`.heatmaps` and :mod:`.tokenmaps` are importable from here
 (``figures.Style``, ``figures.heatmap_grid``).
 """
 
@@ -17,5 +18,7 @@ from .heatmaps import *  # noqa: F403
 from .heatmaps import __all__ as _heatmaps_all
 from .labels import *  # noqa: F403
 from .labels import __all__ as _labels_all
+from .tokenmaps import *  # noqa: F403
+from .tokenmaps import __all__ as _tokenmaps_all
 
-__all__ = [*_base_all, *_labels_all, *_heatmaps_all]
+__all__ = [*_base_all, *_labels_all, *_heatmaps_all, *_tokenmaps_all]

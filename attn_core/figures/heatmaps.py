@@ -21,6 +21,7 @@ from .labels import (
     tick_plan,
 )
 from .margins import reserve_margins
+from .tokenmaps import ClickPanel, click_layer, click_step, row_outline
 
 __all__ = [
     "grid_columns",
@@ -119,7 +120,9 @@ def grid_plan(
 class HeadGrid:
     """What :func:`heatmap_grid` draws: ``weights`` ``[Hs, R, C]`` of the query heads ``heads`` (of ``n_heads``
     sharing ``n_kv_heads`` KV heads), the row and column labels, and optionally the title, the colour bar's
-    label, a least panel height in px and the top of the colour scale (1 unless fitted to the data)."""
+    label, a least panel height in px and the top of the colour scale (1 unless fitted to the data);
+    ``clickable``: a transparent click layer over the panels (:func:`~attn_core.figures.tokenmaps.click_layer`);
+    ``focus_row``: the row outlined in the panels of ``focus_heads`` (one query token's row)."""
 
     weights: np.ndarray
     heads: tuple[int, ...]
@@ -131,6 +134,9 @@ class HeadGrid:
     value_label: str | None = None
     panel_px: int | None = None
     cmax: float = 1.0
+    clickable: bool = False
+    focus_row: int | None = None
+    focus_heads: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -220,7 +226,9 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
     grid = replace(grid, weights=np.ascontiguousarray(grid.weights, dtype=np.float32))
     geo = _geometry(grid, style)
     words = dict(head=style.t("fig.head"), query=style.t("fig.query"), key=style.t("fig.key"),
-                 value=grid.value_label or style.t("fig.weight"))  # fmt: skip
+                 value=grid.value_label or style.t("fig.weight"), masked=style.t("fig.masked"),
+                 block_top=style.t("fig.block_top"), click=style.t("fig.click_open"),
+                 block=style.t("fig.click_block"))  # fmt: skip
     title = grid.title or style.t("fig.grid_title", heads=style.count(hs, "query_head"),
                                   groups=style.count(grid.n_kv_heads, "kv_group"))  # fmt: skip
     thinned = thinned_note(style, geo.plan.y, geo.plan.x, words["query"], words["key"])
@@ -235,6 +243,9 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
         frames, panel_title = _frames(i, grid, geo, style, masked)
         shapes += frames
         annotations.append(panel_title)
+    clicks, outlines = _click_and_focus(grid, geo, style, words)
+    data += clicks
+    shapes += outlines
     longest = max((len(s) for s in geo.x_ticks["ticktext"]), default=4)
     label_room = int(min(200, 30 + (10 if style.present else 0) + 0.5 * geo.plan.x.font * longest))
     # the title hangs from the top; each note line under it (<sub>, about 0.8 of the title's size) takes
@@ -264,6 +275,23 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
     fig = go.Figure(data=data, layout=layout, _validate=False)
     fig.layout.meta = {FONTS_SET: style.font}  # apply_fonts has nothing left to do
     return fig
+
+
+def _click_and_focus(grid: HeadGrid, geo: _Geometry, style: Style, words: dict[str, str]) -> tuple[list, list]:
+    """The grid's click layer (traces after every heatmap) and the outlines of the focused row."""
+    hs, r, c = grid.weights.shape
+    traces, shapes = [], []
+    step = click_step(hs, r, c) if grid.clickable else 0
+    cell_px = min(geo.plan.panel_w / max(c, 1), geo.plan.panel_h / max(r, 1))
+    n_rep = grid.n_heads // grid.n_kv_heads
+    for i, head in enumerate(grid.heads):
+        axes = "" if i == 0 else str(i + 1)
+        if step:
+            panel = ClickPanel(grid.weights[i], head, head // n_rep, grid.labels_q, grid.labels_k, axes, step, cell_px)
+            traces += click_layer(panel, words)
+        if grid.focus_row is not None and head in grid.focus_heads and 0 <= grid.focus_row < r:
+            shapes += row_outline(grid.focus_row, axes, style.present)
+    return traces, shapes
 
 
 @dataclass(frozen=True)

@@ -302,12 +302,14 @@ def fitted_top(pm: PooledMaps, fit: bool) -> float | None:
     return top if top > 0 else float(finite.max())
 
 
-def grid_view(pm: PooledMaps, style: figures.Style, fit: bool = False) -> View:
+def grid_view(pm: PooledMaps, style: figures.Style, fit: bool = False, focus: tuple[int, int] | None = None) -> View:
     """The grid of every head (or the zoom on one head's window), pooled as ``pm`` says, with its title.
 
     ``fit`` stretches the colour scale from 0 to the :data:`FIT_PERCENTILE`
     percentile of the values drawn instead of 0..1 (long sequences spread their
     weights thin; larger values take the top colour), and the title says so.
+    The whole grid has a click layer (a click on a panel opens its head); ``focus`` = ``(query position,
+    KV group)`` outlines the row holding that query in every panel of that group (:func:`focus_outline`).
     """
     (q0, q1), (k0, k1), f = pm.q_range, pm.k_range, pm.factor
     t_q, t_k = len(pm.tokens_q), len(pm.tokens_k)
@@ -331,9 +333,119 @@ def grid_view(pm: PooledMaps, style: figures.Style, fit: bool = False) -> View:
         title += "<br><sub>" + style.t("fig.fit_note", top=f"{cmax:.3g}", pct=f"{FIT_PERCENTILE:g}") + "</sub>"
     grid = figures.HeadGrid(pm.weights, tuple(pm.heads), pm.n_heads, pm.n_kv_heads,
                             figures.block_labels(pm.tokens_q, q0, q1, f), figures.block_labels(pm.tokens_k, k0, k1, f),
-                            title=title, value_label=value, panel_px=panel_px, cmax=cmax)  # fmt: skip
+                            title=title, value_label=value, panel_px=panel_px, cmax=cmax,
+                            clickable=whole and hs == pm.n_heads, **focus_outline(pm, focus))  # fmt: skip
     fig = figures.heatmap_grid(grid, style)
     return View(name, fig, lambda: pooled_frame(pm))
+
+
+# ---------------------------------------------------------------- one token's row in the heads of a KV group
+FOCUS_MAX = figures.LABELLED  # tokens a side up to which a query token can be followed (its lines readable)
+
+
+def focus_ok(pm: PooledMaps) -> bool:
+    """Whether a query token of ``pm``'s maps can be followed: at most :data:`FOCUS_MAX` queries and keys."""
+    return 0 < len(pm.tokens_q) <= FOCUS_MAX and 0 < len(pm.tokens_k) <= FOCUS_MAX
+
+
+def group_heads(n_heads: int, n_kv_heads: int, group: int) -> tuple[int, ...]:
+    """The query heads reading KV head ``group``."""
+    n_rep = n_heads // n_kv_heads
+    return tuple(range(group * n_rep, (group + 1) * n_rep))
+
+
+def focus_outline(pm: PooledMaps, focus: tuple[int, int] | None) -> dict:
+    """The :class:`~attn_core.figures.HeadGrid` fields outlining query ``focus[0]``'s row (the block row
+    holding it when pooled) in the panels of KV group ``focus[1]``; nothing when the row is not drawn."""
+    if focus is None:
+        return {}
+    q, group = focus
+    (q0, q1), f = pm.q_range, pm.factor
+    if not (q0 <= q < q1 and 0 <= group < pm.n_kv_heads):
+        return {}
+    return dict(focus_row=(q - q0) // f, focus_heads=group_heads(pm.n_heads, pm.n_kv_heads, group))
+
+
+def focus_rows(layer: SeededLayer, heads: tuple[int, ...], q: int, *, device: str = "cpu") -> PooledMaps:
+    """Query ``q``'s exact row of weights in each of ``heads`` (``[len(heads), 1, T_k]``, NaN = masked)."""
+    t_k = len(layer.keys)
+    return pooled_attention(layer, max_side=max(FOCUS_MAX, t_k), heads=heads, window=(q, q + 1, 0, t_k), device=device)
+
+
+def lines_view(rows: PooledMaps, style: figures.Style) -> View:
+    """The line view of :func:`focus_rows`: where the query attends in each head (the first
+    :data:`~attn_core.figures.LINES_MAX_HEADS` of its group), and the weights as a table."""
+    q = rows.q_range[0]
+    heads = rows.heads[: figures.LINES_MAX_HEADS]
+    n_rep = rows.n_heads // rows.n_kv_heads
+    group = rows.group_of(heads[0])
+    labels_q = figures.block_labels(rows.tokens_q, 0, len(rows.tokens_q), 1)
+    labels_k = figures.block_labels(rows.tokens_k, 0, len(rows.tokens_k), 1)
+    title = style.t("fig.focus_title", q=labels_q[q], g=group)
+    note = style.t("fig.focus_legend")
+    if len(heads) < len(rows.heads):
+        note = style.t("fig.focus_first", n=len(heads), m=len(rows.heads)) + " · " + note
+    w = rows.weights[: len(heads), 0, :]
+    spec = figures.TokenLines(w, tuple(heads), group, n_rep, labels_q, labels_k, q, title, note)
+    fig = figures.token_lines_figure(spec, style)
+
+    def frame() -> pd.DataFrame:
+        n, t_k = w.shape
+        return pd.DataFrame({"head": np.repeat(np.asarray(heads), t_k), "kv_group": group, "query_pos": q,
+                             "query": rows.tokens_q[q], "key_pos": np.tile(np.arange(t_k), n),
+                             "key": np.tile(np.asarray(rows.tokens_k, dtype=object), n),
+                             "weight": np.nan_to_num(w.reshape(-1).astype(np.float64), nan=0.0),
+                             "masked": np.isnan(w.reshape(-1))})  # fmt: skip
+
+    return View(f"token{q}_kv{group}_lines", fig, frame)
+
+
+def focus_sentence(rows: PooledMaps, style: figures.Style) -> str:
+    """What the line view shows, from its numbers: each head's strongest key, and how far the heads of
+    the group differ (they read the same keys and values; only their queries differ)."""
+    q, k0 = rows.q_range[0], rows.k_range[0]
+    w = np.nan_to_num(rows.weights[:, 0, :], nan=0.0)
+    top = w.argmax(axis=1)
+    parts = style.t("focus.sep").join(
+        style.t("focus.head_top", head=h, key=quoted(rows.tokens_k, k0 + int(top[i])), w=f"{float(w[i, top[i]]):.3f}")
+        for i, h in enumerate(rows.heads)
+    )
+    says = dict(q=quoted(rows.tokens_q, q), g=rows.group_of(rows.heads[0]), parts=parts)
+    if len(rows.heads) == 1:
+        return style.t("focus.tops", **says)
+    gap = float(np.max(np.abs(w[:, None, :] - w[None, :, :])))
+    key = "focus.tops_differ" if gap >= 5e-4 else "focus.tops_same"
+    return style.t(key, d=f"{gap:.3f}", n=style.count(len(rows.heads), "query_head"), **says)
+
+
+def quoted(tokens: Sequence[str], i: int) -> str:
+    """Token ``i`` as a sentence names it: “cat” (1)."""
+    return f"“{tokens[i]}” ({i})"
+
+
+def focus_pooled_note(pm: PooledMaps, q: int, style: figures.Style) -> str:
+    """What the outlined row of a pooled grid is: the block of ``f`` queries holding query ``q``."""
+    f = pm.factor
+    a = pm.q_range[0] + ((q - pm.q_range[0]) // f) * f
+    b = min(a + f, pm.q_range[1]) - 1
+    return style.t("focus.pooled_row", f=f, a=a, b=b, q=quoted(pm.tokens_q, q), how=style.t(f"fig.how.{pm.reduce}"))
+
+
+def clicked(points: object, index: int, kind: str | None, limit: int) -> int | None:
+    """``customdata[index]`` of the first clicked point (of ``kind``, customdata[3], when given) if it is an
+    integer in ``0 .. limit-1``, else None: a selection from the browser is checked, never trusted."""
+    if not isinstance(points, (list, tuple)) or not points:
+        return None
+    point = points[0]
+    cd = point.get("customdata") if isinstance(point, dict) else None
+    if not isinstance(cd, (list, tuple)) or len(cd) <= index:
+        return None
+    if kind is not None and (len(cd) <= 3 or cd[3] != kind):
+        return None
+    value = cd[index]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        return None
+    return int(value) if 0 <= value < limit else None
 
 
 STEP_NAMES = ("q", "k", "v", "scores", "scaled", "masked", "softmax", "output")

@@ -16,8 +16,8 @@ DEFAULT_TEXT = "The cat sat on the mat because it was tired ."
 
 
 def grid_z(at) -> np.ndarray:
-    """The grid chart's panels, one per head: ``[H, Tq, Tk]`` (NaN = masked)."""
-    return np.stack([arr(trace["z"]) for trace in chart_specs(at)[0]["data"]])
+    """The grid chart's panels, one per head: ``[H, Tq, Tk]`` (NaN = masked; the click layer's scatters left out)."""
+    return np.stack([arr(trace["z"]) for trace in chart_specs(at)[0]["data"] if trace["type"] == "heatmap"])
 
 
 def expected(n_heads=8, n_kv_heads=2, head_dim=16, text=DEFAULT_TEXT, seed=0, **kw):

@@ -146,8 +146,10 @@ def grid(m, style=figures.Style()):
 def test_heatmap_grid_tiles_heads_by_group_and_masks():
     m = maps(mask_kind="causal")
     spec = json.loads(grid(m).to_json())
-    assert len(spec["data"]) == 4  # one heatmap per head, each on its own axes
-    for h, trace in enumerate(spec["data"]):
+    heat = [t for t in spec["data"] if t["type"] == "heatmap"]
+    assert len(heat) == 4 and spec["data"][:4] == heat  # one heatmap per head, each on its own axes, first
+    assert {t["type"] for t in spec["data"][4:]} == {"scatter"}  # then the click layer
+    for h, trace in enumerate(heat):
         np.testing.assert_allclose(arr(trace["z"]), np.where(m.mask, m.weights[h], np.nan), atol=1e-6)
         assert "text" not in trace and f"<b>head {h}</b> · KV {h // 2}" in trace["hovertemplate"]
         assert trace["x"] == [f"{t} ({i})" for i, t in enumerate(m.tokens_k)]

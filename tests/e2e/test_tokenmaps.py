@@ -1,0 +1,81 @@
+"""Token-centred maps in a real browser (one page load, 1280×720): pick a query token and its row is
+outlined in every head of the KV group with the line view under the grid; a click on a query of the line
+view follows that token; a click on a head's panel opens that head in the zoom (Streamlit's selection
+events through the grid's transparent click layer)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.test_pages import assert_clean
+
+pytestmark = pytest.mark.e2e
+
+# the page coordinates of a point of a plotly chart: panel ``axes`` ("" or "6"), category/row positions
+POINT = """([sel, axes, x, y]) => {
+    const gd = document.querySelector(sel + ' .js-plotly-plot');
+    const xa = gd._fullLayout['xaxis' + axes], ya = gd._fullLayout['yaxis' + axes];
+    const box = gd.getBoundingClientRect();
+    const px = x === null ? xa._length / 2 : xa.c2p(x), py = y === null ? ya._length / 2 : ya.c2p(y);
+    return [box.left + xa._offset + px, box.top + ya._offset + py];
+}"""
+
+HOVER = "() => Array.from(document.querySelectorAll('.hoverlayer .hovertext')).map(e => e.textContent).join(' | ')"
+
+FOCUS = """() => {
+    const gd = document.querySelector('.st-key-grid .js-plotly-plot');
+    return (gd.layout.shapes || []).filter(s => s.name === 'focus').map(s => [s.xref, s.y0, s.y1]);
+}"""
+
+
+def pick(watch, key: str, option: str) -> None:
+    """Choose ``option`` in the selectbox ``key`` as a user does: open it, click the option."""
+    box = watch.page.locator(f".st-key-{key} [role='combobox']")
+    box.click()
+    box.fill(option)  # typing filters the list (a React Aria combobox) and opens it
+    watch.page.get_by_role("option", name=option, exact=True).click()
+    watch.wait_idle()
+
+
+def test_follow_a_token_and_click_a_panel(watch):
+    page = watch.page
+    page.set_viewport_size({"width": 1280, "height": 720})
+    watch.open("")
+    assert page.evaluate(FOCUS) == []
+    pick(watch, "focus_token", "sat (2)")
+    pick(watch, "focus_group", "KV group 1 (heads 4–7)")
+    # heads 4..7 sit on axes 5..8: the row of query 2 outlined (white band and black line) in each
+    outlined = page.evaluate(FOCUS)
+    assert sorted({o[0] for o in outlined}) == ["x5 domain", "x6 domain", "x7 domain", "x8 domain"]
+    assert all(o[1:] == [1.5, 2.5] for o in outlined)
+    lines = page.locator(".st-key-focus_lines .js-plotly-plot")
+    assert lines.count() == 1
+    assert "Where “sat” (2) attends most in KV group 1" in page.inner_text("body")
+    # hover: a grid cell names head, KV group, query, key and weight (the click layer's points carry it)
+    page.locator(".st-key-grid").scroll_into_view_if_needed()
+    page.mouse.move(*page.evaluate(POINT, [".st-key-grid", "6", 2, 3]))
+    page.wait_for_function(f"() => ({HOVER})().length > 0")
+    hover = page.evaluate(HOVER)
+    assert all(s in hover for s in ("head 5", "KV 1", "query on (3)", "key sat (2)", "weight 0.", "click: open")), hover
+    lines.scroll_into_view_if_needed()
+    page.mouse.move(*page.evaluate(POINT, [".st-key-focus_lines", "2", 1, 4]))  # head 5's key "the (4)"
+    page.wait_for_function(f"() => ({HOVER})().includes('the (4)')")
+    hover = page.evaluate(HOVER)
+    assert all(s in hover for s in ("head 5", "KV 1", "query sat (2)", "key the (4)", "weight 0.")), hover
+    watch.shot("tokenmaps-follow-sat")
+    # a click on query "cat (1)" in the line view's first panel follows that token
+    lines.scroll_into_view_if_needed()
+    x, y = page.evaluate(POINT, [".st-key-focus_lines", "", 0, 1])
+    page.mouse.click(x, y)
+    watch.wait_idle()
+    assert all(o[1:] == [0.5, 1.5] for o in page.evaluate(FOCUS))
+    assert "Where “cat” (1) attends most in KV group 1" in page.inner_text("body")
+    # a click in the middle of head 5's panel (axes 6) opens head 5 in the zoom
+    page.locator(".st-key-grid").scroll_into_view_if_needed()
+    x, y = page.evaluate(POINT, [".st-key-grid", "6", None, None])
+    page.mouse.click(x, y)
+    watch.wait_idle()
+    assert "view=zoom" in page.url and "head=5" in page.url
+    assert "Head 5 · KV 1" in page.inner_text("body")
+    assert_clean(watch)
+    watch.shot("tokenmaps-zoom-head5")
