@@ -87,7 +87,7 @@ if p.view == "grid":
         pm = ui.compute(hm.grid_maps, layer, p.pool)
     if pm is None:
         st.stop()
-    show_maps(pm, "grid")
+    ui.show_heads(ui.view(hm.grid_view, pm, style, p.fit), "grid")  # on a phone: one head at a time
     ui.help_text("heatmap.read.title", hm.read_help(pm, p.fit, style))
 elif p.view == "zoom":
     c1, c2, c3, c4 = st.columns(4, gap="medium")

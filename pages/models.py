@@ -83,7 +83,7 @@ elif p.view == "layer":
     pm = ui.compute(mv.grid_maps, att.source(layer), p.pool)
     if pm is None:
         st.stop()
-    ui.show_view(ui.view(mv.grid_view, pm, style, p.fit(t)), "mdl_layer")
+    ui.show_heads(ui.view(mv.grid_view, pm, style, p.fit(t)), "mdl_layer")
     ui.help_text("heatmap.read.title", mv.read_help(pm, p.fit(t), style))
 elif p.view == "head":
     c1, c2 = st.columns(2, gap="medium")
