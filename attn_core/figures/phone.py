@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from .base import Style
-from .labels import tick_axis, tick_plan
+from .labels import thinned_note, tick_axis, tick_plan
 from .margins import reserve_margins, text_width
 
 __all__ = ["PHONE_PX", "grid_panels", "one_panel", "title_fits", "title_text"]
@@ -98,12 +98,16 @@ def one_panel(spec: dict, index: int, style: Style, width: int = PHONE_PX) -> di
             "height": int(_PANEL_TOP + plot_h + 10),
             "dragmode": False,
         }  # fmt: skip
+        note = thinned_note(style, y_ticks, x_ticks, style.t("fig.query"), style.t("fig.key"))
+        if note:  # too many tokens for a phone's width: every k-th labelled, as the panel says
+            layout["annotations"] = [{**a, "text": f"{a['text']}<br><sub>{note}</sub>"} for a in layout["annotations"]]
+            layout["margin"]["t"] = _PANEL_TOP + 18
         out = reserve_margins({"data": data, "layout": layout}, width=width)
         m = out["layout"]["margin"]
         m["r"] = 16  # what reserve_margins kept for a colour bar at the right: it is under the panel here
         plot_w = max(80.0, width - m["l"] - m["r"])
     m["b"] += _BAR_ROOM
-    out["layout"]["height"] = int(_PANEL_TOP + plot_h + m["b"])
+    out["layout"]["height"] = int(m["t"] + plot_h + m["b"])
     return out
 
 
