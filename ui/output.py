@@ -87,9 +87,8 @@ def show_figure(fig: Any, key: str, data: Any = None, name: str | None = None) -
     """
     if not isinstance(fig, SerialisedFigure):
         figures.apply_fonts(fig, style())
+    phone_title(*figure_title(fig))  # a title wider than a phone, written above the chart there
     box = phone_box(fig, key)  # panels side by side: on a phone, a box that scrolls sideways
-    if box is None:
-        phone_title(*figure_title(fig))  # a title wider than a phone, written above the chart there
     (box or st).plotly_chart(fig, key=key, config=PLOT_CONFIG, theme="streamlit")
     export_menu(fig, key, data, export_name(name or key))
 

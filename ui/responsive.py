@@ -46,7 +46,7 @@ CSS = f"""
   @media (max-width: {PHONE_MAX}px) {{
     div[class*="st-key-wide__"] {{ display: none !important; }}
     [data-testid="stElementContainer"]:has(.attn-phone-title) {{ display: block; margin-bottom: -0.5rem; }}
-    [data-testid="stElementContainer"]:has(.attn-phone-title) + [data-testid="stElementContainer"] .gtitle {{
+    [data-testid="stElementContainer"]:has(.attn-phone-title) + * .gtitle {{
       display: none;
     }}
     /* plotly's toolbar would sit over the title; zoom and pan take two hands on a phone anyway */
@@ -81,7 +81,7 @@ def _columns(fig: Any) -> int:
 def phone_box(fig: Any, key: str) -> Any:
     """Where chart ``key`` goes: for panels side by side (or a chart in :data:`WIDE_CHARTS`), a box that on a
     phone keeps the chart readable (:data:`SCROLL_PX` wide) and scrolls sideways; else None (the chart is drawn
-    in place, its title written above it on a phone when too long, :func:`phone_title`)."""
+    in place). Either way a title too long for a phone is written above it there (:func:`phone_title`)."""
     px = WIDE_CHARTS.get(key) or (SCROLL_PX if _columns(fig) > 1 else 0)
     if not px:
         return None

@@ -19,7 +19,7 @@ __all__ = ["PHONE_PX", "grid_panels", "one_panel", "title_fits", "title_text"]
 PHONE_PX = 358  # px across a 390-px-wide phone's main column (Streamlit pads 16 px a side)
 _TAG = re.compile(r"<[^>]+>")
 _PANEL_TOP = 34  # px above the panel for its title ("head 3 · KV 0")
-_BAR_ROOM = 48  # px under the key labels for the horizontal colour bar, its numbers and its title
+_BAR_ROOM = 62  # px under the key labels for the horizontal colour bar, its numbers and its title
 
 
 def grid_panels(spec: dict) -> list[tuple[str, str]]:
@@ -81,7 +81,7 @@ def one_panel(spec: dict, index: int, style: Style, width: int = PHONE_PX) -> di
         plot_h = max(160.0, min(1.25 * plot_w, plot_w * len(ys) / max(len(xs), 1)))
         y_ticks = tick_plan(len(ys), plot_h, style)
         # the colour bar lies under the panel (a bar at its right would take a third of a phone's width)
-        bar = dict((lay.get("coloraxis") or {}).get("colorbar") or {}, orientation="h", thickness=12, len=0.75,
+        bar = dict((lay.get("coloraxis") or {}).get("colorbar") or {}, orientation="h", thickness=12, len=0.75, ypad=4,
                    x=0.5, xanchor="center", yref="container", y=0.0, yanchor="bottom")  # fmt: skip
         bar["title"] = {**(bar.get("title") or {}), "side": "right"}
         layout = {
