@@ -24,6 +24,7 @@ ui.decks.open_from_url()  # ?deck=...: a lecture deck, opened at ?deck_at=
 ui.decks.follow(page.url_path or HOME)  # Previous/Next of a deck: its slide's page and state, before any widget
 ui.sidebar()
 ui.apply_presentation()
+ui.apply_responsive()  # phones and small laptops: controls wrap, grids show one head at a time
 st.session_state["_page"] = page.url_path or HOME  # the running page's name: its exports' file names
 ui.decks.bar()
 try:

@@ -59,7 +59,7 @@ elif p.view == "agree":
     st.subheader(ui.t("mla.grid_header", mode=ui.t(f"opt.mode.{p.mode}")))
     pm = ui.compute(mv.grid, run_cfg, p.tokens, p.seed, p.mode)
     if pm is not None:
-        ui.show_view(ui.view(mv.grid_view, pm, p.mode, style), "mla_grid")
+        ui.show_heads(ui.view(mv.grid_view, pm, p.mode, style), "mla_grid")
     st.caption(ui.t("mla.random_inputs", seed=p.seed))
 elif p.view == "cache":
     k1, k2, k3 = st.columns(3, gap="large")

@@ -33,9 +33,10 @@ def arr(value: Any) -> np.ndarray:
     return np.array(value, dtype=float)
 
 
-def chart_specs(at) -> list[dict]:
-    """The plotly JSON of every chart an AppTest run drew."""
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+def chart_specs(at, phone: bool = True) -> list[dict]:
+    """The plotly JSON of every chart an AppTest run drew; without ``phone``, less the one-head copies of head
+    grids drawn for a phone (``ui.show_heads``, chart key ``<grid key>__one``)."""
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart") if phone or not c.proto.id.endswith("__one")]
 
 
 LAYER_ARGS = {"d_model", "mask_kind", "pad_len", "use_scaling", "temperature", "seed"}

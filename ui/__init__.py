@@ -10,6 +10,7 @@ functions return CPU numpy results (``st.cache_data`` copies them for every call
 - :mod:`ui.output`: figures with their export menu, errors, explanations;
 - :mod:`ui.frame`: deep links, the sidebar, presentation mode, the share link and its QR code;
 - :mod:`ui.tokenmaps`: the head grid with its click layer and one query token followed through a KV group;
+- :mod:`ui.responsive`: phones and small laptops (the responsive CSS, head grids one head at a time);
 - :mod:`ui.decks`: lecture decks (the slide bar and clicker, the deck panel), used by app.py.
 """
 
@@ -18,5 +19,6 @@ from .compute import *  # noqa: F403
 from .core import *  # noqa: F403
 from .frame import *  # noqa: F403
 from .output import *  # noqa: F403
+from .responsive import *  # noqa: F403
 from .tokenmaps import *  # noqa: F403
 from .widgets import *  # noqa: F403

@@ -14,6 +14,7 @@ from attn_core.config import ConfigError
 from attn_core.i18n import DEFAULT_LANG
 
 from .core import lang, seed, style, t
+from .responsive import figure_title, phone_box, phone_title
 
 PLOT_CONFIG = {
     "displaylogo": False,
@@ -90,7 +91,9 @@ def show_figure(
     if not isinstance(fig, SerialisedFigure):
         figures.apply_fonts(fig, style())
     select = {"on_select": on_select, "selection_mode": "points"} if on_select is not None else {}
-    st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme="streamlit", **select)
+    phone_title(*figure_title(fig))  # a title wider than a phone, written above the chart there
+    box = phone_box(fig, key)  # panels side by side: on a phone, a box that scrolls sideways
+    (box or st).plotly_chart(fig, key=key, config=PLOT_CONFIG, theme="streamlit", **select)
     export_menu(fig, key, data, export_name(name or key))
 
 

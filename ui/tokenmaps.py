@@ -18,6 +18,7 @@ from attn_core.views import heatmaps as hm
 from .compute import compute, view
 from .core import count, style, t
 from .output import show_view
+from .responsive import show_heads
 
 __all__ = ["FOCUS_TOKEN", "FOCUS_GROUP", "open_zoom", "head_grid"]
 
@@ -102,7 +103,7 @@ def head_grid(layer: Any, pm: Any, fit: bool, key: str, open_head: Callable[[int
         st.caption(t("focus.too_long", max=hm.FOCUS_MAX, tq=count(len(pm.tokens_q), "query"),
                      tk=count(len(pm.tokens_k), "key")))  # fmt: skip
     with box:
-        show_view(
+        show_heads(  # on a phone: one head at a time
             view(hm.grid_view, pm, style(), fit, focus), key, on_select=_on_head_click(key, pm.n_heads, open_head)
         )
     if focus is not None:

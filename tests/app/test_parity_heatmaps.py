@@ -7,14 +7,12 @@ data-dependent choices (the fitted colour scale from 64 keys on, pooling at 1024
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
 from attn_core.views import page
 from tests.conftest import no_exception
-from tests.util import arr, cli_specs
+from tests.util import arr, chart_specs, cli_specs
 
 SPEC = page("heatmaps")
 
@@ -38,7 +36,7 @@ CASES = [
 def test_the_page_and_the_command_line_draw_the_same_charts(app_test, query, argv):
     at = app_test(query=query)
     no_exception(at)
-    page_specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    page_specs = chart_specs(at, phone=False)  # the phone's one-head copy: tests/app/test_responsive.py
     cli = cli_specs("heatmaps", argv)
     assert len(page_specs) == len(cli) > 0
     for shown, written in zip(page_specs, cli, strict=True):

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from attn_core.views import page
 from tests.conftest import no_exception
-from tests.util import assert_same_charts, cli_specs
+from tests.util import assert_same_charts, chart_specs, cli_specs
 
 SPEC = page("mla")
 CASES = [
@@ -28,6 +26,6 @@ CASES = [
 def test_the_page_and_the_command_line_draw_the_same_charts(app_test, query, argv):
     at = app_test("pages/mla.py", query=query)
     no_exception(at)
-    shown_all = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    shown_all = chart_specs(at, phone=False)  # the phone's one-head copy: tests/app/test_responsive.py
     cli = cli_specs("mla", argv)
     assert_same_charts(shown_all, cli, ("z", "y"))

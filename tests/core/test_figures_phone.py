@@ -1,0 +1,78 @@
+"""attn_core.figures.phone: one panel of a head grid alone for a phone, and whether a title fits a phone."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import plotly.io as pio
+import pytest
+
+from attn_core import figures
+from attn_core.figures import phone
+from attn_core.views import heatmaps as hm
+from tests.util import arr
+
+
+def grid_spec(style: figures.Style, **params) -> dict:
+    p = hm.Params(**params)
+    v = hm.grid_view(hm.grid_maps(p.layer(), p.pool), style, p.fit)
+    return json.loads(pio.to_json(figures.apply_fonts(v.figure, style), validate=False))
+
+
+@pytest.fixture(scope="module")
+def default_grid() -> dict:
+    return grid_spec(figures.Style())
+
+
+def test_panels_are_the_grid_heads_in_order(default_grid):
+    panels = phone.grid_panels(default_grid)
+    assert [axis for axis, _ in panels] == ["x", *(f"x{i}" for i in range(2, 9))]
+    assert [title for _, title in panels] == [f"head {h} · KV {h // 4}" for h in range(8)]
+    single = {"data": [{"type": "heatmap", "z": [[1]]}], "layout": {}}
+    assert phone.grid_panels(single) == []  # one panel: nothing to pick from
+
+
+@pytest.mark.parametrize("i", [0, 5, 7])
+def test_one_panel_is_the_grids_panel_alone_every_token_labelled(default_grid, i):
+    one = phone.one_panel(default_grid, i, figures.Style())
+    (trace,) = one["data"]
+    grid_trace = default_grid["data"][i]
+    np.testing.assert_array_equal(arr(trace["z"]), arr(grid_trace["z"]))  # the same weights, copied
+    assert (trace["xaxis"], trace["yaxis"]) == ("x", "y") and trace["hovertemplate"] == grid_trace["hovertemplate"]
+    lay = one["layout"]
+    tokens = "The cat sat on the mat because it was tired .".split()
+    labels = [f"{t} ({j})" for j, t in enumerate(tokens)]
+    assert lay["xaxis"]["tickvals"] == labels and lay["yaxis"]["tickvals"] == labels  # all 11, both axes
+    assert lay["xaxis"]["tickfont"]["size"] >= figures.MIN_TICK_FONT
+    assert lay["xaxis"]["domain"] == [0, 1] and "matches" not in lay["xaxis"]
+    assert lay["yaxis"]["range"] == [10.5, -0.5]  # query 0 at the top
+    assert (lay["xaxis"]["title"]["text"], lay["yaxis"]["title"]["text"]) == ("key", "query")
+    (title,) = lay["annotations"]
+    assert title["text"] == default_grid["layout"]["annotations"][i]["text"] and title["xref"] == "x domain"
+    assert [s["xref"] for s in lay["shapes"]] == ["x domain"]  # the KV group's frame
+    assert lay["coloraxis"]["cmax"] == default_grid["layout"]["coloraxis"]["cmax"] == 1.0  # the grid's scale
+    assert lay["coloraxis"]["colorbar"]["orientation"] == "h" and lay["dragmode"] is False
+    plot_w = phone.PHONE_PX - lay["margin"]["l"] - lay["margin"]["r"]
+    plot_h = lay["height"] - lay["margin"]["t"] - lay["margin"]["b"]
+    assert 150 <= plot_w and abs(plot_h - plot_w) <= 2  # square cells, room for the labels on a 390-px phone
+
+
+def test_a_long_panel_thins_its_labels_and_says_so():
+    style = figures.Style()
+    spec = grid_spec(style, source="synthetic", seq_len=64, n_heads=4, n_kv_heads=2)
+    one = phone.one_panel(spec, 3, style)
+    lay = one["layout"]
+    labels, ticks = list(one["data"][0]["x"]), lay["xaxis"]["tickvals"]
+    step = labels.index(ticks[1])
+    assert ticks == labels[::step] and len(labels) == 64
+    assert step > 1 and lay["xaxis"]["tickfont"]["size"] == figures.MIN_TICK_FONT
+    assert f"1 label in {step}" in lay["annotations"][0]["text"]
+
+
+def test_title_fits():
+    assert phone.title_fits("Attention weights", 16)
+    assert not phone.title_fits("Attention weights: 8 query heads, 2 KV groups (frame colour = KV group)", 16)
+    assert phone.title_fits("Scores<br><sub>a note that is long but drawn smaller, it fits</sub>", 16)
+    assert not phone.title_fits("注意力权重：8 个查询头、2 个 KV 组（框的颜色即 KV 组）", 16)  # CJK: 1 em a character
+    assert phone.title_fits("", 16)

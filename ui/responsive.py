@@ -1,0 +1,149 @@
+"""Phones and small laptops: the CSS that lets controls wrap and keeps toolbars off titles, and head grids
+shown one head at a time below :data:`PHONE_MAX` px.
+
+Streamlit does not tell the server how wide the window is, so a grid is sent twice, cheaply: the whole grid
+(shown on a wide screen) and one head of it with a head picker (shown on a phone; its figure is the grid's
+own panel copied out of the drawn spec, :func:`attn_core.figures.phone.one_panel`). CSS media queries show
+one of the two. A chart title too long for a phone's width is written above the chart as text (it wraps)
+and plotly's own one-line title is hidden there; on a wide screen nothing changes.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import streamlit as st
+
+from attn_core.figures import phone
+
+from .core import style, t
+
+__all__ = ["PHONE_MAX", "apply_responsive", "phone_box", "phone_title", "show_heads"]
+
+PHONE_MAX = 640  # px: below this the page is laid out for a phone
+SCROLL_PX = 860  # px: a chart of several panels side by side keeps this width on a phone and scrolls sideways
+# single-canvas charts whose panels or labels need more than a phone's width (panels side by side in one trace,
+# a diagram, a long axis title): chart key -> drawn width in px on a phone
+WIDE_CHARTS = {"kv_maps": 760, "mla_flow": 640, "kv_memory": 560}
+
+CSS = f"""
+<style>
+  /* segmented controls and their labels wrap onto a second row rather than clip ("Paddin…") */
+  [data-testid="stButtonGroup"] > div:has(> button) {{ flex-wrap: wrap; overflow: visible; }}
+  [data-testid="stButtonGroup"] button, [data-testid="stButtonGroup"] button * {{ text-overflow: clip; }}
+  /* toggle and checkbox labels wrap inside their column */
+  [data-testid="stCheckbox"] label, [data-testid="stCheckbox"] label * {{ white-space: normal; min-width: 0; }}
+  /* a chart's title written as text for a phone, and the one-head view of a grid: phones only */
+  [data-testid="stElementContainer"]:has(.attn-phone-title) {{ display: none; }}
+  .attn-phone-head {{ font-weight: 600; line-height: 1.35; }}
+  .attn-phone-head .attn-sub {{ font-weight: 400; font-size: 0.85rem; }}
+  .attn-phone-title {{ font-weight: 600; font-size: 1rem; line-height: 1.35; overflow-wrap: anywhere; }}
+  .attn-phone-title .attn-sub {{ font-weight: 400; font-size: 0.8rem; }}
+  @media (min-width: {PHONE_MAX + 1}px) {{
+    div[class*="st-key-phone__"] {{ display: none !important; }}
+  }}
+  @media (max-width: {PHONE_MAX}px) {{
+    div[class*="st-key-wide__"] {{ display: none !important; }}
+    [data-testid="stElementContainer"]:has(.attn-phone-title) {{ display: block; margin-bottom: -0.5rem; }}
+    [data-testid="stElementContainer"]:has(.attn-phone-title) + * .gtitle {{
+      display: none;
+    }}
+    /* plotly's toolbar would sit over the title; zoom and pan take two hands on a phone anyway */
+    .js-plotly-plot .modebar-container {{ display: none !important; }}
+    /* a chart of panels side by side keeps a readable width and scrolls sideways in its own box */
+    div[class*="st-key-scroll__"] {{ overflow-x: auto; overflow-y: hidden; }}
+    div[class*="st-key-scroll__"] [data-testid="stElementContainer"] {{ min-width: var(--attn-chart-px, {SCROLL_PX}px); }}
+    /* the head picker scrolls sideways (swipe) instead of wrapping into many rows */
+    div[class*="st-key-phone__"] [data-testid="stButtonGroup"] > div:has(> button) {{
+      flex-wrap: nowrap; overflow-x: auto; scrollbar-width: thin;
+    }}
+    div[class*="st-key-phone__"] [data-testid="stButtonGroup"] button {{ flex: 0 0 auto; min-width: 2.6rem; }}
+  }}
+</style>
+"""
+
+
+def apply_responsive() -> None:
+    """The responsive CSS; call once per run (app.py does, next to ``ui.apply_presentation()``)."""
+    st.html(CSS)
+
+
+def _columns(fig: Any) -> int:
+    """How many panels sit side by side in ``fig`` (distinct left edges of its x axes' domains)."""
+    spec = getattr(fig, "_attn_spec", None)
+    lay = spec.get("layout", {}) if isinstance(spec, dict) else fig.layout.to_plotly_json()
+    starts = {round(float((ax.get("domain") or [0])[0]), 3) for k, ax in lay.items()
+              if re.fullmatch(r"xaxis\d*", k) and isinstance(ax, dict)}  # fmt: skip
+    return len(starts)
+
+
+def phone_box(fig: Any, key: str) -> Any:
+    """Where chart ``key`` goes: for panels side by side (or a chart in :data:`WIDE_CHARTS`), a box that on a
+    phone keeps the chart readable (:data:`SCROLL_PX` wide) and scrolls sideways; else None (the chart is drawn
+    in place). Either way a title too long for a phone is written above it there (:func:`phone_title`)."""
+    px = WIDE_CHARTS.get(key) or (SCROLL_PX if _columns(fig) > 1 else 0)
+    if not px:
+        return None
+    box = st.container(key=f"scroll__{key}")
+    if px != SCROLL_PX:
+        box.html(f"<style>.st-key-scroll__{key} {{ --attn-chart-px: {px}px; }}</style>")
+    return box
+
+
+_SUB_LINE = re.compile(r"<br\s*/?>\s*<su([bp])>(.*?)</su\1>", flags=re.I | re.S)
+
+
+def phone_title(text: str, size: float) -> None:
+    """Write a chart's title ``text`` (plotly's HTML subset) as wrapping text above the chart, shown only on a
+    phone and only when the title is wider than a phone (call just before the chart: the CSS then hides
+    plotly's own title of the next element on a phone)."""
+    if phone.title_fits(text, size):
+        return
+    body = _SUB_LINE.sub(lambda m: f'<br><span class="attn-sub">{m.group(2)}</span>', text)
+    st.html(f'<div class="attn-phone-title">{body}</div>')
+
+
+def figure_title(fig: Any) -> tuple[str, float]:
+    """A figure's title text and font size (px), from its serialised spec or its plotly layout."""
+    spec = getattr(fig, "_attn_spec", None)
+    lay = spec.get("layout", {}) if isinstance(spec, dict) else None
+    if lay is None:
+        title = fig.layout.title
+        return str(title.text or ""), float(title.font.size or fig.layout.font.size or 16)
+    title = lay.get("title") or {}
+    title = title if isinstance(title, dict) else {"text": title}
+    size = (title.get("font") or {}).get("size") or (lay.get("font") or {}).get("size") or 16
+    return str(title.get("text") or ""), float(size)
+
+
+def show_heads(view: Any, key: str, name: str | None = None, on_select: Any = None) -> None:
+    """A head grid (a :func:`attn_core.figures.heatmap_grid` view, drawn or not): the whole grid with its export
+    menu on a wide screen; on a phone the grid's title, a head picker and the picked head alone, full width.
+
+    Chart keys: ``key`` (the grid), ``<key>__one`` (the head); the picker's key is ``<key>__head``.
+    ``on_select``: the grid's click handler (:func:`ui.output.show_figure`).
+    """
+    import json
+
+    import plotly.io as pio
+
+    from .output import PLOT_CONFIG, Drawn, SerialisedFigure, show_view
+
+    with st.container(key=f"wide__{key}"):
+        show_view(view, key, name, on_select=on_select)
+    spec = view.spec if isinstance(view, Drawn) else json.loads(pio.to_json(view.figure, validate=False))
+    panels = phone.grid_panels(spec)
+    if not panels:
+        return
+    with st.container(key=f"phone__{key}"):
+        text, _ = figure_title(SerialisedFigure(spec))
+        if text:
+            body = _SUB_LINE.sub(lambda m: f'<br><span class="attn-sub">{m.group(2)}</span>', text)
+            st.markdown(f'<div class="attn-phone-head">{body}</div>', unsafe_allow_html=True)
+        labels = [re.sub(r"\D*(\d+).*", r"\1", title) or str(i) for i, (_, title) in enumerate(panels)]
+        i = st.segmented_control(t("ui.phone_head"), list(range(len(panels))), default=0, key=f"{key}__head",
+                                 format_func=lambda j: labels[j], required=True)  # fmt: skip
+        one = phone.one_panel(spec, int(i or 0), style())
+        st.plotly_chart(SerialisedFigure(one), key=f"{key}__one", config={**PLOT_CONFIG, "displayModeBar": False},
+                        theme="streamlit")  # fmt: skip
