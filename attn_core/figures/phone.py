@@ -61,15 +61,16 @@ def _moved(items: list[dict], axis: str) -> list[dict]:
 
 
 def one_panel(spec: dict, index: int, style: Style, width: int = PHONE_PX) -> dict:
-    """Panel ``index`` of the head grid ``spec`` alone, ``width`` px wide: its heatmap (and any trace drawn
-    on its axes), its frame and title, every row and column labelled at the largest font that fits the
+    """Panel ``index`` of the head grid ``spec`` alone, ``width`` px wide: its heatmap (not the grid's click
+    layer: the phone's head is picked, not clicked, and the heatmap's own hover shows), its frame and title, every row and column labelled at the largest font that fits the
     width (thinned below the smallest, like the grid), the shared colour scale, square cells where the
     height allows. The grid's own title is left out (the page writes it above the chart, where it wraps);
     dragging does not zoom (on a touch screen it scrolls the page).
     """
     axis = grid_panels(spec)[index][0]
     n, lay = _suffix(axis), spec["layout"]
-    data = [{**t, "xaxis": "x", "yaxis": "y"} for t in spec["data"] if (t.get("xaxis") or "x") == axis]
+    data = [{**t, "xaxis": "x", "yaxis": "y"} for t in spec["data"]
+            if (t.get("xaxis") or "x") == axis and t.get("type") == "heatmap"]  # fmt: skip
     heat = next(t for t in data if t.get("type") == "heatmap")
     xs, ys = list(heat["x"]), list(heat["y"])
     drop = ("matches", "tickmode", "tickvals", "ticktext", "tickfont", "showticklabels", "title", "range")
