@@ -177,23 +177,24 @@ def follow(current: str) -> None:
 
 
 def bar() -> None:
-    """Over the page while a deck is open: the slide's number, title and sentence, Previous and Next (Page Up /
-    Page Down, what a clicker sends) and Close. The link parameters ``deck`` and ``deck_at`` join the share link."""
+    """Over the page while a deck is open, one slim line: the slide's number, title and sentence, Previous and Next
+    (the clicker keys press them: :data:`ui.frame.CLICKER_JS`). The link parameters ``deck`` and
+    ``deck_at`` join the share link."""
     if not is_open():
         return
     deck: decks.Deck = st.session_state[DECK]
     i, n = st.session_state.get(AT, 0), len(deck.slides)
     s, lg = deck.slides[i], lang()
     with st.container(border=True, key="deck_bar"):
-        left, mid, right = st.columns([1, 6, 2], vertical_alignment="center")
-        left.button(t("ui.prev"), key="deck_prev", icon=":material/arrow_back:", shortcut="pageup",
-                    disabled=i == 0, on_click=_go, args=(i - 1,), width="stretch")  # fmt: skip
-        mid.markdown(f"**{t('deck.slide_of', i=i + 1, n=n)} · {s.words('title', lg)}**")
+        left, mid, right = st.columns([1, 6, 1], vertical_alignment="center")
+        left.button(t("ui.prev"), key="deck_prev", icon=":material/arrow_back:", disabled=i == 0, on_click=_go,
+                    args=(i - 1,), width="stretch")  # fmt: skip
         note = s.words("note", lg)
-        if note:
-            mid.caption(note)
-        right.button(t("ui.next"), key="deck_next", icon=":material/arrow_forward:", shortcut="pagedown",
-                     disabled=i == n - 1, on_click=_go, args=(i + 1,), width="stretch")  # fmt: skip
+        mid.markdown(
+            f"**{t('deck.slide_of', i=i + 1, n=n)} · {s.words('title', lg)}**" + (f" · {note}" if note else "")
+        )
+        right.button(t("ui.next"), key="deck_next", icon=":material/arrow_forward:", disabled=i == n - 1,
+                     on_click=_go, args=(i + 1,), width="stretch")  # fmt: skip
     link = st.session_state.setdefault("_link_params", {})
     link["deck"] = st.session_state.get(NAME) or decks.encode(deck)  # a shipped deck by its name: a short link
     link["deck_at"] = str(i + 1)

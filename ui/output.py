@@ -13,7 +13,7 @@ from attn_core import figures
 from attn_core.config import ConfigError
 from attn_core.i18n import DEFAULT_LANG
 
-from .core import lang, seed, style, t
+from .core import lang, present, seed, style, t
 
 PLOT_CONFIG = {
     "displaylogo": False,
@@ -35,6 +35,12 @@ def error_text(exc: Exception) -> str:
 def show_error(exc: Exception) -> None:
     """Show a ConfigError (or any expected failure) as a message, never a traceback."""
     st.error(t("ui.fix_this", msg=error_text(exc)), icon="🛑")
+
+
+def show_notices(notices: Any) -> None:
+    """Notices of a view model, each ``(Streamlit call, text, icon)``: ``("warning", "...", "⚠️")``."""
+    for kind, text, icon in notices:
+        getattr(st, kind)(text, **({"icon": icon} if icon else {}))
 
 
 class SerialisedFigure(go.Figure):
@@ -78,7 +84,8 @@ def drawn(view: Any, style_: Any) -> Drawn:
 
 
 def show_figure(fig: Any, key: str, data: Any = None, name: str | None = None) -> None:
-    """Draw a plotly figure (toolbar download: SVG at scale 2) with export buttons under it.
+    """Draw a plotly figure (toolbar download: SVG at scale 2) with export buttons under it; in presentation mode
+    the chart alone, as tall as the slide leaves room for.
 
     ``data`` is a pandas DataFrame of the numbers behind the chart (with token
     labels) for the CSV export; ``name`` is the file stem of every export.
@@ -86,6 +93,9 @@ def show_figure(fig: Any, key: str, data: Any = None, name: str | None = None) -
     """
     if not isinstance(fig, SerialisedFigure):
         figures.apply_fonts(fig, style())
+    if present():  # slide mode: the chart takes the height the slide leaves it (ui.frame.PRESENT_CSS), no menu
+        st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme="streamlit", height="stretch")
+        return
     st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme="streamlit")
     export_menu(fig, key, data, export_name(name or key))
 
@@ -132,7 +142,7 @@ def live_charts(views: Sequence[Any], boxes: Sequence[Any]) -> None:
     """A live run's frame: each view's figure replacing the one in its ``st.empty`` box. No key and no export
     menu: a new key would remount the chart (it blinks); the finished run is drawn with :func:`show_views`."""
     for box, v in zip(boxes, views, strict=False):
-        box.plotly_chart(v.figure, config=PLOT_CONFIG, theme="streamlit")
+        box.plotly_chart(v.figure, config=PLOT_CONFIG, theme="streamlit", height="stretch" if present() else "content")
 
 
 @st.cache_resource(show_spinner=False)
