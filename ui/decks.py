@@ -18,7 +18,7 @@ from attn_core import decks
 from attn_core.config import ConfigError
 from attn_core.i18n import LANGUAGES
 
-from .core import _url_raw, _write_url, lang, t
+from .core import _url_raw, _write_url, lang, present, t
 from .output import show_error
 
 GLOBAL_KEYS = ("seed", "present", "slide")  # link parameters every page may hold besides its own controls
@@ -177,24 +177,28 @@ def follow(current: str) -> None:
 
 
 def bar() -> None:
-    """Over the page while a deck is open, one slim line: the slide's number, title and sentence, Previous and Next
-    (the clicker keys press them: :data:`ui.frame.CLICKER_JS`). The link parameters ``deck`` and
-    ``deck_at`` join the share link."""
+    """Over the page while a deck is open: the slide's number, title and sentence, Previous and Next (the clicker
+    keys press them: :data:`ui.frame.CLICKER_JS`); in slide mode one slim line, the sentence under it. The link
+    parameters ``deck`` and ``deck_at`` join the share link."""
     if not is_open():
         return
     deck: decks.Deck = st.session_state[DECK]
     i, n = st.session_state.get(AT, 0), len(deck.slides)
     s, lg = deck.slides[i], lang()
+    slim = present()  # slide mode: one slim line (arrows for buttons), the slide's sentence under it
     with st.container(border=True, key="deck_bar"):
-        left, mid, right = st.columns([1, 6, 1], vertical_alignment="center")
-        left.button(t("ui.prev"), key="deck_prev", icon=":material/arrow_back:", disabled=i == 0, on_click=_go,
-                    args=(i - 1,), width="stretch")  # fmt: skip
+        left, mid, right = st.columns([1, 8, 1] if slim else [1, 6, 2], vertical_alignment="center")
+        left.button("" if slim else t("ui.prev"), key="deck_prev", icon=":material/arrow_back:",
+                    help=t("ui.prev") if slim else None,
+                    disabled=i == 0, on_click=_go, args=(i - 1,), width="stretch")  # fmt: skip
+        mid.markdown(f"**{t('deck.slide_of', i=i + 1, n=n)} · {s.words('title', lg)}**")
         note = s.words("note", lg)
-        mid.markdown(
-            f"**{t('deck.slide_of', i=i + 1, n=n)} · {s.words('title', lg)}**" + (f" · {note}" if note else "")
-        )
-        right.button(t("ui.next"), key="deck_next", icon=":material/arrow_forward:", disabled=i == n - 1,
-                     on_click=_go, args=(i + 1,), width="stretch")  # fmt: skip
+        if note and not slim:
+            mid.caption(note)
+        right.button("" if slim else t("ui.next"), key="deck_next", icon=":material/arrow_forward:",
+                     help=t("ui.next") if slim else None, disabled=i == n - 1, on_click=_go, args=(i + 1,), width="stretch")  # fmt: skip
+    if note and slim:
+        st.markdown(note)
     link = st.session_state.setdefault("_link_params", {})
     link["deck"] = st.session_state.get(NAME) or decks.encode(deck)  # a shipped deck by its name: a short link
     link["deck_at"] = str(i + 1)

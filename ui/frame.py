@@ -150,7 +150,7 @@ PRESENT_CSS = """
   [data-testid="stMainBlockContainer"]:has(.st-key-slide_controls) .st-key-deck_bar { max-width: calc(100% - 14rem); }
   .st-key-deck_bar p { font-size: 1.1rem; line-height: 1.3; margin: 0; }
   .st-key-deck_bar button { min-height: 2rem; padding: 0 0.6rem; }
-  .st-key-slide_nav button { min-height: 2rem; padding: 0 0.6rem; }
+  [class*="st-key-slide_nav"] button { min-height: 2rem; padding: 0 0.6rem; }
 </style>
 """
 
@@ -173,9 +173,13 @@ CLICKER_JS = """
     const css = getComputedStyle(document.documentElement).getPropertyValue("--attn-slide-mode").trim();
     if (css !== "1" && !e.key.startsWith("Page")) return;
     const which = fwd ? "next" : "prev";
-    const button = document.querySelector(`.st-key-deck_${which} button`)
-      || document.querySelector(`.st-key-slide__${which} button`);
-    if (!button) return;
+    // a deck's bar first; else the page's steppers, the lowest one that can still move (steps within a section,
+    // then the sections)
+    let button = document.querySelector(`.st-key-deck_${which} button`);
+    const navs = [...document.querySelectorAll("[class*='st-key-slide_nav']")].reverse();
+    const buttons = navs.map(nav => nav.querySelector(`[class*='__${which}'] button`)).filter(b => b);
+    button = button || buttons.find(b => !b.disabled) || buttons[0];
+    if (!button) return;  // nothing to move: the key keeps its usual meaning
     e.preventDefault();
     e.stopPropagation();
     if (!button.disabled) button.click();
@@ -188,6 +192,9 @@ CLICKER_JS = """
 def apply_presentation() -> None:
     """Slide mode (:data:`PRESENT_CSS`) when presentation mode is on; the clicker keys always (call once per run,
     app.py does)."""
+    from .widgets import DRAWER
+
+    st.session_state.pop(DRAWER, None)  # the page's controls box of this run sets it again
     if present():
         st.html(PRESENT_CSS)
     with st.sidebar:  # not in the page's column: it takes no room on the slide

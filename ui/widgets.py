@@ -379,6 +379,9 @@ def token_input(params: type, cut_note: bool = True) -> dict[str, Any]:
     return values
 
 
+DRAWER = "_controls_drawer"  # the controls box of the running script (replaced by every run's controls_box)
+
+
 @contextlib.contextmanager
 def controls_box() -> Iterator[Any]:
     """Where a page puts its controls (``with ui.controls_box():``): inline, or folded into a compact bar in
@@ -388,6 +391,7 @@ def controls_box() -> Iterator[Any]:
         box = st.expander(t("ui.controls"), expanded=False, icon=":material/tune:", key="slide_controls")
     else:
         box = st.container()
+    st.session_state[DRAWER] = box  # this run's: a view's own options join it in slide mode (map_options)
     st.session_state[NOTICES] = []
     try:
         with box:
@@ -424,7 +428,7 @@ def slide_controls(key: str, n: int) -> int:
         st.session_state[key] = int(num) - 1 if num is not None and 1 <= num <= n and num == int(num) else 0
     idx = min(max(int(st.session_state[key]), 0), n - 1)
     st.session_state[key] = idx
-    with st.container(key="slide_nav"):
+    with st.container(key=f"slide_nav_{key}"):  # the clicker keys press the lowest of these that can move
         left, mid, right = st.columns([1, 3, 1], vertical_alignment="center")
         left.button(t("ui.prev"), key=f"{key}__prev", icon=":material/arrow_back:", disabled=idx == 0,
                     width="stretch", on_click=_shift_slide, args=(key, -1, n))  # fmt: skip
@@ -488,10 +492,12 @@ def map_options(p: Any, t_rows: int, t_cols: int, side: int, t_keys: int) -> Any
     from attn_core.views.base import with_values
     from attn_core.views.heatmaps import default_cscale, is_pooled
 
-    c1, c2 = st.columns(2, gap="medium")
-    with c1:
-        p = with_values(p, cscale=control(type(p), "cscale", default=default_cscale(t_keys), data_default=True))
-    if is_pooled(t_rows, t_cols, side):
-        with c2:
-            p = with_values(p, pool=control(type(p), "pool"))
+    drawer = st.session_state.get(DRAWER) if present() else None  # slide mode: in the folded controls bar
+    with drawer if drawer is not None else contextlib.nullcontext():
+        c1, c2 = st.columns(2, gap="medium")
+        with c1:
+            p = with_values(p, cscale=control(type(p), "cscale", default=default_cscale(t_keys), data_default=True))
+        if is_pooled(t_rows, t_cols, side):
+            with c2:
+                p = with_values(p, pool=control(type(p), "pool"))
     return p

@@ -349,7 +349,7 @@ def test_chinese_page_has_no_english_token_and_no_stray_spaces(app_test):
 # ---------------------------------------------------------------- page = command line
 PARITY = [
     # the defaults (the calculator's charts; a default live decode takes minutes on a shared CPU), in Chinese, large
-    ({}, {"lang": "zh", "present": True}, ["--lang", "zh", "--present"]),
+    ({"slide": "2"}, {"lang": "zh", "present": True}, ["--lang", "zh", "--present"]),  # slide 2: the chart
     (
         {"model": "deepseek-v3", "seq_len": "1048576", "batch": "256", "stack_weights": "true",
          "weights_dtype": "fp8", "device_gib": "2048", "y_scale": "linear", "dec_layers": "1", "dec_steps": "4",
@@ -375,6 +375,7 @@ def test_the_page_draws_the_charts_of_the_command_line(app_test, query, session,
     from attn_core import export
     from attn_core.figures import Style
     from attn_core.views import page
+    from ui.output import slide_figure
 
     at = app_test(PAGE, query=query, session=session)
     decode = "--decode" in argv
@@ -389,10 +390,13 @@ def test_the_page_draws_the_charts_of_the_command_line(app_test, query, session,
     shown = {s["layout"]["uirevision"]: s for s in chart_specs(at)}
     assert sorted(shown) == sorted(["kv_memory", *(["kv_live_mem", "kv_live_time"] if decode else [])])
     for key, view in zip(["kv_memory", "kv_live_mem"], views[1:3], strict=False):  # exact numbers: all the same
-        cli = json.loads(pio.to_json(view.figure, validate=False))
+        fig = slide_figure(view.figure) if session.get("present") else view.figure  # a slide: the legend pinned
+        cli = json.loads(pio.to_json(fig, validate=False))
         assert trace_numbers(shown[key]) == trace_numbers(cli)
         assert shown[key]["layout"]["title"]["text"] == cli["layout"]["title"]["text"]
         assert shown[key] == cli
+    if session.get("present"):  # slide mode: one section a slide; the table is on the first
+        at = app_test(PAGE, query={k: v for k, v in query.items() if k != "slide"}, session=session)
     cells = views[0].figure.to_plotly_json()["data"][0]["cells"]["values"]  # the table: the page's dataframe
     table = at.dataframe[0].value
     assert [list(c) for c in cells] == [table[c].tolist() for c in table.columns]

@@ -31,7 +31,7 @@ LAYOUT_JS = """() => {
   const range = document.createRange(); range.selectNodeContents(h1);
   const tb = range.getBoundingClientRect();
   const hit = document.elementFromPoint(tb.left + 4, (tb.top + tb.bottom) / 2);
-  const skip = '.st-key-slide_controls, .st-key-slide_nav, .st-key-deck_bar, [data-testid="stButtonGroup"],'
+  const skip = '.st-key-slide_controls, [class*="st-key-slide_nav"], .st-key-deck_bar, [data-testid="stButtonGroup"],'
     + ' [data-testid="stWidgetLabel"], button, [data-testid="stHeading"]';
   return {
     title: box(tb), titleOnTop: !!(hit && hit.closest('h1')), hit: hit ? hit.outerHTML.slice(0, 200) : null,
@@ -99,7 +99,7 @@ def test_every_page_fits_a_projector(slides, name):
 
 
 def step(w: PageWatch) -> str:
-    return w.page.locator(".st-key-slide_nav [data-testid='stProgress']").inner_text()
+    return w.page.locator(".st-key-slide_nav_slide [data-testid='stProgress']").inner_text()
 
 
 def press(w: PageWatch, key: str) -> None:
