@@ -29,7 +29,8 @@ with ui.controls_box():
 if model is None:
     st.stop()
 p = P(**v, seed=ui.seed())
-st.markdown(mv.model_line(model, style))
+if not ui.present():  # a slide names the model in its chart's title
+    st.markdown(mv.model_line(model, style))
 st.caption(mv.source_line(model, style))
 inp = ui.run_safely(lambda: mv.model_input(model, p))
 if inp is None:

@@ -52,7 +52,7 @@ def overlap(a, b, tol: float = 1.0) -> bool:
 
 def check_slide(w: PageWatch, where: str, chart: bool = True) -> dict:
     """Everything of the slide inside the viewport, nothing over anything else, no scrolling."""
-    w.page.wait_for_timeout(400)  # the charts follow their boxes' new height
+    w.page.wait_for_timeout(250)  # the charts follow their boxes' new height
     info = w.page.evaluate(LAYOUT_JS)
     vw, vh = info["viewport"]
     top, height, client = info["scroll"]
