@@ -1,10 +1,11 @@
 """Screenshots of every slide of the shipped lecture decks, in English and Chinese, as a projector shows them.
 
-    .venv/bin/python bench/deck_shots.py [--size 1280x720] [--out artifacts/screenshots/decks]
+    .venv/bin/python bench/deck_shots.py [--size 1280x720] [--out artifacts/screenshots/decks] [--normal]
 
-Starts a server, opens each slide from its link (``?deck=<name>&deck_at=<i>&lang=<lang>``) in Debian's chromium at
-the given window size, waits for the page to settle and saves the window (not the whole scrolled page: what the
-room sees). Not a test: look at the pictures (a slide's title and sentence, its chart, nothing cut off).
+Starts a server, opens each slide from its link (``?deck=<name>&deck_at=<i>&lang=<lang>&present=1``: slide mode, as
+a lecturer presents it; ``--normal`` leaves presentation mode off) in Debian's chromium at the given window size,
+waits for the page to settle and saves the window (not the whole scrolled page: what the room sees). Not a test:
+look at the pictures (a slide's title and sentence, its chart, nothing cut off).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", default="1280x720", help="window size, WIDTHxHEIGHT")
     ap.add_argument("--out", default=str(ROOT / "artifacts" / "screenshots" / "decks"))
+    ap.add_argument("--normal", action="store_true", help="presentation mode off (the page as a student sees it)")
     args = ap.parse_args(argv)
     width, height = (int(x) for x in args.size.lower().split("x"))
     out = Path(args.out)
@@ -40,12 +42,15 @@ def main(argv: list[str] | None = None) -> int:
             browser = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
             page = browser.new_page(viewport={"width": width, "height": height})
             page.set_default_timeout(120_000)
+            mode = "" if args.normal else "&present=1"
             for name, deck in decks.shipped().items():
                 for lang in ("en", "zh"):
                     for i in range(1, len(deck.slides) + 1):
-                        page.goto(f"{url}/?deck={name}&deck_at={i}&lang={lang}")
+                        page.goto(f"{url}/?deck={name}&deck_at={i}&lang={lang}" + mode)
                         page.wait_for_selector(".st-key-deck_bar")
-                        page.wait_for_selector(".js-plotly-plot .main-svg")  # the page's first chart drawn
+                        page.wait_for_selector(IDLE)
+                        if page.locator("[data-testid='stPlotlyChart']").count():  # not on the KV-cache sum
+                            page.wait_for_selector(".js-plotly-plot .main-svg")  # the page's first chart drawn
                         page.wait_for_selector(IDLE)
                         page.wait_for_timeout(1500)  # plotly draws after the script ends
                         path = out / f"{name}-{i}-{lang}.png"

@@ -39,19 +39,21 @@ if p.view == "counted":
             st.latex(line)
         st.caption(ui.t("cx.conventions"))
     k1, k2 = st.columns(2, gap="medium")
+    slide = ui.present()  # a slide: the sentence above and the two charts
     with k1:
         ui.show_view(ui.view(cv.stage_view, p, style), "cx_stages")
-        st.markdown(cv.heads_sentence(p, style))
+        say([] if slide else [cv.heads_sentence(p, style)])
     with k2:
         ui.show_view(ui.view(cv.curve_view, p, style), "cx_curve")
-        st.markdown(cv.crossover_sentence(p, style))
-    st.markdown(f"**{ui.t('cx.shipped_header')}**")
-    st.dataframe(cv.shipped_frame(style), hide_index=True, width="stretch")
-    st.caption(ui.t("cx.shipped_note"))
-    st.markdown(f"**{ui.t('cx.memory_header')}**")
-    st.markdown(cv.memory_sentence(p, style))
-    st.dataframe(cv.memory_frame(p, style), hide_index=True, width="stretch")
-    ui.help_expander("cx.flash_help")
+        say([] if slide else [cv.crossover_sentence(p, style)])
+    if not slide:
+        st.markdown(f"**{ui.t('cx.shipped_header')}**")
+        st.dataframe(cv.shipped_frame(style), hide_index=True, width="stretch")
+        st.caption(ui.t("cx.shipped_note"))
+        st.markdown(f"**{ui.t('cx.memory_header')}**")
+        st.markdown(cv.memory_sentence(p, style))
+        st.dataframe(cv.memory_frame(p, style), hide_index=True, width="stretch")
+        ui.help_expander("cx.flash_help")
 elif p.view == "measured":
     spec = ui.run_safely(lambda: cv.sweep_spec(p))  # over the memory budget: said here, before anything runs
     dev = ui.run_safely(lambda: cv.run_device(p.run_on, ui.device()))

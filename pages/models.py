@@ -29,7 +29,8 @@ with ui.controls_box():
 if model is None:
     st.stop()
 p = P(**v, seed=ui.seed())
-st.markdown(mv.model_line(model, style))
+if not ui.present():  # a slide names the model in its chart's title
+    st.markdown(mv.model_line(model, style))
 st.caption(mv.source_line(model, style))
 inp = ui.run_safely(lambda: mv.model_input(model, p))
 if inp is None:
@@ -68,12 +69,13 @@ if p.view == "roles":
     ui.show_view(ui.view(mv.roles_view, df, model, p.score, style), "mdl_roles")
     st.info(mv.gqa_note(model, df, p.score, style), icon="🔎")
     st.caption(mv.roles_method(model, df, style))
-    st.markdown(f"**{ui.t('models.strongest')}**")
-    st.dataframe(mv.role_table(df, style), hide_index=True, width="stretch", height="content")
-    picks = mv.open_choices(model, df, p.score, style)
-    o1, o2 = st.columns([2, 1], vertical_alignment="bottom")
-    pick = o1.selectbox(ui.t("models.open_pick"), list(picks), key="role_pick", format_func=picks.get)
-    o2.button(ui.t("models.open"), key="role_open", icon=":material/zoom_in:", on_click=open_head, args=pick)
+    if not ui.present():  # a slide: the map and its sentence
+        st.markdown(f"**{ui.t('models.strongest')}**")
+        st.dataframe(mv.role_table(df, style), hide_index=True, width="stretch", height="content")
+        picks = mv.open_choices(model, df, p.score, style)
+        o1, o2 = st.columns([2, 1], vertical_alignment="bottom")
+        pick = o1.selectbox(ui.t("models.open_pick"), list(picks), key="role_pick", format_func=picks.get)
+        o2.button(ui.t("models.open"), key="role_open", icon=":material/zoom_in:", on_click=open_head, args=pick)
 elif p.view == "layer":
     layer = pick_layer()
     att = captured(layer)

@@ -30,56 +30,61 @@ with st.spinner(ui.t("sat.computing")):
     scores = ui.shared(sat.sweep_scores, draw)  # what τ does not change: a τ move only re-measures
     sweep = ui.compute(sat.saturation_sweep, draw, p.temperature, given={"scores": scores})
 
-if sample is not None:
-    st.markdown(sat.summary(p, sample, style))
-note = sat.measured_note(p, style)
-if note:  # long sequences × many samples: say how many rows every statistic below measured
-    st.info(note, icon="ℹ️")
-st.markdown(sat.current_line(p, style))
+shown = ui.slide_sections(6)  # presentation mode: one section a slide (the explanations stay off the slides)
+cur = None if sweep is None else sat.sweep_at(sweep, p)
 
 # ---- 1. score distributions
-st.subheader(ui.t("sat.h1"))
-st.caption(ui.t("sat.c1", d=p.head_dim))
-if sample is not None:
-    ui.show_view(ui.view(sat.distribution_view, sample, style), "sat_dist")
+if shown(0):
+    if sample is not None:
+        st.markdown(sat.summary(p, sample, style))
+    if note := sat.measured_note(p, style):  # long sequences × many samples: how many rows every statistic measured
+        st.info(note, icon="ℹ️")
+    st.markdown(sat.current_line(p, style))
+    st.subheader(ui.t("sat.h1"))
+    st.caption(ui.t("sat.c1", d=p.head_dim))
+    if sample is not None:
+        ui.show_view(ui.view(sat.distribution_view, sample, style), "sat_dist")
 
 # ---- 2. the same queries and keys, unscaled and scaled
-st.subheader(ui.t("sat.h2"))
-cur = None if sweep is None else sat.sweep_at(sweep, p)
-if cur is not None:
-    st.caption(sat.maps_caption(p, cur, style))
-with st.spinner(ui.t("sat.computing")):
-    maps = ui.compute(sat.example_maps, draw, p.head_dim, p.temperature)
-if maps is not None:
-    ui.show_view(ui.view(sat.maps_view, maps, style), "sat_maps")
+if shown(1):
+    st.subheader(ui.t("sat.h2"))
+    if cur is not None:
+        st.caption(sat.maps_caption(p, cur, style))
+    with st.spinner(ui.t("sat.computing")):
+        maps = ui.compute(sat.example_maps, draw, p.head_dim, p.temperature)
+    if maps is not None:
+        ui.show_view(ui.view(sat.maps_view, maps, style), "sat_maps")
 
 # ---- 3. saturation against d_k
-st.subheader(ui.t("sat.h3"))
-st.caption(ui.t("sat.c3"))
-if sweep is not None:
-    ui.show_view(ui.view(sat.curves_view, p, sweep, style), "sat_curves")
+if shown(2):
+    st.subheader(ui.t("sat.h3"))
+    st.caption(ui.t("sat.c3"))
+    if sweep is not None:
+        ui.show_view(ui.view(sat.curves_view, p, sweep, style), "sat_curves")
 
 # ---- 4. the gradients against d_k, for a stated loss
-st.subheader(ui.t("sat.h_grad"))
-st.caption(sat.gradient_caption(p, style))
-if sweep is not None:
-    ui.show_view(ui.view(sat.gradient_view, p, sweep, style), "sat_grads")
-if cur is not None:
-    st.markdown("\n\n".join(sat.gradient_sentences(p, cur, style)))
-ui.help_text("sat.grad_how.title", sat.grad_how(p, style))
+if shown(3):
+    st.subheader(ui.t("sat.h_grad"))
+    st.caption(sat.gradient_caption(p, style))
+    if sweep is not None:
+        ui.show_view(ui.view(sat.gradient_view, p, sweep, style), "sat_grads")
+    if cur is not None:
+        st.markdown("\n\n".join(sat.gradient_sentences(p, cur, style)))
+    ui.help_text("sat.grad_how.title", sat.grad_how(p, style))
 
-# ---- 5. one query row and its Jacobian
-st.subheader(ui.t("sat.h4"))
-p = sat.with_values(p, row=ui.control(P, "row", hi=p.seq_len - 1, container=st.columns(3)[0]))
-raw = ui.compute(sat.query_scores, draw, p.head_dim, p.row)
-if raw is not None:
+# ---- 5. one query row and its Jacobian; 6. float16 numerics (both on the row's scores)
+if shown(4):
+    st.subheader(ui.t("sat.h4"))
+if shown(4) or shown(5):
+    p = sat.with_values(p, row=ui.control(P, "row", hi=p.seq_len - 1, container=st.columns(3)[0]))
+    raw = ui.compute(sat.query_scores, draw, p.head_dim, p.row)
+if shown(4) and raw is not None:
     st.caption(ui.t("sat.c4"))
     ui.show_view(ui.view(sat.row_view, p, sat.row_softmax(raw, p), style), "sat_row")
-
-# ---- 6. float16 numerics
-st.subheader(ui.t("sat.h5"))
-st.caption(sat.float16_caption(style))
-if raw is not None and sweep is not None:
+if shown(5):
+    st.subheader(ui.t("sat.h5"))
+    st.caption(sat.float16_caption(style))
+if shown(5) and raw is not None and sweep is not None:
     demo = sat.float16_demo(raw)
     ui.show_view(ui.view(sat.float16_view, p, demo, sweep, style), "sat_fp16")
     st.markdown(sat.float16_verdict(p, demo, style))
@@ -89,9 +94,10 @@ if raw is not None and sweep is not None:
             st.caption(top)
         st.dataframe(table, hide_index=True, width="stretch")
 
-# ---- 7. explanations, with the user's numbers
-st.subheader(ui.t("sat.h6"))
-ui.help_text("sat.why_var.title", sat.why_var(p, sample, style))
-ui.help_expander("sat.why_softmax")
-if cur is not None:
-    ui.help_text("sat.cost.title", sat.saturation_cost(p, cur, style))
+# ---- 7. explanations, with the user's numbers (not on a slide)
+if shown(6):
+    st.subheader(ui.t("sat.h6"))
+    ui.help_text("sat.why_var.title", sat.why_var(p, sample, style))
+    ui.help_expander("sat.why_softmax")
+    if cur is not None:
+        ui.help_text("sat.cost.title", sat.saturation_cost(p, cur, style))

@@ -18,10 +18,11 @@ from attn_core import decks
 from attn_core.config import ConfigError
 from attn_core.i18n import LANGUAGES
 
-from .core import _url_raw, _write_url, lang, t
+from .core import _url_raw, _write_url, lang, present, t
 from .output import show_error
 
-GLOBAL_KEYS = ("seed", "present", "slide")  # link parameters every page may hold besides its own controls
+STEP_KEYS = ("slide", "kv_token")  # ui.slide_controls steppers: the link counts from 1, session state from 0
+GLOBAL_KEYS = ("seed", "present", *STEP_KEYS)  # link parameters every page may hold besides its own controls
 DECK, AT, GOTO, NAME = "_deck", "_deck_at", "_deck_goto", "_deck_name"
 LINK_ONLY = ("deck", "deck_at", "lang")  # link parameters that are not part of a slide's page state
 
@@ -83,7 +84,7 @@ def _typed(page: str, key: str, text: str) -> Any:
     from attn_core.views import page as page_spec
     from attn_core.views.base import controls
 
-    if key == "slide":
+    if key in STEP_KEYS:
         return max(0, int(float(text)) - 1)  # the step slides keep the 0-based index
     if key == "present":
         return text.lower() == "true"
@@ -103,7 +104,7 @@ def _apply(s: decks.Slide) -> None:
     from attn_core.views.base import controls
 
     values = dict(s.params)
-    for key in [*controls(page_spec(s.page).params), "seed", "slide"]:
+    for key in [*controls(page_spec(s.page).params), "seed", *STEP_KEYS]:
         for memo in (
             "pinned",
             "last",
@@ -177,23 +178,28 @@ def follow(current: str) -> None:
 
 
 def bar() -> None:
-    """Over the page while a deck is open: the slide's number, title and sentence, Previous and Next (Page Up /
-    Page Down, what a clicker sends) and Close. The link parameters ``deck`` and ``deck_at`` join the share link."""
+    """Over the page while a deck is open: the slide's number, title and sentence, Previous and Next (the clicker
+    keys press them: :data:`ui.frame.CLICKER_JS`); in slide mode one slim line, the sentence under it. The link
+    parameters ``deck`` and ``deck_at`` join the share link."""
     if not is_open():
         return
     deck: decks.Deck = st.session_state[DECK]
     i, n = st.session_state.get(AT, 0), len(deck.slides)
     s, lg = deck.slides[i], lang()
+    slim = present()  # slide mode: one slim line (arrows for buttons), the slide's sentence under it
     with st.container(border=True, key="deck_bar"):
-        left, mid, right = st.columns([1, 6, 2], vertical_alignment="center")
-        left.button(t("ui.prev"), key="deck_prev", icon=":material/arrow_back:", shortcut="pageup",
+        left, mid, right = st.columns([1, 8, 1] if slim else [1, 6, 2], vertical_alignment="center")
+        left.button("" if slim else t("ui.prev"), key="deck_prev", icon=":material/arrow_back:",
+                    help=t("ui.prev") if slim else None,
                     disabled=i == 0, on_click=_go, args=(i - 1,), width="stretch")  # fmt: skip
         mid.markdown(f"**{t('deck.slide_of', i=i + 1, n=n)} · {s.words('title', lg)}**")
         note = s.words("note", lg)
-        if note:
+        if note and not slim:
             mid.caption(note)
-        right.button(t("ui.next"), key="deck_next", icon=":material/arrow_forward:", shortcut="pagedown",
-                     disabled=i == n - 1, on_click=_go, args=(i + 1,), width="stretch")  # fmt: skip
+        right.button("" if slim else t("ui.next"), key="deck_next", icon=":material/arrow_forward:",
+                     help=t("ui.next") if slim else None, disabled=i == n - 1, on_click=_go, args=(i + 1,), width="stretch")  # fmt: skip
+    if note and slim:
+        st.markdown(note)
     link = st.session_state.setdefault("_link_params", {})
     link["deck"] = st.session_state.get(NAME) or decks.encode(deck)  # a shipped deck by its name: a short link
     link["deck_at"] = str(i + 1)

@@ -100,21 +100,105 @@ def sidebar() -> None:
         st.session_state["_link_slot"] = st.empty()
 
 
+# Slide mode: every view one 16:9 viewport: the title, the chart, a sentence or two. The rules are keyed on what a
+# page draws (Streamlit's test ids and the ``st-key-<key>`` classes of keyed elements), so the pages stay layout only.
 PRESENT_CSS = """
 <style>
+  :root { --attn-slide-mode: 1; }  /* read by the clicker script: arrow keys and space move slides */
+  /* Streamlit's header out of the way: no bar, no menu; only the button that opens the sidebar stays */
+  [data-testid="stHeader"] { background: transparent; height: 0; }
+  [data-testid="stHeader"], [data-testid="stHeader"] * { pointer-events: none; }
+  [data-testid="stHeader"] [data-testid="stExpandSidebarButton"],
+  [data-testid="stHeader"] [data-testid="stExpandSidebarButton"] * { pointer-events: auto; }
+  [data-testid="stToolbarActions"], [data-testid="stMainMenu"], [data-testid="stAppDeployButton"],
+  [data-testid="stDecoration"] { display: none; }
+  /* the slide: the viewport's height, a column whose charts take the room the text leaves */
   [data-testid="stMain"] { font-size: 1.3rem; }
-  [data-testid="stMain"] h1 { font-size: 3.2rem; }
-  [data-testid="stMain"] p, [data-testid="stMain"] li { font-size: 1.35rem; line-height: 1.5; }
-  [data-testid="stMain"] [data-testid="stCaptionContainer"] { font-size: 1.15rem; }
-  [data-testid="stMain"] .block-container { padding-top: 1.5rem; max-width: 100%; }
+  [data-testid="stMain"] [data-testid="stMainBlockContainer"] {
+    padding: 0.6rem 1.5rem 0.6rem 4rem; max-width: 100%; height: 100vh; box-sizing: border-box;
+    display: flex; flex-direction: column; position: relative; }
+  [data-testid="stMainBlockContainer"] > [data-testid="stVerticalBlock"] { flex: 1 1 0; min-height: 0; gap: 0.5rem; }
+  [data-testid="stMain"] [data-testid="stVerticalBlock"] > * { flex-shrink: 0; }  /* text keeps its height */
+  /* text boxes as tall as their text (Streamlit hides a paragraph's bottom margin under a negative one) */
+  [data-testid="stMain"] [data-testid="stMarkdownContainer"] { margin-bottom: 0; }
+  [data-testid="stMain"] [data-testid="stMarkdownContainer"] > :last-child { margin-bottom: 0; }
+  [data-testid="stMain"] h1 { font-size: 2.3rem; line-height: 1.2; padding: 0.1rem 14.5rem 0.2rem 0; }
+  [data-testid="stMain"] h2, [data-testid="stMain"] h3 { font-size: 1.7rem; line-height: 1.25; padding: 0; }
+  [data-testid="stMain"] [data-testid="stHeaderActionElements"] { display: none; }
+  [data-testid="stMain"] p, [data-testid="stMain"] li { font-size: 1.3rem; line-height: 1.4; }
+  [data-testid="stMain"] [data-testid="stMetricValue"], [data-testid="stMain"] [data-testid="stMetricValue"] * {
+    font-size: 3.4rem; line-height: 1.15; }
+  [data-testid="stMain"] [data-testid="stMetricLabel"] p { font-size: 1.5rem; }
+  /* nothing else on a slide: intros, captions, notes, explanations and tables beside a chart are folded away */
+  [data-testid="stMain"] [data-testid="stElementContainer"]:has([data-testid="stCaptionContainer"]),
+  [data-testid="stMain"] [data-testid="stLayoutWrapper"]:has(> [data-testid="stExpander"]):not(.st-key-slide_controls),
+  [data-testid="stMain"]:has(.stPlotlyChart) [data-testid="stElementContainer"]:has([data-testid="stDataFrame"]),
+  [data-testid="stMain"] [data-testid="stButtonGroup"] [data-testid="stWidgetLabel"] { display: none; }
+  /* charts take the room left: their blocks stretch, and the chart follows its block's height */
+  [data-testid="stMain"] [data-testid="stElementContainer"]:has(.stPlotlyChart),
+  [data-testid="stMain"] [data-testid="stLayoutWrapper"]:has(.stPlotlyChart) { flex: 1 1 0; min-height: 9rem; }
+  [data-testid="stMain"] [data-testid="stLayoutWrapper"]:has(.stPlotlyChart) > [data-testid="stHorizontalBlock"],
+  [data-testid="stMain"] [data-testid="stColumn"]:has(.stPlotlyChart) > [data-testid="stVerticalBlock"] { height: 100%; }
+  /* the page's controls: a compact bar at the top right that opens over the slide */
+  .st-key-slide_controls { position: absolute; top: 0.6rem; right: 1.5rem; width: 13rem; z-index: 30; }
+  .st-key-slide_controls:has(details[open]) { width: min(72rem, calc(100% - 5.5rem)); }
+  .st-key-slide_controls details { background: var(--attn-slide-bg, #ffffff); box-shadow: 0 4px 18px rgba(0,0,0,.18); }
+  .st-key-slide_controls [data-testid="stExpanderDetails"] { max-height: calc(100vh - 5rem); overflow-y: auto; }
+  .st-key-slide_controls p, .st-key-slide_controls li { font-size: 1rem; }
+  /* a deck's bar: one slim line */
+  .st-key-deck_bar { padding: 0.1rem 0.5rem; gap: 0; }
+  [data-testid="stMainBlockContainer"]:has(.st-key-slide_controls) .st-key-deck_bar { max-width: calc(100% - 14rem); }
+  .st-key-deck_bar p { font-size: 1.1rem; line-height: 1.3; margin: 0; }
+  .st-key-deck_bar button { min-height: 2rem; padding: 0 0.6rem; }
+  [class*="st-key-slide_nav"] button { min-height: 2rem; padding: 0 0.6rem; }
 </style>
+"""
+
+# What a presentation clicker sends (Page Down / Page Up, arrows, space) moves slides: a deck's when one is open,
+# else the page's steps. Keys typed into a field or a slider keep their meaning; outside slide mode only Page Up /
+# Page Down move (arrows and space scroll as usual). Runs in the app's document (st.html is not in an iframe);
+# the listener is added once per browser tab.
+CLICKER_JS = """
+<script>
+(() => {
+  if (window.__attnClicker) return;
+  window.__attnClicker = true;
+  const NEXT = ["PageDown", "ArrowRight", "ArrowDown", " "], PREV = ["PageUp", "ArrowLeft", "ArrowUp"];
+  const TYPING = "input, textarea, select, [role='slider'], [role='combobox'], [role='listbox'], [contenteditable='true']";
+  document.addEventListener("keydown", (e) => {
+    if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;
+    const fwd = NEXT.includes(e.key);
+    if (!fwd && !PREV.includes(e.key)) return;
+    if (e.target && e.target.closest && e.target.closest(TYPING)) return;
+    const css = getComputedStyle(document.documentElement).getPropertyValue("--attn-slide-mode").trim();
+    if (css !== "1" && !e.key.startsWith("Page")) return;
+    const which = fwd ? "next" : "prev";
+    // a deck's bar first; else the page's steppers, the lowest one that can still move (steps within a section,
+    // then the sections)
+    let button = document.querySelector(`.st-key-deck_${which} button`);
+    const navs = [...document.querySelectorAll("[class*='st-key-slide_nav']")].reverse();
+    const buttons = navs.map(nav => nav.querySelector(`[class*='__${which}'] button`)).filter(b => b);
+    button = button || buttons.find(b => !b.disabled) || buttons[0];
+    if (!button) return;  // nothing to move: the key keeps its usual meaning
+    e.preventDefault();
+    e.stopPropagation();
+    if (!button.disabled) button.click();
+  }, true);
+})();
+</script>
 """
 
 
 def apply_presentation() -> None:
-    """Large fonts for a projector; call once per run (app.py does)."""
+    """Slide mode (:data:`PRESENT_CSS`) when presentation mode is on; the clicker keys always (call once per run,
+    app.py does)."""
+    from .widgets import DRAWER
+
+    st.session_state.pop(DRAWER, None)  # the page's controls box of this run sets it again
     if present():
         st.html(PRESENT_CSS)
+    with st.sidebar:  # not in the page's column: it takes no room on the slide
+        st.html(CLICKER_JS, unsafe_allow_javascript=True)
 
 
 def share_link(page_path: str, home: str) -> None:

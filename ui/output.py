@@ -13,7 +13,7 @@ from attn_core import figures
 from attn_core.config import ConfigError
 from attn_core.i18n import DEFAULT_LANG
 
-from .core import lang, seed, style, t
+from .core import lang, present, seed, style, t
 from .responsive import figure_title, phone_box, phone_title
 
 PLOT_CONFIG = {
@@ -81,7 +81,8 @@ def drawn(view: Any, style_: Any) -> Drawn:
 def show_figure(
     fig: Any, key: str, data: Any = None, name: str | None = None, on_select: Callable[[], None] | None = None
 ) -> None:
-    """Draw a plotly figure (toolbar download: SVG at scale 2) with export buttons under it.
+    """Draw a plotly figure (toolbar download: SVG at scale 2) with export buttons under it; in presentation mode
+    the chart alone, as tall as the slide leaves room for.
 
     ``data`` is a pandas DataFrame of the numbers behind the chart (with token
     labels) for the CSV export; ``name`` is the file stem of every export.
@@ -91,10 +92,30 @@ def show_figure(
     if not isinstance(fig, SerialisedFigure):
         figures.apply_fonts(fig, style())
     select = {"on_select": on_select, "selection_mode": "points"} if on_select is not None else {}
+    if present():  # slide mode: the chart takes the height the slide leaves it (ui.frame.PRESENT_CSS), no menu
+        st.plotly_chart(slide_figure(fig), key=key, config=PLOT_CONFIG, theme="streamlit", height="stretch", **select)
+        return
     phone_title(*figure_title(fig))  # a title wider than a phone, written above the chart there
     box = phone_box(fig, key)  # panels side by side: on a phone, a box that scrolls sideways
     (box or st).plotly_chart(fig, key=key, config=PLOT_CONFIG, theme="streamlit", **select)
     export_menu(fig, key, data, export_name(name or key))
+
+
+def slide_figure(fig: Any) -> Any:
+    """``fig`` for a slide, whose height follows the screen rather than the figure: a legend placed below the plot
+    (``y < 0`` in plot fractions, which shrink with the chart and would run into the x-axis title) is pinned to the
+    chart's bottom edge instead, inside the bottom margin the builder reserved for it. A serialised figure's
+    shared spec is copied, never changed."""
+    spec = fig._attn_spec if isinstance(fig, SerialisedFigure) else None
+    layout = spec.get("layout", {}) if spec is not None else fig.layout.to_plotly_json()
+    legend = layout.get("legend") or {}
+    y = legend.get("y")
+    if y is None or y >= 0 or legend.get("yref", "paper") != "paper":
+        return fig
+    pinned = {**legend, "yref": "container", "y": 0.0, "yanchor": "bottom"}
+    if spec is not None:
+        return SerialisedFigure({**spec, "layout": {**layout, "legend": pinned}})
+    return go.Figure(fig).update_layout(legend=pinned)
 
 
 def export_name(view: str) -> str:
@@ -139,7 +160,9 @@ def live_charts(views: Sequence[Any], boxes: Sequence[Any]) -> None:
     """A live run's frame: each view's figure replacing the one in its ``st.empty`` box. No key and no export
     menu: a new key would remount the chart (it blinks); the finished run is drawn with :func:`show_views`."""
     for box, v in zip(boxes, views, strict=False):
-        box.plotly_chart(v.figure, config=PLOT_CONFIG, theme="streamlit")
+        slide = present()  # slide mode: as tall as the slide leaves room for
+        fig = slide_figure(v.figure) if slide else v.figure
+        box.plotly_chart(fig, config=PLOT_CONFIG, theme="streamlit", height="stretch" if slide else "content")
 
 
 @st.cache_resource(show_spinner=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import streamlit as st
@@ -379,12 +379,19 @@ def token_input(params: type, cut_note: bool = True) -> dict[str, Any]:
     return values
 
 
+DRAWER = "_controls_drawer"  # the controls box of the running script (replaced by every run's controls_box)
+
+
 @contextlib.contextmanager
 def controls_box() -> Iterator[Any]:
     """Where a page puts its controls (``with ui.controls_box():``): inline, or folded into a compact bar in
     presentation mode. Notices about the controls (:func:`_control_notice`) are drawn below the box when it
     closes, so that a notice never pushes a control down."""
-    box = st.expander(t("ui.controls"), expanded=False, icon=":material/tune:") if present() else st.container()
+    if present():  # slide mode places the keyed bar at the slide's top right (ui.frame.PRESENT_CSS)
+        box = st.expander(t("ui.controls"), expanded=False, icon=":material/tune:", key="slide_controls")
+    else:
+        box = st.container()
+    st.session_state[DRAWER] = box  # this run's: a view's own options join it in slide mode (map_options)
     st.session_state[NOTICES] = []
     try:
         with box:
@@ -409,13 +416,9 @@ def _shift_slide(key: str, step: int, n: int) -> None:
     st.session_state[key] = min(max(int(st.session_state.get(key, 0)) + step, 0), n - 1)
 
 
-def clicker_taken() -> bool:
-    """Whether a lecture deck's bar holds Page Up / Page Down (then they move between the deck's slides)."""
-    return st.session_state.get("_deck") is not None
-
-
 def slide_controls(key: str, n: int) -> int:
-    """Previous / Next buttons over ``n`` slides (Page Up / Page Down as shortcuts); returns the index.
+    """Previous / Next buttons over ``n`` slides; returns the index. The clicker keys (Page Down / Page Up, arrows,
+    space: :data:`ui.frame.CLICKER_JS`) press them, or a lecture deck's when one is open.
 
     The index lives in session state and in the URL (``?slide=3``), so a bookmark
     opens the lecture at the same step.
@@ -425,32 +428,27 @@ def slide_controls(key: str, n: int) -> int:
         st.session_state[key] = int(num) - 1 if num is not None and 1 <= num <= n and num == int(num) else 0
     idx = min(max(int(st.session_state[key]), 0), n - 1)
     st.session_state[key] = idx
-    left, mid, right = st.columns([1, 3, 1])
-    left.button(
-        t("ui.prev"),
-        key=f"{key}__prev",
-        icon=":material/arrow_back:",
-        shortcut=None if clicker_taken() else "pageup",
-        disabled=idx == 0,
-        width="stretch",
-        on_click=_shift_slide,
-        args=(key, -1, n),
-    )
-    right.button(
-        t("ui.next"),
-        key=f"{key}__next",
-        icon=":material/arrow_forward:",
-        shortcut=None if clicker_taken() else "pagedown",
-        disabled=idx == n - 1,
-        width="stretch",
-        on_click=_shift_slide,
-        args=(key, 1, n),
-    )
-    mid.progress((idx + 1) / n, text=t("ui.slide", i=idx + 1, n=n))
-    mid.caption(t("ui.slide_keys"))
+    with st.container(key=f"slide_nav_{key}"):  # the clicker keys press the lowest of these that can move
+        left, mid, right = st.columns([1, 3, 1], vertical_alignment="center")
+        left.button(t("ui.prev"), key=f"{key}__prev", icon=":material/arrow_back:", disabled=idx == 0,
+                    width="stretch", on_click=_shift_slide, args=(key, -1, n))  # fmt: skip
+        right.button(t("ui.next"), key=f"{key}__next", icon=":material/arrow_forward:", disabled=idx == n - 1,
+                     width="stretch", on_click=_shift_slide, args=(key, 1, n))  # fmt: skip
+        mid.progress((idx + 1) / n, text=t("ui.slide", i=idx + 1, n=n))
+        mid.caption(t("ui.slide_keys"))
     _write_url(key, str(idx + 1), "1")
     _remember(key, idx + 1, 1)
     return idx
+
+
+def slide_sections(n: int, key: str = "slide") -> Callable[[int], bool]:
+    """Which of a page's ``n`` sections to draw (``shown = ui.slide_sections(4)``; ``if shown(0): ...``): all of
+    them normally; in presentation mode one a slide, with :func:`slide_controls` (drawn here) to move between them,
+    so that each section fits the projector's screen."""
+    if not present():
+        return lambda i: True
+    at = slide_controls(key, n)
+    return lambda i: i == at
 
 
 def control(params: type, name: str, *, container: Any = None, **how: Any) -> Any:
@@ -494,10 +492,12 @@ def map_options(p: Any, t_rows: int, t_cols: int, side: int, t_keys: int) -> Any
     from attn_core.views.base import with_values
     from attn_core.views.heatmaps import default_cscale, is_pooled
 
-    c1, c2 = st.columns(2, gap="medium")
-    with c1:
-        p = with_values(p, cscale=control(type(p), "cscale", default=default_cscale(t_keys), data_default=True))
-    if is_pooled(t_rows, t_cols, side):
-        with c2:
-            p = with_values(p, pool=control(type(p), "pool"))
+    drawer = st.session_state.get(DRAWER) if present() else None  # slide mode: in the folded controls bar
+    with drawer if drawer is not None else contextlib.nullcontext():
+        c1, c2 = st.columns(2, gap="medium")
+        with c1:
+            p = with_values(p, cscale=control(type(p), "cscale", default=default_cscale(t_keys), data_default=True))
+        if is_pooled(t_rows, t_cols, side):
+            with c2:
+                p = with_values(p, pool=control(type(p), "pool"))
     return p

@@ -30,19 +30,20 @@ def test_a_shipped_deck_opens_from_its_link_and_the_clicker_walks_its_pages():
     deck = decks.shipped()["gqa_and_the_kv_cache"]
     at = fresh({"deck": "gqa_and_the_kv_cache"})
     no_exception(at)
-    assert at.session_state["_page"] == "kv_sharing" and bar_text(at).startswith("**Slide 1 of 8 · Query heads share")
+    assert at.session_state["_page"] == "kv_sharing" and bar_text(at).startswith("**Slide 1 of 9 · Query heads share")
     assert at.button(key="deck_prev").disabled
     states = []
     for i, s in enumerate(deck.slides[1:], start=2):
         click(at, "deck_next")
-        assert at.session_state["_page"] == s.page and bar_text(at).startswith(f"**Slide {i} of 8 · ")
+        assert at.session_state["_page"] == s.page and bar_text(at).startswith(f"**Slide {i} of 9 · ")
         states.append((s.page, at.session_state["n_kv_heads"] if s.page == "kv_sharing" else None))
         if s.page == "kv_cache":
             assert at.session_state["model"] == dict(s.params).get("model", "llama-3-8b")  # the slide's, or default
+            assert at.session_state.get("kv_token") == (3 if "kv_token" in dict(s.params) else None)  # 0-based
     assert states[:3] == [("kv_sharing", 8), ("kv_sharing", 1), ("kv_sharing", 2)]  # MHA, MQA, back to the default
     assert at.button(key="deck_next").disabled
     link = at.session_state["_link_params"]
-    assert link["deck"] == "gqa_and_the_kv_cache" and link["deck_at"] == "8"  # the share link reopens this slide
+    assert link["deck"] == "gqa_and_the_kv_cache" and link["deck_at"] == "9"  # the share link reopens this slide
     click(at, "deck_prev")
     assert at.session_state["_page"] == "kv_cache" and at.session_state["model"] == "llama-3-8b"
 

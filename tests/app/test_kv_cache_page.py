@@ -349,7 +349,7 @@ def test_chinese_page_has_no_english_token_and_no_stray_spaces(app_test):
 # ---------------------------------------------------------------- page = command line
 PARITY = [
     # the defaults (the calculator's charts; a default live decode takes minutes on a shared CPU), in Chinese, large
-    ({}, {"lang": "zh", "present": True}, ["--lang", "zh", "--present"]),
+    ({"slide": "2"}, {"lang": "zh", "present": True}, ["--lang", "zh", "--present"]),  # slide 2: the chart
     (
         {"model": "deepseek-v3", "seq_len": "1048576", "batch": "256", "stack_weights": "true",
          "weights_dtype": "fp8", "device_gib": "2048", "y_scale": "linear", "dec_layers": "1", "dec_steps": "4",
@@ -375,6 +375,7 @@ def test_the_page_draws_the_charts_of_the_command_line(app_test, query, session,
     from attn_core import export
     from attn_core.figures import Style
     from attn_core.views import page
+    from ui.output import slide_figure
 
     at = app_test(PAGE, query=query, session=session)
     decode = "--decode" in argv
@@ -386,19 +387,21 @@ def test_the_page_draws_the_charts_of_the_command_line(app_test, query, session,
     params, args = export.params_from(spec, argv)
     views = spec.views(params, Style(lang=args.lang, present=args.present))
     assert len(views) == (5 if decode else 3)
-    if args.present:  # presentation mode steps through stills of the tensor view (Previous / Next), the first first
-        fill = kc.tensor_fill(params, kc.calculator(params))
-        views[2] = kc.tensor_view(fill, params.tag, Style(lang=args.lang, present=True), at=0)
     shown = {s["layout"]["uirevision"]: s for s in chart_specs(at)}
-    assert sorted(shown) == sorted(["kv_memory", "kv_tensors", *(["kv_live_mem", "kv_live_time"] if decode else [])])
-    for key, view in zip(
-        ["kv_memory", "kv_tensors", "kv_live_mem"], views[1:4], strict=False
-    ):  # exact numbers: all the same
-        cli = json.loads(pio.to_json(view.figure, validate=False))
+    present = bool(session.get("present"))  # slide mode: slide 2 holds the memory chart alone
+    live = ["kv_live_mem", "kv_live_time"] if decode else []
+    assert sorted(shown) == sorted(["kv_memory"] if present else ["kv_memory", "kv_tensors", *live])
+    for key, view in zip(["kv_memory", "kv_tensors", "kv_live_mem"], views[1:4], strict=False):  # exact numbers
+        if key not in shown:
+            continue
+        fig = slide_figure(view.figure) if present else view.figure  # a slide: the legend pinned
+        cli = json.loads(pio.to_json(fig, validate=False))
         if key != "kv_tensors":  # its bars are categories (trace_numbers reads numbers): compared whole below
             assert trace_numbers(shown[key]) == trace_numbers(cli)
         assert shown[key]["layout"]["title"]["text"] == cli["layout"]["title"]["text"]
         assert shown[key] == cli
+    if present:  # slide mode: one section a slide; the table is on the first
+        at = app_test(PAGE, query={k: v for k, v in query.items() if k != "slide"}, session=session)
     cells = views[0].figure.to_plotly_json()["data"][0]["cells"]["values"]  # the table: the page's dataframe
     table = at.dataframe[0].value
     assert [list(c) for c in cells] == [table[c].tolist() for c in table.columns]

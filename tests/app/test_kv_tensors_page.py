@@ -49,14 +49,14 @@ def test_one_head_and_one_token_in_english(app_test):
 
 
 def test_presentation_mode_steps_one_frame_with_next(app_test):
-    query = {"model": "custom", "n_heads": "4", "n_kv_heads": "2", "seq_len": "8", "slide": "3"}
-    at = app_test(PAGE, query=query, session={"present": True})
+    query = {"model": "custom", "n_heads": "4", "n_kv_heads": "2", "seq_len": "8", "slide": "3", "kv_token": "3"}
+    at = app_test(PAGE, query=query, session={"present": True})  # slide 3: the tensors; token 3
     no_exception(at)
-    fill = engine_fill({k: v for k, v in query.items() if k != "slide"})
+    fill = engine_fill({k: v for k, v in query.items() if k not in ("slide", "kv_token")})
     spec = tensors(at)
     assert "frames" not in spec and "3 of 8 tokens" in spec["layout"]["title"]["text"]
     assert next(t for t in spec["data"] if t["type"] == "bar")["x"] == list(fill.bytes[2])
-    at.button(key="slide__next").click().run()
+    at.button(key="kv_token__next").click().run()
     spec = tensors(at)
     assert "4 of 8 tokens" in spec["layout"]["title"]["text"]
     assert next(t for t in spec["data"] if t["type"] == "bar")["x"] == list(fill.bytes[3])

@@ -224,11 +224,17 @@ def test_chinese_and_presentation_mode(app_test):
     at = open_page(app_test, lang="zh", present=True)
     no_exception(at)
     assert at.title[0].value.startswith("Softmax 饱和")
-    specs = charts(at)
-    assert "softmax 饱和随 d_k 的变化" in specs["sat_curves"]["layout"]["title"]["text"]
-    assert all(s["layout"]["font"]["size"] >= 20 for s in specs.values())
-    assert specs["sat_curves"]["layout"]["xaxis"]["title"]["text"].startswith("d_k（")
     assert "分数的分布" in at.subheader[0].value
+    assert list(charts(at)) == ["sat_dist"]  # one section a slide
+    fonts = [charts(at)["sat_dist"]["layout"]["font"]["size"]]
+    for _ in range(2):  # Next, Next: the third section, saturation against d_k
+        at.button(key="slide__next").click().run()
+    no_exception(at)
+    specs = charts(at)
+    assert list(specs) == ["sat_curves"] and [s.value for s in at.subheader] == ["3 · 饱和程度随 d_k 的变化"]
+    assert "softmax 饱和随 d_k 的变化" in specs["sat_curves"]["layout"]["title"]["text"]
+    assert min(fonts + [s["layout"]["font"]["size"] for s in specs.values()]) >= 20
+    assert specs["sat_curves"]["layout"]["xaxis"]["title"]["text"].startswith("d_k（")
 
 
 def test_explanations_substitute_the_users_numbers(app_test):

@@ -13,7 +13,7 @@ from attn_core.i18n import translate
 from attn_core.views import PAGES
 from attn_core.views.base import controls
 
-KNOWN = {p.name: set(controls(p.params)) | {"seed", "present", "slide"} for p in PAGES}
+KNOWN = {p.name: set(controls(p.params)) | {"seed", "present", "slide", "kv_token"} for p in PAGES}
 
 
 def sample() -> decks.Deck:
@@ -91,7 +91,7 @@ def test_the_shipped_decks_open_real_page_states_in_both_languages():
                 en, zh = dict(getattr(s, what))["en"], dict(getattr(s, what))["zh"]
                 assert en and zh and en != zh, (s.page, what)
     pages = [s.page for s in shipped["gqa_and_the_kv_cache"].slides]
-    assert pages == ["kv_sharing"] * 4 + ["kv_cache"] * 3 + ["mla"]  # sharing, bytes, live decode, MLA
+    assert pages == ["kv_sharing"] * 4 + ["kv_cache"] * 4 + ["mla"]  # sharing, bytes, tensors, live decode, MLA
 
 
 def test_the_numbers_the_shipped_decks_state_are_true():

@@ -51,14 +51,14 @@ def test_play_advances_the_frames_and_page_down_steps_in_presentation_mode(watch
     chart.screenshot(path=str(SHOTS / "kv-tensors-paused.png"))
     assert_clean(watch)
 
-    watch.open("kv_cache?model=custom&n_heads=8&n_kv_heads=8&seq_len=16&lang=zh&present=1")
+    watch.open("kv_cache?model=custom&n_heads=8&n_kv_heads=8&seq_len=16&lang=zh&present=1&slide=3")  # tensors
     page.locator(CHART).scroll_into_view_if_needed()
     assert "缓存中已有 1 / 16 个词元" in page.evaluate(TITLE)
-    page.keyboard.press("PageDown")  # what a clicker sends
+    page.keyboard.press("PageDown")  # what a clicker sends: the lowest stepper that can move, the token's
     watch.wait_idle()
     page.keyboard.press("PageDown")
     watch.wait_idle()
-    assert "缓存中已有 3 / 16 个词元" in page.evaluate(TITLE) and "slide=3" in page.url
+    assert "缓存中已有 3 / 16 个词元" in page.evaluate(TITLE) and "kv_token=3" in page.url  # the token, not the slide
     page.locator(CHART).scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "kv-tensors-present-zh.png"))  # the 1280 x 720 viewport: the still
     page.locator(CHART).screenshot(path=str(SHOTS / "kv-tensors-present-zh-chart.png"))
