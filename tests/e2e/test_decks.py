@@ -29,14 +29,14 @@ def test_the_clicker_walks_a_deck_across_pages(browser, server):
     w.page.set_default_timeout(60_000)
     try:
         w.open("kv_sharing?deck=gqa_and_the_kv_cache&lang=zh")
-        assert "第 1/8 张" in bar(w) and "查询头共享 KV 头" in bar(w)
-        for expected in ("第 2/8 张", "第 3/8 张", "第 4/8 张", "第 5/8 张"):
+        assert "第 1/9 张" in bar(w) and "查询头共享 KV 头" in bar(w)
+        for expected in ("第 2/9 张", "第 3/9 张", "第 4/9 张", "第 5/9 张"):
             w.page.keyboard.press("PageDown")  # what a presentation clicker sends
             wait_for_slide(w, expected)
         assert "KV 缓存的显存占用" in w.page.locator("h1").first.inner_text()  # slide 5 is on the KV-cache page
         assert "deck_at=5" in w.page.url  # a reload reopens the deck at this slide
         w.page.keyboard.press("PageUp")
-        wait_for_slide(w, "第 4/8 张")
+        wait_for_slide(w, "第 4/9 张")
         assert "KV 共享" in w.page.locator("h1").first.inner_text()
         assert_clean(w)
         w.shot("deck-gqa-4-zh")  # (a screenshot resizes the window: taken last)
