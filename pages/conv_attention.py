@@ -69,10 +69,11 @@ if p.view == "line":
     st.latex(cv.line_formula(res))
     say(cv.line_sentence(res, style))
     views = ui.view(cv.line_views, res, style)
-    for box, view, key in zip(st.columns(2, gap="medium"), views, ("conv_score", "conv_window"), strict=False):
+    boxes = st.columns(3 if ui.present() else 2, gap="medium")  # a slide: the three charts side by side
+    boxes = boxes if ui.present() else [*boxes, st.container()]
+    for box, view, key in zip(boxes, views, ("conv_score", "conv_window", "conv_heads"), strict=True):
         with box:
             ui.show_view(view, key)
-    ui.show_view(views[2], "conv_heads")
     st.caption(ui.t("conv.line_heads", k=len(res.shifts)))
     ui.help_expander("conv.encoding_help")
     st.stop()
@@ -87,19 +88,24 @@ if ui.run_safely(lambda: cv.check_size(kernel, image)) is None:
     st.stop()
 
 if p.view == "image":
-    q1, q2, q3 = st.columns(3, gap="medium")
-    p = cv.with_values(p, q_row=ui.control(P, "q_row", hi=h - 1, container=q1),
-                       q_col=ui.control(P, "q_col", hi=w - 1, container=q2),
-                       channel=ui.control(P, "channel", hi=c - 1, container=q3))  # fmt: skip
+    with ui.drawer():  # slide mode: in the controls bar
+        q1, q2, q3 = st.columns(3, gap="medium")
+        p = cv.with_values(p, q_row=ui.control(P, "q_row", hi=h - 1, container=q1),
+                           q_col=ui.control(P, "q_col", hi=w - 1, container=q2),
+                           channel=ui.control(P, "channel", hi=c - 1, container=q3))  # fmt: skip
     res = ui.compute(cv.image_step, image, kernel, p.alpha, p.padding, p.q_row, p.q_col)
     if res is None:
         st.stop()
     say(cv.image_sentence(res, style))
     views = ui.view(cv.image_views, res, p.channel, style)
-    boxes = [st.container(), *st.columns(2, gap="medium"), *st.columns(2, gap="medium")]
-    for box, i, key in zip(boxes, (1, 0, 2, 3, 4), ("maps", "input", "att", "conv", "diff"), strict=True):
-        with box:
-            ui.show_view(views[i], f"conv_{key}")
+    shown = ui.slide_sections(3)  # a slide: the maps; the input and attention's output; conv2d and the difference
+    rows = [(1, 0), (2, 1), (2, 2)]
+    charts = [((1, "maps"),), ((0, "input"), (2, "att")), ((3, "conv"), (4, "diff"))]
+    for (n, row), pair in zip(rows, charts, strict=True):
+        if shown(row):
+            for box, (i, key) in zip(st.columns(n, gap="medium"), pair, strict=True):
+                with box:
+                    ui.show_view(views[i], f"conv_{key}")
     st.caption(cv.image_note(res, style))
     ui.help_expander("conv.padding_help")
 else:

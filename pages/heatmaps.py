@@ -90,16 +90,17 @@ if p.view == "grid":
     ui.head_grid(layer, pm, p.fit, "grid", ui.open_zoom, "focus.hint")  # click a panel: its zoom
     ui.help_text("heatmap.read.title", hm.read_help(pm, p.fit, style))
 elif p.view == "zoom":
-    c1, c2, c3, c4 = st.columns(4, gap="medium")
-    with c1:
-        p = hm.with_values(p, head=ui.control(P, "head", hi=p.n_heads - 1))
-    with c2:
-        whole = p.whole_zoom
-        size = whole if whole == 16 else ui.control(P, "zoom_size", hi=whole, default=whole)
-    with c3:
-        q0 = window_start("q_start", p.t_q, size)
-    with c4:
-        k0 = window_start("k_start", p.t_k, size)
+    with ui.drawer():  # slide mode: in the controls bar
+        c1, c2, c3, c4 = st.columns(4, gap="medium")
+        with c1:
+            p = hm.with_values(p, head=ui.control(P, "head", hi=p.n_heads - 1))
+        with c2:
+            whole = p.whole_zoom
+            size = whole if whole == 16 else ui.control(P, "zoom_size", hi=whole, default=whole)
+        with c3:
+            q0 = window_start("q_start", p.t_q, size)
+        with c4:
+            k0 = window_start("k_start", p.t_k, size)
     p = hm.with_values(p, zoom_size=size, q_start=q0, k_start=k0)
     q0, q1, k0, k1 = window = p.zoom_window()
     p = ui.map_options(p, q1 - q0, k1 - k0, hm.ZOOM_SIDE, p.t_k)
@@ -111,12 +112,13 @@ elif p.view == "zoom":
     st.caption(hm.zoom_note(p, pm, style))
     ui.help_text("heatmap.read.title", hm.read_help(pm, p.fit, style))
 elif p.view == "steps":
-    head = ui.control(P, "head", hi=p.n_heads - 1)
-    c1, c2 = st.columns(2, gap="medium")
-    with c1:
-        q0 = window_start("q_start", p.t_q, hm.STEP_WINDOW)
-    with c2:
-        k0 = window_start("k_start", p.t_k, hm.STEP_WINDOW)
+    with ui.drawer():  # slide mode: in the controls bar
+        head = ui.control(P, "head", hi=p.n_heads - 1)
+        c1, c2 = st.columns(2, gap="medium")
+        with c1:
+            q0 = window_start("q_start", p.t_q, hm.STEP_WINDOW)
+        with c2:
+            k0 = window_start("k_start", p.t_k, hm.STEP_WINDOW)
     p = hm.with_values(p, head=head, q_start=q0, k_start=k0)
     hw = ui.compute(hm.step_window, layer, head, q0, k0)
     if hw is None:

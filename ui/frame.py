@@ -138,7 +138,9 @@ PRESENT_CSS = """
   [data-testid="stMain"] [data-testid="stElementContainer"]:has(.stPlotlyChart),
   [data-testid="stMain"] [data-testid="stLayoutWrapper"]:has(.stPlotlyChart) { flex: 1 1 0; min-height: 9rem; }
   [data-testid="stMain"] [data-testid="stLayoutWrapper"]:has(.stPlotlyChart) > [data-testid="stHorizontalBlock"],
-  [data-testid="stMain"] [data-testid="stColumn"]:has(.stPlotlyChart) > [data-testid="stVerticalBlock"] { height: 100%; }
+  [data-testid="stMain"] [data-testid="stColumn"]:has(.stPlotlyChart) > [data-testid="stVerticalBlock"],
+  [data-testid="stMain"] [data-testid="stLayoutWrapper"]:has(.stPlotlyChart) > [data-testid="stVerticalBlock"] {
+    height: 100%; }
   /* the page's controls: a compact bar at the top right that opens over the slide */
   .st-key-slide_controls { position: absolute; top: 0.6rem; right: 1.5rem; width: 13rem; z-index: 30; }
   .st-key-slide_controls:has(details[open]) { width: min(72rem, calc(100% - 5.5rem)); }

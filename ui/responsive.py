@@ -40,11 +40,13 @@ CSS = f"""
   .attn-phone-head .attn-sub {{ font-weight: 400; font-size: 0.85rem; }}
   .attn-phone-title {{ font-weight: 600; font-size: 1rem; line-height: 1.35; overflow-wrap: anywhere; }}
   .attn-phone-title .attn-sub {{ font-weight: 400; font-size: 0.8rem; }}
-  @media (min-width: {PHONE_MAX + 1}px) {{
-    div[class*="st-key-phone__"] {{ display: none !important; }}
+  @media (min-width: {PHONE_MAX + 1}px) {{  /* the wrapper too: slide mode's flex layout would give it room */
+    div[class*="st-key-phone__"], [data-testid="stLayoutWrapper"]:has(> div[class*="st-key-phone__"]) {{
+      display: none !important; }}
   }}
   @media (max-width: {PHONE_MAX}px) {{
-    div[class*="st-key-wide__"] {{ display: none !important; }}
+    div[class*="st-key-wide__"], [data-testid="stLayoutWrapper"]:has(> div[class*="st-key-wide__"]) {{
+      display: none !important; }}
     [data-testid="stElementContainer"]:has(.attn-phone-title) {{ display: block; margin-bottom: -0.5rem; }}
     [data-testid="stElementContainer"]:has(.attn-phone-title) + * .gtitle {{
       display: none;

@@ -19,6 +19,7 @@ from .compute import compute, view
 from .core import count, style, t
 from .output import show_view
 from .responsive import show_heads
+from .widgets import drawer
 
 __all__ = ["FOCUS_TOKEN", "FOCUS_GROUP", "open_zoom", "head_grid"]
 
@@ -98,7 +99,8 @@ def head_grid(layer: Any, pm: Any, fit: bool, key: str, open_head: Callable[[int
     st.caption(t(hint))
     focus = None
     if hm.focus_ok(pm):
-        focus = _pickers(pm)
+        with drawer():  # slide mode: in the controls bar, the slide keeps its room for the grid
+            focus = _pickers(pm)
     else:
         st.caption(t("focus.too_long", max=hm.FOCUS_MAX, tq=count(len(pm.tokens_q), "query"),
                      tk=count(len(pm.tokens_k), "key")))  # fmt: skip

@@ -402,6 +402,13 @@ def controls_box() -> Iterator[Any]:
         getattr(st, kind)(text, icon=icon)
 
 
+def drawer() -> Any:
+    """Where a view's own controls go (``with ui.drawer(): ...``): in slide mode the page's folded controls bar
+    (:func:`controls_box`), which keeps the slide for the chart; otherwise in place."""
+    box = st.session_state.get(DRAWER) if present() else None
+    return box if box is not None else contextlib.nullcontext()
+
+
 def _control_notice(notice: Notice, box: Any) -> None:
     """Show a notice about a control: below the controls box when inside one, else in ``box`` (below the control)."""
     pending = st.session_state.get(NOTICES)
@@ -492,8 +499,7 @@ def map_options(p: Any, t_rows: int, t_cols: int, side: int, t_keys: int) -> Any
     from attn_core.views.base import with_values
     from attn_core.views.heatmaps import default_cscale, is_pooled
 
-    drawer = st.session_state.get(DRAWER) if present() else None  # slide mode: in the folded controls bar
-    with drawer if drawer is not None else contextlib.nullcontext():
+    with drawer():  # slide mode: in the folded controls bar
         c1, c2 = st.columns(2, gap="medium")
         with c1:
             p = with_values(p, cscale=control(type(p), "cscale", default=default_cscale(t_keys), data_default=True))
