@@ -88,18 +88,18 @@ if shown(3):  # ----------------------------------------------------------------
         p = kc.with_values(p, dec_real=True)
         if (model := ui.model(lambda: p.model)) is None:
             st.stop()
-    d1, d2, d3 = st.columns(3, gap="large")
-    with d1:  # the real model has its own layers, batch 1 and float32; the seeded decoder takes them
-        dec = {} if model else {"dec_layers": ui.control(P, "dec_layers")}
-        dec["dec_steps"] = ui.control(P, "dec_steps")
-    with d2:
-        dec["dec_prompt"] = ui.control(P, "dec_prompt")
+    with ui.drawer():  # slide mode: in the controls bar; the real model has its own layers, batch 1 and float32
+        d1, d2, d3 = st.columns(3, gap="large")
+        dec = {} if model else {"dec_layers": ui.control(P, "dec_layers", container=d1)}
+        dec["dec_steps"] = ui.control(P, "dec_steps", container=d1)
+        dec["dec_prompt"] = ui.control(P, "dec_prompt", container=d2)
         if model is None:
-            dec["dec_batch"] = ui.control(P, "dec_batch")
-    with d3:
-        if model is None:
-            dec["dec_dtype"], dec["dec_wrong"] = ui.control(P, "dec_dtype"), ui.control(P, "dec_wrong")
-        dec["dec_recompute"] = ui.control(P, "dec_recompute")
+            dec["dec_batch"] = ui.control(P, "dec_batch", container=d2)
+            dec["dec_dtype"], dec["dec_wrong"] = (
+                ui.control(P, "dec_dtype", container=d3),
+                ui.control(P, "dec_wrong", container=d3),
+            )
+        dec["dec_recompute"] = ui.control(P, "dec_recompute", container=d3)
     p = kc.with_values(p, **dec)
     spec = kc.decode_spec(p, model)
     st.markdown(kc.live_intro(p, spec, style))

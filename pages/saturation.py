@@ -69,14 +69,15 @@ if shown(3):
     if sweep is not None:
         ui.show_view(ui.view(sat.gradient_view, p, sweep, style), "sat_grads")
     if cur is not None:
-        st.markdown("\n\n".join(sat.gradient_sentences(p, cur, style)))
+        st.markdown("\n\n".join(sat.gradient_sentences(p, cur, style)[: 2 if ui.present() else None]))  # slide: 2
     ui.help_text("sat.grad_how.title", sat.grad_how(p, style))
 
 # ---- 5. one query row and its Jacobian; 6. float16 numerics (both on the row's scores)
 if shown(4):
     st.subheader(ui.t("sat.h4"))
 if shown(4) or shown(5):
-    p = sat.with_values(p, row=ui.control(P, "row", hi=p.seq_len - 1, container=st.columns(3)[0]))
+    with ui.drawer():  # slide mode: in the controls bar
+        p = sat.with_values(p, row=ui.control(P, "row", hi=p.seq_len - 1, container=st.columns(3)[0]))
     raw = ui.compute(sat.query_scores, draw, p.head_dim, p.row)
 if shown(4) and raw is not None:
     st.caption(ui.t("sat.c4"))

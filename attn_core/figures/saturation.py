@@ -432,6 +432,8 @@ def saturation_curves_figure(
         values = np.concatenate([arrays[False][column], arrays[True][column]])
         _panel(data, layout, curves, i, column, kind, _y_range(values, kind))
         layout[_axes(i)[3]]["title"] = dict(text=style.t(axis_key))
+        if style.present and i <= 2:  # a slide squeezes the rows together: one d_k title, under the bottom row
+            layout[_axes(i)[2]]["title"] = dict(text="")
     title = _sweep_title("sat.fig.curves_title", sweep, n_samples, seq_len, temperature, d_k, style)
     return plain_figure(data, _layout(layout, title, style, 700 if style.present else 560), style)
 
@@ -450,17 +452,19 @@ def gradient_curves_figure(
 
     Mean and median of one norm share a log y range, so a median far below its mean
     (a gradient concentrated in a few rows) shows as such. Current d_k marked as in
-    :func:`saturation_curves_figure`.
+    :func:`saturation_curves_figure`. A slide (``style.present``) draws the ‖∂L/∂q‖ row alone, the
+    gradient that reaches W_Q and W_K: three rows of panels do not fit a projector's screen.
     """
-    columns = [norm + suffix for norm, _ in GRADIENT_NORMS for suffix, _, _ in GRADIENT_STATS]
+    norms = GRADIENT_NORMS[-1:] if style.present else GRADIENT_NORMS
+    columns = [norm + suffix for norm, _ in norms for suffix, _, _ in GRADIENT_STATS]
     _, arrays = _sweep_arrays(sweep, columns)
-    titles = [style.t(key, x=symbol, thr=f"{SMALL_NORM:g}") for _, symbol in GRADIENT_NORMS
+    titles = [style.t(key, x=symbol, thr=f"{SMALL_NORM:g}") for _, symbol in norms
               for _, key, _ in GRADIENT_STATS]  # fmt: skip
-    layout = _grid(len(GRADIENT_NORMS), len(GRADIENT_STATS), titles, h_space=0.08, v_space=0.13)
+    layout = _grid(len(norms), len(GRADIENT_STATS), titles, h_space=0.08, v_space=0.13)
     data: list[dict] = []
     curves = _Curves(arrays, d_k, use_scaling, style)
     i = 0
-    for r, (norm, symbol) in enumerate(GRADIENT_NORMS):
+    for r, (norm, symbol) in enumerate(norms):
         both = [arrays[f][norm + s] for f in (False, True) for s, _, kind in GRADIENT_STATS if kind == "norm"]
         norm_range = _y_range(np.concatenate(both), "norm")
         for c, (suffix, _key, kind) in enumerate(GRADIENT_STATS):
@@ -468,14 +472,14 @@ def gradient_curves_figure(
             y_range = norm_range if kind == "norm" else _y_range(np.empty(0), kind)
             _panel(data, layout, curves, i, norm + suffix, kind, y_range)
             xkey, ykey = _axes(i)[2:]
-            if r < len(GRADIENT_NORMS) - 1:  # one d_k title, under the bottom row
+            if r < len(norms) - 1:  # one d_k title, under the bottom row
                 layout[xkey]["title"] = dict(text="")
             if c == 0:
                 layout[ykey]["title"] = dict(text=style.t("sat.fig.ax_norm", x=symbol))
             elif kind == "share":
                 layout[ykey]["title"] = dict(text=style.t("sat.fig.ax_rows"))
     title = _sweep_title("sat.fig.grad_title", sweep, n_samples, seq_len, temperature, d_k, style)
-    return plain_figure(data, _layout(layout, title, style, 940 if style.present else 780), style)
+    return plain_figure(data, _layout(layout, title, style, 480 if style.present else 780), style)
 
 
 # ---------------------------------------------------------------- 5. one row and its Jacobian
