@@ -44,22 +44,27 @@ if p.view == "flow":
     ui.help_expander("mla.absorb_help")
     ui.help_expander("mla.notes_help")
 elif p.view == "agree":
-    a1, a2 = st.columns(2, gap="large")
-    p = mv.with_values(p, seq_len=ui.control(P, "seq_len", container=a1),
-                       head=ui.control(P, "head", hi=run_cfg.n_heads - 1, container=a2))  # fmt: skip
+    with ui.drawer():  # slide mode: in the controls bar
+        a1, a2 = st.columns(2, gap="large")
+        p = mv.with_values(p, seq_len=ui.control(P, "seq_len", container=a1),
+                           head=ui.control(P, "head", hi=run_cfg.n_heads - 1, container=a2))  # fmt: skip
     if note:
         st.caption(note)
-    res = ui.compute(mv.compare, run_cfg, p.seq_len, p.seed)
-    if res is None:
+    shown = ui.slide_sections(3)  # slides: what the two paths measure; one head's maps by both; every head
+    res = ui.compute(mv.compare, run_cfg, p.seq_len, p.seed) if shown(0) or shown(1) else None
+    if (shown(0) or shown(1)) and res is None:
         st.stop()
-    for item in mv.agree_sentences(res, style):
-        say(item)
-    st.dataframe(mv.agree_table(res, style), hide_index=True, width="stretch")
-    ui.show_views(ui.view(mv.agree_views, res, p.head, p.tokens, style), st.columns(3, gap="small"), "mla_")
-    st.subheader(ui.t("mla.grid_header", mode=ui.t(f"opt.mode.{p.mode}")))
-    pm = ui.compute(mv.grid, run_cfg, p.tokens, p.seed, p.mode)
-    if pm is not None:
-        ui.show_heads(ui.view(mv.grid_view, pm, p.mode, style), "mla_grid")
+    if shown(0):
+        for item in mv.agree_sentences(res, style):
+            say(item)
+        st.dataframe(mv.agree_table(res, style), hide_index=True, width="stretch")
+    if shown(1):
+        ui.show_views(ui.view(mv.agree_views, res, p.head, p.tokens, style), st.columns(3, gap="small"), "mla_")
+    if shown(2):
+        st.subheader(ui.t("mla.grid_header", mode=ui.t(f"opt.mode.{p.mode}")))
+        pm = ui.compute(mv.grid, run_cfg, p.tokens, p.seed, p.mode)
+        if pm is not None:
+            ui.show_heads(ui.view(mv.grid_view, pm, p.mode, style), "mla_grid")
     st.caption(ui.t("mla.random_inputs", seed=p.seed))
 elif p.view == "cache":
     k1, k2, k3 = st.columns(3, gap="large")

@@ -18,6 +18,11 @@ pytestmark = pytest.mark.e2e
 
 SIZES = ((1280, 720), (1024, 768))
 NO_CHART = {"kv_cache"}  # its first slide is the calculator: the headline number, the formula and the table
+MIN_PLOT_PX = 100  # the least height of a chart's (largest) plot area on a slide
+# slides past each page's first: the other steps of the pages split into slides, and views with their own controls
+MORE = ["?view=steps", "?view=zoom", "saturation?slide=2", "saturation?slide=3", "saturation?slide=4",
+        "saturation?slide=6", "kv_cache?slide=2", "kv_cache?slide=3", "conv_attention?view=image",
+        "conv_attention?view=image&slide=2", "mla?view=agree&slide=2", "mla?view=agree&slide=3"]  # fmt: skip
 
 # Boxes (left, top, right, bottom) of what a slide shows. Sentences: visible text of the main column, less the
 # controls (the folded bar, the view buttons, widget labels, buttons) and the deck's bar; the title's box is its
@@ -36,6 +41,8 @@ LAYOUT_JS = """() => {
   return {
     title: box(tb), titleOnTop: !!(hit && hit.closest('h1')), hit: hit ? hit.outerHTML.slice(0, 200) : null,
     charts: [...main.querySelectorAll('.js-plotly-plot')].filter(shown).map(e => box(e.getBoundingClientRect())),
+    plots: [...main.querySelectorAll('.js-plotly-plot')].filter(shown).map(e => Math.max(0,
+      ...[...e.querySelectorAll('.nsewdrag')].map(d => d.getBoundingClientRect().height))),
     sentences: [...main.querySelectorAll('[data-testid="stMarkdownContainer"]')]
       .filter(e => shown(e) && !e.closest(skip) && e.innerText.trim()).map(e => box(e.getBoundingClientRect())),
     bars: [...document.querySelectorAll('.st-key-slide_controls, .st-key-deck_bar')].filter(shown)
@@ -59,6 +66,8 @@ def check_slide(w: PageWatch, where: str, chart: bool = True) -> dict:
     assert top == 0 and height <= client + 1, f"{where}: the slide scrolls ({height} px in {client})"
     assert info["titleOnTop"], f"{where}: the title is covered by {info['hit']} {info['title']}"
     assert not chart or info["charts"], f"{where}: no chart"
+    for i, h in enumerate(info["plots"]):  # a chart squeezed by the text around it: its plot area a sliver
+        assert h >= MIN_PLOT_PX, f"{where}: chart {i}'s largest plot area is {h:.0f} px tall"
     boxes = [("title", info["title"])] + [("chart", c) for c in info["charts"]]
     boxes += [("sentence", s) for s in info["sentences"]] + [("bar", b) for b in info["bars"]]
     for kind, b in boxes:
@@ -98,6 +107,19 @@ def test_every_page_fits_a_projector(slides, name):
     assert_clean(w)
 
 
+@pytest.mark.parametrize("path", MORE)
+def test_every_slide_of_a_split_page_fits(slides, path):
+    w = slides
+    w.page.set_viewport_size({"width": SIZES[0][0], "height": SIZES[0][1]})
+    w.open(f"{path}&present=1")
+    for vw, vh in SIZES:
+        w.page.set_viewport_size({"width": vw, "height": vh})
+        check_slide(w, f"{path} at {vw}×{vh}")
+    name = "".join(c if c.isalnum() else "_" for c in path.strip("?"))
+    w.page.screenshot(path=str(SHOTS / f"slide_mode_more_{name or 'heatmaps'}_{vw}x{vh}.png"))
+    assert_clean(w)
+
+
 def step(w: PageWatch) -> str:
     return w.page.locator(".st-key-slide_nav_slide [data-testid='stProgress']").inner_text()
 
@@ -120,7 +142,8 @@ def test_clicker_keys_move_slides_not_the_page(slides):
         press(w, key)
         assert f"Step {expected} of 8" in step(w), key
     check_slide(w, "step 2")
-    # keys typed on a slider keep their meaning: the head moves, not the slide
+    # keys typed on a slider keep their meaning: the head (in the controls bar) moves, not the slide
+    w.page.locator(".st-key-slide_controls summary").click()
     w.press_slider("head", 1)
     assert "Step 2 of 8" in step(w) and "head=1" in w.page.url
     assert w.page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTop") == 0
