@@ -251,7 +251,9 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
     # the title hangs from the top; each note line under it (<sub>, about 0.8 of the title's size) takes
     # one line height, and the first row's panel titles sit below them all
     lines = title.count("<br>")
-    top_margin = int(16 + 1.4 * style.title_font * (1 + 0.85 * lines) + geo.title_px + (24 if style.present else 16))
+    top_margin = int(
+        16 + 1.4 * style.title_font * (1 + 0.85 * lines) + min(geo.title_px, 30) + (24 if style.present else 16)
+    )
     tick_font = dict(size=style.font)
     layout.update(
         title=dict(text=title, font=dict(size=style.title_font), yref="container", y=1, yanchor="top", pad=dict(t=16)),
