@@ -50,3 +50,13 @@ def app_test():
 def no_exception(at) -> None:
     """Fail with the exception text when a page raised."""
     assert not at.exception, [e.value for e in at.exception]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) the browser tests stay together on one
+    worker, in their order, with one server and one chromium; the other worker takes the engine and AppTest tests."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if item.get_closest_marker("e2e"):
+            item.add_marker(pytest.mark.xdist_group("e2e"))

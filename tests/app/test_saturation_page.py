@@ -234,7 +234,7 @@ def test_chinese_and_presentation_mode(app_test):
     assert list(specs) == ["sat_curves"] and [s.value for s in at.subheader] == ["3 · 饱和程度随 d_k 的变化"]
     assert "softmax 饱和随 d_k 的变化" in specs["sat_curves"]["layout"]["title"]["text"]
     assert min(fonts + [s["layout"]["font"]["size"] for s in specs.values()]) >= 20
-    assert specs["sat_curves"]["layout"]["xaxis"]["title"]["text"].startswith("d_k（")
+    assert specs["sat_curves"]["layout"]["xaxis3"]["title"]["text"].startswith("d_k（")  # a slide: under the bottom row
 
 
 def test_explanations_substitute_the_users_numbers(app_test):

@@ -14,6 +14,7 @@ from attn_core.views import kv_cache as kc
 from attn_core.views import page
 from tests.core.test_export import need_chromium
 from tests.util import chart_specs, cli_file
+from ui.output import SerialisedFigure, slide_figure
 
 PAGE = "pages/kv_cache.py"
 GiB = 1024**3
@@ -154,7 +155,11 @@ def test_memory_figure_and_table_equal_the_page(app_test, monkeypatch, tmp_path,
     assert not at.exception and not at.error
     seen = written_figures(monkeypatch)
     paths = export.run(["--page", "kv_cache", *argv, "--format", "csv,html", "--out", str(tmp_path)])
-    page = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_memory")
+    charts = at
+    if session.get("present"):  # slide mode: the table on slide 1, the memory chart on slide 2 (its legend pinned)
+        charts = app_test(PAGE, query={**query, "slide": "2"}, session=session)
+        seen["3.html"] = slide_figure(SerialisedFigure(seen["3.html"]))._attn_spec
+    page = next(s for s in chart_specs(charts) if s["layout"].get("uirevision") == "kv_memory")
     assert seen["3.html"] == page  # the layouts' table (csv, html), then the memory chart (csv, html)
     assert seen["3.html"]["data"][0]["type"] == "scatter" and seen["1.html"]["data"][0]["type"] == "table"
     # the exporter's table numbers are the page's table
