@@ -54,9 +54,11 @@ def no_exception(at) -> None:
 
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) the browser tests stay together on one
-    worker, in their order, with one server and one chromium; the other worker takes the engine and AppTest tests."""
-    if not config.pluginmanager.hasplugin("xdist"):
+    worker, in their order, with one server and one chromium, and go first (the longest unit of work); the other
+    worker takes the engine and AppTest tests meanwhile. A plain pytest run keeps its usual order."""
+    if not hasattr(config, "workerinput"):  # not an xdist worker
         return
-    for item in items:
-        if item.get_closest_marker("e2e"):
-            item.add_marker(pytest.mark.xdist_group("e2e"))
+    browser = [item for item in items if item.get_closest_marker("e2e")]
+    for item in browser:
+        item.add_marker(pytest.mark.xdist_group("e2e"))
+    items[:] = browser + [item for item in items if not item.get_closest_marker("e2e")]
