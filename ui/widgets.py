@@ -430,11 +430,12 @@ def slide_controls(key: str, n: int) -> int:
     The index lives in session state and in the URL (``?slide=3``), so a bookmark
     opens the lecture at the same step.
     """
-    if key not in st.session_state:
+    seen_on = st.session_state.get(f"_{key}_page")  # a deck's slide sets the index and clears this
+    if key not in st.session_state or (seen_on is not None and seen_on != _page_id()):  # new, or another page's
         num = _parse_number(_url_raw(key))
         st.session_state[key] = int(num) - 1 if num is not None and 1 <= num <= n and num == int(num) else 0
     idx = min(max(int(st.session_state[key]), 0), n - 1)
-    st.session_state[key] = idx
+    st.session_state[key], st.session_state[f"_{key}_page"] = idx, _page_id()
     with st.container(key=f"slide_nav_{key}"):  # the clicker keys press the lowest of these that can move
         left, mid, right = st.columns([1, 3, 1], vertical_alignment="center")
         left.button(t("ui.prev"), key=f"{key}__prev", icon=":material/arrow_back:", disabled=idx == 0,

@@ -412,3 +412,17 @@ def test_the_page_draws_the_charts_of_the_command_line(app_test, query, session,
         assert page_time["layout"]["title"]["text"] == cli_time["layout"]["title"]["text"]
         tokens = [s.token for s in at.session_state["kv_decode"].steps]
         assert tokens == views[3].data["token (cache)"].tolist()  # the same seeded model decodes the same tokens
+
+
+def test_another_page_opens_at_its_first_slide_and_this_one_keeps_its_own(app_test):
+    """The section index is per page: slide 3 here does not open the saturation page at its slide 3."""
+    at = app_test(PAGE, query={"slide": "3"}, session={"present": True})
+    no_exception(at)
+    assert at.session_state["slide"] == 2 and "kv_tensors" in {s["layout"]["uirevision"] for s in chart_specs(at)}
+    at.query_params.clear()  # a browser's page link clears the query parameters (AppTest keeps them)
+    at.switch_page("pages/saturation.py").run()
+    no_exception(at)
+    shown = [s["layout"]["title"]["text"] for s in chart_specs(at)]
+    assert at.session_state["slide"] == 0 and len(shown) == 1 and shown[0].startswith("Distribution of")  # slide 1
+    at.button(key="slide__next").click().run()
+    assert at.session_state["slide"] == 1
