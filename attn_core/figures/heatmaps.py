@@ -155,7 +155,7 @@ class _Geometry:
 
 def _geometry(grid: HeadGrid, style: Style) -> _Geometry:
     hs, r, c = grid.weights.shape
-    title_px = 48 if style.present else 24  # a slide squeezes the grid to the screen: the gap shrinks with it
+    title_px = 40 if style.present else 24  # a slide squeezes the grid to the screen: the gap shrinks with it
     base_cols = grid_columns(grid.n_heads, grid.n_kv_heads) if hs == grid.n_heads else min(hs, 4)
     plan = grid_plan(hs, base_cols, r, c, style, min_h=grid.panel_px, title_px=title_px)
     nrows = -(-hs // plan.ncols)
