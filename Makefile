@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8501
 WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
-TEST_WORKERS ?= 2  # make test: pytest-xdist workers (the browser tests keep to one of them)
+TEST_WORKERS ?= 2  # make test: pytest-xdist workers (the browser tests keep to one: tests/conftest.py)
 
 .PHONY: run serve serve-workers nginx-conf test lint unit e2e portable bench bench-concurrency bench-hall bench-soak deck-shots install install-dev browser nginx clean
 
@@ -64,7 +64,7 @@ e2e: install-dev
 test: lint
 	@bash tools/ensure_browser.sh
 	@bash tools/ensure_nginx.sh
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --durations=25
 
 bench: install-dev
 	@bash tools/ensure_browser.sh

@@ -52,13 +52,27 @@ def no_exception(at) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
 
+BROWSER_TESTS = "tests/e2e/"
+
+
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) the browser tests stay together on one
-    worker, in their order, with one server and one chromium, and go first (the longest unit of work); the other
-    worker takes the engine and AppTest tests meanwhile. A plain pytest run keeps its usual order."""
-    if not hasattr(config, "workerinput"):  # not an xdist worker
-        return
-    browser = [item for item in items if item.get_closest_marker("e2e")]
-    for item in browser:
-        item.add_marker(pytest.mark.xdist_group("e2e"))
-    items[:] = browser + [item for item in items if not item.get_closest_marker("e2e")]
+    """In an xdist worker (``make test`` runs ``-n 2``): the browser tests first, the longest unit of work (see
+    :func:`pytest_xdist_make_scheduler`). A plain pytest run keeps its usual order."""
+    if hasattr(config, "workerinput"):
+        browser = [item for item in items if item.nodeid.startswith(BROWSER_TESTS)]
+        items[:] = browser + [item for item in items if not item.nodeid.startswith(BROWSER_TESTS)]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``make test``'s scheduler: the browser tests are one unit of work, run in order on one worker (one server,
+    one chromium), handed out first; every other test is its own unit, so the other worker takes the engine and
+    AppTest tests meanwhile. (xdist's ``loadgroup`` cannot do this under pytest 9.2: it renames ``item._nodeid``,
+    which pytest 9.2 no longer reads.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class BrowserTestsTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "e2e" if nodeid.startswith(BROWSER_TESTS) else nodeid
+
+    return BrowserTestsTogether(config, log)
