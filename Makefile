@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8501
 WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
-TEST_WORKERS ?= 2  # make test: pytest-xdist workers (the browser tests keep to one: tests/conftest.py)
+TEST_WORKERS ?= 0  # make test: pytest-xdist workers; 0 = one process (2 saved 1 min on 2 cores and made browser tests time out)
 
 .PHONY: run serve serve-workers nginx-conf test lint unit e2e portable bench bench-concurrency bench-hall bench-soak deck-shots install install-dev browser nginx clean
 
