@@ -59,7 +59,7 @@ elif p.view == "agree":
             say(item)
         st.dataframe(mv.agree_table(res, style), hide_index=True, width="stretch")
     if shown(1):
-        ui.show_views(ui.view(mv.agree_views, res, p.head, p.tokens, style), st.columns(3, gap="small"), "mla_")
+        ui.show_view(ui.view(mv.agree_views, res, p.head, p.tokens, style)[0], "mla_agree")
     if shown(2):
         st.subheader(ui.t("mla.grid_header", mode=ui.t(f"opt.mode.{p.mode}")))
         pm = ui.compute(mv.grid, run_cfg, p.tokens, p.seed, p.mode)

@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+import plotly.colors as pc
 import plotly.graph_objects as go
 
 from ..memory import binary_unit, elements_to_bytes, format_bytes, format_bytes_exact, format_tokens
-from .base import Style, base_layout, plain_figure
-from .heatmaps import MatrixSpec, matrix_figure
+from .base import FONTS_SET, MASK_GREY, Style, base_layout, explicit_scale, plain_figure
+from .labels import LABEL_PITCH, PLOT_PX, thinned_note, tick_axis, tick_plan
+from .margins import reserve_margins
 from .memory import LAYOUT_COLORS
 
 if TYPE_CHECKING:
@@ -94,14 +96,69 @@ def flow_figure(c: MLAConfig, mode: str, style: Style = Style()) -> go.Figure:
 
 
 # ---------------------------------------------------------------- one head's maps
-def head_map(mat: np.ndarray, labels: list[str], title: str, kind: str, style: Style = Style()) -> go.Figure:
-    """One head's ``[T, T]`` weights (0..1), or their |difference| (``values``: its own scale), causal cells grey."""
-    t = mat.shape[0]
-    mask = np.tril(np.ones((t, t), dtype=bool))
-    spec = MatrixSpec(mat.astype(np.float32), labels, labels, title, kind=kind, mask=mask, plot_px=360)
-    fig = matrix_figure(spec, style)
-    fig.data[0].texttemplate = None  # three maps side by side: too narrow for printed values (the hover has them)
-    return fig
+DIFF_SCALE = explicit_scale(pc.sequential.Reds)  # |difference|: white at 0, dark red at its largest
+_PANELS = ((0.0, 0.25), (0.28, 0.53), (0.68, 0.93))  # x domains: naive, absorbed | weight bar | difference
+_BARS = (0.54, 0.945)  # x of the weights' and the difference's colour bars
+SLIDE_MAP_PX = 280  # px of map height on a 1280×720 slide (the chart fills what the title and the steps leave)
+
+
+def agree_figure(a: np.ndarray, b: np.ndarray, labels: Sequence[str], head: int, style: Style = Style()) -> go.Figure:
+    """One head's weights ``[T, T]`` by the naive path ``a`` and the absorbed path ``b`` side by side on one 0..1
+    colour bar, and ``|a - b|`` beside them on its own scale (its largest value in its title); causal cells grey,
+    the query labels once at the left, every key labelled under each panel (thinned, and said, beyond what fits)."""
+    t, n = style.t, a.shape[0]
+    labels = [str(x) for x in labels]
+    mask = np.tril(np.ones((n, n), dtype=bool))
+    diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    top = float(diff[mask].max()) if n else 0.0
+    # a slide stretches the chart to the screen: its maps get about SLIDE_MAP_PX px of height
+    area_h = max(300, min(620, n * LABEL_PITCH * style.font))
+    y_px = SLIDE_MAP_PX if style.present else area_h
+    panel_px = (_PANELS[0][1] - _PANELS[0][0]) * PLOT_PX[style.present]
+    y_ticks, x_ticks = tick_plan(n, y_px, style), tick_plan(n, panel_px, style)
+    grey = np.where(mask, np.nan, 1.0).astype(np.float32)
+    hover = f"{t('fig.query')} %{{y}}<br>{t('fig.key')} %{{x}}<br>%{{z:.4g}}<extra>%{{meta}}</extra>"
+    names = (t("mla.panel_naive"), t("mla.panel_absorb"), t("mla.panel_diff", d=f"{top:.2g}"))
+    data, layout, axis_font = [], {}, dict(size=style.font + 2)
+    for i, (mat, name) in enumerate(zip((a, b, diff), names, strict=True)):
+        ax = "" if i == 0 else str(i + 1)
+        z = np.where(mask, mat, np.nan).astype(np.float32)
+        data.append(dict(type="heatmap", z=z, x=labels, y=labels, xaxis=f"x{ax}", yaxis="y", hoverongaps=False,
+                         coloraxis="coloraxis2" if i == 2 else "coloraxis", hovertemplate=hover, meta=name))  # fmt: skip
+        data.append(dict(type="heatmap", z=grey, x=labels, y=labels, xaxis=f"x{ax}", yaxis="y", showscale=False,
+                         colorscale=[[0, MASK_GREY], [1, MASK_GREY]], hoverongaps=False,
+                         hovertemplate=t("fig.masked") + "<extra></extra>"))  # fmt: skip
+        layout[f"xaxis{ax}"] = dict(domain=list(_PANELS[i]), anchor="y", type="category", tickangle=-60,
+                                    title=dict(text=t("fig.key"), font=axis_font), **tick_axis(labels, x_ticks))  # fmt: skip
+    longest = max((len(s) for s in layout["xaxis"]["ticktext"]), default=4)
+    bottom = int(40 + 0.6 * x_ticks.font * longest)
+    note = thinned_note(style, y_ticks, x_ticks, t("fig.query"), t("fig.key"))
+    bar = dict(thickness=14, len=0.9, y=0.5, xanchor="left", xpad=4, tickfont=dict(size=style.font))
+    top_px = (90 if style.present else 70) + (26 if note else 0)
+    layout.update(base_layout(
+        t("mla.agree_title", h=head), style,
+        int((SLIDE_MAP_PX if style.present else area_h) + bottom + top_px),
+        margin=dict(l=10, r=70 if style.present else 56, t=top_px, b=10),
+        plot_bgcolor="rgba(0,0,0,0)", meta={FONTS_SET: style.font},
+        yaxis=dict(title=dict(text=t("fig.query"), font=axis_font), autorange="reversed", type="category",
+                   **tick_axis(labels, y_ticks)),
+        coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0,
+                       colorbar=dict(x=_BARS[0], title=dict(text=t("fig.weight"), font=dict(size=style.font)), **bar)),
+        coloraxis2=dict(colorscale=DIFF_SCALE, cmin=0.0, cmax=top if top > 0 else 1.0,
+                        colorbar=dict(x=_BARS[1], tickformat=".1e", title=dict(font=dict(size=style.font)), **bar)),
+        annotations=[dict(text=f"<b>{name}</b>", x=sum(_PANELS[i]) / 2, y=1.0, xref="paper", yref="paper",
+                          xanchor="center", yanchor="bottom", yshift=6, showarrow=False,
+                          font=dict(size=style.font))
+                     for i, name in enumerate(names)]
+                    + ([dict(text=note, x=0.0, y=1.0, xref="paper", yref="paper", xanchor="left", yanchor="bottom",
+                             yshift=style.font + 12, showarrow=False, font=dict(size=style.font - 3))] if note else []),
+    ))  # fmt: skip
+    # just above the panels' names, wherever a slide's height puts the plot
+    layout["title"].update(
+        yref="paper", y=1.0, yanchor="bottom", pad=dict(b=2 * style.font + 14 if note else style.font + 16)
+    )
+    reserve_margins({"data": data, "layout": layout})  # fonts set here (plain_figure would reset the tick fonts)
+    return go.Figure(data=data, layout=layout, _validate=False)
 
 
 # ---------------------------------------------------------------- cache per token

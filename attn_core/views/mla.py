@@ -173,15 +173,18 @@ def flow_sentence(p: Params, style: figures.Style) -> str:
 
 
 def agree_views(res: Compared, head: int, tokens: Sequence[str], style: figures.Style) -> list[View]:
-    """One head's weights, naive and absorbed side by side, and their |difference|."""
+    """One head's weights, naive and absorbed side by side, and their |difference|: one figure of three panels."""
     h = min(max(0, head), res.n_heads - 1)
-    labels = [f"{tok} ({i})" for i, tok in enumerate(tokens)]
+    labels = list(tokens) if len(set(tokens)) == len(tokens) else [f"{tok} ({i})" for i, tok in enumerate(tokens)]
     a, b = res.right.weights_a[h], res.right.weights_b[h]
-    out = []
-    for name, mat, kind in (("naive", a, "weights"), ("absorb", b, "weights"), ("diff", np.abs(a - b), "values")):
-        fig = mfig.head_map(mat, labels, style.t(f"mla.map_{name}", h=h), kind, style)
-        out.append(View(f"mla_head{h}_{name}", fig, hm.matrix_frame(mat, labels, labels, "query", "key", name)))
-    return out
+    fig = mfig.agree_figure(a, b, labels, h, style)
+
+    def table() -> pd.DataFrame:
+        cells = {name: hm.matrix_frame(mat, labels, labels, "query", "key", name)
+                 for name, mat in (("naive", a), ("absorbed", b), ("abs_diff", np.abs(a.astype(np.float64) - b)))}  # fmt: skip
+        return cells["naive"].assign(absorbed=cells["absorbed"]["absorbed"], abs_diff=cells["abs_diff"]["abs_diff"])
+
+    return [View(f"mla_head{h}_agree", fig, table)]
 
 
 def agree_table(res: Compared, style: figures.Style) -> pd.DataFrame:

@@ -39,13 +39,24 @@ def test_agree_view_shows_torch_weights_and_concludes_from_the_differences(app_t
     at = app_test(PAGE, query={"view": "agree", "seq_len": "6", "head": "3"})
     no_exception(at)
     specs = chart_specs(at, phone=False)  # less the phone's one-head copy of the grid
-    assert len(specs) == 4  # naive, absorbed, |difference|, the grid of every head
+    assert len(specs) == 2  # naive, absorbed and |difference| in one figure; the grid of every head
     layer = eng.MultiHeadLatentAttention(mv.Params().config, 0)
     x = eng.hidden_states(layer.cfg, 6, 0)
     naive, absorb = layer(x, mode="naive").weights[0, 3].numpy(), layer(x, mode="absorb").weights[0, 3].numpy()
-    drawn = [np.nan_to_num(arr(s["data"][0]["z"])) for s in specs[:2]]
-    np.testing.assert_allclose(drawn[0], naive, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(drawn[1], absorb, rtol=1e-5, atol=1e-6)
+    maps = [t for t in specs[0]["data"] if t.get("coloraxis")]  # less the grey layers of the masked cells
+    assert [(t["xaxis"], t["coloraxis"]) for t in maps] == [("x", "coloraxis"), ("x2", "coloraxis"),
+                                                             ("x3", "coloraxis2")]  # fmt: skip
+    drawn = [np.nan_to_num(arr(t["z"])) for t in maps]
+    lower = np.tril(np.ones((6, 6), dtype=bool))
+    np.testing.assert_allclose(drawn[0], np.where(lower, naive, 0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(drawn[1], np.where(lower, absorb, 0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(drawn[2], np.where(lower, np.abs(naive - absorb), 0), atol=1e-6)
+    layout = specs[0]["layout"]
+    assert layout["coloraxis"]["cmin"] == 0 and layout["coloraxis"]["cmax"] == 1  # both paths on one 0..1 bar
+    top = float(drawn[2].max())
+    assert layout["coloraxis2"]["cmax"] == pytest.approx(top, rel=1e-3)  # the difference on its own scale
+    assert f"max {top:.2g}" in " ".join(a["text"] for a in layout["annotations"])
+    assert layout["xaxis"]["ticktext"] == [f"x{i}" for i in range(6)]  # every key labelled under each panel
     assert "agree" in at.success[0].value
     res = mv.compare(layer.cfg, 6, 0)
     assert f"{res.wrong.max_output_diff:.3g}" in at.warning[0].value  # rope_on_latent, measured

@@ -98,5 +98,5 @@ def test_command_line_views_in_both_languages():
     p = mv.Params(dec_steps=2, dec_prompt=2, seq_len=4)
     for lang in ("en", "zh"):
         names = [v.name for v in mv.views(p, Style(lang=lang), "all")]
-        assert names[0] == "mla_flow_absorb" and "mla_decode_bytes_p2_n2" in names and len(names) == 10
+        assert names[0] == "mla_flow_absorb" and "mla_decode_bytes_p2_n2" in names and len(names) == 8
     assert [v.name for v in mv.views(mv.with_values(p, view="agree"), S)][-1] == "mla_weights_absorb_t4"
