@@ -213,7 +213,10 @@ def pooled_attention(
             r1 = min(q1, r0 + step)
             s = torch.empty((len(heads), r1 - r0, t_k), dtype=torch.float32, device=dev)  # scaled scores
             for g, idx in by_group.items():
-                s[idx] = (q[idx, r0:r1].reshape(-1, d) @ k_t[g]).view(len(idx), r1 - r0, t_k)
+                if idx == list(range(idx[0], idx[0] + len(idx))):  # a run of heads: written in place, no copy
+                    torch.matmul(q[idx[0] : idx[-1] + 1, r0:r1], k_t[g], out=s[idx[0] : idx[-1] + 1])
+                else:
+                    s[idx] = (q[idx, r0:r1].reshape(-1, d) @ k_t[g]).view(len(idx), r1 - r0, t_k)
             allowed = source.allowed(torch.arange(r0, r1, device=dev))  # (c, Tk)
             if not bool(allowed.all()):  # a pass over the scores saved when nothing is masked
                 s.masked_fill_(~allowed, float("-inf"))

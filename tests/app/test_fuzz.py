@@ -185,7 +185,7 @@ def test_fuzz_text_widget_values(app_test):
 
 # saturation: a move to 8192 keys or 16,384 samples re-measures the whole sweep (seconds); its extremes are
 # covered view by view in test_every_view_at_the_extremes
-WIDGET_STEPS_OF = {"pages/saturation.py": 20}
+WIDGET_STEPS_OF = {"pages/saturation.py": 12}  # each of its runs measures up to 16384 rows of 8192 keys
 
 
 @pytest.mark.parametrize("page", list(PAGES))
