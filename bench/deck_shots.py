@@ -21,6 +21,23 @@ from attn_core import decks  # noqa: E402
 from harness import CHROMIUM_ARGS, IDLE, chromium_path, start_server  # noqa: E402
 
 
+SETTLED = """() => !document.querySelector('[data-testid="stStatusWidget"], [data-testid="stSkeleton"]')
+  && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(c => c.querySelector('.main-svg'))"""
+
+
+def settle(page) -> None:
+    """Until the script has finished (a deck's first slide switches page and reruns), no placeholder is left and
+    every chart is drawn, twice in a row 0.5 s apart; then 1.5 s for plotly's last layout pass."""
+    for _ in range(240):
+        page.wait_for_selector(IDLE)
+        if page.evaluate(SETTLED):
+            page.wait_for_timeout(500)
+            if page.evaluate(SETTLED) and page.locator(IDLE).count():
+                break
+        page.wait_for_timeout(250)
+    page.wait_for_timeout(1500)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", default="1280x720", help="window size, WIDTHxHEIGHT")
@@ -48,11 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                     for i in range(1, len(deck.slides) + 1):
                         page.goto(f"{url}/?deck={name}&deck_at={i}&lang={lang}" + mode)
                         page.wait_for_selector(".st-key-deck_bar")
-                        page.wait_for_selector(IDLE)
-                        if page.locator("[data-testid='stPlotlyChart']").count():  # not on the KV-cache sum
-                            page.wait_for_selector(".js-plotly-plot .main-svg")  # the page's first chart drawn
-                        page.wait_for_selector(IDLE)
-                        page.wait_for_timeout(1500)  # plotly draws after the script ends
+                        settle(page)
                         path = out / f"{name}-{i}-{lang}.png"
                         page.screenshot(path=str(path))
                         print(path)

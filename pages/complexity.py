@@ -9,7 +9,7 @@ from attn_core.views import complexity as cv
 P = cv.Params
 ui.page_guard()
 style = ui.style()
-st.title(ui.t("cx.title"))
+ui.title("cx.title")
 st.caption(ui.t("cx.intro"))
 
 with ui.controls_box():

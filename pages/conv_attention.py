@@ -9,7 +9,7 @@ from attn_core.views import conv_attention as cv
 P = cv.Params
 ui.page_guard()
 style = ui.style()
-st.title(ui.t("conv.title"))
+ui.title("conv.title")
 st.caption(ui.t("conv.intro"))
 
 

@@ -9,7 +9,7 @@ from attn_core.views import heatmaps as hm
 
 P = hm.Params
 ui.page_guard()
-st.title(ui.t("heatmap.title"))
+ui.title("heatmap.title")
 intro = st.empty()  # said once the source is known
 
 with ui.controls_box():
@@ -55,7 +55,8 @@ else:
     layer = ui.run_safely(p.layer)  # the attention source of every view; a bad setting says what to change
     if layer is None:
         st.stop()
-st.markdown(hm.summary(p, ui.style()))
+with ui.drawer():  # slide mode: in the controls bar, the slide keeps its room for the chart
+    st.markdown(hm.summary(p, ui.style()))
 for note in hm.model_notes(model, att, ui.style()) if model is not None else []:
     st.caption(note)
 if model is None:

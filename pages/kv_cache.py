@@ -9,7 +9,7 @@ from attn_core.views import kv_cache as kc
 P = kc.Params
 ui.page_guard()
 style = ui.style()
-st.title(ui.t("kvcache.title"))
+ui.title("kvcache.title")
 st.caption(ui.t("kvcache.intro"))
 
 

@@ -7,7 +7,7 @@ from attn_core.views import kv_sharing as kv
 
 P = kv.Params
 ui.page_guard()
-st.title(ui.t("kv.title"))
+ui.title("kv.title")
 st.caption(ui.t("kv.intro"))
 ui.random_weights_note()
 

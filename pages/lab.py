@@ -9,7 +9,7 @@ from attn_core.views import lab as lv
 P = lv.Params
 ui.page_guard()
 style = ui.style()
-st.title(ui.t("lab.title"))
+ui.title("lab.title")
 st.caption(ui.t("lab.intro"))
 
 with ui.controls_box():

@@ -9,7 +9,7 @@ from attn_core.views import mla as mv
 P = mv.Params
 ui.page_guard()
 style = ui.style()
-st.title(ui.t("mla.title"))
+ui.title("mla.title")
 st.caption(ui.t("mla.intro"))
 
 with ui.controls_box():
@@ -27,7 +27,8 @@ with ui.controls_box():
 p = P(**v, seed=ui.seed())
 if ui.run_safely(lambda: p.config) is None:
     st.stop()
-st.markdown(mv.shape_line(p, style))
+with ui.drawer():  # slide mode: in the controls bar
+    st.markdown(mv.shape_line(p, style))
 note = mv.run_note(p, style)
 p = mv.with_values(p, view=ui.control(P, "view"))
 run_cfg = mv.run_config(p.config)

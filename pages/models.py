@@ -8,7 +8,7 @@ from attn_core.views import models as mv
 P = mv.Params
 ui.page_guard()
 style = ui.style()
-st.title(ui.t("models.title"))
+ui.title("models.title")
 st.caption(ui.t("models.intro"))
 
 with ui.controls_box():

@@ -7,7 +7,7 @@ from attn_core.views import saturation as sat
 
 P = sat.Params
 ui.page_guard()
-st.title(ui.t("sat.title"))
+ui.title("sat.title")
 st.caption(ui.t("sat.intro"))
 
 with ui.controls_box():

@@ -192,7 +192,11 @@ def bar() -> None:
         left.button("" if slim else t("ui.prev"), key="deck_prev", icon=":material/arrow_back:",
                     help=t("ui.prev") if slim else None,
                     disabled=i == 0, on_click=_go, args=(i - 1,), width="stretch")  # fmt: skip
-        mid.markdown(f"**{t('deck.slide_of', i=i + 1, n=n)} · {s.words('title', lg)}**")
+        if slim:  # the slide's heading (the page leaves its own out: ui.title), its number beside it
+            mid.markdown(f"# {s.words('title', lg)} <span class='deck-at'>{t('deck.slide_of', i=i + 1, n=n)}</span>",
+                         unsafe_allow_html=True)  # fmt: skip
+        else:
+            mid.markdown(f"**{t('deck.slide_of', i=i + 1, n=n)} · {s.words('title', lg)}**")
         note = s.words("note", lg)
         if note and not slim:
             mid.caption(note)

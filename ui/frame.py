@@ -151,6 +151,8 @@ PRESENT_CSS = """
   .st-key-deck_bar { padding: 0.1rem 0.5rem; gap: 0; }
   [data-testid="stMainBlockContainer"]:has(.st-key-slide_controls) .st-key-deck_bar { max-width: calc(100% - 14rem); }
   .st-key-deck_bar p { font-size: 1.1rem; line-height: 1.3; margin: 0; }
+  [data-testid="stMain"] .st-key-deck_bar h1 { font-size: 2rem; padding: 0; }
+  .st-key-deck_bar .deck-at { font-size: 1rem; font-weight: 400; color: #6b6b6b; margin-left: 0.8rem; white-space: nowrap; }
   .st-key-deck_bar button { min-height: 2rem; padding: 0 0.6rem; }
   [class*="st-key-slide_nav"] button { min-height: 2rem; padding: 0 0.6rem; }
 </style>

@@ -409,6 +409,17 @@ def drawer() -> Any:
     return box if box is not None else contextlib.nullcontext()
 
 
+def title(key: str) -> None:
+    """The page's title (``ui.title("heatmap.title")``, first thing after :func:`page_guard`). In slide mode with a
+    lecture deck open the deck's bar already holds the slide's own title as the slide's heading, so the page's
+    is left out: one title a slide, and the room for the chart."""
+    from . import decks as deck_ui
+
+    if present() and deck_ui.is_open():
+        return
+    st.title(t(key))
+
+
 def _control_notice(notice: Notice, box: Any) -> None:
     """Show a notice about a control: below the controls box when inside one, else in ``box`` (below the control)."""
     pending = st.session_state.get(NOTICES)
