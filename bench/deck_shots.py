@@ -20,7 +20,6 @@ sys.path.insert(0, str(ROOT))
 from attn_core import decks  # noqa: E402
 from harness import CHROMIUM_ARGS, IDLE, chromium_path, start_server  # noqa: E402
 
-
 SETTLED = """() => !document.querySelector('[data-testid="stStatusWidget"], [data-testid="stSkeleton"]')
   && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(c => c.querySelector('.main-svg'))"""
 

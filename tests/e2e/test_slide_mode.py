@@ -80,7 +80,11 @@ def check_slide(w: PageWatch, where: str, chart: bool = True) -> dict:
         for kind_b, b in boxes[i + 1 :]:
             if kind_a == kind_b == "sentence" or {kind_a, kind_b} == {"sentence", "bar"}:
                 continue  # text beside text in columns; the bars hold no sentence of the slide
-            if {kind_a, kind_b} == {"title", "bar"} and info["titleInBar"] and (a if kind_a == "bar" else b) == info["deck"]:
+            if (
+                {kind_a, kind_b} == {"title", "bar"}
+                and info["titleInBar"]
+                and (a if kind_a == "bar" else b) == info["deck"]
+            ):
                 continue  # a deck's bar holds the slide's title
             assert not overlap(a, b), f"{where}: {kind_a} {a} over {kind_b} {b}"
     return info
