@@ -26,7 +26,8 @@ p = P(**v, seed=ui.seed())
 if ui.run_safely(p.check) is None:  # every setting checked; a bad one says what to change
     st.stop()
 style = ui.style()
-st.markdown(kv.summary(p, style))
+with ui.drawer():  # slide mode: in the controls bar
+    st.markdown(kv.summary(p, style))
 if note := kv.dmodel_note(p, style):
     st.caption(note)
 p = kv.with_values(p, kv_view=ui.control(P, "kv_view"))

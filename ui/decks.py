@@ -24,6 +24,7 @@ from .output import show_error
 STEP_KEYS = ("slide", "kv_token")  # ui.slide_controls steppers: the link counts from 1, session state from 0
 GLOBAL_KEYS = ("seed", "present", *STEP_KEYS)  # link parameters every page may hold besides its own controls
 DECK, AT, GOTO, NAME = "_deck", "_deck_at", "_deck_goto", "_deck_name"
+HEADING = "# {title} <span class='deck-at'>{at}</span>"  # slide mode: the slide's title, its number beside it
 LINK_ONLY = ("deck", "deck_at", "lang")  # link parameters that are not part of a slide's page state
 
 
@@ -193,7 +194,7 @@ def bar() -> None:
                     help=t("ui.prev") if slim else None,
                     disabled=i == 0, on_click=_go, args=(i - 1,), width="stretch")  # fmt: skip
         if slim:  # the slide's heading (the page leaves its own out: ui.title), its number beside it
-            mid.markdown(f"# {s.words('title', lg)} <span class='deck-at'>{t('deck.slide_of', i=i + 1, n=n)}</span>",
+            mid.markdown(HEADING.format(title=s.words("title", lg), at=t("deck.slide_of", i=i + 1, n=n)),
                          unsafe_allow_html=True)  # fmt: skip
         else:
             mid.markdown(f"**{t('deck.slide_of', i=i + 1, n=n)} · {s.words('title', lg)}**")

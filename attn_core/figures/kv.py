@@ -261,6 +261,9 @@ class MapsLayout:
         return self.height * self.total_cols - self.height * self.gap
 
 
+SLIDE_MAPS_PX = 280  # px of maps on a 1280x720 slide: what the title, the sentences and the key labels leave
+
+
 def maps_layout(n_rep: int, n_groups: int, side: tuple[int, int], d_full: int, style: Style) -> MapsLayout:
     """The layout of ``n_groups`` bands of ``n_rep`` maps of ``side = (rows, cols)`` cells and their Kᵀ, Vᵀ."""
     r, c = side
@@ -270,11 +273,18 @@ def maps_layout(n_rep: int, n_groups: int, side: tuple[int, int], d_full: int, s
     gap = max(1, int(round(0.15 * max(r, c))))
     total_cols = ncols * c + (ncols - 1) * gap
     cell_px = max(4, min(30, 900 // max(total_cols, 1)))  # plot width on a wide page, less the colour bars
-    gap_y = max(gap, -(-(style.font + 20) // cell_px))  # room for the panel labels
-    maps_h = n_lines * r + (n_lines - 1) * gap_y
-    dd = min(d_full, max(maps_h, 16), MAX_DIMS)
-    band_h = max(maps_h, dd)
-    height = gap_y + n_groups * band_h + (n_groups - 1) * gap_y
+
+    def rows(cell: int) -> tuple[int, int, int, int, int]:
+        gap_y = max(gap, -(-(style.font + 20) // cell))  # room for the panel labels
+        maps_h = n_lines * r + (n_lines - 1) * gap_y
+        dd = min(d_full, max(maps_h, 8 if style.present else 16), MAX_DIMS)
+        band_h = max(maps_h, dd)
+        return gap_y, maps_h, dd, band_h, gap_y + n_groups * band_h + (n_groups - 1) * gap_y
+
+    gap_y, maps_h, dd, band_h, height = rows(cell_px)
+    if style.present and height * cell_px > SLIDE_MAPS_PX:  # a slide's height, not the page's width, decides
+        cell_px = max(4, SLIDE_MAPS_PX // height)
+        gap_y, maps_h, dd, band_h, height = rows(cell_px)
     return MapsLayout(
         per_line, n_lines, gap, per_line * (c + gap) - gap, total_cols, cell_px, gap_y, dd, band_h, height
     )
@@ -470,7 +480,8 @@ def maps_figure(p: MapPanels, style: Style = Style()) -> go.Figure:
                        colorbar=dict(title=dict(text=style.t("fig.weight")), y=0.78, **bar)),
         coloraxis2=dict(colorscale=DIVERGING_SCALE, cmin=-lim, cmax=lim, cmid=0.0,
                         colorbar=dict(title=dict(text=style.t("kvfig.kv_scale", lim=f"{lim:.3g}")), y=0.25, **bar)),
-        **_map_axes(x_ticks, (cv.ytick_vals, cv.ytick_text), style.t("fig.key"), style.t("kvfig.maps_y")),
+        **_map_axes(x_ticks, (cv.ytick_vals, cv.ytick_text), style.t("fig.key"),
+                    "" if style.present else style.t("kvfig.maps_y")),  # a slide: too short for it
     )  # fmt: skip
     fig = go.Figure(_maps_traces(cv, lay.kv_x0, style))
     fig.update_layout(**layout)

@@ -36,6 +36,7 @@ FRAME_MS = 450
 MAIN_DOMAIN = (0.36, 1.0)  # the buffers' part of the plot height; the legend lines, then the bytes bars below
 LEGEND_Y = 0.335
 BARS_DOMAIN = (0.0, 0.19)
+SLIDE_BARS_DOMAIN = (0.0, 0.25)  # on a slide no legend lines sit between the buffers and the bars
 
 
 def _r(x: float) -> float:
@@ -169,8 +170,14 @@ def _panel_notes(fill: CacheFill, style: Style) -> list[dict]:
         shape = ", ".join(f"{n:,}" for n in fill.shape(i))
         rule = style.t("kvtensor.rule_mha" if n_rep == 1 else ("kvtensor.rule_mqa" if lay.n_kv_heads == 1
                        else "kvtensor.rule_gqa"), rep=n_rep)  # fmt: skip
+        if style.present:  # three panels across a slide: the short form (head h → KV head h // 4)
+            rule = style.t("kvtensor.short_mha" if n_rep == 1 else ("kvtensor.short_mqa" if lay.n_kv_heads == 1
+                           else "kvtensor.short_gqa"), rep=n_rep)  # fmt: skip
         head = f"<b>{layout_name(lay.label, lay.native, style)}</b> · H<sub>kv</sub> = {lay.n_kv_heads:,}"
-        notes.append(dict(x=x0 + 0.5, y=Q_Y + 0.06, text=f"{head}<br>[{shape}]<br>{rule}", showarrow=False,
+        # on a slide the chart is squeezed to the screen: the headings hang from the plot's top by pixels (in the
+        # top margin), not by data units, which shrink under them
+        where = dict(yref="y domain", y=1.0, yshift=4) if style.present else dict(y=Q_Y + 0.06)
+        notes.append(dict(x=x0 + 0.5, text=f"{head}<br>[{shape}]<br>{rule}", showarrow=False, **where,
                           xanchor="center", yanchor="bottom", font=dict(size=size, color=LAYOUT_COLORS[lay.kind])))  # fmt: skip
         for text, y in (("K", sum(K_BLOCK) / 2), ("V", sum(V_BLOCK) / 2)):
             notes.append(dict(x=x0 - 0.02, y=y, text=f"<b>{text}</b>", showarrow=False, xanchor="right",
@@ -185,8 +192,9 @@ def _panel_notes(fill: CacheFill, style: Style) -> list[dict]:
     text = style.t(key, L=f"{lay.n_layers:,}", others=others, cell=style.count(lay.k_dim, "element"),
                    dv=style.count(lay.v_dim, "element"))  # fmt: skip
     width = len(fill.layouts) * PANEL_STEP - (PANEL_STEP - 1)
-    notes.append(dict(x=width / 2, y=LEGEND_Y, xref="x", yref="paper", text=text, showarrow=False, xanchor="center",
-                      yanchor="top", font=dict(size=size - 1, color="#444444")))  # fmt: skip
+    if not style.present:  # a slide has the buffers' axes in its subtitle (tensor_title), no room for more
+        notes.append(dict(x=width / 2, y=LEGEND_Y, xref="x", yref="paper", text=text, showarrow=False,
+                          xanchor="center", yanchor="top", font=dict(size=size - 1, color="#444444")))  # fmt: skip
     return notes
 
 
@@ -219,7 +227,9 @@ def tensor_title(fill: CacheFill, style: Style, at: int | None) -> str:
     else:
         sub = style.t("kvtensor.every_token", s=f"{fill.seq_len:,}")
     if at is not None:
-        sub = style.t("kvtensor.at", t=f"{fill.tokens[at]:,}", s=f"{fill.seq_len:,}") + " · " + sub
+        now = style.t("kvtensor.at", t=f"{fill.tokens[at]:,}", s=f"{fill.seq_len:,}")
+        # a slide: no room for the frames' story (the stepper says it); the buffers' axes instead of the legend
+        sub = f"{now} · {style.t('kvtensor.axes')}" if style.present else f"{now} · {sub}"
     return f"{title}<br><span style='font-size:{style.font}px'>{sub}</span>"
 
 
@@ -244,12 +254,17 @@ def tensor_figure(fill: CacheFill, style: Style = Style(), at: int | None = None
     layout = base_layout(
         tensor_title(fill, style, at), style, (600 if style.present else 620) + (0 if at is not None else 90),
         xaxis=dict(range=[-0.12, width + 0.1], visible=False, fixedrange=True),
-        yaxis=dict(range=[-0.06, Q_Y + 0.42], visible=False, fixedrange=True, domain=list(MAIN_DOMAIN)),
+        yaxis=dict(range=[-0.06, Q_Y + (0.1 if style.present else 0.42)], visible=False, fixedrange=True,
+                   domain=list(MAIN_DOMAIN)),
         xaxis2=dict(domain=[0, 0.55], anchor="y2", range=[0, peak * 1.02], visible=False, fixedrange=True),
-        yaxis2=dict(domain=list(BARS_DOMAIN), anchor="x2", autorange="reversed", fixedrange=True, automargin=True),
+        yaxis2=dict(domain=list(SLIDE_BARS_DOMAIN if style.present else BARS_DOMAIN), anchor="x2",
+                    autorange="reversed", fixedrange=True, automargin=True),
         annotations=_panel_notes(fill, style), showlegend=False, hovermode="closest", bargap=0.3, uirevision="kv_tensors",
-        margin=dict(l=10, r=10, t=110 if style.present else 90, b=90 if at is None else 10), **extra,
+        margin=dict(l=10, r=10, t=(120 + int(4.2 * style.font)) if style.present else 90, b=90 if at is None else 10),
+        **extra,
     )  # fmt: skip
+    if style.present:  # the title at the top of the margin, the panels' headings under it
+        layout["title"].update(yref="container", y=1.0, yanchor="top", pad=dict(t=36))
     frames = None
     if at is None:
         frames = [dict(name=str(t), traces=moving_ids, data=_frame_data(fill, f))
