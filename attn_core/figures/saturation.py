@@ -109,7 +109,8 @@ def _layout(layout: dict, title: str, style: Style, height: int) -> dict:
     f, tf = style.font, style.title_font
     extra = int(tf * 1.5) * title.count("<br>")  # plotly.js anchors a title's first line, later lines go below
     legend_top = 12 + int(tf * 1.5) + extra + 6
-    top = legend_top + int(2 * f * 1.5) + int(f * 1.8)
+    names = max((a["text"].count("<br>") for a in layout.get("annotations", [])), default=0)
+    top = legend_top + int(2 * f * 1.5) + int(f * 1.8) + int(f * 1.3) * names
     height += top
     # Subplot titles are annotations: give them the axis-label size.
     for a in layout.get("annotations", []):
@@ -126,13 +127,31 @@ def _layout(layout: dict, title: str, style: Style, height: int) -> dict:
 
 
 def _d_k_axis(style: Style, d_values: list[int]) -> dict:
+    """The log d_k axis; on a slide every other value ticked (and the last) under a short title: panels are
+    narrow there."""
+    ticks = d_values
+    if style.present and len(d_values) > 6:
+        ticks = d_values[::2] + ([d_values[-1]] if (len(d_values) - 1) % 2 else [])
     return dict(
         type="log",
-        tickvals=d_values,
-        ticktext=[str(d) for d in d_values],
-        title=dict(text=style.t("sat.fig.d_k_axis")),
+        tickvals=ticks,
+        ticktext=[str(d) for d in ticks],
+        title=dict(text=style.t("sat.fig.d_k_short" if style.present else "sat.fig.d_k_axis")),
         showgrid=True,
     )
+
+
+def _two_lines(text: str, width: int = 18) -> str:
+    """``text`` on two lines (at the space nearest its middle; mid-way in text without spaces) when it is longer
+    than ``width`` characters: subplot titles over narrow panels."""
+    if len(text) <= width:
+        return text
+    mid = len(text) // 2
+    spaces = [i for i, ch in enumerate(text) if ch == " "]
+    if spaces:
+        cut = min(spaces, key=lambda i: abs(i - mid))
+        return text[:cut] + "<br>" + text[cut + 1 :]
+    return text[:mid] + "<br>" + text[mid:]
 
 
 def _normal_pdf(x: np.ndarray, var: float) -> np.ndarray:
@@ -422,8 +441,11 @@ def saturation_curves_figure(
     """
     d_values_arr, arrays = _sweep_arrays(sweep, [p[0] for p in CURVE_PANELS])
     d_values = [int(d) for d in d_values_arr]
-    layout = _grid(2, 2, [style.t(p[1], thr=SATURATION_THRESHOLD) for p in CURVE_PANELS], h_space=0.1,
-                   v_space=0.22)  # fmt: skip
+    names = [style.t(p[1], thr=SATURATION_THRESHOLD) for p in CURVE_PANELS]
+    if style.present:  # a 16:9 slide: the four panels side by side, each as tall as the slide allows
+        layout = _grid(1, 4, [_two_lines(n) for n in names], h_space=0.075)
+    else:
+        layout = _grid(2, 2, names, h_space=0.1, v_space=0.22)
     data: list[dict] = []
     curves = _Curves(arrays, d_k, use_scaling, style)
     for i, (column, _title, axis_key, kind) in enumerate(CURVE_PANELS, start=1):
@@ -432,10 +454,8 @@ def saturation_curves_figure(
         values = np.concatenate([arrays[False][column], arrays[True][column]])
         _panel(data, layout, curves, i, column, kind, _y_range(values, kind))
         layout[_axes(i)[3]]["title"] = dict(text=style.t(axis_key))
-        if style.present and i <= 2:  # a slide squeezes the rows together: one d_k title, under the bottom row
-            layout[_axes(i)[2]]["title"] = dict(text="")
     title = _sweep_title("sat.fig.curves_title", sweep, n_samples, seq_len, temperature, d_k, style)
-    return plain_figure(data, _layout(layout, title, style, 700 if style.present else 560), style)
+    return plain_figure(data, _layout(layout, title, style, 420 if style.present else 560), style)
 
 
 def gradient_curves_figure(
