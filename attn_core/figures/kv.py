@@ -282,8 +282,8 @@ def maps_layout(n_rep: int, n_groups: int, side: tuple[int, int], d_full: int, s
         return gap_y, maps_h, dd, band_h, gap_y + n_groups * band_h + (n_groups - 1) * gap_y
 
     gap_y, maps_h, dd, band_h, height = rows(cell_px)
-    if style.present and height * cell_px > SLIDE_MAPS_PX:  # a slide's height, not the page's width, decides
-        cell_px = max(4, SLIDE_MAPS_PX // height)
+    while style.present and height * cell_px > SLIDE_MAPS_PX and cell_px > 4:  # a slide's height decides
+        cell_px = max(4, min(cell_px - 1, SLIDE_MAPS_PX // height))  # smaller cells need more rows of gap
         gap_y, maps_h, dd, band_h, height = rows(cell_px)
     return MapsLayout(
         per_line, n_lines, gap, per_line * (c + gap) - gap, total_cols, cell_px, gap_y, dd, band_h, height

@@ -133,3 +133,15 @@ def test_titles_with_one_head_are_singular():
     layer = SeededLayer(1, 1, 8, tuple(TOKS), d_model=32)
     maps = spec(kvs.maps_view(kvs.group_maps(layer), layer, Style()).figure)["layout"]["title"]["text"]
     assert maps.startswith("Attention weights of 1 query head, one row per KV head")
+
+
+@pytest.mark.parametrize("tokens,n_heads,n_kv", [(11, 8, 2), (64, 32, 8), (11, 64, 8), (2, 4, 1)])
+def test_on_a_slide_the_maps_are_sized_for_its_height(tokens, n_heads, n_kv):
+    """A slide squeezes a chart to the screen, so the maps are planned for SLIDE_MAPS_PX of height: planned for a
+    page's width they were squeezed to 5 px cells under 20 px labels that ran into each other."""
+    side, n_rep = (tokens, tokens), n_heads // n_kv
+    slide = fig_kv.maps_layout(n_rep, min(n_kv, 2), side, 16, Style(present=True))
+    page = fig_kv.maps_layout(n_rep, min(n_kv, 2), side, 16, Style())
+    assert slide.height * slide.cell_px <= fig_kv.SLIDE_MAPS_PX or slide.cell_px == 4  # 4 px: the least cell
+    assert slide.cell_px <= page.cell_px and slide.dd <= page.dd
+    assert slide.gap_y * slide.cell_px >= Style(present=True).font  # room for the panels' names

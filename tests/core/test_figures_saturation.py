@@ -229,3 +229,24 @@ def test_figures_survive_plotly_validation():
     ]
     for fig in figs:
         go.Figure(fig.to_dict())  # raises ValueError on any invalid property
+
+
+def test_on_a_slide_the_curves_stand_side_by_side_with_fewer_d_k_ticks(sweep):
+    """A 16:9 slide leaves a chart about 450 px: four panels in one row (a 2x2 grid gave 60 px panels whose titles
+    and ticks ran into each other), long names on two lines, every other d_k ticked (and the last)."""
+    s = spec(fs.saturation_curves_figure(sweep, 4, True, 8, 32, 1.0, Style(present=True)))
+    lay = s["layout"]
+    y_domains = {tuple(lay[k]["domain"]) for k in ("yaxis", "yaxis2", "yaxis3", "yaxis4")}
+    assert y_domains == {(0.0, 1.0)}  # one row
+    x = [lay[k]["domain"] for k in ("xaxis", "xaxis2", "xaxis3", "xaxis4")]
+    assert all(a[1] < b[0] for a, b in zip(x, x[1:], strict=False))  # side by side, apart
+    d_values = [int(d) for d in sweep["d_k"].unique()]
+    ticks = lay["xaxis"]["tickvals"]
+    assert ticks[0] == d_values[0] and ticks[-1] == d_values[-1]
+    assert fs._d_k_axis(Style(present=True), [2**k for k in range(11)])["tickvals"] == [1, 4, 16, 64, 256, 1024]
+    assert len(ticks) <= len(d_values) // 2 + 1 if len(d_values) > 6 else ticks == d_values
+    assert lay["xaxis"]["title"]["text"] == "d_k (log scale)"
+    names = [a["text"] for a in lay["annotations"]]
+    assert "score variance<br>(theory: d_k and 1)" in names
+    normal = spec(fs.saturation_curves_figure(sweep, 4, True, 8, 32, 1.0, Style()))["layout"]
+    assert normal["xaxis"]["tickvals"] == d_values and normal["yaxis"]["domain"][0] > 0  # the page: 2x2, every d_k

@@ -168,3 +168,19 @@ def test_an_image_of_the_animation_is_its_first_state_without_the_controls():
     assert image["data"] == spec(fig)["data"]
     plain = kt.tensor_figure(cache_fill(2, 4, 2, (4, 4), 8), Style(), at=3)
     assert still(plain) is plain  # a figure without frames is drawn as it is
+
+
+def test_on_a_slide_headings_hang_by_pixels_and_the_text_is_short():
+    """A slide squeezes the figure: the panels' headings hang from the plot's top in pixels (data units shrink under
+    them), the read rule is the short form, the buffers' axes go in the subtitle instead of two legend lines."""
+    fill = cache_fill(32, 32, 8, (128, 128), 4096)
+    s = spec(kt.tensor_figure(fill, Style(present=True), at=3))
+    heads = [a for a in s["layout"]["annotations"] if "[32, 2, 1," in a["text"]]
+    assert len(heads) == 3 and all(a["yref"] == "y domain" and a["y"] == 1.0 for a in heads)
+    assert "head h → KV head h // 4" in heads[1]["text"] and "all 32 heads → KV head 0" in heads[2]["text"]
+    assert s["layout"]["margin"]["t"] >= 120 + 4 * Style(present=True).font  # title, subtitle and 3 heading lines
+    assert "buffers [L, 2, B, H_kv, S, d]" in s["layout"]["title"]["text"]
+    assert not any("a row per KV head" in a["text"] for a in s["layout"]["annotations"])
+    page = spec(kt.tensor_figure(fill, Style(), at=3))
+    assert any("a row per KV head" in a["text"] for a in page["layout"]["annotations"])
+    assert "query head h reads KV head h // 4" in " ".join(a["text"] for a in page["layout"]["annotations"])
