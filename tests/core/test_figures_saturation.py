@@ -250,3 +250,16 @@ def test_on_a_slide_the_curves_stand_side_by_side_with_fewer_d_k_ticks(sweep):
     assert "score variance<br>(theory: d_k and 1)" in names
     normal = spec(fs.saturation_curves_figure(sweep, 4, True, 8, 32, 1.0, Style()))["layout"]
     assert normal["xaxis"]["tickvals"] == d_values and normal["yaxis"]["domain"][0] > 0  # the page: 2x2, every d_k
+
+
+def test_a_title_too_wide_for_a_slide_breaks_after_its_colon(sweep):
+    """At 1024 px a slide holds about 80 Latin characters of 26 px title (35 Chinese ones): the curves' title,
+    89 characters, ran past the right edge (in Chinese, its last "= 64" was cut)."""
+    zh = spec(fs.saturation_curves_figure(sweep, 4, True, 8, 32, 1.0, Style(present=True, lang="zh")))
+    assert zh["layout"]["title"]["text"].startswith("softmax 饱和随 d_k 的变化：<br>每个 d_k 采样")
+    en = fs._slide_title("Softmax saturation against d_k: 256 sequences × 16 keys per d_k, τ = 1, current d_k = 256")
+    assert en == "Softmax saturation against d_k:<br>256 sequences × 16 keys per d_k, τ = 1, current d_k = 256"
+    short = "Distribution of 65,536 scores at d_k = 64: raw against scaled"
+    assert fs._slide_title(short) == short  # fits: left alone
+    page = spec(fs.saturation_curves_figure(sweep, 4, True, 8, 32, 1.0, Style(lang="zh")))
+    assert "：<br>" not in page["layout"]["title"]["text"]  # the page is wide enough
