@@ -21,7 +21,17 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..config import attention_kind, check_kv_heads
-from .base import DIVERGING_SCALE, MAX_HOVER_CELLS, Style, apply_fonts, base_layout, group_color, plain_figure, pool_max
+from .base import (
+    DIVERGING_SCALE,
+    MAX_HOVER_CELLS,
+    Style,
+    apply_fonts,
+    base_layout,
+    group_color,
+    plain_figure,
+    pool_max,
+    slide_title,
+)
 from .heatmaps import block_labels
 
 if TYPE_CHECKING:
@@ -121,6 +131,7 @@ def kv_diagram(owner: Sequence[int], n_kv_heads: int, style: Style = Style(), ti
         qh, kvh = style.count(n_heads, "query_head"), style.count(n_kv_heads, "kv_head")
         kind = attention_kind(n_heads, n_kv_heads)
         title = style.t("kvfig.diagram_title", qh=qh, kvh=kvh, kind=kind, rep=n_heads // n_kv_heads)
+    title = slide_title(title, HALF_SLIDE_TITLE) if style.present else title  # beside repeat_kv on a slide
     ticks = [style.t("kvfig.q_row", h=n_heads), style.t("kvfig.kv_row", kv=n_kv_heads)]
     fig.update_layout(
         **base_layout(title, style, 300 if not style.present else 380, margin=margin(style),
@@ -133,6 +144,7 @@ def kv_diagram(owner: Sequence[int], n_kv_heads: int, style: Style = Style(), ti
 
 # ---------------------------------------------------------------- repeat_kv as tensor blocks
 REPEAT_X = (0.0, 2.0, 5.0, 7.0)  # x of the cache blocks (left, right edge) and of the copies
+HALF_SLIDE_TITLE = 34  # Latin characters of 26 px title a chart on half a 1024 px slide holds on a line
 
 
 def _block(x0: float, x1: float, y0: float, y1: float, colour: str) -> dict:
@@ -167,16 +179,19 @@ def _repeat_annotations(labels: list, n_heads: int, n_kv_heads: int, dims: tuple
     lx0, lx1, rx0, rx1 = REPEAT_X
     b, t, d = dims
     n_rep, h, hk = n_heads // n_kv_heads, n_heads, n_kv_heads
-    size = max(9, style.font - (3 if h > 16 else 0))
+    size = max(9, style.font - (3 if h > 16 else 0) - (4 if style.present else 0))  # a slide: half its width
     out = [
         dict(x=lx0 - 0.1 if x < 3 else rx1 + 0.1, y=y, text=text, showarrow=False,
              xanchor="right" if x < 3 else "left", font=dict(size=size))
         for x, y, text, _ in labels
     ]  # fmt: skip
     under = dict(y=-0.15, yanchor="bottom", showarrow=False, font=dict(size=style.font))
+    heads = [style.t("kvfig.block_left", b=b, hk=hk, t=t, d=d), style.t("kvfig.block_right", b=b, h=h, t=t, d=d)]
+    if style.present:  # three short lines each, or the two shapes run into each other on half a slide
+        heads = [x.replace(" [", "<br>[", 1) for x in heads]
     out += [
-        dict(x=(lx0 + lx1) / 2, text=style.t("kvfig.block_left", b=b, hk=hk, t=t, d=d), **under),
-        dict(x=(rx0 + rx1) / 2, text=style.t("kvfig.block_right", b=b, h=h, t=t, d=d), **under),
+        dict(x=(lx0 + lx1) / 2, text=heads[0], **under),
+        dict(x=(rx0 + rx1) / 2, text=heads[1], **under),
         dict(x=(lx1 + rx0) / 2, y=h / 2, showarrow=False, font=dict(size=style.font + 2),
              text=f"<b>× {n_rep}</b>" if n_rep > 1 else style.t("kvfig.no_repeat"), bgcolor="rgba(255,255,255,0.8)"),
     ]  # fmt: skip
@@ -203,11 +218,14 @@ def repeat_kv_figure(
     annotations = _repeat_annotations(labels, n_heads, n_kv_heads, (batch, seq_len, head_dim), style)
     row_px = max(11, min(30, 520 // max(n_heads, 1)))
     height = int(min(1000, max(320, row_px * n_heads + (170 if style.present else 140))))
-    title = style.t("kvfig.block_title") + "<br><sup>" + style.t("kvfig.block_sub") + "</sup>"
+    main = (
+        slide_title(style.t("kvfig.block_title"), HALF_SLIDE_TITLE) if style.present else style.t("kvfig.block_title")
+    )
+    title = main + "<br><sup>" + style.t("kvfig.block_sub") + "</sup>"
     # plain dicts, as plain_figure takes them: rebuilt on every move of d_k, so no per-property validation
-    layout = base_layout(title, style, height, margin=margin(style), shapes=shapes, annotations=annotations,
-                         xaxis=dict(visible=False, range=[-3.2, 10.2], fixedrange=True),
-                         yaxis=dict(visible=False, range=[n_heads + 0.2, -1.6 if not style.present else -2.0],
+    layout = base_layout(title, style, height, margin=margin(style, (70, 125)), shapes=shapes, annotations=annotations,
+                         xaxis=dict(visible=False, range=[-3.2, 11.2 if style.present else 10.2], fixedrange=True),
+                         yaxis=dict(visible=False, range=[n_heads + 0.2, -1.6 if not style.present else -2.6],
                                     fixedrange=True))  # fmt: skip
     return plain_figure([hover], layout, style)
 

@@ -30,7 +30,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..config import FLOAT16_MAX, SATURATION_THRESHOLD, SMALL_NORM
-from .base import DIVERGING_SCALE, GROUP_COLORS, Style, base_layout, plain_figure
+from .base import DIVERGING_SCALE, GROUP_COLORS, Style, base_layout, plain_figure, slide_title
 
 if TYPE_CHECKING:
     from ..stats import ExampleMaps, Float16Demo, RowSoftmax, ScoreSample
@@ -107,7 +107,7 @@ def _layout(layout: dict, title: str, style: Style, height: int) -> dict:
     """:func:`~attn_core.figures.base_layout` for a grid of subplots: the title (its lines split by ``<br>``),
     then a legend of up to two lines, then the subplot titles, each in its own band of pixels."""
     f, tf = style.font, style.title_font
-    title = _slide_title(title) if style.present else title
+    title = slide_title(title) if style.present else title
     extra = int(tf * 1.5) * title.count("<br>")  # plotly.js anchors a title's first line, later lines go below
     legend_top = 12 + int(tf * 1.5) + extra + 6
     names = max((a["text"].count("<br>") for a in layout.get("annotations", [])), default=0)
@@ -125,20 +125,6 @@ def _layout(layout: dict, title: str, style: Style, height: int) -> dict:
     )
     base["title"].update(y=1 - (12 + extra) / height, yref="container", yanchor="top")
     return layout | base
-
-
-SLIDE_TITLE_WIDTH = 80  # a title line's width (Latin characters; a CJK one counts 2.3) that fits a 1024 px slide
-
-
-def _slide_title(title: str) -> str:
-    """``title`` with its first line broken after its first colon when that line is too wide for a slide."""
-    first, sep, rest = title.partition("<br>")
-    width = sum(2.3 if ord(ch) >= 0x2E80 else 1.0 for ch in first)
-    cut = min((i for i in (first.find(": "), first.find("：")) if i > 0), default=-1)
-    if width <= SLIDE_TITLE_WIDTH or cut < 0:
-        return title
-    head, tail = first[: cut + 1], first[cut + 1 :].lstrip()
-    return f"{head}<br>{tail}{sep}{rest}"
 
 
 def _d_k_axis(style: Style, d_values: list[int]) -> dict:

@@ -83,7 +83,9 @@ def test_grouped_maps_pool_long_inputs_and_cut_dimensions():
 def test_styles_translate_and_grow_for_a_projector():
     big = spec(fig_kv.kv_diagram(kv_map(8, 2), 2, style=Style(present=True, lang="zh")))
     assert big["layout"]["font"]["size"] >= 20 and big["layout"]["title"]["font"]["size"] >= 20
-    assert big["layout"]["title"]["text"].startswith("GQA：8 个查询头")
+    assert big["layout"]["title"]["text"].startswith("GQA：<br>8 个查询头")  # half a slide: broken after the colon
+    page = spec(fig_kv.kv_diagram(kv_map(8, 2), 2, style=Style(lang="zh")))
+    assert page["layout"]["title"]["text"].startswith("GQA：8 个查询头")
     assert big["layout"]["yaxis"]["ticktext"] == ["查询头（8）", "KV 头（2）"]
     assert big["layout"]["yaxis"]["tickfont"]["size"] >= 20
 
@@ -145,3 +147,21 @@ def test_on_a_slide_the_maps_are_sized_for_its_height(tokens, n_heads, n_kv):
     assert slide.height * slide.cell_px <= fig_kv.SLIDE_MAPS_PX or slide.cell_px == 4  # 4 px: the least cell
     assert slide.cell_px <= page.cell_px and slide.dd <= page.dd
     assert slide.gap_y * slide.cell_px >= Style(present=True).font  # room for the panels' names
+
+
+def test_repeat_kv_fits_half_a_slide():
+    """At 1024x768 the diagram and repeat_kv share the slide: titles broken after the colon (they ran past the
+    edge), the two shapes on three short lines each (they ran into each other), the copies' labels smaller and
+    the x range wider (they were cut at the right edge)."""
+    slide = spec(fig_kv.repeat_kv_figure(8, 2, 11, 16, style=Style(present=True)))
+    page = spec(fig_kv.repeat_kv_figure(8, 2, 11, 16))
+    assert slide["layout"]["title"]["text"].startswith("repeat_kv:<br>[B, H_kv, T, D] → [B, H, T, D]<br><sup>")
+    texts = [a["text"] for a in slide["layout"]["annotations"]]
+    assert (
+        "cache<br>[B, H_kv, T, D]<br>= [1, 2, 11, 16]" in texts
+        and "repeat_kv →<br>[B, H, T, D]<br>= [1, 8, 11, 16]" in texts
+    )
+    copy = next(a for a in slide["layout"]["annotations"] if a["text"] == "head 7 ← KV 1")
+    assert copy["font"]["size"] <= Style(present=True).font - 4
+    assert slide["layout"]["xaxis"]["range"][1] > page["layout"]["xaxis"]["range"][1]
+    assert "cache [B, H_kv, T, D]<br>= [1, 2, 11, 16]" in [a["text"] for a in page["layout"]["annotations"]]

@@ -13,6 +13,7 @@ from plotly.subplots import make_subplots
 from attn_core import stats
 from attn_core.figures import Style, pool_max
 from attn_core.figures import saturation as fs
+from attn_core.figures.base import slide_title
 from attn_core.tokens import synthetic_tokens
 from attn_core.views import saturation as sat
 from tests.util import arr
@@ -257,9 +258,9 @@ def test_a_title_too_wide_for_a_slide_breaks_after_its_colon(sweep):
     89 characters, ran past the right edge (in Chinese, its last "= 64" was cut)."""
     zh = spec(fs.saturation_curves_figure(sweep, 4, True, 8, 32, 1.0, Style(present=True, lang="zh")))
     assert zh["layout"]["title"]["text"].startswith("softmax 饱和随 d_k 的变化：<br>每个 d_k 采样")
-    en = fs._slide_title("Softmax saturation against d_k: 256 sequences × 16 keys per d_k, τ = 1, current d_k = 256")
+    en = slide_title("Softmax saturation against d_k: 256 sequences × 16 keys per d_k, τ = 1, current d_k = 256")
     assert en == "Softmax saturation against d_k:<br>256 sequences × 16 keys per d_k, τ = 1, current d_k = 256"
     short = "Distribution of 65,536 scores at d_k = 64: raw against scaled"
-    assert fs._slide_title(short) == short  # fits: left alone
+    assert slide_title(short) == short  # fits: left alone
     page = spec(fs.saturation_curves_figure(sweep, 4, True, 8, 32, 1.0, Style(lang="zh")))
     assert "：<br>" not in page["layout"]["title"]["text"]  # the page is wide enough
