@@ -17,7 +17,7 @@ from attn_core.views import PAGES as REGISTRY
 from attn_core.views.base import controls
 from tests.conftest import no_exception
 
-N_SETS = 80  # per page: seeded, so a failure reproduces; the regressions below are kept apart (CI time: 9 pages)
+N_SETS = 50  # per page: seeded, so a failure reproduces; the regressions below are kept apart (CI time: 9 pages)
 HOSTILE = [
     "",
     " ",
@@ -129,8 +129,8 @@ def check(at, query: dict[str, str]) -> None:
 
 # a real model's page: each new text is a forward pass, so fewer sets (its extremes are listed below);
 N_SETS_OF = {
-    "pages/models.py": 60,
-    "pages/mla.py": 80,  # MLA: few free-form fields; its extremes are listed
+    "pages/models.py": 40,
+    "pages/mla.py": 50,  # MLA: few free-form fields; its extremes are listed
     "pages/complexity.py": 40,  # counts are arithmetic; the sweep waits for its Start
     "pages/conv_attention.py": 40,
     "pages/lab.py": 40,  # its extremes are listed
