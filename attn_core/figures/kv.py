@@ -218,9 +218,8 @@ def repeat_kv_figure(
     annotations = _repeat_annotations(labels, n_heads, n_kv_heads, (batch, seq_len, head_dim), style)
     row_px = max(11, min(30, 520 // max(n_heads, 1)))
     height = int(min(1000, max(320, row_px * n_heads + (170 if style.present else 140))))
-    main = (
-        slide_title(style.t("kvfig.block_title"), HALF_SLIDE_TITLE) if style.present else style.t("kvfig.block_title")
-    )
+    main = style.t("kvfig.block_title")
+    main = slide_title(main, HALF_SLIDE_TITLE) if style.present else main
     title = main + "<br><sup>" + style.t("kvfig.block_sub") + "</sup>"
     # plain dicts, as plain_figure takes them: rebuilt on every move of d_k, so no per-property validation
     layout = base_layout(title, style, height, margin=margin(style, (70, 125)), shapes=shapes, annotations=annotations,

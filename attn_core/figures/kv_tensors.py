@@ -168,11 +168,9 @@ def _panel_notes(fill: CacheFill, style: Style) -> list[dict]:
     for i, lay in enumerate(fill.layouts):
         x0, n_rep = i * PANEL_STEP, fill.n_heads // lay.n_kv_heads
         shape = ", ".join(f"{n:,}" for n in fill.shape(i))
-        rule = style.t("kvtensor.rule_mha" if n_rep == 1 else ("kvtensor.rule_mqa" if lay.n_kv_heads == 1
-                       else "kvtensor.rule_gqa"), rep=n_rep)  # fmt: skip
-        if style.present:  # three panels across a slide: the short form (head h → KV head h // 4)
-            rule = style.t("kvtensor.short_mha" if n_rep == 1 else ("kvtensor.short_mqa" if lay.n_kv_heads == 1
-                           else "kvtensor.short_gqa"), rep=n_rep)  # fmt: skip
+        kind = "mha" if n_rep == 1 else ("mqa" if lay.n_kv_heads == 1 else "gqa")
+        # three panels across a slide: the short form (head h → KV head h // 4)
+        rule = style.t(f"kvtensor.{'short' if style.present else 'rule'}_{kind}", rep=n_rep)
         head = f"<b>{layout_name(lay.label, lay.native, style)}</b> · H<sub>kv</sub> = {lay.n_kv_heads:,}"
         # on a slide the chart is squeezed to the screen: the headings hang from the plot's top by pixels (in the
         # top margin), not by data units, which shrink under them
