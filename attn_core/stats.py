@@ -522,56 +522,59 @@ class _Moments:
 _ROW_SUMS = ("max_weight", "entropy", "saturated_frac", *ROW_NORMS, "fp16_naive_fail", "fp16_stable_fail")
 
 
-def _grad_q_norm(grad_z: torch.Tensor, basis: torch.Tensor, scale: float) -> torch.Tensor:
-    """‖∂L/∂q‖ of every row ``[n·r]`` from ∂L/∂z ``[n, r, T]``: ∂L/∂q_i = scale · Σ_j (∂L/∂z_ij) k_j.
+def _grad_q_norm(grad_z: torch.Tensor, basis: torch.Tensor) -> torch.Tensor:
+    """‖Σ_j (∂L/∂z_ij) k_j‖ of every row ``[..., n, r]`` from ∂L/∂z ``[..., n, r, T]`` (times the scale c / τ
+    it is ‖∂L/∂q_i‖).
 
     ``basis`` is the chunk's keys K ``[n, T, d_k]`` (float32), or, when T ≤ d_k, their
-    Gram matrix K Kᵀ ``[n, T, T]`` (float64): then ‖∂L/∂q_i‖² = scale² · gᵢᵀ (K Kᵀ) gᵢ,
+    Gram matrix K Kᵀ ``[n, T, T]`` (float64): then the squared norm is gᵢᵀ (K Kᵀ) gᵢ,
     the same number without the d_k-wide product.
     """
     if basis.dtype == torch.float64:
         g = grad_z.double()
-        sq = torch.einsum("nrt,nts,nrs->nr", g, basis, g).clamp_min(0.0)
-        return (sq.sqrt() * scale).to(torch.float32).reshape(-1)
-    return ((grad_z @ basis).norm(dim=-1) * scale).reshape(-1)
+        sq = torch.einsum("...nrt,nts,...nrs->...nr", g, basis, g).clamp_min(0.0)
+        return sq.sqrt().to(torch.float32)
+    return (grad_z @ basis).norm(dim=-1)
 
 
-def _measure_chunk(
-    s: torch.Tensor, basis: torch.Tensor, factor: float, temperature: float, loss_g: torch.Tensor
-) -> tuple[dict[str, float], dict[str, torch.Tensor]]:
-    """One chunk through softmax(s · factor / τ) and back from L = Σ p·G.
+def _measure_batch(
+    s: torch.Tensor, bases: list[torch.Tensor], scales: list[float], loss_g: torch.Tensor
+) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
+    """One chunk of rows through softmax(s · c / τ) and back from L = Σ p·G, for ``m`` (d_k, scaling) pairs at once.
 
-    s = q·kᵀ ``[n, r, T]`` (raw scores), ``basis`` the keys or their Gram matrix
-    (:func:`_grad_q_norm`), G ``[n, r, T]``. ∂L/∂z at the softmax input z is
-    measured by torch autograd; ∂L/∂q = (factor / τ) Σ_j (∂L/∂z_j) k_j follows from it
-    (the chain rule through z = (factor / τ) · q·kᵀ). Returns the sums over the rows
-    of :data:`_ROW_SUMS`, and the per-row norms of :data:`ROW_NORMS` (float32
-    ``[n·r]``, on s's device): ‖J‖_F, ‖∂L/∂z‖ and ‖∂L/∂q‖, the gradient that
+    s ``[m, n, r, T]``: the raw scores q·kᵀ of the same rows at each pair's d_k; ``bases[j]`` the keys
+    (or their Gram matrix, :func:`_grad_q_norm`) of pair j's d_k; ``scales[j]`` its c / τ (c = 1 or
+    1/√d_k); G ``[n, r, T]``. ∂L/∂z at the softmax input z is measured by torch autograd;
+    ∂L/∂q = (c / τ) Σ_j (∂L/∂z_j) k_j follows from it (the chain rule through z = (c / τ) · q·kᵀ).
+    Returns the sums over the rows of :data:`_ROW_SUMS` (float64 ``[m, len(_ROW_SUMS)]``) and the per-row norms
+    of :data:`ROW_NORMS` (float32 ``[m, n·r]``, on s's device): ‖J‖_F, ‖∂L/∂z‖ and ‖∂L/∂q‖, the gradient that
     reaches the query (and through it W_Q).
     """
-    scale = factor / temperature
+    m, t = s.shape[0], s.shape[-1]
+    scale = torch.tensor(scales, dtype=s.dtype, device=s.device).view(m, 1, 1, 1)
     with torch.enable_grad():
-        z = (s * scale).requires_grad_(True)  # (n, r, T) the softmax input
+        z = (s * scale).requires_grad_(True)  # (m, n, r, T) the softmax inputs
         p = torch.softmax(z, dim=-1)
-        (grad_z,) = torch.autograd.grad(p, z, grad_outputs=loss_g)
-    t = z.shape[-1]
-    p, zs = p.detach().reshape(-1, t), z.detach().reshape(-1, t)
+        (grad_z,) = torch.autograd.grad(p, z, grad_outputs=loss_g.expand_as(z))
+    p, zs = p.detach().reshape(m, -1, t), z.detach().reshape(m, -1, t)
     del z
-    norms = {
-        "grad_norm": grad_z.norm(dim=-1).reshape(-1),
-        "grad_q_norm": _grad_q_norm(grad_z, basis, scale),
-        "jacobian_norm": jacobian_norm(p),
-    }
+    grad_q = torch.empty(m, p.shape[1], dtype=torch.float32, device=s.device)
+    for basis_id in dict.fromkeys(id(b) for b in bases):  # the pairs of one d_k share their keys' product
+        idx = [j for j, b in enumerate(bases) if id(b) == basis_id]
+        sel = torch.tensor(idx, device=s.device)
+        raw = _grad_q_norm(grad_z.index_select(0, sel), bases[idx[0]]).reshape(len(idx), -1)
+        grad_q[sel] = raw * torch.tensor([scales[j] for j in idx], device=s.device).view(-1, 1)
+    norms = {"grad_norm": grad_z.norm(dim=-1).reshape(m, -1), "grad_q_norm": grad_q, "jacobian_norm": jacobian_norm(p)}
     del grad_z
-    out = {key: float(v.double().sum()) for key, v in norms.items()}  # per-row values, added up in float64
-    m = max_weight(p)
-    out["max_weight"] = float(m.double().sum())
-    out["saturated_frac"] = float((m > SATURATION_THRESHOLD).sum())
-    out["entropy"] = float(row_entropy(p).double().sum())
+    out = {key: v.double().sum(-1) for key, v in norms.items()}  # per-row values, added up in float64
+    top = max_weight(p)
+    out["max_weight"] = top.double().sum(-1)
+    out["saturated_frac"] = (top > SATURATION_THRESHOLD).sum(-1).double()
+    out["entropy"] = row_entropy(p).double().sum(-1)
     del p
-    out["fp16_naive_fail"] = float(invalid_rows(naive_softmax_fp16(zs)).sum())
-    out["fp16_stable_fail"] = float(invalid_rows(stable_softmax_fp16(zs)).sum())
-    return out, norms
+    out["fp16_naive_fail"] = invalid_rows(naive_softmax_fp16(zs)).sum(-1).double()
+    out["fp16_stable_fail"] = invalid_rows(stable_softmax_fp16(zs)).sum(-1).double()
+    return torch.stack([out[key] for key in _ROW_SUMS], dim=1).cpu().numpy(), norms
 
 
 def _norm_summary(norms: list[torch.Tensor]) -> dict[str, float]:
@@ -595,33 +598,52 @@ def _score_parts(d: int, plan: RowPlan, seed: int, distribution: str, dev: torch
 
 
 def _sweep_rows(
-    d: int, plan: RowPlan, parts: Iterator[ScoreChunk], temperature: float, loss: list[torch.Tensor]
+    values: list[int],
+    plan: RowPlan,
+    parts: Iterator[list[tuple[int, ScoreChunk]]],
+    temperature: float,
+    loss: list[torch.Tensor],
 ) -> list[dict[str, float]]:
-    """The sweep's two rows at ``d_k = d`` (unscaled, scaled) from its chunks ``parts`` (:func:`_score_parts`),
-    ``loss`` the downstream weights of every sampling block (on the device the sweep runs on)."""
-    moments = _Moments()
-    sums = {False: dict.fromkeys(_ROW_SUMS, 0.0), True: dict.fromkeys(_ROW_SUMS, 0.0)}
-    norms: dict[bool, dict[str, list[torch.Tensor]]] = {f: {key: [] for key in ROW_NORMS} for f in (False, True)}
-    for b, (i0, i1, r0, r1), s, basis in parts:
-        moments.add(s)
+    """The sweep's two rows (unscaled, scaled) at every d_k of ``values``.
+
+    ``parts`` yields lists of ``(index in values, chunk)`` whose chunks (:func:`_score_parts`) hold the same
+    rows at different d_k (every d_k's chunks, in any grouping); ``loss`` holds the downstream weights of every
+    sampling block (on the device the sweep runs on). Up to :data:`CHUNK_SCORES` scores of (d_k, scaling)
+    pairs go through softmax and autograd at once (:func:`_measure_batch`).
+    """
+    moments = [_Moments() for _ in values]
+    sums = np.zeros((len(values), 2, len(_ROW_SUMS)))
+    norms: list[list[dict[str, list[torch.Tensor]]]] = [
+        [{key: [] for key in ROW_NORMS} for _ in (False, True)] for _ in values
+    ]
+    per_batch = max(1, CHUNK_SCORES // plan.chunk_scores())
+    for same_rows in parts:
+        _, (b, (i0, i1, r0, r1), _, _) = same_rows[0]
         g = loss[b][i0:i1, r0:r1]  # (n, r, T)
+        for i, (_, _, s, _) in same_rows:
+            moments[i].add(s)
+        pairs = [(i, scaled, s, basis) for i, (_, _, s, basis) in same_rows for scaled in (False, True)]
+        for at in range(0, len(pairs), per_batch):
+            batch = pairs[at : at + per_batch]
+            scales = [(1.0 / math.sqrt(values[i]) if scaled else 1.0) / temperature for i, scaled, _, _ in batch]
+            stacked = torch.stack([s for _, _, s, _ in batch]) if len(batch) > 1 else batch[0][2][None]
+            batch_sums, batch_norms = _measure_batch(stacked, [basis for *_, basis in batch], scales, g)
+            for j, (i, scaled, _, _) in enumerate(batch):
+                sums[i, int(scaled)] += batch_sums[j]
+                for key, value in batch_norms.items():
+                    norms[i][int(scaled)][key].append(value[j].to("cpu", torch.float32))
+            del stacked, batch_norms
+        del same_rows, pairs, g
+    rows = []
+    for i, d in enumerate(values):
         for scaled in (False, True):
             factor = 1.0 / math.sqrt(d) if scaled else 1.0
-            chunk_sums, chunk_norms = _measure_chunk(s, basis, factor, temperature, g)
-            for key, value in chunk_sums.items():
-                sums[scaled][key] += value
-            for key, value in chunk_norms.items():
-                norms[scaled][key].append(value.to("cpu", torch.float32))
-        del s, basis, g
-    rows = []
-    for scaled in (False, True):
-        factor = 1.0 / math.sqrt(d) if scaled else 1.0
-        row = {"d_k": d, "scaled": scaled, "score_var": moments.var * factor * factor,
-               "measured_rows": plan.rows, "total_rows": plan.total_rows}  # fmt: skip
-        row.update({key: sums[scaled][key] / plan.rows for key in _ROW_SUMS})
-        for key in ROW_NORMS:
-            row.update({f"{key}_{name}": v for name, v in _norm_summary(norms[scaled][key]).items()})
-        rows.append(row)
+            row = {"d_k": d, "scaled": scaled, "score_var": moments[i].var * factor * factor,
+                   "measured_rows": plan.rows, "total_rows": plan.total_rows}  # fmt: skip
+            row.update({key: float(sums[i, int(scaled), j]) / plan.rows for j, key in enumerate(_ROW_SUMS)})
+            for key in ROW_NORMS:
+                row.update({f"{key}_{name}": v for name, v in _norm_summary(norms[i][int(scaled)][key]).items()})
+            rows.append(row)
     return rows
 
 
@@ -764,10 +786,12 @@ def saturation_sweep(
     dev = torch.device(device)
     # the downstream weights of the measured rows, drawn once for every d_k: [sequences, queries, T] per block
     loss = [_loss_block(plan, b, n_drawn, seed)[:n_used].clone().to(dev) for b, n_drawn, n_used in plan.blocks()]
-    rows = []
-    for i, d in enumerate(values):
-        parts = scores.parts(i, dev) if scores is not None else _score_parts(d, plan, seed, distribution, dev)
-        rows.extend(_sweep_rows(d, plan, parts, float(temperature), loss))
+    if scores is not None:  # every d_k's chunks of the same rows together, measured in batches
+        every = [scores.parts(i, dev) for i in range(len(values))]  # the same chunks of rows at every d_k
+        parts = (list(enumerate(same)) for same in zip(*every, strict=True))
+    else:  # drawn d_k by d_k, chunk by chunk: nothing is kept
+        parts = ([(i, part)] for i, d in enumerate(values) for part in _score_parts(d, plan, seed, distribution, dev))
+    rows = _sweep_rows(values, plan, parts, float(temperature), loss)
     return pd.DataFrame(rows, columns=list(_SWEEP_COLUMNS))
 
 
