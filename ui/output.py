@@ -70,12 +70,7 @@ class Drawn:
 
 def drawn(view: Any, style_: Any) -> Drawn:
     """``view`` (a :class:`~attn_core.views.View`) serialised with the fonts of ``style_``."""
-    import json
-
-    import plotly.io as pio
-
-    fig = figures.apply_fonts(view.figure, style_)
-    return Drawn(view.name, json.loads(pio.to_json(fig, validate=False)), view.source)
+    return Drawn(view.name, figures.figure_spec(figures.apply_fonts(view.figure, style_)), view.source)
 
 
 def show_figure(

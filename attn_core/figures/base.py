@@ -34,6 +34,7 @@ __all__ = [
     "apply_fonts",
     "base_layout",
     "plain_figure",
+    "figure_spec",
     "slide_title",
     "group_color",
     "pool_max",
@@ -115,6 +116,53 @@ def apply_fonts(fig: go.Figure, style: Style) -> go.Figure:
         return fig
     _set_fonts(fig, size, title)
     return _reserve(fig)
+
+
+_PLAIN = (str, int, float, bool, type(None))  # leaves that are never arrays
+_NOT_ENCODED = ("geojson", "layer", "layers", "range")  # keys whose values plotly leaves as they are
+
+
+def _tree(node: object) -> object:
+    """A copy of the dicts and lists of a property tree; leaves shared."""
+    if isinstance(node, dict):
+        return {key: _tree(value) for key, value in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [_tree(value) for value in node]
+    return node
+
+
+def _encoded(node: dict | list | tuple) -> dict | list:
+    """A copy of a figure's property tree in which every array that is a dict's value is a base64 typed array,
+    as ``Figure.to_dict`` makes it (plotly's ``convert_to_base64``), in one pass; the leaves are shared."""
+    from _plotly_utils.basevalidators import is_homogeneous_array
+    from _plotly_utils.utils import to_typed_array_spec
+
+    if not isinstance(node, dict):  # an array inside a list is left as it is, as plotly does
+        return [_encoded(v) if isinstance(v, (dict, list, tuple)) else v for v in node]
+    out = {}
+    for key, value in node.items():
+        if isinstance(value, _PLAIN):
+            out[key] = value
+        elif key in _NOT_ENCODED:
+            out[key] = _tree(value)
+        elif isinstance(value, (dict, list, tuple)):
+            out[key] = _encoded(value)
+        else:
+            out[key] = to_typed_array_spec(value) if is_homogeneous_array(value) else value
+    return out
+
+
+def figure_spec(fig: go.Figure) -> dict:
+    """``fig`` as the JSON dict plotly.js draws: ``json.loads(plotly.io.to_json(fig))``, the same dict, without
+    ``Figure.to_dict``'s deep copy of every leaf and its second walk over the copy for arrays."""
+    import json
+
+    import plotly.io as pio
+
+    spec = {"data": [_encoded(trace) for trace in fig._data], "layout": _encoded(fig._layout)}
+    if fig._frame_objs:
+        spec["frames"] = [_encoded(frame._props) for frame in fig._frame_objs]
+    return json.loads(pio.to_json(spec, validate=False))
 
 
 def _reserve(fig: go.Figure) -> go.Figure:
