@@ -10,6 +10,8 @@ draws a widget. ``?deck=`` opens a deck (a shipped deck's name, or a whole deck 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import streamlit as st
@@ -26,6 +28,12 @@ GLOBAL_KEYS = ("seed", "present", *STEP_KEYS)  # link parameters every page may 
 DECK, AT, GOTO, NAME = "_deck", "_deck_at", "_deck_goto", "_deck_name"
 HEADING = "# {title} <span class='deck-at'>{at}</span>"  # slide mode: the slide's title, its number beside it
 LINK_ONLY = ("deck", "deck_at", "lang")  # link parameters that are not part of a slide's page state
+
+
+@st.cache_resource(show_spinner=False)
+def _shipped() -> Mapping[str, decks.Deck]:
+    """The decks in ``assets/decks/``, read once per server; shared read-only (frozen decks, a read-only mapping)."""
+    return MappingProxyType(decks.shipped())
 
 
 def is_open() -> bool:
@@ -69,7 +77,7 @@ def open_from_url() -> None:
     if raw is None or is_open() or st.session_state.get("_deck_url_seen") == raw:
         return
     st.session_state["_deck_url_seen"] = raw
-    shipped = decks.shipped()
+    shipped = _shipped()
     try:
         found = shipped.get(raw) or decks.decode(raw)
         decks.check_pages(found, known_params())
@@ -258,7 +266,7 @@ def _delete() -> None:
 
 def _load(data: bytes, name: str | None = None) -> None:
     try:
-        deck = decks.shipped()[name] if name else decks.from_json(data)
+        deck = _shipped()[name] if name else decks.from_json(data)
         decks.check_pages(deck, known_params())
     except ConfigError as exc:
         st.session_state["_deck_error"] = exc
@@ -274,7 +282,7 @@ def panel(page_name: str) -> None:
         if err is not None:
             show_error(err)
         if not is_open():
-            shipped = decks.shipped()
+            shipped = _shipped()
             names = {n: d.name_in(lang()) for n, d in shipped.items()}  # made in the run: AppTest formats later
             pick = st.selectbox(t("deck.shipped"), list(shipped), key="deck_pick", format_func=names.get)
             st.button(t("deck.open"), key="deck_open", icon=":material/play_arrow:", on_click=_load,
