@@ -32,7 +32,7 @@ def app_test():
     from streamlit.testing.v1 import AppTest
 
     def make(page: str | None = None, query: dict[str, str] | None = None, session: dict | None = None):
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
         if page is not None and page != DEFAULT_PAGE:
             # A fresh session opening the page's URL: each page's url_path equals its file stem,
             # which is how AppTest finds a page before the first run.
@@ -53,26 +53,41 @@ def no_exception(at) -> None:
 
 
 BROWSER_TESTS = "tests/e2e/"
+# One unit of work under xdist, run in order at normal priority: the browser tests (one server, one chromium) and
+# the tests that time real servers and supervisors (their health checks and restarts run on the clock).
+SERIAL_TESTS = (BROWSER_TESTS, "tests/serve/", "tests/bench/")
+# Under xdist the worker running everything else gives way to the serial one: it takes the cores the browser,
+# its server and chromium leave idle (about 30 % of two cores) without slowing their timed waits.
+OTHER_WORKER_NICE = 10
 
 
 def pytest_collection_modifyitems(config, items):
-    """In an xdist worker (``make test`` runs ``-n 2``): the browser tests first, the longest unit of work (see
+    """In an xdist worker (``make test TEST_WORKERS=2``): the serial tests first, the longest unit of work (see
     :func:`pytest_xdist_make_scheduler`). A plain pytest run keeps its usual order."""
     if hasattr(config, "workerinput"):
-        browser = [item for item in items if item.nodeid.startswith(BROWSER_TESTS)]
-        items[:] = browser + [item for item in items if not item.nodeid.startswith(BROWSER_TESTS)]
+        serial = [item for item in items if item.nodeid.startswith(SERIAL_TESTS)]
+        items[:] = serial + [item for item in items if not item.nodeid.startswith(SERIAL_TESTS)]
+
+
+def pytest_runtest_setup(item):
+    """Under xdist, a worker about to run a test outside :data:`SERIAL_TESTS` lowers its priority once (its child
+    processes inherit it)."""
+    if hasattr(item.config, "workerinput") and not item.nodeid.startswith(SERIAL_TESTS):
+        now = os.getpriority(os.PRIO_PROCESS, 0)
+        if now < OTHER_WORKER_NICE:
+            os.nice(OTHER_WORKER_NICE - now)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """``make test``'s scheduler: the browser tests are one unit of work, run in order on one worker (one server,
-    one chromium), handed out first; every other test is its own unit, so the other worker takes the engine and
-    AppTest tests meanwhile. (xdist's ``loadgroup`` cannot do this under pytest 9.2: it renames ``item._nodeid``,
-    which pytest 9.2 no longer reads.)"""
+    """``make test``'s scheduler: the serial tests (:data:`SERIAL_TESTS`) are one unit of work, run in order on one
+    worker, handed out first; every other test is its own unit, so the other worker takes the engine and AppTest
+    tests meanwhile. (xdist's ``loadgroup`` cannot do this under pytest 9.2: it renames ``item._nodeid``, which
+    pytest 9.2 no longer reads.)"""
     from xdist.scheduler import LoadScopeScheduling
 
     class BrowserTestsTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "e2e" if nodeid.startswith(BROWSER_TESTS) else nodeid
+            return "serial" if nodeid.startswith(SERIAL_TESTS) else nodeid
 
     return BrowserTestsTogether(config, log)

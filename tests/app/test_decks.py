@@ -10,7 +10,7 @@ from tests.conftest import ROOT, no_exception
 
 
 def fresh(query: dict[str, str]) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
     for key, value in query.items():
         at.query_params[key] = value
     return at.run()

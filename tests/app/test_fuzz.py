@@ -17,7 +17,7 @@ from attn_core.views import PAGES as REGISTRY
 from attn_core.views.base import controls
 from tests.conftest import no_exception
 
-N_SETS = 50  # per page: seeded, so a failure reproduces; the regressions below are kept apart (CI time: 9 pages)
+N_SETS = 30  # per page: seeded, so a failure reproduces; the regressions below are kept apart (CI time: 9 pages)
 HOSTILE = [
     "",
     " ",
@@ -129,11 +129,11 @@ def check(at, query: dict[str, str]) -> None:
 
 # a real model's page: each new text is a forward pass, so fewer sets (its extremes are listed below);
 N_SETS_OF = {
-    "pages/models.py": 40,
-    "pages/mla.py": 50,  # MLA: few free-form fields; its extremes are listed
-    "pages/complexity.py": 40,  # counts are arithmetic; the sweep waits for its Start
-    "pages/conv_attention.py": 40,
-    "pages/lab.py": 40,  # its extremes are listed
+    "pages/models.py": 25,
+    "pages/mla.py": 30,  # MLA: few free-form fields; its extremes are listed
+    "pages/complexity.py": 25,  # counts are arithmetic; the sweep waits for its Start
+    "pages/conv_attention.py": 25,
+    "pages/lab.py": 25,  # its extremes are listed
 }
 
 
@@ -185,7 +185,10 @@ def test_fuzz_text_widget_values(app_test):
 
 # saturation: a move to 8192 keys or 16,384 samples re-measures the whole sweep (seconds); its extremes are
 # covered view by view in test_every_view_at_the_extremes
-WIDGET_STEPS_OF = {"pages/saturation.py": 12}  # each of its runs measures up to 16384 rows of 8192 keys
+WIDGET_STEPS_OF = {
+    "pages/saturation.py": 8,  # each of its runs measures up to 16384 rows of 8192 keys
+    "pages/heatmaps.py": 25,  # its moves reach 8192 tokens and 64 heads
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("page", list(PAGES))

@@ -22,7 +22,7 @@ T = len(tokenize(TEXT))  # 11
 
 def fresh(query: dict[str, str]) -> AppTest:
     """The page alone in a brand-new session, as a visitor opening a link: no state from other pages."""
-    at = AppTest.from_file(str(ROOT / PAGE), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / PAGE), default_timeout=600)
     for key, value in query.items():
         at.query_params[key] = value
     return at.run()
@@ -480,7 +480,7 @@ def test_n_heads_help_fits_the_page():
     help_kv = kv_page.slider(key="n_heads").proto.help
     assert "d_model = n_heads × d_k" not in help_kv and "d_model has its own slider" in help_kv
     assert kv_page.slider(key="d_model")  # the slider that help refers to
-    heat = AppTest.from_file(str(ROOT / "pages/heatmaps.py"), default_timeout=120).run()
+    heat = AppTest.from_file(str(ROOT / "pages/heatmaps.py"), default_timeout=600).run()
     assert "d_model = n_heads × d_k" in heat.slider(key="n_heads").proto.help  # true there: no d_model slider
 
 

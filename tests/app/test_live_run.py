@@ -35,7 +35,7 @@ def script():
 
 
 def app(**session) -> AppTest:
-    at = AppTest.from_function(script, default_timeout=60)
+    at = AppTest.from_function(script, default_timeout=600)
     for k, v in session.items():
         at.session_state[k] = v
     return at.run()

@@ -34,7 +34,7 @@ def traces(spec: dict, name: str) -> list[dict]:
 
 def fresh(query: dict[str, str]) -> AppTest:
     """The page alone in a brand-new session, as a visitor opening a link: no state from other pages."""
-    at = AppTest.from_file(str(ROOT / PAGE), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / PAGE), default_timeout=600)
     for key, value in query.items():
         at.query_params[key] = value
     return at.run()

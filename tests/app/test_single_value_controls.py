@@ -132,7 +132,7 @@ def test_int_slider_with_one_value_draws_no_slider():
             ui.int_slider("q_start", 0, 9, 0),
         )
 
-    at = AppTest.from_function(script, args=(str(ROOT),), default_timeout=60).run()
+    at = AppTest.from_function(script, args=(str(ROOT),), default_timeout=600).run()
     no_exception(at)
     assert at.session_state["values"] == (0, 3, 16, 0)
     assert [s.key for s in at.slider] == ["q_start"] and not at.select_slider

@@ -115,7 +115,7 @@ def test_concurrent_processes_extract_a_zip_once(cache, tmp_path):
     env = {**os.environ, model_store.CACHE_ENV: str(cache)}
     procs = [subprocess.Popen([sys.executable, str(script), start, str(archive)], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]  # fmt: skip
-    outs = [p.communicate(timeout=60) for p in procs]
+    outs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
     lines = {o[0].strip() for o in outs}
     final = model_store.cache_folder(archive)
