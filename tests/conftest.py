@@ -53,12 +53,9 @@ def no_exception(at) -> None:
 
 
 BROWSER_TESTS = "tests/e2e/"
-# One unit of work under xdist, run in order at normal priority: the browser tests (one server, one chromium) and
+# One unit of work under xdist, run in order: the browser tests (one server, one chromium) and
 # the tests that time real servers and supervisors (their health checks and restarts run on the clock).
 SERIAL_TESTS = (BROWSER_TESTS, "tests/serve/", "tests/bench/")
-# Under xdist the worker running everything else gives way to the serial one: it takes the cores the browser,
-# its server and chromium leave idle (about 30 % of two cores) without slowing their timed waits.
-OTHER_WORKER_NICE = 10
 
 
 def pytest_collection_modifyitems(config, items):
@@ -67,15 +64,6 @@ def pytest_collection_modifyitems(config, items):
     if hasattr(config, "workerinput"):
         serial = [item for item in items if item.nodeid.startswith(SERIAL_TESTS)]
         items[:] = serial + [item for item in items if not item.nodeid.startswith(SERIAL_TESTS)]
-
-
-def pytest_runtest_setup(item):
-    """Under xdist, a worker about to run a test outside :data:`SERIAL_TESTS` lowers its priority once (its child
-    processes inherit it)."""
-    if hasattr(item.config, "workerinput") and not item.nodeid.startswith(SERIAL_TESTS):
-        now = os.getpriority(os.PRIO_PROCESS, 0)
-        if now < OTHER_WORKER_NICE:
-            os.nice(OTHER_WORKER_NICE - now)
 
 
 @pytest.hookimpl(optionalhook=True)
