@@ -222,15 +222,12 @@ SUB_CHOICES = {
     ("pages/kv_sharing.py", "mapping"): {"built_with": ["contiguous", "interleaved"]},
     ("pages/kv_sharing.py", "convert"): {"conv_source": ["correlated", "random"]},
 }
-SHAPES = [
+SHAPES = [  # one head, d_k 1 and one token are each covered by the smallest shape (all three at once)
     {},
-    {"n_heads": "1", "n_kv_heads": "1"},
     {"n_heads": "1", "n_kv_heads": "1", "head_dim": "1", "source": "synthetic", "seq_len": "1"},
     {"n_heads": "64", "n_kv_heads": "1"},
     {"n_heads": "64", "n_kv_heads": "64"},
-    {"head_dim": "1"},
     {"head_dim": "256"},
-    {"source": "synthetic", "seq_len": "1"},
     {"source": "synthetic", "seq_len": "8192"},
     {"mask": "causal", "source": "synthetic", "seq_len": "2"},
     {"mask": "padding", "source": "synthetic", "seq_len": "1"},
@@ -354,7 +351,7 @@ def view_cases():
                 # a view's own sub-choices at the default, the smallest and the longest shapes
                 for sub, sub_values in SUB_CHOICES.get((page, value), {}).items():
                     for sub_value in sub_values:
-                        for shape in (SHAPES[0], SHAPES[2], SHAPES[8]):
+                        for shape in (SHAPES[0], SHAPES[1], SHAPES[5]):  # default, smallest, 8192 tokens
                             yield page, {**shape, key: value, sub: sub_value}
     for model in ("smollm2-135m", "minilm-l6"):
         for view in VIEWS["pages/heatmaps.py"]["view"]:

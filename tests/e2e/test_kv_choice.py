@@ -23,7 +23,9 @@ def slider_value(watch, key: str) -> int:
     return int(text.split(" ")[0])
 
 
-@pytest.mark.parametrize("path", ["", "kv_sharing"], ids=["heatmaps", "kv_sharing"])
+# The heatmaps page only: KV sharing draws the same two sliders with the same ui.control rule, and AppTest checks
+# the rule on both pages (tests/app/test_kv_sharing_page.py::test_changing_n_heads_keeps_the_learners_kv_choice).
+@pytest.mark.parametrize("path", [""], ids=["heatmaps"])
 def test_quick_presses_on_n_heads_keep_the_group_size(watch, path):
     # 2 KV heads for 8 query heads (groups of 4). Two or three presses in a row cut reruns short; the KV
     # control's value that then arrives can be stale (it was taken as the learner's choice and gave MQA).

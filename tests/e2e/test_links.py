@@ -78,10 +78,10 @@ def assert_the_view(w: PageWatch, base: str) -> dict[str, list[str]]:
     return params
 
 
-def test_heatmaps_link_on_fresh_servers_and_browsers(browser):
+def test_heatmaps_link_on_fresh_servers_and_browsers(browser, server):
     """``/heatmaps?…`` opens the view for the first visitor of a fresh server and on a warm one (where
     Streamlit showed "Page not found"); its link is ``/?…`` with every parameter, and that link reproduces
-    the view in a fresh browser on another fresh server."""
+    the view in a fresh browser on another server process (the session's: it shares no cache with the first)."""
     query = "&".join(f"{k}={v.replace(' ', '+')}" for k, v in VIEW.items())
     proc, base = start_server()
     try:
@@ -96,13 +96,9 @@ def test_heatmaps_link_on_fresh_servers_and_browsers(browser):
     finally:
         proc.terminate()
         proc.wait(10)
-    proc, other = start_server()
-    try:
-        fresh, ctx = open_link(browser, other, other + link[len(base) :])
-        assert_the_view(fresh, other)
-        assert fresh.chart_fingerprints() == charts  # the same numbers
-        fresh.shot("heatmaps-link-fresh-server")
-        ctx.close()
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    other = server
+    fresh, ctx = open_link(browser, other, other + link[len(base) :])
+    assert_the_view(fresh, other)
+    assert fresh.chart_fingerprints() == charts  # the same numbers
+    fresh.shot("heatmaps-link-fresh-server")
+    ctx.close()
