@@ -263,8 +263,9 @@ def estimate_bytes(d_k: int, seq_len: int, n_samples: int, distribution: str = "
     block as drawn, the measured scores kept for the histogram, the per-row norms
     kept for the medians (:data:`ROW_NORMS`, unscaled and scaled), one chunk of at
     most :data:`CHUNK_SCORES` scores at ``_SCORE_SLOTS`` float32 slots each, and
-    that chunk's gradient ∂L/∂q (all float32). Bounded by the plan, so it stops
-    growing with ``n_samples``.
+    that chunk's gradient ∂L/∂q for both scalings (all float32). Bounded by the plan, so it stops
+    growing with ``n_samples``. The sweep measures more chunks' (d_k, scaling) pairs at once only within
+    what the budget leaves (:func:`_pairs_per_batch`).
     """
     plan = row_plan(seq_len, n_samples)
     t = plan.seq_len
@@ -275,7 +276,7 @@ def estimate_bytes(d_k: int, seq_len: int, n_samples: int, distribution: str = "
     total += 4 * (2 * plan.scores + n_drawn * plan.queries * t)  # G, the kept scores, one block of G
     total += 4 * 2 * len(ROW_NORMS) * plan.rows  # the per-row norms
     total += 4 * _SCORE_SLOTS * plan.chunk_scores()
-    total += 4 * (plan.chunk_scores() // t) * int(d_k)  # ∂L/∂q of one chunk's rows
+    total += 4 * 2 * (plan.chunk_scores() // t) * int(d_k)  # ∂L/∂q of one chunk's rows, both scalings
     return total
 
 
@@ -289,6 +290,16 @@ def _largest_fitting_samples(d_k: int, seq_len: int, n_samples: int, distributio
         else:
             hi = mid
     return lo
+
+
+def _pairs_per_batch(plan: RowPlan, d_k: int, distribution: str) -> int:
+    """How many (d_k, scaling) pairs of one chunk the sweep measures at once: as many as fit in
+    :data:`CHUNK_SCORES` scores and in what the memory budget leaves beside :func:`estimate_bytes` (which
+    counts one), at least one."""
+    cs = plan.chunk_scores()
+    room = max_bytes() - estimate_bytes(d_k, plan.seq_len, plan.n_samples, distribution)
+    extra = max(0, room) // (4 * _SCORE_SLOTS)  # scores a batch may hold beyond one chunk's
+    return max(1, min(CHUNK_SCORES, cs + extra) // cs)
 
 
 def check_memory(d_k: int, seq_len: int, n_samples: int, distribution: str = "normal", what: str = "") -> int:
@@ -603,20 +614,20 @@ def _sweep_rows(
     parts: Iterator[list[tuple[int, ScoreChunk]]],
     temperature: float,
     loss: list[torch.Tensor],
+    per_batch: int,
 ) -> list[dict[str, float]]:
     """The sweep's two rows (unscaled, scaled) at every d_k of ``values``.
 
     ``parts`` yields lists of ``(index in values, chunk)`` whose chunks (:func:`_score_parts`) hold the same
     rows at different d_k (every d_k's chunks, in any grouping); ``loss`` holds the downstream weights of every
-    sampling block (on the device the sweep runs on). Up to :data:`CHUNK_SCORES` scores of (d_k, scaling)
-    pairs go through softmax and autograd at once (:func:`_measure_batch`).
+    sampling block (on the device the sweep runs on). ``per_batch`` (d_k, scaling) pairs go through softmax and
+    autograd at once (:func:`_measure_batch`, :func:`_pairs_per_batch`).
     """
     moments = [_Moments() for _ in values]
     sums = np.zeros((len(values), 2, len(_ROW_SUMS)))
     norms: list[list[dict[str, list[torch.Tensor]]]] = [
         [{key: [] for key in ROW_NORMS} for _ in (False, True)] for _ in values
     ]
-    per_batch = max(1, CHUNK_SCORES // plan.chunk_scores())
     for same_rows in parts:
         _, (b, (i0, i1, r0, r1), _, _) = same_rows[0]
         g = loss[b][i0:i1, r0:r1]  # (n, r, T)
@@ -791,7 +802,8 @@ def saturation_sweep(
         parts = (list(enumerate(same)) for same in zip(*every, strict=True))
     else:  # drawn d_k by d_k, chunk by chunk: nothing is kept
         parts = ([(i, part)] for i, d in enumerate(values) for part in _score_parts(d, plan, seed, distribution, dev))
-    rows = _sweep_rows(values, plan, parts, float(temperature), loss)
+    per_batch = _pairs_per_batch(plan, max(values), distribution)
+    rows = _sweep_rows(values, plan, parts, float(temperature), loss, per_batch)
     return pd.DataFrame(rows, columns=list(_SWEEP_COLUMNS))
 
 
