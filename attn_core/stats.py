@@ -263,7 +263,7 @@ def estimate_bytes(d_k: int, seq_len: int, n_samples: int, distribution: str = "
     block as drawn, the measured scores kept for the histogram, the per-row norms
     kept for the medians (:data:`ROW_NORMS`, unscaled and scaled), one chunk of at
     most :data:`CHUNK_SCORES` scores at ``_SCORE_SLOTS`` float32 slots each, and
-    that chunk's gradient ∂L/∂q for both scalings (all float32). Bounded by the plan, so it stops
+    that chunk's gradient ∂L/∂q (all float32). Bounded by the plan, so it stops
     growing with ``n_samples``. The sweep measures more chunks' (d_k, scaling) pairs at once only within
     what the budget leaves (:func:`_pairs_per_batch`).
     """
@@ -276,7 +276,7 @@ def estimate_bytes(d_k: int, seq_len: int, n_samples: int, distribution: str = "
     total += 4 * (2 * plan.scores + n_drawn * plan.queries * t)  # G, the kept scores, one block of G
     total += 4 * 2 * len(ROW_NORMS) * plan.rows  # the per-row norms
     total += 4 * _SCORE_SLOTS * plan.chunk_scores()
-    total += 4 * 2 * (plan.chunk_scores() // t) * int(d_k)  # ∂L/∂q of one chunk's rows, both scalings
+    total += 4 * (plan.chunk_scores() // t) * int(d_k)  # ∂L/∂q of one chunk's rows
     return total
 
 
@@ -295,7 +295,8 @@ def _largest_fitting_samples(d_k: int, seq_len: int, n_samples: int, distributio
 def _pairs_per_batch(plan: RowPlan, d_k: int, distribution: str) -> int:
     """How many (d_k, scaling) pairs of one chunk the sweep measures at once: as many as fit in
     :data:`CHUNK_SCORES` scores and in what the memory budget leaves beside :func:`estimate_bytes` (which
-    counts one), at least one."""
+    counts one), at least one. Each further pair takes its chunk's score slots; its ∂L/∂q (rows × d_k, only
+    when T > d_k) is smaller than those."""
     cs = plan.chunk_scores()
     room = max_bytes() - estimate_bytes(d_k, plan.seq_len, plan.n_samples, distribution)
     extra = max(0, room) // (4 * _SCORE_SLOTS)  # scores a batch may hold beyond one chunk's
