@@ -27,7 +27,9 @@ def lang() -> str:
     Before the sidebar's language control exists in a session (the page titles of a first run are
     translated before it), the ``?lang=`` of the URL, which that control will read.
     """
-    value = st.session_state["lang"] if "lang" in st.session_state else _url_raw("lang")
+    value = st.session_state.get("lang")  # one lookup: a run asks about a hundred times
+    if value is None:
+        value = _url_raw("lang")
     return value if value in LANGUAGES else DEFAULT_LANG
 
 

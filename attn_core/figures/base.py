@@ -34,6 +34,7 @@ __all__ = [
     "apply_fonts",
     "base_layout",
     "plain_figure",
+    "PlainFigure",
     "figure_spec",
     "slide_title",
     "group_color",
@@ -111,7 +112,8 @@ def apply_fonts(fig: go.Figure, style: Style) -> go.Figure:
     this size (and so reserved its margins) is left as it is.
     """
     size, title = style.font, style.font + 2
-    meta = fig.layout.meta
+    plain = fig.__dict__.get("_plain")  # a PlainFigure's layout dict, read without making the full figure
+    meta = plain[1].get("meta") if plain is not None else fig.layout.meta
     if isinstance(meta, dict) and meta.get(FONTS_SET) == size:
         return fig
     _set_fonts(fig, size, title)
@@ -119,6 +121,7 @@ def apply_fonts(fig: go.Figure, style: Style) -> go.Figure:
 
 
 _PLAIN = (str, int, float, bool, type(None))  # leaves that are never arrays
+_PLAIN_TYPES = frozenset(_PLAIN)
 _NOT_ENCODED = ("geojson", "layer", "layers", "range")  # keys whose values plotly leaves as they are
 
 
@@ -131,13 +134,27 @@ def _tree(node: object) -> object:
     return node
 
 
+def _own(node: object) -> object:
+    """A copy of the dicts of a property tree and of the lists that hold dicts or lists; lists of plain values,
+    arrays and other leaves are shared. A figure's own dicts, cheaply: a builder's shared constants (a legend
+    placement, a font) must not be changed through it, nor change it later."""
+    if isinstance(node, dict):
+        return {key: _own(value) for key, value in node.items()}
+    if isinstance(node, (list, tuple)) and not set(map(type, node)) <= _PLAIN_TYPES:
+        return [_own(value) for value in node]
+    return node
+
+
 def _encoded(node: dict | list | tuple) -> dict | list:
     """A copy of a figure's property tree in which every array that is a dict's value is a base64 typed array,
-    as ``Figure.to_dict`` makes it (plotly's ``convert_to_base64``), in one pass; the leaves are shared."""
+    as ``Figure.to_dict`` makes it (plotly's ``convert_to_base64``), in one pass; the leaves and the lists of
+    plain values are shared (:func:`figure_spec` copies everything by its JSON round trip)."""
     from _plotly_utils.basevalidators import is_homogeneous_array
     from _plotly_utils.utils import to_typed_array_spec
 
     if not isinstance(node, dict):  # an array inside a list is left as it is, as plotly does
+        if set(map(type, node)) <= _PLAIN_TYPES:  # a list of numbers or strings (one C-level pass): shared
+            return node
         return [_encoded(v) if isinstance(v, (dict, list, tuple)) else v for v in node]
     out = {}
     for key, value in node.items():
@@ -154,15 +171,53 @@ def _encoded(node: dict | list | tuple) -> dict | list:
 
 def figure_spec(fig: go.Figure) -> dict:
     """``fig`` as the JSON dict plotly.js draws: ``json.loads(plotly.io.to_json(fig))``, the same dict, without
-    ``Figure.to_dict``'s deep copy of every leaf and its second walk over the copy for arrays."""
-    import json
-
+    ``Figure.to_dict``'s deep copy of every leaf and its second walk over the copy for arrays. A
+    :class:`PlainFigure` is serialised from its plain dicts, never made a full figure."""
+    import orjson
     import plotly.io as pio
 
-    spec = {"data": [_encoded(trace) for trace in fig._data], "layout": _encoded(fig._layout)}
-    if fig._frame_objs:
-        spec["frames"] = [_encoded(frame._props) for frame in fig._frame_objs]
-    return json.loads(pio.to_json(spec, validate=False))
+    plain = fig.__dict__.get("_plain")
+    if plain is not None:
+        data, layout, frames = plain
+        data = [trace if "type" in trace else {"type": "scatter", **trace} for trace in data]
+        if layout.get("template") is None and pio.templates.default is not None:  # as go.Figure sets it
+            default = pio.templates.default
+            template = default if isinstance(default, go.layout.Template) else pio.templates[default]
+            layout = {**layout, "template": template._props}
+    else:
+        data, layout, frames = fig._data, fig._layout, [frame._props for frame in fig._frame_objs]
+    spec = {"data": [_encoded(trace) for trace in data], "layout": _encoded(layout)}
+    if frames:
+        spec["frames"] = [_encoded(frame) for frame in frames]
+    return orjson.loads(pio.to_json(spec, validate=False))  # plotly encodes with orjson too, when installed
+
+
+class PlainFigure(go.Figure):
+    """A figure kept as the plain trace, layout and frame dicts a builder made (no validation, no copy):
+    :func:`figure_spec` and :func:`apply_fonts` read those directly, which is all a page's chart needs.
+
+    Anything else that touches it (``fig.data``, ``fig.layout``, ``update_layout``, ``to_dict``, exports,
+    pickling) first turns it into the full ``go.Figure`` of the same dicts, once, and it behaves as one from
+    then on. Building 128 axes' traces and deep-copying them cost a heatmap grid more than drawing its JSON.
+    The figure keeps its own copy of the layout's dicts (:func:`_own`) and of each trace's top level; what the
+    traces and frames hold is shared, so a builder must not change it after handing it over.
+    """
+
+    def __init__(self, data: list[dict], layout: dict, frames: list[dict] | None = None) -> None:  # noqa: D107
+        object.__setattr__(self, "_plain", ([dict(trace) for trace in data], _own(layout), frames))
+
+    def __getattribute__(self, name: str) -> object:
+        if name != "_plain" and not name.startswith("__"):
+            state = object.__getattribute__(self, "__dict__")
+            if "_plain" in state:
+                data, layout, frames = state.pop("_plain")
+                go.Figure.__init__(self, {"data": data, "layout": layout}, _validate=False)
+                if frames:
+                    self._frame_objs = tuple(_raw_frame(f) for f in frames)
+        return object.__getattribute__(self, name)
+
+    def __reduce__(self) -> tuple:
+        return go.Figure, (self.to_dict(),)
 
 
 def _reserve(fig: go.Figure) -> go.Figure:
@@ -218,7 +273,7 @@ def base_layout(title: str, style: Style, height: int, **extra: object) -> dict:
     return layout
 
 
-def plain_figure(data: list[dict], layout: dict, style: Style, frames: list[dict] | None = None) -> go.Figure:
+def plain_figure(data: list[dict], layout: dict, style: Style, frames: list[dict] | None = None) -> PlainFigure:
     """A figure from plain trace and layout dicts, without plotly's per-property validation (fast).
 
     Every font :func:`apply_fonts` would set is written in here (each axis's tick and
@@ -229,6 +284,7 @@ def plain_figure(data: list[dict], layout: dict, style: Style, frames: list[dict
     stops (:func:`explicit_scale`).
     """
     size = style.font
+    layout = _own(layout)  # the fonts go on the figure's own dicts, not on a builder's shared constants
     for key, axis in layout.items():
         if key.startswith(("xaxis", "yaxis")) and isinstance(axis, dict):
             axis["tickfont"] = dict(size=size)
@@ -238,15 +294,15 @@ def plain_figure(data: list[dict], layout: dict, style: Style, frames: list[dict
     bar = layout.setdefault("coloraxis", {}).setdefault("colorbar", {})  # apply_fonts adds it even when unused
     bar["tickfont"] = dict(size=size)
     bar.setdefault("title", {})["font"] = dict(size=size)
-    for trace in data:
-        if trace.get("type") == "heatmap":  # apply_fonts sizes every colour bar, shown or not
-            trace.setdefault("colorbar", {})["tickfont"] = dict(size=size)
+    data = [  # apply_fonts sizes every colour bar, shown or not
+        {**trace, "colorbar": {**trace.get("colorbar", {}), "tickfont": dict(size=size)}}
+        if trace.get("type") == "heatmap"
+        else trace
+        for trace in data
+    ]
     layout["meta"] = {FONTS_SET: size}
     reserve_margins({"data": data, "layout": layout})  # what apply_fonts would add: it adds nothing then
-    fig = go.Figure({"data": data, "layout": layout}, _validate=False)
-    if frames:
-        fig._frame_objs = tuple(_raw_frame(f) for f in frames)
-    return fig
+    return PlainFigure(data, layout, frames)
 
 
 def _raw_frame(spec: dict) -> go.Frame:

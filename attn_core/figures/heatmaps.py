@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import plotly.graph_objects as go
 
-from .base import DIVERGING_SCALE, FONTS_SET, MASK_GREY, Style, group_color
+from .base import DIVERGING_SCALE, FONTS_SET, MASK_GREY, PlainFigure, Style, group_color
 from .labels import (
     LABEL_PITCH,
     LABELLED,
@@ -181,14 +181,15 @@ def _panel(i: int, grid: HeadGrid, geo: _Geometry, style: Style, words: dict[str
                  hovertemplate=(f"<b>{words['head']} {head}</b> · KV {group}<br>{words['query']} %{{y}}<br>"
                                 f"{words['key']} %{{x}}<br>{words['value']} %{{z:.4f}}<extra></extra>"))  # fmt: skip
     x_axis = dict(domain=[x0, min(1.0, x0 + geo.width)], anchor=f"y{n}", type="category",
-                  matches=None if i == 0 else "x", showticklabels=show_x, tickangle=-60, showgrid=False,
-                  zeroline=False, **(geo.x_ticks if show_x else {}),
-                  range=[-0.5, c - 0.5] if i == 0 else None,  # category i sits at i: the cells fill the panel
+                  showticklabels=show_x, tickangle=-60, showgrid=False, zeroline=False,
+                  **(geo.x_ticks if show_x else {}),
+                  # the first panel's range (category i sits at i: the cells fill the panel), the others match it
+                  **(dict(matches="x") if i else dict(range=[-0.5, c - 0.5])),
                   title=dict(text=words["key"] if row == geo.nrows - 1 and col == 0 else "", font=axis_font))  # fmt: skip
     y_axis = dict(domain=[max(0.0, top - geo.plan.panel_h / geo.plot_h), top], anchor=f"x{n}", type="category",
-                  matches=None if i == 0 else "y", showticklabels=col == 0, showgrid=False, zeroline=False,
+                  showticklabels=col == 0, showgrid=False, zeroline=False,
                   **(geo.y_ticks if col == 0 else {}),
-                  range=[r - 0.5, -0.5] if i == 0 else None,  # first query row at the top
+                  **(dict(matches="y") if i else dict(range=[r - 0.5, -0.5])),  # first query row at the top
                   title=dict(text=words["query"] if col == 0 and row == 0 else "", font=axis_font))  # fmt: skip
     return trace, x_axis, y_axis
 
@@ -274,9 +275,8 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
     layout["height"] += layout["margin"]["b"] - label_room
     # Up to 128 axes: built from plain dicts without plotly's per-property validation, which would cost
     # ~0.1-0.2 s at 64 heads on every rerun (the shapes are fixed here and covered by the tests).
-    fig = go.Figure(data=data, layout=layout, _validate=False)
-    fig.layout.meta = {FONTS_SET: style.font}  # apply_fonts has nothing left to do
-    return fig
+    layout["meta"] = {FONTS_SET: style.font}  # apply_fonts has nothing left to do
+    return PlainFigure(data, layout)
 
 
 def _click_and_focus(grid: HeadGrid, geo: _Geometry, style: Style, words: dict[str, str]) -> tuple[list, list]:
@@ -389,7 +389,7 @@ def matrix_figure(spec: MatrixSpec, style: Style = Style()) -> go.Figure:
     )  # fmt: skip
     reserve_margins({"data": data, "layout": layout})  # what apply_fonts would add (it skips FONTS_SET figures)
     # eight of these per step-by-step view: plain dicts, no per-property validation (see heatmap_grid)
-    return go.Figure(data=data, layout=layout, _validate=False)
+    return PlainFigure(data, layout)
 
 
 ENTROPY_MAX_POINTS = 512  # per head line; longer sequences are averaged over blocks of positions

@@ -69,13 +69,21 @@ def _head_x(x0: float, h: int, n_heads: int) -> float:
     return _r(x0 + (h + 0.5) / n_heads)
 
 
-def _reads_xy(fill: CacheFill, i: int, done: float) -> tuple[list, list]:
-    """Lines from every query head to the K row it reads, at the newest position ``done``."""
+def _lookups(fill: CacheFill, i: int) -> tuple[list, list]:
+    """Panel ``i``'s lookup lines apart from their end: each query head's x and the y of the K row it reads,
+    each with the gap (None) after its line; frame by frame only the end x (the newest position) changes."""
     x0, n_kv, xs, ys = i * PANEL_STEP, fill.layouts[i].n_kv_heads, [], []
     for h, g in enumerate(fill.reads(i)):
-        xs += [_head_x(x0, h, fill.n_heads), _r(x0 + done), None]
+        xs += [_head_x(x0, h, fill.n_heads), None]
         ys += [Q_Y - 0.03, _row_y(g, n_kv), None]
     return xs, ys
+
+
+def _reads_x(heads_x: list, end: float) -> list:
+    """The x of the lookup lines from the heads at ``heads_x`` (:func:`_lookups`) to position ``end``."""
+    out = [end] * (len(heads_x) // 2 * 3)
+    out[0::3], out[2::3] = heads_x[0::2], heads_x[1::2]
+    return out
 
 
 def _static_panel(fill: CacheFill, i: int, style: Style) -> list[dict]:
@@ -118,15 +126,16 @@ def _row_lines(fill: CacheFill, i: int) -> dict:
                 showlegend=False)  # fmt: skip
 
 
-def _moving(fill: CacheFill, f: int) -> tuple[list[tuple[list, list]], int]:
+def _moving(fill: CacheFill, f: int, lookups: list[tuple[list, list]]) -> tuple[list[tuple[list, list]], int]:
     """(x, y) of frame ``f``'s changing lines, in order per panel: the filled part, the newest tokens and the
-    lookups; and its token count. Only x changes between frames (the frames carry x alone)."""
+    lookups (``lookups``: each panel's :func:`_lookups`); and its token count. Only x changes between frames (the
+    frames carry x alone)."""
     t, prev = fill.tokens[f], fill.tokens[f - 1] if f else 0
     done, start = t / fill.seq_len, prev / fill.seq_len
     out = []
-    for i in range(len(fill.layouts)):
+    for i, (heads_x, reads_y) in enumerate(lookups):
         fx, fy, nx, ny = _fill_xy(i * PANEL_STEP, done, start)
-        out += [(fx, fy), (nx, ny), _reads_xy(fill, i, done)]
+        out += [(fx, fy), (nx, ny), (_reads_x(heads_x, _r(i * PANEL_STEP + done)), reads_y)]
     return out, t
 
 
@@ -138,17 +147,17 @@ def _bars(fill: CacheFill, f: int, t: int) -> dict:
     return dict(x=list(sizes), text=[f"{format_bytes(b)} ({b:,} B)" for b in sizes], hovertext=hover)
 
 
-def _frame_data(fill: CacheFill, f: int) -> list[dict]:
+def _frame_data(fill: CacheFill, f: int, lookups: list[tuple[list, list]]) -> list[dict]:
     """What frame ``f`` changes: the x of the moving lines, then the bars. Each names its trace type: plotly.js
     takes a frame's trace without one for a scatter (the bars were drawn as a line)."""
-    lines, t = _moving(fill, f)
+    lines, t = _moving(fill, f, lookups)
     return [dict(type="scatter", x=x) for x, _ in lines] + [dict(type="bar", **_bars(fill, f, t))]
 
 
 def _full_traces(fill: CacheFill, f: int, style: Style) -> list[dict]:
     """Frame ``f``'s changing traces with every attribute (the figure's first state, or a still)."""
     names = [layout_name(lay.label, lay.native, style) for lay in fill.layouts]
-    lines, t = _moving(fill, f)
+    lines, t = _moving(fill, f, [_lookups(fill, i) for i in range(len(fill.layouts))])
     out = []
     for j, (x, y) in enumerate(lines):
         colour, kind = LAYOUT_COLORS[fill.layouts[j // 3].kind], j % 3  # filled, newest, lookups
@@ -265,6 +274,7 @@ def tensor_figure(fill: CacheFill, style: Style = Style(), at: int | None = None
         layout["title"].update(yref="container", y=1.0, yanchor="top", pad=dict(t=36))
     frames = None
     if at is None:
-        frames = [dict(name=str(t), traces=moving_ids, data=_frame_data(fill, f))
+        lookups = [_lookups(fill, i) for i in range(n_panels)]
+        frames = [dict(name=str(t), traces=moving_ids, data=_frame_data(fill, f, lookups))
                   for f, t in enumerate(fill.tokens)]  # fmt: skip
     return plain_figure(data, layout, style, frames=frames)

@@ -12,7 +12,7 @@ import plotly.colors as pc
 import plotly.graph_objects as go
 
 from ..memory import binary_unit, elements_to_bytes, format_bytes, format_bytes_exact, format_tokens
-from .base import FONTS_SET, MASK_GREY, Style, base_layout, explicit_scale, plain_figure
+from .base import FONTS_SET, MASK_GREY, PlainFigure, Style, base_layout, explicit_scale, plain_figure
 from .labels import LABEL_PITCH, PLOT_PX, thinned_note, tick_axis, tick_plan
 from .margins import reserve_margins
 from .memory import LAYOUT_COLORS
@@ -158,7 +158,7 @@ def agree_figure(a: np.ndarray, b: np.ndarray, labels: Sequence[str], head: int,
         yref="paper", y=1.0, yanchor="bottom", pad=dict(b=2 * style.font + 14 if note else style.font + 16)
     )
     reserve_margins({"data": data, "layout": layout})  # fonts set here (plain_figure would reset the tick fonts)
-    return go.Figure(data=data, layout=layout, _validate=False)
+    return PlainFigure(data, layout)
 
 
 # ---------------------------------------------------------------- cache per token

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from .base import FONTS_SET, Style, group_color
+from .base import FONTS_SET, PlainFigure, Style, group_color
 from .labels import short_label
 from .margins import reserve_margins
 
@@ -219,4 +219,4 @@ def token_lines_figure(spec: TokenLines, style: Style = Style()) -> go.Figure:
         hoverlabel=dict(font=dict(size=max(12, style.font - 2))), meta={FONTS_SET: style.font},
     )  # fmt: skip
     reserve_margins({"data": data, "layout": layout})
-    return go.Figure(data=data, layout=layout, _validate=False)
+    return PlainFigure(data, layout)

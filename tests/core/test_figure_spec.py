@@ -1,6 +1,7 @@
 """figures.figure_spec: the same JSON dict plotly's own serialisation gives, for the app's real figures."""
 
 import json
+import pickle
 
 import numpy as np
 import plotly.graph_objects as go
@@ -8,6 +9,7 @@ import plotly.io as pio
 import pytest
 
 from attn_core import figures
+from attn_core.views import PAGES
 from attn_core.views import heatmaps as hm
 from attn_core.views import kv_cache as kc
 
@@ -55,3 +57,41 @@ def test_the_app_s_figures(which):
         fig = view.figure
     fig = figures.apply_fonts(fig, style)
     assert figures.figure_spec(fig) == plotly_spec(fig)
+
+
+PAGES_WITHOUT_MODELS = [p for p in PAGES if p.name != "models"]  # the models page's views need a loaded model
+
+
+@pytest.mark.parametrize("spec", PAGES_WITHOUT_MODELS, ids=lambda s: s.name)
+def test_plain_figures_serialise_as_full_figures(spec):
+    """Every chart a page draws at its defaults: a PlainFigure serialised from its own dicts (never made a full
+    figure) gives the dict plotly gives for the same chart built as a full figure."""
+    style = figures.Style()
+    views = spec.module.views(spec.params(), style)
+    again = spec.module.views(spec.params(), style)
+    plain = [i for i, v in enumerate(views) if isinstance(v.figure, figures.PlainFigure)]
+    for i, (view, twin) in enumerate(zip(views, again, strict=True)):
+        fig = figures.apply_fonts(view.figure, style)
+        got = figures.figure_spec(fig)
+        if i in plain:
+            assert "_plain" in fig.__dict__, f"{view.name}: made a full figure to serialise"
+        assert got == plotly_spec(figures.apply_fonts(twin.figure, style)), view.name
+    if spec.name in ("heatmaps", "kv_cache", "mla"):
+        assert plain, f"{spec.name}: its grids and tensors are built as plain figures"
+
+
+def test_a_plain_figure_becomes_a_full_one_when_touched():
+    data = [dict(x=[1, 2], y=[3, 4])]  # no type: a scatter, as plotly takes it
+    layout = dict(title=dict(text="t"), meta={figures.FONTS_SET: figures.Style().font})
+    frames = [dict(name="0", data=[dict(type="scatter", x=[2, 3])])]
+    fig = figures.PlainFigure(data, layout, frames)
+    assert figures.apply_fonts(fig, figures.Style()) is fig and "_plain" in fig.__dict__  # fonts already set
+    spec = figures.figure_spec(fig)
+    assert spec["data"][0]["type"] == "scatter" and spec["frames"][0]["name"] == "0"
+    assert fig.data[0].x == (1, 2)  # touched: a full figure from here on
+    assert "_plain" not in fig.__dict__ and fig.layout.title.text == "t" and len(fig.frames) == 1
+    assert figures.figure_spec(fig) == spec == plotly_spec(fig)
+    fig.update_layout(height=300)
+    assert fig.layout.height == 300 and "height" not in layout  # the builder's dicts were copied, not changed
+    copied = pickle.loads(pickle.dumps(figures.PlainFigure(data, layout)))
+    assert type(copied) is go.Figure and copied.data[0].y == (3, 4)
