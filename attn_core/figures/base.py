@@ -9,6 +9,7 @@ cells are grey, never the colour of weight 0.
 
 from __future__ import annotations
 
+import base64
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -145,6 +146,31 @@ def _own(node: object) -> object:
     return node
 
 
+_SHORT_TYPES = {"int8": "i1", "uint8": "u1", "int16": "i2", "uint16": "u2", "int32": "i4", "uint32": "u4",
+                "float32": "f4", "float64": "f8"}  # fmt: skip
+_NARROWER = {"int64": ("int8", "int16", "int32"), "uint64": ("uint8", "uint16", "uint32")}
+
+
+def _typed_array(v: np.ndarray) -> object:
+    """plotly's ``to_typed_array_spec`` of a numeric numpy array (the same dict, or the array where plotly keeps it),
+    without its conversion through narwhals, which cost more than the encoding (~0.15 ms an array)."""
+    dtype = str(v.dtype)
+    if v.size == 0:
+        return v
+    if dtype in _NARROWER:  # plotly.js has no 64-bit integers: the narrowest type that holds them, as plotly does
+        lo, hi = v.min(), v.max()
+        fits = [t for t in _NARROWER[dtype] if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max]
+        if not fits:
+            return v
+        v, dtype = v.astype(fits[0]), fits[0]
+    if dtype not in _SHORT_TYPES:
+        return v
+    out = {"dtype": _SHORT_TYPES[dtype], "bdata": base64.b64encode(np.ascontiguousarray(v)).decode("ascii")}
+    if v.ndim > 1:
+        out["shape"] = str(v.shape)[1:-1]
+    return out
+
+
 def _encoded(node: dict | list | tuple) -> dict | list:
     """A copy of a figure's property tree in which every array that is a dict's value is a base64 typed array,
     as ``Figure.to_dict`` makes it (plotly's ``convert_to_base64``), in one pass; the leaves and the lists of
@@ -164,6 +190,8 @@ def _encoded(node: dict | list | tuple) -> dict | list:
             out[key] = _tree(value)
         elif isinstance(value, (dict, list, tuple)):
             out[key] = _encoded(value)
+        elif type(value) is np.ndarray and value.dtype.kind in "iuf":
+            out[key] = _typed_array(value)
         else:
             out[key] = to_typed_array_spec(value) if is_homogeneous_array(value) else value
     return out

@@ -25,6 +25,15 @@ def test_a_figure_with_arrays_nan_nested_lists_and_frames():
     )
     fig.add_scatter(x=[0.0, None, 1.5], y=np.array([1, 2, 3], dtype=np.int64), text=("x", "y", "z"))
     fig.update_layout(xaxis_range=np.array([0.0, 1.0]), title="t")
+    for x in (
+        np.array([1, 70000]),
+        np.array([2**40, 1]),
+        np.array([3, 200], dtype=np.uint64),
+        np.zeros(0),
+        np.array([True, False]),
+        np.arange(6, dtype=np.int16).reshape(2, 3),
+    ):
+        fig.add_scatter(x=x, y=np.ones(len(x), dtype=np.float64))  # plotly's typed-array rules, type by type
     spec = figures.figure_spec(fig)
     assert spec == plotly_spec(fig)
     assert spec["data"][0]["z"]["dtype"] == "f4"  # float32 goes out as a base64 typed array
