@@ -594,7 +594,12 @@ def memory_curves(
     w = int(weights or 0)
     budget = max(0, int(device_bytes) - w)
     tokens = np.asarray(points, dtype=np.int64)
-    cache = np.array([[lay.bytes(int(s), batch, dtype) for s in tokens] for lay in layouts], dtype=np.int64)
+    for lay in layouts:  # every argument checked once, at the longest point: the rest is exact integer arithmetic
+        lay.bytes(int(tokens.max(initial=0)), batch, dtype)
+    bits, counts = dtype_bits(dtype), [int(s) * batch for s in tokens]
+    # what CacheLayout.bytes gives at each point: elements_to_bytes of elements per token x tokens x batch
+    cache = np.array([[(lay.elements_per_token() * n * bits + 7) // 8 for n in counts] for lay in layouts],
+                     dtype=np.int64)  # fmt: skip
     fits = tuple(lay.max_context(budget, batch, dtype) for lay in layouts)
     totals = tuple(lay.bytes(n, batch, dtype) + w if n else 0 for lay, n in zip(layouts, fits, strict=True))
     return MemoryCurves(tuple(layouts), tokens, cache.reshape(len(layouts), len(tokens)), fits, totals,

@@ -6,6 +6,7 @@ import re
 import string
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -295,6 +296,18 @@ def test_memory_curves_are_the_layouts_bytes_and_what_fits():
     assert c.cache[0].tolist() == [2 * 32 * 32 * int(s) * 128 * 2 for s in c.tokens]
     assert c.budget == 67 * GiB and c.fits == (67 * GiB // (512 * 1024), 67 * GiB // (16 * 1024))
     assert c.fit_totals[0] == c.fits[0] * 512 * 1024 + weights  # the weights under the longest cache that fits
+
+
+@pytest.mark.parametrize("dtype", ["int4", "fp8", "fp32"])
+def test_memory_curves_equal_each_layout_s_own_bytes(dtype):
+    """The curves' integer arithmetic is CacheLayout.bytes at every point: int4's rounding up, an MLA layout, a
+    batch of 3, odd token counts."""
+    presets = load_presets()
+    mla = next(p for p in presets.values() if p.kv_lora_rank)
+    lays = preset_layouts(presets["llama-2-7b"]) + preset_layouts(mla)
+    points = np.array([0, 1, 3, 999, 4097, 2**20])
+    c = memory_curves(lays, 3, dtype, points, 80 * GiB)
+    assert c.cache.tolist() == [[lay.bytes(int(s), 3, dtype) for s in points] for lay in lays]
 
 
 def test_token_labels_only_round_when_exact():
