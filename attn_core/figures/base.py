@@ -182,6 +182,8 @@ def _encoded(node: dict | list | tuple) -> dict | list:
         if set(map(type, node)) <= _PLAIN_TYPES:  # a list of numbers or strings (one C-level pass): shared
             return node
         return [_encoded(v) if isinstance(v, (dict, list, tuple)) else v for v in node]
+    if set(map(type, node.values())) <= _PLAIN_TYPES:  # a font, a line, a shape's corners: nothing to encode
+        return node
     out = {}
     for key, value in node.items():
         if isinstance(value, _PLAIN):
