@@ -52,7 +52,8 @@ elif p.view == "agree":
     if note:
         st.caption(note)
     shown = ui.slide_sections(3)  # slides: what the two paths measure; one head's maps by both; every head
-    res = ui.compute(mv.compare, run_cfg, p.seq_len, p.seed) if shown(0) or shown(1) else None
+    lay = ui.shared(mv.layer, run_cfg, p.seed)  # one seeded layer for every length (None: compare says why)
+    res = ui.compute(mv.compare, run_cfg, p.seq_len, p.seed, given={"layer": lay}) if shown(0) or shown(1) else None
     if (shown(0) or shown(1)) and res is None:
         st.stop()
     if shown(0):
@@ -63,7 +64,7 @@ elif p.view == "agree":
         ui.show_view(ui.view(mv.agree_views, res, p.head, p.tokens, style)[0], "mla_agree")
     if shown(2):
         st.subheader(ui.t("mla.grid_header", mode=ui.t(f"opt.mode.{p.mode}")))
-        pm = ui.compute(mv.grid, run_cfg, p.tokens, p.seed, p.mode)
+        pm = ui.compute(mv.grid, run_cfg, p.tokens, p.seed, p.mode, given={"layer": lay})
         if pm is not None:
             ui.show_heads(ui.view(mv.grid_view, pm, p.mode, style), "mla_grid")
     st.caption(ui.t("mla.random_inputs", seed=p.seed))

@@ -109,9 +109,22 @@ class Compared:
     n_heads: int
 
 
-def compare(cfg: eng.MLAConfig, seq_len: int, seed: int, *, device: str = "cpu") -> Compared:
-    """:func:`attn_core.mla.agreement` of both pairs on ``seq_len`` seeded inputs (causal prefill)."""
-    layer = eng.MultiHeadLatentAttention(cfg, seed)
+def layer(cfg: eng.MLAConfig, seed: int, *, device: str = "cpu") -> eng.MultiHeadLatentAttention:
+    """The seeded layer of ``cfg`` (its weights do not depend on the sequence: a page shares it between lengths)."""
+    return eng.MultiHeadLatentAttention(cfg, seed)
+
+
+def compare(
+    cfg: eng.MLAConfig,
+    seq_len: int,
+    seed: int,
+    *,
+    device: str = "cpu",
+    layer: eng.MultiHeadLatentAttention | None = None,
+) -> Compared:
+    """:func:`attn_core.mla.agreement` of both pairs on ``seq_len`` seeded inputs (causal prefill); ``layer``: the
+    seeded layer of ``cfg`` when already made (:func:`layer`)."""
+    layer = layer if layer is not None else eng.MultiHeadLatentAttention(cfg, seed)
     x = eng.hidden_states(cfg, seq_len, seed)
     right = eng.agreement(layer, x, "naive", "absorb")
     wrong = eng.agreement(layer, x, "rope_on_latent", "rope_on_latent_absorb") if cfg.qk_nope_head_dim % 2 == 0 \
@@ -119,9 +132,18 @@ def compare(cfg: eng.MLAConfig, seq_len: int, seed: int, *, device: str = "cpu")
     return Compared(right, wrong, cfg.n_heads)
 
 
-def grid(cfg: eng.MLAConfig, tokens: tuple[str, ...], seed: int, mode: str, *, device: str = "cpu") -> PooledMaps:
-    """Every head's weights of ``mode`` through the layer's attention source (the heatmaps page's grid)."""
-    layer = eng.MultiHeadLatentAttention(cfg, seed)
+def grid(
+    cfg: eng.MLAConfig,
+    tokens: tuple[str, ...],
+    seed: int,
+    mode: str,
+    *,
+    device: str = "cpu",
+    layer: eng.MultiHeadLatentAttention | None = None,
+) -> PooledMaps:
+    """Every head's weights of ``mode`` through the layer's attention source (the heatmaps page's grid);
+    ``layer`` as in :func:`compare`."""
+    layer = layer if layer is not None else eng.MultiHeadLatentAttention(cfg, seed)
     src = eng.attention_source(layer, eng.hidden_states(cfg, len(tokens), seed), tokens, mode)
     return hm.grid_maps(src, "max", device=device)
 
