@@ -246,6 +246,14 @@ class PlainFigure(go.Figure):
                     self._frame_objs = tuple(_raw_frame(f) for f in frames)
         return object.__getattribute__(self, name)
 
+    @classmethod
+    def owning(cls, data: list[dict], layout: dict, frames: list[dict] | None = None) -> PlainFigure:
+        """A PlainFigure of dicts its caller made for it alone (no copy): :func:`plain_figure`, which copies the
+        layout before it sets the fonts."""
+        fig = cls.__new__(cls)
+        object.__setattr__(fig, "_plain", (data, layout, frames))
+        return fig
+
     def __reduce__(self) -> tuple:
         return go.Figure, (self.to_dict(),)
 
@@ -332,7 +340,7 @@ def plain_figure(data: list[dict], layout: dict, style: Style, frames: list[dict
     ]
     layout["meta"] = {FONTS_SET: size}
     reserve_margins({"data": data, "layout": layout})  # what apply_fonts would add: it adds nothing then
-    return PlainFigure(data, layout, frames)
+    return PlainFigure.owning(data, layout, frames)
 
 
 def _raw_frame(spec: dict) -> go.Frame:
