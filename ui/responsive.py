@@ -1,10 +1,11 @@
 """Phones and small laptops: the CSS that lets controls wrap and keeps toolbars off titles, and head grids
 shown one head at a time below :data:`PHONE_MAX` px.
 
-Streamlit does not tell the server how wide the window is, so a grid is sent twice, cheaply: the whole grid
-(shown on a wide screen) and one head of it with a head picker (shown on a phone; its figure is the grid's
-own panel copied out of the drawn spec, :func:`attn_core.figures.phone.one_panel`). CSS media queries show
-one of the two. A chart title too long for a phone's width is written above the chart as text (it wraps)
+Streamlit does not tell the server how wide the window is, so a phone's browser gets a grid twice, cheaply: the
+whole grid (shown on a wide screen) and one head of it with a head picker (shown on a phone; its figure is the
+grid's own panel copied out of the drawn spec, :func:`attn_core.figures.phone.one_panel`). CSS media queries
+show one of the two. A browser whose User-Agent says it is not a phone (:func:`phone_copies`) gets the grid
+alone: a hidden copy would still cost it two plotly draws on every slider move. A chart title too long for a phone's width is written above the chart as text (it wraps)
 and plotly's own one-line title is hidden there; on a wide screen nothing changes.
 """
 
@@ -19,7 +20,7 @@ from attn_core.figures import phone
 
 from .core import style, t
 
-__all__ = ["PHONE_MAX", "apply_responsive", "phone_box", "phone_title", "show_heads"]
+__all__ = ["PHONE_MAX", "apply_responsive", "is_phone", "phone_box", "phone_copies", "phone_title", "show_heads"]
 
 PHONE_MAX = 640  # px: below this the page is laid out for a phone
 SCROLL_PX = 860  # px: a chart of several panels side by side keeps this width on a phone and scrolls sideways
@@ -119,9 +120,23 @@ def figure_title(fig: Any) -> tuple[str, float]:
     return str(title.get("text") or ""), float(size)
 
 
+def is_phone(user_agent: str) -> bool:
+    """Whether a browser's User-Agent names a phone: it contains ``Mobi`` (MDN's advice for "mobile": every
+    phone browser says ``Mobile`` or ``Mobi``; tablets and desktop browsers do not)."""
+    return "Mobi" in user_agent
+
+
+def phone_copies() -> bool:
+    """Whether this session's browser gets the phone copy of each head grid: a phone, or a browser that sent no
+    User-Agent (AppTest, a client we cannot tell). A desktop browser gets the grid alone."""
+    agent = st.context.headers.get("User-Agent")
+    return not agent or is_phone(agent)
+
+
 def show_heads(view: Any, key: str, name: str | None = None, on_select: Any = None) -> None:
     """A head grid (a :func:`attn_core.figures.heatmap_grid` view, drawn or not): the whole grid with its export
-    menu on a wide screen; on a phone the grid's title, a head picker and the picked head alone, full width.
+    menu on a wide screen; on a phone the grid's title, a head picker and the picked head alone, full width
+    (sent only to a phone's browser or one we cannot tell, :func:`phone_copies`).
 
     Chart keys: ``key`` (the grid), ``<key>__one`` (the head); the picker's key is ``<key>__head``.
     ``on_select``: the grid's click handler (:func:`ui.output.show_figure`).
@@ -132,6 +147,9 @@ def show_heads(view: Any, key: str, name: str | None = None, on_select: Any = No
 
     from .output import PLOT_CONFIG, Drawn, SerialisedFigure, show_view
 
+    if not phone_copies():  # a desktop browser: the grid alone, never hidden by the phone CSS
+        show_view(view, key, name, on_select=on_select)
+        return
     with st.container(key=f"wide__{key}"):
         show_view(view, key, name, on_select=on_select)
     spec = view.spec if isinstance(view, Drawn) else json.loads(pio.to_json(view.figure, validate=False))

@@ -15,7 +15,51 @@ def charts(at) -> dict[str, dict]:
     return {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
 
 
+# Real User-Agent strings: (browser, whether it is a phone)
+AGENTS = [
+    (
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+        "Version/17.5 Mobile/15E148 Safari/604.1",
+        True,
+    ),
+    (
+        "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 "
+        "Mobile Safari/537.36",
+        True,
+    ),
+    ("Mozilla/5.0 (Android 14; Mobile; rv:132.0) Gecko/132.0 Firefox/132.0", True),
+    # an iPad asks for desktop pages; an Android tablet says Android without Mobile: both have a wide screen
+    (
+        "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 "
+        "Safari/605.1.15",
+        False,
+    ),
+    (
+        "Mozilla/5.0 (Linux; Android 14; SM-X910) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 "
+        "Safari/537.36",
+        False,
+    ),
+    (
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 "
+        "Safari/537.36",
+        False,
+    ),
+    (
+        "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/131.0.0.0 Safari/537.36",
+        False,
+    ),
+]
+
+
+def test_only_a_phone_browser_is_told_apart_from_the_user_agent():
+    from ui.responsive import is_phone
+
+    assert [is_phone(agent) for agent, _ in AGENTS] == [phone for _, phone in AGENTS]
+
+
 def test_the_grid_comes_with_one_head_of_it_and_a_head_picker(app_test):
+    """AppTest sends no User-Agent: a browser we cannot tell gets both (the browser tests check a phone's and a
+    desktop's)."""
     at = app_test(query={"n_heads": "8", "n_kv_heads": "2"})
     no_exception(at)
     shown = charts(at)
