@@ -33,6 +33,21 @@ def arr(value: Any) -> np.ndarray:
     return np.array(value, dtype=float)
 
 
+def decoded(node: Any) -> Any:
+    """A plotly JSON node with every base64 typed array as the JSON list it holds, NaN as null (as JSON writes
+    it): a spec sent with lists (a small figure, ``figures.base.PLAIN_ARRAYS_MAX``) and one with typed arrays
+    compare number by number."""
+    if isinstance(node, dict):
+        if "bdata" in node:
+            return json.loads(json.dumps(arr(node).tolist()).replace("NaN", "null"))
+        return {k: decoded(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [decoded(v) for v in node]
+    if isinstance(node, float) and node != node:
+        return None
+    return node
+
+
 def chart_specs(at, phone: bool = True) -> list[dict]:
     """The plotly JSON of every chart an AppTest run drew; without ``phone``, less the one-head copies of head
     grids drawn for a phone (``ui.show_heads``, chart key ``<grid key>__one``)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import plotly.graph_objects as go
@@ -13,6 +13,7 @@ from attn_core import figures
 from attn_core.config import ConfigError
 from attn_core.i18n import DEFAULT_LANG
 
+from .chart_theme import browser_spec
 from .core import lang, present, seed, style, t
 from .responsive import figure_title, phone_box, phone_title
 
@@ -47,8 +48,9 @@ class SerialisedFigure(go.Figure):
     Only ``to_dict`` is meant to be called; :meth:`figure` builds a real figure (exports).
     """
 
-    def __init__(self, spec: dict) -> None:  # noqa: D107 - go.Figure's constructor is deliberately skipped
+    def __init__(self, spec: dict, looks: dict | None = None) -> None:  # noqa: D107 - no go.Figure constructor
         object.__setattr__(self, "_attn_spec", spec)
+        object.__setattr__(self, "_attn_looks", looks)  # a cached view's themed specs (Drawn.looks), or None
 
     def to_dict(self) -> dict:
         spec = self._attn_spec
@@ -66,11 +68,41 @@ class Drawn:
     name: str
     spec: dict
     source: Any
+    #: the spec as the browser gets it, per (dark, selectable) (:func:`plotly_chart`), made on first use
+    looks: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def drawn(view: Any, style_: Any) -> Drawn:
     """``view`` (a :class:`~attn_core.views.View`) serialised with the fonts of ``style_``."""
     return Drawn(view.name, figures.figure_spec(figures.apply_fonts(view.figure, style_)), view.source)
+
+
+def chart_scheme() -> str | None:
+    """The colour scheme of this session's browser, ``"light"`` or ``"dark"`` (``st.context.theme``), or None when
+    it told none (AppTest). A browser that switches scheme gets the new look on its next run."""
+    scheme = st.context.theme.type
+    return scheme if scheme in ("light", "dark") else None
+
+
+def plotly_chart(box: Any, fig: Any, selectable: bool = False, **kwargs: Any) -> Any:
+    """``box.plotly_chart(fig, **kwargs)`` with Streamlit's chart theme written into the figure for the browser's
+    colour scheme and ``theme=None`` (:mod:`ui.chart_theme`: Streamlit's second draw of each new chart then
+    costs a few ms instead of a full draw). A client that tells no scheme (AppTest) gets the figure as built and
+    Streamlit's own theme pass. ``fig`` is a :class:`SerialisedFigure` (a cached view's keeps its themed spec)
+    or a plotly figure whose fonts are set; ``selectable``: the chart selects points (``on_select``)."""
+    kwargs = {"config": PLOT_CONFIG, **kwargs}
+    scheme = chart_scheme()
+    if scheme is None:
+        return box.plotly_chart(fig, theme="streamlit", **kwargs)
+    spec = fig._attn_spec if isinstance(fig, SerialisedFigure) else figures.figure_spec(fig)
+    looks = fig._attn_looks if isinstance(fig, SerialisedFigure) else None
+    look = (scheme == "dark", selectable)
+    themed = looks.get(look) if looks is not None else None
+    if themed is None:
+        themed = browser_spec(spec, *look)
+        if looks is not None:
+            looks[look] = themed  # shared by every session: read-only from here on
+    return box.plotly_chart(SerialisedFigure(themed), theme=None, **kwargs)
 
 
 def show_figure(
@@ -87,12 +119,13 @@ def show_figure(
     if not isinstance(fig, SerialisedFigure):
         figures.apply_fonts(fig, style())
     select = {"on_select": on_select, "selection_mode": "points"} if on_select is not None else {}
+    selectable = on_select is not None
     if present():  # slide mode: the chart takes the height the slide leaves it (ui.frame.PRESENT_CSS), no menu
-        st.plotly_chart(slide_figure(fig), key=key, config=PLOT_CONFIG, theme="streamlit", height="stretch", **select)
+        plotly_chart(st, slide_figure(fig), selectable, key=key, height="stretch", **select)
         return
     phone_title(*figure_title(fig))  # a title wider than a phone, written above the chart there
     box = phone_box(fig, key)  # panels side by side: on a phone, a box that scrolls sideways
-    (box or st).plotly_chart(fig, key=key, config=PLOT_CONFIG, theme="streamlit", **select)
+    plotly_chart(box or st, fig, selectable, key=key, **select)
     export_menu(fig, key, data, export_name(name or key))
 
 
@@ -129,7 +162,7 @@ def export_name(view: str) -> str:
 def show_view(view: Any, key: str, name: str | None = None, on_select: Callable[[], None] | None = None) -> None:
     """Draw an :class:`attn_core.views.View` or a :class:`Drawn` one; its table is built only if its CSV is
     downloaded. ``on_select``: see :func:`show_figure`."""
-    fig = SerialisedFigure(view.spec) if isinstance(view, Drawn) else view.figure
+    fig = SerialisedFigure(view.spec, view.looks) if isinstance(view, Drawn) else view.figure
     show_figure(fig, key, data=view.source, name=name or view.name, on_select=on_select)
 
 
@@ -157,7 +190,7 @@ def live_charts(views: Sequence[Any], boxes: Sequence[Any]) -> None:
     for box, v in zip(boxes, views, strict=False):
         slide = present()  # slide mode: as tall as the slide leaves room for
         fig = slide_figure(v.figure) if slide else v.figure
-        box.plotly_chart(fig, config=PLOT_CONFIG, theme="streamlit", height="stretch" if slide else "content")
+        plotly_chart(box, fig, height="stretch" if slide else "content")
 
 
 @st.cache_resource(show_spinner=False)

@@ -145,7 +145,7 @@ def show_heads(view: Any, key: str, name: str | None = None, on_select: Any = No
 
     import plotly.io as pio
 
-    from .output import PLOT_CONFIG, Drawn, SerialisedFigure, show_view
+    from .output import PLOT_CONFIG, Drawn, SerialisedFigure, plotly_chart, show_view
 
     if not phone_copies():  # a desktop browser: the grid alone, never hidden by the phone CSS
         show_view(view, key, name, on_select=on_select)
@@ -165,5 +165,4 @@ def show_heads(view: Any, key: str, name: str | None = None, on_select: Any = No
         i = st.segmented_control(t("ui.phone_head"), list(range(len(panels))), default=0, key=f"{key}__head",
                                  format_func=lambda j: labels[j], required=True)  # fmt: skip
         one = phone.one_panel(spec, int(i or 0), style())
-        st.plotly_chart(SerialisedFigure(one), key=f"{key}__one", config={**PLOT_CONFIG, "displayModeBar": False},
-                        theme="streamlit")  # fmt: skip
+        plotly_chart(st, SerialisedFigure(one), key=f"{key}__one", config={**PLOT_CONFIG, "displayModeBar": False})

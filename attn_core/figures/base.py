@@ -171,17 +171,54 @@ def _typed_array(v: np.ndarray) -> object:
     return out
 
 
-def _encoded(node: dict | list | tuple) -> dict | list:
+#: A figure whose arrays hold at most this many numbers in all (each page's charts at its defaults: 5,624 at most)
+#: goes to the browser with JSON lists; a larger one with base64 typed arrays (a third of the bytes for float32).
+#: plotly.js decodes a typed array of a scatter trace anew each time it compares a figure with the one drawn, so
+#: ``Plotly.react`` finds the trace changed and draws it again even when nothing changed. Streamlit draws each new
+#: chart twice (before and after its width is known), so that second draw cost a full one: saturation's curves
+#: 75 ms with typed arrays, 22 ms with lists (chromium, a bare page, the chart copied as Streamlit copies it).
+PLAIN_ARRAYS_MAX = 6_000
+
+
+def _array_numbers(node: dict | list | tuple) -> int:
+    """How many numbers the arrays of a property tree that :func:`_encoded` would encode hold."""
+    if not isinstance(node, dict):
+        if set(map(type, node)) <= _PLAIN_TYPES:
+            return 0
+        return sum(_array_numbers(v) for v in node if isinstance(v, (dict, list, tuple)))
+    n = 0
+    for key, value in node.items():
+        if isinstance(value, _PLAIN) or key in _NOT_ENCODED:
+            continue
+        if isinstance(value, (dict, list, tuple)):
+            n += _array_numbers(value)
+        elif type(value) is np.ndarray:
+            n += value.size
+        elif hasattr(value, "__len__"):
+            n += len(value)
+    return n
+
+
+def _as_list(v: np.ndarray) -> object:
+    """A numeric array as JSON lists (NaN becomes null, a gap to plotly as NaN is); an array holding ±inf stays
+    a typed array (JSON has no infinity, and null would draw it as a gap)."""
+    if v.dtype.kind == "f" and np.isinf(v).any():
+        return _typed_array(v)
+    return v.tolist()
+
+
+def _encoded(node: dict | list | tuple, plain: bool = False) -> dict | list:
     """A copy of a figure's property tree in which every array that is a dict's value is a base64 typed array,
-    as ``Figure.to_dict`` makes it (plotly's ``convert_to_base64``), in one pass; the leaves and the lists of
-    plain values are shared (:func:`figure_spec` copies everything by its JSON round trip)."""
+    as ``Figure.to_dict`` makes it (plotly's ``convert_to_base64``), in one pass, or with ``plain`` a JSON list
+    (:data:`PLAIN_ARRAYS_MAX`); the leaves and the lists of plain values are shared (:func:`figure_spec` copies
+    everything by its JSON round trip)."""
     from _plotly_utils.basevalidators import is_homogeneous_array
     from _plotly_utils.utils import to_typed_array_spec
 
     if not isinstance(node, dict):  # an array inside a list is left as it is, as plotly does
         if set(map(type, node)) <= _PLAIN_TYPES:  # a list of numbers or strings (one C-level pass): shared
             return node
-        return [_encoded(v) if isinstance(v, (dict, list, tuple)) else v for v in node]
+        return [_encoded(v, plain) if isinstance(v, (dict, list, tuple)) else v for v in node]
     if set(map(type, node.values())) <= _PLAIN_TYPES:  # a font, a line, a shape's corners: nothing to encode
         return node
     out = {}
@@ -191,18 +228,23 @@ def _encoded(node: dict | list | tuple) -> dict | list:
         elif key in _NOT_ENCODED:
             out[key] = _tree(value)
         elif isinstance(value, (dict, list, tuple)):
-            out[key] = _encoded(value)
+            out[key] = _encoded(value, plain)
         elif type(value) is np.ndarray and value.dtype.kind in "iuf":
-            out[key] = _typed_array(value)
+            out[key] = _as_list(value) if plain else _typed_array(value)
+        elif not is_homogeneous_array(value):
+            out[key] = value
+        elif plain and np.asarray(value).dtype.kind in "iuf":
+            out[key] = _as_list(np.asarray(value))
         else:
-            out[key] = to_typed_array_spec(value) if is_homogeneous_array(value) else value
+            out[key] = to_typed_array_spec(value)
     return out
 
 
 def figure_spec(fig: go.Figure) -> dict:
     """``fig`` as the JSON dict plotly.js draws: ``json.loads(plotly.io.to_json(fig))``, the same dict, without
-    ``Figure.to_dict``'s deep copy of every leaf and its second walk over the copy for arrays. A
-    :class:`PlainFigure` is serialised from its plain dicts, never made a full figure."""
+    ``Figure.to_dict``'s deep copy of every leaf and its second walk over the copy for arrays; but a figure of
+    at most :data:`PLAIN_ARRAYS_MAX` numbers has its arrays as JSON lists. A :class:`PlainFigure` is serialised
+    from its plain dicts, never made a full figure."""
     import orjson
     import plotly.io as pio
 
@@ -216,9 +258,11 @@ def figure_spec(fig: go.Figure) -> dict:
             layout = {**layout, "template": template._props}
     else:
         data, layout, frames = fig._data, fig._layout, [frame._props for frame in fig._frame_objs]
-    spec = {"data": [_encoded(trace) for trace in data], "layout": _encoded(layout)}
+    numbers = _array_numbers(data) + _array_numbers(layout) + (_array_numbers(frames) if frames else 0)
+    plain = numbers <= PLAIN_ARRAYS_MAX
+    spec = {"data": [_encoded(trace, plain) for trace in data], "layout": _encoded(layout, plain)}
     if frames:
-        spec["frames"] = [_encoded(frame) for frame in frames]
+        spec["frames"] = [_encoded(frame, plain) for frame in frames]
     return orjson.loads(pio.to_json(spec, validate=False))  # plotly encodes with orjson too, when installed
 
 

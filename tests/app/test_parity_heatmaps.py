@@ -47,7 +47,7 @@ def test_the_page_and_the_command_line_draw_the_same_charts(app_test, query, arg
             for key in ("z", "x", "y"):
                 if key not in a:
                     continue
-                numeric = isinstance(a[key], dict) or (a[key] and isinstance(a[key][0], (int, float)))
+                numeric = isinstance(b[key], dict) or (b[key] and isinstance(b[key][0], (int, float)))
                 if numeric:  # the same code on the same input: equal to the bit
                     np.testing.assert_array_equal(arr(a[key]), arr(b[key]))
                 else:

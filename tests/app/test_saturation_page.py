@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from attn_core import stats
 from tests.conftest import ROOT, no_exception
-from tests.util import arr
+from tests.util import arr, decoded
 
 PAGE = "pages/saturation.py"
 
@@ -405,17 +405,6 @@ def test_the_maps_caption_says_what_the_measured_weights_show(app_test, query, v
 
 
 # ---------------------------------------------------------------- issue 13: the page and the command line draw the same
-def decoded(node):
-    """A plotly JSON node with every typed array decoded to a list (so two specs compare value by value)."""
-    if isinstance(node, dict):
-        if "bdata" in node:
-            return arr(node).tolist()
-        return {k: decoded(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [decoded(v) for v in node]
-    return node
-
-
 @pytest.mark.parametrize(
     "query,argv",
     [

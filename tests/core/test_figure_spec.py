@@ -1,4 +1,5 @@
-"""figures.figure_spec: the same JSON dict plotly's own serialisation gives, for the app's real figures."""
+"""figures.figure_spec: the same JSON dict plotly's own serialisation gives, for the app's real figures; the
+arrays of a small figure as JSON lists (the same numbers), of a large one as plotly's base64 typed arrays."""
 
 import json
 import pickle
@@ -12,10 +13,18 @@ from attn_core import figures
 from attn_core.views import PAGES
 from attn_core.views import heatmaps as hm
 from attn_core.views import kv_cache as kc
+from tests.util import arr, decoded
 
 
 def plotly_spec(fig: go.Figure) -> dict:
     return json.loads(pio.to_json(fig, validate=False))
+
+
+def typed(node) -> int:
+    """How many base64 typed arrays a plotly JSON node holds."""
+    if isinstance(node, dict):
+        return ("bdata" in node) + sum(typed(v) for v in node.values())
+    return sum(typed(v) for v in node) if isinstance(node, list) else 0
 
 
 def test_a_figure_with_arrays_nan_nested_lists_and_frames():
@@ -35,10 +44,29 @@ def test_a_figure_with_arrays_nan_nested_lists_and_frames():
     ):
         fig.add_scatter(x=x, y=np.ones(len(x), dtype=np.float64))  # plotly's typed-array rules, type by type
     spec = figures.figure_spec(fig)
+    assert typed(spec) == 0 and decoded(spec) == decoded(plotly_spec(fig))  # small: lists of the same numbers
+    assert spec["data"][0]["z"] == [[0.5, None], [1.0, 2.0]]  # NaN as null: a gap to plotly, as NaN is
+    assert spec["layout"]["xaxis"]["range"] == [0.0, 1.0]  # plotly leaves a range as a list
+    assert spec["frames"][0]["data"][0]["z"] == [[0, 1], [2, 3]]
+    # past PLAIN_ARRAYS_MAX numbers the figure goes out exactly as plotly writes it: typed arrays
+    fig.add_scatter(y=np.linspace(0, 1, figures.base.PLAIN_ARRAYS_MAX, dtype=np.float32))
+    spec = figures.figure_spec(fig)
     assert spec == plotly_spec(fig)
     assert spec["data"][0]["z"]["dtype"] == "f4"  # float32 goes out as a base64 typed array
-    assert spec["layout"]["xaxis"]["range"] == [0.0, 1.0]  # plotly leaves a range as a list
     assert spec["frames"][0]["data"][0]["z"]["dtype"] == "i1"  # small int64 shrunk, as plotly does
+
+
+def test_small_figures_send_lists_large_ones_typed_arrays_and_infinity_stays_typed():
+    limit = figures.base.PLAIN_ARRAYS_MAX
+    at = go.Figure(go.Scatter(x=np.arange(limit // 2), y=np.ones(limit - limit // 2, dtype=np.float32)))
+    assert typed(figures.figure_spec(at)) == 0  # exactly the limit: lists
+    np.testing.assert_array_equal(figures.figure_spec(at)["data"][0]["x"], np.arange(limit // 2))
+    over = go.Figure(go.Scatter(x=np.arange(limit // 2 + 1), y=np.ones(limit - limit // 2, dtype=np.float32)))
+    assert typed(figures.figure_spec(over)) == 2  # one more number: both arrays typed, as plotly writes them
+    assert figures.figure_spec(over) == plotly_spec(over)
+    scores = np.array([[0.5, -np.inf], [1.0, 2.0]], dtype=np.float32)  # a masked score: JSON has no infinity
+    spec = figures.figure_spec(go.Figure(go.Heatmap(z=scores)))
+    assert spec["data"][0]["z"]["dtype"] == "f4" and np.isneginf(arr(spec["data"][0]["z"])[0, 1])
 
 
 def test_the_figure_is_not_changed():
@@ -65,7 +93,7 @@ def test_the_app_s_figures(which):
         )
         fig = view.figure
     fig = figures.apply_fonts(fig, style)
-    assert figures.figure_spec(fig) == plotly_spec(fig)
+    assert decoded(figures.figure_spec(fig)) == decoded(plotly_spec(fig))
 
 
 PAGES_WITHOUT_MODELS = [p for p in PAGES if p.name != "models"]  # the models page's views need a loaded model
@@ -84,7 +112,7 @@ def test_plain_figures_serialise_as_full_figures(spec):
         got = figures.figure_spec(fig)
         if i in plain:
             assert "_plain" in fig.__dict__, f"{view.name}: made a full figure to serialise"
-        assert got == plotly_spec(figures.apply_fonts(twin.figure, style)), view.name
+        assert decoded(got) == decoded(plotly_spec(figures.apply_fonts(twin.figure, style))), view.name
     if spec.name in ("heatmaps", "kv_cache", "mla"):
         assert plain, f"{spec.name}: its grids and tensors are built as plain figures"
 

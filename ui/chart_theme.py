@@ -1,0 +1,149 @@
+"""Charts in Streamlit's look, with the theme written into each figure instead of handed to Streamlit.
+
+``st.plotly_chart(theme="streamlit")`` merges Streamlit's chart theme into the figure's ``layout.template`` in the
+browser, by a JSON copy of the whole figure, and copies it again once the chart is mounted. Streamlit draws every
+new chart twice (before its width is known, then at that width), and plotly.js compares the template by identity:
+a new template object means "everything changed", so the second draw was a full one (the default heatmap grid
+~60 ms, saturation's gradient chart ~130 ms, on every slider move).
+
+So the app sends charts with ``theme=None`` and a figure that already looks as Streamlit's theme would make it
+(:func:`browser_spec`): the theme's layout values under the figure's own (axes, colour axes, fonts, legend,
+hover labels, background), its trace defaults under each trace, the title in bold as Streamlit sets it, no
+template and no ``meta`` (compared by identity too), a ``datarevision`` (so plotly.js does not take a copied
+typed array for new data), and for a chart that selects points the click, hover and drag modes Streamlit would
+set. The second draw then only moves what the width moved (the grid: ~5 ms).
+
+The theme itself is data: ``assets/chart_theme.json``, Streamlit 1.67's chart theme for the light and the dark
+colour scheme as plotly.js received it in a real browser (``tools/capture_chart_theme.py`` captures it again).
+Nothing here imports Streamlit; :mod:`ui.output` picks the scheme from ``st.context.theme``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+THEME_FILE = Path(__file__).resolve().parent.parent / "assets" / "chart_theme.json"
+_AXIS = re.compile(r"([xy])axis\d*")
+_COLORAXIS = re.compile(r"coloraxis\d*")
+_MAPS_2D = frozenset({"heatmap", "contour", "histogram2d", "histogram2dcontour"})  # plotly ticks their axes
+_ORIENTED = frozenset({"bar", "histogram", "box", "violin", "funnel", "waterfall"})  # no grid along their positions
+_CARTESIAN = frozenset({"scatter", "bar", "heatmap", "histogram", "box", "violin", "contour", "scattergl",
+                        "histogram2d", "histogram2dcontour", "candlestick", "waterfall"})  # fmt: skip
+_TICK_SIZE = ("ticklen", "tickwidth", "tickcolor")
+#: a chart that selects points: the modes Streamlit sets when the figure leaves them unset
+SELECT_MODES = {"clickmode": "event+select", "hovermode": "closest", "dragmode": "pan"}
+
+
+@cache
+def themes() -> dict[str, dict]:
+    """``{"light": template, "dark": template}`` from :data:`THEME_FILE` (read once per process)."""
+    raw = json.loads(THEME_FILE.read_text(encoding="utf-8"))
+    return {scheme: raw[scheme] for scheme in ("light", "dark")}
+
+
+def under(own: Any, theme: Any) -> Any:
+    """``theme`` with ``own`` over it: dicts merged key by key, anything else (lists included) is ``own``'s.
+    Neither argument is changed."""
+    if own is None:
+        return copy.deepcopy(theme)
+    if isinstance(own, dict) and isinstance(theme, dict):
+        out = copy.deepcopy(theme)
+        for key, value in own.items():
+            out[key] = under(value, theme[key]) if key in theme else value
+        return out
+    return own
+
+
+def _axis_name(ref: Any, letter: str) -> str:
+    """The layout key of a trace's axis reference (``"x2"`` -> ``"xaxis2"``; none -> ``"xaxis"``)."""
+    return f"{letter}axis" + str(ref or letter)[1:]
+
+
+def _plotly_defaults(data: list[dict]) -> tuple[set[str], set[str]]:
+    """The axes plotly ticks by default (those of 2-D maps) and those it draws no grid or zero line on by default
+    (the position axis of bars, boxes, violins ...), as layout keys."""
+    ticked, gridless = set(), set()
+    for trace in data:
+        kind = trace.get("type") or "scatter"
+        x, y = _axis_name(trace.get("xaxis"), "x"), _axis_name(trace.get("yaxis"), "y")
+        if kind in _MAPS_2D:
+            ticked |= {x, y}
+        if kind in _ORIENTED:
+            gridless.add(y if trace.get("orientation") == "h" else x)
+    return ticked, gridless
+
+
+def _axis(own: dict | None, theme: dict, ticked: bool, gridless: bool) -> dict:
+    """One axis with the theme's axis values under its own. plotly turns tick marks, grid lines and the zero line
+    on by default when the axis itself (not its template) colours or sizes them: with the theme's colours now the
+    axis's own, say explicitly what plotly would have drawn under the template."""
+    own = own or {}
+    out = under(own, theme)
+    if "ticks" not in own:
+        out["ticks"] = "outside" if ticked or any(a in own for a in _TICK_SIZE) else ""
+    if gridless:
+        if "showgrid" not in own:
+            out["showgrid"] = bool(own.get("gridcolor") or own.get("gridwidth"))
+        if "zeroline" not in own:
+            out["zeroline"] = bool(own.get("zerolinecolor") or own.get("zerolinewidth"))
+    return out
+
+
+def themed_layout(layout: dict, data: list[dict], theme: dict) -> dict:
+    """``layout`` with the theme's layout values under its own, without ``template`` and ``meta``; the title in
+    bold, as Streamlit's theme writes it."""
+    out = {key: value for key, value in layout.items() if key not in ("template", "meta")}
+    ticked, gridless = _plotly_defaults(data)
+    cartesian = any((trace.get("type") or "scatter") in _CARTESIAN for trace in data)
+    for key, value in theme["layout"].items():
+        if key in ("xaxis", "yaxis"):
+            names = [k for k in out if (m := _AXIS.fullmatch(k)) and m.group(1) == key[0]]
+            if cartesian and key not in out:  # plotly makes the first axes itself: the theme reaches them too
+                names.append(key)
+            for name in names:
+                out[name] = _axis(out.get(name), value, name in ticked, name in gridless)
+        elif key == "coloraxis":
+            for name in [k for k in out if _COLORAXIS.fullmatch(k)]:
+                out[name] = under(out[name], value)
+        else:
+            out[key] = under(out.get(key), value)
+    if "title" in layout and layout["title"] is not None:
+        title = layout["title"] if isinstance(layout["title"], dict) else {"text": layout["title"]}
+        out["title"] = {**out["title"], "text": f"<b>{title.get('text') or ''}</b>"}
+    return out
+
+
+def themed_data(data: list[dict], theme: dict) -> list[dict]:
+    """Each trace with the theme's defaults for its type under its own (the n-th trace of a type takes the
+    theme's n-th entry for it, cyclically, as plotly applies a template)."""
+    seen: dict[str, int] = {}
+    out = []
+    for trace in data:
+        kind = trace.get("type") or "scatter"
+        entries = theme["data"].get(kind)
+        if entries:
+            i = seen.get(kind, 0)
+            seen[kind] = i + 1
+            trace = under(trace, entries[i % len(entries)])
+        out.append(trace)
+    return out
+
+
+def browser_spec(spec: dict, dark: bool = False, selectable: bool = False) -> dict:
+    """The plotly JSON ``spec`` as the app sends it with ``theme=None``: Streamlit's chart theme for the colour
+    scheme written in (:func:`themed_layout`, :func:`themed_data`), a ``datarevision``, and for a chart that
+    selects points the modes Streamlit would set (:data:`SELECT_MODES`). ``spec`` is not changed; frames keep
+    their own data (an animation's frames only restyle its traces)."""
+    theme = themes()["dark" if dark else "light"]
+    data = spec.get("data") or []
+    layout = themed_layout(spec.get("layout") or {}, data, theme)
+    layout["datarevision"] = 1  # the data never changes in place: a copied array is not new data
+    if selectable:
+        for key, value in SELECT_MODES.items():
+            layout.setdefault(key, value)
+    return {**spec, "data": themed_data(data, theme), "layout": layout}
