@@ -13,7 +13,7 @@ from attn_core.memory import kv_cache_bytes, load_presets, mla_cache_bytes
 from attn_core.views import kv_cache as kc
 from attn_core.views import page
 from tests.core.test_export import need_chromium
-from tests.util import chart_specs, cli_file
+from tests.util import chart_specs, cli_file, decoded
 from ui.output import SerialisedFigure, slide_figure
 
 PAGE = "pages/kv_cache.py"
@@ -160,7 +160,7 @@ def test_memory_figure_and_table_equal_the_page(app_test, monkeypatch, tmp_path,
         charts = app_test(PAGE, query={**query, "slide": "2"}, session=session)
         seen["3.html"] = slide_figure(SerialisedFigure(seen["3.html"]))._attn_spec
     page = next(s for s in chart_specs(charts) if s["layout"].get("uirevision") == "kv_memory")
-    assert seen["3.html"] == page  # the layouts' table (csv, html), then the memory chart (csv, html)
+    assert decoded(seen["3.html"]) == decoded(page)  # the layouts' table (csv, html), then the memory chart (csv, html)
     assert seen["3.html"]["data"][0]["type"] == "scatter" and seen["1.html"]["data"][0]["type"] == "table"
     # the exporter's table numbers are the page's table
     numbers = pd.read_csv(paths[0], encoding="utf-8-sig")
@@ -183,7 +183,9 @@ def test_decode_memory_figure_equals_the_page_and_measured_equals_formula(app_te
             "--out", str(tmp_path)]  # fmt: skip
     paths = export.run(argv)
     page = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem")
-    assert seen["7.html"] == page  # after the table, the memory chart and the tensors: the decode memory chart
+    assert decoded(seen["7.html"]) == decoded(
+        page
+    )  # after the table, the memory chart and the tensors: the decode memory chart
     df = read(paths, "kv_decode_memory_h32_kv8_d128_L2_b2_fp32")
     assert df["step"].tolist() == [1, 2, 3, 4, 5] and df["tokens in cache"].tolist() == [3, 4, 5, 6, 7]
     # 2 layers x 2 sequences x 8 KV heads x S x 128 x 4 bytes, x 2 for K and V
