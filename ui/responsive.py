@@ -5,8 +5,9 @@ Streamlit does not tell the server how wide the window is, so a phone's browser 
 whole grid (shown on a wide screen) and one head of it with a head picker (shown on a phone; its figure is the
 grid's own panel copied out of the drawn spec, :func:`attn_core.figures.phone.one_panel`). CSS media queries
 show one of the two. A browser whose User-Agent says it is not a phone (:func:`phone_copies`) gets the grid
-alone: a hidden copy would still cost it two plotly draws on every slider move. A chart title too long for a phone's width is written above the chart as text (it wraps)
-and plotly's own one-line title is hidden there; on a wide screen nothing changes.
+alone: a hidden copy would still cost it two plotly draws on every slider move. A chart title too long for a
+phone's width is written above the chart as text (it wraps) and plotly's own one-line title is hidden there; on a
+wide screen nothing changes.
 """
 
 from __future__ import annotations
