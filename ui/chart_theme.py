@@ -52,7 +52,7 @@ def under(own: Any, theme: Any) -> Any:
     if own is None:
         return copy.deepcopy(theme)
     if isinstance(own, dict) and isinstance(theme, dict):
-        out = copy.deepcopy(theme)
+        out = {key: copy.deepcopy(value) for key, value in theme.items() if key not in own}  # each copied once
         for key, value in own.items():
             out[key] = under(value, theme[key]) if key in theme else value
         return out
