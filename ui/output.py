@@ -15,6 +15,7 @@ from attn_core.i18n import DEFAULT_LANG
 
 from .chart_theme import browser_spec
 from .core import lang, present, seed, style, t
+from .plotly_live import live_plot
 from .responsive import figure_title, phone_box, phone_title
 
 PLOT_CONFIG = {
@@ -102,6 +103,12 @@ def plotly_chart(box: Any, fig: Any, selectable: bool = False, **kwargs: Any) ->
         themed = browser_spec(spec, *look)
         if looks is not None:
             looks[look] = themed  # shared by every session: read-only from here on
+    key = kwargs.get("key")
+    # updated in place on the next run (ui.plotly_live); a component's key may not hold "__" (Streamlit's
+    # delimiter for its events): the phone copies ("<key>__one") stay st.plotly_chart
+    if key is not None and "__" not in key:
+        stretch = kwargs.get("height") == "stretch"
+        return live_plot(box, themed, key, kwargs["config"], stretch, t("ui.fullscreen"), kwargs.get("on_select"))
     return box.plotly_chart(SerialisedFigure(themed), theme=None, **kwargs)
 
 

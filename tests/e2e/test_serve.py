@@ -57,7 +57,8 @@ class Visit:
         self.watch = PageWatch(self.page, url)
         self.url = url
         self.ports: list[int] = []
-        self.page.on("response", lambda r: self.ports.append(worker_port(r.headers)))
+        # every HTTP response (the blob: URL Streamlit makes of a component's script passes no proxy)
+        self.page.on("response", lambda r: r.url.startswith("http") and self.ports.append(worker_port(r.headers)))
 
     def probe(self) -> int:
         """A plain request in this browser (its cookies): the worker it lands on."""

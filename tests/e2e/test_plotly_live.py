@@ -1,0 +1,59 @@
+"""ui.plotly_live in chromium: a chart stays on the page between runs and plotly updates it in place.
+
+What a person sees is the same chart with the new numbers; what the browser does is redraw only what
+changed (the point of the component): the same plotly element, its axes kept, a few DOM nodes added.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+#: count the DOM nodes added under each chart from now on, and tag each chart's plotly element
+OBSERVE = """() => { window.__adds = {};
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const box = gd.closest('[data-testid="stElementContainer"]');
+    const key = [...box.classList].find(c => c.startsWith('st-key-')).slice(7);
+    gd.__tag = key; window.__adds[key] = 0;
+    new MutationObserver(ms => { for (const m of ms) window.__adds[key] += m.addedNodes.length; })
+      .observe(gd, {childList: true, subtree: true});
+  } }"""
+
+CHART = """(key) => { const gd = document.querySelector('.st-key-' + key + ' .js-plotly-plot');
+  return {tag: gd.__tag || null, title: gd._fullLayout.title.text, width: gd._fullLayout.width,
+          box: gd.closest('.stPlotlyChart').getBoundingClientRect().width,
+          annotations: (gd.layout.annotations || []).map(a => a.text), ticks: gd.querySelectorAll('.xtick').length,
+          buttons: [...gd.querySelectorAll('.modebar-btn')].map(b => b.getAttribute('data-title'))}; }"""
+
+
+def test_a_slider_move_updates_each_chart_in_place(watch):
+    watch.open("saturation")
+    watch.page.evaluate(OBSERVE)
+    before = {k: watch.page.evaluate(CHART, k) for k in ("sat_maps", "sat_grads", "sat_row")}
+    watch.press_slider("temperature")  # τ 1 -> 1.1
+    for key, was in before.items():
+        now = watch.page.evaluate(CHART, key)
+        assert now["tag"] == key, f"{key}: a new plotly element replaced the chart"
+        assert now["ticks"] == was["ticks"] > 0
+        assert now["width"] == was["width"] == pytest.approx(now["box"], abs=1)
+    adds = watch.page.evaluate("() => window.__adds")
+    # the maps' titles name τ and the measured row maximum: new text, nothing else redrawn
+    maps = watch.page.evaluate(CHART, "sat_maps")
+    assert "τ = 1.1" in maps["annotations"][0] and maps["annotations"] != before["sat_maps"]["annotations"]
+    assert "τ = 1.1" in watch.page.evaluate(CHART, "sat_grads")["title"]
+    assert adds["sat_maps"] < 40 and adds["sat_row"] < 40, adds  # a full redraw adds ~300 each
+    assert adds["sat_dist"] == 0, adds  # τ does not change the score histograms: not touched
+    assert watch.page.get_by_test_id("stPlotlyChart").count() == 6
+    assert not watch.exceptions() and not watch.real_console_errors() and not watch.page_errors
+
+
+def test_a_live_chart_follows_its_column_and_keeps_the_toolbar(watch):
+    watch.open("saturation")
+    chart = watch.page.evaluate(CHART, "sat_curves")
+    assert "Full screen" in chart["buttons"] and "Download plot" in chart["buttons"], chart["buttons"]
+    watch.page.set_viewport_size({"width": 900, "height": 1000})
+    watch.page.wait_for_timeout(800)
+    narrow = watch.page.evaluate(CHART, "sat_curves")
+    assert narrow["width"] < chart["width"] and narrow["width"] == pytest.approx(narrow["box"], abs=1)
+    assert not watch.page_errors

@@ -1,0 +1,184 @@
+"""A plotly chart that stays on the page between runs and is updated in place (``Plotly.react``).
+
+``st.plotly_chart`` gives a chart a new element id whenever its figure changes, and the browser then
+throws the old chart away and draws the new one from nothing (``Plotly.newPlot``): every panel, axis,
+tick and trace is built again on every slider move. This component (Streamlit's components v2, in the
+page's own DOM, no iframe) keeps one chart per key and hands each new figure to ``Plotly.react``,
+which redraws only what changed. A τ move on the saturation page: its charts added ~4,800 DOM nodes
+a move redrawn from nothing, ~40 this way (the axes kept; ``tests/e2e/test_plotly_live.py``).
+
+Plotly itself is Streamlit's own copy: the component imports Streamlit's plotly chunk (the script
+Streamlit loads for its first ``st.plotly_chart``), which sets ``window.Plotly``; its file name is read
+from the installed Streamlit once per process (:func:`plotly_chunk`). Animation frames, the toolbar
+(with a full-screen button), the chart's width following its column, slides' stretched height and a
+click's points (``on_select``, in the shape of ``st.plotly_chart``'s selection) all carry over.
+
+The chart's box carries the test id and class of Streamlit's chart (``stPlotlyChart``), so the page's
+CSS (slides), the browser tests and the benchmark select both kinds alike. AppTest, which runs no
+browser, still gets ``st.plotly_chart`` (:func:`ui.output.plotly_chart`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import streamlit as st
+
+NAME = "attn_live_plot"
+
+# The module Streamlit runs on each new figure for a mounted chart (same parentElement every time).
+JS = r"""
+let loading = null;
+function plotly(chunk) {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (!loading) {
+    const index = [...document.querySelectorAll('script[src]')].find((s) => /\/static\/js\/index\.[^/]+\.js/.test(s.src));
+    loading = import(new URL(chunk, index ? index.src : new URL('static/js/', document.baseURI)).href)
+      .then(() => window.Plotly);
+  }
+  return loading;
+}
+const FULL = { width: 857.1, height: 1000, path: 'M0 0h285v143H143v142H0zm572 0h285v285H714V143H572zM0 715h143v142h142v143H0zm714 0h143v285H572V857h142z' };
+// The box's size as its ResizeObserver last saw it (reading clientWidth in a draw would force a layout of the
+// whole page while Streamlit renders the rest of the run).
+function size(box, stretch, height) {
+  if (box.__attnW === undefined) [box.__attnW, box.__attnH] = [box.clientWidth, box.clientHeight];
+  const full = document.fullscreenElement === box;
+  const w = Math.max(box.__attnW, 100);
+  const h = full ? window.innerHeight : stretch ? Math.max(box.__attnH, 144) : height;
+  return [w, h];
+}
+// Plotly writes what it worked out into the layout it was given (an axis's autorange and range, a colour bar's
+// x...), and Plotly.react compares the next layout with that one: a next figure that is silent where the last
+// was silent too looks changed, and every axis is drawn again. Copy those values over; an axis whose last and
+// next input both say autorange 'reversed' takes plotly's own reading of it (autorange true, range reversed).
+function carry(drawn, last, next) {
+  for (const key of Object.keys(drawn)) {
+    const d = drawn[key], l = last[key], n = next[key];
+    if (l === undefined && n === undefined) next[key] = JSON.parse(JSON.stringify(d));
+    else if (key === 'autorange' && l === 'reversed' && n === 'reversed' && d === true) next[key] = true;
+    else if (d && l && n && typeof d === 'object' && typeof l === 'object' && typeof n === 'object'
+             && !Array.isArray(d)) next[key] = carry(d, l, { ...n });
+  }
+  return next;
+}
+async function draw(box) {
+  const job = box.__attnNext;
+  box.__attnNext = null;
+  if (!job) return;
+  const Plotly = await plotly(job.chunk);
+  const gd = box.__attnPlot;
+  const spec = JSON.parse(job.spec);  // parsed for each draw: plotly writes into what it is given
+  let layout = spec.layout || {};
+  const [w, h] = size(box, job.stretch, layout.height || 450);
+  layout.width = w; layout.height = h;
+  if (!job.stretch) box.style.height = h + 'px';
+  // the same config object while it is unchanged: plotly draws everything again for a new config
+  const said = JSON.stringify([job.config, job.fullscreen]);
+  if (box.__attnSaid !== said) {
+    const config = { ...(job.config || {}), responsive: false };
+    config.modeBarButtonsToAdd = [{ name: 'fullscreen', title: job.fullscreen || 'Fullscreen', icon: FULL,
+      click: () => toggleFullscreen(box) }, ...(config.modeBarButtonsToAdd || [])];
+    box.__attnSaid = said;
+    box.__attnConfig = config;
+  }
+  box.__attnJob = job;
+  const input = JSON.stringify(layout);
+  if (box.__attnInput && gd.layout) layout = carry(gd.layout, JSON.parse(box.__attnInput), layout);
+  box.__attnInput = input;
+  await Plotly.react(gd, { data: spec.data || [], layout, frames: spec.frames, config: box.__attnConfig });
+  if (job.select && !box.__attnClick) {  // a click reports its points as st.plotly_chart's selection does
+    box.__attnClick = true;
+    gd.on('plotly_click', (ev) => box.__attnTrigger('selection', { points: (ev.points || []).map((p) => ({
+      curve_number: p.curveNumber, point_number: p.pointNumber, point_index: p.pointIndex,
+      x: p.x, y: p.y, z: p.z, customdata: p.customdata })) }));
+  }
+}
+function schedule(box, job) {
+  box.__attnNext = job;  // only the newest figure is drawn; one draw at a time per chart
+  box.__attnQueue = (box.__attnQueue || Promise.resolve()).then(() => draw(box)).catch((e) => console.error(e));
+}
+function toggleFullscreen(box) {
+  if (document.fullscreenElement) return document.exitFullscreen();
+  const app = document.querySelector('.stApp') || document.body;
+  box.style.background = getComputedStyle(app).backgroundColor;  // not the browser's black around the chart
+  return box.requestFullscreen();
+}
+export default function ({ data, parentElement, setTriggerValue }) {
+  const text = new TextDecoder().decode(data);
+  const cut = text.indexOf('\n');  // the options, a newline, the figure (parsed when drawn)
+  const job = { ...JSON.parse(text.slice(0, cut)), spec: text.slice(cut + 1) };
+  let box = parentElement.querySelector(':scope > .stPlotlyChart');
+  if (!box) {
+    box = document.createElement('div');
+    box.className = 'stPlotlyChart';
+    box.dataset.testid = 'stPlotlyChart';
+    box.style.width = '100%';
+    box.style.overflow = 'hidden';
+    const gd = document.createElement('div');
+    box.appendChild(gd);
+    box.__attnPlot = gd;
+    parentElement.appendChild(box);
+    box.__attnResize = new ResizeObserver((entries) => {
+      const r = entries[entries.length - 1].contentRect;
+      [box.__attnW, box.__attnH] = [r.width, r.height];
+      const cur = box.__attnJob, full = gd._fullLayout;
+      if (!cur || !full || box.__attnNext) return;  // not drawn yet, or a draw is on its way
+      const [w, h] = size(box, cur.stretch, full.height);
+      if (w !== full.width || (cur.stretch || document.fullscreenElement === box) && h !== full.height) schedule(box, cur);
+    });
+    box.__attnResize.observe(box);
+  }
+  if (job.stretch) box.style.height = '100%';
+  box.__attnTrigger = setTriggerValue;
+  schedule(box, job);
+  return () => {
+    if (!box.isConnected) {  // unmounted (Streamlit also calls this for a draw it overtook: keep the chart then)
+      box.__attnResize.disconnect();
+      if (window.Plotly) window.Plotly.purge(box.__attnPlot);
+    }
+  };
+}
+"""
+
+
+@functools.cache
+def plotly_chunk() -> str:
+    """The file name of Streamlit's plotly chunk (``PlotlyChart.<hash>.js``), next to its ``index`` script."""
+    found = sorted((Path(st.__file__).parent / "static" / "static" / "js").glob("PlotlyChart.*.js"))
+    if len(found) != 1:
+        raise RuntimeError(f"expected one PlotlyChart chunk in the installed Streamlit, found {len(found)}")
+    return found[0].name
+
+
+@functools.cache
+def _mount() -> Any:
+    return st.components.v2.component(NAME, js=JS, isolate_styles=False)
+
+
+def live_plot(
+    box: Any,
+    spec: dict,
+    key: str,
+    config: dict,
+    stretch: bool = False,
+    fullscreen: str = "",
+    on_select: Callable[[], None] | None = None,
+) -> Any:
+    """Draw the plotly JSON ``spec`` (already themed for the browser) in ``box`` (``st``, a container or an
+    ``st.empty``) under ``key``; the next run's figure for the same key updates this chart in place.
+    ``stretch``: as tall as the box (slides), else the figure's own height. ``fullscreen``: the tooltip of the
+    toolbar's full-screen button. ``on_select``: called when a click picks points; ``st.session_state[key]``
+    then holds ``{"selection": {"points": [...]}}`` with each point's ``customdata``, as ``st.plotly_chart``'s
+    selection does."""
+    options = {"config": config, "stretch": stretch, "chunk": plotly_chunk(), "fullscreen": fullscreen,
+               "select": on_select is not None}  # fmt: skip
+    data = orjson.dumps(options) + b"\n" + orjson.dumps(spec)  # the figure is parsed in the browser when drawn
+    events = {} if on_select is None else {"on_selection_change": on_select}
+    with contextlib.nullcontext() if box is st else box:
+        return _mount()(data=data, key=key, width="stretch", height="stretch" if stretch else "content", **events)
