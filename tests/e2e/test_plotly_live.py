@@ -57,3 +57,25 @@ def test_a_live_chart_follows_its_column_and_keeps_the_toolbar(watch):
     narrow = watch.page.evaluate(CHART, "sat_curves")
     assert narrow["width"] < chart["width"] and narrow["width"] == pytest.approx(narrow["box"], abs=1)
     assert not watch.page_errors
+
+
+def test_the_full_screen_button_fills_the_screen_and_gives_the_chart_back(watch):
+    page = watch.page
+    page.set_viewport_size({"width": 1280, "height": 720})
+    watch.open("saturation")
+    chart = page.locator(".st-key-sat_curves .js-plotly-plot")
+    chart.scroll_into_view_if_needed()
+    size = "() => { const f = document.querySelector('.st-key-sat_curves .js-plotly-plot')._fullLayout; return [f.width, f.height]; }"
+    before = page.evaluate(size)
+    button = page.locator(".st-key-sat_curves .modebar-btn[data-title='Full screen']")
+    chart.hover()
+    button.click()
+    page.wait_for_function("() => document.fullscreenElement && document.fullscreenElement.matches('.stPlotlyChart')")
+    page.wait_for_function(f"() => ({size})()[0] === 1280 && ({size})()[1] === 720")
+    bg = page.evaluate("() => getComputedStyle(document.fullscreenElement).backgroundColor")
+    assert bg == "rgb(255, 255, 255)"  # the app's background around the chart, not the browser's black
+    chart.hover()
+    button.click()
+    page.wait_for_function("() => !document.fullscreenElement")
+    page.wait_for_function(f"() => ({size})()[0] === {before[0]} && ({size})()[1] === {before[1]}")
+    assert not watch.page_errors
