@@ -41,6 +41,8 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 from websockets.asyncio.client import ClientConnection, connect  # noqa: E402
 from websockets.exceptions import ConnectionClosed, InvalidHandshake  # noqa: E402
 
+from ui.plotly_live import NAME as LIVE_PLOT  # noqa: E402 - the component a browser's charts come in
+
 # ---------------------------------------------------------------- limits and defaults (edit here)
 MAX_STUDENTS, MAX_MOVES, MAX_SECONDS = 500, 100, 3600
 #: The slider each page's students move unless --widget says otherwise (the one bench/bench.py alternates).
@@ -315,6 +317,8 @@ def read_element(el, reply: Reply) -> None:
         reply.link = proto.code_text
     elif kind == "plotly_chart":
         reply.charts.append(proto.spec)
+    elif kind == "bidi_component" and proto.component_name.endswith(LIVE_PLOT):  # ui.plotly_live: options, figure
+        reply.charts.append(proto.bytes.split(b"\n", 1)[-1].decode())
     if kind in WIDGET_KINDS and proto.id:
         reply.widgets[proto.id] = (kind, proto)
 
