@@ -1,11 +1,15 @@
 """A plotly chart that stays on the page between runs and is updated in place (``Plotly.react``).
 
 ``st.plotly_chart`` gives a chart a new element id whenever its figure changes, and the browser then
-throws the old chart away and draws the new one from nothing (``Plotly.newPlot``): every panel, axis,
-tick and trace is built again on every slider move. This component (Streamlit's components v2, in the
-page's own DOM, no iframe) keeps one chart per key and hands each new figure to ``Plotly.react``,
-which redraws only what changed. A τ move on the saturation page: its charts added ~4,800 DOM nodes
-a move redrawn from nothing, ~40 this way (the axes kept; ``tests/e2e/test_plotly_live.py``).
+throws the old chart away (the chart blanks) and draws the new one from nothing (``Plotly.newPlot``),
+then a second time for Streamlit's theme pass. This component (Streamlit's components v2, in the
+page's own DOM, no iframe) keeps one chart per key and hands each new figure to ``Plotly.react``:
+the old chart stays on screen until the new numbers are drawn into it, a chart whose figure did not
+change costs nothing on a rerun, and a changed one keeps its frame (subplots, toolbar). New numbers
+still redraw the chart's axes and traces: plotly does that for any data change. The layout plotly
+writes into (computed ranges) is carried into the next figure, and each new figure is a new
+``datarevision`` (without one, plotly keeps the old arrays: ``tests/e2e/test_plotly_live.py``
+checks that the numbers drawn are the new ones).
 
 Plotly itself is Streamlit's own copy: the component imports Streamlit's plotly chunk (the script
 Streamlit loads for its first ``st.plotly_chart``), which sets ``window.Plotly``; its file name is read
@@ -87,6 +91,9 @@ async function draw(box) {
     box.__attnSaid = said;
     box.__attnConfig = config;
   }
+  // plotly.react compares data arrays only when datarevision changes: a new figure is a new revision
+  if (job.spec !== box.__attnDrawnSpec) [box.__attnDrawnSpec, box.__attnRev] = [job.spec, (box.__attnRev || 0) + 1];
+  layout.datarevision = box.__attnRev;
   box.__attnJob = job;
   const input = JSON.stringify(layout);
   if (box.__attnInput && gd.layout) layout = carry(gd.layout, JSON.parse(box.__attnInput), layout);

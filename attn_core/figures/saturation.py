@@ -313,12 +313,7 @@ def _sweep_arrays(sweep: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, 
 
 
 def _y_range(values: np.ndarray, kind: str) -> tuple[float, float]:
-    """The y range of a panel (data units; log panels as values, not exponents).
-
-    A norm panel spans whole decades, at least a factor 2 beyond its values: a τ move that keeps
-    the curves within them keeps the axes still (the curves move against a fixed scale, and the
-    browser redraws the curves alone, not every axis of the nine panels).
-    """
+    """The y range of a panel (data units; log panels as values, not exponents)."""
     if kind == "share":
         return 0.0, 1.02
     positive = values[values > 0]
@@ -326,9 +321,7 @@ def _y_range(values: np.ndarray, kind: str) -> tuple[float, float]:
         return 1e-12, 1.0
     if kind == "var":
         return float(positive.min()) * 0.7, float(positive.max()) * 1.4
-    half = math.log10(2.0)  # in exponents, so that the smallest positive float64 does not round to 0
-    lo, hi = math.log10(float(positive.min())) - half, math.log10(float(positive.max())) + half
-    return 10.0 ** max(math.floor(lo), -323), 10.0 ** min(math.ceil(hi), 308)  # finite, positive float64
+    return float(positive.min()) / 2.0, float(positive.max()) * 2.0
 
 
 @dataclass(frozen=True)
