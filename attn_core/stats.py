@@ -589,10 +589,14 @@ def _measure_batch(
     return torch.stack([out[key] for key in _ROW_SUMS], dim=1).cpu().numpy(), norms
 
 
-def _norm_summary(norms: list[torch.Tensor]) -> dict[str, float]:
-    """Median and share below :data:`SMALL_NORM` of every measured row's norm (chunks concatenated)."""
-    x = torch.cat(norms).to("cpu", torch.float64).numpy()
-    return {"median": float(np.median(x)), "small": float(np.mean(x < SMALL_NORM))}
+def _norm_summaries(norms: list[list[torch.Tensor]]) -> tuple[np.ndarray, np.ndarray]:
+    """Median and share below :data:`SMALL_NORM` of every measured row's norm, for each of several norms at once.
+
+    ``norms[j]`` holds norm j's per-row values chunk by chunk (every norm the same rows). Returns two float64
+    arrays ``[len(norms)]``: the medians and the shares (one partition over all of them, not one per norm).
+    """
+    x = torch.stack([torch.cat(chunks) for chunks in norms]).to("cpu", torch.float64).numpy()
+    return np.median(x, axis=1), np.mean(x < SMALL_NORM, axis=1)
 
 
 # One measured chunk without τ: (block, (i0, i1, r0, r1), raw scores s [n, r, T], the keys' basis)
@@ -648,13 +652,14 @@ def _sweep_rows(
         del same_rows, pairs, g
     rows = []
     for i, d in enumerate(values):
+        medians, smalls = _norm_summaries([norms[i][s][key] for s in (0, 1) for key in ROW_NORMS])
         for scaled in (False, True):
             factor = 1.0 / math.sqrt(d) if scaled else 1.0
             row = {"d_k": d, "scaled": scaled, "score_var": moments[i].var * factor * factor,
                    "measured_rows": plan.rows, "total_rows": plan.total_rows}  # fmt: skip
             row.update({key: float(sums[i, int(scaled), j]) / plan.rows for j, key in enumerate(_ROW_SUMS)})
-            for key in ROW_NORMS:
-                row.update({f"{key}_{name}": v for name, v in _norm_summary(norms[i][int(scaled)][key]).items()})
+            for j, key in enumerate(ROW_NORMS, start=int(scaled) * len(ROW_NORMS)):
+                row.update({f"{key}_median": float(medians[j]), f"{key}_small": float(smalls[j])})
             rows.append(row)
     return rows
 
