@@ -237,7 +237,7 @@ def show_qr(url: str) -> None:
     if svg is None:
         st.warning(t("ui.qr_too_long", n=len(url)), icon="⚠️")
         return
-    st.image(svg, width=QR_PX)
+    st.container(horizontal_alignment="center").image(svg, width=QR_PX)  # centred in the dialog
     st.caption(t("ui.qr_caption"))
     if local_only(url):
         st.warning(t("ui.qr_local"), icon="⚠️")

@@ -111,6 +111,9 @@ def qr_text(watch) -> str:
     img.wait_for(state="visible")
     body = watch.page.locator("[role='dialog']").inner_text()
     assert "this computer only" in body  # the test server listens on localhost: the page says students can't open it
+    box, dialog = img.bounding_box(), watch.page.locator("[role='dialog']").bounding_box()
+    centre = lambda b: b["x"] + b["width"] / 2  # noqa: E731
+    assert abs(centre(box) - centre(dialog)) <= 4, (box, dialog)  # centred under the dialog's title
     shot = img.screenshot()
     (SHOTS / "qr-dialog.png").write_bytes(watch.page.screenshot())
     watch.page.keyboard.press("Escape")
