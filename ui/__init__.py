@@ -9,6 +9,7 @@ functions return CPU numpy results (``st.cache_data`` copies them for every call
 - :mod:`ui.compute`: :func:`compute`, the one cached-computation helper, and :func:`live_run`;
 - :mod:`ui.output`: figures with their export menu, errors, explanations;
 - :mod:`ui.chart_theme`: Streamlit's chart theme written into each figure (charts are sent with ``theme=None``);
+- :mod:`ui.plotly_live`: the chart element a browser gets, updated in place by ``Plotly.react`` on the next run;
 - :mod:`ui.frame`: deep links, the sidebar, presentation mode, the share link and its QR code;
 - :mod:`ui.tokenmaps`: the head grid with its click layer and one query token followed through a KV group;
 - :mod:`ui.responsive`: phones and small laptops (the responsive CSS, head grids one head at a time);
