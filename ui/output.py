@@ -89,8 +89,10 @@ def plotly_chart(box: Any, fig: Any, selectable: bool = False, **kwargs: Any) ->
     """``box.plotly_chart(fig, **kwargs)`` with Streamlit's chart theme written into the figure for the browser's
     colour scheme and ``theme=None`` (:mod:`ui.chart_theme`: Streamlit's second draw of each new chart then
     costs a few ms instead of a full draw). A client that tells no scheme (AppTest) gets the figure as built and
-    Streamlit's own theme pass. ``fig`` is a :class:`SerialisedFigure` (a cached view's keeps its themed spec)
-    or a plotly figure whose fonts are set; ``selectable``: the chart selects points (``on_select``)."""
+    Streamlit's own theme pass. A keyed chart in a browser goes out as :func:`ui.plotly_live.live_plot`, updated in
+    place on the next run (``key``, ``config``, ``height="stretch"`` and ``on_select`` carry over). ``fig`` is a
+    :class:`SerialisedFigure` (a cached view's keeps its themed spec) or a plotly figure whose fonts are set;
+    ``selectable``: the chart selects points (``on_select``)."""
     kwargs = {"config": PLOT_CONFIG, **kwargs}
     scheme = chart_scheme()
     if scheme is None:
