@@ -61,10 +61,15 @@ function size(box, stretch, height) {
 // x...), and Plotly.react compares the next layout with that one: a next figure that is silent where the last
 // was silent too looks changed, and every axis is drawn again. Copy those values over; an axis whose last and
 // next input both say autorange 'reversed' takes plotly's own reading of it (autorange true, range reversed).
+// A range the user zoomed to (autorange false where the figures say nothing) is not carried: a new figure starts
+// from its own view, as a newly drawn chart did.
 function carry(drawn, last, next) {
   for (const key of Object.keys(drawn)) {
     const d = drawn[key], l = last[key], n = next[key];
-    if (l === undefined && n === undefined) next[key] = JSON.parse(JSON.stringify(d));
+    if (l === undefined && n === undefined) {
+      if ((key === 'range' || key === 'autorange') && drawn.autorange === false) continue;
+      next[key] = JSON.parse(JSON.stringify(d));
+    }
     else if (key === 'autorange' && l === 'reversed' && n === 'reversed' && d === true) next[key] = true;
     else if (d && l && n && typeof d === 'object' && typeof l === 'object' && typeof n === 'object'
              && !Array.isArray(d)) next[key] = carry(d, l, { ...n });

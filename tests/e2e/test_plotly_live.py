@@ -85,3 +85,20 @@ def test_the_full_screen_button_fills_the_screen_and_gives_the_chart_back(watch)
     page.wait_for_function("() => !document.fullscreenElement")
     page.wait_for_function(f"() => ({size})()[0] === {before[0]} && ({size})()[1] === {before[1]}")
     assert not watch.page_errors
+
+
+def test_a_zoom_lasts_until_the_next_figure(watch):
+    """A new figure starts from its own view, as a newly drawn chart did (plotly's own computed ranges are carried
+    into the next figure, a range the user zoomed to is not)."""
+    watch.open("saturation")
+    view = """() => { const f = document.querySelector('.st-key-sat_curves .js-plotly-plot')._fullLayout;
+      return [f.xaxis2.range, f.yaxis2.range]; }"""
+    start = watch.page.evaluate(view)
+    watch.page.evaluate(
+        "() => Plotly.relayout(document.querySelector('.st-key-sat_curves .js-plotly-plot'),"
+        " {'xaxis2.range': [0.5, 1.5], 'yaxis2.range': [0.2, 0.6]})"
+    )
+    assert watch.page.evaluate(view) == [[0.5, 1.5], [0.2, 0.6]]
+    watch.press_slider("temperature")
+    after = watch.page.evaluate(view)
+    assert [x for r in after for x in r] == pytest.approx([x for r in start for x in r])
