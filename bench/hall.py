@@ -17,10 +17,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import html
 import ipaddress
 import json
 import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -62,6 +64,8 @@ DEFAULT_WIDGET = {
 DEFAULT_QUERY = {"models": "view=head&layer=17", "mla": "view=agree", "lab": "experiment=kv_heads"}
 #: Values a student moves through: the next slider positions after the one it opened with (never the default).
 MOVE_SPAN = 32
+#: the share link in the sidebar's html (ui.frame.link_box)
+LINK_BOX = re.compile(r'<div class="attn-link"><code>([^<]*)</code>')
 #: Element kinds whose state the frontend keeps and sends back with every rerun.
 WIDGET_KINDS = {"slider", "checkbox", "number_input", "button_group", "selectbox", "radio", "text_area", "text_input"}
 
@@ -163,7 +167,7 @@ class Reply:
     """What one script run sent back (from its ``new_session`` to its ``script_finished``)."""
 
     status: str = "running"
-    link: str | None = None  # the sidebar's share link (a st.code holding the view's URL)
+    link: str | None = None  # the sidebar's share link (ui.frame.link_box, the view's URL)
     queries: list[str] = field(default_factory=list)  # page_info_changed query strings
     exceptions: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # error boxes (st.error)
@@ -315,6 +319,8 @@ def read_element(el, reply: Reply) -> None:
         reply.errors.append(proto.body[:200])
     elif kind == "code" and proto.code_text.startswith(("http://", "https://")):
         reply.link = proto.code_text
+    elif kind == "html" and (found := LINK_BOX.search(proto.body)):  # ui.frame.link_box: the share link, escaped
+        reply.link = html.unescape(found.group(1))
     elif kind == "plotly_chart":
         reply.charts.append(proto.spec)
     elif kind == "bidi_component" and proto.component_name.endswith(LIVE_PLOT):  # ui.plotly_live: options, figure
@@ -699,7 +705,7 @@ def browser_cpu_per_move(url: str, page: str, widget: str, moves: int, watch: Pr
     exe = chromium_path()
     if exe is None:
         raise HallError("--browser-check needs Debian's chromium: apt-get install chromium (or make browser)")
-    link_js = "() => (document.querySelector(\"[data-testid='stCode']\") || {}).textContent || ''"
+    link_js = "() => (document.querySelector('.attn-link code') || {}).textContent || ''"
     costs = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)

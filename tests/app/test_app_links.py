@@ -6,6 +6,8 @@ opens a page by its script hash, while a browser names it by its path.)
 
 from __future__ import annotations
 
+import html
+
 import pytest
 
 import ui
@@ -34,3 +36,12 @@ def test_view_url(current, page_path, want):
 def test_view_url_without_parameters():
     assert ui.view_url("http://host/heatmaps", "", "heatmaps", {}) == "http://host/"
     assert ui.view_url("http://host/saturation", "saturation", "heatmaps", {}) == "http://host/saturation"
+
+
+def test_the_link_box_escapes_the_link_and_the_hall_reads_it_back():
+    from bench.hall import LINK_BOX
+
+    url = 'http://host/?text=<script>alert("x")</script>&seed=3'
+    box = ui.link_box(url)
+    assert "<script>alert" not in box and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in box
+    assert html.unescape(LINK_BOX.search(box).group(1)) == url  # what bench/hall.py takes for the student's link

@@ -88,6 +88,12 @@ def test_share_link_reopens_the_same_view(watch, browser, server):
     watch.press_slider("head_dim", 2)
     link = watch.page.locator("[data-testid='stSidebar'] code").inner_text().strip()
     assert "head_dim=18" in link and "seed=9" in link
+    # its copy button puts the same link on the clipboard (localhost is a secure context: the clipboard API)
+    watch.page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    copy = watch.page.locator("[data-testid='stSidebar'] .attn-link button")
+    copy.click()
+    assert watch.page.evaluate("() => navigator.clipboard.readText()") == link
+    assert copy.get_attribute("title") == "Copied"
     assert qr_text(watch) == link  # the QR code students scan holds the same link
     before = watch.chart_fingerprints()
     ctx = browser.new_context(viewport={"width": 1440, "height": 1000})
