@@ -237,7 +237,7 @@ COPY_ICON = _ICON.format("M16 1H4c-1.1 0-2 .9-2 2v14h2V3h12V1zm3 4H8c-1.1 0-2 .9
 DONE_ICON = _ICON.format("M9 16.17 4.83 12l-1.42 1.41L9 19 21 7l-1.41-1.41z")
 
 # The link in a box with a copy button. Not st.code: its syntax highlighter cost the page's main thread ~270 ms at
-# every cold start (cold start to the first chart 3.08 -> 2.76 s without it). The click handler is added once per
+# every cold start (cold start to the first chart 3.08 -> 2.79 s without it). The click handler is added once per
 # tab; the clipboard API needs a secure context (https or localhost), a lecture hall's http://<address> falls back
 # to copying a selected text area.
 LINK_BOX = """
