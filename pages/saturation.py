@@ -27,11 +27,8 @@ draw = p.draw  # the sampled sequences: the steps take only what their numbers d
 
 with st.spinner(ui.t("sat.computing")):
     sample = ui.compute(sat.score_sample, draw, p.head_dim)
-    scores = ui.shared(sat.sweep_scores, draw)  # what τ does not change: a τ move only re-measures
-    sweep = ui.compute(sat.saturation_sweep, draw, p.temperature, given={"scores": scores})
 
 shown = ui.slide_sections(6)  # presentation mode: one section a slide (the explanations stay off the slides)
-cur = None if sweep is None else sat.sweep_at(sweep, p)
 
 # ---- 1. score distributions
 if shown(0):
@@ -48,12 +45,18 @@ if shown(0):
 # ---- 2. the same queries and keys, unscaled and scaled
 if shown(1):
     st.subheader(ui.t("sat.h2"))
-    if cur is not None:
-        st.caption(sat.maps_caption(p, cur, style))
+    maps_caption = st.empty()  # filled from the sweep, measured after these maps are on their way
     with st.spinner(ui.t("sat.computing")):
         maps = ui.compute(sat.example_maps, draw, p.head_dim, p.temperature)
     if maps is not None:
         ui.show_view(ui.view(sat.maps_view, maps, style), "sat_maps")
+
+with st.spinner(ui.t("sat.computing")):
+    scores = ui.shared(sat.sweep_scores, draw)  # what τ does not change: a τ move only re-measures
+    sweep = ui.compute(sat.saturation_sweep, draw, p.temperature, given={"scores": scores})
+cur = None if sweep is None else sat.sweep_at(sweep, p)
+if shown(1) and cur is not None:
+    maps_caption.caption(sat.maps_caption(p, cur, style))
 
 # ---- 3. saturation against d_k
 if shown(2):

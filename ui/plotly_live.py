@@ -111,10 +111,39 @@ async function draw(box) {
       x: p.x, y: p.y, z: p.z, customdata: p.customdata })) }));
   }
 }
-function schedule(box, job) {
-  box.__attnNext = job;  // only the newest figure is drawn; one draw at a time per chart
-  box.__attnQueue = (box.__attnQueue || Promise.resolve()).then(() => draw(box)).catch((e) => console.error(e));
+// One draw at a time for the whole page, charts on screen first, and a frame between two draws: a run that
+// changes several charts shows each as soon as it is drawn instead of all of them together after the last one.
+const pending = new Set();
+let drawing = false;
+const nextFrame = () => new Promise((done) => {
+  let once = false;
+  const go = () => { if (!once) { once = true; setTimeout(done, 0); } };
+  requestAnimationFrame(go);
+  setTimeout(go, 100);  // no frames in a hidden tab: go on without them
+});
+async function drawAll() {
+  if (drawing) return;
+  drawing = true;
+  try {
+    while (pending.size) {
+      let box = null;
+      for (const b of pending) if (b.__attnSeen !== false) { box = b; break; }
+      box = box || pending.values().next().value;
+      pending.delete(box);
+      try { await draw(box); } catch (e) { console.error(e); }
+      await nextFrame();  // this chart is painted before the next draw starts
+      await nextFrame();
+    }
+  } finally { drawing = false; }
 }
+function schedule(box, job) {
+  box.__attnNext = job;  // only the newest figure is drawn
+  pending.add(box);
+  drawAll();
+}
+const seen = new IntersectionObserver((entries) => {
+  for (const e of entries) e.target.__attnSeen = e.isIntersecting;
+});
 function toggleFullscreen(box) {
   if (document.fullscreenElement) return document.exitFullscreen();
   const app = document.querySelector('.stApp') || document.body;
@@ -145,6 +174,7 @@ export default function ({ data, parentElement, setTriggerValue }) {
       if (w !== full.width || (cur.stretch || document.fullscreenElement === box) && h !== full.height) schedule(box, cur);
     });
     box.__attnResize.observe(box);
+    seen.observe(box);
   }
   if (job.stretch) box.style.height = '100%';
   box.__attnTrigger = setTriggerValue;
@@ -152,6 +182,8 @@ export default function ({ data, parentElement, setTriggerValue }) {
   return () => {
     if (!box.isConnected) {  // unmounted (Streamlit also calls this for a draw it overtook: keep the chart then)
       box.__attnResize.disconnect();
+      seen.unobserve(box);
+      pending.delete(box);
       if (window.Plotly) window.Plotly.purge(box.__attnPlot);
     }
   };
