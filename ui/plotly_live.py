@@ -121,9 +121,11 @@ const nextFrame = () => new Promise((done) => {
   requestAnimationFrame(go);
   setTimeout(go, 100);  // no frames in a hidden tab: go on without them
 });
+// While figures wait or are drawn the page's root element carries data-attn-drawing (tests wait for it to go).
 async function drawAll() {
   if (drawing) return;
   drawing = true;
+  document.documentElement.dataset.attnDrawing = '1';
   try {
     while (pending.size) {
       let box = null;
@@ -134,7 +136,10 @@ async function drawAll() {
       await nextFrame();  // this chart is painted before the next draw starts
       await nextFrame();
     }
-  } finally { drawing = false; }
+  } finally {
+    drawing = false;
+    delete document.documentElement.dataset.attnDrawing;
+  }
 }
 function schedule(box, job) {
   box.__attnNext = job;  // only the newest figure is drawn

@@ -85,6 +85,8 @@ class PageWatch:
         )
         self.page.wait_for_selector(IDLE, timeout=timeout)
         self.page.wait_for_timeout(300)
+        # the live charts draw one at a time after the run (ui.plotly_live): wait for the last one
+        self.page.wait_for_function("() => !document.documentElement.dataset.attnDrawing", timeout=timeout)
 
     def real_console_errors(self) -> list[str]:
         """Console errors, less Streamlit's own base-path probes.

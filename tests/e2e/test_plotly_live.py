@@ -102,3 +102,28 @@ def test_a_zoom_lasts_until_the_next_figure(watch):
     watch.press_slider("temperature")
     after = watch.page.evaluate(view)
     assert [x for r in after for x in r] == pytest.approx([x for r in start for x in r])
+
+
+#: count animation frames, and note the frame of every live chart's draw from now on
+FRAMES = """() => { window.__frame = 0; window.__draws = [];
+  const tick = () => { window.__frame++; requestAnimationFrame(tick); }; requestAnimationFrame(tick);
+  for (const gd of document.querySelectorAll('.stPlotlyChart .js-plotly-plot')) {
+    const key = [...gd.closest('[data-testid="stElementContainer"]').classList].find(c => c.startsWith('st-key-'));
+    gd.on('plotly_afterplot', () => window.__draws.push([key.slice(7), window.__frame]));
+  } }"""
+
+
+def test_charts_of_one_run_are_drawn_one_by_one_with_frames_between(watch):
+    """A τ move changes five charts: each is drawn in its own turn and the browser presents a frame (two, as
+    the benchmark's paint check needs) before the next draw starts, so the first chart shows while the others
+    wait, instead of all of them after the last one is drawn."""
+    watch.open("saturation")
+    watch.page.evaluate(FRAMES)
+    watch.press_slider("temperature")
+    draws = watch.page.evaluate("() => window.__draws")
+    keys = [k for k, _ in draws]
+    assert {"sat_maps", "sat_curves", "sat_grads", "sat_row", "sat_fp16"} <= set(keys), draws
+    assert keys.index("sat_maps") < keys.index("sat_grads")  # in the page's order as the run sends them
+    frames = [f for _, f in draws]
+    assert all(b - a >= 2 for a, b in zip(frames, frames[1:], strict=False)), draws
+    assert not watch.page.evaluate("() => document.documentElement.dataset.attnDrawing")
