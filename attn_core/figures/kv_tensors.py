@@ -265,7 +265,8 @@ def tensor_figure(fill: CacheFill, style: Style = Style(), at: int | None = None
                    domain=list(MAIN_DOMAIN)),
         xaxis2=dict(domain=[0, 0.55], anchor="y2", range=[0, peak * 1.02], visible=False, fixedrange=True),
         yaxis2=dict(domain=list(SLIDE_BARS_DOMAIN if style.present else BARS_DOMAIN), anchor="x2",
-                    autorange="reversed", fixedrange=True, automargin=True),
+                    autorange="reversed", fixedrange=True, automargin=True,
+                    tickmode="linear", tick0=0, dtick=1),  # every bar named (plotly skips some when short)
         annotations=_panel_notes(fill, style), showlegend=False, hovermode="closest", bargap=0.3, uirevision="kv_tensors",
         margin=dict(l=10, r=10, t=(120 + int(4.2 * style.font)) if style.present else 90, b=90 if at is None else 10),
         **extra,

@@ -36,6 +36,7 @@ FORMULA_COLOR = "#222222"
 CUDA_COLOR = "#009E73"
 WRONG_COLOR = "#D55E00"
 MARKER_LINE_COLOR = "#555555"
+LABEL_OCTAVES = 3  # a fit label below-right this close (in doublings) to the axis's end gets right margin
 
 
 # ---------------------------------------------------------------- axes
@@ -106,7 +107,9 @@ def _weights_trace(curves: MemoryCurves, y_log: bool, style: Style) -> dict:
 
 def _layout_traces(curves: MemoryCurves, style: Style) -> list[dict]:
     """One line per layout (thicker for the model's own) and, where it is on the axis, a marker at the
-    longest context that fits. Neighbours by size put their labels on alternate sides."""
+    longest context that fits. Neighbours by size put their labels on alternate sides, above-left and
+    below-right of the marker: the two sides a rising line leaves free (:func:`fit_label_room` widens the
+    right margin when a label below-right would pass the axis's end)."""
     w, max_seq = int(curves.weights or 0), int(curves.tokens[-1])
     order = sorted(range(len(curves.layouts)), key=lambda i: curves.fits[i])
     rank = {i: r for r, i in enumerate(order)}
@@ -132,10 +135,23 @@ def _layout_traces(curves: MemoryCurves, style: Style) -> list[dict]:
                             legendgroup=lay.kind, text=[f"{fits:,}"],
                             marker=dict(color=color, size=14 if style.present else 11, symbol="diamond",
                                         line=dict(color="white", width=1.5)),
-                            textposition="top left" if rank[i] % 2 == 0 else "bottom left",
+                            textposition="top left" if rank[i] % 2 == 0 else "bottom right", cliponaxis=False,
                             textfont=dict(color=color, size=style.font),
                             hovertemplate=f"<b>{name}</b><br>{fit_hover}<br>{format_bytes_exact(at)}<extra></extra>"))  # fmt: skip
     return out
+
+
+def fit_label_room(curves: MemoryCurves, style: Style) -> int:
+    """Pixels of right margin the labels below-right of the fit markers need beyond the axis's end: a label
+    within :data:`LABEL_OCTAVES` doublings of the last token may pass it (an octave is ~35 px wide on a laptop)."""
+    max_seq = int(curves.tokens[-1])
+    order = sorted(range(len(curves.layouts)), key=lambda i: curves.fits[i])
+    need = 0
+    for r, i in enumerate(order):
+        fits = int(curves.fits[i])
+        if r % 2 == 1 and 1 <= fits <= max_seq and math.log2(max_seq / fits) < LABEL_OCTAVES:
+            need = max(need, int(0.62 * style.font * len(f"{fits:,}")) + 8)
+    return need
 
 
 def _y_axis(lo_bytes: float, hi_bytes: float, y_log: bool) -> tuple[dict, tuple[float, float]]:
@@ -198,7 +214,7 @@ def memory_figure(curves: MemoryCurves, chart: MemoryChart, style: Style = Style
                    title=dict(text=style.t("kvmem.seq_axis"))),
         yaxis=yaxis, annotations=notes, hovermode="closest", uirevision="kv_memory",
         legend=dict(orientation="h", yanchor="top", y=-0.16, x=0),
-        margin=dict(l=10, r=10, t=90 if style.present else 70, b=10),
+        margin=dict(l=10, r=10 + fit_label_room(curves, style), t=90 if style.present else 70, b=10),
     )  # fmt: skip
     return plain_figure(data, layout, style)
 

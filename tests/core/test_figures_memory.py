@@ -192,3 +192,28 @@ def test_decode_figures_plot_the_given_steps():
     bars = spec(mf.prefill_decode_figure(64, 0.002, 0.05))
     assert arr(bars["data"][0]["y"]).tolist() == [2.0, 50.0]
     assert "25.0×" in bars["layout"]["title"]["text"]
+
+
+def test_fit_labels_sit_where_their_own_line_is_not_and_fit_the_chart():
+    """Llama-3-8B (GQA-8) at 80 GiB: MHA fits 163,840 tokens, GQA 655,360 (both on the axis), MQA 5,242,880
+    (beyond it). A rising line leaves the sides above-left and below-right of its marker free; GQA's label
+    below-right, 0.7 doublings from the axis's end, gets right margin for its 7 characters."""
+    p = load_presets()["llama-3-8b"]
+    style = Style()
+    fig = memory_figure(preset_layouts(p), batch=1, dtype="fp16", device_bytes=80 * GiB, device_label="device",
+                        model_name=p.name)  # fmt: skip
+    s = spec(fig)
+    markers = {t["text"][0]: t for t in s["data"] if t.get("mode") == "markers+text"}
+    assert set(markers) == {"163,840", "655,360"}
+    assert markers["163,840"]["textposition"] == "top left"
+    assert markers["655,360"]["textposition"] == "bottom right" and markers["655,360"]["cliponaxis"] is False
+    room = int(0.62 * style.font * 7) + 8
+    curves = memory_curves(preset_layouts(p), 1, "fp16", seq_points(), 80 * GiB, None)
+    assert mf.fit_label_room(curves, style) == room and s["layout"]["margin"]["r"] == 10 + room
+    # 8 GiB: GQA fits 65,536 tokens, 4 doublings from the axis's end: its label below-right needs no margin
+    fig = memory_figure(preset_layouts(p), batch=1, dtype="fp16", device_bytes=8 * GiB, device_label="device",
+                        model_name=p.name)  # fmt: skip
+    s = spec(fig)
+    assert [t["textposition"] for t in s["data"] if t.get("text") == ["65,536"]] == ["bottom right"]
+    assert mf.fit_label_room(memory_curves(preset_layouts(p), 1, "fp16", seq_points(), 8 * GiB, None), style) == 0
+    assert s["layout"]["margin"]["r"] < 10 + room  # what the axis's last tick needs, not the label's room

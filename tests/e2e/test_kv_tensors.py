@@ -61,5 +61,7 @@ def test_play_advances_the_frames_and_page_down_steps_in_presentation_mode(watch
     assert "缓存中已有 3 / 16 个词元" in page.evaluate(TITLE) and "kv_token=3" in page.url  # the token, not the slide
     page.locator(CHART).scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "kv-tensors-present-zh.png"))  # the 1280 x 720 viewport: the still
+    names = page.evaluate(f"() => [...document.querySelectorAll('{CHART} .y2tick text')].map(e => e.textContent)")
+    assert sorted(names) == sorted(["MHA（本模型）", "GQA-2", "MQA"])  # every bytes bar named on the slide
     page.locator(CHART).screenshot(path=str(SHOTS / "kv-tensors-present-zh-chart.png"))
     assert_clean(watch)
