@@ -111,8 +111,11 @@ async function draw(box) {
       x: p.x, y: p.y, z: p.z, customdata: p.customdata })) }));
   }
 }
-// One draw at a time for the whole page, charts on screen first, and a frame between two draws: a run that
-// changes several charts shows each as soon as it is drawn instead of all of them together after the last one.
+// One draw at a time for the whole page, charts on screen first, and once the draws since the last frame took
+// longer than BUDGET ms, two frames before the next draw (the second tells that the first was presented): a run
+// that changes several charts shows each as soon as it is drawn instead of all of them after the last one, and
+// quick draws in a row still share a frame.
+const BUDGET = 30;
 const pending = new Set();
 let drawing = false;
 const nextFrame = () => new Promise((done) => {
@@ -126,6 +129,7 @@ async function drawAll() {
   if (drawing) return;
   drawing = true;
   document.documentElement.dataset.attnDrawing = '1';
+  let since = performance.now();
   try {
     while (pending.size) {
       let box = null;
@@ -133,8 +137,11 @@ async function drawAll() {
       box = box || pending.values().next().value;
       pending.delete(box);
       try { await draw(box); } catch (e) { console.error(e); }
-      await nextFrame();  // this chart is painted before the next draw starts
-      await nextFrame();
+      if (performance.now() - since > BUDGET) {  // what was drawn is presented before the next draw starts
+        await nextFrame();
+        await nextFrame();
+        since = performance.now();
+      }
     }
   } finally {
     drawing = false;
@@ -144,7 +151,8 @@ async function drawAll() {
 function schedule(box, job) {
   box.__attnNext = job;  // only the newest figure is drawn
   pending.add(box);
-  drawAll();
+  document.documentElement.dataset.attnDrawing = '1';
+  setTimeout(drawAll, 0);  // after the other charts of this run (or of this resize) joined the queue
 }
 const seen = new IntersectionObserver((entries) => {
   for (const e of entries) e.target.__attnSeen = e.isIntersecting;
