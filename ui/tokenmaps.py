@@ -1,9 +1,11 @@
 """Token-centred maps on a head grid: a click on a panel opens its head; one query token followed through
 the heads of a KV group (its row outlined in the grid, a BertViz-style line view under it).
 
-Selections live in ``st.session_state`` only (the chart's own widget state and the two pickers), so one
-student's click never reaches another session. A click arrives through the charts' transparent click
-layers (:func:`attn_core.figures.tokenmaps.click_layer`) and is checked before it is used.
+Selections live in ``st.session_state`` (the chart's own widget state and the two pickers), so one
+student's click never reaches another session. The followed token and its KV group also go into the
+address and the share link (``?focus_token=7&focus_group=1``, the token's 0-based position), so a link
+opens the same lines. A click arrives through the charts' transparent click layers
+(:func:`attn_core.figures.tokenmaps.click_layer`) and is checked before it is used.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import streamlit as st
 from attn_core.views import heatmaps as hm
 
 from .compute import compute, view
-from .core import count, style, t
+from .core import _notice_if_replaced, _parse_number, _remember, _url_raw, _write_url, count, style, t
 from .output import show_view
 from .responsive import show_heads
 from .widgets import drawer
@@ -64,9 +66,16 @@ def _pickers(pm: Any) -> tuple[int, int] | None:
     """The query token (or none) and the KV group to follow it in; ``(position, group)`` or None."""
     tokens, n_kv, n_rep = pm.tokens_q, pm.n_kv_heads, pm.n_heads // pm.n_kv_heads
     options = list(range(-1, len(tokens)))
-    for key, valid in ((FOCUS_TOKEN, options), (FOCUS_GROUP, list(range(n_kv)))):
-        if key in st.session_state and st.session_state[key] not in valid:
+    for key, valid, none in ((FOCUS_TOKEN, options[1:], t("focus.none")), (FOCUS_GROUP, list(range(n_kv)), "0")):
+        allowed = options if key == FOCUS_TOKEN else valid
+        if key in st.session_state and st.session_state[key] not in allowed:
             del st.session_state[key]  # kept from a longer text or more KV heads: start again
+        if valid and key not in st.session_state and (raw := _url_raw(key)) is not None:  # a link's first run
+            num = _parse_number(raw)
+            ok = num is not None and num == int(num) and int(num) in valid
+            if ok:
+                st.session_state[key] = int(num)
+            _notice_if_replaced(key, raw, none, ok, t("ui.expect_int", lo=valid[0], hi=valid[-1]))
     c1, c2 = st.columns(2, gap="medium")
     q = c1.selectbox(t("focus.token"), options, key=FOCUS_TOKEN, help=t("focus.help"),
                      format_func=lambda i: t("focus.none") if i < 0 else f"{tokens[i]} ({i})")  # fmt: skip
@@ -74,7 +83,11 @@ def _pickers(pm: Any) -> tuple[int, int] | None:
     if n_kv > 1:
         group = c2.selectbox(t("focus.group"), list(range(n_kv)), key=FOCUS_GROUP,
                              format_func=lambda g: t("focus.group_opt", g=g, a=g * n_rep, b=(g + 1) * n_rep - 1))  # fmt: skip
-    return None if q is None or q < 0 else (int(q), int(group))
+    q, group = -1 if q is None else int(q), int(group)
+    for key, value, default in ((FOCUS_TOKEN, q, -1), (FOCUS_GROUP, group if q >= 0 else 0, 0)):
+        _write_url(key, str(value), str(default))  # the address and the share link: only a followed token
+        _remember(key, value, default)
+    return None if q < 0 else (q, group)
 
 
 def _lines(layer: Any, pm: Any, focus: tuple[int, int]) -> None:

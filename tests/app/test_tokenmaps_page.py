@@ -79,6 +79,37 @@ def test_follow_a_token_outlines_its_row_and_draws_its_lines(app_test):
     assert at.session_state["focus_token"] == -1 and not [c for c in at.get("plotly_chart") if c.key == "focus_lines"]
 
 
+def test_a_followed_token_goes_into_the_link_and_a_link_opens_it(app_test):
+    at = app_test(PAGE, session={"focus_token": 7, "focus_group": 1})
+    no_exception(at)
+    assert at.session_state["_link_params"]["focus_token"] == "7"
+    assert at.session_state["_link_params"]["focus_group"] == "1"
+    # the link's numbers, in a new session: the same token followed in the same KV group
+    at = app_test(PAGE, query={"focus_token": "7", "focus_group": "1"})
+    no_exception(at)
+    assert (at.session_state["focus_token"], at.session_state["focus_group"]) == (7, 1)
+    assert not at.warning and [c for c in at.get("plotly_chart") if c.key == "focus_lines"]
+    assert any("Where “it” (7) attends most in KV group 1" in m.value for m in at.markdown)
+    # none followed: nothing in the link, not even the group
+    at.selectbox(key="focus_token").set_value(-1).run()
+    assert "focus_token" not in at.session_state["_link_params"]
+    assert "focus_group" not in at.session_state["_link_params"]
+
+
+def test_a_bad_followed_token_in_a_link_says_so_and_follows_none(app_test):
+    for raw, lang, want in (("99", "en", "focus_token=99 is not valid (expected a whole number from 0 to 10); "
+                                         "using none instead"),
+                            ("x", "zh", "focus_token=x 无效（应为 0 到 10 之间的整数），已改用 不跟随")):  # fmt: skip
+        at = app_test(PAGE, query={"focus_token": raw, "lang": lang})
+        no_exception(at)
+        assert any(want in w.value for w in at.warning), [w.value for w in at.warning]
+        assert at.session_state["focus_token"] == -1 and len(grid_z(at)) == 8  # the grid is still there
+    at = app_test(PAGE, query={"focus_token": "3", "focus_group": "5"})  # 2 KV groups: 5 is none of them
+    no_exception(at)
+    assert any("focus_group=5 is not valid (expected a whole number from 0 to 1)" in w.value for w in at.warning)
+    assert (at.session_state["focus_token"], at.session_state["focus_group"]) == (3, 0)
+
+
 def test_long_maps_say_why_no_token_can_be_followed(app_test):
     at = app_test(PAGE, query={"source": "synthetic", "seq_len": "80"})
     no_exception(at)

@@ -51,6 +51,10 @@ def test_follow_a_token_and_click_a_panel(watch):
     lines = page.locator(".st-key-focus_lines .js-plotly-plot")
     assert lines.count() == 1
     assert "Where “sat” (2) attends most in KV group 1" in page.inner_text("body")
+    # the address and the share link carry the followed token, so a link opens the same lines
+    assert "focus_token=2" in page.url and "focus_group=1" in page.url
+    link = page.locator(".attn-link code").inner_text()
+    assert "focus_token=2" in link and "focus_group=1" in link
     # hover: a grid cell names head, KV group, query, key and weight (the click layer's points carry it)
     page.locator(".st-key-grid").scroll_into_view_if_needed()
     page.mouse.move(*page.evaluate(POINT, [".st-key-grid", "6", 2, 3]))
