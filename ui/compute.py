@@ -10,14 +10,19 @@ page says so on every run that shows that result.
 :func:`live_run` drives a step generator (a live decode, later sweeps, training and
 generation) across reruns: :func:`live_state` (the run so far, stale when a parameter
 changed), :func:`live_buttons` (start and stop), :func:`live_run` (the loop, with
-progress and throttled frames).
+progress and throttled frames). A server computes at most :func:`live_slots` live runs at
+once (:class:`RunSlots`, first come first served): in a lecture hall where a class presses
+Start together, the runs take turns at full speed, each waiting page says how many runs are
+ahead of it, and every other student's page stays responsive.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import os
 import pickle
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -28,7 +33,7 @@ import streamlit as st
 from attn_core.config import ConfigError
 from attn_core.guard import run_with_fallback
 
-from .core import device, style, t
+from .core import count, device, style, t
 from .output import Drawn, drawn, show_error
 
 MAX_ENTRIES = 96  # results kept per server (the largest, 64 pooled heads at 8192 tokens, are about 1 MB)
@@ -135,6 +140,94 @@ class LiveRun:
     status: str = "idle"
     error: Exception | None = None
     stale: bool = False
+    waited_s: float = 0.0  # how long the run waited for a free slot (:class:`RunSlots`) before it started
+
+
+@dataclass
+class RunSlots:
+    """The live runs one server computes at once: ``size`` at a time, the others wait in arrival order.
+
+    A run takes a ticket (:meth:`join`), waits for its turn (:meth:`start`: the first ticket, with a free
+    slot), and gives the slot back when it ends (:meth:`done`); a run that stops waiting (its page reran)
+    leaves the queue (:meth:`leave`). Thread-safe: every session's script runs in its own thread.
+    """
+
+    size: int
+    _cond: threading.Condition = field(default_factory=threading.Condition, repr=False)
+    _queue: list[object] = field(default_factory=list, repr=False)
+    _running: int = 0
+
+    def join(self) -> object:
+        ticket = object()
+        with self._cond:
+            self._queue.append(ticket)
+        return ticket
+
+    def ahead(self, ticket: object) -> int:
+        """Runs before ``ticket``'s: those computing and those that joined the queue earlier."""
+        with self._cond:
+            return self._running + (self._queue.index(ticket) if ticket in self._queue else 0)
+
+    def start(self, ticket: object, timeout: float) -> bool:
+        """Wait at most ``timeout`` s for ``ticket``'s turn; True once it holds a slot (then :meth:`done`)."""
+        end = time.monotonic() + timeout
+        with self._cond:
+            while not (self._queue and self._queue[0] is ticket and self._running < self.size):
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+            self._queue.pop(0)
+            self._running += 1
+            self._cond.notify_all()
+            return True
+
+    def leave(self, ticket: object) -> None:
+        with self._cond:
+            if ticket in self._queue:
+                self._queue.remove(ticket)
+                self._cond.notify_all()
+
+    def done(self) -> None:
+        with self._cond:
+            self._running -= 1
+            self._cond.notify_all()
+
+
+def live_slots() -> int:
+    """Live runs a server computes at once: ``ATTN_LIVE_RUNS`` when set (a whole number ≥ 1), else the CPU cores
+    this process may use over torch's threads per run, at least 1 (this 2-core machine, 2 threads: 1)."""
+    raw = os.environ.get("ATTN_LIVE_RUNS", "").strip()
+    if raw.isdigit() and int(raw) >= 1:
+        return int(raw)
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, cores // max(1, torch.get_num_threads()))
+
+
+@st.cache_resource(show_spinner=False)
+def run_slots(size: int) -> RunSlots:
+    """The server's one :class:`RunSlots` of ``size`` (shared by every session)."""
+    return RunSlots(size)
+
+
+WAIT_POLL_S = 0.5  # a waiting page updates its message (and notices a Stop) this often
+
+
+def _wait_turn(slots: RunSlots, bar: Any) -> float:
+    """Wait for a slot in ``slots``, saying in ``bar`` how many runs are ahead; returns the seconds waited.
+    A rerun while waiting (Stop, or any widget) raises out of the message's update: the ticket leaves the queue."""
+    ticket, t0, timeout = slots.join(), time.perf_counter(), 0.0
+    try:
+        while not slots.start(ticket, timeout):  # at once when a slot is free: no message then
+            timeout, waited = WAIT_POLL_S, time.perf_counter() - t0
+            ahead, n_runs = count(slots.ahead(ticket), "run"), count(slots.size, "run")
+            bar.info(t("ui.live_wait", ahead=ahead, n_runs=n_runs, s=int(waited)), icon="⏳")
+    except BaseException:
+        slots.leave(ticket)
+        raise
+    return time.perf_counter() - t0
 
 
 def live_state(key: str, params: Any) -> LiveRun:
@@ -184,11 +277,26 @@ def live_run(
     progress bar in ``bar`` (an ``st.empty()``; default: here), before the first step and after each;
     the bar goes when the run ends. A :class:`~attn_core.config.ConfigError` from the generator
     ends the run with status ``error`` (the page shows ``run.error``), keeping the steps made so
-    far. A rerun (Stop, or any widget) ends the loop; the run then reads ``stopped``.
+    far. A rerun (Stop, or any widget) ends the loop; the run then reads ``stopped``. The run first waits
+    for one of the server's :func:`live_slots` (``bar`` says how many runs are ahead meanwhile) and gives it
+    back when it ends, however it ends.
     """
     run = LiveRun(params=params, status="running")
     st.session_state[key] = run
     bar = bar if bar is not None else st.empty()
+    slots = run_slots(live_slots())
+    run.waited_s = _wait_turn(slots, bar)
+    try:
+        _run_steps(run, steps, frame, progress, bar, every_s)
+    finally:
+        slots.done()
+    bar.empty()
+    return run
+
+
+def _run_steps(run: LiveRun, steps: Callable[[], Iterator[Any]], frame: Callable[[LiveRun], None] | None,
+               progress: Callable[[LiveRun], tuple[float, str]] | None, bar: Any, every_s: float) -> None:  # fmt: skip
+    """:func:`live_run`'s loop, once the run holds a slot."""
     if progress is not None:
         bar.progress(*progress(run))
     gen = steps()
@@ -210,8 +318,6 @@ def live_run(
             gen.close()  # a generator left by a rerun frees what it holds now, not when collected
         if run.status == "running":  # left by a rerun (Stop): keep what was made
             run.status = "stopped"
-    bar.empty()
-    return run
 
 
 # ---------------------------------------------------------------- pretrained models

@@ -79,3 +79,99 @@ def test_a_run_cut_short_by_a_rerun_reads_stopped():
     at = app(demo=LiveRun(params=3, steps=[0, 10], status="running"))
     no_exception(at)
     assert at.session_state["seen"] == ("stopped", [0, 10], False, "NoneType")
+
+
+# ---------------------------------------------------------------- one server's live runs take turns
+def test_run_slots_serve_in_arrival_order_and_count_who_is_ahead():
+    import threading
+
+    from ui.compute import RunSlots
+
+    slots = RunSlots(1)
+    a, b, c = slots.join(), slots.join(), slots.join()
+    assert not slots.start(b, 0)  # a joined first: b waits even though the slot is free
+    assert slots.start(a, 0) and slots.ahead(b) == 1 and slots.ahead(c) == 2  # a computes; b, then c
+    assert not slots.start(b, 0.05)  # the one slot is taken
+    slots.leave(b)  # b's page reran (Stop): it leaves the queue
+    assert slots.ahead(c) == 1
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(slots.start(c, 10)))
+    waiter.start()
+    slots.done()  # a ends: c, waiting in its own thread, starts
+    waiter.join(5)
+    assert got == [True] and slots.ahead(slots.join()) == 1
+    two = RunSlots(2)
+    x, y = two.join(), two.join()
+    assert two.start(x, 0) and two.start(y, 0)  # two at a time
+
+
+def test_live_slots_follow_the_cores_or_the_setting(monkeypatch):
+    import os
+
+    import torch
+
+    from ui.compute import live_slots
+
+    monkeypatch.setenv("ATTN_LIVE_RUNS", "3")
+    assert live_slots() == 3
+    cores = len(os.sched_getaffinity(0))
+    for bad in ("0", "x", ""):
+        monkeypatch.setenv("ATTN_LIVE_RUNS", bad)
+        assert live_slots() == max(1, cores // torch.get_num_threads())
+
+
+def waiting_script():
+    import threading
+
+    import streamlit as st
+
+    from ui.compute import RunSlots, _wait_turn
+
+    slots = RunSlots(1)
+    first = slots.join()
+    slots.start(first, 0)  # another session's run holds the one slot for a second
+    threading.Timer(1.2, slots.done).start()
+    said = []
+
+    class Bar:
+        def info(self, text, icon=None):
+            said.append(text)
+
+    st.session_state["waited"] = _wait_turn(slots, Bar())
+    st.session_state["said"] = said
+
+
+def test_a_waiting_run_says_how_many_are_ahead_in_the_user_s_language():
+    for lang, want in (("en", "Waiting for the server: 1 run ahead of yours (it computes 1 run at a time)"),
+                       ("zh", "正在等待服务器：你前面还有 1 个运行（服务器一次计算 1 个运行）")):  # fmt: skip
+        at = AppTest.from_function(waiting_script, default_timeout=60)
+        at.session_state["lang"] = lang
+        at.run()
+        no_exception(at)
+        assert at.session_state["waited"] >= 1.0
+        said = at.session_state["said"]
+        assert len(said) >= 2 and all(want in s for s in said), said  # updated while it waits
+        assert ("waited 1 s" if lang == "en" else "已等待 1 秒") in said[-1]
+
+
+def test_a_run_waits_for_the_slot_another_session_holds_then_runs_to_the_end():
+    import threading
+
+    from ui.compute import live_slots, run_slots
+
+    slots = run_slots(live_slots())  # the server's own slots, shared with the script's run
+    held = [slots.join() for _ in range(slots.size)]
+    for ticket in held:
+        assert slots.start(ticket, 0)
+    at = app()
+    for _ in held:
+        threading.Timer(1.0, slots.done).start()
+    at.button(key="demo_run").click().run()
+    no_exception(at)
+    run = at.session_state["demo"]
+    assert run.status == "done" and run.steps == [0, 10, 20] and run.waited_s >= 0.8
+    at.button(key="demo_run").click().run()  # the slot was given back: the next run starts at once
+    assert at.session_state["demo"].waited_s < 0.5
+    probe = slots.join()
+    assert slots.ahead(probe) == 0  # nothing left running or queued
+    slots.leave(probe)
