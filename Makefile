@@ -6,7 +6,7 @@ PORT ?= 8501
 WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 TEST_WORKERS ?= 0  # make test: pytest-xdist workers; 0 = one process (2 saved 1 min on 2 cores and made browser tests time out)
 
-.PHONY: run serve serve-workers nginx-conf test lint unit e2e portable bench bench-concurrency bench-hall bench-soak deck-shots install install-dev browser nginx clean
+.PHONY: run serve serve-workers nginx-conf test lint unit e2e portable bench bench-concurrency bench-hall bench-soak bench-live-turns deck-shots install install-dev browser nginx clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is needed: set PYTHON=/path/to/python3.11"; exit 1; }
@@ -82,6 +82,10 @@ bench-concurrency: install-dev
 HALL ?=
 bench-hall: install-dev
 	$(BIN)/python bench/hall.py $(HALL)
+
+# A class presses Start together while one student moves a slider: live runs taking turns or all at once
+bench-live-turns: install-dev
+	$(BIN)/python bench/live_turns.py $(TURNS)
 
 # A hall for ten minutes against one probed server: memory stays flat without the post-run GC (bench/soak.py)
 SOAK ?=

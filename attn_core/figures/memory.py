@@ -36,7 +36,8 @@ FORMULA_COLOR = "#222222"
 CUDA_COLOR = "#009E73"
 WRONG_COLOR = "#D55E00"
 MARKER_LINE_COLOR = "#555555"
-LABEL_OCTAVES = 3  # a fit label below-right this close (in doublings) to the axis's end gets right margin
+LABEL_OCTAVES = 2.5  # a fit label this close (in doublings) to the axis's end goes left of its marker
+LABEL_BOX = "rgba(255,255,255,0.85)"  # behind a fit label, as behind the S notes: lines under it stay readable
 
 
 # ---------------------------------------------------------------- axes
@@ -107,12 +108,8 @@ def _weights_trace(curves: MemoryCurves, y_log: bool, style: Style) -> dict:
 
 def _layout_traces(curves: MemoryCurves, style: Style) -> list[dict]:
     """One line per layout (thicker for the model's own) and, where it is on the axis, a marker at the
-    longest context that fits. Neighbours by size put their labels on alternate sides, above-left and
-    below-right of the marker: the two sides a rising line leaves free (:func:`fit_label_room` widens the
-    right margin when a label below-right would pass the axis's end)."""
+    longest context that fits (its label: :func:`fit_labels`)."""
     w, max_seq = int(curves.weights or 0), int(curves.tokens[-1])
-    order = sorted(range(len(curves.layouts)), key=lambda i: curves.fits[i])
-    rank = {i: r for r, i in enumerate(order)}
     wide, thin = (5, 3) if style.present else (4, 2)
     out = []
     for i, lay in enumerate(curves.layouts):
@@ -131,27 +128,33 @@ def _layout_traces(curves: MemoryCurves, style: Style) -> list[dict]:
         if 1 <= fits <= max_seq:
             at = curves.fit_totals[i]
             fit_hover = style.t("kvmem.max_fit_hover", tokens=style.count(fits, "token_long"))
-            out.append(dict(type="scatter", x=[fits], y=[float(at)], mode="markers+text", showlegend=False,
-                            legendgroup=lay.kind, text=[f"{fits:,}"],
+            out.append(dict(type="scatter", x=[fits], y=[float(at)], mode="markers", showlegend=False,
+                            legendgroup=lay.kind,
                             marker=dict(color=color, size=14 if style.present else 11, symbol="diamond",
                                         line=dict(color="white", width=1.5)),
-                            textposition="top left" if rank[i] % 2 == 0 else "bottom right", cliponaxis=False,
-                            textfont=dict(color=color, size=style.font),
                             hovertemplate=f"<b>{name}</b><br>{fit_hover}<br>{format_bytes_exact(at)}<extra></extra>"))  # fmt: skip
     return out
 
 
-def fit_label_room(curves: MemoryCurves, style: Style) -> int:
-    """Pixels of right margin the labels below-right of the fit markers need beyond the axis's end: a label
-    within :data:`LABEL_OCTAVES` doublings of the last token may pass it (an octave is ~35 px wide on a laptop)."""
+def fit_labels(curves: MemoryCurves, y_log: bool, style: Style) -> list[dict]:
+    """The token count at each fit marker on the axis, as annotations in a light box. Neighbours by size take
+    alternate sides: above-left and below-right of the marker, the two sides a rising line leaves free; a label
+    below-right within :data:`LABEL_OCTAVES` doublings of the axis's end would leave the chart, so it goes
+    below-left, where its box keeps it readable over its own line."""
     max_seq = int(curves.tokens[-1])
     order = sorted(range(len(curves.layouts)), key=lambda i: curves.fits[i])
-    need = 0
+    out = []
     for r, i in enumerate(order):
-        fits = int(curves.fits[i])
-        if r % 2 == 1 and 1 <= fits <= max_seq and math.log2(max_seq / fits) < LABEL_OCTAVES:
-            need = max(need, int(0.62 * style.font * len(f"{fits:,}")) + 8)
-    return need
+        fits, at = int(curves.fits[i]), float(curves.fit_totals[i])
+        if not 1 <= fits <= max_seq:
+            continue
+        above = r % 2 == 0
+        right = not above and math.log2(max_seq / fits) >= LABEL_OCTAVES
+        out.append(dict(x=math.log10(fits), y=math.log10(at) if y_log else at, xref="x", yref="y", showarrow=False,
+                        text=f"{fits:,}", xanchor="left" if right else "right", yanchor="bottom" if above else "top",
+                        xshift=6 if right else -6, yshift=5 if above else -5, bgcolor=LABEL_BOX, borderpad=1,
+                        font=dict(color=LAYOUT_COLORS[curves.layouts[i].kind], size=style.font)))  # fmt: skip
+    return out
 
 
 def _y_axis(lo_bytes: float, hi_bytes: float, y_log: bool) -> tuple[dict, tuple[float, float]]:
@@ -212,9 +215,9 @@ def memory_figure(curves: MemoryCurves, chart: MemoryChart, style: Style = Style
         title, style, 560 if style.present else 500,
         xaxis=dict(type="log", range=[0, math.log10(max_seq)], tickvals=xt, ticktext=xl,
                    title=dict(text=style.t("kvmem.seq_axis"))),
-        yaxis=yaxis, annotations=notes, hovermode="closest", uirevision="kv_memory",
-        legend=dict(orientation="h", yanchor="top", y=-0.16, x=0),
-        margin=dict(l=10, r=10 + fit_label_room(curves, style), t=90 if style.present else 70, b=10),
+        yaxis=yaxis, annotations=notes + fit_labels(curves, chart.y_log, style), hovermode="closest",
+        uirevision="kv_memory", legend=dict(orientation="h", yanchor="top", y=-0.16, x=0),
+        margin=dict(l=10, r=10, t=90 if style.present else 70, b=10),
     )  # fmt: skip
     return plain_figure(data, layout, style)
 

@@ -60,9 +60,11 @@ def test_memory_figure_plots_exact_bytes_and_the_max_context():
     assert "(this model)" in mha["name"] and "fits 163,840 tokens" in mha["name"]
     mqa = next(t for t in s["data"] if t.get("name", "").startswith("MQA"))
     assert mqa["name"] == "MQA · fits 5,242,880 tokens"  # beyond the axis: 80 GiB / 16 KiB, written out in full
-    markers = [t for t in s["data"] if t.get("mode") == "markers+text"]
+    markers = [t for t in s["data"] if t.get("mode") == "markers"]
     assert len(markers) == 1 and arr(markers[0]["x"]).tolist() == [163_840]  # only MHA's fit is on the axis
     assert arr(markers[0]["y"]).tolist() == [80 * GiB]
+    labels = [a for a in s["layout"]["annotations"] if a.get("yref") == "y"]
+    assert [(a["text"], a["x"], a["y"]) for a in labels] == [("163,840", math.log10(163_840), math.log10(80 * GiB))]
     device = next(t for t in s["data"] if t.get("name", "").startswith("device"))
     assert arr(device["y"]).tolist() == [80 * GiB, 80 * GiB] and "80.0 GiB" in device["name"]
     xa, ya = s["layout"]["xaxis"], s["layout"]["yaxis"]
@@ -194,26 +196,26 @@ def test_decode_figures_plot_the_given_steps():
     assert "25.0×" in bars["layout"]["title"]["text"]
 
 
-def test_fit_labels_sit_where_their_own_line_is_not_and_fit_the_chart():
+def test_fit_labels_sit_where_their_own_line_is_not_and_stay_in_the_chart():
     """Llama-3-8B (GQA-8) at 80 GiB: MHA fits 163,840 tokens, GQA 655,360 (both on the axis), MQA 5,242,880
-    (beyond it). A rising line leaves the sides above-left and below-right of its marker free; GQA's label
-    below-right, 0.7 doublings from the axis's end, gets right margin for its 7 characters."""
+    (beyond it). A rising line leaves the sides above-left and below-right of its marker free; GQA's label,
+    0.7 doublings from the axis's end, would leave the chart below-right: it goes below-left, in its box."""
     p = load_presets()["llama-3-8b"]
-    style = Style()
-    fig = memory_figure(preset_layouts(p), batch=1, dtype="fp16", device_bytes=80 * GiB, device_label="device",
-                        model_name=p.name)  # fmt: skip
-    s = spec(fig)
-    markers = {t["text"][0]: t for t in s["data"] if t.get("mode") == "markers+text"}
-    assert set(markers) == {"163,840", "655,360"}
-    assert markers["163,840"]["textposition"] == "top left"
-    assert markers["655,360"]["textposition"] == "bottom right" and markers["655,360"]["cliponaxis"] is False
-    room = int(0.62 * style.font * 7) + 8
-    curves = memory_curves(preset_layouts(p), 1, "fp16", seq_points(), 80 * GiB, None)
-    assert mf.fit_label_room(curves, style) == room and s["layout"]["margin"]["r"] == 10 + room
-    # 8 GiB: GQA fits 65,536 tokens, 4 doublings from the axis's end: its label below-right needs no margin
-    fig = memory_figure(preset_layouts(p), batch=1, dtype="fp16", device_bytes=8 * GiB, device_label="device",
-                        model_name=p.name)  # fmt: skip
-    s = spec(fig)
-    assert [t["textposition"] for t in s["data"] if t.get("text") == ["65,536"]] == ["bottom right"]
-    assert mf.fit_label_room(memory_curves(preset_layouts(p), 1, "fp16", seq_points(), 8 * GiB, None), style) == 0
-    assert s["layout"]["margin"]["r"] < 10 + room  # what the axis's last tick needs, not the label's room
+
+    def labels(device_gib, y_log=True):
+        fig = memory_figure(preset_layouts(p), batch=1, dtype="fp16", device_bytes=device_gib * GiB,
+                            device_label="device", model_name=p.name, y_log=y_log)  # fmt: skip
+        return {a["text"]: a for a in spec(fig)["layout"]["annotations"] if a.get("yref") == "y"}
+
+    got = labels(80)
+    assert set(got) == {"163,840", "655,360"}
+    assert (got["163,840"]["xanchor"], got["163,840"]["yanchor"]) == ("right", "bottom")  # above-left
+    assert (got["655,360"]["xanchor"], got["655,360"]["yanchor"]) == ("right", "top")  # below-left, near the end
+    assert all(a["bgcolor"] == mf.LABEL_BOX and a["x"] < math.log10(2**20) for a in got.values())
+    assert got["655,360"]["font"]["color"] == mf.LAYOUT_COLORS["GQA"]
+    # 8 GiB: GQA fits 65,536 tokens, 4 doublings from the end: below-right; MQA's 524,288 above-left again
+    got = labels(8)
+    assert (got["65,536"]["xanchor"], got["65,536"]["yanchor"]) == ("left", "top")
+    assert (got["524,288"]["xanchor"], got["524,288"]["yanchor"]) == ("right", "bottom")
+    # a linear memory axis: the label sits at the marker's bytes, not their log
+    assert labels(8, y_log=False)["65,536"]["y"] == 8 * GiB
