@@ -2,9 +2,9 @@
 
 ``python bench/live_turns.py [--runners 4] [--page lab] [--moves 6]``
 
-Against one server, twice (a fresh server each time): ``ATTN_LIVE_RUNS`` unset (the server computes
-``ui.compute.live_slots()`` runs at once, 1 on this 2-core machine) and ``ATTN_LIVE_RUNS=<runners>`` (every
-run at once, as before the slots). In each, ``--runners`` students (the protocol-level tabs of
+Against a fresh server for each setting: ``ATTN_LIVE_RUNS`` unset (the server computes
+``ui.compute.live_slots()`` runs at once, 2 on this 2-core machine), ``ATTN_LIVE_RUNS=1`` (one at a time) and
+``ATTN_LIVE_RUNS=<runners>`` (every run at once, as before the slots). In each, ``--runners`` students (the protocol-level tabs of
 ``bench/hall.py``, each with its own seed) open ``--page`` and press its Start button at the same moment,
 while one more student on the heatmaps page moves its d_k slider ``--moves`` times, one second apart.
 Reported: that student's slider update (send to script finished) p50 / max while the runs go on, and each
@@ -103,7 +103,8 @@ def measure(args: argparse.Namespace, slots: str | None) -> str:
         if saved is not None:
             os.environ["ATTN_LIVE_RUNS"] = saved
     runs.sort()
-    label = "taking turns (default slots)" if slots is None else f"all at once (ATTN_LIVE_RUNS={slots})"
+    label = "default slots (ui.compute.live_slots)" if slots is None else f"ATTN_LIVE_RUNS={slots}"
+    label += " (all at once)" if slots == str(args.runners) else ""
     return (
         f"{label:36} slider update p50 {statistics.median(updates):6.2f} s, max {max(updates):6.2f} s;"
         f" runs end after {runs[0]:.1f} / {statistics.median(runs):.1f} / {runs[-1]:.1f} s (first / median / last)"
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=hall.bounded(float, 10, 1200), default=300.0)
     args = ap.parse_args(argv)
     print(f"{args.runners} students press Start on {args.page} at once; one more moves the heatmaps' d_k slider")
-    for slots in (None, str(args.runners)):
+    for slots in (None, "1", str(args.runners)):
         print(measure(args, slots), flush=True)
     return 0
 

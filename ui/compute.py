@@ -196,14 +196,17 @@ class RunSlots:
 
 def live_slots() -> int:
     """Live runs a server computes at once: ``ATTN_LIVE_RUNS`` when set (a whole number ≥ 1), else the CPU cores
-    this process may use over torch's threads per run, at least 1 (this 2-core machine, 2 threads: 1)."""
+    this process may use over torch's threads per run, at least 2: one run's Python steps (drawing, bookkeeping)
+    leave the cores to another's torch. Measured on this 2-core machine (``bench/live_turns.py``, 4 lab runs
+    pressed at once): 2 at a time ended them after 7.3 / 10.4 / 13.3 s (first / median / last), 1 at a time
+    5.0 / 10.8 / 16.3 s, all 4 at once 14.1 / 14.2 / 14.3 s."""
     raw = os.environ.get("ATTN_LIVE_RUNS", "").strip()
     if raw.isdigit() and int(raw) >= 1:
         return int(raw)
     import torch
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, cores // max(1, torch.get_num_threads()))
+    return max(2, cores // max(1, torch.get_num_threads()))
 
 
 @st.cache_resource(show_spinner=False)
