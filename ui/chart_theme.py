@@ -134,13 +134,35 @@ def themed_data(data: list[dict], theme: dict) -> list[dict]:
     return out
 
 
+#: The figures' near-black for lines and markers (the KV chart's device memory, the cost page's total, MLA's
+#: points): it would vanish on a dark background, so a dark scheme draws it in the theme's text colour.
+INK = "#222222"
+
+
+def inked(data: list[dict], theme: dict) -> list[dict]:
+    """``data`` with every trace's line or marker colour :data:`INK` in ``theme``'s text colour (other colours,
+    arrays of colours, outlines and tables as they are); changed traces are copies."""
+    ink = theme["layout"]["font"]["color"]
+    out = []
+    for trace in data:
+        for part in ("line", "marker"):
+            value = trace.get(part)
+            if isinstance(value, dict) and isinstance(value.get("color"), str) and value["color"].lower() == INK:
+                trace = {**trace, part: {**value, "color": ink}}
+        out.append(trace)
+    return out
+
+
 def browser_spec(spec: dict, dark: bool = False, selectable: bool = False) -> dict:
     """The plotly JSON ``spec`` as the app sends it with ``theme=None``: Streamlit's chart theme for the colour
     scheme written in (:func:`themed_layout`, :func:`themed_data`), a ``datarevision``, and for a chart that
     selects points the modes Streamlit would set (:data:`SELECT_MODES`). ``spec`` is not changed; frames keep
-    their own data (an animation's frames only restyle its traces)."""
+    their own data (an animation's frames only restyle its traces). In the dark scheme the figures' near-black
+    lines and markers take the theme's text colour (:func:`inked`)."""
     theme = themes()["dark" if dark else "light"]
     data = spec.get("data") or []
+    if dark:
+        data = inked(data, theme)
     layout = themed_layout(spec.get("layout") or {}, data, theme)
     layout["datarevision"] = 1  # the data never changes in place: a copied array is not new data
     if selectable:

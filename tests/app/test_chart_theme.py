@@ -78,3 +78,25 @@ def test_dark_scheme_and_line_charts():
         own = spec["layout"][k]
         sized = any(a in own for a in ("ticklen", "tickwidth", "tickcolor"))
         assert dark[k]["ticks"] == own.get("ticks", "outside" if sized else "")  # no marks plotly would not draw
+
+
+def test_near_black_lines_take_the_text_colour_in_the_dark():
+    """The KV chart's device-memory line is near-black (#222222): in the dark scheme it is drawn in the theme's
+    text colour, in the light one as it is; the layouts' coloured lines and the white marker outlines stay."""
+    from attn_core.figures import memory as mf
+    from attn_core.memory import load_presets, memory_curves, preset_layouts, seq_points
+
+    p = load_presets()["llama-3-8b"]
+    curves = memory_curves(preset_layouts(p), 1, "fp16", seq_points(), 80 * 2**30, None)
+    spec = figures.figure_spec(mf.memory_figure(curves, mf.MemoryChart(p.name, "device", 4096, 8192, True)))
+    device = next(i for i, t in enumerate(spec["data"]) if t.get("name", "").startswith("device"))
+    assert spec["data"][device]["line"]["color"] == ct.INK == mf.DEVICE_COLOR
+    text = ct.themes()["dark"]["layout"]["font"]["color"]
+    dark, light = ct.browser_spec(spec, dark=True)["data"], ct.browser_spec(spec)["data"]
+    assert dark[device]["line"]["color"] == text != ct.INK and light[device]["line"]["color"] == ct.INK
+    for was, now in zip(spec["data"], dark, strict=True):
+        if was.get("line", {}).get("color") != ct.INK:
+            assert now.get("line", {}).get("color") == was.get("line", {}).get("color")
+        if "marker" in was:
+            assert now["marker"]["line"] == {**now["marker"]["line"], **was["marker"].get("line", {})}
+    assert spec["data"][device]["line"]["color"] == ct.INK  # the cached spec itself is not changed
