@@ -21,7 +21,8 @@ from attn_core import decks  # noqa: E402
 from harness import CHROMIUM_ARGS, IDLE, chromium_path, start_server  # noqa: E402
 
 SETTLED = """() => !document.querySelector('[data-testid="stStatusWidget"], [data-testid="stSkeleton"]')
-  && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(c => c.querySelector('.main-svg'))"""
+  && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(c => c.querySelector('.main-svg'))
+  && !document.documentElement.dataset.attnDrawing"""
 
 
 def settle(page) -> None:

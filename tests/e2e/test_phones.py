@@ -91,6 +91,7 @@ def open_page(page, base: str, path: str, click: bool = False) -> None:
     page.wait_for_timeout(200)
     page.wait_for_selector(IDLE)
     page.locator("[data-testid='stMain'] .js-plotly-plot .main-svg >> visible=true").first.wait_for()
+    page.wait_for_function("() => !document.documentElement.dataset.attnDrawing")  # ui.plotly_live's queue
     page.wait_for_timeout(400)
 
 
