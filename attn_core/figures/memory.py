@@ -37,7 +37,7 @@ CUDA_COLOR = "#009E73"
 WRONG_COLOR = "#D55E00"
 MARKER_LINE_COLOR = "#555555"
 LABEL_OCTAVES = 2.5  # a fit label this close (in doublings) to the axis's end goes left of its marker
-LABEL_BOX = "rgba(255,255,255,0.85)"  # behind a fit label, as behind the S notes: lines under it stay readable
+LABEL_BOX = "rgba(255,255,255,0.85)"  # behind the S notes and the fit labels: lines under them stay readable
 
 
 # ---------------------------------------------------------------- axes
@@ -182,7 +182,7 @@ def _vertical_markers(chart: MemoryChart, y_range: tuple[float, float], style: S
                            line=dict(color=MARKER_LINE_COLOR, width=2 if style.present else 1.5, dash=dash)))  # fmt: skip
         notes.append(dict(x=math.log10(x), y=1.0 if top else 0.0, xref="x", yref="paper", text=text, showarrow=False,
                           xanchor="left", yanchor="top" if top else "bottom", xshift=4, yshift=-2 if top else 2,
-                          font=dict(size=max(11, style.font - 1), color="#333333"), bgcolor="rgba(255,255,255,0.85)"))  # fmt: skip
+                          font=dict(size=max(11, style.font - 1), color="#333333"), bgcolor=LABEL_BOX))  # fmt: skip
     return traces, notes
 
 
