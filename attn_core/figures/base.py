@@ -13,6 +13,7 @@ import base64
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 import plotly.colors as pc
@@ -123,6 +124,27 @@ def apply_fonts(fig: go.Figure, style: Style) -> go.Figure:
 
 _PLAIN = (str, int, float, bool, type(None))  # leaves that are never arrays
 _PLAIN_TYPES = frozenset(_PLAIN)
+_ROW_TYPES = frozenset((list, tuple))
+_PLAIN_OR_ROWS = _PLAIN_TYPES | _ROW_TYPES
+
+
+def _plain_rows(node: list | tuple) -> bool:
+    """Whether ``node`` holds only plain values, or only lists and tuples of plain values (a click layer's
+    ``customdata``, a table's rows): two passes in C instead of one Python call per row."""
+    types = set(map(type, node))
+    if types <= _PLAIN_TYPES:
+        return True
+    return types <= _ROW_TYPES and set(map(type, chain.from_iterable(node))) <= _PLAIN_TYPES
+
+
+def _plain_dict(node: dict) -> bool:
+    """Whether ``node``'s values are plain, or lists of plain values (or of such lists): nothing to encode."""
+    types = set(map(type, node.values()))
+    if types <= _PLAIN_TYPES:
+        return True
+    return types <= _PLAIN_OR_ROWS and all(_plain_rows(v) for v in node.values() if type(v) in _ROW_TYPES)
+
+
 _NOT_ENCODED = ("geojson", "layer", "layers", "range")  # keys whose values plotly leaves as they are
 
 
@@ -183,9 +205,11 @@ PLAIN_ARRAYS_MAX = 6_000
 def _array_numbers(node: dict | list | tuple) -> int:
     """How many numbers the arrays of a property tree that :func:`_encoded` would encode hold."""
     if not isinstance(node, dict):
-        if set(map(type, node)) <= _PLAIN_TYPES:
+        if _plain_rows(node):
             return 0
         return sum(_array_numbers(v) for v in node if isinstance(v, (dict, list, tuple)))
+    if _plain_dict(node):
+        return 0
     n = 0
     for key, value in node.items():
         if isinstance(value, _PLAIN) or key in _NOT_ENCODED:
@@ -216,10 +240,10 @@ def _encoded(node: dict | list | tuple, plain: bool = False) -> dict | list:
     from _plotly_utils.utils import to_typed_array_spec
 
     if not isinstance(node, dict):  # an array inside a list is left as it is, as plotly does
-        if set(map(type, node)) <= _PLAIN_TYPES:  # a list of numbers or strings (one C-level pass): shared
+        if _plain_rows(node):  # numbers or strings, or lists of them (C-level passes): shared
             return node
         return [_encoded(v, plain) if isinstance(v, (dict, list, tuple)) else v for v in node]
-    if set(map(type, node.values())) <= _PLAIN_TYPES:  # a font, a line, a shape's corners: nothing to encode
+    if _plain_dict(node):  # a font, a line, a shape's corners, a trace of lists: nothing to encode
         return node
     out = {}
     for key, value in node.items():
@@ -259,6 +283,12 @@ def figure_spec(fig: go.Figure) -> dict:
     else:
         data, layout, frames = fig._data, fig._layout, [frame._props for frame in fig._frame_objs]
     numbers = _array_numbers(data) + _array_numbers(layout) + (_array_numbers(frames) if frames else 0)
+    if numbers == 0:  # no array to encode (plain values and lists of them): what plotly's to_json tries first
+        tree = {"data": data, "layout": layout, **({"frames": frames} if frames else {})}
+        try:
+            return orjson.loads(orjson.dumps(tree, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY))
+        except TypeError:  # a value orjson does not know: plotly's cleaning, below
+            pass
     plain = numbers <= PLAIN_ARRAYS_MAX
     spec = {"data": [_encoded(trace, plain) for trace in data], "layout": _encoded(layout, plain)}
     if frames:

@@ -132,3 +132,36 @@ def test_a_plain_figure_becomes_a_full_one_when_touched():
     assert fig.layout.height == 300 and "height" not in layout  # the builder's dicts were copied, not changed
     copied = pickle.loads(pickle.dumps(figures.PlainFigure(data, layout)))
     assert type(copied) is go.Figure and copied.data[0].y == (3, 4)
+
+
+def test_a_figure_of_plain_lists_skips_the_encoding_walk(monkeypatch):
+    """No array to encode (lists, lists of lists as a click layer's customdata, numpy scalars, frames): the tree
+    goes to orjson as plotly's to_json tries it first, the same dict, without the per-node walk of ``_encoded``."""
+    fig = figures.PlainFigure(
+        [
+            dict(
+                type="scatter",
+                x=[0.5, None, 2.0],
+                y=[np.float64(1.5), np.int64(2), 3],
+                customdata=[[0, 0.25], [1, 0.5]],
+                text=("a", "b", "c"),
+                marker=dict(size=4),
+            )
+        ],  # fmt: skip
+        dict(title=dict(text="t"), xaxis=dict(range=[0, 2])),
+        [dict(name="1", traces=[0], data=[dict(type="scatter", x=[1.0, 2.0, 3.0])])],
+    )
+    want = plotly_spec(
+        go.Figure(fig.__dict__["_plain"][0], fig.__dict__["_plain"][1], frames=fig.__dict__["_plain"][2])
+    )
+
+    def walked(*_args, **_kw):
+        raise AssertionError("a figure of plain lists was walked node by node")
+
+    monkeypatch.setattr(figures.base, "_encoded", walked)
+    got = figures.figure_spec(fig)
+    assert got == want
+    assert got["data"][0]["customdata"] == [[0, 0.25], [1, 0.5]] and got["data"][0]["y"] == [1.5, 2, 3]
+    assert got["data"][0]["x"] == [0.5, None, 2.0] and got["frames"][0]["data"][0]["x"] == [1.0, 2.0, 3.0]
+    with pytest.raises(AssertionError, match="walked"):  # an array to encode still takes the walk
+        figures.figure_spec(go.Figure(go.Scatter(y=np.arange(3.0))))
