@@ -92,11 +92,12 @@ if shown(5) and raw is not None and sweep is not None:
     demo = sat.float16_demo(raw)
     ui.show_view(ui.view(sat.float16_view, p, demo, sweep, style), "sat_fp16")
     st.markdown(sat.float16_verdict(p, demo, style))
-    with st.expander(ui.t("sat.fp16_table")):
-        top, table = sat.float16_table(p, demo, style)
-        if top:
-            st.caption(top)
-        st.dataframe(table, hide_index=True, width="stretch")
+    if (table_box := ui.lazy_expander(ui.t("sat.fp16_table"), "x_fp16_table")) is not None:  # sent while open
+        with table_box:
+            top, table = sat.float16_table(p, demo, style)
+            if top:
+                st.caption(top)
+            st.dataframe(table, hide_index=True, width="stretch")
 
 # ---- 7. explanations, with the user's numbers (not on a slide)
 if shown(6):

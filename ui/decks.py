@@ -21,11 +21,12 @@ from attn_core.config import ConfigError
 from attn_core.i18n import LANGUAGES
 
 from .core import _url_raw, _write_url, lang, present, t
-from .output import show_error
+from .output import lazy_expander, show_error
 
 STEP_KEYS = ("slide", "kv_token")  # ui.slide_controls steppers: the link counts from 1, session state from 0
 GLOBAL_KEYS = ("seed", "present", *STEP_KEYS)  # link parameters every page may hold besides its own controls
 DECK, AT, GOTO, NAME = "_deck", "_deck_at", "_deck_goto", "_deck_name"
+PANEL = "deck_panel"  # the sidebar's deck panel (an expander that tracks whether it is open)
 HEADING = "# {title} <span class='deck-at'>{at}</span>"  # slide mode: the slide's title, its number beside it
 LINK_ONLY = ("deck", "deck_at", "lang")  # link parameters that are not part of a slide's page state
 
@@ -277,7 +278,12 @@ def _load(data: bytes, name: str | None = None) -> None:
 def panel(page_name: str) -> None:
     """The sidebar's deck panel: open a shipped deck or a file, add this view as a slide, reorder, delete,
     download. Call after the page ran (``page_name``), so a new slide takes the view's whole link."""
-    with st.expander(t("deck.panel"), icon=":material/slideshow:", expanded=is_open()):
+    if is_open():  # a deck opened (by its link, or here): the panel shows its slides
+        st.session_state.setdefault(PANEL, True)
+    box = lazy_expander(t("deck.panel"), PANEL, icon=":material/slideshow:")
+    if box is None:  # closed: none of its widgets is sent
+        return
+    with box:
         err = st.session_state.pop("_deck_error", None)
         if err is not None:
             show_error(err)

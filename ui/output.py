@@ -257,16 +257,36 @@ def export_menu(fig: Any, key: str, data: Any, name: str) -> None:
             st.info(chromium_missing_message(), icon="ℹ️")
 
 
+def lazy_expander(label: str, key: str, **kwargs: Any) -> Any | None:
+    """``st.expander(label, key=key, **kwargs)`` whose content is sent only while it is open: the container to
+    fill, or None while it is closed (opening it reruns the page, which then fills it).
+
+    A closed explanation, table or panel costs a browser nothing on each slider move (its elements used to be
+    sent and rendered on every run: the deck panel's seven widgets and a help text took ~20 ms of a heatmap
+    move's ~250 ms in chromium). A client that tells no colour scheme (AppTest, :func:`chart_scheme`) cannot
+    open an expander: it gets every expander's content, as before, so the tests read every explanation.
+    """
+    if chart_scheme() is None:
+        return st.expander(label, key=key, **kwargs)
+    box = st.expander(label, key=key, on_change="rerun", **kwargs)
+    return box if box.open else None
+
+
 def help_expander(key: str, **kwargs: object) -> None:
-    """A short explanation in an expander, title ``<key>.title`` and body ``<key>.body``."""
-    with st.expander(t(f"{key}.title")):
-        st.markdown(t(f"{key}.body", **kwargs))
+    """A short explanation in an expander, title ``<key>.title`` and body ``<key>.body`` (sent while open)."""
+    box = lazy_expander(t(f"{key}.title"), f"x_{key}")
+    if box is not None:
+        with box:
+            st.markdown(t(f"{key}.body", **kwargs))
 
 
 def help_text(title_key: str, text: str) -> None:
-    """A short explanation already written for the current settings, in an expander titled ``title_key``."""
-    with st.expander(t(title_key)):
-        st.markdown(text)
+    """A short explanation already written for the current settings, in an expander titled ``title_key`` (sent
+    while open)."""
+    box = lazy_expander(t(title_key), f"x_{title_key}")
+    if box is not None:
+        with box:
+            st.markdown(text)
 
 
 def random_weights_note() -> None:

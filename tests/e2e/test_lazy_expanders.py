@@ -1,0 +1,48 @@
+"""In a real browser: a closed explanation or deck panel sends nothing on a slider move; opening it reruns the page
+and fills it with the current numbers, and it stays filled (and current) while open."""
+
+from __future__ import annotations
+
+import pytest
+
+from attn_core.i18n import translate
+
+pytestmark = pytest.mark.e2e
+
+
+# The expanders by their titles (not by their keys: an expander without a key must fail these tests too)
+HELP = f"[data-testid='stExpander']:has(summary:has-text('{translate('sat.grad_how.title', 'en')}'))"
+PANEL = f"[data-testid='stExpander']:has(summary:has-text('{translate('deck.panel', 'en')}'))"
+
+
+def content(watch, box: str) -> str:
+    """The text inside an expander's body, whether shown or not (empty while its content is not sent)."""
+    details = watch.page.locator(box).locator("[data-testid='stExpanderDetails']")
+    return details.text_content().strip() if details.count() else ""
+
+
+def open_box(watch, box: str) -> None:
+    watch.page.locator(box).locator("summary").click()
+    details = watch.page.locator(box).locator("[data-testid='stExpanderDetails'] [data-testid='stElementContainer']")
+    details.first.wait_for(state="visible")
+    watch.wait_idle()
+
+
+def test_a_closed_help_text_is_not_sent_and_opens_with_the_current_numbers(watch):
+    watch.open("saturation")
+    assert watch.page.locator(HELP).count() == 1, "the help expander is on the page"
+    assert content(watch, HELP) == "", "a closed help text's body was sent"
+    assert watch.page.locator(PANEL).locator("[data-testid='stFileUploader']").count() == 0, (
+        "the closed deck panel's widgets were sent"
+    )
+    watch.press_slider("temperature", 1)  # τ 1.0 -> 1.1
+    watch.wait_idle()
+    assert content(watch, HELP) == ""
+    open_box(watch, HELP)
+    assert "τ = 1.1: c = 1/(√64 · 1.1) = 0.1136" in content(watch, HELP)
+    watch.press_slider("temperature", 1, "ArrowLeft")  # back to 1.0: the open help text is sent again, current
+    watch.wait_idle()
+    assert "τ = 1: c = 1/(√64 · 1) = 0.125" in content(watch, HELP)
+    open_box(watch, PANEL)  # the deck panel's widgets come when it opens
+    assert watch.page.locator(PANEL).locator("[data-testid='stFileUploader']").count() == 1
+    assert watch.real_console_errors() == [] and watch.exceptions() == []
