@@ -85,7 +85,11 @@ def _columns(fig: Any) -> int:
 def phone_box(fig: Any, key: str) -> Any:
     """Where chart ``key`` goes: for panels side by side (or a chart in :data:`WIDE_CHARTS`), a box that on a
     phone keeps the chart readable (:data:`SCROLL_PX` wide) and scrolls sideways; else None (the chart is drawn
-    in place). Either way a title too long for a phone is written above it there (:func:`phone_title`)."""
+    in place). Either way a title too long for a phone is written above it there (:func:`phone_title`). Only a
+    phone's browser, or one we cannot tell, gets the box (:func:`phone_copies`): on a wide screen it is a
+    container that does nothing, one more element for every browser of a class on every run."""
+    if not phone_copies():
+        return None
     px = WIDE_CHARTS.get(key) or (SCROLL_PX if _columns(fig) > 1 else 0)
     if not px:
         return None
@@ -101,8 +105,9 @@ _SUB_LINE = re.compile(r"<br\s*/?>\s*<su([bp])>(.*?)</su\1>", flags=re.I | re.S)
 def phone_title(text: str, size: float) -> None:
     """Write a chart's title ``text`` (plotly's HTML subset) as wrapping text above the chart, shown only on a
     phone and only when the title is wider than a phone (call just before the chart: the CSS then hides
-    plotly's own title of the next element on a phone)."""
-    if phone.title_fits(text, size):
+    plotly's own title of the next element on a phone). Sent only to a phone's browser or one we cannot tell
+    (:func:`phone_copies`): a desktop browser would only hide it."""
+    if not phone_copies() or phone.title_fits(text, size):
         return
     body = _SUB_LINE.sub(lambda m: f'<br><span class="attn-sub">{m.group(2)}</span>', text)
     st.html(f'<div class="attn-phone-title">{body}</div>')

@@ -153,6 +153,9 @@ def test_small_laptop_pages_fit(browser, server):
             assert page.locator(".st-key-grid .js-plotly-plot").is_visible()
             assert page.locator(".st-key-grid__one").count() == 0
             assert page.locator("[class*='st-key-phone__']").count() == 0
+        # nor phone titles or sideways-scrolling boxes: elements a wide screen would only hide, on every run
+        phone_only = page.locator(".attn-phone-title, [class*='st-key-scroll__']").count()
+        assert phone_only == 0, f"{path or 'heatmaps'}: {phone_only} phone-only elements sent to a laptop"
         found[path or "heatmaps"] = problems(page)
     shoot(page, "laptop_lab")
     ctx.close()
