@@ -274,10 +274,7 @@ def lazy_expander(label: str, key: str, **kwargs: Any) -> Any | None:
 
 def help_expander(key: str, **kwargs: object) -> None:
     """A short explanation in an expander, title ``<key>.title`` and body ``<key>.body`` (sent while open)."""
-    box = lazy_expander(t(f"{key}.title"), f"x_{key}")
-    if box is not None:
-        with box:
-            st.markdown(t(f"{key}.body", **kwargs))
+    help_text(f"{key}.title", t(f"{key}.body", **kwargs))
 
 
 def help_text(title_key: str, text: str) -> None:
