@@ -115,3 +115,25 @@ def assert_same_charts(shown_all: list[dict], cli: list[dict], keys: tuple[str, 
                     np.testing.assert_array_equal(arr(a[key]), arr(b[key]))
             if a.get("type") == "table":
                 assert a["cells"]["values"] == b["cells"]["values"]
+
+
+def grid_panel(spec: dict, i: int) -> tuple[np.ndarray, list[str], list[str]]:
+    """Panel ``i`` of a head-grid spec (one heatmap, the panels in it): its weights ``[R, C]``, one per token
+    cell, and its row and column labels as drawn (zero-width suffixes removed), read from the cells inside
+    panel ``i``'s frame (the ``i``-th rectangle above the heatmap). Checks that each token's block of
+    ``sy × sy`` cells holds one value and that the frame holds exactly the panel's cells."""
+    grid = spec["layout"]["meta"]["head_grid"]
+    heat = next(t for t in spec["data"] if t["type"] == "heatmap")
+    frame = [s for s in spec["layout"]["shapes"] if s["layer"] == "above" and s.get("name") != "focus"][i]
+    x0, x1, y0, y1 = (int(round(frame[k] + 0.5)) for k in ("x0", "x1", "y0", "y1"))
+    sx, sy = grid["sx"], grid["sy"]
+    z = arr(heat["z"])[y0:y1, x0:x1]
+    r, c = z.shape[0] // sy, z.shape[1] // sx
+    assert (r, c) == (grid["rows"], grid["cols"]) and z.shape == (r * sy, c * sx)
+    cells = z[::sy, ::sx]
+    np.testing.assert_array_equal(z, np.repeat(np.repeat(cells, sy, axis=0), sx, axis=1))
+    plain = (
+        [s.replace("\u200b", "") for s in heat["y"][y0:y1:sy]],
+        [s.replace("\u200b", "") for s in heat["x"][x0:x1:sx]],
+    )
+    return cells, plain[0], plain[1]

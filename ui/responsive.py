@@ -17,6 +17,7 @@ from typing import Any
 
 import streamlit as st
 
+from attn_core import figures
 from attn_core.figures import phone
 
 from .core import style, t
@@ -74,9 +75,14 @@ def apply_responsive() -> None:
 
 
 def _columns(fig: Any) -> int:
-    """How many panels sit side by side in ``fig`` (distinct left edges of its x axes' domains)."""
+    """How many panels sit side by side in ``fig`` (a head grid's panels a row, else the distinct left edges of
+    its x axes' domains)."""
     spec = getattr(fig, "_attn_spec", None)
     lay = spec.get("layout", {}) if isinstance(spec, dict) else fig.layout.to_plotly_json()
+    meta = lay.get("meta")
+    grid = meta.get(figures.GRID_META) if isinstance(meta, dict) else None
+    if isinstance(grid, dict):
+        return int(grid["ncols"])
     starts = {round(float((ax.get("domain") or [0])[0]), 3) for k, ax in lay.items()
               if re.fullmatch(r"xaxis\d*", k) and isinstance(ax, dict)}  # fmt: skip
     return len(starts)

@@ -16,6 +16,7 @@ from .labels import (
     PLOT_PX,
     READABLE_TICK_FONT,
     Ticks,
+    short_label,
     thinned_note,
     tick_axis,
     tick_plan,
@@ -33,6 +34,7 @@ __all__ = [
     "grid_plan",
     "HeadGrid",
     "heatmap_grid",
+    "GRID_META",
     "MatrixSpec",
     "matrix_figure",
     "ENTROPY_MAX_POINTS",
@@ -139,18 +141,48 @@ class HeadGrid:
     focus_heads: tuple[int, ...] = ()
 
 
+GRID_META = "head_grid"  # layout.meta key: where each panel of a heatmap_grid sits (figures.phone reads it)
+GAP_PX = 20  # px between panels side by side (at PLOT_PX); rows of panels are apart by their titles' height
+_SUFFIX, _GAP = "\u200b", "\u200c"  # zero-width space: the same label in another panel; zero-width non-joiner: a gap
+
+
 @dataclass(frozen=True)
 class _Geometry:
-    """Where the panels of a grid go (px and paper fractions) and how its axes are ticked."""
+    """Where the panels of a grid go in its one heatmap: every token cell is ``sx × sy`` cells of the trace
+    (more than one where cells are large, so the gap between panels need not be a whole token wide), ``gx``
+    columns between panels side by side, ``gy`` rows between rows of panels (room for the panel titles);
+    ``xs`` / ``ys`` the category of every column / row (a panel's labels, made unique by zero-width spaces)."""
 
     plan: GridPlan
     nrows: int
     title_px: int
     plot_h: int
-    width: float
-    xgap: float
-    x_ticks: dict
-    y_ticks: dict
+    sx: int
+    sy: int
+    gx: int
+    gy: int
+    xs: list[str]
+    ys: list[str]
+
+    def col0(self, col: int, c: int) -> int:
+        """The first trace column of the panels in column ``col`` (``c`` tokens a panel)."""
+        return col * (c * self.sx + self.gx)
+
+    def row0(self, row: int, r: int) -> int:
+        """The first trace row of the panels in row ``row`` (``r`` tokens a panel)."""
+        return row * (r * self.sy + self.gy)
+
+
+def _categories(labels: list[str], n_panels: int, sub: int, gap: int) -> list[str]:
+    """One category per trace column (or row) of ``n_panels`` panels side by side: ``labels`` repeated, each
+    token ``sub`` times, unique by a suffix of zero-width spaces (drawn and hovered as the label itself),
+    with ``gap`` empty categories between panels (zero-width non-joiners: no label of a token is one)."""
+    out: list[str] = []
+    for j in range(n_panels):
+        if j:
+            out += [_GAP * (len(out) + 1 + k) for k in range(gap)]
+        out += [label + _SUFFIX * (j * sub + k) for label in labels for k in range(sub)]
+    return out
 
 
 def _geometry(grid: HeadGrid, style: Style) -> _Geometry:
@@ -159,54 +191,52 @@ def _geometry(grid: HeadGrid, style: Style) -> _Geometry:
     base_cols = grid_columns(grid.n_heads, grid.n_kv_heads) if hs == grid.n_heads else min(hs, 4)
     plan = grid_plan(hs, base_cols, r, c, style, min_h=grid.panel_px, title_px=title_px)
     nrows = -(-hs // plan.ncols)
-    xgap = 0.025 if plan.ncols > 1 else 0.0
-    return _Geometry(plan, nrows, title_px, nrows * plan.panel_h + (nrows - 1) * title_px,
-                     (1.0 - xgap * (plan.ncols - 1)) / plan.ncols, xgap, tick_axis(grid.labels_k, plan.x),
-                     tick_axis(grid.labels_q, plan.y))  # fmt: skip
+    cell_w, cell_h = plan.panel_w / max(c, 1), plan.panel_h / max(r, 1)
+    sx = max(1, int(cell_w // GAP_PX)) if plan.ncols > 1 else 1
+    sy = max(1, int(cell_h // title_px)) if nrows > 1 else 1
+    gx = max(1, round(GAP_PX * sx / cell_w)) if plan.ncols > 1 else 0
+    gy = int(np.ceil(title_px * sy / cell_h - 1e-9)) if nrows > 1 else 0
+    plot_h = int(round(nrows * plan.panel_h + (nrows - 1) * gy * cell_h / sy))
+    return _Geometry(plan, nrows, title_px, plot_h, sx, sy, gx, gy,
+                     _categories(grid.labels_k, plan.ncols, sx, gx), _categories(grid.labels_q, nrows, sy, gy))  # fmt: skip
 
 
-def _panel(i: int, grid: HeadGrid, geo: _Geometry, style: Style, words: dict[str, str]) -> tuple[dict, dict, dict]:
-    """Panel ``i``: its heatmap trace and its x and y axes (``xaxis<n>``, ``yaxis<n>``)."""
+def _ticks(labels: list[str], ticks: Ticks, starts: list[int], sub: int, names: list[str]) -> dict:
+    """Tick settings of one axis: every ``ticks.step``-th label of each panel starting at ``starts``, shortened."""
+    picked = range(0, len(labels), ticks.step)
+    return dict(tickmode="array", tickvals=[names[s + m * sub + sub // 2] for s in starts for m in picked],
+                ticktext=[short_label(labels[m]) for _ in starts for m in picked], tickfont=dict(size=ticks.font))  # fmt: skip
+
+
+def _tiled(grid: HeadGrid, geo: _Geometry) -> np.ndarray:
+    """The panels' weights in one float32 matrix ``[len(ys), len(xs)]``, NaN between panels."""
     hs, r, c = grid.weights.shape
-    head, ncols = grid.heads[i], geo.plan.ncols
-    row, col = divmod(i, ncols)
-    n = "" if i == 0 else str(i + 1)
-    group = head // (grid.n_heads // grid.n_kv_heads)
-    x0 = col * (geo.width + geo.xgap)
-    show_x = row == geo.nrows - 1 or i + ncols >= hs  # the bottom panel of each column has the key labels
-    top = 1.0 - row * (geo.plan.panel_h + geo.title_px) / geo.plot_h
-    axis_font = dict(size=style.font + 2)
-    trace = dict(type="heatmap", z=grid.weights[i], x=grid.labels_k, y=grid.labels_q, xaxis=f"x{n}", yaxis=f"y{n}",
-                 coloraxis="coloraxis", hoverongaps=False, name=f"{words['head']} {head}",
-                 hovertemplate=(f"<b>{words['head']} {head}</b> · KV {group}<br>{words['query']} %{{y}}<br>"
-                                f"{words['key']} %{{x}}<br>{words['value']} %{{z:.4f}}<extra></extra>"))  # fmt: skip
-    x_axis = dict(domain=[x0, min(1.0, x0 + geo.width)], anchor=f"y{n}", type="category",
-                  showticklabels=show_x, tickangle=-60, showgrid=False, zeroline=False,
-                  **(geo.x_ticks if show_x else {}),
-                  # the first panel's range (category i sits at i: the cells fill the panel), the others match it
-                  **(dict(matches="x") if i else dict(range=[-0.5, c - 0.5])),
-                  title=dict(text=words["key"] if row == geo.nrows - 1 and col == 0 else "", font=axis_font))  # fmt: skip
-    y_axis = dict(domain=[max(0.0, top - geo.plan.panel_h / geo.plot_h), top], anchor=f"x{n}", type="category",
-                  showticklabels=col == 0, showgrid=False, zeroline=False,
-                  **(geo.y_ticks if col == 0 else {}),
-                  **(dict(matches="y") if i else dict(range=[r - 0.5, -0.5])),  # first query row at the top
-                  title=dict(text=words["query"] if col == 0 and row == 0 else "", font=axis_font))  # fmt: skip
-    return trace, x_axis, y_axis
+    z = np.full((len(geo.ys), len(geo.xs)), np.nan, dtype=np.float32)
+    for i in range(hs):
+        row, col = divmod(i, geo.plan.ncols)
+        y0, x0 = geo.row0(row, r), geo.col0(col, c)
+        w = grid.weights[i]
+        if geo.sy > 1 or geo.sx > 1:
+            w = np.repeat(np.repeat(w, geo.sy, axis=0), geo.sx, axis=1)
+        z[y0 : y0 + r * geo.sy, x0 : x0 + c * geo.sx] = w
+    return z
 
 
 def _frames(i: int, grid: HeadGrid, geo: _Geometry, style: Style, masked: bool) -> tuple[list[dict], dict]:
     """Panel ``i``'s rectangles (grey under it where cells are masked, its KV group's frame) and its title."""
+    hs, r, c = grid.weights.shape
     head = grid.heads[i]
-    n = "" if i == 0 else str(i + 1)
     group = head // (grid.n_heads // grid.n_kv_heads)
     color = group_color(group)
-    panel = dict(type="rect", xref=f"x{n} domain", yref=f"y{n} domain", x0=0, x1=1, y0=0, y1=1)
+    row, col = divmod(i, geo.plan.ncols)
+    x0, y0 = geo.col0(col, c) - 0.5, geo.row0(row, r) - 0.5
+    panel = dict(type="rect", xref="x", yref="y", x0=x0, x1=x0 + c * geo.sx, y0=y0, y1=y0 + r * geo.sy)
     shapes = [dict(panel, fillcolor=MASK_GREY, line=dict(width=0), layer="below")] if masked else []
     shapes.append(dict(panel, line=dict(color=color, width=4 if style.present else 3), layer="above"))
     wide = geo.plan.ncols < 8  # eight panels a row leave no room for the word "head"
     text = f"<b>{style.t('fig.head')} {head}</b> · KV {group}" if wide else f"<b>{head}</b> · KV {group}"
-    title = dict(x=0.5, y=1.0, xref=f"x{n} domain", yref=f"y{n} domain", yanchor="bottom", showarrow=False,
-                 text=text, font=dict(color=color, size=style.font if wide else style.font - 1))  # fmt: skip
+    title = dict(x=x0 + c * geo.sx / 2, y=y0, xref="x", yref="y", yanchor="bottom", showarrow=False, text=text,
+                 font=dict(color=color, size=style.font if wide else style.font - 1))  # fmt: skip
     return shapes, title
 
 
@@ -215,15 +245,20 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
 
     ``grid.weights`` ``[Hs, R, C]`` in [0, 1] (NaN = masked, drawn grey by a rectangle under the
     panel); ``grid.heads`` the head index of each panel; ``labels_q`` (R) and ``labels_k`` (C) unique
-    labels of the rows and columns. Each panel is a float32 heatmap on its own axes (zoom and pan move
-    all panels together); hover shows the head, its KV group, the query, the key and the value, from a
-    hover template, not per-cell text. All panels share one colour scale from 0 to ``grid.cmax``.
+    labels of the rows and columns. All panels are one float32 heatmap on one pair of category axes, NaN
+    between them (:func:`_geometry`): a browser draws one trace and two axes instead of one of each per head
+    (64 heads: ~460 → ~120 ms in chromium). A panel's columns are its key labels, made unique from the other
+    panels' by zero-width spaces, so the hover names query and key as they are written. The hover shows the
+    head and its KV group from the click layer (or, for one panel, the heatmap's own template), the query,
+    the key and the value, never per-cell text. All panels share one colour scale from 0 to ``grid.cmax``.
+    ``layout.meta[GRID_META]`` says where each panel is (:func:`attn_core.figures.phone.one_panel`).
 
     Every row and column is labelled (shortened to :data:`LABEL_CHARS` characters of token; the hover
     names it whole) up to :data:`LABELLED` a side: :func:`grid_plan` picks the panels per row, the panel
     height (``panel_px`` at least) and the tick fonts; where labels must be thinned the title says so.
+    The key labels are under the last row of panels, the query labels left of the first column.
     """
-    hs = grid.weights.shape[0]
+    hs, r, c = grid.weights.shape
     grid = replace(grid, weights=np.ascontiguousarray(grid.weights, dtype=np.float32))
     geo = _geometry(grid, style)
     words = dict(head=style.t("fig.head"), query=style.t("fig.query"), key=style.t("fig.key"),
@@ -235,20 +270,22 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
     thinned = thinned_note(style, geo.plan.y, geo.plan.x, words["query"], words["key"])
     title += f"<br><sub>{thinned}</sub>" if thinned else ""
     masked = bool(np.isnan(grid.weights).any())
-    data, layout, shapes, annotations = [], {}, [], []
+    n_rep = grid.n_heads // grid.n_kv_heads
+    groups = [h // n_rep for h in grid.heads]
+    hover = f"{words['query']} %{{y}}<br>{words['key']} %{{x}}<br>{words['value']} %{{z:.4f}}<extra></extra>"
+    if hs == 1:
+        hover = f"<b>{words['head']} {grid.heads[0]}</b> · KV {groups[0]}<br>" + hover
+    data = [dict(type="heatmap", z=_tiled(grid, geo), x=geo.xs, y=geo.ys, coloraxis="coloraxis", hoverongaps=False,
+                 name=words["head"], hovertemplate=hover)]  # fmt: skip
+    shapes, annotations = [], []
     for i in range(hs):
-        trace, layout[f"xaxis{i + 1 if i else ''}"], layout[f"yaxis{i + 1 if i else ''}"] = _panel(
-            i, grid, geo, style, words
-        )
-        data.append(trace)
         frames, panel_title = _frames(i, grid, geo, style, masked)
         shapes += frames
         annotations.append(panel_title)
     clicks, outlines = _click_and_focus(grid, geo, style, words)
     data += clicks
     shapes += outlines
-    longest = max((len(s) for s in geo.x_ticks["ticktext"]), default=4)
-    label_room = int(min(200, 30 + (10 if style.present else 0) + 0.5 * geo.plan.x.font * longest))
+    x_axis, y_axis, label_room = _axes(grid, geo, words, style)
     # the title hangs from the top; each note line under it (<sub>, about 0.8 of the title's size) takes
     # one line height, and the first row's panel titles sit below them all
     lines = title.count("<br>")
@@ -256,9 +293,11 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
         16 + 1.4 * style.title_font * (1 + 0.85 * lines) + min(geo.title_px, 30) + (24 if style.present else 16)
     )
     tick_font = dict(size=style.font)
-    layout.update(
+    layout = dict(
         title=dict(text=title, font=dict(size=style.title_font), yref="container", y=1, yanchor="top", pad=dict(t=16)),
         font=dict(size=style.font),
+        xaxis=x_axis,
+        yaxis=y_axis,
         coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=grid.cmax,
                        colorbar=dict(title=dict(text=words["value"], font=tick_font), tickfont=tick_font)),
         shapes=shapes,
@@ -273,27 +312,49 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
     # grid out once): taller by what the bottom margin grows, the panels keep the height their labels need.
     reserve_margins({"data": data, "layout": layout})
     layout["height"] += layout["margin"]["b"] - label_room
-    # Up to 128 axes: built from plain dicts without plotly's per-property validation, which would cost
-    # ~0.1-0.2 s at 64 heads on every rerun (the shapes are fixed here and covered by the tests).
-    layout["meta"] = {FONTS_SET: style.font}  # apply_fonts has nothing left to do
+    # built from plain dicts without plotly's per-property validation (the shapes are fixed here and covered
+    # by the tests); the meta says where the panels are and that apply_fonts has nothing left to do
+    layout["meta"] = {FONTS_SET: style.font, GRID_META: dict(
+        heads=list(grid.heads), groups=groups, ncols=geo.plan.ncols, rows=r, cols=c, sx=geo.sx, sy=geo.sy, gx=geo.gx, gy=geo.gy)}  # fmt: skip
     return PlainFigure(data, layout)
 
 
-def _click_and_focus(grid: HeadGrid, geo: _Geometry, style: Style, words: dict[str, str]) -> tuple[list, list]:
-    """The grid's click layer (traces after every heatmap) and the outlines of the focused row."""
+def _axes(grid: HeadGrid, geo: _Geometry, words: dict[str, str], style: Style) -> tuple[dict, dict, int]:
+    """The grid's x and y axes (the key labels under the last row of panels, the query labels left of every row)
+    and the px its key labels take under the panels."""
     hs, r, c = grid.weights.shape
-    traces, shapes = [], []
+    ncols = geo.plan.ncols
+    last_row = range(min(ncols, hs - (geo.nrows - 1) * ncols))  # the columns with a panel in the last row
+    x_ticks = _ticks(grid.labels_k, geo.plan.x, [geo.col0(j, c) for j in last_row], geo.sx, geo.xs)
+    y_ticks = _ticks(grid.labels_q, geo.plan.y, [geo.row0(i, r) for i in range(geo.nrows)], geo.sy, geo.ys)
+    longest = max((len(s) for s in x_ticks["ticktext"]), default=4)
+    label_room = int(min(200, 30 + (10 if style.present else 0) + 0.5 * geo.plan.x.font * longest))
+    axis_font = dict(size=style.font + 2)
+    x_axis = dict(type="category", range=[-0.5, len(geo.xs) - 0.5], tickangle=-60, showgrid=False, zeroline=False,
+                  title=dict(text=words["key"], font=axis_font), **x_ticks)  # fmt: skip
+    y_axis = dict(type="category", range=[len(geo.ys) - 0.5, -0.5], showgrid=False, zeroline=False,  # first query on top
+                  title=dict(text=words["query"], font=axis_font), **y_ticks)  # fmt: skip
+    return x_axis, y_axis, label_room
+
+
+def _click_and_focus(grid: HeadGrid, geo: _Geometry, style: Style, words: dict[str, str]) -> tuple[list, list]:
+    """The grid's click layer (traces after the heatmap) and the outlines of the focused row."""
+    hs, r, c = grid.weights.shape
     step = click_step(hs, r, c) if grid.clickable else 0
     cell_px = min(geo.plan.panel_w / max(c, 1), geo.plan.panel_h / max(r, 1))
     n_rep = grid.n_heads // grid.n_kv_heads
+    panels, shapes = [], []
     for i, head in enumerate(grid.heads):
-        axes = "" if i == 0 else str(i + 1)
+        row, col = divmod(i, geo.plan.ncols)
+        x0, y0 = geo.col0(col, c), geo.row0(row, r)
         if step:
-            panel = ClickPanel(grid.weights[i], head, head // n_rep, grid.labels_q, grid.labels_k, axes, step, cell_px)
-            traces += click_layer(panel, words)
+            xs = geo.xs[x0 + geo.sx // 2 : x0 + c * geo.sx : geo.sx]  # a token's middle column (row) of cells
+            ys = geo.ys[y0 + geo.sy // 2 : y0 + r * geo.sy : geo.sy]
+            panels.append(ClickPanel(grid.weights[i], head, head // n_rep, ys, xs, step, cell_px))
         if grid.focus_row is not None and head in grid.focus_heads and 0 <= grid.focus_row < r:
-            shapes += row_outline(grid.focus_row, axes, style.present)
-    return traces, shapes
+            y = y0 + grid.focus_row * geo.sy
+            shapes += row_outline((x0 - 0.5, x0 + c * geo.sx - 0.5), (y - 0.5, y + geo.sy - 0.5), style.present)
+    return (click_layer(panels, words) if panels else []), shapes
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,18 @@
 A phone's main column is about :data:`PHONE_PX` wide: a grid of 4 to 8 heads a row squashes each panel
 to a few px a cell and its panel titles run into each other. :func:`one_panel` takes the grid as it was
 drawn (a :func:`~attn_core.figures.heatmap_grid` spec, plotly JSON) and returns one of its panels alone,
-full width, with its labels planned for that width: no figure is built again, only dicts are copied.
+full width, with its labels planned for that width: no figure is built again, its cells are cut from the grid's.
 """
 
 from __future__ import annotations
 
+import base64
 import re
 
-from .base import Style
+import numpy as np
+
+from .base import MASK_GREY, PLAIN_ARRAYS_MAX, Style, _as_list, _typed_array, group_color
+from .heatmaps import GRID_META
 from .labels import thinned_note, tick_axis, tick_plan
 from .margins import reserve_margins, text_width
 
@@ -22,60 +26,61 @@ _PANEL_TOP = 34  # px above the panel for its title ("head 3 · KV 0")
 _BAR_ROOM = 62  # px under the key labels for the horizontal colour bar, its numbers and its title
 
 
-def grid_panels(spec: dict) -> list[tuple[str, str]]:
-    """The panels of a head-grid spec in their order: (x axis name, title without tags), e.g. ``("x3", "head 2 ·
-    KV 0")``; empty for a chart that is not a grid of heatmap panels (fewer than two)."""
-    axes: list[str] = []
-    for trace in spec.get("data") or []:
-        xa = trace.get("xaxis") or "x"
-        if trace.get("type") == "heatmap" and xa not in axes:
-            axes.append(xa)
-    if len(axes) < 2:
+def _grid(spec: dict) -> dict | None:
+    """Where the panels of a head-grid spec sit (``layout.meta[GRID_META]``), None for any other chart."""
+    meta = (spec.get("layout") or {}).get("meta")
+    grid = meta.get(GRID_META) if isinstance(meta, dict) else None
+    return grid if isinstance(grid, dict) else None
+
+
+def grid_panels(spec: dict) -> list[tuple[int, str]]:
+    """The panels of a head-grid spec in their order: (head, title without tags), e.g. ``(2, "head 2 · KV 0")``;
+    empty for a chart that is not a grid of at least two heatmap panels."""
+    grid = _grid(spec)
+    if grid is None or len(grid["heads"]) < 2:
         return []
-    titles = {a.get("xref", "").split(" ")[0]: a.get("text", "") for a in spec["layout"].get("annotations") or []}
-    return [(xa, _TAG.sub("", titles.get(xa, xa))) for xa in axes]
+    titles = (spec["layout"].get("annotations") or [])[: len(grid["heads"])]  # the panel titles come first
+    return [(h, _TAG.sub("", a.get("text", ""))) for h, a in zip(grid["heads"], titles, strict=True)]
 
 
-def _suffix(axis: str) -> str:
-    return axis[1:]  # "x3" -> "3", "x" -> ""
-
-
-def _title_of(layout: dict, letter: str) -> dict | None:
-    """The first non-empty axis title of the grid (only the grid's first row or column carries one)."""
-    for name, ax in layout.items():
-        if re.fullmatch(f"{letter}axis\\d*", name) and isinstance(ax, dict):
-            title = ax.get("title") or {}
-            if title.get("text"):
-                return title
-    return None
-
-
-def _moved(items: list[dict], axis: str) -> list[dict]:
-    """The shapes or annotations drawn on ``axis``'s panel, moved to the lone panel's axes."""
-    n = _suffix(axis)
-    out = []
-    for it in items:
-        if it.get("xref", "").split(" ")[0] == axis:
-            out.append({**it, "xref": it["xref"].replace(axis, "x", 1), "yref": it["yref"].replace(f"y{n}", "y", 1)})
-    return out
+def _z(trace: dict) -> np.ndarray:
+    """A heatmap's ``z`` as a float array: plotly's base64 form (``bdata``) or nested lists (None = NaN)."""
+    z = trace["z"]
+    if isinstance(z, dict):
+        a = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
+        return a.reshape([int(s) for s in str(z["shape"]).split(",")]).astype(np.float32)
+    return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=np.float32)
 
 
 def one_panel(spec: dict, index: int, style: Style, width: int = PHONE_PX) -> dict:
-    """Panel ``index`` of the head grid ``spec`` alone, ``width`` px wide: its heatmap (not the grid's click
-    layer: the phone's head is picked, not clicked, and the heatmap's own hover shows), its frame and title, every row and column labelled at the largest font that fits the
-    width (thinned below the smallest, like the grid), the shared colour scale, square cells where the
-    height allows. The grid's own title is left out (the page writes it above the chart, where it wraps);
-    dragging does not zoom (on a touch screen it scrolls the page).
+    """Panel ``index`` of the head grid ``spec`` alone, ``width`` px wide: its cells cut from the grid's heatmap (not
+    the grid's click layer: the phone's head is picked, not clicked, and the heatmap's hover names the head),
+    its frame and title, every row and column labelled at the largest font that fits the width (thinned below
+    the smallest, like the grid), the shared colour scale, square cells where the height allows. The grid's own
+    title is left out (the page writes it above the chart, where it wraps); dragging does not zoom (on a touch
+    screen it scrolls the page).
     """
-    axis = grid_panels(spec)[index][0]
-    n, lay = _suffix(axis), spec["layout"]
-    data = [{**t, "xaxis": "x", "yaxis": "y"} for t in spec["data"]
-            if (t.get("xaxis") or "x") == axis and t.get("type") == "heatmap"]  # fmt: skip
-    heat = next(t for t in data if t.get("type") == "heatmap")
-    xs, ys = list(heat["x"]), list(heat["y"])
-    drop = ("matches", "tickmode", "tickvals", "ticktext", "tickfont", "showticklabels", "title", "range")
-    x_axis = {k: v for k, v in lay[f"xaxis{n}"].items() if k not in drop}
-    y_axis = {k: v for k, v in lay[f"yaxis{n}"].items() if k not in drop}
+    grid, lay = _grid(spec), spec["layout"]
+    heat = next(t for t in spec["data"] if t.get("type") == "heatmap")
+    r, c, sx, sy, ncols = grid["rows"], grid["cols"], grid["sx"], grid["sy"], grid["ncols"]
+    row, col = divmod(index, ncols)
+    x0, y0 = col * (c * sx + grid["gx"]), row * (r * sy + grid["gy"])
+    z = _z(heat)[y0 : y0 + r * sy : sy, x0 : x0 + c * sx : sx]
+    xs, ys = list(heat["x"][0 : c * sx : sx]), list(heat["y"][0 : r * sy : sy])  # the first panel's: no suffix
+    head, group = grid["heads"][index], grid["groups"][index]
+    hover = heat.get("hovertemplate") or ""
+    if not hover.startswith("<b>"):
+        hover = f"<b>{style.t('fig.head')} {head}</b> · KV {group}<br>" + hover
+    cells = _as_list(z) if z.size <= PLAIN_ARRAYS_MAX else _typed_array(z)  # as figure_spec sends it
+    data = [{**heat, "z": cells, "x": xs, "y": ys, "hovertemplate": hover}]
+    frame = next(s for s in lay.get("shapes") or [] if s.get("layer") == "above")  # every panel's frame is alike
+    panel = dict(type="rect", xref="x domain", yref="y domain", x0=0, x1=1, y0=0, y1=1)
+    shapes = [dict(panel, fillcolor=MASK_GREY, line=dict(width=0), layer="below")] if np.isnan(z).any() else []
+    shapes.append(dict(panel, line=dict(frame["line"], color=group_color(group)), layer="above"))
+    title = dict(lay["annotations"][index], x=0.5, y=1.0, xref="x domain", yref="y domain")
+    keep = ("type", "tickangle", "showgrid", "zeroline")
+    x_axis = {k: v for k, v in lay["xaxis"].items() if k in keep}
+    y_axis = {k: v for k, v in lay["yaxis"].items() if k in keep}
     plot_w = width - 110.0  # a first guess of the room the row labels leave
     for _ in range(2):  # the labels' font sets the margins, which set the room the labels have
         x_ticks = tick_plan(len(xs), plot_w, style)
@@ -86,22 +91,22 @@ def one_panel(spec: dict, index: int, style: Style, width: int = PHONE_PX) -> di
                    x=0.5, xanchor="center", yref="container", y=0.0, yanchor="bottom")  # fmt: skip
         bar["title"] = {**(bar.get("title") or {}), "side": "right"}
         layout = {
-            **{k: v for k, v in lay.items() if not re.fullmatch(r"[xy]axis\d*", k)},
+            **{k: v for k, v in lay.items() if not re.fullmatch(r"[xy]axis\d*", k) and k != "meta"},
             "title": {"text": ""},
             "xaxis": {**x_axis, "domain": [0, 1], "anchor": "y", "range": [-0.5, len(xs) - 0.5],
-                      "showticklabels": True, "title": _title_of(lay, "x") or {}, **tick_axis(xs, x_ticks)},
+                      "showticklabels": True, "title": lay["xaxis"].get("title") or {}, **tick_axis(xs, x_ticks)},
             "yaxis": {**y_axis, "domain": [0, 1], "anchor": "x", "range": [len(ys) - 0.5, -0.5],
-                      "showticklabels": True, "title": _title_of(lay, "y") or {}, **tick_axis(ys, y_ticks)},
+                      "showticklabels": True, "title": lay["yaxis"].get("title") or {}, **tick_axis(ys, y_ticks)},
             "coloraxis": {**(lay.get("coloraxis") or {}), "colorbar": bar},
-            "shapes": _moved(lay.get("shapes") or [], axis),
-            "annotations": _moved(lay.get("annotations") or [], axis),
+            "shapes": shapes,
+            "annotations": [title],
             "margin": {"l": 10, "r": 10, "t": _PANEL_TOP, "b": 10},
             "height": int(_PANEL_TOP + plot_h + 10),
             "dragmode": False,
         }  # fmt: skip
         note = thinned_note(style, y_ticks, x_ticks, style.t("fig.query"), style.t("fig.key"))
         if note:  # too many tokens for a phone's width: every k-th labelled, as the panel says
-            layout["annotations"] = [{**a, "text": f"{a['text']}<br><sub>{note}</sub>"} for a in layout["annotations"]]
+            layout["annotations"] = [{**title, "text": f"{title['text']}<br><sub>{note}</sub>"}]
             layout["margin"]["t"] = _PANEL_TOP + 18
         out = reserve_margins({"data": data, "layout": layout}, width=width)
         m = out["layout"]["margin"]

@@ -18,6 +18,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .base import FONTS_SET, Style, _set_fonts
+from .heatmaps import GRID_META
 from .labels import LABEL_PITCH, MIN_TICK_FONT
 from .margins import reserve_margins, text_width
 
@@ -71,7 +72,8 @@ def fit_figure(fig: go.Figure, preset: ExportPreset, style: Style = Style()) -> 
         size = getattr(getattr(trace, "textfont", None), "size", None)
         if size:
             trace.textfont.size = round(size * ratio)
-    _square_cells(out)
+    grid = _grid_meta(fig)
+    _square_cells(out, grid)
     lines = 1 + title.count("<br>")
     top = int(title_font * 1.3 * lines + 40 + preset.font * 1.5) if title else int((out.layout.margin.t or 60) * ratio)
     out.update_layout(margin=dict(t=min(top, height // 3), l=10, r=10, b=10))
@@ -79,7 +81,7 @@ def fit_figure(fig: go.Figure, preset: ExportPreset, style: Style = Style()) -> 
         m = out.layout.margin
         plot = (preset.width - m.l - m.r, height - m.t - m.b)
         widths, thinned = _fit_ticks(out, preset.font, plot)
-        _fit_annotations(out, ratio, preset.font, plot, widths)
+        _fit_annotations(out, ratio, preset.font, plot, widths, _panel_room(out, grid, widths))
         spec = reserve_margins(out.to_plotly_json(), width=preset.width)
         out.layout.margin = spec["layout"].get("margin", out.layout.margin)
     if thinned:  # said on the figure, as the page's charts do
@@ -111,15 +113,42 @@ def _wrap(text: str, font: int, width: float) -> str:
     return "<br>".join(out)
 
 
+def _grid_meta(fig: go.Figure) -> dict | None:
+    """Where the panels of a head grid sit (:data:`~.heatmaps.GRID_META`), None for any other chart."""
+    meta = fig.layout.meta
+    grid = meta.get(GRID_META) if isinstance(meta, dict) else None
+    return grid if isinstance(grid, dict) else None
+
+
+def _panel_room(fig: go.Figure, grid: dict | None, widths: dict[str, float]) -> tuple[int, float] | None:
+    """A head grid's panel titles (the first annotations, on data) and the px each has: its panel's width."""
+    if grid is None or "xaxis" not in widths:
+        return None
+    heat = next(t for t in fig.data if t.type == "heatmap")
+    return len(grid["heads"]), widths["xaxis"] * grid["cols"] * grid["sx"] / max(1, _shape(heat.z)[1])
+
+
 def _fit_annotations(
-    fig: go.Figure, ratio: float, font: int, plot: tuple[float, float], widths: dict[str, float]
+    fig: go.Figure,
+    ratio: float,
+    font: int,
+    plot: tuple[float, float],
+    widths: dict[str, float],
+    panels: tuple[int, float] | None = None,
 ) -> None:
-    """Notes and panel titles (placed on the paper or an axis's domain) at ``font`` px, smaller only where
-    their text would run past their panel (at least :data:`~.labels.MIN_TICK_FONT`); labels placed on data
-    (inside cells) grow by ``ratio`` like the cells' own text."""
-    for a in fig.layout.annotations:
+    """Notes and panel titles (placed on the paper or an axis's domain, or a head grid's ``panels[0]`` titles
+    ``panels[1]`` px wide) at ``font`` px, smaller only where their text would run past their panel (at least
+    :data:`~.labels.MIN_TICK_FONT`); labels placed on data (inside cells) grow by ``ratio`` like the cells'
+    own text."""
+    for i, a in enumerate(fig.layout.annotations):
         size = float(a.font.size or font / ratio)
         xref = str(a.xref or "paper")
+        if panels is not None and i < panels[0]:
+            target = font
+            while target > MIN_TICK_FONT and _TEXT_SAFETY * text_width(a.text or "", target) > panels[1]:
+                target -= 1
+            a.font.size = target
+            continue
         if not (xref.endswith(("paper", "domain")) and str(a.yref or "paper").endswith(("paper", "domain"))):
             a.font.size = round(size * ratio)
             continue
@@ -134,13 +163,15 @@ def _fit_annotations(
         a.font.size = target
 
 
-def _square_cells(fig: go.Figure) -> None:
-    """Every heatmap's cells square: its y axis scaled to its x axis, both shrinking into their domain."""
+def _square_cells(fig: go.Figure, grid: dict | None = None) -> None:
+    """Every heatmap's cells square: its y axis scaled to its x axis, both shrinking into their domain (a head
+    grid's token cells, ``sx × sy`` cells of its heatmap each)."""
+    ratio = grid["sx"] / grid["sy"] if grid else 1.0
     for trace in fig.data:
         if trace.type != "heatmap":
             continue
         x_name, y_name = _axis_names(trace)
-        fig.layout[y_name].update(scaleanchor=trace.xaxis or "x", scaleratio=1, constrain="domain")
+        fig.layout[y_name].update(scaleanchor=trace.xaxis or "x", scaleratio=ratio, constrain="domain")
         fig.layout[x_name].update(constrain="domain")
 
 

@@ -47,65 +47,79 @@ def click_step(n_panels: int, rows: int, cols: int, max_points: int = CLICK_POIN
 
 @dataclass(frozen=True)
 class ClickPanel:
-    """One panel's share of the click layer: its weights ``[R, C]``, head, KV group, labels, axes suffix."""
+    """One panel's share of the click layer: its weights ``[R, C]``, head, KV group, the category of each of its
+    rows (R) and columns (C) on the grid's axes, and the cells a side of one point and a cell's size in px."""
 
     weights: np.ndarray
     head: int
     group: int
     labels_q: list[str]
     labels_k: list[str]
-    axes: str  # "" for x/y, "2" for x2/y2 ...
     step: int
     cell_px: float
 
 
-def click_layer(panel: ClickPanel, words: dict[str, str]) -> list[dict]:
-    """Transparent scatter points over one panel (``customdata[0]`` = the head): one per cell, or one per
-    ``step × step`` block (its largest weight in the hover). Masked cells get their own trace, hover "masked".
+def click_layer(panels: list[ClickPanel], words: dict[str, str]) -> list[dict]:
+    """Transparent scatter points over every panel of a grid (``customdata`` = ``[head, weight, KV group]``): one
+    per cell, or one per ``step × step`` block (its largest weight in the hover). Masked cells are a second
+    trace, hover "masked" (``[head, None, group]``). Two traces for the whole grid, whatever its heads.
 
     Plotly draws one marker of each trace (``maxdisplayed``): hover and click-select read the trace's data,
     not its drawn markers, so every point still answers, and the browser builds two SVG nodes instead of one
     per cell (the default grid's draw: 123 → 62 ms in chromium, 968 points).
     """
-    w, s = panel.weights, panel.step
-    r, c = w.shape
-    i0 = np.arange(0, r, s)
-    j0 = np.arange(0, c, s)
-    ii, jj = np.meshgrid(i0, j0, indexing="ij")
-    ii, jj = ii.reshape(-1), jj.reshape(-1)
-    if s == 1:
-        top = w[ii, jj]
-    else:
-        blocks = [w[a : a + s, b : b + s] for a, b in zip(ii, jj, strict=True)]
-        top = np.array([np.nanmax(b) if np.isfinite(b).any() else np.nan for b in blocks], dtype=np.float64)
-    ci, cj = np.minimum(ii + s // 2, r - 1), np.minimum(jj + s // 2, c - 1)  # the block's middle cell
-    head, g = panel.head, panel.group
-    where = f"<b>{words['head']} {head}</b> · KV {g}<br>{words['query']} %{{y}}<br>{words['key']} %{{x}}<br>"
+    xs: list[str] = []
+    ys: list[str] = []
+    cds: list[list] = []
+    masks: list[np.ndarray] = []
+    for panel in panels:
+        w, s = panel.weights, panel.step
+        r, c = w.shape
+        ii, jj = np.meshgrid(np.arange(0, r, s), np.arange(0, c, s), indexing="ij")
+        ii, jj = ii.reshape(-1), jj.reshape(-1)
+        if s == 1:
+            top = w[ii, jj].astype(np.float64)
+        else:
+            blocks = [w[a : a + s, b : b + s] for a, b in zip(ii, jj, strict=True)]
+            top = np.array([np.nanmax(b) if np.isfinite(b).any() else np.nan for b in blocks], dtype=np.float64)
+        ci, cj = np.minimum(ii + s // 2, r - 1), np.minimum(jj + s // 2, c - 1)  # the block's middle cell
+        xs += [panel.labels_k[j] for j in cj]
+        ys += [panel.labels_q[i] for i in ci]
+        nan = np.isnan(top)
+        masks.append(nan)
+        cds += [
+            [panel.head, None if m else round(float(v), 6), panel.group]
+            for v, m in zip(top.tolist(), nan.tolist(), strict=True)
+        ]
+    if not panels:
+        return []
+    masked = np.concatenate(masks)
+    s, size_px = panels[0].step, panels[0].cell_px
+    where = f"<b>{words['head']} %{{customdata[0]}}</b> · KV %{{customdata[2]}}<br>{words['query']} %{{y}}<br>"
+    where += f"{words['key']} %{{x}}<br>"
     if s > 1:  # one point per block: its middle cell names it, the hover says how large it is
         where += words["block"].format(n=s) + "<br>"
-    size = float(max(6.0, min(400.0, panel.cell_px * s * 1.45)))  # circles that cover their block's corners
-    base = dict(type="scatter", mode="markers", xaxis=f"x{panel.axes}", yaxis=f"y{panel.axes}", showlegend=False,
+    size = float(max(6.0, min(400.0, size_px * s * 1.45)))  # circles that cover their block's corners
+    base = dict(type="scatter", mode="markers", showlegend=False,
                 marker=dict(size=size, color="rgba(0,0,0,0)", opacity=0.0, maxdisplayed=1), selected=dict(marker=dict(opacity=0.0)),
-                unselected=dict(marker=dict(opacity=0.0)), name=f"click {head}")  # fmt: skip
+                unselected=dict(marker=dict(opacity=0.0)), name="click")  # fmt: skip
     traces = []
-    for masked in (False, True):
-        keep = np.isnan(top) == masked
-        if not keep.any():
+    for m in (False, True):
+        keep = np.flatnonzero(masked == m)
+        if not len(keep):
             continue
-        if masked:
-            cd = [[head]] * int(keep.sum())
-            hover = where + words["masked"]
-        else:
-            cd = [[head, round(float(v), 6)] for v in top[keep]]
-            hover = where + (words["block_top"] if s > 1 else words["value"]) + " %{customdata[1]:.4f}"
-        traces.append(dict(base, x=[panel.labels_k[j] for j in cj[keep]], y=[panel.labels_q[i] for i in ci[keep]],
-                           customdata=cd, hovertemplate=hover + f"<br><i>{words['click']}</i><extra></extra>"))  # fmt: skip
+        hover = where + (
+            words["masked"] if m else (words["block_top"] if s > 1 else words["value"]) + " %{customdata[1]:.4f}"
+        )
+        traces.append(dict(base, x=[xs[k] for k in keep], y=[ys[k] for k in keep], customdata=[cds[k] for k in keep],
+                           hovertemplate=hover + f"<br><i>{words['click']}</i><extra></extra>"))  # fmt: skip
     return traces
 
 
-def row_outline(row: int, axes: str, present: bool = False) -> list[dict]:
-    """Two rectangles around row ``row`` of the panel on axes ``x<axes>/y<axes>``: a white band, a black line."""
-    rect = dict(type="rect", xref=f"x{axes} domain", yref=f"y{axes}", x0=0, x1=1, y0=row - 0.5, y1=row + 0.5,
+def row_outline(x: tuple[float, float], y: tuple[float, float], present: bool = False) -> list[dict]:
+    """Two rectangles around one query row of a panel, from ``x[0]`` to ``x[1]`` and ``y[0]`` to ``y[1]`` on the
+    axes ``x``/``y`` (cell edges): a white band, a black line."""
+    rect = dict(type="rect", xref="x", yref="y", x0=x[0], x1=x[1], y0=y[0], y1=y[1],
                 layer="above", fillcolor="rgba(0,0,0,0)", name="focus")  # fmt: skip
     wide = 7 if present else 5
     return [dict(rect, line=dict(color=OUTLINE_COLOURS[0], width=wide)),

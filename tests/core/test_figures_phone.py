@@ -11,7 +11,7 @@ import pytest
 from attn_core import figures
 from attn_core.figures import phone
 from attn_core.views import heatmaps as hm
-from tests.util import arr
+from tests.util import arr, grid_panel
 
 
 def grid_spec(style: figures.Style, **params) -> dict:
@@ -27,22 +27,27 @@ def default_grid() -> dict:
 
 def test_panels_are_the_grid_heads_in_order(default_grid):
     panels = phone.grid_panels(default_grid)
-    assert [axis for axis, _ in panels] == ["x", *(f"x{i}" for i in range(2, 9))]
+    assert [head for head, _ in panels] == list(range(8))
     assert [title for _, title in panels] == [f"head {h} · KV {h // 4}" for h in range(8)]
     single = {"data": [{"type": "heatmap", "z": [[1]]}], "layout": {}}
-    assert phone.grid_panels(single) == []  # one panel: nothing to pick from
+    assert phone.grid_panels(single) == []  # not a grid
+    zoom = hm.grid_view(hm.zoom_maps(hm.Params().layer(), 3, (0, 11, 0, 11), "max"), figures.Style())
+    assert phone.grid_panels(json.loads(pio.to_json(zoom.figure, validate=False))) == []  # one panel: nothing to pick
 
 
 @pytest.mark.parametrize("i", [0, 5, 7])
 def test_one_panel_is_the_grids_panel_alone_every_token_labelled(default_grid, i):
     one = phone.one_panel(default_grid, i, figures.Style())
     (trace,) = one["data"]
-    grid_trace = default_grid["data"][i]
-    np.testing.assert_array_equal(arr(trace["z"]), arr(grid_trace["z"]))  # the same weights, copied
-    assert (trace["xaxis"], trace["yaxis"]) == ("x", "y") and trace["hovertemplate"] == grid_trace["hovertemplate"]
+    z, labels_q, labels_k = grid_panel(default_grid, i)
+    np.testing.assert_array_equal(arr(trace["z"]), z)  # the same weights, cut from the grid's heatmap
+    assert trace.get("xaxis", "x") == "x" and trace.get("yaxis", "y") == "y"
+    assert trace["hovertemplate"].startswith(f"<b>head {i}</b> · KV {i // 4}<br>query %{{y}}<br>key %{{x}}")
+    assert trace["x"] == labels_k and trace["y"] == labels_q  # the labels themselves, no zero-width suffix
     lay = one["layout"]
     tokens = "The cat sat on the mat because it was tired .".split()
     labels = [f"{t} ({j})" for j, t in enumerate(tokens)]
+    assert labels_k == labels
     assert lay["xaxis"]["tickvals"] == labels and lay["yaxis"]["tickvals"] == labels  # all 11, both axes
     assert lay["xaxis"]["tickfont"]["size"] >= figures.MIN_TICK_FONT
     assert lay["xaxis"]["domain"] == [0, 1] and "matches" not in lay["xaxis"]

@@ -16,7 +16,7 @@ from attn_core import figures
 from attn_core.longmaps import PooledMaps, pooled_attention
 from attn_core.tokens import tokenize
 from attn_core.views import heatmaps as hm
-from tests.util import arr, seeded
+from tests.util import arr, grid_panel, seeded
 
 SENTENCE = tokenize("The cat sat on the mat because it was tired .")
 
@@ -34,19 +34,25 @@ def outlines(spec: dict) -> list[dict]:
     return [s for s in spec["layout"]["shapes"] if s.get("name") == "focus"]
 
 
+def frame(spec: dict, i: int) -> dict:
+    return [s for s in spec["layout"]["shapes"] if s["layer"] == "above" and s.get("name") != "focus"][i]
+
+
 @pytest.mark.parametrize("mask", ["none", "causal"])
 def test_outline_is_on_the_query_row_in_every_head_of_the_group(mask):
     pm = grid_of(mask=mask)
     assert outlines(spec_of(pm)) == []
-    spec = spec_of(pm, (2, 1))  # query "sat (2)", KV group 1 = heads 4..7 = panels 5..8
+    spec = spec_of(pm, (2, 1))  # query "sat (2)", KV group 1 = heads 4..7 = panels 4..7
     got = outlines(spec)
     assert len(got) == 8  # a white band and a black line in each of the four panels
-    assert sorted({s["xref"] for s in got}) == [f"x{i} domain" for i in (5, 6, 7, 8)]
-    assert all(s["yref"] == s["xref"].replace("x", "y").replace(" domain", "") for s in got)
-    assert all((s["y0"], s["y1"], s["x0"], s["x1"]) == (1.5, 2.5, 0, 1) for s in got)
     assert [s["line"]["color"] for s in got[:2]] == list(figures.OUTLINE_COLOURS)
-    # the row at 1.5..2.5 of a category axis is the third label: sat (2)
-    assert spec["data"][4]["y"][2] == "sat (2)" and spec["data"][4]["yaxis"] == "y5"
+    heat = spec["data"][0]
+    for k, i in enumerate(range(4, 8)):
+        f = frame(spec, i)
+        for s in got[2 * k : 2 * k + 2]:  # across the whole panel, around its third row: sat (2)
+            assert (s["xref"], s["yref"], s["x0"], s["x1"]) == ("x", "y", f["x0"], f["x1"])
+            assert s["y1"] - s["y0"] == 1 and heat["y"][int(s["y0"] + 0.5)].replace("\u200b", "") == "sat (2)"
+            assert s["y0"] == f["y0"] + 2
     # a group or token that is not there outlines nothing
     assert outlines(spec_of(pm, (2, 2))) == [] and outlines(spec_of(pm, (11, 0))) == []
 
@@ -54,34 +60,42 @@ def test_outline_is_on_the_query_row_in_every_head_of_the_group(mask):
 def test_pooled_grid_outlines_the_block_row_holding_the_query():
     pm = grid_of(64, 8, [f"t{i}" for i in range(64)])  # 64 heads: 55 cells a side, blocks of 2 queries
     assert pm.factor == 2
-    got = outlines(spec_of(pm, (37, 3)))
-    assert {s["xref"] for s in got} == {f"x{h + 1} domain" for h in range(24, 32)}
-    assert all((s["y0"], s["y1"]) == (17.5, 18.5) for s in got)  # block row 18 holds queries 36 and 37
-    note = hm.focus_pooled_note(pm, 37, figures.Style())
+    spec = spec_of(pm, (37, 3))
+    got = outlines(spec)
+    assert len(got) == 16  # two rectangles in each of the 8 heads of group 3
+    for k, h in enumerate(range(24, 32)):
+        f = frame(spec, h)
+        assert all((s["x0"], s["x1"], s["y0"] - f["y0"]) == (f["x0"], f["x1"], 18) for s in got[2 * k : 2 * k + 2])
+    note = hm.focus_pooled_note(pm, 37, figures.Style())  # block row 18 holds queries 36 and 37
     assert "block of 2 queries" in note and "positions 36–37" in note and "“t37” (37)" in note
 
 
 def test_click_layer_has_one_point_per_cell_with_its_head_and_weight():
     pm = grid_of(mask="causal")
     spec = spec_of(pm)
-    heat = [t for t in spec["data"] if t["type"] == "heatmap"]
-    clicks = [t for t in spec["data"] if t["type"] == "scatter"]
-    assert len(heat) == 8 and len(clicks) == 16  # per panel: the allowed cells, the masked cells
+    heat, *clicks = spec["data"]
+    assert heat["type"] == "heatmap" and len(clicks) == 2  # the allowed cells, the masked cells: every panel's
+    z = arr(heat["z"])
+    seen = set()
     for tr in clicks:
         assert tr["marker"]["opacity"] == 0 and tr["selected"]["marker"]["opacity"] == 0
-        head = tr["customdata"][0][0]
-        assert all(cd[0] == head for cd in tr["customdata"]) and tr["xaxis"] == f"x{head + 1 if head else ''}"
-        rows = [int(y.rsplit("(", 1)[1][:-1]) for y in tr["y"]]
-        cols = [int(x.rsplit("(", 1)[1][:-1]) for x in tr["x"]]
-        z = arr(heat[head]["z"])
+        assert tr["marker"]["maxdisplayed"] == 1 and "xaxis" not in tr
+        cols = [heat["x"].index(x) for x in tr["x"]]  # each point on its cell of the heatmap
+        rows = [heat["y"].index(y) for y in tr["y"]]
+        for cd, r, c in zip(tr["customdata"], rows, cols, strict=True):
+            f = frame(spec, cd[0])  # the point lies in its head's panel; its KV group is the head's
+            assert f["x0"] < c < f["x1"] and f["y0"] < r < f["y1"] and cd[2] == cd[0] // 4
+            seen.add((cd[0], r, c))
         if "masked" in tr["hovertemplate"]:
-            assert np.isnan(z[rows, cols]).all() and len(rows) == 55  # the upper triangle of 11 × 11
+            assert np.isnan(z[rows, cols]).all() and len(rows) == 8 * 55  # the upper triangle of 11 × 11
+            assert all(cd[1] is None for cd in tr["customdata"])
         else:
-            assert len(rows) == 66
+            assert len(rows) == 8 * 66
             np.testing.assert_allclose([cd[1] for cd in tr["customdata"]], z[rows, cols], atol=1e-6)
             hover = tr["hovertemplate"]
-            assert f"<b>head {head}</b> · KV {head // 4}" in hover and "query %{y}" in hover and "key %{x}" in hover
-            assert "click: open this head" in hover
+            assert "<b>head %{customdata[0]}</b> · KV %{customdata[2]}" in hover
+            assert "query %{y}" in hover and "key %{x}" in hover and "click: open this head" in hover
+    assert len(seen) == 8 * 121  # one point on each cell of each panel
 
 
 def test_large_grids_get_one_click_point_per_block():
@@ -92,10 +106,11 @@ def test_large_grids_get_one_click_point_per_block():
     spec = spec_of(pm)
     clicks = [t for t in spec["data"] if t["type"] == "scatter"]
     assert sum(len(t["x"]) for t in clicks) == 8 * (-(-150 // step)) ** 2
-    tr = clicks[3]
-    z = arr(spec["data"][3]["z"])
-    # the first point covers the block of rows and columns 0..step-1: its weight is that block's largest
-    assert tr["customdata"][0][1] == pytest.approx(float(np.nanmax(z[:step, :step])), abs=1e-6)
+    z, _, _ = grid_panel(spec, 3)
+    tr = clicks[0]
+    first = next(i for i, cd in enumerate(tr["customdata"]) if cd[0] == 3)
+    # head 3's first point covers the block of rows and columns 0..step-1: its weight is that block's largest
+    assert tr["customdata"][first][1] == pytest.approx(float(np.nanmax(z[:step, :step])), abs=1e-6)
     assert f"{step}×{step} block" in tr["hovertemplate"] and "largest weight" in tr["hovertemplate"]
     assert len(json.dumps(clicks)) < 250_000
 

@@ -11,7 +11,7 @@ from attn_core import figures
 from attn_core.config import AttentionConfig, ConfigError
 from attn_core.maps import build_mask, compute_attention_maps, normalized_entropy, shape_walk
 from attn_core.tokens import tokenize
-from tests.util import arr, seeded
+from tests.util import arr, grid_panel, seeded
 
 TOKS = tokenize("the cat sat on the mat")
 
@@ -146,22 +146,47 @@ def grid(m, style=figures.Style()):
 def test_heatmap_grid_tiles_heads_by_group_and_masks():
     m = maps(mask_kind="causal")
     spec = json.loads(grid(m).to_json())
-    heat = [t for t in spec["data"] if t["type"] == "heatmap"]
-    assert len(heat) == 4 and spec["data"][:4] == heat  # one heatmap per head, each on its own axes, first
-    assert {t["type"] for t in spec["data"][4:]} == {"scatter"}  # then the click layer
-    for h, trace in enumerate(heat):
-        np.testing.assert_allclose(arr(trace["z"]), np.where(m.mask, m.weights[h], np.nan), atol=1e-6)
-        assert "text" not in trace and f"<b>head {h}</b> · KV {h // 2}" in trace["hovertemplate"]
-        assert trace["x"] == [f"{t} ({i})" for i, t in enumerate(m.tokens_k)]
+    heat, *clicks = spec["data"]
+    assert heat["type"] == "heatmap" and {t["type"] for t in clicks} == {"scatter"}  # one heatmap, then clicks
+    inside = np.zeros(arr(heat["z"]).shape, bool)
+    for h in range(4):  # the panels in the order of the heads, each inside its frame
+        z, labels_q, labels_k = grid_panel(spec, h)
+        np.testing.assert_allclose(z, np.where(m.mask, m.weights[h], np.nan), atol=1e-6)
+        assert labels_k == [f"{t} ({i})" for i, t in enumerate(m.tokens_k)] and labels_q == labels_k
+        f = [s for s in spec["layout"]["shapes"] if s["layer"] == "above"][h]
+        inside[int(f["y0"] + 0.5) : int(f["y1"] + 0.5), int(f["x0"] + 0.5) : int(f["x1"] + 0.5)] = True
+    assert np.isnan(arr(heat["z"])[~inside]).all()  # between the panels: nothing drawn
+    assert len(set(heat["x"])) == len(heat["x"]) and len(set(heat["y"])) == len(heat["y"])  # categories unique
+    assert "text" not in heat and "customdata" not in heat
+    hover = clicks[0]["hovertemplate"]  # the click layer names the head and its KV group
+    assert "<b>head %{customdata[0]}</b> · KV %{customdata[2]}" in hover
     assert spec["layout"]["coloraxis"]["cmin"] == 0 and spec["layout"]["coloraxis"]["cmax"] == 1
-    assert spec["layout"]["yaxis"]["range"] == [5.5, -0.5]  # first query at the top
-    assert spec["layout"]["xaxis2"]["matches"] == "x" and spec["layout"]["yaxis4"]["matches"] == "y"
+    assert spec["layout"]["yaxis"]["range"] == [len(heat["y"]) - 0.5, -0.5]  # first query at the top
+    assert not [k for k in spec["layout"] if k in ("xaxis2", "yaxis2")]  # one pair of axes for every panel
     frames = [s["line"]["color"] for s in spec["layout"]["shapes"] if s["layer"] == "above"]
     assert frames[0] == frames[1] == figures.group_color(0) and frames[2] == frames[3] == figures.group_color(1)
     greys = [s for s in spec["layout"]["shapes"] if s["layer"] == "below"]
     assert len(greys) == 4 and all(s["fillcolor"] == figures.MASK_GREY for s in greys)
     # unmasked: no grey rectangles at all
     assert not [s for s in json.loads(grid(maps()).to_json())["layout"]["shapes"] if s["layer"] == "below"]
+
+
+@pytest.mark.parametrize("n_tokens,present", [(2, False), (3, True), (11, False), (40, True), (16, False)])
+def test_panels_are_apart_by_a_gap_not_a_token(n_tokens, present):
+    """Few tokens make cells larger than the gap between panels: each cell is then several of the heatmap's,
+    so the gap stays about 20 px across and a title high, whatever the cell size."""
+    from attn_core.figures.labels import PLOT_PX
+
+    style = figures.Style(present=present)
+    spec, _ = grid_spec(8, 2, [f"t{i}" for i in range(n_tokens)], style)
+    g = spec["layout"]["meta"]["head_grid"]
+    heat = spec["data"][0]
+    unit_x = PLOT_PX[present] / len(heat["x"])  # px of one heatmap column at the planned width
+    assert 10 <= g["gx"] * unit_x <= 40 if g["ncols"] > 1 else g["gx"] == 0, g
+    lay = spec["layout"]
+    unit_y = (lay["height"] - lay["margin"]["t"] - lay["margin"]["b"]) / len(heat["y"])
+    title_px = 40 if present else 24
+    assert title_px <= g["gy"] * unit_y <= 2.2 * title_px, g
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 8, 16, 32, 64])
@@ -231,11 +256,6 @@ def test_no_colour_is_a_streamlit_theme_placeholder():
 SENTENCE = tokenize("The cat sat on the mat because it was tired .")
 
 
-def labelled_axes(spec: dict) -> dict[str, dict]:
-    """The axes of a figure that show tick labels."""
-    return {k: v for k, v in spec["layout"].items() if re.fullmatch(r"[xy]axis\d*", k) and v.get("showticklabels")}
-
-
 def grid_spec(n_heads, n_kv_heads, tokens, style, **kw):
     from attn_core.longmaps import pooled_attention
     from attn_core.views import heatmaps as views
@@ -247,24 +267,25 @@ def grid_spec(n_heads, n_kv_heads, tokens, style, **kw):
 
 
 def check_every_label_fits(spec: dict, n_rows: int, n_cols: int, min_font: int, present: bool = False) -> None:
-    """Each labelled axis lists every category, at a font its cells have room for (LABEL_PITCH px per font px)."""
-    layout = spec["layout"]
+    """Both axes list every label of each panel beside them, at a font its cells have room for (LABEL_PITCH px
+    per font px): the query labels left of every row of panels, the key labels under the last row."""
+    layout, heat = spec["layout"], spec["data"][0]
+    g = layout["meta"]["head_grid"]
+    _, labels_q, labels_k = grid_panel(spec, 0)
+    assert (len(labels_q), len(labels_k)) == (n_rows, n_cols)
     area_h = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
-    labels_q, labels_k = spec["data"][0]["y"], spec["data"][0]["x"]
-    axes = labelled_axes(spec)
-    assert any(k.startswith("x") for k in axes) and any(k.startswith("y") for k in axes)
-    for name, ax in axes.items():
-        labels = labels_k if name.startswith("x") else labels_q
-        assert ax["tickmode"] == "array" and ax["tickvals"] == labels, name
-        assert ax["ticktext"] == [figures.short_label(v) for v in labels]
+    n_panels = len(g["heads"])
+    rows, last = -(-n_panels // g["ncols"]), n_panels - (-(-n_panels // g["ncols"]) - 1) * g["ncols"]
+    for name, labels, repeats in (("yaxis", labels_q, rows), ("xaxis", labels_k, last)):
+        ax = layout[name]
+        assert ax["tickmode"] == "array" and [v.replace("\u200b", "") for v in ax["tickvals"]] == labels * repeats
+        assert ax["ticktext"] == [figures.short_label(v) for v in labels] * repeats
         font = ax["tickfont"]["size"]
         assert font >= min_font, (name, font)
-        if name.startswith("y"):  # the panel's height in px over its rows
-            d0, d1 = ax["domain"]
-            assert (d1 - d0) * area_h / n_rows >= figures.LABEL_PITCH * font - 0.5, (name, font)
-        else:  # the panel's width at the planned plot width
-            d0, d1 = ax["domain"]
-            assert (d1 - d0) * figures.PLOT_PX[present] / n_cols >= figures.LABEL_PITCH * font - 1.0, (name, font)
+        if name == "yaxis":  # a token's rows of cells in px
+            assert area_h * g["sy"] / len(heat["y"]) >= figures.LABEL_PITCH * font - 0.5, (name, font)
+        else:  # a token's columns at the planned plot width
+            assert figures.PLOT_PX[present] * g["sx"] / len(heat["x"]) >= figures.LABEL_PITCH * font - 1.0, (name, font)
     assert "1 label in" not in layout["title"]["text"]
 
 
@@ -303,7 +324,9 @@ def test_long_sequences_thin_the_labels_and_say_so():
     # a pooled grid (150 blocks a side) keeps its compact layout, four panels a row, and thins its labels
     spec, pm = grid_spec(8, 2, [f"t{i}" for i in range(600)], figures.Style(), mask_kind="causal")
     assert pm.factor == 4
-    assert [k for k, ax in labelled_axes(spec).items() if k.startswith("x")] == ["xaxis5", "xaxis6", "xaxis7", "xaxis8"]
+    x_ticks, (_, _, labels_k) = spec["layout"]["xaxis"]["tickvals"], grid_panel(spec, 0)
+    step = labels_k.index(x_ticks[1].replace("\u200b", ""))
+    assert [v.replace("\u200b", "") for v in x_ticks] == labels_k[::step] * 4  # under each of the four panels
     assert "key axis: 1 label in" in spec["layout"]["title"]["text"]
 
 

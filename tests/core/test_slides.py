@@ -15,6 +15,7 @@ import pytest
 from attn_core import figures
 from attn_core.config import ConfigError
 from attn_core.export import params_from
+from attn_core.figures.margins import text_width
 from attn_core.figures.slides import EXPORT_PRESETS, fit_figure
 from attn_core.render import export_bytes, find_chromium
 from attn_core.views import page
@@ -83,10 +84,32 @@ def test_the_fitted_figure_keeps_the_screens_colours_and_refuses_unknown_presets
     fitted = fit_figure(fig, EXPORT_PRESETS["paper"])
     assert fitted.layout.coloraxis.colorscale == fig.layout.coloraxis.colorscale  # one colour definition
     assert fitted.layout.width == 504 and fitted.layout.font.size == 16
-    assert fitted.layout.yaxis.scaleanchor == "x" and fitted.layout.yaxis4.scaleanchor == "x4"
+    g = fig.layout.meta["head_grid"]  # square token cells: sx × sy cells of the one heatmap each
+    assert fitted.layout.yaxis.scaleanchor == "x" and fitted.layout.yaxis.scaleratio == g["sx"] / g["sy"]
+    assert "yaxis2" not in fitted.layout.to_plotly_json()
     assert fit_figure(fig, EXPORT_PRESETS["screen"]).layout.width == fig.layout.width  # as drawn
     spec = json.loads(pio.to_json(fig))  # what the page keeps and exports from: typed arrays, not lists
     rebuilt = fit_figure(go.Figure(spec), EXPORT_PRESETS["paper"])
     assert rebuilt.layout.xaxis.tickfont.size == fitted.layout.xaxis.tickfont.size
     with pytest.raises(ConfigError, match="preset"):
         export_bytes(fig, "png", preset="poster")
+
+
+@needs_chromium
+def test_a_grid_of_heads_on_a_slide_keeps_square_cells_and_titles_in_their_panels():
+    v = view(["--n-heads", "8", "--n-kv-heads", "2"], "grid")  # 8 panels in one heatmap, 11 tokens
+    g = v.figure.layout.meta["head_grid"]
+    svg = export_bytes(v.figure, "svg", preset="slide")
+    root = ET.fromstring(svg)
+    (img,) = [el for el in root.iter(f"{SVG}image")]
+    w, h = float(img.get("width")), float(img.get("height"))
+    heat = v.figure.data[0]
+    # a token's cell is sx × sy of the heatmap's: square when the y unit is sx / sy of the x unit
+    assert h / w == pytest.approx(len(heat.y) * g["sx"] / (len(heat.x) * g["sy"]), rel=0.01)
+    titles = list(dict.fromkeys((t, size) for t, size in texts(svg, "annotation-text") if " · KV " in t))
+    assert [t for t, _ in titles] == [f"head {i} · KV {i // 4}" for i in range(8)]
+    panel_px = w * g["cols"] * g["sx"] / len(heat.x)
+    for text, size in titles:  # each title as large as its panel's width allows, never wider
+        assert figures.MIN_TICK_FONT <= size <= 28
+        assert text_width(text, size) <= panel_px, (text, size, panel_px)
+    assert len(texts(svg, "xtick")) == 4 * 11 and len(texts(svg, "ytick")) == 2 * 11
