@@ -137,3 +137,14 @@ def grid_panel(spec: dict, i: int) -> tuple[np.ndarray, list[str], list[str]]:
         [s.replace("\u200b", "") for s in heat["x"][x0:x1:sx]],
     )
     return cells, plain[0], plain[1]
+
+
+def grid_heads(spec: dict) -> np.ndarray:
+    """Every panel of a head-grid spec, in order: ``[Hs, R, C]`` (NaN = masked), from :func:`grid_panel`."""
+    return np.stack([grid_panel(spec, i)[0] for i in range(len(spec["layout"]["meta"]["head_grid"]["heads"]))])
+
+
+def grid_labels(spec: dict) -> tuple[list[str], list[str]]:
+    """A head grid's row (query) and column (key) labels, as every panel has them."""
+    _, labels_q, labels_k = grid_panel(spec, 0)
+    return labels_q, labels_k

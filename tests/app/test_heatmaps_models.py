@@ -10,6 +10,7 @@ Both models load once per test process (``ui.model`` and :func:`shipped`).
 from __future__ import annotations
 
 import functools
+import json
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ import pytest
 from attn_core.models import load_model, model_attention
 from tests.app.test_heatmaps_page import DEFAULT_TEXT, PAGE, grid_z, page_text
 from tests.conftest import no_exception
-from tests.util import arr, chart_specs
+from tests.util import arr, chart_specs, grid_heads, grid_labels
 
 MODELS = ("smollm2-135m", "minilm-l6")
 SHAPE = {"smollm2-135m": (30, 9, 3, 64, True), "minilm-l6": (6, 12, 12, 32, False)}  # L, H, H_kv, d_k, causal
@@ -51,7 +52,7 @@ def test_grid_is_the_models_layer_on_its_own_tokens(app_test, key):
         assert not np.isnan(z).any() and (z[:, 0, -1] > 0).all()
     np.testing.assert_allclose(z, want, rtol=1e-5, atol=1e-6)
     spec = chart_specs(at)[0]
-    assert spec["data"][0]["y"] == [f"{tok} ({i})" for i, tok in enumerate(shipped(key).tokenize(DEFAULT_TEXT))]
+    assert grid_labels(spec)[0] == [f"{tok} ({i})" for i, tok in enumerate(shipped(key).tokenize(DEFAULT_TEXT))]
     # the shape sliders are replaced by the model's shape; a layer slider appears
     assert {"n_heads", "head_dim", "temperature", "mask", "scaling", "cross"}.isdisjoint(w.key for w in at.slider)
     assert not any(w.key in ("scaling", "cross") for w in at.toggle)
@@ -121,5 +122,5 @@ def test_chinese_and_the_command_line(app_test, tmp_path):
     spec = page("heatmaps")
     params, args = params_from(spec, ["--page", "heatmaps", "--attn-from", "minilm-l6", "--model-layer", "5"])
     (grid,) = spec.views(params, Style(), "grid")
-    z = np.stack([arr(tr["z"]) for tr in grid.figure.to_plotly_json()["data"] if tr["type"] == "heatmap"])
+    z = grid_heads(json.loads(grid.figure.to_json()))
     np.testing.assert_allclose(z, expected("minilm-l6", 5).weights[0], rtol=1e-5, atol=1e-6)

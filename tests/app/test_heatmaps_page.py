@@ -9,7 +9,7 @@ from attn_core.config import AttentionConfig
 from attn_core.maps import compute_attention_maps
 from attn_core.tokens import tokenize
 from tests.conftest import no_exception
-from tests.util import arr, chart_specs
+from tests.util import arr, chart_specs, grid_heads, grid_labels
 
 PAGE = "pages/heatmaps.py"
 DEFAULT_TEXT = "The cat sat on the mat because it was tired ."
@@ -17,7 +17,7 @@ DEFAULT_TEXT = "The cat sat on the mat because it was tired ."
 
 def grid_z(at) -> np.ndarray:
     """The grid chart's panels, one per head: ``[H, Tq, Tk]`` (NaN = masked; the click layer's scatters left out)."""
-    return np.stack([arr(trace["z"]) for trace in chart_specs(at)[0]["data"] if trace["type"] == "heatmap"])
+    return grid_heads(chart_specs(at)[0])
 
 
 def expected(n_heads=8, n_kv_heads=2, head_dim=16, text=DEFAULT_TEXT, seed=0, **kw):
@@ -33,8 +33,12 @@ def test_defaults_render_grid_with_right_numbers(app_test):
     m = expected()
     np.testing.assert_allclose(z, m.weights, atol=1e-6)
     spec = chart_specs(at)[0]
-    assert "text" not in spec["data"][1] and "head 1</b> · KV 0" in spec["data"][1]["hovertemplate"]
-    assert spec["data"][1]["x"][2] == "sat (2)" and spec["data"][1]["y"][0] == "The (0)"
+    assert (
+        "text" not in spec["data"][0]
+        and "head %{customdata[0]}</b> · KV %{customdata[2]}" in spec["data"][1]["hovertemplate"]
+    )
+    labels_q, labels_k = grid_labels(spec)
+    assert labels_k[2] == "sat (2)" and labels_q[0] == "The (0)"
     assert "GQA" in at.markdown[0].value and "8" in at.markdown[0].value
     assert not at.get("segmented_control") or all(w.key != "pool" for w in at.segmented_control)  # not pooled
 
@@ -71,12 +75,12 @@ def test_text_and_synthetic_tokens(app_test):
     at = app_test(PAGE)
     at.text_area(key="text").set_value("注意力 is all you need 👍🏽").run()
     no_exception(at)
-    ticks = chart_specs(at)[0]["data"][0]["x"]
+    ticks = grid_labels(chart_specs(at)[0])[1]
     assert "注 (0)" in ticks and "👍🏽 (7)" in ticks
     at.segmented_control(key="source").set_value("synthetic").run()
     at.slider(key="seq_len").set_value(40).run()
     no_exception(at)
-    assert "t0 (0)" in chart_specs(at)[0]["data"][0]["x"]
+    assert "t0 (0)" in grid_labels(chart_specs(at)[0])[1]
     assert grid_z(at).shape == (8, 40, 40)
 
 
@@ -220,7 +224,7 @@ def test_long_sequence_grid_is_pooled_light_and_says_so(app_test):
     f = -(-8192 // z.shape[1])
     spec = chart_specs(at)[0]
     assert f"{f}×{f}" in spec["layout"]["title"]["text"] and "8192×8192" in spec["layout"]["title"]["text"]
-    assert spec["data"][0]["x"][0] == f"0–{f - 1}"
+    assert grid_labels(spec)[1][0] == f"0–{f - 1}"
     assert max(chart_sizes(at)) < MAX_CHART_BYTES
     assert np.nanmax(z) <= 1.0 and np.nanmin(z) >= 0.0
     # long rows spread their weight thin: the colour scale is fitted (99.5th percentile) by default, and says so
@@ -383,7 +387,7 @@ def test_read_help_says_what_the_chart_is(app_test):
     no_exception(at)
     spec = chart_specs(at)[0]
     top = spec["layout"]["coloraxis"]["cmax"]
-    f = -(-600 // len(spec["data"][0]["x"]))
+    f = -(-600 // len(grid_labels(spec)[1]))
     text = read_help(at)
     assert top < 1 and f"0 to {top:.3g}" in text and "fitted" in text and "99.5th percentile" in text
     assert f"largest weight in a block of {f}×{f}" in text and "does not sum to 1" in text

@@ -14,7 +14,7 @@ from attn_core.figures import Style
 from attn_core.figures.base import group_color
 from attn_core.views import models as mv
 from tests.conftest import no_exception
-from tests.util import arr, chart_specs
+from tests.util import arr, chart_specs, grid_heads
 
 PAGE = "pages/models.py"
 pytestmark = pytest.mark.usefixtures("smollm2")  # skip (or fail under CI) when the model packages are missing
@@ -85,12 +85,12 @@ def test_one_layer_grid_equals_the_recomputed_weights(app_test, smollm2):
     att = mv.capture(smollm2, mv.model_input(smollm2, mv.Params()), 17)
     assert "Layer 17: 9 query heads, framed by the 3 KV heads they read (3 per KV head)." in texts(at)
     (spec,) = chart_specs(at, phone=False)  # less the phone's one-head copy (tests/app/test_responsive.py)
-    heat = [tr for tr in spec["data"] if tr.get("type") == "heatmap"]
+    heat = grid_heads(spec)
     assert len(heat) == 9
     w = torch.softmax((torch.from_numpy(att.q[0]) @ torch.from_numpy(att.k[0]).repeat_interleave(3, 0).transpose(1, 2))
                       * att.scales[0] + torch.full((len(att.tokens),) * 2, float("-inf")).triu(1), -1)  # fmt: skip
-    for h, tr in enumerate(heat):
-        np.testing.assert_allclose(np.nan_to_num(arr(tr["z"])), w[h].numpy(), rtol=1e-5, atol=1e-6)
+    for h, z in enumerate(heat):
+        np.testing.assert_allclose(np.nan_to_num(z), w[h].numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_generation_cache_equals_the_formula_and_the_text_appears(app_test, smollm2):

@@ -14,7 +14,7 @@ from attn_core.config import AttentionConfig
 from attn_core.maps import compute_attention_maps
 from attn_core.tokens import tokenize
 from tests.conftest import ROOT, no_exception
-from tests.util import arr, chart_specs
+from tests.util import arr, chart_specs, grid_heads
 
 PAGE = "pages/heatmaps.py"
 TEXT = "The cat sat on the mat because it was tired ."
@@ -73,7 +73,7 @@ def test_padding_with_a_one_token_context_states_the_length(app_test):
     no_exception(at)
     assert "pad_len" not in slider_keys(at)
     assert "Real (unpadded) key length: **1** (the only possible value here)" in only_value_lines(at)
-    z = np.stack([arr(t["z"]) for t in chart_specs(at)[0]["data"] if t["type"] == "heatmap"])
+    z = grid_heads(chart_specs(at)[0])
     np.testing.assert_allclose(z, 1.0, atol=1e-6)  # one key: every weight is 1
 
 

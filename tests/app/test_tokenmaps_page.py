@@ -55,8 +55,10 @@ def test_follow_a_token_outlines_its_row_and_draws_its_lines(app_test):
     no_exception(at)
     grid = spec_of(at, "grid")
     got = [s for s in grid["layout"]["shapes"] if s.get("name") == "focus"]
-    assert {s["xref"] for s in got} == {"x5 domain", "x6 domain", "x7 domain", "x8 domain"}
-    assert all((s["y0"], s["y1"]) == (1.5, 2.5) for s in got)
+    frames = [s for s in grid["layout"]["shapes"] if s["layer"] == "above" and s.get("name") != "focus"]
+    # across panels 4..7 (KV group 1), on their third row (query 2): a white band and a black line each
+    want = {(f["x0"], f["x1"], f["y0"] + 2, f["y0"] + 3) for f in frames[4:8]}
+    assert {(s["x0"], s["x1"], s["y0"], s["y1"]) for s in got} == want and len(got) == 8
     lines = spec_of(at, "focus_lines")
     z = grid_z(at)
     for i, head in enumerate(range(4, 8)):
@@ -72,7 +74,7 @@ def test_follow_a_token_outlines_its_row_and_draws_its_lines(app_test):
     no_exception(at)
     assert at.session_state["focus_token"] == 7
     got = [s for s in spec_of(at, "grid")["layout"]["shapes"] if s.get("name") == "focus"]
-    assert all((s["y0"], s["y1"]) == (6.5, 7.5) for s in got)
+    assert {(s["y0"], s["y1"]) for s in got} == {(f["y0"] + 7, f["y0"] + 8) for f in frames[4:8]}  # query 7's row
     # a shorter text drops a token that no longer exists instead of failing
     at.text_area(key="text").set_value("a b c").run()
     no_exception(at)
