@@ -51,7 +51,10 @@ CHART = """key => {
             ys: Array.from({length: n[0]}, (_, r) => dy + ya._offset + ya.l2p(r)),
         };
     });
-    return {scale: ca.colorscale, cmin: ca.cmin, cmax: ca.cmax, traces: traces};
+    // a head grid's panels (one heatmap, NaN between them): the cells inside its frames
+    const frames = (el.layout.shapes || []).filter(s => s.layer === 'above' && s.name !== 'focus' && s.xref === 'x')
+        .map(s => [s.x0, s.x1, s.y0, s.y1]);
+    return {scale: ca.colorscale, cmin: ca.cmin, cmax: ca.cmax, traces: traces, frames: frames};
 }"""
 
 
@@ -68,8 +71,9 @@ def colour_at(scale: list, f: float) -> np.ndarray:
     return np.array([np.interp(f, fractions, colours[:, ch]) for ch in range(3)])
 
 
-def painted(watch, key: str) -> dict:
-    """The chart's resolved colour axis, and per heatmap its values and the colours painted at its cell centres."""
+def painted(watch, key: str, grid: bool = False) -> dict:
+    """The chart's resolved colour axis, and per heatmap its values and the colours painted at its cell centres
+    (``grid``: a head grid, whose cells between its panels' frames are nothing, neither a weight nor masked)."""
     info = watch.page.evaluate(CHART, key)
     watch.page.wait_for_timeout(300)
     shot = watch.page.locator(f".st-key-{key} .js-plotly-plot").first.screenshot()
@@ -79,6 +83,11 @@ def painted(watch, key: str) -> dict:
         ys = np.rint(trace["ys"]).astype(int)
         xs = np.rint(trace["xs"]).astype(int)
         trace["z"], trace["pixels"] = z, img[ys[:, None], xs[None, :]]
+        trace["inside"] = np.ones(z.shape, bool)
+        if grid:
+            trace["inside"][:] = False
+            for x0, x1, y0, y1 in info["frames"]:
+                trace["inside"][int(y0 + 0.5) : int(y1 + 0.5), int(x0 + 0.5) : int(x1 + 0.5)] = True
     return info
 
 
@@ -93,20 +102,21 @@ def check_chart(info: dict, published: list) -> None:
     lo, hi = info["cmin"], info["cmax"]
     n_masked = n_shown = 0
     for trace in info["traces"]:
-        z, px = trace["z"], trace["pixels"]
-        shown = np.isfinite(z)
+        z, px, inside = trace["z"], trace["pixels"], trace["inside"]
+        shown, masked = np.isfinite(z) & inside, ~np.isfinite(z) & inside
         want = np.array([colour_at(scale, (v - lo) / (hi - lo)) for v in z[shown]])
         worst = np.abs(px[shown] - want).max()
         assert worst <= TOL, f"a painted cell differs from the scale by {worst} in a channel"
-        assert np.abs(px[~shown] - MASK_GREY).max(initial=0) <= TOL, "masked cells are not painted grey"
-        n_masked, n_shown = n_masked + int((~shown).sum()), n_shown + int(shown.sum())
+        assert np.abs(px[masked] - MASK_GREY).max(initial=0) <= TOL, "masked cells are not painted grey"
+        n_masked, n_shown = n_masked + int(masked.sum()), n_shown + int(shown.sum())
     assert n_masked > 0 and n_shown > 0
 
 
 @pytest.mark.parametrize("present", [False, True], ids=["normal", "present"])
 def test_weights_grid_paints_its_scale(watch, present):
     watch.open("?mask=causal" + ("&present=1" if present else ""))
-    info = painted(watch, "grid")
+    info = painted(watch, "grid", grid=True)
+    assert len(info["frames"]) == 8
     check_chart(info, PUBLISHED["inferno" if present else "viridis"])
     first = info["traces"][0]
     assert first["z"][0, 0] == 1.0  # causal: the first token attends only to itself, weight exactly 1

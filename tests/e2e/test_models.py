@@ -55,8 +55,8 @@ def test_heatmaps_page_draws_a_models_layer(watch):
     body = watch.page.inner_text("body")
     assert "Trained weights, not the seeded layer" in body and "seeded random numbers" not in body
     panels = watch.page.evaluate(
-        "() => document.querySelector('.st-key-grid .js-plotly-plot').data.filter(t => t.type === 'heatmap').length"
+        "() => document.querySelector('.st-key-grid .js-plotly-plot').layout.annotations.filter(a => a.text.includes(' · KV ')).length"
     )
-    assert panels == 9  # SmolLM2's 9 query heads
+    assert panels == 9  # SmolLM2's 9 query heads, one panel title each
     assert_clean(watch)
     watch.shot("heatmaps-smollm2-layer17")

@@ -42,21 +42,25 @@ def drawn_ticks(watch) -> list[dict[str, list[dict]]]:
     return watch.page.evaluate(DRAWN_TICKS)
 
 
-def check_every_label(axes: dict[str, list[dict]], labels: list[str], min_font: float) -> None:
-    """Each labelled axis shows every label once, in order, its neighbours at least one font size apart."""
+def check_every_label(axes: dict[str, list[dict]], labels: list[str], min_font: float) -> dict[str, int]:
+    """Each labelled axis shows every label once per panel beside it (a head grid's panels share one pair of
+    axes), in order, its neighbours at least one font size apart. Returns the panels each axis labels."""
     assert axes, "no labelled axis"
+    repeats = {}
     for axis, ticks in axes.items():
         texts = [t["text"] for t in ticks]
         coord = "y" if axis.startswith("y") else "x"
         ticks = sorted(ticks, key=lambda t: t[coord])
-        assert sorted(texts) == sorted(labels), (axis, texts)
-        assert [t["text"] for t in ticks] == labels, axis  # queries top to bottom, keys left to right
+        repeats[axis] = n = max(1, len(texts) // len(labels))
+        assert sorted(texts) == sorted(labels * n), (axis, texts)
+        assert [t["text"] for t in ticks] == labels * n, axis  # queries top to bottom, keys left to right
         for a, b in zip(ticks, ticks[1:], strict=False):
             gap = b[coord] - a[coord]
             # rotated by 60°, key labels are apart by gap·sin 60° across their baselines
             room = gap if coord == "y" else gap * 0.866
             assert room >= 0.95 * a["font"], (axis, a["text"], b["text"], gap, a["font"])
         assert min(t["font"] for t in ticks) >= min_font, axis
+    return repeats
 
 
 @pytest.mark.parametrize(
@@ -71,8 +75,10 @@ def test_grid_labels_every_token(watch, query, viewport, min_font, shot):
     watch.page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
     watch.open(query)
     axes = drawn_ticks(watch)[0]
-    check_every_label(axes, LABELS, min_font)
-    assert any(a.startswith("x") for a in axes) and any(a.startswith("y") for a in axes)
+    repeats = check_every_label(axes, LABELS, min_font)
+    assert sorted(axes) == ["x", "y"]  # every panel on one pair of axes: keys under each column, queries by each row
+    heads = 32 if "n_heads=32" in query else 8
+    assert repeats["x"] * repeats["y"] == heads  # full rows: one label set per column of panels and per row
     assert_clean(watch)
     watch.shot(shot)
 
@@ -113,4 +119,7 @@ def test_exported_svg_labels_every_token():
                 drawn.setdefault(axis.group(1), []).extend(
                     t.text for t in g.iter("{http://www.w3.org/2000/svg}text") if (t.text or "").strip()
                 )
-        assert drawn and all(sorted(texts) == sorted(LABELS) for texts in drawn.values()), drawn
+        assert sorted(drawn) == ["x", "y"], drawn
+        per = {a: len(texts) // len(LABELS) for a, texts in drawn.items()}  # label sets: one per column / row
+        assert all(sorted(texts) == sorted(LABELS * per[a]) for a, texts in drawn.items()), drawn
+        assert per["x"] * per["y"] == n_heads

@@ -20,11 +20,33 @@ POINT = """([sel, axes, x, y]) => {
     return [box.left + xa._offset + px, box.top + ya._offset + py];
 }"""
 
+# the page coordinates of a cell of head grid panel ``i`` (query and key labels; None: the panel's middle): the
+# panels are one heatmap, each inside its frame, a token's cell the middle of its columns and rows of cells
+GRID_POINT = """([sel, i, q, k]) => {
+    const gd = document.querySelector(sel + ' .js-plotly-plot');
+    const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, heat = gd.data[0];
+    const f = gd.layout.shapes.filter(s => s.layer === 'above' && s.name !== 'focus')[i];
+    const at = (names, lo, hi, label) => {
+        const hits = names.map((s, j) => j).filter(j => j > lo && j < hi && names[j].replace(/\u200b/g, '') === label);
+        return hits[Math.floor(hits.length / 2)];
+    };
+    const cx = k === null ? (f.x0 + f.x1) / 2 : at(heat.x, f.x0, f.x1, k);
+    const cy = q === null ? (f.y0 + f.y1) / 2 : at(heat.y, f.y0, f.y1, q);
+    const box = gd.getBoundingClientRect();
+    return [box.left + xa._offset + xa.c2p(cx), box.top + ya._offset + ya.c2p(cy)];
+}"""
+
 HOVER = "() => Array.from(document.querySelectorAll('.hoverlayer .hovertext')).map(e => e.textContent).join(' | ')"
 
+# the focus outlines of the grid, each as [its panel, its first query row]: the panel whose frame holds it
 FOCUS = """() => {
     const gd = document.querySelector('.st-key-grid .js-plotly-plot');
-    return (gd.layout.shapes || []).filter(s => s.name === 'focus').map(s => [s.xref, s.y0, s.y1]);
+    const shapes = gd.layout.shapes || [], frames = shapes.filter(s => s.layer === 'above' && s.name !== 'focus');
+    return shapes.filter(s => s.name === 'focus').map(s => {
+        const i = frames.findIndex(f => f.x0 === s.x0 && f.x1 === s.x1 && f.y0 <= s.y0 && s.y1 <= f.y1);
+        const rows = (frames[i].y1 - frames[i].y0) / 11;  // cells a query row (11 tokens)
+        return [i, (s.y0 - frames[i].y0) / rows, (s.y1 - s.y0) / rows];
+    });
 }"""
 
 
@@ -44,10 +66,10 @@ def test_follow_a_token_and_click_a_panel(watch):
     assert page.evaluate(FOCUS) == []
     pick(watch, "focus_token", "sat (2)")
     pick(watch, "focus_group", "KV group 1 (heads 4–7)")
-    # heads 4..7 sit on axes 5..8: the row of query 2 outlined (white band and black line) in each
+    # heads 4..7 (panels 4..7): the row of query 2 outlined (white band and black line) in each
     outlined = page.evaluate(FOCUS)
-    assert sorted({o[0] for o in outlined}) == ["x5 domain", "x6 domain", "x7 domain", "x8 domain"]
-    assert all(o[1:] == [1.5, 2.5] for o in outlined)
+    assert sorted(o[0] for o in outlined) == [4, 4, 5, 5, 6, 6, 7, 7]
+    assert all(o[1:] == [2, 1] for o in outlined)
     lines = page.locator(".st-key-focus_lines .js-plotly-plot")
     assert lines.count() == 1
     assert "Where “sat” (2) attends most in KV group 1" in page.inner_text("body")
@@ -57,7 +79,7 @@ def test_follow_a_token_and_click_a_panel(watch):
     assert "focus_token=2" in link and "focus_group=1" in link
     # hover: a grid cell names head, KV group, query, key and weight (the click layer's points carry it)
     page.locator(".st-key-grid").scroll_into_view_if_needed()
-    page.mouse.move(*page.evaluate(POINT, [".st-key-grid", "6", 2, 3]))
+    page.mouse.move(*page.evaluate(GRID_POINT, [".st-key-grid", 5, "on (3)", "sat (2)"]))
     page.wait_for_function(f"() => ({HOVER})().length > 0")
     hover = page.evaluate(HOVER)
     assert all(s in hover for s in ("head 5", "KV 1", "query on (3)", "key sat (2)", "weight 0.", "click: open")), hover
@@ -72,11 +94,11 @@ def test_follow_a_token_and_click_a_panel(watch):
     x, y = page.evaluate(POINT, [".st-key-focus_lines", "", 0, 1])
     page.mouse.click(x, y)
     watch.wait_idle()
-    assert all(o[1:] == [0.5, 1.5] for o in page.evaluate(FOCUS))
+    assert all(o[1:] == [1, 1] for o in page.evaluate(FOCUS))
     assert "Where “cat” (1) attends most in KV group 1" in page.inner_text("body")
-    # a click in the middle of head 5's panel (axes 6) opens head 5 in the zoom
+    # a click in the middle of head 5's panel opens head 5 in the zoom
     page.locator(".st-key-grid").scroll_into_view_if_needed()
-    x, y = page.evaluate(POINT, [".st-key-grid", "6", None, None])
+    x, y = page.evaluate(GRID_POINT, [".st-key-grid", 5, None, None])
     page.mouse.click(x, y)
     watch.wait_idle()
     assert "view=zoom" in page.url and "head=5" in page.url
