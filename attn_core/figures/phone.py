@@ -77,6 +77,11 @@ def one_panel(spec: dict, index: int, style: Style, width: int = PHONE_PX) -> di
     panel = dict(type="rect", xref="x domain", yref="y domain", x0=0, x1=1, y0=0, y1=1)
     shapes = [dict(panel, fillcolor=MASK_GREY, line=dict(width=0), layer="below")] if np.isnan(z).any() else []
     shapes.append(dict(panel, line=dict(frame["line"], color=group_color(group)), layer="above"))
+    for focus in lay.get("shapes") or []:  # a followed query's row outlined in this panel: on the lone panel too
+        inside = focus.get("x0") == x0 - 0.5 and y0 - 0.5 <= focus.get("y0", -1) < y0 + r * sy - 0.5
+        if focus.get("name") == "focus" and inside:
+            q = round((focus["y0"] + 0.5 - y0) / sy)
+            shapes.append(dict(focus, xref="x domain", x0=0, x1=1, yref="y", y0=q - 0.5, y1=q + 0.5))
     title = dict(lay["annotations"][index], x=0.5, y=1.0, xref="x domain", yref="y domain")
     keep = ("type", "tickangle", "showgrid", "zeroline")
     x_axis = {k: v for k, v in lay["xaxis"].items() if k in keep}

@@ -81,3 +81,19 @@ def test_title_fits():
     assert phone.title_fits("Scores<br><sub>a note that is long but drawn smaller, it fits</sub>", 16)
     assert not phone.title_fits("注意力权重：8 个查询头、2 个 KV 组（框的颜色即 KV 组）", 16)  # CJK: 1 em a character
     assert phone.title_fits("", 16)
+
+
+def test_a_followed_tokens_row_is_outlined_on_the_lone_panel_too():
+    style = figures.Style()
+    p = hm.Params()
+    pm = hm.grid_maps(p.layer(), p.pool)
+    spec = json.loads(pio.to_json(hm.grid_view(pm, style, False, (3, 1)).figure, validate=False))  # "on" (3), KV 1
+    for i in range(8):
+        outlined = [s for s in phone.one_panel(spec, i, style)["layout"]["shapes"] if s.get("name") == "focus"]
+        if i < 4:  # KV group 0: not followed
+            assert outlined == []
+        else:  # a white band and a black line around row 3 (rows at 0, 1, 2 ...: 2.5 .. 3.5), the panel's width
+            assert [(s["y0"], s["y1"], s["x0"], s["x1"], s["xref"]) for s in outlined] == [
+                (2.5, 3.5, 0, 1, "x domain")
+            ] * 2
+            assert [s["line"]["color"] for s in outlined] == list(figures.OUTLINE_COLOURS)
