@@ -79,9 +79,8 @@ def _columns(fig: Any) -> int:
     its x axes' domains)."""
     spec = getattr(fig, "_attn_spec", None)
     lay = spec.get("layout", {}) if isinstance(spec, dict) else fig.layout.to_plotly_json()
-    meta = lay.get("meta")
-    grid = meta.get(figures.GRID_META) if isinstance(meta, dict) else None
-    if isinstance(grid, dict):
+    grid = figures.grid_meta(lay.get("meta"))
+    if grid is not None:
         return int(grid["ncols"])
     starts = {round(float((ax.get("domain") or [0])[0]), 3) for k, ax in lay.items()
               if re.fullmatch(r"xaxis\d*", k) and isinstance(ax, dict)}  # fmt: skip

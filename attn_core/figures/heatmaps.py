@@ -35,6 +35,7 @@ __all__ = [
     "HeadGrid",
     "heatmap_grid",
     "GRID_META",
+    "grid_meta",
     "MatrixSpec",
     "matrix_figure",
     "ENTROPY_MAX_POINTS",
@@ -144,6 +145,13 @@ class HeadGrid:
 GRID_META = "head_grid"  # layout.meta key: where each panel of a heatmap_grid sits (figures.phone reads it)
 GAP_PX = 20  # px between panels side by side (at PLOT_PX); rows of panels are apart by their titles' height
 _SUFFIX, _GAP = "\u200b", "\u200c"  # zero-width space: the same label in another panel; zero-width non-joiner: a gap
+
+
+def grid_meta(meta: object) -> dict | None:
+    """Where the panels of a head grid sit, from a figure's ``layout.meta`` (:data:`GRID_META`); None for any
+    other chart."""
+    grid = meta.get(GRID_META) if isinstance(meta, dict) else None
+    return grid if isinstance(grid, dict) else None
 
 
 @dataclass(frozen=True)

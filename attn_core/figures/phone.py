@@ -14,7 +14,7 @@ import re
 import numpy as np
 
 from .base import MASK_GREY, PLAIN_ARRAYS_MAX, Style, _as_list, _typed_array, group_color
-from .heatmaps import GRID_META
+from .heatmaps import grid_meta
 from .labels import thinned_note, tick_axis, tick_plan
 from .margins import reserve_margins, text_width
 
@@ -27,10 +27,8 @@ _BAR_ROOM = 62  # px under the key labels for the horizontal colour bar, its num
 
 
 def _grid(spec: dict) -> dict | None:
-    """Where the panels of a head-grid spec sit (``layout.meta[GRID_META]``), None for any other chart."""
-    meta = (spec.get("layout") or {}).get("meta")
-    grid = meta.get(GRID_META) if isinstance(meta, dict) else None
-    return grid if isinstance(grid, dict) else None
+    """Where the panels of a head-grid spec sit, None for any other chart."""
+    return grid_meta((spec.get("layout") or {}).get("meta"))
 
 
 def grid_panels(spec: dict) -> list[tuple[int, str]]:

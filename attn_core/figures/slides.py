@@ -18,7 +18,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .base import FONTS_SET, Style, _set_fonts
-from .heatmaps import GRID_META
+from .heatmaps import grid_meta
 from .labels import LABEL_PITCH, MIN_TICK_FONT
 from .margins import reserve_margins, text_width
 
@@ -72,7 +72,7 @@ def fit_figure(fig: go.Figure, preset: ExportPreset, style: Style = Style()) -> 
         size = getattr(getattr(trace, "textfont", None), "size", None)
         if size:
             trace.textfont.size = round(size * ratio)
-    grid = _grid_meta(fig)
+    grid = grid_meta(fig.layout.meta)
     _square_cells(out, grid)
     lines = 1 + title.count("<br>")
     top = int(title_font * 1.3 * lines + 40 + preset.font * 1.5) if title else int((out.layout.margin.t or 60) * ratio)
@@ -113,13 +113,6 @@ def _wrap(text: str, font: int, width: float) -> str:
     return "<br>".join(out)
 
 
-def _grid_meta(fig: go.Figure) -> dict | None:
-    """Where the panels of a head grid sit (:data:`~.heatmaps.GRID_META`), None for any other chart."""
-    meta = fig.layout.meta
-    grid = meta.get(GRID_META) if isinstance(meta, dict) else None
-    return grid if isinstance(grid, dict) else None
-
-
 def _panel_room(fig: go.Figure, grid: dict | None, widths: dict[str, float]) -> tuple[int, float] | None:
     """A head grid's panel titles (the first annotations, on data) and the px each has: its panel's width."""
     if grid is None or "xaxis" not in widths:
@@ -143,20 +136,18 @@ def _fit_annotations(
     for i, a in enumerate(fig.layout.annotations):
         size = float(a.font.size or font / ratio)
         xref = str(a.xref or "paper")
-        if panels is not None and i < panels[0]:
-            target = font
-            while target > MIN_TICK_FONT and _TEXT_SAFETY * text_width(a.text or "", target) > panels[1]:
-                target -= 1
-            a.font.size = target
-            continue
-        if not (xref.endswith(("paper", "domain")) and str(a.yref or "paper").endswith(("paper", "domain"))):
+        on_paper = xref.endswith(("paper", "domain")) and str(a.yref or "paper").endswith(("paper", "domain"))
+        if panels is not None and i < panels[0]:  # a head grid's panel title: as wide as its panel
+            room = panels[1]
+        elif not on_paper:
             a.font.size = round(size * ratio)
             continue
-        room = plot[0]
-        if xref.endswith("domain"):  # a panel's title: as wide as its panel
+        elif xref.endswith("domain"):  # a panel's title: as wide as its panel
             name = "xaxis" + xref.split()[0][1:]
             lo, hi = fig.layout[name].domain or (0.0, 1.0)
             room = widths.get(name, (hi - lo) * plot[0])
+        else:
+            room = plot[0]
         target = font
         while target > MIN_TICK_FONT and _TEXT_SAFETY * text_width(a.text or "", target) > room:
             target -= 1
