@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 
 import pandas as pd
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.e2e.conftest import SHOTS
 from tests.e2e.test_pages import assert_clean
@@ -16,19 +17,44 @@ from tests.e2e.test_pages import assert_clean
 pytestmark = pytest.mark.e2e
 
 
+def open_menu(watch, chart_key: str, item) -> None:
+    """Open the chart's export menu until ``item`` shows. Opening and closing the popover each rerun the page
+    (its contents are sent only while it is open), and a format clicked while such a rerun is under way can be
+    replaced before it downloads: every step waits for the app to be idle first."""
+    page = watch.page
+    for _ in range(4):
+        watch.wait_idle()
+        if item.is_visible():
+            return
+        page.locator(f".st-key-{chart_key}__export button").first.click()
+        try:
+            item.wait_for(state="visible", timeout=10_000)
+        except PlaywrightTimeout:
+            continue
+    watch.wait_idle()
+    item.wait_for(state="visible")
+
+
 def download(watch, chart_key: str, fmt: str, size: str | None = None) -> bytes:
     page = watch.page
-    page.locator(f".st-key-{chart_key}__export button").first.click()
+    button = page.locator(f".st-key-{chart_key}__{fmt} button").first
+    open_menu(watch, chart_key, button)
     if size:  # an image size preset (its label), picked in the popover before the format
         page.locator(f".st-key-{chart_key}__preset button", has_text=size).first.click()
-        watch.wait_idle()
-    button = page.locator(f".st-key-{chart_key}__{fmt} button").first
-    button.wait_for(state="visible")
-    with page.expect_download(timeout=120_000) as info:
-        button.click()
+        open_menu(watch, chart_key, button)
+    for attempt in range(3):
+        try:
+            with page.expect_download(timeout=60_000) as info:
+                button.click()
+            break
+        except PlaywrightTimeout:  # clicked while a rerun replaced the button: open the menu and click again
+            if attempt == 2:
+                raise
+            open_menu(watch, chart_key, button)
     path = info.value.path()
     watch.downloaded = info.value.suggested_filename
     page.keyboard.press("Escape")
+    watch.wait_idle()
     with open(path, "rb") as fh:
         return fh.read()
 
