@@ -123,12 +123,19 @@ def jacobian_norm(p: torch.Tensor) -> torch.Tensor:
     """Frobenius norm of the softmax Jacobian of each row: ``[..., T] -> [...]`` (p's floating dtype).
 
     Row i of J = diag(p) - p pᵀ has squared norm p_i² ((1 - p_i)² + Σ_{j≠i} p_j²),
-    a sum of non-negative terms, so no ``[T, T]`` matrix is built and nothing
-    cancels, even when one weight is within 1e-10 of 1 (the tests compare it with
-    :func:`softmax_jacobian`). For the largest weight p_m, 1 - p_m and Σ_{j≠m} p_j²
-    are summed from the other weights; for every other i, Σ_{j≠i} p_j² ≥ Σ p² / 2.
-    Every sum adds non-negative terms (torch sums them by cascade, ~1e-7 relative).
+    so no ``[T, T]`` matrix is built. For the largest weight p_m, 1 - p_m and
+    q = Σ_{j≠m} p_j² are summed from the other weights o_j (nothing cancels, even
+    when p_m is within 1e-10 of 1: the tests compare with :func:`softmax_jacobian`).
+    The other rows add up to Σ_{i≠m} o_i² (1 - 2 o_i + q + p_m²) = q (1 + q + p_m²)
+    - 2 Σ o_i³: every o_i ≤ min(p_m, 1 - p_m), so the subtracted part is at most
+    5/6 of the first (float32 keeps ~1e-6 relative) and the whole is three sums of
+    non-negative terms (torch sums them by cascade, ~1e-7 relative).
     """
+    return _jacobian_norm_and_top(p)[0]
+
+
+def _jacobian_norm_and_top(p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`jacobian_norm` of ``p`` ``[..., T]`` and, found on the way, :func:`max_weight`: two ``[...]``."""
     p = torch.as_tensor(p)
     p = p if p.is_floating_point() else p.float()
     pm, m = p.max(dim=-1, keepdim=True)  # (..., 1) the largest weight and where it is
@@ -136,10 +143,10 @@ def jacobian_norm(p: torch.Tensor) -> torch.Tensor:
     o2 = o * o
     q = o2.sum(-1, keepdim=True)  # Σ_{j≠m} p_j²
     rest = o.sum(-1, keepdim=True)  # Σ_{j≠m} p_j = 1 - p_m
-    pm2 = pm * pm
-    others = (o2 * ((1.0 - o) ** 2 + ((q + pm2) - o2))).sum(-1)  # rows i ≠ m of J (0 at m)
-    total = others.double() + (pm2.double() * (rest.double() ** 2 + q.double())).squeeze(-1)  # + row m
-    return total.clamp_min(0.0).sqrt().to(p.dtype)
+    cubes = (o2 * o).sum(-1, keepdim=True)  # Σ_{j≠m} p_j³
+    pm2, q, rest, cubes = pm.double() ** 2, q.double(), rest.double(), cubes.double()
+    total = q * (1.0 + q + pm2) - 2.0 * cubes + pm2 * (rest**2 + q)  # rows i ≠ m, then row m
+    return total.squeeze(-1).clamp_min(0.0).sqrt().to(p.dtype), pm.squeeze(-1)
 
 
 # ---------------------------------------------------------------- which rows are measured
@@ -505,6 +512,41 @@ def invalid_rows(w: torch.Tensor, atol: float = 1e-2) -> torch.Tensor:
     return ~torch.isfinite(sums) | ((sums - 1.0).abs() > atol)
 
 
+# A row whose largest float32 score lies in [FP16_SAFE_LO, ln(65504 / T) - 1] cannot fail in float16 without
+# the max subtracted, and one whose largest score is finite and within ±FP16_STABLE_SAFE cannot fail with it
+# (see :func:`fp16_failures`); only the other rows go through float16.
+FP16_SAFE_LO = -8.0
+FP16_STABLE_SAFE = 6.0e4
+
+
+def fp16_failures(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """How many rows of z ``[m, R, T]`` (float32) :func:`invalid_rows` finds after :func:`naive_softmax_fp16`
+    and after :func:`stable_softmax_fp16`: two float64 ``[m]``, the same counts as running both on every row.
+
+    Only rows that can fail are run. Without the max subtracted, a row whose largest score z_max (rounded
+    to float16 by at most 0.05 %) lies in [-8, ln(65504 / T) - 1] has a normal largest exp ≥ e^-8 and a sum
+    ≤ 65504 / e, so nothing overflows or divides by 0, and each weight and the sum are rounded once
+    (relative 2⁻¹¹, absolute 2⁻²⁵ for subnormal weights): the weights add up to 1 within 2⁻¹⁰ + T·2⁻²⁵
+    < 1e-2 for T ≤ 8192. With the max subtracted, a finite z_max within ±6·10⁴ stays finite in float16
+    (the largest is 65504), every exp is ≤ 1 and the largest is exactly 1, so the same bound holds. The
+    tests compare these counts with both softmaxes run on every row, across every regime.
+    """
+    m, t = z.shape[0], z.shape[-1]
+    top = z.amax(dim=-1)  # (m, R)
+    finite = torch.isfinite(top)
+    naive = ~finite | (top < FP16_SAFE_LO) | (top > math.log(FLOAT16_MAX / t) - 1.0)
+    stable = ~finite | (top.abs() > FP16_STABLE_SAFE)
+    out = []
+    for risky, softmax in ((naive, naive_softmax_fp16), (stable, stable_softmax_fp16)):
+        counts = torch.zeros(m, dtype=torch.float64, device=z.device)
+        if bool(risky.any()):
+            pair, row = risky.nonzero(as_tuple=True)
+            bad = invalid_rows(softmax(z[pair, row])).double()  # (risky rows,)
+            counts.index_add_(0, pair, bad)
+        out.append(counts)
+    return out[0], out[1]
+
+
 # ---------------------------------------------------------------- the sweep
 class _Moments:
     """Count, mean and sum of squared deviations of every value seen, merged chunk by chunk in float64."""
@@ -538,15 +580,21 @@ def _grad_q_norm(grad_z: torch.Tensor, basis: torch.Tensor) -> torch.Tensor:
     """‖Σ_j (∂L/∂z_ij) k_j‖ of every row ``[..., n, r]`` from ∂L/∂z ``[..., n, r, T]`` (times the scale c / τ
     it is ‖∂L/∂q_i‖).
 
-    ``basis`` is the chunk's keys K ``[n, T, d_k]`` (float32), or, when T ≤ d_k, their
-    Gram matrix K Kᵀ ``[n, T, T]`` (float64): then the squared norm is gᵢᵀ (K Kᵀ) gᵢ,
-    the same number without the d_k-wide product.
+    ``basis`` ``[n, T, w]`` (float32) is the chunk's keys K ``[n, T, d_k]``, or, when T ≤ d_k, Rᵀ ``[n, T, T]``
+    from the QR factorisation Kᵀ = Q R (:func:`_key_basis`): Kᵀg = Q (R g) and Q's columns are orthonormal, so
+    ‖Kᵀg‖ = ‖R g‖, the same number from a T-wide product instead of a d_k-wide one (and, unlike the Gram
+    matrix gᵀ K Kᵀ g, nothing is squared, so float32 keeps the precision of the product with K itself).
     """
-    if basis.dtype == torch.float64:
-        g = grad_z.double()
-        sq = torch.einsum("...nrt,nts,...nrs->...nr", g, basis, g).clamp_min(0.0)
-        return sq.sqrt().to(torch.float32)
     return (grad_z @ basis).norm(dim=-1)
+
+
+def _key_basis(k: torch.Tensor) -> torch.Tensor:
+    """What :func:`_grad_q_norm` multiplies by for keys ``k`` ``[n, T, d_k]``: K itself when T > d_k, else Rᵀ
+    ``[n, T, T]`` of Kᵀ = Q R (factorised in float64; float32 out)."""
+    if k.shape[-2] > k.shape[-1]:
+        return k
+    r = torch.linalg.qr(k.double().transpose(-2, -1), mode="r").R  # (n, T, T) upper triangular
+    return r.transpose(-2, -1).to(torch.float32)
 
 
 def _measure_batch(
@@ -555,7 +603,7 @@ def _measure_batch(
     """One chunk of rows through softmax(s · c / τ) and back from L = Σ p·G, for ``m`` (d_k, scaling) pairs at once.
 
     s ``[m, n, r, T]``: the raw scores q·kᵀ of the same rows at each pair's d_k; ``bases[j]`` the keys
-    (or their Gram matrix, :func:`_grad_q_norm`) of pair j's d_k; ``scales[j]`` its c / τ (c = 1 or
+    (or Rᵀ, :func:`_key_basis`) of pair j's d_k; ``scales[j]`` its c / τ (c = 1 or
     1/√d_k); G ``[n, r, T]``. ∂L/∂z at the softmax input z is measured by torch autograd;
     ∂L/∂q = (c / τ) Σ_j (∂L/∂z_j) k_j follows from it (the chain rule through z = (c / τ) · q·kᵀ).
     Returns the sums over the rows of :data:`_ROW_SUMS` (float64 ``[m, len(_ROW_SUMS)]``) and the per-row norms
@@ -576,16 +624,15 @@ def _measure_batch(
         sel = torch.tensor(idx, device=s.device)
         raw = _grad_q_norm(grad_z.index_select(0, sel), bases[idx[0]]).reshape(len(idx), -1)
         grad_q[sel] = raw * torch.tensor([scales[j] for j in idx], device=s.device).view(-1, 1)
-    norms = {"grad_norm": grad_z.norm(dim=-1).reshape(m, -1), "grad_q_norm": grad_q, "jacobian_norm": jacobian_norm(p)}
+    jac, top = _jacobian_norm_and_top(p)
+    norms = {"grad_norm": grad_z.norm(dim=-1).reshape(m, -1), "grad_q_norm": grad_q, "jacobian_norm": jac}
     del grad_z
     out = {key: v.double().sum(-1) for key, v in norms.items()}  # per-row values, added up in float64
-    top = max_weight(p)
     out["max_weight"] = top.double().sum(-1)
     out["saturated_frac"] = (top > SATURATION_THRESHOLD).sum(-1).double()
     out["entropy"] = row_entropy(p).double().sum(-1)
     del p
-    out["fp16_naive_fail"] = invalid_rows(naive_softmax_fp16(zs)).sum(-1).double()
-    out["fp16_stable_fail"] = invalid_rows(stable_softmax_fp16(zs)).sum(-1).double()
+    out["fp16_naive_fail"], out["fp16_stable_fail"] = fp16_failures(zs)
     return torch.stack([out[key] for key in _ROW_SUMS], dim=1).cpu().numpy(), norms
 
 
@@ -605,10 +652,10 @@ ScoreChunk = tuple[int, tuple[int, int, int, int], torch.Tensor, torch.Tensor]
 
 def _score_parts(d: int, plan: RowPlan, seed: int, distribution: str, dev: torch.device) -> Iterator[ScoreChunk]:
     """Every chunk of measured rows at ``d_k = d`` as τ leaves it: the raw scores s = q·kᵀ and the keys' basis
-    for ∂L/∂q (:func:`_grad_q_norm`: the Gram matrix K Kᵀ in float64 when T ≤ d_k, else K itself)."""
+    for ∂L/∂q (:func:`_key_basis`: Rᵀ of Kᵀ = Q R when T ≤ d_k, else K itself)."""
     for b, ranges, q, k in _qk_chunks(d, plan, seed, distribution, dev):
         s = q @ k.transpose(-2, -1)  # (n, r, T) raw q·k, once for both scalings and every τ
-        basis = k.double() @ k.double().transpose(-2, -1) if plan.seq_len <= d else k
+        basis = _key_basis(k)
         yield b, ranges, s, basis
         del q, k, s, basis
 
@@ -697,7 +744,7 @@ def sweep_scores_bytes(d_k_values: tuple[int, ...] | list[int], seq_len: int, n_
     t, total = plan.seq_len, 0
     chunks = [c for _, _, used in plan.blocks() for c in plan.chunks(used)]
     for d in d_k_values:
-        per_key = 8 * t if t <= d else 4 * int(d)
+        per_key = 4 * min(t, int(d))  # float32 Rᵀ [T, T] or K [T, d_k] (_key_basis)
         total += sum((i1 - i0) * ((r1 - r0) * t * 4 + t * per_key) for i0, i1, r0, r1 in chunks)
     return total
 

@@ -245,13 +245,26 @@ def test_the_kept_scores_give_the_same_sweep_at_every_temperature(t, n):
 
 def test_the_scores_are_kept_only_within_their_budget(monkeypatch):
     need = stats.sweep_scores_bytes(stats.SWEEP_D_K, 16, 256)
-    # by hand: 256 sequences × 16 rows × 16 keys float32, and per d_k the keys (d_k < 16) or the float64 Gram
-    by_hand = sum(4 * 256 * 16 * 16 + 256 * 16 * (8 * 16 if d >= 16 else 4 * d) for d in stats.SWEEP_D_K)
-    assert need == by_hand
+    # by hand: 256 sequences × 16 rows × 16 keys float32, and per d_k the keys (d_k < 16) or Rᵀ [16, 16], float32
+    by_hand = sum(4 * 256 * 16 * 16 + 256 * 16 * 4 * min(d, 16) for d in stats.SWEEP_D_K)
+    assert need == by_hand == stats.sweep_scores(stats.SWEEP_D_K, 16, 256).nbytes
     monkeypatch.setattr(stats, "SCORE_CACHE_BYTES", need - 1)
     assert stats.sweep_scores(stats.SWEEP_D_K, 16, 256) is None
     with pytest.raises(ConfigError):  # a bad argument is still refused with its message
         stats.sweep_scores(stats.SWEEP_D_K, 0, 256)
+
+
+@pytest.mark.parametrize("t, d", [(16, 16), (16, 1024), (8, 9)])
+def test_the_key_basis_gives_the_norm_of_the_product_with_the_keys(t, d):
+    gen = torch.Generator().manual_seed(t * d)
+    k = torch.randn(64, t, d, generator=gen)
+    k[0, -1] = k[0, 0] + 1e-4 * k[0, -1]  # two nearly equal keys: K Kᵀ nearly singular (its square is worse)
+    g = torch.randn(3, 64, 5, t, generator=gen)
+    g = g - g.mean(-1, keepdim=True)  # like ∂L/∂z, every row sums to 0
+    basis = stats._key_basis(k)
+    assert basis.shape == (64, t, min(t, d)) and basis.dtype == torch.float32
+    expected = (g.double() @ k.double()).norm(dim=-1)  # ‖Kᵀg‖ in float64
+    torch.testing.assert_close(stats._grad_q_norm(g, basis).double(), expected, rtol=1e-5, atol=1e-6)
 
 
 def test_score_variance_matches_theory_at_20000_samples():
@@ -497,6 +510,24 @@ def test_float16_demo_row():
     )
     ok = stats.float16_demo(np.array([1.0, 2.0, 3.0]))
     assert ok.naive_ok and np.allclose(ok.naive, ok.reference, atol=2e-3)
+
+
+@pytest.mark.parametrize("t", [1, 2, 16, 1000, 8192])
+def test_float16_failures_run_only_on_risky_rows_and_count_as_running_every_row(t):
+    gen = torch.Generator().manual_seed(t)
+    centres = torch.tensor([-7e4, -1e4, -40.0, -17.0, -9.0, -8.2, -7.9, 0.0, 5.0, 8.0, 9.5, 10.5, 11.0, 11.2,
+                            20.0, 6.5e4, 7e4])  # fmt: skip
+    spreads = torch.tensor([0.0, 0.3, 3.0, 30.0])
+    # every (centre, spread) pair is one row: its largest score sits near the centre, the others below it
+    rows = centres.repeat_interleave(4)[:, None] - spreads.repeat(17)[:, None] * torch.rand(68, t, generator=gen)
+    rows[::5, 0] = rows[::5].amax(-1)  # ties at the top
+    z = torch.stack([rows, rows.flip(0), rows * 0.5])  # (3 pairs, 68 rows, t)
+    z[1, 3, -1], z[2, 7, 0] = float("nan"), float("inf")
+    naive, stable = stats.fp16_failures(z)
+    full = [stats.invalid_rows(f(z)).sum(-1).double() for f in (stats.naive_softmax_fp16, stats.stable_softmax_fp16)]
+    torch.testing.assert_close(naive, full[0], rtol=0, atol=0)
+    torch.testing.assert_close(stable, full[1], rtol=0, atol=0)
+    assert 0 < full[0].min() and full[0].max() < 68 and 0 < full[1].min()  # both kinds of row are there
 
 
 def test_float16_failures_in_the_sweep():
