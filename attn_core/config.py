@@ -91,6 +91,8 @@ def kv_heads_keeping_group(n_heads: int, chosen_heads: int, chosen_kv: int) -> i
 
 def check_int(name: str, value: object, lo: int, hi: int | None = None) -> int:
     """Return ``value`` as an int in ``[lo, hi]`` or raise ConfigError naming ``name``."""
+    if type(value) is int and lo <= value and (hi is None or value <= hi):  # the common case, checked first
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f"{name} must be a whole number, got {value!r}", name, "whole", name=name, value=repr(value))
     if isinstance(value, float):
