@@ -51,6 +51,7 @@ EXPORT_PRESETS = {
 }
 PRESET_NAMES = tuple(EXPORT_PRESETS)
 _TEXT_SAFETY = 1.2  # the exporter's fonts run wider than the screen's widths that margins.text_width knows
+_TITLE_LINE = 1.3  # px of height a one-line panel title takes per px of font (ascent, descent and a little air)
 _SCREEN_WIDTH = 1400  # px: the width the page lays a chart out for (its height was chosen for it)
 
 
@@ -113,12 +114,16 @@ def _wrap(text: str, font: int, width: float) -> str:
     return "<br>".join(out)
 
 
-def _panel_room(fig: go.Figure, grid: dict | None, widths: dict[str, float]) -> tuple[int, float] | None:
-    """A head grid's panel titles (the first annotations, on data) and the px each has: its panel's width."""
+def _panel_room(fig: go.Figure, grid: dict | None, widths: dict[str, float]) -> tuple[int, float, float] | None:
+    """A head grid's panel titles (the first annotations, on data) and the px each has: its panel's width, and
+    the height of the gap between rows of panels that the titles below the first row stand in (square token
+    cells: a heatmap row is ``sx / sy`` heatmap columns high)."""
     if grid is None or "xaxis" not in widths:
         return None
     heat = next(t for t in fig.data if t.type == "heatmap")
-    return len(grid["heads"]), widths["xaxis"] * grid["cols"] * grid["sx"] / max(1, _shape(heat.z)[1])
+    column_px = widths["xaxis"] / max(1, _shape(heat.z)[1])
+    gap_px = grid["gy"] * column_px * grid["sx"] / grid["sy"] if grid["gy"] else float("inf")
+    return len(grid["heads"]), column_px * grid["cols"] * grid["sx"], gap_px
 
 
 def _fit_annotations(
@@ -127,18 +132,19 @@ def _fit_annotations(
     font: int,
     plot: tuple[float, float],
     widths: dict[str, float],
-    panels: tuple[int, float] | None = None,
+    panels: tuple[int, float, float] | None = None,
 ) -> None:
     """Notes and panel titles (placed on the paper or an axis's domain, or a head grid's ``panels[0]`` titles
-    ``panels[1]`` px wide) at ``font`` px, smaller only where their text would run past their panel (at least
-    :data:`~.labels.MIN_TICK_FONT`); labels placed on data (inside cells) grow by ``ratio`` like the cells'
-    own text."""
+    ``panels[1]`` px wide, in gaps ``panels[2]`` px high) at ``font`` px, smaller only where their text would
+    run past their panel or touch the panel above (at least :data:`~.labels.MIN_TICK_FONT`); labels placed on
+    data (inside cells) grow by ``ratio`` like the cells' own text."""
     for i, a in enumerate(fig.layout.annotations):
         size = float(a.font.size or font / ratio)
         xref = str(a.xref or "paper")
         on_paper = xref.endswith(("paper", "domain")) and str(a.yref or "paper").endswith(("paper", "domain"))
+        high = float("inf")
         if panels is not None and i < panels[0]:  # a head grid's panel title: as wide as its panel
-            room = panels[1]
+            room, high = panels[1], panels[2]
         elif not on_paper:
             a.font.size = round(size * ratio)
             continue
@@ -149,7 +155,9 @@ def _fit_annotations(
         else:
             room = plot[0]
         target = font
-        while target > MIN_TICK_FONT and _TEXT_SAFETY * text_width(a.text or "", target) > room:
+        while target > MIN_TICK_FONT and (
+            _TEXT_SAFETY * text_width(a.text or "", target) > room or _TITLE_LINE * target > high
+        ):
             target -= 1
         a.font.size = target
 

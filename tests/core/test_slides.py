@@ -113,3 +113,21 @@ def test_a_grid_of_heads_on_a_slide_keeps_square_cells_and_titles_in_their_panel
         assert figures.MIN_TICK_FONT <= size <= 28
         assert text_width(text, size) <= panel_px, (text, size, panel_px)
     assert len(texts(svg, "xtick")) == 4 * 11 and len(texts(svg, "ytick")) == 2 * 11
+
+
+@pytest.mark.parametrize("preset", ["half", "slide"])
+def test_a_grid_of_few_tokens_keeps_each_panel_title_inside_the_gap_above_its_panel(preset):
+    v = view(["--n-heads", "8", "--n-kv-heads", "2", "--text", "hi there"], "grid")  # 2 tokens: large cells
+    g = v.figure.layout.meta["head_grid"]
+    svg = export_bytes(v.figure, "svg", preset=preset)
+    (img,) = [el for el in ET.fromstring(svg).iter(f"{SVG}image")]
+    heat = v.figure.data[0]
+    y_unit = float(img.get("height")) / len(heat.y)  # px per heatmap row (the image spans the whole grid)
+    gap_px = g["gy"] * y_unit
+    assert g["rows"] == 2 and g["gy"] >= 1
+    titles = dict((t, size) for t, size in texts(svg, "annotation-text") if " · KV " in t)  # each drawn twice
+    assert sorted(titles) == [f"head {i} · KV {i // 4}" for i in range(8)]
+    for (
+        size
+    ) in titles.values():  # a title stands in the gap between the two rows of panels: it must not reach the row above
+        assert 1.2 * size <= gap_px, (size, gap_px)
