@@ -11,6 +11,7 @@ frames with their own play and pause buttons and slider): at most
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
@@ -40,7 +41,9 @@ SLIDE_BARS_DOMAIN = (0.0, 0.25)  # on a slide no legend lines sit between the bu
 
 
 def _r(x: float) -> float:
-    return round(x, 4)
+    """``x`` to 4 decimals (short JSON): k / 10⁴ prints as its 4 decimals. ``round(x, 4)`` formats the number
+    as a decimal string first (~4 µs; the 64-frame figure rounds 4,700 numbers)."""
+    return math.floor(x * 10_000 + 0.5) / 10_000
 
 
 def _rect(x0: float, x1: float, y0: float, y1: float) -> tuple[list, list]:
