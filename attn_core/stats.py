@@ -1027,12 +1027,41 @@ def score_sample(
 
 
 def _first_sequence(
-    d_k: int, seq_len: int, n_samples: int, seed: int, distribution: str, device: torch.device | str
+    d_k: int,
+    seq_len: int,
+    n_samples: int,
+    seed: int,
+    distribution: str,
+    device: torch.device | str,
+    qk: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """q, k ``[T, d_k]`` of the sample's first sequence (the one every example view shows), on ``device``."""
+    """q, k ``[T, d_k]`` of the sample's first sequence (the one every example view shows), on ``device``:
+    ``qk`` (:func:`first_sequence` of the same arguments) when given, else drawn (its whole sampling block)."""
+    if qk is not None:
+        if qk[0].shape != (seq_len, d_k) or qk[1].shape != (seq_len, d_k):
+            raise ValueError(f"qk holds {qk[0].shape} and {qk[1].shape}, not the first sequence's ({seq_len}, {d_k})")
+        return torch.from_numpy(qk[0]).to(device), torch.from_numpy(qk[1]).to(device)
     plan = row_plan(seq_len, n_samples)
     q, k, _ = _draw_block(d_k, seq_len, min(plan.block, n_samples), 0, seed, distribution)
     return q[0].clone().to(device), k[0].clone().to(device)
+
+
+# The first sequence is kept between τ and row moves (first_sequence) when its q and k take at most this many bytes.
+FIRST_SEQUENCE_BYTES = 8 * 2**20
+
+
+def first_sequence(
+    d_k: int, seq_len: int = 16, n_samples: int = 256, seed: int = 0, distribution: str = "normal"
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """q, k ``[T, d_k]`` (CPU float32) of the first sampled sequence, the one :func:`example_maps` and
+    :func:`example_scores` show, to pass them as ``qk=`` (drawing it means drawing its whole sampling block:
+    up to 256 sequences). None when they would take more than :data:`FIRST_SEQUENCE_BYTES`. Raises
+    :class:`ConfigError` as those functions do."""
+    d_k = _check_example(d_k, seq_len, n_samples, seed, distribution, 1)
+    if 2 * 4 * int(seq_len) * d_k > FIRST_SEQUENCE_BYTES:
+        return None
+    q, k = _first_sequence(d_k, int(seq_len), n_samples, seed, distribution, "cpu")
+    return q.numpy(), k.numpy()
 
 
 def _check_example(d_k: object, seq_len: int, n_samples: int, seed: int, distribution: str, rows: int) -> int:
@@ -1052,17 +1081,19 @@ def example_scores(
     distribution: str = "normal",
     device: torch.device | str = "cpu",
     rows: list[int] | None = None,
+    qk: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Raw q·k of the first sampled sequence, the one the maps, the row and the float16 views show.
 
     float32 ``[len(rows), T]`` (query rows, key columns; every row when ``rows`` is
-    None), the same numbers the sweep measures for that sequence.
+    None), the same numbers the sweep measures for that sequence. ``qk``: :func:`first_sequence` of the
+    same arguments, so nothing is drawn.
     """
     idx = list(range(seq_len)) if rows is None else [int(r) for r in rows]
     for r in idx:
         check_int("row", r, 0, seq_len - 1)
-    _check_example(d_k, seq_len, n_samples, seed, distribution, len(idx))
-    q, k = _first_sequence(d_k, seq_len, n_samples, seed, distribution, device)
+    d_k = _check_example(d_k, seq_len, n_samples, seed, distribution, len(idx))
+    q, k = _first_sequence(d_k, seq_len, n_samples, seed, distribution, device, qk)
     return (q[idx] @ k.T).to("cpu", torch.float32).numpy()  # (R, T)
 
 
@@ -1107,19 +1138,43 @@ def example_maps(
     max_cells: int = 64,
     device: torch.device | str = "cpu",
 ) -> ExampleMaps:
-    """Softmax maps of the first sampled sequence, unscaled and scaled, pooled to at most ``max_cells`` per side.
+    """Softmax maps of the first sampled sequence, unscaled and scaled, pooled to at most ``max_cells`` per side
+    (:func:`sequence_maps` of its q and k; with :func:`first_sequence` kept, call that directly: nothing drawn)."""
+    _check_common(seq_len, n_samples, seed, distribution, temperature)
+    t = int(seq_len)
+    d_k = _check_example(d_k, t, n_samples, seed, distribution, max(_map_chunk(t, max_cells)))
+    q, k = _first_sequence(d_k, t, n_samples, seed, distribution, device)
+    return sequence_maps(q, k, temperature, max_cells)
+
+
+def _map_chunk(t: int, max_cells: int) -> tuple[int, int]:
+    """(query rows per chunk, pooling factor) of :func:`sequence_maps` for ``t`` keys."""
+    f = -(-t // max_cells) if t > max_cells else 1
+    return min(t, f * max(1, (CHUNK_SCORES // t) // f)), f  # a whole number of block rows per chunk
+
+
+def sequence_maps(
+    q: torch.Tensor | np.ndarray,
+    k: torch.Tensor | np.ndarray,
+    temperature: float = 1.0,
+    max_cells: int = 64,
+    device: torch.device | str | None = None,
+) -> ExampleMaps:
+    """Softmax maps of one sequence's q, k ``[T, d_k]`` (tensors or arrays; computed on ``device``, default
+    where q is), unscaled and scaled, pooled to at most ``max_cells`` per side.
 
     Computed by chunks of query rows (float64 softmax, like :func:`softmax_weights`)
     and pooled on the way with one block factor for both sides, the same blocks
     as :func:`attn_core.figures.pool_max`, so no ``[T, T]`` map is ever held.
     """
-    _check_common(seq_len, n_samples, seed, distribution, temperature)
-    t = int(seq_len)
-    f = -(-t // max_cells) if t > max_cells else 1
+    temperature = check_temperature(temperature)
+    q = torch.as_tensor(q, device=device)
+    k = torch.as_tensor(k, device=q.device)
+    if q.ndim != 2 or k.shape != q.shape:
+        raise ValueError(f"q and k must both be [T, d_k], got {tuple(q.shape)} and {tuple(k.shape)}")
+    t, d_k = q.shape
+    rc, f = _map_chunk(t, max_cells)
     cols = -(-t // f)
-    rc = min(t, f * max(1, (CHUNK_SCORES // t) // f))  # a whole number of block rows per chunk
-    d_k = _check_example(d_k, t, n_samples, seed, distribution, max(rc, f))
-    q, k = _first_sequence(d_k, t, n_samples, seed, distribution, device)
     factors = (1.0 / temperature, 1.0 / (math.sqrt(d_k) * temperature))
     # outputs allocated up front: small results kept between the large chunk tensors fragment the heap
     pooled = (np.empty((cols, cols), dtype=np.float32), np.empty((cols, cols), dtype=np.float32))
@@ -1138,7 +1193,7 @@ def example_maps(
     unscaled, scaled = pooled
     return ExampleMaps(
         d_k=int(d_k),
-        seq_len=t,
+        seq_len=int(t),
         temperature=float(temperature),
         factor=f,
         unscaled=unscaled,

@@ -42,12 +42,15 @@ if shown(0):
     if sample is not None:
         ui.show_view(ui.view(sat.distribution_view, sample, style), "sat_dist")
 
+# the first sequence's q and k, which τ and the row leave as they are: their moves draw nothing
+qk = ui.shared(sat.first_sequence, draw, p.head_dim) if shown(1) or shown(4) or shown(5) else None
+
 # ---- 2. the same queries and keys, unscaled and scaled
 if shown(1):
     st.subheader(ui.t("sat.h2"))
     maps_caption = st.empty()  # filled from the sweep, measured after these maps are on their way
     with st.spinner(ui.t("sat.computing")):
-        maps = ui.compute(sat.example_maps, draw, p.head_dim, p.temperature)
+        maps = ui.compute(sat.example_maps, draw, p.head_dim, p.temperature, given={"qk": qk})
     if maps is not None:
         ui.show_view(ui.view(sat.maps_view, maps, style), "sat_maps")
 
@@ -81,7 +84,7 @@ if shown(4):
 if shown(4) or shown(5):
     with ui.drawer():  # slide mode: in the controls bar
         p = sat.with_values(p, row=ui.control(P, "row", hi=p.seq_len - 1, container=st.columns(3)[0]))
-    raw = ui.compute(sat.query_scores, draw, p.head_dim, p.row)
+    raw = ui.compute(sat.query_scores, draw, p.head_dim, p.row, given={"qk": qk})
 if shown(4) and raw is not None:
     st.caption(ui.t("sat.c4"))
     ui.show_view(ui.view(sat.row_view, p, sat.row_softmax(raw, p), style), "sat_row")

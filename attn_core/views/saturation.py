@@ -106,15 +106,32 @@ def saturation_sweep(
                                   temperature, scores)  # fmt: skip
 
 
-def example_maps(draw: Draw, d_k: int, temperature: float, *, device: str = "cpu") -> stats.ExampleMaps:
-    """The first sequence's weights without and with 1/√d_k, pooled to :data:`~attn_core.figures.saturation.MAX_HEATMAP_CELLS`."""
-    return stats.example_maps(d_k, draw.seq_len, draw.samples, draw.seed, draw.dist, temperature,
-                              fs.MAX_HEATMAP_CELLS, device)  # fmt: skip
+def first_sequence(draw: Draw, d_k: int, *, device: str = "cpu") -> tuple[np.ndarray, np.ndarray] | None:
+    """q, k of the first sequence (:func:`attn_core.stats.first_sequence`), which τ and the row leave as they
+    are: pass them as ``qk`` to :func:`example_maps` and :func:`query_scores`. None when large."""
+    return stats.first_sequence(d_k, draw.seq_len, draw.samples, draw.seed, draw.dist)
 
 
-def query_scores(draw: Draw, d_k: int, row: int, *, device: str = "cpu") -> np.ndarray:
-    """Raw q·k ``[T]`` of query ``row`` of the first sequence (the row and float16 views)."""
-    return stats.example_scores(d_k, draw.seq_len, draw.samples, draw.seed, draw.dist, device, rows=[row])[0]
+QK = tuple[np.ndarray, np.ndarray]
+
+
+def example_maps(
+    draw: Draw, d_k: int, temperature: float, *, device: str = "cpu", qk: QK | None = None
+) -> stats.ExampleMaps:
+    """The first sequence's weights without and with 1/√d_k, pooled to
+    :data:`~attn_core.figures.saturation.MAX_HEATMAP_CELLS`; from ``qk`` (:func:`first_sequence` of ``draw`` and
+    ``d_k``) when given, so nothing is drawn."""
+    if qk is None:
+        return stats.example_maps(d_k, draw.seq_len, draw.samples, draw.seed, draw.dist, temperature,
+                                  fs.MAX_HEATMAP_CELLS, device)  # fmt: skip
+    if qk[0].shape != (draw.seq_len, d_k):
+        raise ValueError(f"qk holds q {qk[0].shape}, not the first sequence's ({draw.seq_len}, {d_k})")
+    return stats.sequence_maps(qk[0], qk[1], temperature, fs.MAX_HEATMAP_CELLS, device)
+
+
+def query_scores(draw: Draw, d_k: int, row: int, *, device: str = "cpu", qk: QK | None = None) -> np.ndarray:
+    """Raw q·k ``[T]`` of query ``row`` of the first sequence (the row and float16 views; from ``qk`` when given)."""
+    return stats.example_scores(d_k, draw.seq_len, draw.samples, draw.seed, draw.dist, device, rows=[row], qk=qk)[0]
 
 
 def row_softmax(raw: np.ndarray, p: Params) -> stats.RowSoftmax:

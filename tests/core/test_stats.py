@@ -466,6 +466,24 @@ def test_example_maps_are_the_pooled_softmax_of_the_first_sequence(monkeypatch, 
         assert maps.raw is None
 
 
+def test_the_kept_first_sequence_gives_the_same_maps_and_scores_without_drawing(monkeypatch):
+    qk = stats.first_sequence(64, 16, 256, seed=3, distribution="projected")
+    assert [a.shape for a in qk] == [(16, 64), (16, 64)] and qk[0].dtype == np.float32
+    drawn = stats.example_maps(64, 16, 256, 3, "projected", 0.7), stats.example_scores(64, 16, 256, 3, "projected")
+    monkeypatch.setattr(stats, "_draw_block", None)  # nothing may be drawn from here on
+    kept = stats.sequence_maps(*qk, 0.7), stats.example_scores(64, 16, 256, 3, "projected", qk=qk)
+    np.testing.assert_array_equal(kept[0].scaled, drawn[0].scaled)
+    np.testing.assert_array_equal(kept[0].unscaled, drawn[0].unscaled)
+    np.testing.assert_array_equal(kept[1], drawn[1])
+    with pytest.raises(ValueError, match="first sequence"):  # another d_k's q and k are refused
+        stats.example_scores(32, 16, 256, 3, "projected", qk=qk)
+    with pytest.raises(ValueError, match="d_k"):
+        stats.sequence_maps(qk[0], qk[1][:, :8])
+    assert kept[0].d_k == 64 and kept[0].seq_len == 16 and kept[0].temperature == 0.7
+    monkeypatch.setattr(stats, "FIRST_SEQUENCE_BYTES", 2 * 4 * 16 * 64 - 1)
+    assert stats.first_sequence(64, 16, 256, seed=3) is None  # too large to keep: the views draw it
+
+
 def test_largest_settings_stay_within_the_budget_in_a_fresh_process():
     """The page's heaviest computations at 8192 keys and 16384 samples, d_k = 1024: peak RSS growth < 1 GiB."""
     code = """

@@ -117,3 +117,15 @@ def test_measured_note_only_when_rows_are_left_out():
     assert sat.measured_note(sat.Params(), Style()) is None
     note = sat.measured_note(sat.Params(seq_len=8192, samples=16384), Style())
     assert "**1,024** of the 134,217,728 query rows" in note
+
+
+def test_maps_and_row_scores_from_the_kept_first_sequence_equal_those_drawn():
+    p = sat.Params(head_dim=32, seq_len=12, samples=64, temperature=1.3, seed=5)
+    qk = sat.first_sequence(p.draw, p.head_dim)
+    drawn, kept = sat.example_maps(p.draw, 32, 1.3), sat.example_maps(p.draw, 32, 1.3, qk=qk)
+    np.testing.assert_array_equal(kept.scaled, drawn.scaled)
+    np.testing.assert_array_equal(kept.unscaled, drawn.unscaled)
+    assert kept.mean_max_unscaled == drawn.mean_max_unscaled
+    np.testing.assert_array_equal(sat.query_scores(p.draw, 32, 7, qk=qk), sat.query_scores(p.draw, 32, 7))
+    with pytest.raises(ValueError):  # another d_k's q and k
+        sat.example_maps(p.draw, 16, 1.3, qk=qk)
