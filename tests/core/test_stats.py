@@ -225,9 +225,8 @@ def test_batches_of_pairs_do_not_change_the_numbers(monkeypatch, cached):
         np.testing.assert_allclose(other[cols].to_numpy(float), runs[0][cols].to_numpy(float), rtol=1e-12, atol=0)
 
 
-@pytest.mark.parametrize(
-    "t, n", [(6, 32), (24, 40), (1000, 3)]
-)  # the keys' two bases (Rᵀ where T ≤ d_k, else K) in different shares
+# the keys' two bases (Rᵀ where T ≤ d_k, else K) in different shares
+@pytest.mark.parametrize("t, n", [(6, 32), (24, 40), (1000, 3)])
 def test_the_kept_scores_give_the_same_sweep_at_every_temperature(t, n):
     d_values = (4, 64) if t != 1000 else (16,)
     scores = stats.sweep_scores(d_values, t, n, 3)
