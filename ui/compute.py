@@ -67,9 +67,7 @@ def compute(fn: Callable[..., Any], *args: Any, given: dict | None = None, **kwa
     dev = device()
     try:
         key = digest(args, kwargs)
-        result, used = _cached(  # keywords: Streamlit looks up a positional argument's name by inspect.signature
-            name=_name(fn), key=key, device_name=dev, _fn=fn, _args=args, _kwargs={**kwargs, **(given or {})}
-        )
+        result, used = _cached(_name(fn), key, dev, fn, args, {**kwargs, **(given or {})})
     except ConfigError as exc:
         show_error(exc)
         return None
@@ -93,7 +91,7 @@ def shared(fn: Callable[..., Any], *args: Any) -> Any:
     A :class:`~attn_core.config.ConfigError` gives None without a message: the step that reads the
     result gets the same arguments, raises it again and shows it once."""
     try:
-        return _shared(name=_name(fn), key=digest(args), device_name=device(), _fn=fn, _args=args)
+        return _shared(_name(fn), digest(args), device(), fn, args)
     except ConfigError:
         return None
 
@@ -121,7 +119,7 @@ def view(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Drawn | list[Draw
     read-only. Arguments must be picklable (results, frozen params, tuples, numbers, strings).
     """
     s = style()
-    return _cached_view(name=_name(fn), key=digest(args, kwargs), style_=s, _fn=fn, _args=args, _kwargs=kwargs)
+    return _cached_view(_name(fn), digest(args, kwargs), s, fn, args, kwargs)
 
 
 # ---------------------------------------------------------------- live runs
