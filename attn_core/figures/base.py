@@ -10,6 +10,7 @@ cells are grey, never the colour of weight 0.
 from __future__ import annotations
 
 import base64
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -357,13 +358,40 @@ def _set_fonts(fig: go.Figure, size: int, title: int) -> None:
 def slide_title(title: str, width: float = 80) -> str:
     """``title`` with its first line broken after its first colon when that line is wider than ``width`` Latin
     characters (a CJK one counts 2.3): a slide's 26 px titles fit about 80 at 1024 px across, half as many over
-    half the slide."""
+    half the slide. A line without a colon breaks at its last comma or opening bracket outside brackets that leaves the first
+    part within ``width``; a line with neither is left as it is."""
     first, sep, rest = title.partition("<br>")
-    wide = sum(2.3 if ord(ch) >= 0x2E80 else 1.0 for ch in first)
-    cut = min((i for i in (first.find(": "), first.find("：")) if i > 0), default=-1)
-    if wide <= width or cut < 0:
+    if _title_width(first) <= width:
         return title
-    return f"{first[: cut + 1]}<br>{first[cut + 1 :].lstrip()}{sep}{rest}"
+    cut = min((i for i in (first.find(": "), first.find("：")) if i > 0), default=-1)
+    if cut >= 0:
+        head, tail = first[: cut + 1], first[cut + 1 :]
+    else:
+        fits = [i for i in _title_breaks(first) if _title_width(first[:i]) <= width]
+        if not fits:
+            return title
+        head, tail = first[: fits[-1]], first[fits[-1] :]
+    return f"{head.rstrip()}<br>{tail.lstrip()}{sep}{rest}"
+
+
+def _title_breaks(line: str) -> list[int]:
+    """Where ``line`` may break outside brackets: after a comma, before an opening bracket."""
+    breaks, depth = [], 0
+    for m in re.finditer(r", |，|[(（)）]", line):
+        if m.group() in ("(", "（"):
+            if depth == 0 and m.start() > 0:
+                breaks.append(m.start())
+            depth += 1
+        elif m.group() in (")", "）"):
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            breaks.append(m.start() + 1)
+    return breaks
+
+
+def _title_width(text: str) -> float:
+    """``text``'s width in Latin characters, a CJK one counting 2.3."""
+    return sum(2.3 if ord(ch) >= 0x2E80 else 1.0 for ch in text)
 
 
 def base_layout(title: str, style: Style, height: int, **extra: object) -> dict:

@@ -103,15 +103,16 @@ def _grid(
     return layout
 
 
-def _layout(layout: dict, title: str, style: Style, height: int) -> dict:
+def _layout(layout: dict, title: str, style: Style, height: int, legend: bool = True) -> dict:
     """:func:`~attn_core.figures.base_layout` for a grid of subplots: the title (its lines split by ``<br>``),
-    then a legend of up to two lines, then the subplot titles, each in its own band of pixels."""
+    then a legend of up to two lines (unless ``legend`` is False: a chart of heatmaps has none), then the
+    subplot titles, each in its own band of pixels."""
     f, tf = style.font, style.title_font
     title = slide_title(title) if style.present else title
     extra = int(tf * 1.5) * title.count("<br>")  # plotly.js anchors a title's first line, later lines go below
     legend_top = 12 + int(tf * 1.5) + extra + 6
     names = max((a["text"].count("<br>") for a in layout.get("annotations", [])), default=0)
-    top = legend_top + int(2 * f * 1.5) + int(f * 1.8) + int(f * 1.3) * names
+    top = legend_top + (int(2 * f * 1.5) if legend else 0) + int(f * 1.8) + int(f * 1.3) * names
     height += top
     # Subplot titles are annotations: give them the axis-label size.
     for a in layout.get("annotations", []):
@@ -239,7 +240,9 @@ def scaled_unscaled_figure(maps: ExampleMaps, labels: list[str], style: Style = 
         style.t("sat.fig.map_unscaled", tau=tau, mw=f"{maps.mean_max_unscaled:.3f}"),
         style.t("sat.fig.map_scaled", d=d_k, tau=tau, mw=f"{maps.mean_max_scaled:.3f}"),
     ]
-    layout = _grid(1, 2, titles, h_space=0.08)
+    if style.present:  # two lines each: a slide's panels are about 330 px wide at 1024 px across
+        titles = [title.replace(" · ", "<br>", 1) for title in titles]
+    layout = _grid(1, 2, titles, h_space=0.05)
     if f == 1:
         ticks = _key_ticks(labels, range(t))
         custom = None if maps.raw is None else _f32(maps.raw)
@@ -266,9 +269,10 @@ def scaled_unscaled_figure(maps: ExampleMaps, labels: list[str], style: Style = 
             trace["customdata"] = custom
         data.append(trace)
         layout[xkey].update(title=dict(text=style.t("fig.key")), type="category", tickangle=-60)
-        # one "query" title, left of both maps: a second one would sit on the first map's edge
+        # the rows are the same queries in both maps: their labels and title left of the first map only (the
+        # second map's would sit in the gap, over the first map's right edge)
         layout[ykey].update(title=dict(text=style.t("fig.query") if i == 1 else ""), type="category",
-                            autorange="reversed")  # fmt: skip
+                            autorange="reversed", showticklabels=i == 1)  # fmt: skip
     layout.update(
         coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0,
                        colorbar=dict(title=dict(text=style.t("fig.weight")))),
@@ -280,7 +284,7 @@ def scaled_unscaled_figure(maps: ExampleMaps, labels: list[str], style: Style = 
         title += "<br>" + style.t("fig.pooled", r=n, c=maps.unscaled.shape[1], tq=t, tk=t)
     side = min(t, MAX_HEATMAP_CELLS)
     height = int(min(680, max(340, side * (14 if style.present else 11) + 120)))
-    return plain_figure(data, _layout(layout, title, style, height), style)
+    return plain_figure(data, _layout(layout, title, style, height, legend=False), style)
 
 
 # ---------------------------------------------------------------- 3-4. saturation and the gradients against d_k

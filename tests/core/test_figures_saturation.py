@@ -264,3 +264,28 @@ def test_a_title_too_wide_for_a_slide_breaks_after_its_colon(sweep):
     assert slide_title(short) == short  # fits: left alone
     page = spec(fs.saturation_curves_figure(sweep, 4, True, 8, 32, 1.0, Style(lang="zh")))
     assert "：<br>" not in page["layout"]["title"]["text"]  # the page is wide enough
+
+
+def test_a_slide_title_without_a_colon_breaks_at_a_comma_or_bracket_outside_brackets():
+    """The example maps' title has no colon; at 88 characters it ran past a 1024 px slide's right edge."""
+    en = "The same 16×16 scores q·k at d_k = 64, without and with 1/√d_k (one colour scale, 0 to 1)"
+    assert (
+        slide_title(en)
+        == "The same 16×16 scores q·k at d_k = 64, without and with 1/√d_k<br>(one colour scale, 0 to 1)"
+    )
+    zh = "d_k = 1024 时同一组 256×256 分数 q·k，不乘与乘以 1/√d_k（同一色标，0 到 1）"
+    assert slide_title(zh) == "d_k = 1024 时同一组 256×256 分数 q·k，不乘与乘以 1/√d_k<br>（同一色标，0 到 1）"
+    assert slide_title(zh, 40) == zh  # no break leaves the first part within 40: left as it is
+    assert slide_title("one, two, three (four, five), six", 24) == "one, two, three<br>(four, five), six"
+    assert slide_title("one, two, three (four, five), six", 30) == "one, two, three (four, five),<br>six"
+
+
+def test_the_example_maps_on_a_slide_label_their_rows_once_and_title_panels_on_two_lines():
+    """At 1024 × 768 the two panel titles ran into each other and the second map's row labels sat on the first
+    map's right edge: the rows are the same queries, so only the first map labels them."""
+    maps = stats.example_maps(64, 16, 16)
+    for style in (Style(), Style(present=True), Style(present=True, lang="zh")):
+        lay = spec(fs.scaled_unscaled_figure(maps, synthetic_tokens(16), style))["layout"]
+        assert lay["yaxis"].get("showticklabels", True) and lay["yaxis2"]["showticklabels"] is False
+        names = [a["text"] for a in lay["annotations"]]
+        assert all(("<br>" in n) == style.present for n in names), names
