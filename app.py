@@ -27,7 +27,22 @@ ui.apply_presentation()
 ui.apply_responsive()  # phones and small laptops: controls wrap, grids show one head at a time
 st.session_state["_page"] = page.url_path or HOME  # the running page's name: its exports' file names
 ui.decks.bar()
-try:
-    page.run()
-finally:
-    ui.share_link(page.url_path, HOME)  # also when a page stopped early on bad input
+LINK = dict(st.session_state["_link_params"])  # the sidebar's and the deck's part of the share link
+
+
+@st.fragment
+def run_page() -> None:
+    """The page and its share link, as a fragment: a control of the page reruns this alone, not the navigation,
+    the sidebar and the CSS above (about 10 ms of the server's CPU and 40-60 ms of the browser's a move,
+    ``make bench``). Widgets outside it (language, seed, presentation mode, the deck) rerun the whole app."""
+    st.session_state["_link_params"] = dict(LINK)  # a control the page no longer draws leaves the link
+    page._can_be_called = True  # noqa: SLF001 - Page.run allows one call per app run; a fragment rerun is another
+    try:
+        page.run()
+    finally:
+        ui.share_link(page.url_path, HOME)  # also when a page stopped early on bad input
+
+
+run_page()
+with st.sidebar:  # outside the fragment: opening or closing a deck redraws the deck bar above the page
+    ui.decks.panel(page.url_path or HOME)

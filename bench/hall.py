@@ -173,6 +173,8 @@ class Reply:
     errors: list[str] = field(default_factory=list)  # error boxes (st.error)
     charts: list[str] = field(default_factory=list)  # each plotly chart's spec (JSON), in page order
     widgets: dict[str, tuple[str, object]] = field(default_factory=dict)  # id -> (element kind, proto)
+    fragments: dict[str, str] = field(default_factory=dict)  # widget id -> the fragment that drew it ("": none)
+    fragment_run: bool = False  # the server ran one fragment, not the whole app
 
 
 class Tab:
@@ -180,7 +182,8 @@ class Tab:
 
     It sends ``rerun_script`` with the query string, the page, the widget states of every widget on the
     page and the hashes of the messages it has cached; it resolves ``ref_hash`` messages from that cache,
-    keeps widget states across runs (a value the server sets wins), and follows ``page_info_changed``.
+    keeps widget states across runs (a value the server sets wins), and follows ``page_info_changed``. A widget a
+    fragment drew (app.py runs each page as one) asks for a run of that fragment alone, as the browser does.
     """
 
     def __init__(self, base_url: str, page_path: str, query: dict[str, str]):
@@ -188,6 +191,8 @@ class Tab:
         self.page_hash = ""
         self.widgets: dict[str, WidgetState] = {}
         self.elements: dict[str, tuple[str, object]] = {}
+        self.fragments: dict[str, str] = {}  # widget id -> the fragment that drew it
+        self.fragment = ""  # the fragment the next run asks for ("": the whole app)
         self.cache: dict[str, tuple[ForwardMsg, int]] = {}  # hash -> (message, run it was last used in)
         self.max_age, self.runs = 2, 0
         self.ws: ClientConnection | None = None
@@ -221,6 +226,8 @@ class Tab:
         else:  # the first run names the page by its path, as the frontend does
             cs.page_name = self.page_path
         cs.widget_states.widgets.extend(self.widgets.values())
+        if self.fragment:
+            cs.fragment_id = self.fragment
         cs.cached_message_hashes.extend(self.cache)
         cs.context_info.url = self.url()
         cs.context_info.timezone, cs.context_info.locale = "UTC", "en-US"
@@ -238,7 +245,8 @@ class Tab:
                 # sent after the previous script_finished (a failed request) is kept
                 reply = Reply(exceptions=reply.exceptions)
             self._read(msg, reply)
-        self._end_run(reply)
+        self._end_run(reply, self.fragment)
+        self.fragment = ""
         return reply
 
     def _resolve(self, msg: ForwardMsg) -> ForwardMsg:
@@ -266,7 +274,7 @@ class Tab:
             page = next((p for p in nav.app_pages if p.page_script_hash == nav.page_script_hash), None)
             self.page_path = page.url_pathname if page is not None else self.page_path
         elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-            read_element(msg.delta.new_element, reply)
+            read_element(msg.delta.new_element, reply, msg.delta.fragment_id)
         elif kind == "page_info_changed":
             reply.queries.append(msg.page_info_changed.query_string)
             self.query = dict(parse_qsl(msg.page_info_changed.query_string, keep_blank_values=True))
@@ -280,16 +288,25 @@ class Tab:
                 ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY,
             )
             reply.status = "ok" if ok else "compile_error"
+            reply.fragment_run = msg.script_finished == ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY
 
-    def _end_run(self, reply: Reply) -> None:
-        """After a full run the frontend drops the widgets that run did not draw, and ages its message cache."""
+    def _end_run(self, reply: Reply, fragment: str = "") -> None:
+        """After a full run the frontend drops the widgets that run did not draw (after a fragment's run, the
+        fragment's widgets it did not draw), and ages its message cache."""
         states = {}
         for wid, (kind, proto) in reply.widgets.items():
             keep = wid in self.widgets and not getattr(proto, "set_value", False)
             state = self.widgets[wid] if keep else widget_state(kind, proto)
             if state is not None:
                 states[wid] = state
-        self.widgets, self.elements = states, reply.widgets
+        elements, fragments = dict(reply.widgets), dict(reply.fragments)
+        if fragment:  # the widgets outside the fragment stay as they are
+            for wid, frag in self.fragments.items():
+                if frag != fragment and wid not in elements and wid in self.elements:
+                    elements[wid], fragments[wid] = self.elements[wid], frag
+                    if wid in self.widgets:
+                        states[wid] = self.widgets[wid]
+        self.widgets, self.elements, self.fragments = states, elements, fragments
         self.runs += 1
         self.cache = {h: (m, used) for h, (m, used) in self.cache.items() if self.runs - used <= self.max_age}
 
@@ -306,11 +323,12 @@ class Tab:
         """Drag slider ``key`` to ``value``: its new state, and the address the frontend writes for it."""
         proto = self.slider(key)
         self.widgets[proto.id] = moved_state(proto, value)
+        self.fragment = self.fragments.get(proto.id, "")
         if proto.query_param_key:
             self.query[proto.query_param_key] = url_text(value)
 
 
-def read_element(el, reply: Reply) -> None:
+def read_element(el, reply: Reply, fragment: str = "") -> None:
     kind = el.WhichOneof("type")
     proto = getattr(el, kind)
     if kind == "exception":
@@ -327,6 +345,7 @@ def read_element(el, reply: Reply) -> None:
         reply.charts.append(proto.bytes.split(b"\n", 1)[-1].decode())
     if kind in WIDGET_KINDS and proto.id:
         reply.widgets[proto.id] = (kind, proto)
+        reply.fragments[proto.id] = fragment
 
 
 # ---------------------------------------------------------------- does a reply carry the student's own numbers?

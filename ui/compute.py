@@ -218,12 +218,29 @@ def run_slots(size: int) -> RunSlots:
 WAIT_POLL_S = 0.5  # a waiting page updates its message (and notices a Stop) this often
 
 
+def _end_if_rerun_waits() -> None:
+    """End the script here when a rerun waits for it. A page runs as a fragment (app.py), and Streamlit lets a
+    fragment's rerun (Stop, or any control of the page) wait for the run in progress instead of interrupting it:
+    a live run asks at each step and while it queues, and stops as an interrupted run did (the rerun then runs).
+    Reads Streamlit's pending request (``ScriptRequests._state``, private: ``tests/e2e/test_live_turns.py``
+    and the lab's and the live decode's browser tests fail if it stops working)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    from streamlit.runtime.scriptrunner_utils.exceptions import StopException
+    from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
+
+    requests = getattr(get_script_run_ctx(suppress_warning=True), "script_requests", None)
+    if getattr(requests, "_state", None) == ScriptRequestType.RERUN:
+        raise StopException()
+
+
 def _wait_turn(slots: RunSlots, bar: Any) -> float:
     """Wait for a slot in ``slots``, saying in ``bar`` how many runs are ahead; returns the seconds waited.
-    A rerun while waiting (Stop, or any widget) raises out of the message's update: the ticket leaves the queue."""
+    A rerun while waiting (Stop, or any widget) ends the script (:func:`_end_if_rerun_waits`, or Streamlit's
+    interruption outside a fragment): the ticket leaves the queue."""
     ticket, t0, timeout = slots.join(), time.perf_counter(), 0.0
     try:
         while not slots.start(ticket, timeout):  # at once when a slot is free: no message then
+            _end_if_rerun_waits()
             timeout, waited = WAIT_POLL_S, time.perf_counter() - t0
             ahead, n_runs = count(slots.ahead(ticket), "run"), count(slots.size, "run")
             bar.info(t("ui.live_wait", ahead=ahead, n_runs=n_runs, s=int(waited)), icon="⏳")
@@ -307,6 +324,7 @@ def _run_steps(run: LiveRun, steps: Callable[[], Iterator[Any]], frame: Callable
     try:
         for step in gen:
             run.steps.append(step)
+            _end_if_rerun_waits()
             if progress is not None:
                 bar.progress(*progress(run))
             now = time.perf_counter()

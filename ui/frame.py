@@ -223,9 +223,6 @@ def share_link(page_path: str, home: str) -> None:
         st.html(link_box(url or "?"), unsafe_allow_javascript=True)
         if url and st.button(t("ui.qr"), icon=":material/qr_code_2:", key="_qr", width="stretch"):
             st.dialog(t("ui.qr"), width="medium")(show_qr)(url)
-        from .decks import panel
-
-        panel(page_path or home)
 
 
 # Material's "content copy" and "check" icons, drawn in the text's colour through a CSS mask (st.html drops <svg>).

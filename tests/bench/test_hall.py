@@ -75,6 +75,8 @@ def test_a_move_reruns_the_page_with_the_new_value(served):
     assert judge(first, {"seed": "5", "head_dim": None}) == ("ok", "")
     assert judge(moved, {"seed": "5", "head_dim": "17"}) == ("ok", "")
     assert tab.query["head_dim"] == "17"  # the address the frontend writes for a bound slider
+    # app.py runs the page as a fragment: the move reran it alone; the unchanged rerun asks for the whole app
+    assert moved.fragment_run and not first.fragment_run and not same.fragment_run
     assert same.link == moved.link and same.charts == moved.charts and same.charts != first.charts
     for reply, d_k in ((first, 16), (moved, 17)):
         want = compute_attention_maps(AttentionConfig(n_heads=8, n_kv_heads=1, head_dim=d_k, seed=5), tokenize(TEXT))

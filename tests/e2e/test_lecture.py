@@ -133,6 +133,21 @@ def test_share_link_reopens_the_same_view(watch, browser, server):
     ctx.close()
 
 
+def test_the_share_link_drops_a_control_the_page_no_longer_draws(watch):
+    """A page's control reruns the page alone (app.py runs it as a fragment), and the link starts again from the
+    sidebar's part each time: the synthetic sequence's length leaves the link when the input becomes text."""
+    watch.open("?source=synthetic&seq_len=32&seed=4")
+    sidebar_code = watch.page.locator("[data-testid='stSidebar'] code")
+    assert "seq_len=32" in sidebar_code.inner_text() and "seed=4" in sidebar_code.inner_text()
+    watch.page.locator(".st-key-source button", has_text="Text").first.click()
+    watch.wait_idle()
+    link = sidebar_code.inner_text()
+    assert "seq_len" not in link and "source" not in link and "seed=4" in link, link
+    watch.press_slider("head_dim", 1)  # and a slider's move after it writes the link again
+    link = sidebar_code.inner_text()
+    assert "head_dim=17" in link and "seq_len" not in link and "seed=4" in link, link
+
+
 def qr_text(watch) -> str:
     """Open the sidebar's QR dialog, photograph the code as drawn and decode it (zxing-cpp)."""
     zxingcpp = pytest.importorskip("zxingcpp")
