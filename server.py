@@ -23,6 +23,7 @@ async def preload(_app):
     import attn_core.views  # noqa: F401 - the view models, figures and engine modules they import
     import ui  # noqa: F401
 
+    ui.freeze_heap()
     yield None
 
 
