@@ -283,9 +283,13 @@ def figure_spec(fig: go.Figure) -> dict:
             layout = {**layout, "template": template._props}
     else:
         data, layout, frames = fig._data, fig._layout, [frame._props for frame in fig._frame_objs]
+    tree = {"data": data, "layout": layout, **({"frames": frames} if frames else {})}
+    try:  # no numpy value at all (the KV tensors' 64 frames of plain lists): no walk to count the array numbers
+        return orjson.loads(orjson.dumps(tree, option=orjson.OPT_NON_STR_KEYS))
+    except TypeError:  # an array or another value orjson does not know without help: below
+        pass
     numbers = _array_numbers(data) + _array_numbers(layout) + (_array_numbers(frames) if frames else 0)
     if numbers == 0:  # no array to encode (plain values and lists of them): what plotly's to_json tries first
-        tree = {"data": data, "layout": layout, **({"frames": frames} if frames else {})}
         try:
             return orjson.loads(orjson.dumps(tree, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY))
         except TypeError:  # a value orjson does not know: plotly's cleaning, below

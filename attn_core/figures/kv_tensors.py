@@ -47,19 +47,17 @@ def _r(x: float) -> float:
 
 
 def _rect(x0: float, x1: float, y0: float, y1: float) -> tuple[list, list]:
-    return [_r(x0), _r(x1), _r(x1), _r(x0), _r(x0), None], [y0, y0, y1, y1, y0, None]
+    a, b = _r(x0), _r(x1)
+    return [a, b, b, a, a, None], [y0, y0, y1, y1, y0, None]
 
 
 def _fill_xy(x0: float, done: float, start: float) -> tuple[list, list, list, list]:
     """(x, y) of the filled part of the K and V blocks (``0 .. done``) and of the newest tokens (``start .. done``),
     as fractions of the panel width."""
-    xs, ys, nx, ny = [], [], [], []
-    for y0, y1 in (K_BLOCK, V_BLOCK):
-        x, y = _rect(x0, x0 + done, y0, y1)
-        xs, ys = xs + x, ys + y
-        x, y = _rect(x0 + start, x0 + done, y0, y1)
-        nx, ny = nx + x, ny + y
-    return xs, ys, nx, ny
+    a, b, c = _r(x0), _r(x0 + done), _r(x0 + start)
+    (k0, k1), (v0, v1) = K_BLOCK, V_BLOCK
+    ys = [k0, k0, k1, k1, k0, None, v0, v0, v1, v1, v0, None]
+    return [a, b, b, a, a, None] * 2, ys, [c, b, b, c, c, None] * 2, list(ys)
 
 
 def _row_y(g: int, n_kv: int) -> float:
