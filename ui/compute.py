@@ -123,7 +123,7 @@ def _nbytes(value: Any) -> int:
     if isinstance(value, (tuple, list)):
         return sum(_nbytes(v) for v in value)
     n = getattr(value, "nbytes", None)
-    return int(n) if isinstance(n, int) or hasattr(n, "__index__") else SESSION_SHARED_BYTES + 1
+    return int(n) if hasattr(n, "__index__") else SESSION_SHARED_BYTES + 1  # an int, or a numpy integer
 
 
 MAX_VIEWS = 64  # serialised charts kept per server (the largest, a 64-head grid or a step view, about 2 MB)
