@@ -590,11 +590,22 @@ def _grad_q_norm(grad_z: torch.Tensor, basis: torch.Tensor) -> torch.Tensor:
 
 def _key_basis(k: torch.Tensor) -> torch.Tensor:
     """What :func:`_grad_q_norm` multiplies by for keys ``k`` ``[n, T, d_k]``: K itself when T > d_k, else Rᵀ
-    ``[n, T, T]`` of Kᵀ = Q R (factorised in float64; float32 out)."""
+    ``[n, T, T]`` of Kᵀ = Q R (in float64; float32 out).
+
+    Rᵀ is the Cholesky factor L of K Kᵀ = Rᵀ Qᵀ Q R = Rᵀ R (up to the signs of its columns, which no norm sees):
+    a float64 product and a T × T factorisation cost about half of a Householder QR of the d_k × T matrix Kᵀ at
+    d_k = 1,024 (33 against 63 ms for 256 sequences of 16 keys). The product squares K's condition number, which
+    float64 holds with room to spare (two keys 1e-4 apart still give ‖Kᵀg‖ within 1e-5, tested); a sequence whose
+    K Kᵀ is not positive definite in float64 (keys linearly dependent) is factorised by QR instead.
+    """
     if k.shape[-2] > k.shape[-1]:
         return k
-    r = torch.linalg.qr(k.double().transpose(-2, -1), mode="r").R  # (n, T, T) upper triangular
-    return r.transpose(-2, -1).to(torch.float32)
+    kd = k.double()
+    low, info = torch.linalg.cholesky_ex(kd @ kd.transpose(-2, -1))  # (n, T, T) lower triangular: Rᵀ
+    bad = torch.nonzero(info).flatten()
+    if len(bad):
+        low[bad] = torch.linalg.qr(kd[bad].transpose(-2, -1), mode="r").R.transpose(-2, -1)
+    return low.to(torch.float32)
 
 
 def _measure_batch(

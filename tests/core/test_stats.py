@@ -268,6 +268,22 @@ def test_the_key_basis_gives_the_norm_of_the_product_with_the_keys(t, d):
     torch.testing.assert_close(stats._grad_q_norm(g, basis).double(), expected, rtol=1e-5, atol=1e-6)
 
 
+def test_keys_that_are_linearly_dependent_are_factorised_by_qr():
+    """K Kᵀ of a sequence with a zero key has a zero pivot: Cholesky fails there and QR gives Rᵀ instead (the
+    other sequences keep their Cholesky factor)."""
+    gen = torch.Generator().manual_seed(7)
+    k = torch.randn(8, 6, 32, generator=gen)
+    k[2, 3] = 0.0  # a zero key: K Kᵀ is singular
+    k[5, 4] = 2.0 * k[5, 1]  # a key twice another
+    kd = k.double()
+    assert torch.linalg.cholesky_ex(kd @ kd.transpose(-2, -1)).info[2] != 0  # the fallback is taken
+    g = torch.randn(8, 3, 6, generator=gen, dtype=torch.float64)
+    basis = stats._key_basis(k)
+    assert torch.isfinite(basis).all()
+    torch.testing.assert_close(stats._grad_q_norm(g.float(), basis).double(), (g @ kd).norm(dim=-1), rtol=1e-5,
+                               atol=1e-5)  # fmt: skip
+
+
 def test_score_variance_matches_theory_at_20000_samples():
     df = stats.saturation_sweep((1, 16, 128), seq_len=2, n_samples=20_000, seed=0)  # 80,000 scores per d_k
     for row in df.itertuples():
