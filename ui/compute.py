@@ -24,6 +24,7 @@ import os
 import pickle
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,7 +127,67 @@ def _nbytes(value: Any) -> int:
     return int(n) if hasattr(n, "__index__") else SESSION_SHARED_BYTES + 1  # an int, or a numpy integer
 
 
-MAX_VIEWS = 64  # serialised charts kept per server (the largest, a 64-head grid or a step view, about 2 MB)
+#: Serialised charts kept per server, by size: the largest (a 64-head grid, a step view) take about 2 MB, a line
+#: chart 20-60 kB. A count limit (64 charts) kept too few of the small ones: a class on one link moving τ on the
+#: saturation page asks for five charts per position, and the charts built for the first students were gone
+#: before the others asked.
+VIEW_BYTES = 128 * 2**20
+
+
+@dataclass
+class ViewStore:
+    """Serialised charts by key, the least recently used dropped first once they hold more than ``limit`` bytes
+    (counted by :func:`view_bytes`). Thread-safe: every session's script runs in its own thread; two sessions
+    that miss the same chart at once both build it, and the first one stored is kept."""
+
+    limit: int
+    used: int = 0
+    _items: OrderedDict = field(default_factory=OrderedDict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+            return None if hit is None else hit[0]
+
+    def put(self, key: Any, value: Any, size: int) -> None:
+        if size > self.limit:
+            return
+        with self._lock:
+            if key in self._items:
+                return
+            self._items[key] = (value, size)
+            self.used += size
+            while self.used > self.limit:
+                _, (_, gone) = self._items.popitem(last=False)
+                self.used -= gone
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+@st.cache_resource(show_spinner=False)
+def view_store() -> ViewStore:
+    """The server's :class:`ViewStore` (one per process; cleared with Streamlit's resource caches)."""
+    return ViewStore(VIEW_BYTES)
+
+
+def view_bytes(built: Any) -> int:
+    """About the memory a cached chart (a :class:`~ui.output.Drawn`, or a list of them) holds: its spec's JSON
+    three times (the spec, and the browser's copies for the light and the dark scheme it may make) and the
+    numbers behind it (``source``, a DataFrame)."""
+    import orjson
+
+    if isinstance(built, (list, tuple)):
+        return sum(view_bytes(v) for v in built)
+    try:
+        spec = len(orjson.dumps(built.spec, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY))
+    except TypeError:  # not plain JSON: count it as one of the largest
+        spec = 2 * 2**20
+    usage = getattr(built.source, "memory_usage", None)
+    return 3 * spec + (int(usage(index=True, deep=False).sum()) if callable(usage) else 0)
 
 
 def _frozen(built: Any, style_: Any) -> Any:
@@ -135,21 +196,22 @@ def _frozen(built: Any, style_: Any) -> Any:
     return drawn(built, style_)
 
 
-@st.cache_resource(max_entries=MAX_VIEWS, show_spinner=False)
-def _cached_view(name: str, key: str, style_: Any, _fn: Callable[..., Any], _args: tuple, _kwargs: dict) -> Any:
-    return _frozen(_fn(*_args, **_kwargs), style_)
-
-
 def view(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Drawn | list[Drawn]:
     """``fn(*args, **kwargs)`` (a view model's figure builder: a View, or a list of them), serialised once
-    per server for the session's style (:class:`~ui.output.Drawn`).
+    per server for the session's style (:class:`~ui.output.Drawn`), kept in the server's :class:`ViewStore`.
 
     The same chart for the next student, or for this one moving a slider back, costs a digest of the
     arguments instead of building the figure and its JSON again. The cached charts are shared and
     read-only. Arguments must be picklable (results, frozen params, tuples, numbers, strings).
     """
     s = style()
-    return _cached_view(_name(fn), digest(args, kwargs), s, fn, args, kwargs)
+    key = (_name(fn), digest(args, kwargs), s)
+    store = view_store()
+    built = store.get(key)
+    if built is None:
+        built = _frozen(fn(*args, **kwargs), s)
+        store.put(key, built, view_bytes(built))
+    return built
 
 
 # ---------------------------------------------------------------- live runs

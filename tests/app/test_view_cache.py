@@ -8,6 +8,7 @@ browser must be the JSON the uncached figure gives, and the same bytes on every 
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 
 import plotly.io as pio
@@ -74,3 +75,32 @@ def test_second_session_reuses_the_chart_and_another_language_builds_its_own(app
     no_exception(third)
     assert len(calls) == built + 1 and calls[-1].lang == "zh"
     assert chart_specs(third) != chart_specs(first)
+
+
+def test_the_view_store_drops_the_least_recently_used_charts_by_size():
+    compute = importlib.import_module("ui.compute")
+    store = compute.ViewStore(limit=100)
+    for key in "abcd":
+        store.put(key, key.upper(), 30)  # 120 bytes asked: "a" goes
+    assert store.get("a") is None and len(store) == 3 and store.used == 90
+    assert store.get("b") == "B"  # "b" used: "c" is now the oldest
+    store.put("e", "E", 40)
+    assert store.get("c") is None and [store.get(k) for k in "bde"] == ["B", "D", "E"] and store.used == 100
+    store.put("b", "other", 10)  # the first one stored stays
+    assert store.get("b") == "B" and store.used == 100
+    store.put("huge", "H", 101)  # larger than the whole store: not kept, nothing dropped
+    assert store.get("huge") is None and len(store) == 3
+
+
+def test_a_chart_is_counted_by_its_json_and_its_numbers():
+    compute = importlib.import_module("ui.compute")
+    p = hm.Params(n_heads=4, n_kv_heads=2)
+    built = ui.drawn(
+        hm.grid_view(hm.grid_maps(p.layer(), p.pool, device="cpu"), figures.Style(), p.fit), figures.Style()
+    )
+    size = compute.view_bytes(built)
+    spec_bytes = len(json.dumps(built.spec, separators=(",", ":"), ensure_ascii=False).encode())
+    source = built.source  # a DataFrame, or a function that makes one when it is exported (nothing held yet)
+    held = int(source.memory_usage(index=True).sum()) if hasattr(source, "memory_usage") else 0
+    assert 3 * spec_bytes * 0.9 < size - held < 3 * spec_bytes * 1.1
+    assert compute.view_bytes([built, built]) == 2 * size
