@@ -1,5 +1,7 @@
 """Page: softmax saturation, what the 1/sqrt(d_k) scaling prevents, measured."""
 
+import contextlib
+
 import streamlit as st
 
 import ui
@@ -25,7 +27,13 @@ p = P(**v, seed=ui.seed())
 style = ui.style()
 draw = p.draw  # the sampled sequences: the steps take only what their numbers depend on
 
-with st.spinner(ui.t("sat.computing")):
+
+def busy(slow: bool):
+    """A spinner where a step may take long (each costs a thread and a message a run, shown or not)."""
+    return st.spinner(ui.t("sat.computing")) if slow else contextlib.nullcontext()
+
+
+with busy(sat.slow(p)):
     sample = ui.compute(sat.score_sample, draw, p.head_dim)
 
 shown = ui.slide_sections(6)  # presentation mode: one section a slide (the explanations stay off the slides)
@@ -49,54 +57,64 @@ qk = ui.shared(sat.first_sequence, draw, p.head_dim) if shown(1) or shown(4) or 
 if shown(1):
     st.subheader(ui.t("sat.h2"))
     maps_caption = st.empty()  # filled from the sweep, measured after these maps are on their way
-    with st.spinner(ui.t("sat.computing")):
+    with busy(sat.slow(p)):
         maps = ui.compute(sat.example_maps, draw, p.head_dim, p.temperature, given={"qk": qk})
     if maps is not None:
         ui.show_view(ui.view(sat.maps_view, maps, style), "sat_maps")
 
-with st.spinner(ui.t("sat.computing")):
-    scores = ui.shared(sat.sweep_scores, draw)  # what τ does not change: a τ move only re-measures
-    sweep = ui.compute(sat.saturation_sweep, draw, p.temperature, given={"scores": scores})
-cur = None if sweep is None else sat.sweep_at(sweep, p)
+# ---- 3-6 on the page: expanders computed and sent while open (a τ move then measures 2 softmaxes, not 22)
+box = {i: ui.section_box(shown, i, ui.t(h), f"x_sat_{name}")
+       for i, h, name in ((2, "sat.h3", "curves"), (3, "sat.h_grad", "grads"), (4, "sat.h4", "row"), (5, "sat.h5", "fp16"))}  # fmt: skip
+sweep = cur = None
+if any(box[i] is not None for i in (2, 3, 5)):  # the whole sweep against d_k
+    with busy(sat.slow(p, every_d_k=True)):
+        scores = ui.shared(sat.sweep_scores, draw)  # what τ does not change: a τ move only re-measures
+        sweep = ui.compute(sat.saturation_sweep, draw, p.temperature, given={"scores": scores})
+    cur = None if sweep is None else sat.sweep_at(sweep, p)
+elif shown(1) or shown(6):  # the sentences need the current d_k's numbers alone: the same rows of the sweep
+    with busy(sat.slow(p)):
+        scores = ui.shared(sat.current_scores, draw, p.head_dim)
+        one = ui.compute(sat.current_sweep, draw, p.head_dim, p.temperature, given={"scores": scores})
+    cur = None if one is None else sat.sweep_at(one, p)
 if shown(1) and cur is not None:
     maps_caption.caption(sat.maps_caption(p, cur, style))
 
 # ---- 3. saturation against d_k
-if shown(2):
-    st.subheader(ui.t("sat.h3"))
-    st.caption(ui.t("sat.c3"))
-    if sweep is not None:
-        ui.show_view(ui.view(sat.curves_view, p, sweep, style), "sat_curves")
+if box[2] is not None:
+    with box[2]:
+        st.caption(ui.t("sat.c3"))
+        if sweep is not None:
+            ui.show_view(ui.view(sat.curves_view, p, sweep, style), "sat_curves")
 
 # ---- 4. the gradients against d_k, for a stated loss
-if shown(3):
-    st.subheader(ui.t("sat.h_grad"))
-    st.caption(sat.gradient_caption(p, style))
-    if sweep is not None:
-        ui.show_view(ui.view(sat.gradient_view, p, sweep, style), "sat_grads")
-    if cur is not None:
-        st.markdown("\n\n".join(sat.gradient_sentences(p, cur, style)[: 2 if ui.present() else None]))  # slide: 2
-    ui.help_text("sat.grad_how.title", sat.grad_how(p, style))
+if box[3] is not None:
+    with box[3]:
+        st.caption(sat.gradient_caption(p, style))
+        if sweep is not None:
+            ui.show_view(ui.view(sat.gradient_view, p, sweep, style), "sat_grads")
+        if cur is not None:
+            st.markdown("\n\n".join(sat.gradient_sentences(p, cur, style)[: 2 if ui.present() else None]))  # slide: 2
+    ui.help_text("sat.grad_how.title", sat.grad_how(p, style))  # below the section: expanders do not nest
 
 # ---- 5. one query row and its Jacobian; 6. float16 numerics (both on the row's scores)
-if shown(4):
-    st.subheader(ui.t("sat.h4"))
-if shown(4) or shown(5):
-    with ui.drawer():  # slide mode: in the controls bar
+raw = None
+if box[4] is not None or box[5] is not None:
+    with box[4] if box[4] is not None else box[5], ui.drawer():  # slide mode: in the controls bar
         p = sat.with_values(p, row=ui.control(P, "row", hi=p.seq_len - 1, container=st.columns(3)[0]))
     raw = ui.compute(sat.query_scores, draw, p.head_dim, p.row, given={"qk": qk})
-if shown(4) and raw is not None:
-    st.caption(ui.t("sat.c4"))
-    ui.show_view(ui.view(sat.row_view, p, sat.row_softmax(raw, p), style), "sat_row")
-if shown(5):
-    st.subheader(ui.t("sat.h5"))
-    st.caption(sat.float16_caption(style))
-if shown(5) and raw is not None and sweep is not None:
-    demo = sat.float16_demo(raw)
-    ui.show_view(ui.view(sat.float16_view, p, demo, sweep, style), "sat_fp16")
-    st.markdown(sat.float16_verdict(p, demo, style))
-    if (table_box := ui.lazy_expander(ui.t("sat.fp16_table"), "x_fp16_table")) is not None:  # sent while open
-        with table_box:
+if box[4] is not None and raw is not None:
+    with box[4]:
+        st.caption(ui.t("sat.c4"))
+        ui.show_view(ui.view(sat.row_view, p, sat.row_softmax(raw, p), style), "sat_row")
+if box[5] is not None:
+    with box[5]:
+        st.caption(sat.float16_caption(style))
+        demo = None if raw is None or sweep is None else sat.float16_demo(raw)
+        if demo is not None:
+            ui.show_view(ui.view(sat.float16_view, p, demo, sweep, style), "sat_fp16")
+            st.markdown(sat.float16_verdict(p, demo, style))
+    if demo is not None and (table_box := ui.lazy_expander(ui.t("sat.fp16_table"), "x_fp16_table")) is not None:
+        with table_box:  # below the section (expanders do not nest), sent while open
             top, table = sat.float16_table(p, demo, style)
             if top:
                 st.caption(top)

@@ -470,6 +470,20 @@ def slide_sections(n: int, key: str = "slide") -> Callable[[int], bool]:
     return lambda i: i == at
 
 
+def section_box(shown: Callable[[int], bool], i: int, label: str, key: str) -> Any | None:
+    """Where section ``i`` of a page of :func:`slide_sections` goes, titled ``label``: on a slide the page itself
+    (on the section's own slide only); on the page a :func:`ui.output.lazy_expander` whose content is computed
+    and sent only while it is open (AppTest gets every one open). None where the section is not drawn."""
+    from .output import lazy_expander
+
+    if present():
+        if not shown(i):
+            return None
+        st.subheader(label)
+        return st.container()
+    return lazy_expander(f"**{label}**", key)  # bold: a section, not one of the explanations' expanders
+
+
 def control(params: type, name: str, *, container: Any = None, **how: Any) -> Any:
     """The widget of field ``name`` of a page's ``Params`` (:class:`attn_core.views.base.Control`), its value.
 

@@ -3,8 +3,11 @@
 The page (``pages/saturation.py``) and the command line (``python -m attn_core.export
 --page saturation``) both turn a :class:`Params` into the sequences drawn
 (:attr:`Params.draw`), compute through the steps below and draw with the views
-below, so a slide matches the screen. The page shows all six views at once, in
-the order of :data:`VIEW_NAMES` (the command line's ``--view`` picks some).
+below, so a slide matches the screen. The page shows the six views in the order of
+:data:`VIEW_NAMES` (the command line's ``--view`` picks some): the first two always,
+the four against d_k and for one row in sections that are measured and sent while
+open (a slide shows one section); while they are closed the sentences take the
+current d_k's numbers from :func:`current_sweep`, the same as the whole sweep's.
 
 The four steps that sample and measure (:func:`score_sample`,
 :func:`saturation_sweep`, :func:`example_maps`, :func:`query_scores`) take only
@@ -104,6 +107,33 @@ def saturation_sweep(
     from ``scores`` (:func:`sweep_scores` of ``draw``) when given, so a τ move does not sample again."""
     return stats.saturation_sweep(stats.SWEEP_D_K, draw.seq_len, draw.samples, draw.seed, device, draw.dist,
                                   temperature, scores)  # fmt: skip
+
+
+#: Work (scores measured × their d_k) above which the page shows a spinner while a step computes. The default
+#: page measures 65,536 scores at d_k = 64 (~4·10⁶; its steps take ~50 ms in all).
+SLOW_WORK = 2**25
+
+
+def slow(p: Params, every_d_k: bool = False) -> bool:
+    """Whether measuring at ``p``'s d_k (or at every d_k of the sweep) may take long enough to show a spinner:
+    Streamlit shows one after half a second, and each costs a thread and a message on every run, shown or not."""
+    d_k = sum(stats.SWEEP_D_K) if every_d_k else p.head_dim
+    return stats.row_plan(p.seq_len, p.samples).scores * d_k > SLOW_WORK
+
+
+def current_scores(draw: Draw, d_k: int, *, device: str = "cpu") -> stats.SweepScores | None:
+    """:func:`sweep_scores` of ``d_k`` alone: what :func:`current_sweep` measures that τ does not change."""
+    return stats.sweep_scores((d_k,), draw.seq_len, draw.samples, draw.seed, device, draw.dist)
+
+
+def current_sweep(
+    draw: Draw, d_k: int, temperature: float, *, device: str = "cpu", scores: stats.SweepScores | None = None
+) -> pd.DataFrame:
+    """The sweep's two rows at ``d_k`` alone (unscaled, scaled), the same numbers as :func:`saturation_sweep`'s
+    rows at that d_k (each d_k's sample and the loss are drawn on their own), for the sentences of the page while
+    its sections against d_k are closed: 2 of the sweep's 22 softmaxes."""
+    return stats.saturation_sweep((d_k,), draw.seq_len, draw.samples, draw.seed, device, draw.dist, temperature,
+                                  scores)  # fmt: skip
 
 
 def first_sequence(draw: Draw, d_k: int, *, device: str = "cpu") -> tuple[np.ndarray, np.ndarray] | None:

@@ -379,9 +379,12 @@ def test_the_note_on_measured_rows_is_true_for_the_distribution(app_test, query,
 
 def test_view_numbers_in_the_texts_match_the_sections(app_test):
     at = open_page(app_test)
-    heads = [s.value for s in at.subheader]
-    assert heads[3].startswith("4 · The gradient") and heads[4].startswith("5 · One query row")
-    assert heads[5].startswith("6 · Numerics")
+    heads = [s.value for s in at.subheader]  # sections 1, 2 and 7; 3-6 are expanders (sent while open)
+    assert heads[0].startswith("1 · ") and heads[1].startswith("2 · ") and heads[2].startswith("7 · ")
+    sections = [e.label.strip("*") for e in at.expander if e.label.strip("*")[:1] in "3456"]
+    assert [h[:4] for h in sections] == ["3 · ", "4 · ", "5 · ", "6 · "]
+    assert sections[1].startswith("4 · The gradient") and sections[2].startswith("5 · One query row")
+    assert sections[3].startswith("6 · Numerics")
     assert at.slider(key="row").label == "Query row (views 5 and 6)"  # the row and float16 sections
     text = page_text(at)
     assert "view 4 shows the median" in text and "subtract the row max (view 6)" in text

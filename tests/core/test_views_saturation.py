@@ -129,3 +129,23 @@ def test_maps_and_row_scores_from_the_kept_first_sequence_equal_those_drawn():
     np.testing.assert_array_equal(sat.query_scores(p.draw, 32, 7, qk=qk), sat.query_scores(p.draw, 32, 7))
     with pytest.raises(ValueError):  # another d_k's q and k
         sat.example_maps(p.draw, 16, 1.3, qk=qk)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(seed=0),
+        dict(seed=3, dist="projected", head_dim=256, temperature=0.7, scaling=False),
+        dict(seq_len=300, samples=32, head_dim=1, seed=2, temperature=2.5),
+        dict(seq_len=4, samples=16, head_dim=1024, seed=9, temperature=0.1),
+    ],
+)
+def test_the_current_d_k_alone_gives_the_sweeps_numbers_at_that_d_k(kw):
+    """The page's sentences come from a sweep of the current d_k alone while its sections against d_k are closed:
+    each d_k's sample and the loss are drawn on their own, so its two rows are the whole sweep's, to the bit."""
+    p = sat.Params(**kw)
+    whole = sat.saturation_sweep(p.draw, p.temperature, scores=sat.sweep_scores(p.draw))
+    one = sat.current_sweep(p.draw, p.head_dim, p.temperature, scores=sat.current_scores(p.draw, p.head_dim))
+    assert list(one["d_k"]) == [p.head_dim, p.head_dim] and len(one.columns) == len(whole.columns)
+    assert sat.sweep_at(one, p) == sat.sweep_at(whole, p)
+    assert sat.sweep_at(sat.current_sweep(p.draw, p.head_dim, p.temperature), p) == sat.sweep_at(one, p)  # no scores

@@ -76,6 +76,15 @@ class PageWatch:
             self.page.wait_for_selector(".js-plotly-plot .main-svg", timeout=timeout)
             self.page.wait_for_timeout(300)
 
+    def open_sections(self, *numbers: str) -> None:
+        """Open the page's section expanders whose titles start with these numbers ("3", "4", ...: the saturation
+        page's sections against d_k, computed and sent while open), one by one, each drawn before the next."""
+        for n in numbers:
+            summary = self.page.locator("[data-testid='stExpander'] summary", has_text=f"{n} · ").first
+            summary.scroll_into_view_if_needed()
+            summary.click()
+            self.wait_idle()
+
     def wait_idle(self, timeout: float = 60_000) -> None:
         """Wait until the script has finished and the app stopped re-rendering."""
         self.page.wait_for_timeout(150)

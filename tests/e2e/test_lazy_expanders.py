@@ -30,6 +30,8 @@ def open_box(watch, box: str) -> None:
 
 def test_a_closed_help_text_is_not_sent_and_opens_with_the_current_numbers(watch):
     watch.open("saturation")
+    assert watch.page.locator(HELP).count() == 0, "the gradient section (closed) sent its help expander"
+    watch.open_sections("4")  # the gradient section, sent while open; its help text below it
     assert watch.page.locator(HELP).count() == 1, "the help expander is on the page"
     assert content(watch, HELP) == "", "a closed help text's body was sent"
     assert watch.page.locator(PANEL).locator("[data-testid='stFileUploader']").count() == 0, (
@@ -45,4 +47,25 @@ def test_a_closed_help_text_is_not_sent_and_opens_with_the_current_numbers(watch
     assert "τ = 1: c = 1/(√64 · 1) = 0.125" in content(watch, HELP)
     open_box(watch, PANEL)  # the deck panel's widgets come when it opens
     assert watch.page.locator(PANEL).locator("[data-testid='stFileUploader']").count() == 1
+    assert watch.real_console_errors() == [] and watch.exceptions() == []
+
+
+CHART_KEYS = """() => [...document.querySelectorAll('.stPlotlyChart')].map(b =>
+  [...b.closest('[data-testid="stElementContainer"]').classList].find(c => c.startsWith('st-key-')).slice(7))"""
+
+
+def test_the_saturation_sections_against_d_k_are_measured_and_sent_while_open(watch):
+    """Closed, sections 3-6 send nothing and a τ move measures the current d_k alone (its numbers under the maps);
+    opened, the whole sweep draws them at the current τ, and the sentence under the maps keeps its numbers."""
+    watch.open("saturation")
+    assert sorted(watch.page.evaluate(CHART_KEYS)) == ["sat_dist", "sat_maps"]
+    watch.press_slider("temperature")  # τ 1.0 -> 1.1
+    assert sorted(watch.page.evaluate(CHART_KEYS)) == ["sat_dist", "sat_maps"]
+    caption = watch.page.locator("[data-testid='stCaptionContainer']", has_text="averages").first.inner_text()
+    watch.open_sections("3")
+    assert sorted(watch.page.evaluate(CHART_KEYS)) == ["sat_curves", "sat_dist", "sat_maps"]
+    title = watch.page.evaluate("() => document.querySelector('.st-key-sat_curves .js-plotly-plot').layout.title.text")
+    assert "τ = 1.1" in title
+    after = watch.page.locator("[data-testid='stCaptionContainer']", has_text="averages").first.inner_text()
+    assert after == caption, "the whole sweep gave other numbers at the current d_k than the current d_k alone"
     assert watch.real_console_errors() == [] and watch.exceptions() == []

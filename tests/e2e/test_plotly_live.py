@@ -34,6 +34,7 @@ DRAWN = """(key) => { const gd = document.querySelector('.st-key-' + key + ' .js
 
 def test_a_slider_move_updates_each_chart_in_place(watch):
     watch.open("saturation")
+    watch.open_sections("3", "4", "5", "6")  # the sections against d_k, sent while open
     watch.page.evaluate(OBSERVE)
     before = {k: watch.page.evaluate(CHART, k) for k in ("sat_maps", "sat_grads", "sat_row")}
     old = watch.page.evaluate(DRAWN, "sat_maps")
@@ -56,6 +57,7 @@ def test_a_slider_move_updates_each_chart_in_place(watch):
 
 def test_a_live_chart_follows_its_column_and_keeps_the_toolbar(watch):
     watch.open("saturation")
+    watch.open_sections("3")  # sent while open
     chart = watch.page.evaluate(CHART, "sat_curves")
     assert "Full screen" in chart["buttons"] and "Download plot" in chart["buttons"], chart["buttons"]
     watch.page.set_viewport_size({"width": 900, "height": 1000})
@@ -69,6 +71,7 @@ def test_the_full_screen_button_fills_the_screen_and_gives_the_chart_back(watch)
     page = watch.page
     page.set_viewport_size({"width": 1280, "height": 720})
     watch.open("saturation")
+    watch.open_sections("3")  # sent while open
     chart = page.locator(".st-key-sat_curves .js-plotly-plot")
     chart.scroll_into_view_if_needed()
     size = "() => { const f = document.querySelector('.st-key-sat_curves .js-plotly-plot')._fullLayout; return [f.width, f.height]; }"
@@ -91,6 +94,7 @@ def test_a_zoom_lasts_until_the_next_figure(watch):
     """A new figure starts from its own view, as a newly drawn chart did (plotly's own computed ranges are carried
     into the next figure, a range the user zoomed to is not)."""
     watch.open("saturation")
+    watch.open_sections("3")  # sent while open
     view = """() => { const f = document.querySelector('.st-key-sat_curves .js-plotly-plot')._fullLayout;
       return [f.xaxis2.range, f.yaxis2.range]; }"""
     start = watch.page.evaluate(view)
@@ -118,6 +122,7 @@ def test_charts_of_one_run_are_drawn_one_by_one_with_frames_between(watch):
     30 ms the browser presents a frame (two, as the benchmark's paint check needs) before the next draw starts,
     so the first chart shows while the others wait, instead of all of them after the last one is drawn."""
     watch.open("saturation")
+    watch.open_sections("3", "4", "5", "6")  # the sections against d_k, sent while open
     watch.page.evaluate(FRAMES)
     watch.press_slider("temperature")
     draws = watch.page.evaluate("() => window.__draws")
@@ -135,6 +140,7 @@ def test_charts_waiting_together_are_drawn_on_screen_first_and_not_all_in_one_go
     browser presents frames between the draws (with one queue per chart they were all drawn in one task)."""
     page = watch.page
     watch.open("saturation")
+    watch.open_sections("3", "4", "5", "6")  # the sections against d_k, sent while open
     page.locator(".st-key-sat_grads").scroll_into_view_if_needed()
     page.wait_for_timeout(500)
     in_view = page.evaluate(
