@@ -71,12 +71,13 @@ if shown(1):  # ----------------------------------------------------------------
     st.subheader(ui.t("kvcache.chart_header"))
     ui.show_view(ui.view(kc.memory_view, p, calc, style), "kv_memory")
     ui.help_expander("kvcache.chart_help")
-if shown(2):  # ------------------------------------ 3. the buffers filling token by token (slide mode: Next, one token)
-    st.subheader(ui.t("kvcache.tensor_header"))
-    fill = kc.tensor_fill(p, calc)
-    at = ui.slide_controls("kv_token", len(fill.tokens)) if ui.present() else None
-    ui.show_view(ui.view(kc.tensor_view, fill, p.tag, style, at), "kv_tensors")
-    st.caption(kc.tensor_caption(fill, style))
+# ---- 3. the buffers filling token by token (slide: Next, one token); sent while open (~195 ms of drawing a move)
+if (tensors := ui.section_box(shown, 2, ui.t("kvcache.tensor_header"), "x_kv_tensors")) is not None:
+    with tensors:
+        fill = kc.tensor_fill(p, calc)
+        at = ui.slide_controls("kv_token", len(fill.tokens)) if ui.present() else None
+        ui.show_view(ui.view(kc.tensor_view, fill, p.tag, style, at), "kv_tensors")
+        st.caption(kc.tensor_caption(fill, style))
 
 if shown(3):  # ---------------------------------------------------------------- 4. live decode
     st.subheader(ui.t("kvcache.live_header"))
@@ -95,10 +96,8 @@ if shown(3):  # ----------------------------------------------------------------
         dec["dec_prompt"] = ui.control(P, "dec_prompt", container=d2)
         if model is None:
             dec["dec_batch"] = ui.control(P, "dec_batch", container=d2)
-            dec["dec_dtype"], dec["dec_wrong"] = (
-                ui.control(P, "dec_dtype", container=d3),
-                ui.control(P, "dec_wrong", container=d3),
-            )
+            dec["dec_dtype"] = ui.control(P, "dec_dtype", container=d3)
+            dec["dec_wrong"] = ui.control(P, "dec_wrong", container=d3)
         dec["dec_recompute"] = ui.control(P, "dec_recompute", container=d3)
     p = kc.with_values(p, **dec)
     spec = kc.decode_spec(p, model)
@@ -134,29 +133,29 @@ if shown(3):  # ----------------------------------------------------------------
                 with box.container():
                     ui.show_view(view, key)
 
-if shown(4):  # ---------------------------------------------------------------- 5. prefill against decode
-    st.subheader(ui.t("kvcache.pd_header"))
-    p1, p2 = st.columns([1, 2], gap="large")
-    with p1:
-        p = kc.with_values(p, pd_tokens=ui.control(P, "pd_tokens"))
-        measure = st.button(ui.t("kvcache.pd_run"), key="kv_pd_run", icon=":material/timer:")
-        st.markdown(ui.t("kvcache.pd_body"))
-    with p2:
-        pd_spec = kc.prefill_spec(p)
-        timed = ui.live_state("kv_pd", (pd_spec, ui.device()))
-        if measure:
-            with st.spinner(ui.t("kvcache.pd_running")):
-                timed = ui.live_run(
-                    "kv_pd", (pd_spec, ui.device()), lambda: kc.prefill_decode(pd_spec, device=ui.device())
-                )
-        if timed.status == "error":
-            ui.show_error(timed.error)
-        if not timed.steps:
-            st.caption(ui.t("kvcache.pd_press"))
-        else:
-            if timed.stale:
-                st.caption(ui.t("kvcache.stale_pd"))
-            measured, measured_on = timed.params
-            # this session's own timings: drawn directly, not cached for the server
-            ui.show_view(kc.prefill_decode_view(timed.steps[-1], measured, style), "kv_prefill_decode")
-            st.caption(kc.prefill_caption(measured, measured_on, style))
+if (pd_box := ui.section_box(shown, 4, ui.t("kvcache.pd_header"), "x_kv_pd")) is not None:  # 5. prefill/decode
+    with pd_box:
+        p1, p2 = st.columns([1, 2], gap="large")
+        with p1:
+            p = kc.with_values(p, pd_tokens=ui.control(P, "pd_tokens"))
+            measure = st.button(ui.t("kvcache.pd_run"), key="kv_pd_run", icon=":material/timer:")
+            st.markdown(ui.t("kvcache.pd_body"))
+        with p2:
+            pd_spec = kc.prefill_spec(p)
+            timed = ui.live_state("kv_pd", (pd_spec, ui.device()))
+            if measure:
+                with st.spinner(ui.t("kvcache.pd_running")):
+                    timed = ui.live_run(
+                        "kv_pd", (pd_spec, ui.device()), lambda: kc.prefill_decode(pd_spec, device=ui.device())
+                    )
+            if timed.status == "error":
+                ui.show_error(timed.error)
+            if not timed.steps:
+                st.caption(ui.t("kvcache.pd_press"))
+            else:
+                if timed.stale:
+                    st.caption(ui.t("kvcache.stale_pd"))
+                measured, measured_on = timed.params
+                # this session's own timings: drawn directly, not cached for the server
+                ui.show_view(kc.prefill_decode_view(timed.steps[-1], measured, style), "kv_prefill_decode")
+                st.caption(kc.prefill_caption(measured, measured_on, style))

@@ -76,11 +76,12 @@ class PageWatch:
             self.page.wait_for_selector(".js-plotly-plot .main-svg", timeout=timeout)
             self.page.wait_for_timeout(300)
 
-    def open_sections(self, *numbers: str) -> None:
-        """Open the page's section expanders whose titles start with these numbers ("3", "4", ...: the saturation
-        page's sections against d_k, computed and sent while open), one by one, each drawn before the next."""
-        for n in numbers:
-            summary = self.page.locator("[data-testid='stExpander'] summary", has_text=f"{n} · ").first
+    def open_sections(self, *titles: str) -> None:
+        """Open the page's section expanders (``ui.section_box``: computed and sent while open) by their titles, or
+        by their numbers ("3" for saturation's "3 · ..."), one by one, each drawn before the next."""
+        for title in titles:
+            text = f"{title} · " if title.isdigit() else title
+            summary = self.page.locator("[data-testid='stExpander'] summary", has_text=text).first
             summary.scroll_into_view_if_needed()
             summary.click()
             self.wait_idle()

@@ -27,6 +27,8 @@ def test_play_advances_the_frames_and_page_down_steps_in_presentation_mode(watch
     page = watch.page
     page.set_viewport_size({"width": 1280, "height": 720})
     watch.open("kv_cache?model=custom&n_heads=8&n_kv_heads=2&seq_len=32")
+    assert page.locator(CHART).count() == 0, "the closed tensor section was sent"
+    watch.open_sections("The cache as tensors")  # sent while open
     chart = page.locator(CHART)
     chart.scroll_into_view_if_needed()
     page.wait_for_timeout(300)
