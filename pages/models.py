@@ -32,8 +32,7 @@ p = P(**v, seed=ui.seed())
 if not ui.present():  # a slide names the model in its chart's title
     st.markdown(mv.model_line(model, style))
 st.caption(mv.source_line(model, style))
-inp = ui.run_safely(lambda: mv.model_input(model, p))
-if inp is None:
+if (inp := ui.run_safely(lambda: mv.model_input(model, p))) is None:
     st.stop()
 p = mv.with_values(p, view=ui.control(P, "view"))
 
@@ -100,20 +99,21 @@ elif p.view == "head":
     if pm is None:
         st.stop()
     ui.show_view(ui.view(mv.grid_view, pm, style, p.fit(t)), "mdl_zoom")
-    st.subheader(ui.t("models.steps_header"))
-    q0 = k0 = 0
-    if t > mv.STEP_WINDOW:  # a window of the sequence: where it starts
-        w1, w2 = st.columns(2, gap="medium")
-        q0 = ui.control(P, "q_start", hi=t - mv.STEP_WINDOW, container=w1)
-        k0 = ui.control(P, "k_start", hi=t - mv.STEP_WINDOW, container=w2)
-    hw = ui.compute(mv.step_window, src, head, q0, k0)
-    if hw is None:
-        st.stop()
-    notes, sentences = mv.step_texts(model, att, hw, style)
-    for note in notes:
-        st.caption(note)
-    ui.show_steps(ui.view(mv.step_views, hw, style, mv.step_columns(hw, style)), sentences,
-                  mv.step_columns(hw, style), key="mdl_step")  # fmt: skip
+    if (steps := ui.section_box(lambda i: True, 0, ui.t("models.steps_header"), "x_mdl_steps")) is not None:  # 8 charts
+        with steps:
+            q0 = k0 = 0
+            if t > mv.STEP_WINDOW:  # a window of the sequence: where it starts
+                w1, w2 = st.columns(2, gap="medium")
+                q0 = ui.control(P, "q_start", hi=t - mv.STEP_WINDOW, container=w1)
+                k0 = ui.control(P, "k_start", hi=t - mv.STEP_WINDOW, container=w2)
+            hw = ui.compute(mv.step_window, src, head, q0, k0)
+            if hw is None:
+                st.stop()
+            notes, sentences = mv.step_texts(model, att, hw, style)
+            for note in notes:
+                st.caption(note)
+            ui.show_steps(ui.view(mv.step_views, hw, style, mv.step_columns(hw, style)), sentences,
+                          mv.step_columns(hw, style), key="mdl_step")  # fmt: skip
 elif p.view == "generate":
     if not model.causal:
         st.info(ui.t("models.gen_encoder", title=model.title), icon="ℹ️")

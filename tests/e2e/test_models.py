@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from attn_core.i18n import translate
 from tests.e2e.test_pages import assert_clean
 
 pytestmark = pytest.mark.e2e
@@ -45,6 +46,8 @@ def test_roles_open_a_head_in_chinese(watch):
     # the strongest induction head of SmolLM2 (head_scores, seed 0): layer 18, head 6
     assert "layer=18" in watch.page.url and "head=6" in watch.page.url
     assert "头 6 · KV 2" in watch.page.inner_text("body")
+    assert watch.page.locator(".js-plotly-plot").count() == 1  # the head; its eight steps are sent while open
+    watch.open_sections(translate("models.steps_header", "zh"))
     assert watch.page.locator(".js-plotly-plot").count() == 9
     assert_clean(watch)
     watch.shot("models-head-zh")
