@@ -129,7 +129,7 @@ PAGE_SLIDERS: dict[str, list[tuple[str, str]]] = {
     "kv_sharing": [("head_dim", "repeat_kv")],
     "kv_cache": [("batch", "kv_memory")],
     "models": [("head", "mdl_zoom")],
-    "mla": [("seq_len", "mla_grid")],
+    "mla": [("seq_len", "mla_agree")],  # its grid of every head is drawn while its section is open
     "complexity": [("head_dim", "cx_stages")],
     "conv_attention": [("alpha", "conv_heads")],
     "lab": [("lab_steps", "lab_lab_kv_heads_loss")],

@@ -62,11 +62,12 @@ elif p.view == "agree":
         st.dataframe(mv.agree_table(res, style), hide_index=True, width="stretch")
     if shown(1):
         ui.show_view(ui.view(mv.agree_views, res, p.head, p.tokens, style)[0], "mla_agree")
-    if shown(2):
-        st.subheader(ui.t("mla.grid_header", mode=ui.t(f"opt.mode.{p.mode}")))
-        pm = ui.compute(mv.grid, run_cfg, p.tokens, p.seed, p.mode, given={"layer": lay})
-        if pm is not None:
-            ui.show_heads(ui.view(mv.grid_view, pm, p.mode, style), "mla_grid")
+    grid_box = ui.section_box(shown, 2, ui.t("mla.grid_header", mode=ui.t(f"opt.mode.{p.mode}")), "x_mla_grid")
+    if grid_box is not None:  # every head: on the page computed and sent while open
+        with grid_box:
+            pm = ui.compute(mv.grid, run_cfg, p.tokens, p.seed, p.mode, given={"layer": lay})
+            if pm is not None:
+                ui.show_heads(ui.view(mv.grid_view, pm, p.mode, style), "mla_grid")
     st.caption(ui.t("mla.random_inputs", seed=p.seed))
 elif p.view == "cache":
     k1, k2, k3 = st.columns(3, gap="large")

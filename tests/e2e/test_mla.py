@@ -27,7 +27,9 @@ def test_flow_agree_and_live_decode(watch):
     watch.open("mla?view=agree&seq_len=10&head=2")
     body = watch.page.inner_text("body")
     assert "The naive and absorbed paths agree" in body and "the absorbed form is a different function" in body
-    assert watch.page.locator(".js-plotly-plot >> visible=true").count() == 2  # both paths and |diff|; every head
+    assert watch.page.locator(".js-plotly-plot >> visible=true").count() == 1  # both paths and |diff|
+    watch.open_sections("Every head")  # sent while open
+    assert watch.page.locator(".js-plotly-plot >> visible=true").count() == 2  # and every head
     assert_clean(watch)
     watch.shot("mla-agree")
     watch.open("mla?view=decode&dec_steps=24&dec_prompt=8", chart=False)
