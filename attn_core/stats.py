@@ -997,12 +997,15 @@ def score_sample(
     device: torch.device | str = "cpu",
     distribution: str = "normal",
     bins: int = 60,
+    scores: SweepScores | None = None,
 ) -> ScoreSample:
     """Sample q, k at ``d_k`` exactly as :func:`saturation_sweep` does and summarise the measured scores.
 
     The measured ``raw_var`` equals the sweep's unscaled ``score_var`` at this d_k
     for the same arguments (same rows). The scaled histogram is the raw one with
     its score axis divided by sqrt(d_k) (the same counts: x < e ⟺ x/√d_k < e/√d_k).
+    ``scores``: :func:`sweep_scores` of ``(d_k,)`` and the same arguments, whose raw scores are these (the same
+    q·kᵀ of the same chunks), so nothing is drawn again.
     """
     d_k = check_d_k(d_k)
     _check_common(seq_len, n_samples, seed, distribution, 1.0)
@@ -1011,7 +1014,15 @@ def score_sample(
     moments = _Moments()
     flat = torch.empty(plan.scores, dtype=torch.float32)  # every measured score, for the histogram
     at = 0
-    for _, _, s in _score_chunks(d_k, plan, seed, distribution, torch.device(device)):
+    if scores is not None and scores.spec != ((d_k,), int(seq_len), int(n_samples), int(seed), distribution):
+        raise ValueError(f"scores were drawn for {scores.spec}, not d_k = {d_k} of this sample")
+    dev = torch.device(device)
+    chunks = (
+        ((b, r, s) for b, r, s, _ in scores.parts(0, dev))
+        if scores is not None
+        else _score_chunks(d_k, plan, seed, distribution, dev)
+    )
+    for _, _, s in chunks:
         moments.add(s)
         flat[at : at + s.numel()] = s.detach().reshape(-1).to("cpu", torch.float32)
         at += s.numel()

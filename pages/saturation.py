@@ -33,8 +33,9 @@ def busy(slow: bool):
     return st.spinner(ui.t("sat.computing")) if slow else contextlib.nullcontext()
 
 
-with busy(sat.slow(p)):
-    sample = ui.compute(sat.score_sample, draw, p.head_dim)
+with busy(sat.slow(p)):  # the current d_k's sample, drawn once: its histograms here, the sentences below
+    one_scores = ui.shared(sat.current_scores, draw, p.head_dim)
+    sample = ui.compute(sat.score_sample, draw, p.head_dim, given={"scores": one_scores})
 
 shown = ui.slide_sections(6)  # presentation mode: one section a slide (the explanations stay off the slides)
 
@@ -73,8 +74,7 @@ if any(box[i] is not None for i in (2, 3, 5)):  # the whole sweep against d_k
     cur = None if sweep is None else sat.sweep_at(sweep, p)
 elif shown(1) or shown(6):  # the sentences need the current d_k's numbers alone: the same rows of the sweep
     with busy(sat.slow(p)):
-        scores = ui.shared(sat.current_scores, draw, p.head_dim)
-        one = ui.compute(sat.current_sweep, draw, p.head_dim, p.temperature, given={"scores": scores})
+        one = ui.compute(sat.current_sweep, draw, p.head_dim, p.temperature, given={"scores": one_scores})
     cur = None if one is None else sat.sweep_at(one, p)
 if shown(1) and cur is not None:
     maps_caption.caption(sat.maps_caption(p, cur, style))

@@ -90,9 +90,12 @@ class Params:
 
 
 # ---------------------------------------------------------------- steps
-def score_sample(draw: Draw, d_k: int, *, device: str = "cpu") -> stats.ScoreSample:
-    """The measured scores at ``d_k``: histograms and variances (:func:`attn_core.stats.score_sample`)."""
-    return stats.score_sample(d_k, draw.seq_len, draw.samples, draw.seed, device, draw.dist)
+def score_sample(
+    draw: Draw, d_k: int, *, device: str = "cpu", scores: stats.SweepScores | None = None
+) -> stats.ScoreSample:
+    """The measured scores at ``d_k``: histograms and variances (:func:`attn_core.stats.score_sample`); from
+    ``scores`` (:func:`current_scores` of ``draw`` and ``d_k``) when given, so the sample is not drawn again."""
+    return stats.score_sample(d_k, draw.seq_len, draw.samples, draw.seed, device, draw.dist, scores=scores)
 
 
 def sweep_scores(draw: Draw, *, device: str = "cpu") -> stats.SweepScores | None:

@@ -149,3 +149,20 @@ def test_the_current_d_k_alone_gives_the_sweeps_numbers_at_that_d_k(kw):
     assert list(one["d_k"]) == [p.head_dim, p.head_dim] and len(one.columns) == len(whole.columns)
     assert sat.sweep_at(one, p) == sat.sweep_at(whole, p)
     assert sat.sweep_at(sat.current_sweep(p.draw, p.head_dim, p.temperature), p) == sat.sweep_at(one, p)  # no scores
+
+
+@pytest.mark.parametrize(
+    "kw", [dict(seed=0), dict(seed=3, dist="projected", head_dim=256), dict(seq_len=300, samples=32, head_dim=1)]
+)
+def test_the_histograms_from_the_current_d_k_s_scores_equal_those_drawn_again(kw):
+    """The page draws the current d_k's sample once (``current_scores``) and summarises it from there: every field
+    of the score sample is the one drawing it again gives, to the bit; scores of another d_k are refused."""
+    p = sat.Params(**kw)
+    drawn = sat.score_sample(p.draw, p.head_dim)
+    kept = sat.score_sample(p.draw, p.head_dim, scores=sat.current_scores(p.draw, p.head_dim))
+    for name in drawn.__dataclass_fields__:
+        a, b = getattr(drawn, name), getattr(kept, name)
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, name
+    other = sat.current_scores(p.draw, 2 if p.head_dim != 2 else 4)
+    with pytest.raises(ValueError, match="scores were drawn for"):
+        sat.score_sample(p.draw, p.head_dim, scores=other)
