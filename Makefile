@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8501
 WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
-TEST_WORKERS ?= 0  # make test: pytest-xdist workers; 0 = one process (2 saved 1 min on 2 cores and made browser tests time out)
+TEST_WORKERS ?= 2  # make test: pytest-xdist workers for everything but the browser tests (those run after, in one process)
 
 .PHONY: run serve serve-workers nginx-conf test lint unit e2e portable bench bench-concurrency bench-hall bench-soak bench-live-turns deck-shots install install-dev browser nginx clean
 
@@ -57,7 +57,7 @@ unit: install-dev
 # peak-memory tests in a fresh process (they measure bytes, not float32 results).
 PORTABLE_SKIP := export i18n architecture colour_scales slides decks margins figures_phone model_store config
 portable: install-dev
-	ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests/core -q \
+	ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests/core -q -n $(TEST_WORKERS) \
 		$(foreach f,$(PORTABLE_SKIP),--ignore-glob='tests/core/test_$(f)*.py') -k "not peak_memory and not fresh_process"
 
 e2e: install-dev
@@ -68,7 +68,8 @@ e2e: install-dev
 test: lint
 	@bash tools/ensure_browser.sh
 	@bash tools/ensure_nginx.sh
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --durations=25
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --ignore=tests/e2e --durations=20
+	$(BIN)/python -m pytest -q tests/e2e --durations=10
 
 bench: install-dev
 	@bash tools/ensure_browser.sh

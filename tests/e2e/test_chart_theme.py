@@ -49,25 +49,29 @@ def differences(a, b, path: str = "") -> list[str]:
     return [] if a == b or (a != a and b != b) else [f"{path}: template {a!r:.60} / written in {b!r:.60}"]
 
 
+@pytest.fixture(scope="module")
 def page_specs() -> list[tuple[str, dict]]:
+    """Every page's charts at its defaults, built once for both schemes (the lab's from 20 training steps of one seed:
+    the same charts, without its experiment's hundreds of steps)."""
     style = figures.Style()
     out = []
     for spec in PAGES:
         if spec.name == "models":
             continue
-        for view in spec.module.views(spec.params(), style):
+        p = spec.params(lab_steps=20, lab_seeds=1) if spec.name == "lab" else spec.params()
+        for view in spec.module.views(p, style):
             out.append((f"{spec.name}:{view.name}", figures.figure_spec(figures.apply_fonts(view.figure, style))))
     return out
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_the_written_theme_draws_as_the_template(browser, scheme):
+def test_the_written_theme_draws_as_the_template(browser, page_specs, scheme):
     theme = ct.themes()[scheme]
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     page.set_content('<html><body style="margin:0"><div id="g" style="width:980px"></div></body></html>')
     page.add_script_tag(path=str(PLOTLY_JS))
     found = {}
-    specs = page_specs()
+    specs = page_specs
     assert len(specs) >= 20
     for name, spec in specs:
         dark = scheme == "dark"  # near-black lines are drawn in the theme's text colour there (ct.inked), both ways
