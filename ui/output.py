@@ -80,7 +80,7 @@ def drawn(view: Any, style_: Any) -> Drawn:
 
 def chart_scheme() -> str | None:
     """The colour scheme of this session's browser, ``"light"`` or ``"dark"`` (``st.context.theme``), or None when
-    it told none (AppTest). A browser that switches scheme gets the new look on its next run."""
+    it told none (AppTest). A browser that switches scheme asks for a run itself (:mod:`ui.plotly_live`)."""
     scheme = st.context.theme.type
     return scheme if scheme in ("light", "dark") else None
 
@@ -110,7 +110,8 @@ def plotly_chart(box: Any, fig: Any, selectable: bool = False, **kwargs: Any) ->
     # delimiter for its events): the phone copies ("<key>__one") stay st.plotly_chart
     if key is not None and "__" not in key:
         stretch = kwargs.get("height") == "stretch"
-        return live_plot(box, themed, key, kwargs["config"], stretch, t("ui.fullscreen"), kwargs.get("on_select"))
+        return live_plot(box, themed, key, kwargs["config"], stretch, t("ui.fullscreen"), kwargs.get("on_select"),
+                         dark=look[0])  # fmt: skip
     return box.plotly_chart(SerialisedFigure(themed), theme=None, **kwargs)
 
 

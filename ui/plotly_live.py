@@ -168,6 +168,29 @@ function toggleFullscreen(box) {
   box.style.background = getComputedStyle(app).backgroundColor;  // not the browser's black around the chart
   return box.requestFullscreen();
 }
+// Streamlit does not rerun when the viewer switches its theme (its settings menu, or the system's scheme with
+// "Use system setting"), and each chart was themed on the server for the scheme of its run (ui.chart_theme): a
+// check each second compares the page's background with the scheme the charts on it were drawn for and, when
+// they differ, asks once for a run (a 'scheme' trigger; the run reads the new scheme from st.context.theme).
+function pageDark() {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const c = app && getComputedStyle(app).backgroundColor.match(/[\d.]+/g);
+  if (!c || c.length < 3 || (c.length > 3 && Number(c[3]) === 0)) return null;  // not drawn, or transparent
+  return 0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2] < 128;
+}
+let askedFor = null;
+function checkScheme() {
+  if (document.hidden) return;
+  const dark = pageDark();
+  if (dark === null) return;
+  const stale = [...document.querySelectorAll('.stPlotlyChart')].find(
+    (b) => b.isConnected && b.__attnJob && !b.__attnNext && typeof b.__attnJob.dark === 'boolean' && b.__attnJob.dark !== dark);
+  if (!stale) { askedFor = null; return; }
+  if (askedFor === dark) return;  // asked once for this scheme: a run that still says the old one is not asked again
+  askedFor = dark;
+  stale.__attnTrigger('scheme', dark ? 'dark' : 'light');
+}
+if (!window.__attnSchemeCheck) window.__attnSchemeCheck = setInterval(checkScheme, 1000);
 export default function ({ data, parentElement, setTriggerValue }) {
   const text = new TextDecoder().decode(data);
   const cut = text.indexOf('\n');  // the options, a newline, the figure (parsed when drawn)
@@ -231,15 +254,17 @@ def live_plot(
     stretch: bool = False,
     fullscreen: str = "",
     on_select: Callable[[], None] | None = None,
+    dark: bool | None = None,
 ) -> Any:
     """Draw the plotly JSON ``spec`` (already themed for the browser) in ``box`` (``st``, a container or an
     ``st.empty``) under ``key``; the next run's figure for the same key updates this chart in place.
     ``stretch``: as tall as the box (slides), else the figure's own height. ``fullscreen``: the tooltip of the
     toolbar's full-screen button. ``on_select``: called when a click picks points; ``st.session_state[key]``
     then holds ``{"selection": {"points": [...]}}`` with each point's ``customdata``, as ``st.plotly_chart``'s
-    selection does."""
+    selection does. ``dark``: the colour scheme ``spec`` was themed for; when the page's scheme changes, the
+    browser asks for a run (a ``scheme`` trigger) so the chart is themed again."""
     options = {"config": config, "stretch": stretch, "chunk": plotly_chunk(), "fullscreen": fullscreen,
-               "select": on_select is not None}  # fmt: skip
+               "select": on_select is not None, "dark": dark}  # fmt: skip
     data = orjson.dumps(options) + b"\n" + orjson.dumps(spec)  # the figure is parsed in the browser when drawn
     events = {} if on_select is None else {"on_selection_change": on_select}
     with contextlib.nullcontext() if box is st else box:

@@ -196,6 +196,38 @@ def test_live_decode_chart_grows_and_stop_leaves_page_usable(watch):
     assert_clean(watch)
 
 
+def tick_rgb(scheme: str) -> str:
+    """The colour of y tick labels in ``scheme`` (Streamlit's chart theme, ui.chart_theme) as CSS computes it."""
+    from ui import chart_theme as ct
+
+    hex_ = ct.themes()[scheme]["layout"]["yaxis"]["tickfont"]["color"].lstrip("#")
+    return "rgb({}, {}, {})".format(*(int(hex_[i : i + 2], 16) for i in (0, 2, 4)))
+
+
+ALL_TICKS = """(rgb) => { const t = [...document.querySelectorAll('.js-plotly-plot .ytick text')];
+  return t.length > 0 && t.every((e) => getComputedStyle(e).fill === rgb); }"""
+
+
+def test_charts_follow_a_scheme_switched_while_the_page_is_open(browser, server):
+    """Streamlit does not rerun when the viewer's scheme changes; the charts, themed for the scheme of their run,
+    ask for a run themselves: a page opened light whose system turns dark gets every chart's tick labels in the
+    dark scheme's colour within seconds, without a control touched, and back again."""
+    from tests.e2e.conftest import PageWatch
+
+    light, dark = tick_rgb("light"), tick_rgb("dark")
+    ctx = browser.new_context(viewport={"width": 1440, "height": 1000}, color_scheme="light")
+    w = PageWatch(ctx.new_page(), server)
+    w.open("")
+    assert w.page.evaluate(ALL_TICKS, light)
+    w.page.emulate_media(color_scheme="dark")
+    w.page.wait_for_function(ALL_TICKS, arg=dark, timeout=15_000)
+    w.page.emulate_media(color_scheme="light")
+    w.page.wait_for_function(ALL_TICKS, arg=light, timeout=15_000)
+    w.wait_idle()
+    assert_clean(w)
+    ctx.close()
+
+
 def test_dark_theme_follows_the_system(browser, server):
     """Streamlit follows the browser's colour scheme; the charts follow Streamlit's theme."""
     from tests.e2e.conftest import PageWatch
