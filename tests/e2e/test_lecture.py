@@ -198,10 +198,10 @@ def test_live_decode_chart_grows_and_stop_leaves_page_usable(watch):
 
 def tick_rgb(scheme: str) -> str:
     """The colour of y tick labels in ``scheme`` (Streamlit's chart theme, ui.chart_theme) as CSS computes it."""
+    from tests.e2e.test_colours import rgb
     from ui import chart_theme as ct
 
-    hex_ = ct.themes()[scheme]["layout"]["yaxis"]["tickfont"]["color"].lstrip("#")
-    return "rgb({}, {}, {})".format(*(int(hex_[i : i + 2], 16) for i in (0, 2, 4)))
+    return "rgb({:.0f}, {:.0f}, {:.0f})".format(*rgb(ct.themes()[scheme]["layout"]["yaxis"]["tickfont"]["color"]))
 
 
 ALL_TICKS = """(rgb) => { const t = [...document.querySelectorAll('.js-plotly-plot .ytick text')];
