@@ -33,7 +33,8 @@ from harness import start_server  # noqa: E402
 
 hall.WIDGET_KINDS.add("button")  # a runner presses its page's Start button
 START = {"lab": "lab_run", "complexity": "cx_run", "kv_cache": "kv_run", "mla": "mla_run"}  # the Start button keys
-QUERY = {"lab": {"experiment": "kv_heads"}, "mla": {"view": "decode"}}  # the view with that button (lab: ~6 s a run)
+# the view with that button (lab: ~6 s a run; kv_cache: a link that sets a decode control opens its live decode)
+QUERY = {"lab": {"experiment": "kv_heads"}, "mla": {"view": "decode"}, "kv_cache": {"dec_steps": "128"}}
 
 
 def press(tab: hall.Tab, key: str) -> None:

@@ -79,61 +79,62 @@ if (tensors := ui.section_box(shown, 2, ui.t("kvcache.tensor_header"), "x_kv_ten
         ui.show_view(ui.view(kc.tensor_view, fill, p.tag, style, at), "kv_tensors")
         st.caption(kc.tensor_caption(fill, style))
 
-if shown(3):  # ---------------------------------------------------------------- 4. live decode
-    st.subheader(ui.t("kvcache.live_header"))
-    ui.notices(("info", n, "ℹ️") for n in [kc.live_mla(p, calc, style)] if n)  # MLA: the decode runs the MHA row
-    model = None  # a shipped decoder preset can decode with the real model; an encoder says it does not decode
-    if p.shipped and not p.preset_decodes:
-        st.info(ui.t("kvcache.real_encoder", model=p.preset.name), icon="ℹ️")
-    elif p.shipped and ui.control(P, "dec_real"):
-        p = kc.with_values(p, dec_real=True)
-        if (model := ui.model(lambda: p.model)) is None:
-            st.stop()
-    with ui.drawer():  # slide mode: in the controls bar; the real model has its own layers, batch 1 and float32
-        d1, d2, d3 = st.columns(3, gap="large")
-        dec = {} if model else {"dec_layers": ui.control(P, "dec_layers", container=d1)}
-        dec["dec_steps"] = ui.control(P, "dec_steps", container=d1)
-        dec["dec_prompt"] = ui.control(P, "dec_prompt", container=d2)
-        if model is None:
-            dec["dec_batch"] = ui.control(P, "dec_batch", container=d2)
-            dec["dec_dtype"] = ui.control(P, "dec_dtype", container=d3)
-            dec["dec_wrong"] = ui.control(P, "dec_wrong", container=d3)
-        dec["dec_recompute"] = ui.control(P, "dec_recompute", container=d3)
-    p = kc.with_values(p, **dec)
-    spec = kc.decode_spec(p, model)
-    st.markdown(kc.live_intro(p, spec, style))
-    ui.notices(n for n in [kc.wrong_notice(spec, style)] if n is not None)
+if (live := ui.section_box(shown, 3, ui.t("kvcache.live_header"), "x_kv_live", ui.linked("dec_"))) is not None:
+    with live:  # 4. live decode: sent while open (~27 ms of drawing a move), open for a link that sets it
+        ui.notices(("info", n, "ℹ️") for n in [kc.live_mla(p, calc, style)] if n)  # MLA: decodes the MHA row
+        model = None  # a shipped decoder preset can decode with the real model; an encoder says it does not decode
+        if p.shipped and not p.preset_decodes:
+            st.info(ui.t("kvcache.real_encoder", model=p.preset.name), icon="ℹ️")
+        elif p.shipped and ui.control(P, "dec_real"):
+            p = kc.with_values(p, dec_real=True)
+            if (model := ui.model(lambda: p.model)) is None:
+                st.stop()
+        with ui.drawer():  # slide mode: in the controls bar; the real model has its own layers, batch 1 and float32
+            d1, d2, d3 = st.columns(3, gap="large")
+            dec = {} if model else {"dec_layers": ui.control(P, "dec_layers", container=d1)}
+            dec["dec_steps"] = ui.control(P, "dec_steps", container=d1)
+            dec["dec_prompt"] = ui.control(P, "dec_prompt", container=d2)
+            if model is None:
+                dec["dec_batch"] = ui.control(P, "dec_batch", container=d2)
+                dec["dec_dtype"] = ui.control(P, "dec_dtype", container=d3)
+                dec["dec_wrong"] = ui.control(P, "dec_wrong", container=d3)
+            dec["dec_recompute"] = ui.control(P, "dec_recompute", container=d3)
+        p = kc.with_values(p, **dec)
+        spec = kc.decode_spec(p, model)
+        st.markdown(kc.live_intro(p, spec, style))
+        ui.notices(n for n in [kc.wrong_notice(spec, style)] if n is not None)
 
-    run = ui.live_state("kv_decode", (spec, ui.device()))
-    start = ui.live_buttons("kv", "kvcache.run", "kvcache.stop")
-    bar, status = st.empty(), st.empty()
-    g1, g2 = st.columns(2, gap="medium")
-    boxes = g1.container(key="kv_live_mem").empty(), g2.container(key="kv_live_time").empty()
+        run = ui.live_state("kv_decode", (spec, ui.device()))
+        start = ui.live_buttons("kv", "kvcache.run", "kvcache.stop")
+        bar, status = st.empty(), st.empty()
+        g1, g2 = st.columns(2, gap="medium")
+        boxes = g1.container(key="kv_live_mem").empty(), g2.container(key="kv_live_time").empty()
 
-    def frame(r: ui.LiveRun) -> None:  # the charts so far, each replacing the last in its box (no key: no blinking)
-        ui.live_charts(kc.decode_views(r.steps, spec, style), boxes)
+        def frame(r: ui.LiveRun) -> None:  # the charts so far, each replacing the last in its box (no key: no blinking)
+            ui.live_charts(kc.decode_views(r.steps, spec, style), boxes)
 
-    if start:
-        run = ui.live_run("kv_decode", (spec, ui.device()), lambda: kc.decode_steps(spec, device=ui.device(),
-                          model=model), frame, progress=lambda r: kc.decode_progress(spec, r.steps, style), bar=bar)  # fmt: skip
-    if run.status == "idle":
-        status.caption(ui.t("kvcache.press_run"))
-    elif run.status == "error":
-        with status.container():
-            ui.show_error(run.error)
-    else:
-        run_spec = run.params[0]  # what the run measured, also after the controls moved on
-        kind, text, icon = kc.decode_summary(run_spec, run.steps, run.status == "stopped", style)
-        getattr(status, kind)(text, icon=icon)
-        if run.steps:
-            if run.stale:
-                st.caption(ui.t("kvcache.stale"))
-            keys = ("kv_decode_memory", "kv_decode_time")
-            for box, view, key in zip(boxes, kc.decode_views(run.steps, run_spec, style), keys, strict=True):
-                with box.container():
-                    ui.show_view(view, key)
+        if start:
+            steps = lambda: kc.decode_steps(spec, device=ui.device(), model=model)  # noqa: E731
+            run = ui.live_run("kv_decode", (spec, ui.device()), steps, frame,
+                              progress=lambda r: kc.decode_progress(spec, r.steps, style), bar=bar)  # fmt: skip
+        if run.status == "idle":
+            status.caption(ui.t("kvcache.press_run"))
+        elif run.status == "error":
+            with status.container():
+                ui.show_error(run.error)
+        else:
+            run_spec = run.params[0]  # what the run measured, also after the controls moved on
+            kind, text, icon = kc.decode_summary(run_spec, run.steps, run.status == "stopped", style)
+            getattr(status, kind)(text, icon=icon)
+            if run.steps:
+                if run.stale:
+                    st.caption(ui.t("kvcache.stale"))
+                keys = ("kv_decode_memory", "kv_decode_time")
+                for box, view, key in zip(boxes, kc.decode_views(run.steps, run_spec, style), keys, strict=True):
+                    with box.container():
+                        ui.show_view(view, key)
 
-if (pd_box := ui.section_box(shown, 4, ui.t("kvcache.pd_header"), "x_kv_pd")) is not None:  # 5. prefill/decode
+if (pd_box := ui.section_box(shown, 4, ui.t("kvcache.pd_header"), "x_kv_pd", ui.linked("pd_"))) is not None:  # 5.
     with pd_box:
         p1, p2 = st.columns([1, 2], gap="large")
         with p1:

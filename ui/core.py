@@ -78,6 +78,15 @@ def device_text(info: Any) -> str:
     return t("ui.device_cpu_one") if info.threads == 1 else t("ui.device_cpu", n=info.threads)
 
 
+def linked(*prefixes: str) -> bool:
+    """Whether the page's address sets a parameter whose name starts with one of ``prefixes`` (``"dec_"``): a link
+    to a closed section's settings opens the section (:func:`ui.widgets.section_box`)."""
+    try:
+        return any(name.startswith(prefixes) for name in st.query_params)
+    except Exception:  # noqa: BLE001 - a malformed query string must not break the page
+        return False
+
+
 def _url_raw(key: str) -> str | None:
     try:
         raw = st.query_params.get_all(key)

@@ -97,7 +97,10 @@ def sidebar() -> None:
             st.warning(
                 t("ui.device_fallback", msg=error_text(ConfigError(msg, "device", key, **dict(params)))), icon="⚠️"
             )
-        st.session_state["_link_slot"] = st.empty()
+        st.caption(t("ui.share_link"))
+        st.session_state["_link_slot"] = st.empty()  # the link itself: the page's run fills it (share_link)
+        if st.button(t("ui.qr"), icon=":material/qr_code_2:", key="_qr", width="stretch"):
+            st.session_state["_qr_asked"] = True  # the dialog opens once the page ran and the link is known
 
 
 # Slide mode: every view one 16:9 viewport: the title, the chart, a sentence or two. The rules are keyed on what a
@@ -201,8 +204,8 @@ def apply_presentation() -> None:
     st.session_state.pop(DRAWER, None)  # the page's controls box of this run sets it again
     if present():
         st.html(PRESENT_CSS)
-    with st.sidebar:  # not in the page's column: it takes no room on the slide
-        st.html(CLICKER_JS, unsafe_allow_javascript=True)
+    with st.sidebar:  # not in the page's column: it takes no room on the slide; the link box's style and script too
+        st.html(CLICKER_JS + LINK_ASSETS.format(copy_icon=COPY_ICON, done_icon=DONE_ICON), unsafe_allow_javascript=True)
 
 
 def share_link(page_path: str, home: str) -> None:
@@ -213,16 +216,19 @@ def share_link(page_path: str, home: str) -> None:
     control that differs from its default, so opening it in a new session reproduces the
     same numbers; the default page's link is ``/?…``, also when the page was opened as
     ``/heatmaps``.
+
+    A move of a page's control reruns the page alone (a fragment), and this redraws one element, the link's
+    text: its caption, the QR button, the box's style and its copy script are drawn with the sidebar
+    (:data:`LINK_ASSETS`), not again at every move (a heatmaps move: ~17 ms of the browser's main thread
+    less, README "the ninth round").
     """
     slot = st.session_state.get("_link_slot")
     if slot is None:
         return
     url = view_url(st.context.url or "", page_path, home, st.session_state.get("_link_params", {}))
-    with slot.container():
-        st.caption(t("ui.share_link"))
-        st.html(link_box(url or "?"), unsafe_allow_javascript=True)
-        if url and st.button(t("ui.qr"), icon=":material/qr_code_2:", key="_qr", width="stretch"):
-            st.dialog(t("ui.qr"), width="medium")(show_qr)(url)
+    slot.html(link_box(url or "?"))
+    if st.session_state.pop("_qr_asked", False):
+        st.dialog(t("ui.qr"), width="medium")(show_qr)(url or "?")
 
 
 # Material's "content copy" and "check" icons, drawn in the text's colour through a CSS mask (st.html drops <svg>).
@@ -233,11 +239,12 @@ COPY_ICON = _ICON.format("M16 1H4c-1.1 0-2 .9-2 2v14h2V3h12V1zm3 4H8c-1.1 0-2 .9
                          "2-2V7c0-1.1-.9-2-2-2zm0 16H8V7h11v14z")  # fmt: skip
 DONE_ICON = _ICON.format("M9 16.17 4.83 12l-1.42 1.41L9 19 21 7l-1.41-1.41z")
 
-# The link in a box with a copy button. Not st.code: its syntax highlighter cost the page's main thread ~270 ms at
-# every cold start (cold start to the first chart 3.08 -> 2.79 s without it). The click handler is added once per
-# tab; the clipboard API needs a secure context (https or localhost), a lecture hall's http://<address> falls back
-# to copying a selected text area.
-LINK_BOX = """
+# The share link's box (LINK_BOX, redrawn at each move) has a copy button; its style and the click handler
+# (LINK_ASSETS) are drawn once with the sidebar. Not st.code: its syntax highlighter cost the page's main thread
+# ~270 ms at every cold start (cold start to the first chart 3.08 -> 2.79 s without it). The click handler is added
+# once per tab; the clipboard API needs a secure context (https or localhost), a lecture hall's http://<address>
+# falls back to copying a selected text area.
+LINK_ASSETS = """
 <style>
   .attn-link {{ position: relative; font-family: "Source Code Pro", monospace; font-size: 0.8rem; line-height: 1.45;
     background: rgba(128, 128, 128, 0.1); border-radius: 0.5rem; padding: 0.6rem 2.4rem 0.6rem 0.75rem; }}
@@ -252,8 +259,6 @@ LINK_BOX = """
   .attn-link button.done::before {{ -webkit-mask-image: url("{done_icon}");
     mask-image: url("{done_icon}"); }}
 </style>
-<div class="attn-link"><code>{url}</code><button type="button" title="{copy}" aria-label="{copy}"
-  data-done="{done}"></button></div>
 <script>
 (() => {{
   if (window.__attnLinkCopy) return;
@@ -275,12 +280,16 @@ LINK_BOX = """
 """
 
 
+LINK_BOX = """<div class="attn-link"><code>{url}</code><button type="button" title="{copy}" aria-label="{copy}"
+  data-done="{done}"></button></div>"""
+
+
 def link_box(url: str) -> str:
-    """The share link ``url`` as the sidebar shows it: the text (escaped) and a copy button (:data:`LINK_BOX`)."""
+    """The share link ``url`` as the sidebar shows it: the text (escaped) and a copy button (:data:`LINK_BOX`;
+    its style and click handler are :data:`LINK_ASSETS`, drawn once with the sidebar)."""
     from html import escape
 
-    return LINK_BOX.format(url=escape(url), copy=escape(t("ui.copy_link")), done=escape(t("ui.copied")),
-                           copy_icon=COPY_ICON, done_icon=DONE_ICON)  # fmt: skip
+    return LINK_BOX.format(url=escape(url), copy=escape(t("ui.copy_link")), done=escape(t("ui.copied")))
 
 
 QR_PX = 480  # the code's width: about 8 px a module for a 150-character link (version 8, 49 modules and border)

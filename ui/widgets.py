@@ -470,10 +470,11 @@ def slide_sections(n: int, key: str = "slide") -> Callable[[int], bool]:
     return lambda i: i == at
 
 
-def section_box(shown: Callable[[int], bool], i: int, label: str, key: str) -> Any | None:
+def section_box(shown: Callable[[int], bool], i: int, label: str, key: str, opened: bool = False) -> Any | None:
     """Where section ``i`` of a page of :func:`slide_sections` goes, titled ``label``: on a slide the page itself
     (on the section's own slide only); on the page a :func:`ui.output.lazy_expander` whose content is computed
-    and sent only while it is open (AppTest gets every one open). None where the section is not drawn."""
+    and sent only while it is open (AppTest gets every one open), open at first when ``opened`` (a link that
+    sets one of the section's controls, :func:`ui.core.linked`). None where the section is not drawn."""
     from .output import lazy_expander
 
     if present():
@@ -481,7 +482,8 @@ def section_box(shown: Callable[[int], bool], i: int, label: str, key: str) -> A
             return None
         st.subheader(label)
         return st.container()
-    return lazy_expander(f"**{label}**", key)  # bold: a section, not one of the explanations' expanders
+    # bold: a section, not one of the explanations' expanders
+    return lazy_expander(f"**{label}**", key, expanded=opened)
 
 
 def control(params: type, name: str, *, container: Any = None, **how: Any) -> Any:

@@ -69,3 +69,26 @@ def test_the_saturation_sections_against_d_k_are_measured_and_sent_while_open(wa
     after = watch.page.locator("[data-testid='stCaptionContainer']", has_text="averages").first.inner_text()
     assert after == caption, "the whole sweep gave other numbers at the current d_k than the current d_k alone"
     assert watch.real_console_errors() == [] and watch.exceptions() == []
+
+
+LIVE = f"[data-testid='stExpander']:has(summary:has-text('{translate('kvcache.live_header', 'en')}'))"
+
+
+def test_the_kv_cache_live_decode_is_sent_while_open_and_a_link_to_its_settings_opens_it(watch):
+    """Closed at first, the live decode sends none of its seven controls on a calculator move; opened, they come
+    with the Run button; a link that sets one of them (its share link) opens the page with the section open."""
+    watch.open("kv_cache")
+    assert watch.page.locator(LIVE).count() == 1
+    assert watch.page.locator(".st-key-dec_steps, .st-key-kv_run").count() == 0, "the closed live decode was sent"
+    watch.press_slider("batch", 1)
+    assert watch.page.locator(".st-key-dec_steps, .st-key-kv_run").count() == 0
+    open_box(watch, LIVE)
+    assert watch.page.locator(".st-key-kv_run button").is_visible()
+    watch.press_slider("dec_steps", 1)
+    link = watch.page.locator("[data-testid='stSidebar'] .attn-link code").inner_text().strip()
+    assert "dec_steps=" in link and "batch=" in link, link
+    watch.page.goto(link)  # the share link: a new session, the section open with the link's settings
+    watch.page.wait_for_selector(".st-key-kv_run button", timeout=60_000)
+    watch.wait_idle()
+    assert watch.page.locator(LIVE).locator("details").get_attribute("open") is not None
+    assert watch.real_console_errors() == [] and watch.exceptions() == []
