@@ -37,10 +37,7 @@ def run_page() -> None:
     "the fifth round"). Widgets outside it (language, seed, presentation mode, the deck) rerun the whole app."""
     st.session_state["_link_params"] = dict(LINK)  # a control the page no longer draws leaves the link
     page._can_be_called = True  # noqa: SLF001 - Page.run allows one call per app run; a fragment rerun is another
-    try:
-        page.run()
-    finally:
-        ui.share_link(page.url_path, HOME)  # also when a page stopped early on bad input
+    ui.draw_page(page, page.url_path, HOME)  # the share link also when the page ended early (ui.stop)
 
 
 run_page()

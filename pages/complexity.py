@@ -22,7 +22,7 @@ with ui.controls_box():
     v["run_on"] = ui.control(P, "run_on", widget="select", container=c3)
 p = P(**v, seed=ui.seed())
 if ui.run_safely(lambda: p.shape) is None:
-    st.stop()
+    ui.stop()
 p = cv.with_values(p, view=ui.control(P, "view"))
 
 
@@ -34,9 +34,7 @@ def say(lines) -> None:
 if p.view == "counted":
     st.info(cv.share_sentence(p, style), icon="🧮")
     with st.expander(ui.t("cx.formulas_header"), expanded=True):
-        for stage, line in cv.formula_lines(p):
-            st.markdown(f"**{cv.stage_name(style, stage)}**")
-            st.latex(line)
+        st.markdown(cv.formulas_markdown(p, style))  # every stage's name and formula, one element
         st.caption(ui.t("cx.conventions"))
     k1, k2 = st.columns(2, gap="medium")
     slide = ui.present()  # a slide: the sentence above and the two charts
@@ -58,7 +56,7 @@ elif p.view == "measured":
     spec = ui.run_safely(lambda: cv.sweep_spec(p))  # over the memory budget: said here, before anything runs
     dev = ui.run_safely(lambda: cv.run_device(p.run_on, ui.device()))
     if spec is None or dev is None:
-        st.stop()
+        ui.stop()
     st.markdown(ui.t("cx.sweep_intro", lo=spec.seq_lens[0], hi=spec.seq_lens[-1], k=len(spec.seq_lens),
                      r=spec.repeats, w=spec.warmup, device=dev))  # fmt: skip
     key = cv.run_key(spec, dev)  # one run kept per setting: moving back to a setting shows its sweep at once
@@ -90,7 +88,7 @@ elif p.view == "measured":
 elif p.view == "prefill_decode":
     dev = ui.run_safely(lambda: cv.run_device(p.run_on, ui.device()))
     if dev is None:
-        st.stop()
+        ui.stop()
     st.markdown(ui.t("cx.pd_intro"))
     measured = None
     if st.toggle(ui.t("cx.pd_measure"), key="cx_pd_measure"):

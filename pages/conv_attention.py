@@ -60,12 +60,12 @@ with ui.controls_box():
 p = P(**v)
 kernel = ui.run_safely(lambda: p.kernel2d)
 if p.view != "line" and kernel is None:
-    st.stop()
+    ui.stop()
 
 if p.view == "line":
     res = ui.compute(cv.line_step, p.seq_len, p.query, p.shift, p.alpha, p.k)
     if res is None:
-        st.stop()
+        ui.stop()
     st.latex(cv.line_formula(res))
     say(cv.line_sentence(res, style))
     views = ui.view(cv.line_views, res, style)
@@ -76,16 +76,16 @@ if p.view == "line":
             ui.show_view(view, key)
     st.caption(ui.t("conv.line_heads", k=len(res.shifts)))
     ui.help_expander("conv.encoding_help")
-    st.stop()
+    ui.stop()
 
 image = load(p, upload)
 c, h, w = image.shape
 if p.view == "analogy":
     ui.show_view(ui.view(cv.analogy_view, kernel.shape[0], c, style), "conv_analogy")
     ui.help_expander("conv.analogy_help")
-    st.stop()
+    ui.stop()
 if ui.run_safely(lambda: cv.check_size(kernel, image)) is None:
-    st.stop()
+    ui.stop()
 
 if p.view == "image":
     with ui.drawer():  # slide mode: in the controls bar
@@ -95,7 +95,7 @@ if p.view == "image":
                            channel=ui.control(P, "channel", hi=c - 1, container=q3))  # fmt: skip
     res = ui.compute(cv.image_step, image, kernel, p.alpha, p.padding, p.q_row, p.q_col)
     if res is None:
-        st.stop()
+        ui.stop()
     say(cv.image_sentence(res, style))
     views = ui.view(cv.image_views, res, p.channel, style)
     shown = ui.slide_sections(3)  # a slide: the maps; the input and attention's output; conv2d and the difference
@@ -112,7 +112,7 @@ else:
     with st.spinner(ui.t("conv.sweeping", n=len(cv.SWEEP_ALPHAS))):
         sw = ui.compute(cv.sweep_step, image, kernel, p.padding)
     if sw is None:
-        st.stop()
+        ui.stop()
     say(cv.sweep_sentence(sw, p.padding, style))
     ui.show_view(ui.view(cv.sweep_view, sw, p.alpha, p.padding, style), "conv_sweep")
     st.caption(ui.t("conv.sweep_note", k=kernel.shape[0], n=kernel.shape[0] ** 2, h=h, w=w, c=c))

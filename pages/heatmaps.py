@@ -25,7 +25,7 @@ with ui.controls_box():
     model = ui.model(lambda: v["attn_from"]) if v["attn_from"] != "seeded" else None
     if v["attn_from"] != "seeded":
         if model is None:
-            st.stop()
+            ui.stop()
         with c2:
             v["model_layer"] = ui.control(P, "model_layer", hi=model.n_layers - 1, default=model.n_layers // 2)
         c3.markdown(hm.model_line(model, ui.style()))
@@ -46,7 +46,7 @@ if model is not None:  # the model's captured layer is the source of every view,
     with st.spinner(ui.t("models.capturing", layer=p.model_layer), show_time=True):
         att = ui.compute(hm.capture_layer, model, hm.model_text(p), hm.model_layer_of(p, model))
     if att is None:
-        st.stop()
+        ui.stop()
     p, layer = hm.for_model(p, model, att), hm.model_source(att)
 else:
     if p.mask == "padding" and p.t_k >= 1:
@@ -54,7 +54,7 @@ else:
             p = hm.with_values(p, pad_len=ui.control(P, "pad_len", hi=p.t_k, default=p.pad))
     layer = ui.run_safely(p.layer)  # the attention source of every view; a bad setting says what to change
     if layer is None:
-        st.stop()
+        ui.stop()
 with ui.drawer():  # slide mode: in the controls bar, the slide keeps its room for the chart
     st.markdown(hm.summary(p, ui.style()))
 for note in hm.model_notes(model, att, ui.style()) if model is not None else []:
@@ -87,7 +87,7 @@ if p.view == "grid":
     with computing(p.t_q, p.t_k, p.n_heads):
         pm = ui.compute(hm.grid_maps, layer, p.pool)
     if pm is None:
-        st.stop()
+        ui.stop()
     ui.head_grid(layer, pm, p.fit, "grid", ui.open_zoom, "focus.hint")  # click a panel: its zoom
     ui.help_text("heatmap.read.title", hm.read_help(pm, p.fit, style))
 elif p.view == "zoom":
@@ -108,7 +108,7 @@ elif p.view == "zoom":
     with computing(q1 - q0, p.t_k, 1):
         pm = ui.compute(hm.zoom_maps, layer, p.head, window, p.pool)
     if pm is None:
-        st.stop()
+        ui.stop()
     show_maps(pm, "zoom")
     st.caption(hm.zoom_note(p, pm, style))
     ui.help_text("heatmap.read.title", hm.read_help(pm, p.fit, style))
@@ -123,7 +123,7 @@ elif p.view == "steps":
     p = hm.with_values(p, head=head, q_start=q0, k_start=k0)
     hw = ui.compute(hm.step_window, layer, head, q0, k0)
     if hw is None:
-        st.stop()
+        ui.stop()
     first, *window_note = hm.step_notes(p, hw, style)
     st.markdown(first)
     for note in window_note:
@@ -145,7 +145,7 @@ else:
     with computing(p.t_q, p.t_k, p.n_heads):
         pm = ui.compute(hm.entropy_maps, layer)
     if pm is None:
-        st.stop()
+        ui.stop()
     v = ui.view(hm.entropy_view, pm.entropy, pm.tokens_q, p.n_heads, p.n_kv_heads, style)
     ui.show_view(v, "entropy")
     ui.help_expander("heatmap.entropy_help")

@@ -19,7 +19,7 @@ with ui.controls_box():  # ------------ the calculator's controls (presentation 
         v = {"model": ui.control(P, "model", widget="select")}
         preset = ui.run_safely(lambda: P(model=v["model"]).preset)  # a shipped model's: from its installed config
         if preset is None and v["model"] != "custom":
-            st.stop()
+            ui.stop()
         if preset is None:
             v["n_heads"] = ui.control(P, "n_heads")
             v["n_kv_heads"] = ui.control(P, "n_kv_heads", n_heads=v["n_heads"])
@@ -50,7 +50,7 @@ with ui.controls_box():  # ------------ the calculator's controls (presentation 
 p = P(**v, seed=ui.seed())
 calc = ui.compute(kc.calculator, p)  # the layouts, the device memory, the weights; a bad value says what to change
 if calc is None:
-    st.stop()
+    ui.stop()
 shown = ui.slide_sections(5)  # presentation mode: one section a slide
 if shown(0):  # ---------------------------------------------------------------- 1. the calculator's result
     ui.notices(kc.notices(p, calc, style))
@@ -88,7 +88,7 @@ if (live := ui.section_box(shown, 3, ui.t("kvcache.live_header"), "x_kv_live", u
         elif p.shipped and ui.control(P, "dec_real"):
             p = kc.with_values(p, dec_real=True)
             if (model := ui.model(lambda: p.model)) is None:
-                st.stop()
+                ui.stop()
         with ui.drawer():  # slide mode: in the controls bar; the real model has its own layers, batch 1 and float32
             d1, d2, d3 = st.columns(3, gap="large")
             dec = {} if model else {"dec_layers": ui.control(P, "dec_layers", container=d1)}

@@ -24,7 +24,7 @@ with ui.controls_box():
 
 p = P(**v, seed=ui.seed())
 if ui.run_safely(p.check) is None:  # every setting checked; a bad one says what to change
-    st.stop()
+    ui.stop()
 style = ui.style()
 with ui.drawer():  # slide mode: in the controls bar
     st.markdown(kv.summary(p, style))
@@ -45,7 +45,7 @@ def caption(text: str | None) -> None:
 def computed(value):
     """A step's result, or the end of the run when the step showed an error instead."""
     if value is None:
-        st.stop()
+        ui.stop()
     return value
 
 

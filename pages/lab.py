@@ -28,7 +28,7 @@ with ui.controls_box():
 p = P(**v, seed=ui.seed())
 exp = ui.run_safely(lambda: lv.experiment(p))  # a run over the time or memory budget says what to reduce
 if exp is None:
-    st.stop()
+    ui.stop()
 st.markdown(lv.intro(p, exp, style))
 
 KEY, DONE = "lab_live", "lab_done"

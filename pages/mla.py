@@ -26,7 +26,7 @@ with ui.controls_box():
     v["mode"] = ui.control(P, "mode")
 p = P(**v, seed=ui.seed())
 if ui.run_safely(lambda: p.config) is None:
-    st.stop()
+    ui.stop()
 with ui.drawer():  # slide mode: in the controls bar
     st.markdown(mv.shape_line(p, style))
 note = mv.run_note(p, style)
@@ -55,7 +55,7 @@ elif p.view == "agree":
     lay = ui.shared(mv.layer, run_cfg, p.seed)  # one seeded layer for every length (None: compare says why)
     res = ui.compute(mv.compare, run_cfg, p.seq_len, p.seed, given={"layer": lay}) if shown(0) or shown(1) else None
     if (shown(0) or shown(1)) and res is None:
-        st.stop()
+        ui.stop()
     if shown(0):
         for item in mv.agree_sentences(res, style):
             say(item)
@@ -76,7 +76,7 @@ elif p.view == "cache":
                        dtype=ui.control(P, "dtype", widget="select", container=k3))  # fmt: skip
     lays = ui.run_safely(lambda: mv.layouts(p))
     if lays is None:
-        st.stop()
+        ui.stop()
     st.info(mv.gqa_line(p, style), icon="📐")
     ui.show_view(ui.view(mv.cache_view, p, style), "mla_cache")
     st.dataframe(mv.cache_frame(p, style), hide_index=True, width="stretch")

@@ -27,13 +27,13 @@ with ui.controls_box():
         elif v["example"] in mv.EXAMPLE_TEXTS:
             st.markdown(f"> {mv.EXAMPLE_TEXTS[v['example']]}")
 if model is None:
-    st.stop()
+    ui.stop()
 p = P(**v, seed=ui.seed())
 if not ui.present():  # a slide names the model in its chart's title
     st.markdown(mv.model_line(model, style))
 st.caption(mv.source_line(model, style))
 if (inp := ui.run_safely(lambda: mv.model_input(model, p))) is None:
-    st.stop()
+    ui.stop()
 p = mv.with_values(p, view=ui.control(P, "view"))
 
 
@@ -48,7 +48,7 @@ def captured(layer: int):
     with st.spinner(ui.t("models.capturing", layer=layer), show_time=True):
         att = ui.compute(mv.capture, model, inp, layer)
     if att is None:
-        st.stop()
+        ui.stop()
     st.caption(mv.input_line(inp, att, style))
     for note in mv.input_notes(model, inp, att, style):
         st.warning(note, icon="✂️")
@@ -64,7 +64,7 @@ if p.view == "roles":
     with st.spinner(ui.t("models.scoring", title=model.title), show_time=True):
         df = ui.compute(mv.roles, model, p.seed)
     if df is None:
-        st.stop()
+        ui.stop()
     ui.show_view(ui.view(mv.roles_view, df, model, p.score, style), "mdl_roles")
     st.info(mv.gqa_note(model, df, p.score, style), icon="🔎")
     st.caption(mv.roles_method(model, df, style))
@@ -83,7 +83,7 @@ elif p.view == "layer":
     p = ui.map_options(p, t, t, mv.grid_side(model.n_heads), t)
     pm = ui.compute(mv.grid_maps, att.source(layer), p.pool)
     if pm is None:
-        st.stop()
+        ui.stop()
     ui.head_grid(att.source(layer), pm, p.fit(t), "mdl_layer", lambda h: ui.open_zoom(h, "head"), "focus.hint_model")
     ui.help_text("heatmap.read.title", mv.read_help(pm, p.fit(t), style))
 elif p.view == "head":
@@ -97,7 +97,7 @@ elif p.view == "head":
     p = ui.map_options(p, t, t, mv.ZOOM_SIDE, t)
     pm = ui.compute(mv.zoom_maps, src, head, (0, t, 0, t), p.pool)
     if pm is None:
-        st.stop()
+        ui.stop()
     ui.show_view(ui.view(mv.grid_view, pm, style, p.fit(t)), "mdl_zoom")
     if (steps := ui.section_box(lambda i: True, 0, ui.t("models.steps_header"), "x_mdl_steps")) is not None:  # 8 charts
         with steps:
@@ -108,7 +108,7 @@ elif p.view == "head":
                 k0 = ui.control(P, "k_start", hi=t - mv.STEP_WINDOW, container=w2)
             hw = ui.compute(mv.step_window, src, head, q0, k0)
             if hw is None:
-                st.stop()
+                ui.stop()
             notes, sentences = mv.step_texts(model, att, hw, style)
             for note in notes:
                 st.caption(note)
@@ -117,7 +117,7 @@ elif p.view == "head":
 elif p.view == "generate":
     if not model.causal:
         st.info(ui.t("models.gen_encoder", title=model.title), icon="ℹ️")
-        st.stop()
+        ui.stop()
     g1, g2, g3 = st.columns(3, gap="large")
     with g1:
         p = mv.with_values(p, gen_tokens=ui.control(P, "gen_tokens"))
@@ -158,7 +158,7 @@ else:
     with st.spinner(ui.t("models.scaling", title=model.title), show_time=True):
         res = ui.compute(mv.scale, model, inp, p.seed)
     if res is None:
-        st.stop()
+        ui.stop()
     st.markdown(mv.scale_summary(res, style))
     ui.show_views(ui.view(mv.scale_views, res, style), st.columns(2, gap="medium"), "mdl_")
     ui.help_expander("models.scale_help")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+from typing import Any, NoReturn
+
 import streamlit as st
 
 from attn_core.config import ConfigError
@@ -35,6 +38,37 @@ def page_guard() -> None:
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
         st.rerun()
+
+
+class PageStopped(Exception):
+    """Raised by :func:`stop`; app.py's page fragment catches it (:func:`draw_page`)."""
+
+
+# Whether this script thread is running a page inside draw_page (a context variable: each session's run has its
+# own thread, so no session sees another's).
+_IN_DRAW_PAGE: ContextVar[bool] = ContextVar("attn_in_draw_page", default=False)
+
+
+def stop() -> NoReturn:
+    """End the page here (after saying why, or at the end of a view): what app.py draws after the page, the share
+    link and the deck panel, is still drawn. ``st.stop()`` stops the whole run instead: every later ``st`` call
+    of the run raises, so a page that stopped lost its share link and its deck panel. A page script run alone
+    (not through app.py, as some tests do) stops with ``st.stop()``."""
+    if not _IN_DRAW_PAGE.get():
+        st.stop()
+    raise PageStopped
+
+
+def draw_page(page: Any, page_path: str, home: str) -> None:
+    """Run ``page`` (an ``st.Page``), stopped or not by :func:`stop`, then fill the share link (:func:`share_link`)."""
+    token = _IN_DRAW_PAGE.set(True)
+    try:
+        page.run()
+    except PageStopped:
+        pass  # the page ended early: bad input said what to change, or a view ends there
+    finally:
+        _IN_DRAW_PAGE.reset(token)
+        share_link(page_path, home)  # also after an exception: the link still holds the view's settings
 
 
 def route_home_alias(home: str) -> None:

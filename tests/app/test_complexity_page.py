@@ -27,7 +27,12 @@ def test_counted_view_bars_formula_and_crossover(app_test):
     assert seg["QKV projection"][0] == 2 * 1024 * 256 * (4 * 64 + 2 * 2 * 64)
     assert seg["Scores QKᵀ"][0] == seg["Scores QKᵀ"][1] == 2 * 1024**2 * 256  # 4 heads of 64 = 1 head of 256
     assert seg["Softmax"][0] == 4 * seg["Softmax"][1] == 3 * 4 * 1024**2
-    assert any("2 \\cdot 1,024^2 \\cdot 4 \\cdot 64 = \\text{536,870,912 FLOP}" in e.value for e in at.get("latex"))
+    formulas = next(e.value for e in at.markdown if "$$" in e.value)  # every stage's name and formula, one element
+    assert (
+        "**Scores QKᵀ**\n\n$$\n2\\,n^2\\,h\\,d_h = 2 \\cdot 1,024^2 \\cdot 4 \\cdot 64 = \\text{536,870,912 FLOP}\n$$"
+        in formulas
+    )
+    assert formulas.count("$$") == 2 * 5  # the five stages, each in display math
     # GQA 4:2: linear 2·d·(256 + 256) + 2·256·256 per token = 393,216; quadratic 4·256 = 1,024 → n = 384
     assert cx.crossover_n(cx.LayerShape(256, 4, 2, 64)) == 384
     assert "n = 384" in texts(at) and "past" in texts(at)
