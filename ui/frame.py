@@ -253,8 +253,8 @@ def share_link(page_path: str, home: str) -> None:
 
     A move of a page's control reruns the page alone (a fragment), and this redraws one element, the link's
     text: its caption, the QR button, the box's style and its copy script are drawn with the sidebar
-    (:data:`LINK_ASSETS`), not again at every move (a heatmaps move: ~17 ms of the browser's main thread
-    less, README "the ninth round").
+    (:data:`LINK_ASSETS`), not again at every move (a heatmaps move: ~16 ms of the browser's time
+    less; README, "Ninth session").
     """
     slot = st.session_state.get("_link_slot")
     if slot is None:
