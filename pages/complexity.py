@@ -71,12 +71,8 @@ elif p.view == "measured":
     if start:
         run = ui.live_run(key, (spec, dev), lambda: cv.measure(spec, device=dev), frame,
                           progress=lambda r: cv.sweep_progress(spec, r.steps, style), bar=bar)  # fmt: skip
-    if run.status == "idle":
-        status.caption(ui.t("cx.press_run"))
-    elif run.status == "error":
-        with status.container():
-            ui.show_error(run.error)
-    if run.steps:
+    ui.live_status(run, status, "cx.press_run")
+    if run.steps:  # also the steps a failed run made before its error
         if run.status == "stopped":
             status.warning(ui.t("cx.stopped", k=len(run.steps)))
         steps = tuple(run.steps)  # keyed by the measurements themselves: a rerun redraws nothing

@@ -102,12 +102,7 @@ elif p.view == "decode":
     if start:
         run = ui.live_run("mla_decode", (spec, ui.device()), lambda: mv.decode_steps(spec, device=ui.device()), frame,
                           progress=lambda r: mv.decode_progress(spec, r.steps, style), bar=bar)  # fmt: skip
-    if run.status == "idle":
-        status.caption(ui.t("mla.dec_press"))
-    elif run.status == "error":
-        with status.container():
-            ui.show_error(run.error)
-    elif run.steps:
+    if ui.live_status(run, status, "mla.dec_press") and run.steps:
         run_spec = run.params[0]
         kind, text = mv.decode_summary(run_spec, run.steps, style)
         getattr(status, kind)(text)

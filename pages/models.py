@@ -140,12 +140,7 @@ elif p.view == "generate":
     if start:
         run = ui.live_run("model_gen", (spec, ui.device()), lambda: mv.gen_steps(model, spec), frame,
                           progress=lambda r: mv.gen_progress(spec, r.steps, style), bar=bar)  # fmt: skip
-    if run.status == "idle":
-        status.caption(ui.t("models.gen_press"))
-    elif run.status == "error":
-        with status.container():
-            ui.show_error(run.error)
-    elif run.steps:
+    if ui.live_status(run, status, "models.gen_press") and run.steps:
         run_spec = run.params[0]
         kind, text = mv.gen_summary(run.steps, run_spec, run.status == "stopped", style)
         getattr(status, kind)(text)

@@ -371,6 +371,19 @@ def live_buttons(key: str, start_key: str, stop_key: str) -> bool:
     return pressed
 
 
+def live_status(run: LiveRun, slot: Any, press_key: str) -> bool:
+    """Say in ``slot`` (an ``st.empty``) what a live run says before its results: the catalog's ``press_key`` while
+    it has not run, its error after a failure. True when it ran or was stopped: the page shows what it made."""
+    if run.status == "idle":
+        slot.caption(t(press_key))
+        return False
+    if run.status == "error":
+        with slot.container():
+            show_error(run.error)
+        return False
+    return True
+
+
 def live_run(
     key: str,
     params: Any,
