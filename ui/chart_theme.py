@@ -27,6 +27,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from attn_core.figures.margins import PINNED, pin_axes
+
 THEME_FILE = Path(__file__).resolve().parent.parent / "assets" / "chart_theme.json"
 _AXIS = re.compile(r"([xy])axis\d*")
 _COLORAXIS = re.compile(r"coloraxis\d*")
@@ -156,7 +158,9 @@ def inked(data: list[dict], theme: dict) -> list[dict]:
 def browser_spec(spec: dict, dark: bool = False, selectable: bool = False) -> dict:
     """The plotly JSON ``spec`` as the app sends it with ``theme=None``: Streamlit's chart theme for the colour
     scheme written in (:func:`themed_layout`, :func:`themed_data`), a ``datarevision``, and for a chart that
-    selects points the modes Streamlit would set (:data:`SELECT_MODES`). ``spec`` is not changed; frames keep
+    selects points the modes Streamlit would set (:data:`SELECT_MODES`). The axes a figure names in its
+    ``layout.meta`` (:data:`~attn_core.figures.margins.PINNED`) get their titles as annotations and no
+    ``automargin`` (:func:`~attn_core.figures.margins.pin_axes`: the browser then measures none of their labels). ``spec`` is not changed; frames keep
     their own data (an animation's frames only restyle its traces). In the dark scheme the figures' near-black
     lines and markers take the theme's text colour (:func:`inked`)."""
     theme = themes()["dark" if dark else "light"]
@@ -164,6 +168,9 @@ def browser_spec(spec: dict, dark: bool = False, selectable: bool = False) -> di
     if dark:
         data = inked(data, theme)
     layout = themed_layout(spec.get("layout") or {}, data, theme)
+    meta = (spec.get("layout") or {}).get("meta")
+    if isinstance(meta, dict) and meta.get(PINNED):
+        layout = pin_axes(layout, data, meta[PINNED])
     layout["datarevision"] = 1  # the data never changes in place: a copied array is not new data
     if selectable:
         for key, value in SELECT_MODES.items():

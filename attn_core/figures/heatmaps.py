@@ -21,7 +21,7 @@ from .labels import (
     tick_axis,
     tick_plan,
 )
-from .margins import reserve_margins
+from .margins import PINNED, reserve_margins
 from .tokenmaps import ClickPanel, click_layer, click_step, row_outline
 
 __all__ = [
@@ -322,7 +322,7 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
     layout["height"] += layout["margin"]["b"] - label_room
     # built from plain dicts without plotly's per-property validation (the shapes are fixed here and covered
     # by the tests); the meta says where the panels are and that apply_fonts has nothing left to do
-    layout["meta"] = {FONTS_SET: style.font, GRID_META: dict(
+    layout["meta"] = {FONTS_SET: style.font, PINNED: ["xaxis", "yaxis"], GRID_META: dict(
         heads=list(grid.heads), groups=groups, ncols=geo.plan.ncols, rows=r, cols=c, sx=geo.sx, sy=geo.sy, gx=geo.gx, gy=geo.gy)}  # fmt: skip
     return PlainFigure(data, layout)
 

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["reserve_margins", "text_width"]
+__all__ = ["PINNED", "pin_axes", "reserve_margins", "text_width"]
 
 # Advance widths (1/1000 em) of Source Sans, the font Streamlit gives plotly charts, measured in Chromium:
 # printable ASCII from " " to "~", then the other symbols the charts use; CJK characters are 1 em.
@@ -50,6 +50,11 @@ _CAP_SHIFT = 0.70  # plotly: a one-line axis title with a standoff takes 0.7 of 
 _LINE = 1.3  # plotly's line height, in font sizes
 _PUSH_GAP = 10  # every push plotly makes ends 10 px beyond what it measured
 _TICK_GAP = 2.6  # with ticks outside: ticklen plus this
+_AXIS_NAME = re.compile(r"[xy]axis\d*")
+#: (px, px per px of title font) that bring a pinned title's annotation to where plotly draws the axis title, beyond
+#: the estimated reach of the labels: the estimate runs ~8 px long for rotated labels, and an annotation's text
+#: sits lower in its box than a title's (measured in Chromium at 15 and 22 px titles, English and Chinese: ±1 px)
+_PIN_SHIFT = {"x": (-10.5, -0.3), "y": (-10.0, 0.0)}
 
 
 def _gap(kind: str, font: float) -> float:
@@ -263,6 +268,64 @@ def _title_depth(ax: dict, letter: str, font: float) -> float:
     size = _font(title, "font", font + 2) if isinstance(title, dict) else font + 2
     extra = _lines(text) - 1
     return size * (_CAP_SHIFT + extra * _LINE) + float(title.get("standoff", _STANDOFF[letter]))
+
+
+#: ``layout.meta`` key: the axes whose tick labels the browser should not measure (:func:`pin_axes`)
+PINNED = "pinned_axes"
+
+
+def pin_axes(layout: dict, data: list[dict], names: Iterable[str], width: float = _ASSUMED_WIDTH) -> dict:
+    """``layout`` (a browser's, Streamlit's chart theme written in) with plotly's ``automargin`` off on the axes
+    ``names`` and each of their titles drawn as an annotation where plotly draws an axis title: its standoff beyond
+    the tick labels' estimated reach. A new dict; ``layout`` is not changed.
+
+    With ``automargin`` on, or with a title (which plotly moves clear of the labels), plotly measures every tick
+    label of the axis whenever it draws the chart, each in a forced layout of the page. A label is measured again
+    whenever its place moves, so a chart whose number of tokens changed measures them all: the MLA page's three
+    panels of rotated key labels took ~45 ms of a 12 -> 13 token move that way. Call this only on a layout whose
+    margins :func:`reserve_margins` already raised, with the titles on the axes: the room stays reserved.
+    Axes left as they are: one missing or hidden, not at the bottom (x) or left (y), or whose labels cannot be
+    estimated (an odd value: plotly measures them as before).
+    """
+    out = dict(layout)
+    notes = list(out.get("annotations") or [])
+    base_font = _font(out, "font", 12.0)
+    for name in names:
+        ax = out.get(name)
+        letter = name[:1]
+        side = "bottom" if letter == "x" else "left"
+        if not (isinstance(ax, dict) and _AXIS_NAME.fullmatch(name)) or ax.get("visible") is False:
+            continue
+        if ax.get("side", side) != side:
+            continue
+        dom = ax.get("domain") or [0.0, 1.0]
+        try:
+            depth = _depth(name, ax, data, _font(ax, "tickfont", base_font), (dom[1] - dom[0]) * width)
+        except (ArithmeticError, LookupError, TypeError, ValueError):
+            continue
+        title = ax.get("title") or {}
+        title = title if isinstance(title, dict) else {"text": title}
+        ax = {**ax, "automargin": False, "title": {"text": ""}}
+        out[name] = ax
+        text = title.get("text")
+        if not text:
+            continue
+        font = dict(title.get("font") or {})
+        size = float(font.get("size") or base_font + 2)
+        font["size"] = size
+        gap = depth + float(title.get("standoff", _STANDOFF[letter]))
+        ref, anchor = letter + name[5:], str(ax.get("anchor") or ("y" if letter == "x" else "x"))
+        if letter == "x":
+            notes.append(dict(text=text, xref=f"{ref} domain", x=0.5, yref=f"{anchor} domain", y=0.0,
+                              xanchor="center", yanchor="top", yshift=-(gap + _PIN_SHIFT["x"][0] + _PIN_SHIFT["x"][1] * size),
+                              showarrow=False, font=font))  # fmt: skip
+        else:
+            notes.append(dict(text=text, xref=f"{anchor} domain", x=0.0, yref=f"{ref} domain", y=0.5,
+                              xanchor="right", yanchor="middle", xshift=-(gap + _PIN_SHIFT["y"][0] + _PIN_SHIFT["y"][1] * size), textangle=-90,
+                              showarrow=False, font=font))  # fmt: skip
+    if notes:
+        out["annotations"] = notes
+    return out
 
 
 def _axis_pushes(layout: dict, data: list[dict], width: float) -> tuple[list[tuple[float, float]], ...]:

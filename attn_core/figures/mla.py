@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from ..memory import binary_unit, elements_to_bytes, format_bytes, format_bytes_exact, format_tokens
 from .base import FONTS_SET, MASK_GREY, PlainFigure, Style, base_layout, explicit_scale, plain_figure
 from .labels import LABEL_PITCH, PLOT_PX, thinned_note, tick_axis, tick_plan
-from .margins import reserve_margins
+from .margins import PINNED, reserve_margins
 from .memory import LAYOUT_COLORS
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ def agree_figure(a: np.ndarray, b: np.ndarray, labels: Sequence[str], head: int,
         t("mla.agree_title", h=head), style,
         int((SLIDE_MAP_PX if style.present else area_h) + bottom + top_px),
         margin=dict(l=10, r=70 if style.present else 56, t=top_px, b=10),
-        plot_bgcolor="rgba(0,0,0,0)", meta={FONTS_SET: style.font},
+        plot_bgcolor="rgba(0,0,0,0)", meta={FONTS_SET: style.font, PINNED: ["xaxis", "xaxis2", "xaxis3", "yaxis"]},
         yaxis=dict(title=dict(text=t("fig.query"), font=axis_font), autorange="reversed", type="category",
                    **tick_axis(labels, y_ticks)),
         coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0,

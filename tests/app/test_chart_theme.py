@@ -7,6 +7,7 @@ import copy
 import json
 
 from attn_core import figures
+from attn_core.figures.margins import PINNED
 from attn_core.views import heatmaps as hm
 from attn_core.views import saturation as sat
 from ui import chart_theme as ct
@@ -100,3 +101,23 @@ def test_near_black_lines_take_the_text_colour_in_the_dark():
         if "marker" in was:
             assert now["marker"]["line"] == {**now["marker"]["line"], **was["marker"].get("line", {})}
     assert spec["data"][device]["line"]["color"] == ct.INK  # the cached spec itself is not changed
+
+
+def test_a_figure_that_names_pinned_axes_gets_them_pinned_in_the_browser():
+    spec = grid_spec()
+    assert spec["layout"]["meta"][PINNED] == ["xaxis", "yaxis"]  # the grid asks for it (its labels move with T)
+    lay = ct.browser_spec(spec)["layout"]
+    assert lay["xaxis"]["automargin"] is False and lay["xaxis"]["title"] == {"text": ""}
+    titles = [a for a in lay["annotations"] if a.get("xref") == "x domain"]
+    assert [a["text"] for a in titles] == [
+        spec["layout"]["xaxis"]["title"]["text"],
+        spec["layout"]["yaxis"]["title"]["text"],
+    ]
+    theme = ct.themes()["light"]["layout"]
+    assert titles[0]["font"]["color"] == theme["xaxis"]["title"]["font"]["color"]  # the theme's title colour kept
+    plain = {**spec, "layout": {**spec["layout"], "meta": {}}}
+    lay = ct.browser_spec(plain)["layout"]  # without the request: the theme's automargin and the axis title
+    assert (
+        lay["xaxis"]["automargin"] is True and lay["xaxis"]["title"]["text"] == spec["layout"]["xaxis"]["title"]["text"]
+    )
+    assert lay["xaxis"]["title"]["standoff"] == theme["xaxis"]["title"]["standoff"]

@@ -9,12 +9,13 @@ these margins plotly pushes nothing, so it lays each chart out once.
 from __future__ import annotations
 
 import json
+import math
 
 import plotly.io as pio
 import pytest
 
 from attn_core.figures import Style, apply_fonts
-from attn_core.figures.margins import reserve_margins, text_width
+from attn_core.figures.margins import pin_axes, reserve_margins, text_width
 from attn_core.views import page
 
 # Chromium's SVG text widths at 13 px in Streamlit's chart font (Source Sans)
@@ -105,3 +106,59 @@ def test_an_odd_figure_keeps_its_margins_and_never_fails():
     }  # fmt: skip
     assert reserve_margins(odd)["layout"]["margin"] == {"l": 10, "r": 10, "t": 10, "b": 10}
     assert reserve_margins({"data": []}) == {"data": []}
+
+
+def _rotated_layout(labels: list[str]) -> tuple[dict, list[dict]]:
+    """Two panels of rotated key labels and one query axis, with Streamlit's title standoffs written in."""
+    data = [dict(type="heatmap", z=[[0.0] * len(labels)] * 2, x=labels, y=["a", "b"], xaxis=f"x{s}", yaxis="y")
+            for s in ("", "2")]  # fmt: skip
+    axis = dict(type="category", tickangle=-60, tickfont=dict(size=13), anchor="y")
+    title = dict(text="key", font=dict(size=15, color="#31333F"), standoff=20)
+    layout = dict(font=dict(size=13), xaxis=dict(axis, domain=[0.0, 0.45], title=title, automargin=True),
+                  xaxis2=dict(axis, domain=[0.55, 1.0], title=title, automargin=True),
+                  yaxis=dict(type="category", tickfont=dict(size=13), automargin=True,
+                             title=dict(text="query", font=dict(size=15), standoff=24)),
+                  annotations=[dict(text="panel", x=0.2, y=1.0, xref="paper", yref="paper")])  # fmt: skip
+    return layout, data
+
+
+def test_pinned_axes_draw_their_titles_as_annotations_and_measure_nothing():
+    layout, data = _rotated_layout([f"x{i}" for i in range(12)])
+    kept = json.dumps(layout, sort_keys=True)
+    out = pin_axes(layout, data, ["xaxis", "xaxis2", "yaxis", "yaxis9"])
+    assert json.dumps(layout, sort_keys=True) == kept  # a new layout: the browser's cached spec stays as it was
+    for name in ("xaxis", "xaxis2", "yaxis"):
+        assert out[name]["automargin"] is False and out[name]["title"] == {"text": ""}
+        assert out[name].get("tickangle") == layout[name].get("tickangle")  # the labels themselves are untouched
+    first, *titles = out["annotations"]
+    assert first == layout["annotations"][0]  # the figure's own annotations come first, unchanged
+    assert [(a["text"], a["xref"], a["yref"]) for a in titles] == [
+        ("key", "x domain", "y domain"),
+        ("key", "x2 domain", "y domain"),
+        ("query", "x domain", "y domain"),
+    ]
+    key, _, query = titles
+    assert (key["x"], key["y"], key["xanchor"], key["yanchor"]) == (0.5, 0.0, "center", "top")
+    assert (query["x"], query["y"], query["textangle"], query["xanchor"]) == (0.0, 0.5, -90, "right")
+    assert key["font"] == {"size": 15.0, "color": "#31333F"} and not key["showarrow"]
+    # below the rotated labels: "x11" at 13 px turned 60° reaches ~21 px + the gaps, then the 20 px standoff
+    assert -60 < key["yshift"] < -25
+    assert -60 < query["xshift"] < -25  # left of "x0"-wide labels (~14 px + gap) and the 24 px standoff
+
+
+def test_pinned_titles_move_with_the_length_of_the_labels():
+    short = pin_axes(*_rotated_layout(["a", "b"]), ["xaxis", "yaxis"])["annotations"]
+    long = pin_axes(*_rotated_layout(["a rather long token", "b"]), ["xaxis", "yaxis"])["annotations"]
+    # the key title goes down by the longer label's extra reach (sin 60° of its extra width) ...
+    grown = text_width("a rather long token", 13) - text_width("b", 13)  # the widest label of each
+    assert short[1]["yshift"] - long[1]["yshift"] == pytest.approx(grown * math.sin(math.radians(60)), abs=0.5)
+    assert short[2]["xshift"] == long[2]["xshift"]  # ... the query labels ("a", "b") did not change
+
+
+def test_axes_pinning_cannot_place_are_left_as_they_were():
+    layout, data = _rotated_layout(["a", "b"])
+    layout["xaxis2"]["side"] = "top"  # only bottom x and left y axes are pinned
+    layout["yaxis"]["visible"] = False
+    out = pin_axes(layout, data, ["xaxis2", "yaxis", "xaxis7", "legend"])
+    assert out["xaxis2"] == layout["xaxis2"] and out["yaxis"] == layout["yaxis"]
+    assert "xaxis7" not in out and out["annotations"] == layout["annotations"]
