@@ -121,3 +121,13 @@ def test_a_figure_that_names_pinned_axes_gets_them_pinned_in_the_browser():
         lay["xaxis"]["automargin"] is True and lay["xaxis"]["title"]["text"] == spec["layout"]["xaxis"]["title"]["text"]
     )
     assert lay["xaxis"]["title"]["standoff"] == theme["xaxis"]["title"]["standoff"]
+
+
+def test_y_axes_draw_every_label_and_x_axes_keep_plotlys_default():
+    spec = {"data": [{"type": "scatter", "x": [1, 2], "y": [3, 4], "yaxis": "y2"}],
+            "layout": {"yaxis2": {"ticklabeloverflow": "hide past domain"}, "xaxis": {"title": {"text": "n"}}}}  # fmt: skip
+    lay = ct.browser_spec(spec)["layout"]
+    assert lay["yaxis"]["ticklabeloverflow"] == ct.Y_OVERFLOW == "allow"  # plotly's first y axis, themed
+    assert lay["yaxis2"]["ticklabeloverflow"] == "hide past domain"  # a figure's own choice wins
+    assert "ticklabeloverflow" not in lay["xaxis"]  # x: plotly hides a label past the chart's edge, as before
+    assert spec["layout"]["yaxis2"] == {"ticklabeloverflow": "hide past domain"} and "yaxis" not in spec["layout"]
