@@ -164,10 +164,10 @@ def inked(data: list[dict], theme: dict) -> list[dict]:
 def browser_spec(spec: dict, dark: bool = False, selectable: bool = False) -> dict:
     """The plotly JSON ``spec`` as the app sends it with ``theme=None``: Streamlit's chart theme for the colour
     scheme written in (:func:`themed_layout`, :func:`themed_data`), a ``datarevision``, and for a chart that
-    selects points the modes Streamlit would set (:data:`SELECT_MODES`). The axes a figure names in its
-    ``layout.meta`` (:data:`~attn_core.figures.margins.PINNED`) get their titles as annotations and no
-    ``automargin`` (:func:`~attn_core.figures.margins.pin_axes`: the browser then measures none of their labels). ``spec`` is not changed; frames keep
-    their own data (an animation's frames only restyle its traces). In the dark scheme the figures' near-black
+    selects points the modes Streamlit would set (:data:`SELECT_MODES`). Y axes draw every label
+    (:data:`Y_OVERFLOW`). The axes a figure names in its ``layout.meta`` (:data:`~attn_core.figures.margins.PINNED`)
+    get their titles as annotations and no ``automargin`` (:func:`~attn_core.figures.margins.pin_axes`: the
+    browser then measures none of their labels). ``spec`` is not changed; frames keep their own data (an animation's frames only restyle its traces). In the dark scheme the figures' near-black
     lines and markers take the theme's text colour (:func:`inked`)."""
     theme = themes()["dark" if dark else "light"]
     data = spec.get("data") or []

@@ -313,16 +313,16 @@ def pin_axes(layout: dict, data: list[dict], names: Iterable[str], width: float 
         font = dict(title.get("font") or {})
         size = float(font.get("size") or base_font + 2)
         font["size"] = size
-        gap = depth + float(title.get("standoff", _STANDOFF[letter]))
+        px, per_font = _PIN_SHIFT[letter]
+        shift = -(depth + float(title.get("standoff", _STANDOFF[letter])) + px + per_font * size)
         ref, anchor = letter + name[5:], str(ax.get("anchor") or ("y" if letter == "x" else "x"))
         if letter == "x":
-            notes.append(dict(text=text, xref=f"{ref} domain", x=0.5, yref=f"{anchor} domain", y=0.0,
-                              xanchor="center", yanchor="top", yshift=-(gap + _PIN_SHIFT["x"][0] + _PIN_SHIFT["x"][1] * size),
-                              showarrow=False, font=font))  # fmt: skip
+            at = dict(xref=f"{ref} domain", x=0.5, yref=f"{anchor} domain", y=0.0, xanchor="center", yanchor="top",
+                      yshift=shift)  # fmt: skip
         else:
-            notes.append(dict(text=text, xref=f"{anchor} domain", x=0.0, yref=f"{ref} domain", y=0.5,
-                              xanchor="right", yanchor="middle", xshift=-(gap + _PIN_SHIFT["y"][0] + _PIN_SHIFT["y"][1] * size), textangle=-90,
-                              showarrow=False, font=font))  # fmt: skip
+            at = dict(xref=f"{anchor} domain", x=0.0, yref=f"{ref} domain", y=0.5, xanchor="right", yanchor="middle",
+                      xshift=shift, textangle=-90)  # fmt: skip
+        notes.append(dict(text=text, **at, showarrow=False, font=font))
     if notes:
         out["annotations"] = notes
     return out
