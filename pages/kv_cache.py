@@ -10,7 +10,7 @@ P = kc.Params
 ui.page_guard()
 style = ui.style()
 ui.title("kvcache.title")
-st.caption(ui.t("kvcache.intro"))
+st.caption(ui.t("kvcache.intro", live=ui.t("kvcache.live_header")))
 
 
 with ui.controls_box():  # ------------ the calculator's controls (presentation mode: a bar at the slide's top right)
