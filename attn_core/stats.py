@@ -871,6 +871,45 @@ def saturation_sweep(
     return pd.DataFrame(rows, columns=list(_SWEEP_COLUMNS))
 
 
+#: The columns of :func:`saturation_sweep` that :func:`weight_summary` measures alone.
+WEIGHT_COLUMNS = ("max_weight", "saturated_frac")
+
+
+def weight_summary(
+    d_k: int,
+    seq_len: int = 16,
+    n_samples: int = 256,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+    distribution: str = "normal",
+    temperature: float = 1.0,
+    scores: SweepScores | None = None,
+) -> dict[bool, dict[str, float]]:
+    """:data:`WEIGHT_COLUMNS` of :func:`saturation_sweep`'s two rows at ``d_k`` alone, ``{scaled: {column: value}}``
+    (unscaled False, scaled True, as :func:`sweep_at` gives them): the same rows, raw scores and softmax, without
+    the gradients, Jacobians and float16 checks the sweep measures with them (a tenth of its work).
+
+    ``scores`` (:func:`sweep_scores` of ``(d_k,)`` and the same arguments) skips the sampling. Raises
+    :class:`ConfigError` for a bad argument or over the memory budget, ``ValueError`` for scores of other arguments.
+    """
+    values = _checked_sweep((d_k,), seq_len, n_samples, seed, distribution, temperature)
+    spec = (tuple(values), int(seq_len), int(n_samples), int(seed), distribution)
+    if scores is not None and scores.spec != spec:
+        raise ValueError(f"scores were drawn for {scores.spec}, not {spec}")
+    plan, dev, d = row_plan(seq_len, n_samples), torch.device(device), values[0]
+    parts = scores.parts(0, dev) if scores is not None else _score_parts(d, plan, seed, distribution, dev)
+    # z = s · c / τ in float32 from the same float64 factors as the sweep's batches, so every weight is the sweep's
+    factors = [(1.0 / math.sqrt(d) if scaled else 1.0) / float(temperature) for scaled in (False, True)]
+    sums = np.zeros((2, len(WEIGHT_COLUMNS)))
+    for _, _, s, _ in parts:
+        scale = torch.tensor(factors, dtype=s.dtype, device=s.device).view(2, 1, 1, 1)
+        top = torch.softmax(s * scale, dim=-1).reshape(2, -1, s.shape[-1]).max(dim=-1).values  # (2, rows)
+        sums += torch.stack([top.double().sum(-1), (top > SATURATION_THRESHOLD).sum(-1).double()], 1).cpu().numpy()
+        del s, top
+    return {scaled: {c: float(sums[int(scaled), j]) / plan.rows for j, c in enumerate(WEIGHT_COLUMNS)}
+            for scaled in (False, True)}  # fmt: skip
+
+
 def sweep_at(sweep: pd.DataFrame, d_k: int) -> dict[bool, dict[str, float]] | None:
     """The sweep's numbers at ``d_k``: ``{scaled: {column: value}}`` for unscaled (False) and scaled (True),
     or None if ``d_k`` was not measured."""

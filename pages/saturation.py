@@ -72,10 +72,9 @@ if any(box[i] is not None for i in (2, 3, 5)):  # the whole sweep against d_k
         scores = ui.shared(sat.sweep_scores, draw)  # what τ does not change: a τ move only re-measures
         sweep = ui.compute(sat.saturation_sweep, draw, p.temperature, given={"scores": scores})
     cur = None if sweep is None else sat.sweep_at(sweep, p)
-elif shown(1) or shown(6):  # the sentences need the current d_k's numbers alone: the same rows of the sweep
+elif shown(1) or shown(6):  # the sentences read the current d_k's largest weights alone: the sweep's numbers
     with busy(sat.slow(p)):
-        one = ui.compute(sat.current_sweep, draw, p.head_dim, p.temperature, given={"scores": one_scores})
-    cur = None if one is None else sat.sweep_at(one, p)
+        cur = ui.compute(sat.current_weights, draw, p.head_dim, p.temperature, given={"scores": one_scores})
 if shown(1) and cur is not None:
     maps_caption.caption(sat.maps_caption(p, cur, style))
 

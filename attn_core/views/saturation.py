@@ -7,7 +7,7 @@ below, so a slide matches the screen. The page shows the six views in the order 
 :data:`VIEW_NAMES` (the command line's ``--view`` picks some): the first two always,
 the four against d_k and for one row in sections that are measured and sent while
 open (a slide shows one section); while they are closed the sentences take the
-current d_k's numbers from :func:`current_sweep`, the same as the whole sweep's.
+current d_k's numbers from :func:`current_weights`, the same as the whole sweep's.
 
 The four steps that sample and measure (:func:`score_sample`,
 :func:`saturation_sweep`, :func:`example_maps`, :func:`query_scores`) take only
@@ -125,18 +125,18 @@ def slow(p: Params, every_d_k: bool = False) -> bool:
 
 
 def current_scores(draw: Draw, d_k: int, *, device: str = "cpu") -> stats.SweepScores | None:
-    """:func:`sweep_scores` of ``d_k`` alone: what :func:`current_sweep` measures that τ does not change."""
+    """:func:`sweep_scores` of ``d_k`` alone: what :func:`current_weights` measures that τ does not change."""
     return stats.sweep_scores((d_k,), draw.seq_len, draw.samples, draw.seed, device, draw.dist)
 
 
-def current_sweep(
+def current_weights(
     draw: Draw, d_k: int, temperature: float, *, device: str = "cpu", scores: stats.SweepScores | None = None
-) -> pd.DataFrame:
-    """The sweep's two rows at ``d_k`` alone (unscaled, scaled), the same numbers as :func:`saturation_sweep`'s
-    rows at that d_k (each d_k's sample and the loss are drawn on their own), for the sentences of the page while
-    its sections against d_k are closed: 2 of the sweep's 22 softmaxes."""
-    return stats.saturation_sweep((d_k,), draw.seq_len, draw.samples, draw.seed, device, draw.dist, temperature,
-                                  scores)  # fmt: skip
+) -> dict[bool, dict[str, float]]:
+    """The sweep's largest weights and saturated rows at ``d_k`` alone (:func:`attn_core.stats.weight_summary`),
+    ``{scaled: {column: value}}`` like :func:`sweep_at`: all that the maps' caption and the closing explanation
+    read (:func:`maps_caption`, :func:`saturation_cost`) while the sections against d_k are closed, without the
+    gradients the sweep measures with them."""
+    return stats.weight_summary(d_k, draw.seq_len, draw.samples, draw.seed, device, draw.dist, temperature, scores)
 
 
 def first_sequence(draw: Draw, d_k: int, *, device: str = "cpu") -> tuple[np.ndarray, np.ndarray] | None:

@@ -140,15 +140,26 @@ def test_maps_and_row_scores_from_the_kept_first_sequence_equal_those_drawn():
         dict(seq_len=4, samples=16, head_dim=1024, seed=9, temperature=0.1),
     ],
 )
-def test_the_current_d_k_alone_gives_the_sweeps_numbers_at_that_d_k(kw):
-    """The page's sentences come from a sweep of the current d_k alone while its sections against d_k are closed:
-    each d_k's sample and the loss are drawn on their own, so its two rows are the whole sweep's, to the bit."""
+def test_the_current_d_k_s_weights_alone_are_the_sweeps_numbers_at_that_d_k(kw):
+    """The page's sentences read the current d_k's largest weights and saturated rows while its sections against
+    d_k are closed (``current_weights``): the same rows, scores and softmax as the whole sweep, so its numbers are
+    the sweep's at that d_k, to the bit, with the kept scores or drawn again. They are not τ's leftovers: another
+    τ changes them, and an unscaled row at d_k > 1 is more peaked than a scaled one."""
     p = sat.Params(**kw)
-    whole = sat.saturation_sweep(p.draw, p.temperature, scores=sat.sweep_scores(p.draw))
-    one = sat.current_sweep(p.draw, p.head_dim, p.temperature, scores=sat.current_scores(p.draw, p.head_dim))
-    assert list(one["d_k"]) == [p.head_dim, p.head_dim] and len(one.columns) == len(whole.columns)
-    assert sat.sweep_at(one, p) == sat.sweep_at(whole, p)
-    assert sat.sweep_at(sat.current_sweep(p.draw, p.head_dim, p.temperature), p) == sat.sweep_at(one, p)  # no scores
+    whole = sat.sweep_at(sat.saturation_sweep(p.draw, p.temperature, scores=sat.sweep_scores(p.draw)), p)
+    scores = sat.current_scores(p.draw, p.head_dim)
+    one = sat.current_weights(p.draw, p.head_dim, p.temperature, scores=scores)
+    assert set(one) == {False, True} and all(set(one[f]) == set(stats.WEIGHT_COLUMNS) for f in one)
+    assert one == {f: {c: whole[f][c] for c in stats.WEIGHT_COLUMNS} for f in (False, True)}
+    assert sat.current_weights(p.draw, p.head_dim, p.temperature) == one  # no scores: drawn again
+    other = sat.current_weights(p.draw, p.head_dim, p.temperature * 2, scores=scores)
+    assert other[True]["max_weight"] < one[True]["max_weight"]  # a higher τ flattens every row
+    if p.head_dim > 1:
+        assert one[False]["max_weight"] > one[True]["max_weight"]
+    with pytest.raises(ValueError):  # scores of another d_k
+        sat.current_weights(
+            p.draw, p.head_dim, p.temperature, scores=sat.current_scores(p.draw, 2 if p.head_dim != 2 else 4)
+        )
 
 
 @pytest.mark.parametrize(
