@@ -69,6 +69,21 @@ def seeded(fn, n_heads, n_kv_heads, head_dim, tokens_q, tokens_k=None, **kw):
     return fn(SeededLayer(n_heads, n_kv_heads, head_dim, tuple(tokens_q), keys, **layer_kw), **kw)
 
 
+# Small settings that draw every view of each page through the exporter, which uses the same builders as the pages
+# (attn_core.views): the colour-scale and contrast tests walk every chart the app can show.
+PAGE_ARGS = {
+    "heatmaps": "--n-heads 4 --n-kv-heads 2 --d-k 8 --seq-len 8 --mask causal --view all",
+    "saturation": "--d-k 16 --seq-len 8 --samples 16",
+    "kv_sharing": "--n-heads 4 --n-kv-heads 2 --d-k 8 --seq-len 8 --view all",
+    "kv_cache": "--model llama-3-8b --seq-len 1024 --view all",
+    "models": "--model smollm2-135m --example repeated --repeat-len 8 --gen-tokens 2 --view all",
+    "mla": "--seq-len 6 --dec-steps 2 --dec-prompt 2 --view all",
+    "complexity": "--seq-len 128 --d-model 32 --n-heads 2 --n-kv-heads 1 --head-dim 16 --view all",
+    "conv_attention": "--image-size 8 --seq-len 9 --query 4 --view all",
+    "lab": "--view heads --lab-steps 3",
+}
+
+
 def cli_specs(page_name: str, argv: list[str]) -> list[dict]:
     """The plotly JSON of every chart the command line draws for ``--page page_name`` and ``argv``, fonts applied
     as the page's ``ui.show_figure`` and the exporter apply them: what the parity tests compare with the page."""
@@ -148,3 +163,20 @@ def grid_labels(spec: dict) -> tuple[list[str], list[str]]:
     """A head grid's row (query) and column (key) labels, as every panel has them."""
     _, labels_q, labels_k = grid_panel(spec, 0)
     return labels_q, labels_k
+
+
+# ---------------------------------------------------------------- contrast (WCAG 2)
+def luminance(colour: tuple[float, ...]) -> float:
+    lin = [(v / 255) / 12.92 if v <= 10.31 else ((v / 255 + 0.055) / 1.055) ** 2.4 for v in colour[:3]]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def over(colour: tuple[float, ...], under: tuple[float, ...]) -> tuple[float, ...]:
+    """``colour`` (with its alpha) painted over the opaque ``under``."""
+    a = colour[3]
+    return (*(colour[i] * a + under[i] * (1 - a) for i in range(3)), 1.0)
+
+
+def contrast(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)

@@ -27,6 +27,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from attn_core.figures.base import GROUP_COLORS, GROUP_TEXT_COLORS
 from attn_core.figures.margins import PINNED, pin_axes
 
 THEME_FILE = Path(__file__).resolve().parent.parent / "assets" / "chart_theme.json"
@@ -145,19 +146,115 @@ def themed_data(data: list[dict], theme: dict) -> list[dict]:
 #: The figures' near-black for lines and markers (the KV chart's device memory, the cost page's total, MLA's
 #: points): it would vanish on a dark background, so a dark scheme draws it in the theme's text colour.
 INK = "#222222"
+#: The darkest grey the figures draw for a white background that the dark scheme draws mirrored (#444444 ->
+#: #bbbbbb): lighter neutral greys (#888888, #9a9a9a) read on both backgrounds.
+MIRRORED_UP_TO = 0x66
+_HEX = re.compile(r"#([0-9a-f]{3}|[0-9a-f]{6})")
+_RGB = re.compile(r"rgba?\(\s*([\d.]+)\s*,\s*([\d.]+)\s*,\s*([\d.]+)\s*(?:,\s*([\d.]+)\s*)?\)")
+_NAMED = {"white": (255.0, 255.0, 255.0, 1.0), "black": (0.0, 0.0, 0.0, 1.0)}
+#: KV groups' text colours for white (darkened to 4.5:1) back to the hues themselves, which read on the dark scheme
+HUES = {text.lower(): hue for text, hue in zip(GROUP_TEXT_COLORS, GROUP_COLORS, strict=True) if text != hue}
+
+
+def rgba(color: Any) -> tuple[float, float, float, float] | None:
+    """``(r, g, b, alpha)`` of a CSS colour written as ``#rgb``, ``#rrggbb``, ``rgb(...)``, ``rgba(...)``, white or
+    black; None for anything else (a named colour, a list of colours)."""
+    if not isinstance(color, str):
+        return None
+    text = color.strip().lower()
+    if m := _HEX.fullmatch(text):
+        h = m.group(1) if len(m.group(1)) == 6 else "".join(c * 2 for c in m.group(1))
+        return float(int(h[0:2], 16)), float(int(h[2:4], 16)), float(int(h[4:6], 16)), 1.0
+    if m := _RGB.fullmatch(text):
+        return float(m.group(1)), float(m.group(2)), float(m.group(3)), float(m.group(4) or 1.0)
+    return _NAMED.get(text)
+
+
+def light(color: Any) -> bool:
+    """Whether ``color`` is a light colour (relative luminance above 0.6, alpha ignored): a box dark text reads on."""
+    c = rgba(color)
+    if c is None:
+        return False
+    lin = [(v / 255) / 12.92 if v <= 10.31 else ((v / 255 + 0.055) / 1.055) ** 2.4 for v in c[:3]]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2] > 0.6
+
+
+def mirrored(color: Any, ink: str) -> Any:
+    """``color`` as the dark scheme draws it on its background: :data:`INK` in the theme's text colour ``ink``, an
+    opaque neutral grey up to :data:`MIRRORED_UP_TO` mirrored (#444444 -> #bbbbbb); anything else as it is."""
+    if isinstance(color, str) and color.lower() == INK:
+        return ink
+    c = rgba(color)
+    if c is None or c[3] < 1 or not c[0] == c[1] == c[2] or c[0] > MIRRORED_UP_TO:
+        return color
+    v = 255 - int(c[0])
+    return f"#{v:02x}{v:02x}{v:02x}"
 
 
 def inked(data: list[dict], theme: dict) -> list[dict]:
-    """``data`` with every trace's line or marker colour :data:`INK` in ``theme``'s text colour (other colours,
-    arrays of colours, outlines and tables as they are); changed traces are copies."""
+    """``data`` for the dark scheme: each trace's line, marker and marker outline colour :func:`mirrored` (near-black
+    in the theme's text colour, dark greys mirrored; other colours, arrays of colours and tables as they are);
+    changed traces are copies."""
     ink = theme["layout"]["font"]["color"]
     out = []
     for trace in data:
         for part in ("line", "marker"):
             value = trace.get(part)
-            if isinstance(value, dict) and isinstance(value.get("color"), str) and value["color"].lower() == INK:
-                trace = {**trace, part: {**value, "color": ink}}
+            if not isinstance(value, dict):
+                continue
+            new = {**value, "color": mirrored(value["color"], ink)} if "color" in value else value
+            edge = new.get("line")
+            if part == "marker" and isinstance(edge, dict) and "color" in edge:
+                new = {**new, "line": {**edge, "color": mirrored(edge["color"], ink)}}
+            if new != value:
+                trace = {**trace, part: new}
         out.append(trace)
+    return out
+
+
+def darkened(layout: dict, theme: dict) -> dict:
+    """``layout``'s annotations and shapes for the dark scheme (changed ones are copies): text written for a white
+    background would vanish on a dark one, and text on a white box would vanish in the theme's light text colour.
+
+    - an annotation on a light, see-through box (a halo that keeps text readable over lines) gets the same box in
+      the background's colour, and its text :func:`mirrored`;
+    - an annotation on a light, opaque box (a card: MLA's blocks) keeps its box, and its text is dark (:data:`INK`)
+      whatever the scheme's text colour;
+    - other annotations' text, their arrows and borders, and the shapes' lines are :func:`mirrored`; text in a KV
+      group's darkened text colour gets the group's hue (:data:`HUES`).
+    """
+    ink, paper = theme["layout"]["font"]["color"], rgba(theme["layout"]["paper_bgcolor"])
+    notes = []
+    for note in layout.get("annotations") or []:
+        note = dict(note)
+        font = dict(note.get("font") or {})
+        box = rgba(note.get("bgcolor"))
+        if box is not None and light(note["bgcolor"]) and box[3] >= 1:
+            if font.get("color") is None or light(font["color"]):
+                font["color"] = INK
+        else:
+            if box is not None and light(note["bgcolor"]) and paper is not None:
+                note["bgcolor"] = f"rgba({int(paper[0])},{int(paper[1])},{int(paper[2])},{box[3]:g})"
+            if "color" in font:
+                hue = HUES.get(font["color"].lower()) if isinstance(font["color"], str) else None
+                font["color"] = hue or mirrored(font["color"], ink)
+        if font:
+            note["font"] = font
+        for key in ("arrowcolor", "bordercolor"):
+            if key in note:
+                note[key] = mirrored(note[key], ink)
+        notes.append(note)
+    shapes = []
+    for shape in layout.get("shapes") or []:
+        line = shape.get("line")
+        if isinstance(line, dict) and "color" in line:
+            shape = {**shape, "line": {**line, "color": mirrored(line["color"], ink)}}
+        shapes.append(shape)
+    out = dict(layout)
+    if "annotations" in layout:
+        out["annotations"] = notes
+    if "shapes" in layout:
+        out["shapes"] = shapes
     return out
 
 
@@ -168,12 +265,15 @@ def browser_spec(spec: dict, dark: bool = False, selectable: bool = False) -> di
     (:data:`Y_OVERFLOW`). The axes a figure names in its ``layout.meta`` (:data:`~attn_core.figures.margins.PINNED`)
     get their titles as annotations and no ``automargin`` (:func:`~attn_core.figures.margins.pin_axes`: the
     browser then measures none of their labels). ``spec`` is not changed; frames keep their own data (an animation's frames only restyle its traces). In the dark scheme the figures' near-black
-    lines and markers take the theme's text colour (:func:`inked`)."""
+    lines and markers take the theme's text colour and their dark greys are mirrored (:func:`inked`), and so are
+    annotations and shapes drawn for a white background (:func:`darkened`)."""
     theme = themes()["dark" if dark else "light"]
     data = spec.get("data") or []
     if dark:
         data = inked(data, theme)
     layout = themed_layout(spec.get("layout") or {}, data, theme)
+    if dark:
+        layout = darkened(layout, theme)
     for name, axis in layout.items():  # new dicts (themed_layout): set in place
         if name.startswith("yaxis") and isinstance(axis, dict):
             axis.setdefault("ticklabeloverflow", Y_OVERFLOW)

@@ -41,6 +41,7 @@ __all__ = [
     "figure_spec",
     "slide_title",
     "group_color",
+    "group_text_color",
     "pool_max",
 ]
 
@@ -68,6 +69,9 @@ DIVERGING_SCALE = explicit_scale(pc.diverging.RdBu[::-1])  # blue (negative) - w
 MASK_GREY = "#b8b8b8"
 # Okabe-Ito, colour-blind safe; one hue per KV group.
 GROUP_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442", "#000000")
+# The same hues darkened (each channel scaled) until text in them has 4.5:1 contrast on white (WCAG AA): the orange,
+# sky blue and yellow of GROUP_COLORS have 2.3, 2.3 and 1.3. A dark scheme draws the hues themselves (ui.chart_theme).
+GROUP_TEXT_COLORS = ("#0072B2", "#9E6D00", "#008762", "#A36085", "#C35600", "#3C7DA3", "#7F7822", "#000000")
 MAX_HOVER_CELLS = 60_000
 
 
@@ -460,6 +464,11 @@ def _raw_frame(spec: dict) -> go.Frame:
 def group_color(group: int) -> str:
     """The hue of KV group ``group``."""
     return GROUP_COLORS[group % len(GROUP_COLORS)]
+
+
+def group_text_color(group: int) -> str:
+    """KV group ``group``'s hue for text on a white background (:data:`GROUP_TEXT_COLORS`)."""
+    return GROUP_TEXT_COLORS[group % len(GROUP_TEXT_COLORS)]
 
 
 def pool_max(x: np.ndarray, max_cells: int) -> tuple[np.ndarray, int]:

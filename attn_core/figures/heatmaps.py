@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import plotly.graph_objects as go
 
-from .base import DIVERGING_SCALE, FONTS_SET, MASK_GREY, PlainFigure, Style, group_color
+from .base import DIVERGING_SCALE, FONTS_SET, MASK_GREY, PlainFigure, Style, group_color, group_text_color
 from .labels import (
     LABEL_PITCH,
     LABELLED,
@@ -244,7 +244,7 @@ def _frames(i: int, grid: HeadGrid, geo: _Geometry, style: Style, masked: bool) 
     wide = geo.plan.ncols < 8  # eight panels a row leave no room for the word "head"
     text = f"<b>{style.t('fig.head')} {head}</b> · KV {group}" if wide else f"<b>{head}</b> · KV {group}"
     title = dict(x=x0 + c * geo.sx / 2, y=y0, xref="x", yref="y", yanchor="bottom", showarrow=False, text=text,
-                 font=dict(color=color, size=style.font if wide else style.font - 1))  # fmt: skip
+                 font=dict(color=group_text_color(group), size=style.font if wide else style.font - 1))  # fmt: skip
     return shapes, title
 
 

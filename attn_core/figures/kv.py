@@ -28,6 +28,7 @@ from .base import (
     apply_fonts,
     base_layout,
     group_color,
+    group_text_color,
     plain_figure,
     pool_max,
     slide_title,
@@ -401,7 +402,8 @@ def _place(cv: _Canvas, panel: tuple[int, int, np.ndarray, int | str], g: int, p
     cv.shapes.append(dict(type="rect", x0=x0 - 0.5, x1=x0 + nc - 0.5, y0=y0 - 0.5, y1=y0 + nr - 0.5, line=line,
                           layer="above"))  # fmt: skip
     cv.annotations.append(dict(x=x0 + (nc - 1) / 2, y=y0 - 0.6, xref="x", yref="y", yanchor="bottom",
-                               showarrow=False, text=f"<b>{label}</b>", font=dict(color=col, size=style.font)))  # fmt: skip
+                               showarrow=False, text=f"<b>{label}</b>",
+                               font=dict(color=group_text_color(g), size=style.font)))  # fmt: skip
 
 
 def _json_chars(text: np.ndarray) -> int:
@@ -566,15 +568,17 @@ def mismatch_figure(
     return apply_fonts(fig, style)
 
 
-def _pair_frames(titles: tuple[str, str], colours: tuple[str, str], c: int, r: int, gap: int, style: Style) -> tuple:
-    """(shapes, annotations): a frame in the colour of the KV head each map reads, and its title above it."""
+def _pair_frames(titles: tuple[str, str], colours: tuple[str, str], inks: tuple[str, str], c: int, r: int, gap: int,
+                 style: Style) -> tuple:  # fmt: skip
+    """(shapes, annotations): a frame in the colour of the KV head each map reads, and its title above it (in the
+    hue's text colour ``inks``, :func:`~attn_core.figures.base.group_text_color`)."""
     shapes, annotations = [], []
-    for i, (title, col) in enumerate(zip(titles, colours, strict=True)):
+    for i, (title, col, ink) in enumerate(zip(titles, colours, inks, strict=True)):
         x0 = i * (c + gap)
         shapes.append(dict(type="rect", x0=x0 - 0.5, x1=x0 + c - 0.5, y0=-0.5, y1=r - 0.5, layer="above",
                            line=dict(color=col, width=4 if style.present else 3)))  # fmt: skip
         annotations.append(dict(x=x0 + (c - 1) / 2, y=-0.6, yanchor="bottom", showarrow=False, text=f"<b>{title}</b>",
-                                font=dict(color=col, size=style.font)))  # fmt: skip
+                                font=dict(color=ink, size=style.font)))  # fmt: skip
     return shapes, annotations
 
 
@@ -602,7 +606,8 @@ def pair_maps_figure(
                       hovertemplate=("%{text}<br>" if text is not None else "") + style.t("fig.weight")
                       + " %{z:.4f}<extra></extra>")  # fmt: skip
     colours = (group_color(pair.kv_built), group_color(pair.kv_run))
-    shapes, annotations = _pair_frames(titles, colours, c, r, gap, style)
+    inks = (group_text_color(pair.kv_built), group_text_color(pair.kv_run))
+    shapes, annotations = _pair_frames(titles, colours, inks, c, r, gap, style)
     xt, xl = _ticks(c, tokens, f, 16)
     title = style.t("kvfig.pair_title")
     if f > 1:

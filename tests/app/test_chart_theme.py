@@ -6,10 +6,14 @@ from __future__ import annotations
 import copy
 import json
 
+import pytest
+
 from attn_core import figures
 from attn_core.figures.margins import PINNED
+from attn_core.views import PAGES
 from attn_core.views import heatmaps as hm
 from attn_core.views import saturation as sat
+from tests.util import PAGE_ARGS, cli_specs, contrast, over
 from ui import chart_theme as ct
 
 
@@ -81,9 +85,10 @@ def test_dark_scheme_and_line_charts():
         assert dark[k]["ticks"] == own.get("ticks", "outside" if sized else "")  # no marks plotly would not draw
 
 
-def test_near_black_lines_take_the_text_colour_in_the_dark():
+def test_near_black_lines_take_the_text_colour_and_dark_greys_are_mirrored_in_the_dark():
     """The KV chart's device-memory line is near-black (#222222): in the dark scheme it is drawn in the theme's
-    text colour, in the light one as it is; the layouts' coloured lines and the white marker outlines stay."""
+    text colour, in the light one as it is. Its weights line and marker outlines (#555555) are mirrored to #aaaaaa;
+    the layouts' coloured lines and the white marker outlines stay."""
     from attn_core.figures import memory as mf
     from attn_core.memory import load_presets, memory_curves, preset_layouts, seq_points
 
@@ -95,12 +100,77 @@ def test_near_black_lines_take_the_text_colour_in_the_dark():
     text = ct.themes()["dark"]["layout"]["font"]["color"]
     dark, light = ct.browser_spec(spec, dark=True)["data"], ct.browser_spec(spec)["data"]
     assert dark[device]["line"]["color"] == text != ct.INK and light[device]["line"]["color"] == ct.INK
+    grey = {"#555555": "#aaaaaa", ct.INK: text}
+    seen = set()
     for was, now in zip(spec["data"], dark, strict=True):
-        if was.get("line", {}).get("color") != ct.INK:
-            assert now.get("line", {}).get("color") == was.get("line", {}).get("color")
+        colour = was.get("line", {}).get("color")
+        assert now.get("line", {}).get("color") == grey.get(colour, colour)
+        seen.add(colour)
         if "marker" in was:
-            assert now["marker"]["line"] == {**now["marker"]["line"], **was["marker"].get("line", {})}
+            edge = was["marker"].get("line", {}).get("color")
+            assert now["marker"]["line"]["color"] == grey.get(edge, edge)
+            seen.add(edge)
+    assert {"#555555", "white", ct.INK} <= seen  # a mirrored grey, a white outline and the ink were all there
     assert spec["data"][device]["line"]["color"] == ct.INK  # the cached spec itself is not changed
+
+
+@pytest.mark.parametrize(
+    ("colour", "dark"),
+    [("#222222", "TEXT"), ("#333333", "#cccccc"), ("#444", "#bbbbbb"), ("#666666", "#999999"),
+     ("#777777", "#777777"), ("#9a9a9a", "#9a9a9a"), ("#0072B2", "#0072B2"), ("rgba(60,60,60,0.55)",
+     "rgba(60,60,60,0.55)"), ("white", "white"), (None, None), (["#222222"], ["#222222"])],
+)  # fmt: skip
+def test_mirrored_greys(colour, dark):
+    text = ct.themes()["dark"]["layout"]["font"]["color"]
+    assert ct.mirrored(colour, text) == (text if dark == "TEXT" else dark)
+
+
+def test_colour_parsing_and_lightness():
+    assert ct.rgba("#fff") == (255, 255, 255, 1) and ct.rgba("rgba(255, 255, 255, 0.85)") == (255, 255, 255, 0.85)
+    assert ct.rgba("rgb(1,2,3)") == (1, 2, 3, 1) and ct.rgba("steelblue") is None and ct.rgba(None) is None
+    assert ct.light("#ffffff") and ct.light("#fde3a7") and ct.light("rgba(255,255,255,0.1)")
+    assert not ct.light("#808495") and not ct.light("#0072B2") and not ct.light("#171614")
+
+
+def test_annotations_drawn_for_a_white_background_read_on_the_dark_one():
+    """Halo boxes (light, see-through) take the background's colour and mirror their dark grey text; cards (light,
+    opaque: MLA's blocks) keep their box and get dark text; text on the background is mirrored, coloured text stays;
+    shapes' dark lines are mirrored. The light scheme is left as built."""
+    theme = ct.themes()["dark"]["layout"]
+    paper = ct.rgba(theme["paper_bgcolor"])
+    halo = f"rgba({int(paper[0])},{int(paper[1])},{int(paper[2])},0.85)"
+    notes = [
+        dict(text="S = 4,096", bgcolor="rgba(255,255,255,0.85)", font=dict(color="#333333")),  # KV cache's halo
+        dict(text="163,840", bgcolor="rgba(255,255,255,0.85)", font=dict(color="#D55E00")),  # a fit label
+        dict(text="× 4", bgcolor="rgba(255,255,255,0.8)"),  # KV sharing: the theme's text colour on a halo
+        dict(text="c_KV [64]", bgcolor="#fde3a7", font=dict(color="#222222")),  # MLA's card
+        dict(text="h [256]", bgcolor="#f2f2f2"),  # a card whose text colour is the theme's
+        dict(text="0", font=dict(color="#444444")),  # the tensors' axis notes on the background
+        dict(text="", arrowcolor="#888888", showarrow=True),
+    ]
+    spec = {"data": [], "layout": {"annotations": notes, "shapes": [dict(type="line", line=dict(color="#555555"))]}}
+    dark = ct.browser_spec(spec, dark=True)["layout"]
+    got = [(n.get("bgcolor"), n.get("font", {}).get("color")) for n in dark["annotations"]]
+    assert got == [(halo, "#cccccc"), (halo, "#D55E00"), (halo.replace("0.85", "0.8"), None),
+                   ("#fde3a7", ct.INK), ("#f2f2f2", ct.INK), (None, "#bbbbbb"), (None, None)]  # fmt: skip
+    assert dark["annotations"][-1]["arrowcolor"] == "#888888" and dark["shapes"][0]["line"]["color"] == "#aaaaaa"
+    light = ct.browser_spec(spec)["layout"]
+    assert light["annotations"] == notes and light["shapes"] == spec["layout"]["shapes"]
+    assert spec["layout"]["annotations"][0]["bgcolor"] == "rgba(255,255,255,0.85)"  # the spec itself is not changed
+
+
+def test_mla_blocks_are_cards_with_dark_text_in_both_schemes():
+    """MLA's flow diagram draws its blocks light (pastel fills): their labels are opaque boxes of the block's own
+    fill with dark text, so the dark scheme keeps them dark instead of its near-white text colour."""
+    from attn_core.figures import mla as mf
+    from attn_core.mla import MLAConfig
+
+    spec = figures.figure_spec(mf.flow_figure(MLAConfig(256, 8, 64, 32, 16, 32, q_lora_rank=64), "absorb"))
+    labels = [n for n in spec["layout"]["annotations"] if n.get("text")]
+    assert labels and all(n["bgcolor"] in mf.FILL.values() and ct.light(n["bgcolor"]) for n in labels)
+    for scheme in (False, True):
+        drawn = [n for n in ct.browser_spec(spec, dark=scheme)["layout"]["annotations"] if n.get("text")]
+        assert all(n["font"]["color"] == ct.INK and n["bgcolor"] in mf.FILL.values() for n in drawn)
 
 
 def test_a_figure_that_names_pinned_axes_gets_them_pinned_in_the_browser():
@@ -131,3 +201,46 @@ def test_y_axes_draw_every_label_and_x_axes_keep_plotlys_default():
     assert lay["yaxis2"]["ticklabeloverflow"] == "hide past domain"  # a figure's own choice wins
     assert "ticklabeloverflow" not in lay["xaxis"]  # x: plotly hides a label past the chart's edge, as before
     assert spec["layout"]["yaxis2"] == {"ticklabeloverflow": "hide past domain"} and "yaxis" not in spec["layout"]
+
+
+# Contrast of chart text with what it is drawn on: WCAG's 3:1 for large text and graphics (chart labels are bold
+# or 12-22 px titles). The KV groups' hues as text on white had 1.3-2.3 (yellow, orange, sky blue); text written
+# for white on the dark scheme's background ~1.2 (#444444, black); the theme's near-white on MLA's blocks ~1.1.
+MIN_CONTRAST = 3.0
+NO_ANNOTATIONS = {"complexity"}  # pages whose charts write no annotation at these settings
+# every KV group's colour (8 groups) on the pages that draw one title per head
+EVERY_GROUP = {
+    "heatmaps": "--n-heads 8 --n-kv-heads 8 --d-k 8 --seq-len 6 --view all",
+    "kv_sharing": "--n-heads 8 --n-kv-heads 8 --d-k 8 --seq-len 6 --view all",
+}
+
+
+def test_contrast_helpers_by_hand():
+    assert contrast((0, 0, 0, 1), (255, 255, 255, 1)) == pytest.approx(21.0)
+    assert contrast((255, 255, 255, 1), (255, 255, 255, 1)) == pytest.approx(1.0)
+    assert contrast((0x76, 0x76, 0x76, 1), (255, 255, 255, 1)) == pytest.approx(4.54, abs=0.01)  # WebAIM's AA grey
+    assert over((255, 255, 255, 0.5), (0, 0, 0, 1)) == (127.5, 127.5, 127.5, 1.0)
+
+
+@pytest.mark.parametrize("name", [p.name for p in PAGES])
+def test_every_annotation_reads_on_what_it_is_drawn_on_in_both_schemes(name):
+    """Every annotation of every view of the page (titles of heads, notes, labels on boxes), as the browser draws
+    it in the light and the dark scheme: its text colour (its own, else the theme's) against its box (see-through
+    boxes over the background) or the background has at least MIN_CONTRAST. Text on a light block must say so with
+    an opaque box of the block's colour (MLA's blocks), which this reads as what it is drawn on."""
+    seen = 0
+    for spec in cli_specs(name, EVERY_GROUP.get(name, PAGE_ARGS[name]).split()):
+        for dark in (False, True):
+            layout = ct.browser_spec(spec, dark=dark)["layout"]
+            paper, theme_text = ct.rgba(layout["paper_bgcolor"]), layout["font"]["color"]
+            for note in layout.get("annotations") or []:
+                if not str(note.get("text") or "").strip():
+                    continue
+                ink = ct.rgba((note.get("font") or {}).get("color") or theme_text)
+                box = ct.rgba(note["bgcolor"]) if note.get("bgcolor") else None
+                under = paper if box is None else over(box, paper)
+                got = contrast(over(ink, under), under)
+                where = (name, "dark" if dark else "light", (layout.get("title") or {}).get("text"), note["text"])
+                assert got >= MIN_CONTRAST, (*where, round(got, 2), note.get("font"), note.get("bgcolor"))
+                seen += 1
+    assert seen > 0 or name in NO_ANNOTATIONS, "no annotation found: the walk is broken"

@@ -17,19 +17,8 @@ import pytest
 from attn_core import figures
 from attn_core.export import params_from
 from attn_core.views import PAGES, page
+from tests.util import PAGE_ARGS
 
-# every page's views through the exporter, which uses the same builders as the pages (attn_core.views)
-PAGE_ARGS = {
-    "heatmaps": "--n-heads 4 --n-kv-heads 2 --d-k 8 --seq-len 8 --mask causal --view all",
-    "saturation": "--d-k 16 --seq-len 8 --samples 16",
-    "kv_sharing": "--n-heads 4 --n-kv-heads 2 --d-k 8 --seq-len 8 --view all",
-    "kv_cache": "--model llama-3-8b --seq-len 1024 --view all",
-    "models": "--model smollm2-135m --example repeated --repeat-len 8 --gen-tokens 2 --view all",
-    "mla": "--seq-len 6 --dec-steps 2 --dec-prompt 2 --view all",
-    "complexity": "--seq-len 128 --d-model 32 --n-heads 2 --n-kv-heads 1 --head-dim 16 --view all",
-    "conv_attention": "--image-size 8 --seq-len 9 --query 4 --view all",
-    "lab": "--view heads --lab-steps 3",
-}
 COLOUR = re.compile(r"^(#[0-9a-fA-F]{6}|rgba?\(\s*\d+\s*,\s*\d+\s*,\s*\d+\s*(,\s*[\d.]+\s*)?\))$")
 STREAMLIT_PLACEHOLDERS = {f"#0000{i:02d}" for i in range(1, 21)}
 

@@ -79,8 +79,11 @@ def test_the_written_theme_draws_as_the_template(browser, page_specs, scheme):
     specs = page_specs
     assert len(specs) >= 20
     for name, spec in specs:
-        dark = scheme == "dark"  # near-black lines are drawn in the theme's text colour there (ct.inked), both ways
-        templated = json.loads(json.dumps({**spec, "data": ct.inked(spec["data"], theme)} if dark else spec))
+        # dark: near-black lines in the theme's text colour, greys and notes drawn for white mirrored (ct.inked,
+        # ct.darkened), both ways
+        dark = scheme == "dark"
+        adapted = {**spec, "data": ct.inked(spec["data"], theme), "layout": ct.darkened(spec["layout"], theme)}
+        templated = json.loads(json.dumps(adapted if dark else spec))
         templated["layout"]["template"] = theme
         if templated["layout"].get("title") is not None:
             title = templated["layout"]["title"]
