@@ -467,6 +467,18 @@ def _score_chunks(
         yield b, ranges, (q @ k.transpose(-2, -1)).reshape(-1, plan.seq_len)  # (n·r, T)
 
 
+def _scores_of(
+    d_k: int, plan: RowPlan, seed: int, distribution: str, dev: torch.device, scores: SweepScores | None, spec: tuple
+) -> Iterator[torch.Tensor]:
+    """The raw scores s = q·k of ``d_k``'s measured rows, chunk by chunk ``[rows, T]``: from ``scores``
+    (:func:`sweep_scores` of ``spec``; ``ValueError`` at once for scores of other arguments) or drawn."""
+    if scores is None:
+        return (s for _, _, s in _score_chunks(d_k, plan, seed, distribution, dev))
+    if scores.spec != spec:
+        raise ValueError(f"scores were drawn for {scores.spec}, not {spec}")
+    return (s.reshape(-1, plan.seq_len) for _, _, s, _ in scores.parts(0, dev))
+
+
 def measured_rows(
     d_k: int, seq_len: int, n_samples: int, seed: int = 0, distribution: str = "normal"
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -892,18 +904,15 @@ def weight_summary(
     ``scores`` (:func:`sweep_scores` of ``(d_k,)`` and the same arguments) skips the sampling. Raises
     :class:`ConfigError` for a bad argument or over the memory budget, ``ValueError`` for scores of other arguments.
     """
-    values = _checked_sweep((d_k,), seq_len, n_samples, seed, distribution, temperature)
-    spec = (tuple(values), int(seq_len), int(n_samples), int(seed), distribution)
-    if scores is not None and scores.spec != spec:
-        raise ValueError(f"scores were drawn for {scores.spec}, not {spec}")
-    plan, dev, d = row_plan(seq_len, n_samples), torch.device(device), values[0]
-    parts = scores.parts(0, dev) if scores is not None else _score_parts(d, plan, seed, distribution, dev)
+    (d,) = _checked_sweep((d_k,), seq_len, n_samples, seed, distribution, temperature)
+    plan, spec = row_plan(seq_len, n_samples), ((d,), int(seq_len), int(n_samples), int(seed), distribution)
+    chunks = _scores_of(d, plan, seed, distribution, torch.device(device), scores, spec)
     # z = s · c / τ in float32 from the same float64 factors as the sweep's batches, so every weight is the sweep's
     factors = [(1.0 / math.sqrt(d) if scaled else 1.0) / float(temperature) for scaled in (False, True)]
     sums = np.zeros((2, len(WEIGHT_COLUMNS)))
-    for _, _, s, _ in parts:
-        scale = torch.tensor(factors, dtype=s.dtype, device=s.device).view(2, 1, 1, 1)
-        top = torch.softmax(s * scale, dim=-1).reshape(2, -1, s.shape[-1]).max(dim=-1).values  # (2, rows)
+    for s in chunks:  # (rows, T)
+        scale = torch.tensor(factors, dtype=s.dtype, device=s.device).view(2, 1, 1)
+        top = torch.softmax(s * scale, dim=-1).max(dim=-1).values  # (2, rows)
         sums += torch.stack([top.double().sum(-1), (top > SATURATION_THRESHOLD).sum(-1).double()], 1).cpu().numpy()
         del s, top
     return {scaled: {c: float(sums[int(scaled), j]) / plan.rows for j, c in enumerate(WEIGHT_COLUMNS)}
@@ -1053,15 +1062,8 @@ def score_sample(
     moments = _Moments()
     flat = torch.empty(plan.scores, dtype=torch.float32)  # every measured score, for the histogram
     at = 0
-    if scores is not None and scores.spec != ((d_k,), int(seq_len), int(n_samples), int(seed), distribution):
-        raise ValueError(f"scores were drawn for {scores.spec}, not d_k = {d_k} of this sample")
-    dev = torch.device(device)
-    chunks = (
-        ((b, r, s) for b, r, s, _ in scores.parts(0, dev))
-        if scores is not None
-        else _score_chunks(d_k, plan, seed, distribution, dev)
-    )
-    for _, _, s in chunks:
+    spec = ((d_k,), int(seq_len), int(n_samples), int(seed), distribution)
+    for s in _scores_of(d_k, plan, seed, distribution, torch.device(device), scores, spec):
         moments.add(s)
         flat[at : at + s.numel()] = s.detach().reshape(-1).to("cpu", torch.float32)
         at += s.numel()
