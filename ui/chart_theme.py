@@ -212,24 +212,54 @@ def inked(data: list[dict], theme: dict) -> list[dict]:
     return out
 
 
+def light_blocks(layout: dict) -> list[tuple[str, str, float, float, float, float]]:
+    """The layout's filled rectangles of a light, opaque colour, as ``(xref, yref, x0, x1, y0, y1)`` (sorted ends)."""
+    out = []
+    for shape in layout.get("shapes") or []:
+        fill = rgba(shape.get("fillcolor"))
+        if shape.get("type") != "rect" or fill is None or fill[3] < 1 or not light(shape["fillcolor"]):
+            continue
+        try:
+            x0, x1, y0, y1 = (float(shape[k]) for k in ("x0", "x1", "y0", "y1"))
+        except (KeyError, TypeError, ValueError):
+            continue  # a date or category end: not placed here
+        out.append((shape.get("xref", "x"), shape.get("yref", "y"), min(x0, x1), max(x0, x1), min(y0, y1), max(y0, y1)))
+    return out
+
+
+def on_block(note: dict, blocks: list[tuple[str, str, float, float, float, float]]) -> bool:
+    """Whether annotation ``note`` is centred on an anchor inside one of ``blocks`` (:func:`light_blocks`) on the
+    same axes (text beside its anchor, like a panel's title above its frame, is not on the block)."""
+    if note.get("xanchor", "auto") not in ("auto", "center") or note.get("yanchor", "auto") not in ("auto", "middle"):
+        return False
+    try:
+        x, y = float(note["x"]), float(note["y"])
+    except (KeyError, TypeError, ValueError):
+        return False
+    refs = (note.get("xref", "x"), note.get("yref", "y"))
+    return any(refs == (xr, yr) and x0 < x < x1 and y0 < y < y1 for xr, yr, x0, x1, y0, y1 in blocks)
+
+
 def darkened(layout: dict, theme: dict) -> dict:
     """``layout``'s annotations and shapes for the dark scheme (changed ones are copies): text written for a white
     background would vanish on a dark one, and text on a white box would vanish in the theme's light text colour.
 
     - an annotation on a light, see-through box (a halo that keeps text readable over lines) gets the same box in
       the background's colour, and its text :func:`mirrored`;
-    - an annotation on a light, opaque box (a card: MLA's blocks) keeps its box, and its text is dark (:data:`INK`)
-      whatever the scheme's text colour;
+    - an annotation on a light, opaque box or inside a light, opaque rectangle of the layout's shapes (a card:
+      MLA's blocks, :func:`light_blocks`) keeps it, and its text is dark (:data:`INK`) whatever the scheme's text
+      colour;
     - other annotations' text, their arrows and borders, and the shapes' lines are :func:`mirrored`; text in a KV
       group's darkened text colour gets the group's hue (:data:`HUES`).
     """
     ink, paper = theme["layout"]["font"]["color"], rgba(theme["layout"]["paper_bgcolor"])
+    cards = light_blocks(layout)
     notes = []
     for note in layout.get("annotations") or []:
         note = dict(note)
         font = dict(note.get("font") or {})
         box = rgba(note.get("bgcolor"))
-        if box is not None and light(note["bgcolor"]) and box[3] >= 1:
+        if (box is not None and light(note["bgcolor"]) and box[3] >= 1) or on_block(note, cards):
             if font.get("color") is None or light(font["color"]):
                 font["color"] = INK
         else:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..mla import MLAConfig
 
 PATH_COLORS = {"naive": "#56B4E9", "absorb": "#CC79A7", "latent": "#D55E00"}
-#: the blocks' labels: dark on their light fills in either colour scheme (an opaque annotation box is a card)
+#: the blocks' labels: dark on their light fills in either colour scheme (text on a light block is a card's)
 CARD_TEXT = "#222222"
 FILL = {"input": "#f2f2f2", "tensor": "#ffffff", "cached": "#fde3a7", "absorbed": "#e5d4f0", "wrong": "#f8c9c0"}
 EDGE = {"input": "#666666", "tensor": "#0072B2", "cached": "#E69F00", "absorbed": "#CC79A7", "wrong": "#D55E00"}
@@ -81,9 +81,8 @@ def flow_figure(c: MLAConfig, mode: str, style: Style = Style()) -> go.Figure:
     for x, y, label, kind in boxes:
         shapes.append(dict(type="rect", x0=x - w, x1=x + w, y0=y - hgt, y1=y + hgt, fillcolor=FILL[kind],
                            line=dict(color=EDGE[kind], width=4 if kind == "cached" else 2), layer="below"))  # fmt: skip
-        # dark text on the block's own colour: a card, readable on either scheme's background (ui.chart_theme)
-        notes.append(dict(x=x, y=y, text=label, showarrow=False, bgcolor=FILL[kind], font=dict(size=style.font,
-                          color=CARD_TEXT)))  # fmt: skip
+        # dark text on the light block: a card, dark in either scheme (ui.chart_theme.darkened finds the block)
+        notes.append(dict(x=x, y=y, text=label, showarrow=False, font=dict(size=style.font, color=CARD_TEXT)))
     for a, b in ARROWS:
         (xa, ya, *_), (xb, yb, *_) = boxes[a], boxes[b]
         sx, sy = (xa, ya - hgt) if b == 5 else (xa + w, ya)  # h to k_R leaves h's bottom, passing under c_KV

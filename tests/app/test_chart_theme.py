@@ -146,31 +146,40 @@ def test_annotations_drawn_for_a_white_background_read_on_the_dark_one():
         dict(text="c_KV [64]", bgcolor="#fde3a7", font=dict(color="#222222")),  # MLA's card
         dict(text="h [256]", bgcolor="#f2f2f2"),  # a card whose text colour is the theme's
         dict(text="0", font=dict(color="#444444")),  # the tensors' axis notes on the background
+        dict(text="h [256]", x=0.5, y=0.5, font=dict(color="#222222")),  # inside a light block: a card's text
         dict(text="", arrowcolor="#888888", showarrow=True),
     ]
-    spec = {"data": [], "layout": {"annotations": notes, "shapes": [dict(type="line", line=dict(color="#555555"))]}}
+    block = dict(type="rect", x0=0, x1=1, y0=0, y1=1, fillcolor="#f2f2f2", line=dict(color="#666666"))
+    shapes = [dict(type="line", line=dict(color="#555555")), block]
+    spec = {"data": [], "layout": {"annotations": notes, "shapes": shapes}}
     dark = ct.browser_spec(spec, dark=True)["layout"]
     got = [(n.get("bgcolor"), n.get("font", {}).get("color")) for n in dark["annotations"]]
     assert got == [(halo, "#cccccc"), (halo, "#D55E00"), (halo.replace("0.85", "0.8"), None),
-                   ("#fde3a7", ct.INK), ("#f2f2f2", ct.INK), (None, "#bbbbbb"), (None, None)]  # fmt: skip
+                   ("#fde3a7", ct.INK), ("#f2f2f2", ct.INK), (None, "#bbbbbb"), (None, ct.INK), (None, None)]  # fmt: skip
     assert dark["annotations"][-1]["arrowcolor"] == "#888888" and dark["shapes"][0]["line"]["color"] == "#aaaaaa"
+    assert dark["shapes"][1] == {**block, "line": {"color": "#999999"}}  # the block keeps its fill
     light = ct.browser_spec(spec)["layout"]
     assert light["annotations"] == notes and light["shapes"] == spec["layout"]["shapes"]
     assert spec["layout"]["annotations"][0]["bgcolor"] == "rgba(255,255,255,0.85)"  # the spec itself is not changed
 
 
 def test_mla_blocks_are_cards_with_dark_text_in_both_schemes():
-    """MLA's flow diagram draws its blocks light (pastel fills): their labels are opaque boxes of the block's own
-    fill with dark text, so the dark scheme keeps them dark instead of its near-white text colour."""
+    """MLA's flow diagram draws its blocks light (pastel fills): their labels lie inside them with dark text, and the
+    dark scheme finds the block under each label (``ct.light_blocks``) and keeps the text dark instead of giving
+    it its near-white text colour. A label with no box of its own: a box would hide the block's border where the
+    label is wider or taller than the block (slides)."""
     from attn_core.figures import mla as mf
     from attn_core.mla import MLAConfig
 
     spec = figures.figure_spec(mf.flow_figure(MLAConfig(256, 8, 64, 32, 16, 32, q_lora_rank=64), "absorb"))
+    blocks = ct.light_blocks(spec["layout"])
     labels = [n for n in spec["layout"]["annotations"] if n.get("text")]
-    assert labels and all(n["bgcolor"] in mf.FILL.values() and ct.light(n["bgcolor"]) for n in labels)
+    assert len(blocks) == len(labels) >= 6 and all(ct.on_block(n, blocks) and "bgcolor" not in n for n in labels)
     for scheme in (False, True):
         drawn = [n for n in ct.browser_spec(spec, dark=scheme)["layout"]["annotations"] if n.get("text")]
-        assert all(n["font"]["color"] == ct.INK and n["bgcolor"] in mf.FILL.values() for n in drawn)
+        assert all(n["font"]["color"] == ct.INK == mf.CARD_TEXT for n in drawn)
+    arrows = [n for n in ct.browser_spec(spec, dark=True)["layout"]["annotations"] if not n.get("text")]
+    assert arrows and not any(ct.on_block(n, blocks) for n in arrows if "ax" in n and n.get("text"))
 
 
 def test_a_figure_that_names_pinned_axes_gets_them_pinned_in_the_browser():
@@ -215,6 +224,24 @@ EVERY_GROUP = {
 }
 
 
+def drawn_on(note: dict, layout: dict, paper: tuple[float, ...]) -> tuple[float, ...]:
+    """The colour under a boxless annotation centred on its anchor: the filled rectangles of the layout's shapes
+    that hold the anchor on the same axes, painted in order (MLA's blocks), over the background."""
+    under = paper
+    if note.get("xanchor", "auto") not in ("auto", "center") or note.get("yanchor", "auto") not in ("auto", "middle"):
+        return under  # text beside its anchor (a panel's title above its frame): not on the shape the anchor is in
+    for shape in layout.get("shapes") or []:
+        fill = ct.rgba(shape.get("fillcolor"))
+        if shape.get("type") != "rect" or fill is None or fill[3] == 0:
+            continue
+        if (shape.get("xref", "x"), shape.get("yref", "y")) != (note.get("xref", "x"), note.get("yref", "y")):
+            continue
+        xs, ys = sorted((shape["x0"], shape["x1"])), sorted((shape["y0"], shape["y1"]))
+        if xs[0] < note.get("x", -1e9) < xs[1] and ys[0] < note.get("y", -1e9) < ys[1]:
+            under = over(fill, under)
+    return under
+
+
 def test_contrast_helpers_by_hand():
     assert contrast((0, 0, 0, 1), (255, 255, 255, 1)) == pytest.approx(21.0)
     assert contrast((255, 255, 255, 1), (255, 255, 255, 1)) == pytest.approx(1.0)
@@ -238,7 +265,7 @@ def test_every_annotation_reads_on_what_it_is_drawn_on_in_both_schemes(name):
                     continue
                 ink = ct.rgba((note.get("font") or {}).get("color") or theme_text)
                 box = ct.rgba(note["bgcolor"]) if note.get("bgcolor") else None
-                under = paper if box is None else over(box, paper)
+                under = over(box, paper) if box is not None else drawn_on(note, layout, paper)
                 got = contrast(over(ink, under), under)
                 where = (name, "dark" if dark else "light", (layout.get("title") or {}).get("text"), note["text"])
                 assert got >= MIN_CONTRAST, (*where, round(got, 2), note.get("font"), note.get("bgcolor"))
