@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8501
 WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
-TEST_WORKERS ?= 2  # make test: pytest-xdist workers for everything but the browser tests (those run after, in one process)
+TEST_WORKERS ?= 2  # make test: pytest-xdist workers, for everything but the browser tests, then for those (a file each)
 
 .PHONY: run serve serve-workers nginx-conf test lint unit e2e portable bench bench-concurrency bench-hall bench-soak bench-live-turns deck-shots install install-dev browser nginx clean
 
@@ -69,7 +69,7 @@ test: lint
 	@bash tools/ensure_browser.sh
 	@bash tools/ensure_nginx.sh
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --ignore=tests/e2e --durations=20
-	$(BIN)/python -m pytest -q tests/e2e --durations=10
+	$(BIN)/python -m pytest -q tests/e2e -n $(TEST_WORKERS) --durations=10
 
 bench: install-dev
 	@bash tools/ensure_browser.sh

@@ -31,6 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("ATTN_DEVICE", "auto")  # pages and the server compute where a real server would
 
+from harness import WS_TAP_JS  # noqa: E402 - the websocket tap the browser tests use too
+
 # ---------------------------------------------------------------- what is measured (edit here)
 #: Page scenarios: (page name in attn_core.views.PAGES, scenario, URL query parameters,
 #: (widget key, value A, value B) alternated between reruns so both values are cached, target median ms).
@@ -569,7 +571,9 @@ def bench_core(args) -> list[str]:
 #: Streamlit's websocket is wrapped to time its messages (top-level protobuf fields, no decoding): the
 #: rerun request leaving (BackMsg ``rerun_script``, 11) and the replies (ForwardMsg ``new_session`` 4,
 #: ``delta`` 5, ``script_finished`` 6, ``session_status_changed`` 9).
-HOOK_JS = r"""
+HOOK_JS = (
+    WS_TAP_JS
+    + r"""
 (() => {
   const B = (window.__bench = { events: [], ws: [], keydown: null });
   const shown = (gd) => gd.checkVisibility
@@ -601,40 +605,16 @@ HOOK_JS = r"""
       if (typeof v === 'function') { try { hook(this, v); } catch (e) { B.hookError = String(e); } }
     },
   });
-  const fields = (buf) => {
-    const b = new Uint8Array(buf), out = [];
-    let i = 0;
-    const varint = () => { let x = 0, m = 1, c; do { c = b[i++]; x += (c & 127) * m; m *= 128; } while (c >= 128 && i < b.length); return x; };
-    while (i < b.length) {
-      const tag = varint(), w = tag & 7;
-      out.push(tag >>> 3);
-      if (w === 0) varint(); else if (w === 2) { const n = varint(); i += n; } else if (w === 1) i += 8; else if (w === 5) i += 4; else break;
-    }
-    return out;
-  };
   const KINDS = { 4: 'newSession', 5: 'delta', 6: 'finished', 9: 'status' };
-  const Native = window.WebSocket;
-  window.WebSocket = class extends Native {
-    constructor(...a) {
-      super(...a);
-      this.addEventListener('open', () => B.ws.push({ kind: 'open', t: performance.now() }));
-      this.addEventListener('message', (e) => {
-        if (!(e.data instanceof ArrayBuffer)) return;
-        const t = performance.now();
-        for (const f of fields(e.data)) if (KINDS[f]) B.ws.push({ kind: KINDS[f], t });
-      });
-    }
-    send(d) {
-      try {
-        const buf = d instanceof ArrayBuffer ? d : ArrayBuffer.isView(d) ? d.buffer.slice(d.byteOffset, d.byteOffset + d.byteLength) : null;
-        if (buf && fields(buf).includes(11)) B.ws.push({ kind: 'rerun', t: performance.now() });
-      } catch (e) { B.hookError = String(e); }
-      return super.send(d);
-    }
-  };
+  window.__wsTaps.push((dir, f, t) => {
+    if (dir === 'open') B.ws.push({ kind: 'open', t });
+    else if (dir === 'in') { for (const x of f) if (KINDS[x]) B.ws.push({ kind: KINDS[x], t }); }
+    else if (f.includes(11)) B.ws.push({ kind: 'rerun', t });
+  });
   window.addEventListener('keydown', () => { B.keydown = performance.now(); }, true);
 })();
 """
+)
 FIRST_PAINT_JS = """key => { const B = window.__bench;
   const p = B.events.filter(e => e.key === key && e.paint !== null).map(e => e.paint);
   if (!p.length) return null;
@@ -667,7 +647,7 @@ MOVE_RESULT_JS = """chart => { const B = window.__bench; const k = B.keydown;
   const fin = ws.filter(m => m.kind === 'finished'), reruns = ws.filter(m => m.kind === 'rerun');
   return { rerun: reruns[0].t - k, finished: fin[fin.length - 1].t - k, reruns: reruns.length,
            painted: Math.min(...mine), chart_last: Math.max(...mine), settled: Math.max(...all),
-           redrawn: new Set(ev.filter(e => e.paint !== null).map(e => e.key)).size, hookError: B.hookError || null }; }"""
+           redrawn: new Set(ev.filter(e => e.paint !== null).map(e => e.key)).size, hookError: B.hookError || window.__wsTapError || null }; }"""
 MOVE_WAIT_MS = 60_000  # one move, from the key press to the app settled
 
 

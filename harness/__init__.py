@@ -29,6 +29,47 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+#: A page script (``add_init_script``) that tells the functions in ``window.__wsTaps`` of every binary websocket
+#: message: ``tap(dir, fields, t)`` with ``dir`` "open", "in" (a ForwardMsg) or "out" (a BackMsg), the message's
+#: top-level protobuf field numbers (ForwardMsg: 4 new_session, 5 delta, 6 script_finished, 9 session_status;
+#: BackMsg: 11 rerun_script) and ``performance.now()``.
+WS_TAP_JS = r"""
+(() => {
+  if (window.__wsTaps) return;
+  const taps = (window.__wsTaps = []);
+  const fields = (buf) => {
+    const b = new Uint8Array(buf), out = [];
+    let i = 0;
+    const varint = () => { let x = 0, m = 1, c; do { c = b[i++]; x += (c & 127) * m; m *= 128; } while (c >= 128 && i < b.length); return x; };
+    while (i < b.length) {
+      const tag = varint(), w = tag & 7;
+      out.push(tag >>> 3);
+      if (w === 0) varint(); else if (w === 2) { const n = varint(); i += n; } else if (w === 1) i += 8; else if (w === 5) i += 4; else break;
+    }
+    return out;
+  };
+  const tell = (dir, buf) => {
+    const t = performance.now();
+    const f = buf ? fields(buf) : [];
+    for (const tap of taps) tap(dir, f, t);
+  };
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(...a) {
+      super(...a);
+      this.addEventListener('open', () => tell('open', null));
+      this.addEventListener('message', (e) => { if (e.data instanceof ArrayBuffer) tell('in', e.data); });
+    }
+    send(d) {
+      try {
+        const buf = d instanceof ArrayBuffer ? d : ArrayBuffer.isView(d) ? d.buffer.slice(d.byteOffset, d.byteOffset + d.byteLength) : null;
+        if (buf) tell('out', buf);
+      } catch (e) { window.__wsTapError = String(e); }
+      return super.send(d);
+    }
+  };
+})();
+"""
 
 
 def chromium_path() -> str | None:

@@ -71,11 +71,19 @@ def pytest_xdist_make_scheduler(config, log):
     """``make test``'s scheduler: the serial tests (:data:`SERIAL_TESTS`) are one unit of work, run in order on one
     worker, handed out first; every other test is its own unit, so the other worker takes the engine and AppTest
     tests meanwhile. (xdist's ``loadgroup`` cannot do this under pytest 9.2: it renames ``item._nodeid``, which
-    pytest 9.2 no longer reads.)"""
+    pytest 9.2 no longer reads.)
+
+    A run of the browser tests alone (``pytest tests/e2e -n 2``, as ``make test`` runs them after the rest) hands
+    out one file at a time instead: each worker has its own server and chromium, and a file's tests stay in order.
+    Mixed with the engine's CPU-bound tests they timed out, so there they stay one unit."""
     from xdist.scheduler import LoadScopeScheduling
+
+    browser_only = bool(config.args) and all(Path(a).as_posix().startswith(BROWSER_TESTS[:-1]) for a in config.args)
 
     class BrowserTestsTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
+            if browser_only:
+                return nodeid.split("::")[0]
             return "serial" if nodeid.startswith(SERIAL_TESTS) else nodeid
 
     return BrowserTestsTogether(config, log)

@@ -15,7 +15,42 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "artifacts" / "screenshots"
-from harness import CHROMIUM_ARGS, IDLE, chromium_path, free_port, start_server  # noqa: E402,F401 - shared with bench/
+from harness import CHROMIUM_ARGS, IDLE, WS_TAP_JS, chromium_path, free_port, start_server  # noqa: E402,F401
+
+#: Page script: the time of the last rerun the page asked for and of the last script run that finished
+#: (``harness.WS_TAP_JS``), so a wait knows that the run an action asked for has not come back yet even while
+#: the app still says "not running" (a busy server starts it late).
+RUNS_JS = (
+    WS_TAP_JS
+    + r"""
+(() => {
+  const R = (window.__attnRuns = { asked: 0, finished: 0 });
+  window.__wsTaps.push((dir, f, t) => {
+    if (dir === 'out' && f.includes(11)) R.asked = t;
+    else if (dir === 'in' && f.includes(6)) R.finished = t;
+  });
+})();
+"""
+)
+#: The app is idle: no run in progress or asked for, no status widget, no chart waiting to be drawn (ui.plotly_live).
+SETTLED_JS = (
+    "() => { const R = window.__attnRuns;"
+    f' return !!document.querySelector("{IDLE}") && (!R || R.finished >= R.asked)'
+    " && !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+    " && !document.documentElement.dataset.attnDrawing; }"
+)
+#: Resolves once nothing in the page changed for ``quiet`` ms (React's last renders after a run), or after ``cap`` ms.
+QUIET_JS = """([quiet, cap]) => new Promise((done) => {
+  const start = performance.now();
+  let timer = null;
+  const end = () => { obs.disconnect(); clearTimeout(timer); done(performance.now() - start); };
+  const obs = new MutationObserver(() => {
+    clearTimeout(timer);
+    timer = performance.now() - start > cap ? (end(), null) : setTimeout(end, quiet);
+  });
+  obs.observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
+  timer = setTimeout(end, quiet);
+})"""
 
 
 @pytest.fixture(scope="session")
@@ -56,6 +91,7 @@ class PageWatch:
 
     def __init__(self, page, base_url: str):
         self.page, self.base_url = page, base_url
+        page.add_init_script(RUNS_JS)
         self.console_errors: list[str] = []
         self.page_errors: list[str] = []
         self.requests: list[str] = []
@@ -74,7 +110,7 @@ class PageWatch:
         self.wait_idle(timeout)
         if chart:
             self.page.wait_for_selector(".js-plotly-plot .main-svg", timeout=timeout)
-            self.page.wait_for_timeout(300)
+            self.wait_idle(timeout)
 
     def open_sections(self, *titles: str) -> None:
         """Open the page's section expanders (``ui.section_box``: computed and sent while open) by their titles, or
@@ -87,16 +123,16 @@ class PageWatch:
             self.wait_idle()
 
     def wait_idle(self, timeout: float = 60_000) -> None:
-        """Wait until the script has finished and the app stopped re-rendering."""
-        self.page.wait_for_timeout(150)
-        self.page.wait_for_selector(IDLE, timeout=timeout)
-        self.page.wait_for_function(
-            "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout
-        )
-        self.page.wait_for_selector(IDLE, timeout=timeout)
-        self.page.wait_for_timeout(300)
-        # the live charts draw one at a time after the run (ui.plotly_live): wait for the last one
-        self.page.wait_for_function("() => !document.documentElement.dataset.attnDrawing", timeout=timeout)
+        """Wait until the run the last action asked for has finished, the charts are drawn and the page stopped
+        changing.
+
+        An action sends its rerun at once (a key press on a slider, a click); the app says "running" only once the
+        server answers, so the websocket tells that a run was asked for and not finished yet (:data:`RUNS_JS`).
+        """
+        self.page.wait_for_timeout(100)  # the action's rerun request leaves
+        self.page.wait_for_function(SETTLED_JS, timeout=timeout)
+        self.page.evaluate(QUIET_JS, [150, 3000])
+        self.page.wait_for_function(SETTLED_JS, timeout=timeout)
 
     def real_console_errors(self) -> list[str]:
         """Console errors, less Streamlit's own base-path probes.
