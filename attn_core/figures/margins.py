@@ -351,25 +351,68 @@ def _axis_pushes(layout: dict, data: list[dict], width: float) -> tuple[list[tup
     return left, bottom
 
 
-def _overhang(layout: dict) -> float:
-    """The right margin half of a last x label needs when it sits at the right end of a full-width axis."""
+def _overhang(layout: dict, data: list[dict] | None = None) -> float:
+    """The right margin half of a last x label needs when it sits at the right end of a full-width axis.
+
+    The axis's right end is its ``range`` or, without one (autorange), the largest x of the lines drawn on it: a
+    line ends exactly there (plotly pads the range for markers, bars and text, so those are left as they were)."""
     need = 0.0
     for name, ax in layout.items():
         if not (isinstance(ax, dict) and re.fullmatch(r"xaxis\d*", name)) or "tickvals" not in ax:
             continue
-        rng, dom = ax.get("range"), ax.get("domain") or [0.0, 1.0]
+        dom = ax.get("domain") or [0.0, 1.0]
         vals = _values(ax["tickvals"])
         vals = vals[np.isfinite(vals)]
-        if not rng or None in rng or dom[1] < 1 or not vals.size or ax.get("showticklabels") is False:
+        if dom[1] < 1 or not vals.size or ax.get("showticklabels") is False:
             continue
-        last = float(vals.max())
-        at = math.log10(last) if ax.get("type") == "log" and last > 0 else last
-        if at >= max(rng) - 1e-6 * abs(rng[1] - rng[0]):
+        log = ax.get("type") == "log"
+        if log:
+            vals = vals[vals > 0]
+        end = _right_end(ax, name, data or [], log)
+        if end is None or not vals.size:
+            continue
+        hair = 1e-6 * max(abs(end), 1.0)
+        at = np.log10(vals) if log else vals
+        if not (at <= end + hair).any():
+            continue
+        last = float(vals[at <= end + hair].max())  # a tick past the end is not drawn
+        if (math.log10(last) if log else last) >= end - hair:
             texts = ax.get("ticktext") or []
             i = int(np.argmax(_values(ax["tickvals"]) == last))
             text = texts[i] if i < len(texts) else f"{last:g}"
             need = max(need, text_width(text, _font(ax, "tickfont", _font(layout, "font", 12.0))) / 2 + _PUSH_GAP)
     return need
+
+
+def _right_end(ax: dict, name: str, data: list[dict], log: bool) -> float | None:
+    """Where x axis ``name`` ends on the right, in its own units (log10 on a log axis); None when unknown (no
+    range and no numeric x on it)."""
+    rng = ax.get("range")
+    if rng and None not in rng:
+        return float(max(rng))
+    if rng or ax.get("autorange") not in (None, True):
+        return None
+    ref = "x" + name[len("xaxis") :]
+    on = [t for t in data if (t.get("xaxis") or "x") == ref and t.get("visible", True) is True]
+    if not all(_line_only(t) for t in on):
+        return None  # plotly pads the range for markers, bars and text: the last label stands inside
+    xs = [_values(t.get("x", [])) for t in on]
+    xs = [x[np.isfinite(x) & (x > 0 if log else True)] for x in xs]
+    xs = [x for x in xs if x.size]
+    if not xs:
+        return None
+    hi = max(float(x.max()) for x in xs)
+    return math.log10(hi) if log else hi
+
+
+def _line_only(trace: dict) -> bool:
+    """A scatter trace drawn as a line alone (its mode says so), which plotly's autorange does not pad."""
+    mode = trace.get("mode")
+    return (
+        trace.get("type", "scatter") == "scatter"
+        and isinstance(mode, str)
+        and not {"markers", "text"} & set(mode.split("+"))
+    )
 
 
 def _colorbar_push(layout: dict, data: list[dict]) -> float:
@@ -480,7 +523,7 @@ def _margins(layout: dict, data: list[dict], margin: dict, width: float) -> dict
         bottom.append(legend)
     new = {
         "l": _solve(l0, r0, width, left),
-        "r": max(r0, _colorbar_push(layout, data), _overhang(layout), _legend_right(layout, data)),
+        "r": max(r0, _colorbar_push(layout, data), _overhang(layout, data), _legend_right(layout, data)),
         "b": _solve(b0, t0, height, bottom),
     }
     return {

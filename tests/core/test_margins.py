@@ -162,3 +162,23 @@ def test_axes_pinning_cannot_place_are_left_as_they_were():
     out = pin_axes(layout, data, ["xaxis2", "yaxis", "xaxis7", "legend"])
     assert out["xaxis2"] == layout["xaxis2"] and out["yaxis"] == layout["yaxis"]
     assert "xaxis7" not in out and out["annotations"] == layout["annotations"]
+
+
+def test_the_last_x_label_at_a_line_s_end_gets_half_its_width_on_the_right():
+    """An axis left to autorange ends where its lines end: a tick there (the cost page's n = 65,536) needs half its
+    label's width right of the plot, else plotly hides it ("hide past div"). Markers pad the range: no room asked."""
+    ticks = dict(type="log", tickvals=[16, 256, 4096, 65536], ticktext=["16", "256", "4,096", "65,536"])
+
+    def spec(mode: str, last: int = 65536) -> dict:
+        trace = {"type": "scatter", "mode": mode, "x": [16, 1024, last], "y": [1, 2, 3]}
+        return {"layout": {"margin": {"l": 10, "r": 10, "t": 10, "b": 10}, "xaxis": dict(ticks)}, "data": [trace]}
+
+    half = text_width("65,536", 12) / 2
+    assert half > 10
+    room = (half, half + 10 + 4)  # plotly's own push: half the label and its 10 px gap (and our 3 px of slack)
+    assert room[0] < reserve_margins(spec("lines"))["layout"]["margin"]["r"] <= room[1]
+    assert reserve_margins(spec("lines+markers"))["layout"]["margin"]["r"] == 10
+    assert reserve_margins(spec("lines", last=60000))["layout"]["margin"]["r"] == 10  # the line stops short of it
+    fixed = spec("lines+markers", last=60000)
+    fixed["layout"]["xaxis"]["range"] = [1, math.log10(65536)]  # a set range ends where it says
+    assert room[0] < reserve_margins(fixed)["layout"]["margin"]["r"] <= room[1]

@@ -18,8 +18,15 @@ POINTS = """() => {
 }"""
 
 
+#: The x tick labels plotly shows on a chart (it hides a label that would stick out of the chart: "hide past div").
+SHOWN_X_TICKS = """key => [...document.querySelectorAll('.st-key-' + key + ' .xtick text')]
+    .filter(t => t.checkVisibility() && getComputedStyle(t).opacity !== '0').map(t => t.textContent)"""
+
+
 def test_counted_and_a_live_sweep(watch):
     watch.open("complexity?seq_len=2048")
+    # the curves run to n = 65,536, where the last label sits on the chart's right edge: it has its room
+    assert watch.page.evaluate(SHOWN_X_TICKS, "cx_curve")[-2:] == ["16,384", "65,536"]
     body = watch.page.inner_text("body")
     assert "QKᵀ and weights·V overtake the projections at n = 512" in body and "past the attention" in body
     assert watch.page.locator(".js-plotly-plot").count() == 2
