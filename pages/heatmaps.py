@@ -38,7 +38,7 @@ with ui.controls_box():
             v["mask"] = ui.control(P, "mask")
             v["scaling"] = ui.control(P, "scaling")
             v["temperature"] = ui.control(P, "temperature")
-            pad_slot = st.empty()
+            pad_slot = st.empty() if v["mask"] == "padding" else None  # the padding's length, under the mask
 
 intro.caption(ui.t("heatmap.intro_model" if model is not None else "heatmap.intro"))
 p = P(**v, seed=ui.seed())
@@ -49,7 +49,7 @@ if model is not None:  # the model's captured layer is the source of every view,
         ui.stop()
     p, layer = hm.for_model(p, model, att), hm.model_source(att)
 else:
-    if p.mask == "padding" and p.t_k >= 1:
+    if pad_slot is not None and p.t_k >= 1:
         with pad_slot.container():
             p = hm.with_values(p, pad_len=ui.control(P, "pad_len", hi=p.t_k, default=p.pad))
     layer = ui.run_safely(p.layer)  # the attention source of every view; a bad setting says what to change

@@ -527,11 +527,14 @@ def map_options(p: Any, t_rows: int, t_cols: int, side: int, t_keys: int) -> Any
     from attn_core.views.base import with_values
     from attn_core.views.heatmaps import default_cscale, is_pooled
 
+    pooled = is_pooled(t_rows, t_cols, side)
     with drawer():  # slide mode: in the folded controls bar
-        c1, c2 = st.columns(2, gap="medium")
+        # two columns only when there are two controls: each block is one more message and one more element the
+        # browser renders again at every run (the colour scale alone, a segmented control, is as wide either way)
+        c1, c2 = st.columns(2, gap="medium") if pooled else (contextlib.nullcontext(), None)
         with c1:
             p = with_values(p, cscale=control(type(p), "cscale", default=default_cscale(t_keys), data_default=True))
-        if is_pooled(t_rows, t_cols, side):
+        if c2 is not None:
             with c2:
                 p = with_values(p, pool=control(type(p), "pool"))
     return p
