@@ -670,15 +670,17 @@ def _norm_summaries(norms: list[list[torch.Tensor]]) -> tuple[np.ndarray, np.nda
 
 
 # One measured chunk without τ: (block, (i0, i1, r0, r1), raw scores s [n, r, T], the keys' basis)
-ScoreChunk = tuple[int, tuple[int, int, int, int], torch.Tensor, torch.Tensor]
+ScoreChunk = tuple[int, tuple[int, int, int, int], torch.Tensor, torch.Tensor | None]
 
 
-def _score_parts(d: int, plan: RowPlan, seed: int, distribution: str, dev: torch.device) -> Iterator[ScoreChunk]:
+def _score_parts(
+    d: int, plan: RowPlan, seed: int, distribution: str, dev: torch.device, with_basis: bool = True
+) -> Iterator[ScoreChunk]:
     """Every chunk of measured rows at ``d_k = d`` as τ leaves it: the raw scores s = q·kᵀ and the keys' basis
-    for ∂L/∂q (:func:`_key_basis`: Rᵀ of Kᵀ = Q R when T ≤ d_k, else K itself)."""
+    for ∂L/∂q (:func:`_key_basis`: Rᵀ of Kᵀ = Q R when T ≤ d_k, else K itself; None without ``with_basis``)."""
     for b, ranges, q, k in _qk_chunks(d, plan, seed, distribution, dev):
         s = q @ k.transpose(-2, -1)  # (n, r, T) raw q·k, once for both scalings and every τ
-        basis = _key_basis(k)
+        basis = _key_basis(k) if with_basis else None
         yield b, ranges, s, basis
         del q, k, s, basis
 
@@ -744,30 +746,35 @@ class SweepScores:
 
     ``chunks[i]`` holds every chunk of measured rows at ``d_k[i]`` as numpy arrays:
     ``(block, (i0, i1, r0, r1), s, basis)`` with the raw scores s = q·kᵀ ``[n, r, T]``
-    (float32) and the keys' basis (:func:`_grad_q_norm`). ``spec`` is
+    (float32) and the keys' basis (:func:`_grad_q_norm`), or None for every basis when ``with_basis`` is False
+    (scores for what measures no gradient: :func:`score_sample`, :func:`weight_summary`). ``spec`` is
     ``(d_k, seq_len, n_samples, seed, distribution)``: what drew them.
     """
 
     spec: tuple
     chunks: tuple[tuple[tuple, ...], ...]
+    with_basis: bool = True
 
     @property
     def nbytes(self) -> int:
-        return sum(s.nbytes + basis.nbytes for part in self.chunks for _, _, s, basis in part)
+        return sum(s.nbytes + (0 if basis is None else basis.nbytes) for part in self.chunks for _, _, s, basis in part)
 
     def parts(self, i: int, device: torch.device) -> Iterator[ScoreChunk]:
-        """The chunks of ``d_k[i]`` as tensors on ``device``."""
+        """The chunks of ``d_k[i]`` as tensors on ``device`` (each basis None without ``with_basis``)."""
         for b, ranges, s, basis in self.chunks[i]:
-            yield b, ranges, torch.from_numpy(s).to(device), torch.from_numpy(basis).to(device)
+            kept = None if basis is None else torch.from_numpy(basis).to(device)
+            yield b, ranges, torch.from_numpy(s).to(device), kept
 
 
-def sweep_scores_bytes(d_k_values: tuple[int, ...] | list[int], seq_len: int, n_samples: int) -> int:
+def sweep_scores_bytes(
+    d_k_values: tuple[int, ...] | list[int], seq_len: int, n_samples: int, with_basis: bool = True
+) -> int:
     """Bytes a :class:`SweepScores` of these arguments would hold (counted from :func:`row_plan`'s chunks)."""
     plan = row_plan(seq_len, n_samples)
     t, total = plan.seq_len, 0
     chunks = [c for _, _, used in plan.blocks() for c in plan.chunks(used)]
     for d in d_k_values:
-        per_key = 4 * min(t, int(d))  # float32 Rᵀ [T, T] or K [T, d_k] (_key_basis)
+        per_key = 4 * min(t, int(d)) if with_basis else 0  # float32 Rᵀ [T, T] or K [T, d_k] (_key_basis)
         total += sum((i1 - i0) * ((r1 - r0) * t * 4 + t * per_key) for i0, i1, r0, r1 in chunks)
     return total
 
@@ -796,25 +803,30 @@ def sweep_scores(
     seed: int = 0,
     device: torch.device | str = "cpu",
     distribution: str = "normal",
+    with_basis: bool = True,
 ) -> SweepScores | None:
     """The τ-independent part of :func:`saturation_sweep` (pass it as ``scores=`` to measure any τ from it).
 
+    ``with_basis=False`` keeps the raw scores alone, without the keys' basis that only the sweep's gradients
+    read (:func:`_key_basis`: at d_k = 1,024 about a quarter of the time, 24 of 96 ms for 256 sequences of 16
+    tokens): enough for :func:`score_sample` and :func:`weight_summary`, refused by :func:`saturation_sweep`.
     None when it would hold more than :data:`SCORE_CACHE_BYTES` (without it,
     :func:`saturation_sweep` measures chunk by chunk and keeps nothing). Raises
     :class:`ConfigError` for a bad argument or over the memory budget.
     """
     values = _checked_sweep(d_k_values, seq_len, n_samples, seed, distribution, 1.0)
-    if sweep_scores_bytes(values, seq_len, n_samples) > SCORE_CACHE_BYTES:
+    if sweep_scores_bytes(values, seq_len, n_samples, with_basis) > SCORE_CACHE_BYTES:
         return None  # too large to keep: saturation_sweep measures chunk by chunk and keeps nothing
     plan, dev = row_plan(seq_len, n_samples), torch.device(device)
     chunks = tuple(
         tuple(
-            (b, r, s.cpu().numpy(), basis.cpu().numpy())
-            for b, r, s, basis in _score_parts(d, plan, seed, distribution, dev)
+            (b, r, s.cpu().numpy(), None if basis is None else basis.cpu().numpy())
+            for b, r, s, basis in _score_parts(d, plan, seed, distribution, dev, with_basis)
         )
         for d in values
     )
-    return SweepScores((tuple(values), int(seq_len), int(n_samples), int(seed), distribution), chunks)
+    spec = (tuple(values), int(seq_len), int(n_samples), int(seed), distribution)
+    return SweepScores(spec, chunks, with_basis)
 
 
 def saturation_sweep(
@@ -869,6 +881,8 @@ def saturation_sweep(
     spec = (tuple(values), int(seq_len), int(n_samples), int(seed), distribution)
     if scores is not None and scores.spec != spec:
         raise ValueError(f"scores were drawn for {scores.spec}, not {spec}")
+    if scores is not None and not scores.with_basis:
+        raise ValueError("these scores hold no keys' basis for the gradients: give sweep_scores(..., with_basis=True)")
     plan = row_plan(seq_len, n_samples)
     dev = torch.device(device)
     # the downstream weights of the measured rows, drawn once for every d_k: [sequences, queries, T] per block

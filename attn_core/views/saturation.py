@@ -125,8 +125,9 @@ def slow(p: Params, every_d_k: bool = False) -> bool:
 
 
 def current_scores(draw: Draw, d_k: int, *, device: str = "cpu") -> stats.SweepScores | None:
-    """:func:`sweep_scores` of ``d_k`` alone: what :func:`current_weights` measures that τ does not change."""
-    return stats.sweep_scores((d_k,), draw.seq_len, draw.samples, draw.seed, device, draw.dist)
+    """:func:`sweep_scores` of ``d_k`` alone: what :func:`current_weights` and :func:`score_sample` measure that τ
+    does not change, the raw scores without the keys' basis (which only the sweep's gradients read)."""
+    return stats.sweep_scores((d_k,), draw.seq_len, draw.samples, draw.seed, device, draw.dist, with_basis=False)
 
 
 def current_weights(

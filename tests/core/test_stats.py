@@ -255,6 +255,29 @@ def test_the_scores_are_kept_only_within_their_budget(monkeypatch):
         stats.sweep_scores(stats.SWEEP_D_K, 0, 256)
 
 
+@pytest.mark.parametrize("t, n", [(6, 32), (1000, 3)])
+def test_scores_without_the_keys_basis_are_the_same_scores_and_refused_by_the_sweep(t, n):
+    """``with_basis=False`` keeps the raw scores alone (the page's current d_k: histograms and largest weights, no
+    gradient): the same float32 scores, chunk for chunk, its bytes counted without the bases, the weights measured
+    from it the sweep's own, and the sweep, which needs the keys' basis for ∂L/∂q, refuses it."""
+    d_values = (4, 64) if t != 1000 else (16,)
+    full, bare = stats.sweep_scores(d_values, t, n, 3), stats.sweep_scores(d_values, t, n, 3, with_basis=False)
+    assert bare.spec == full.spec and (bare.with_basis, full.with_basis) == (False, True)
+    for part_full, part_bare in zip(full.chunks, bare.chunks, strict=True):
+        for (b, r, s, basis), (b2, r2, s2, none) in zip(part_full, part_bare, strict=True):
+            assert (b, r) == (b2, r2) and np.array_equal(s, s2) and basis is not None and none is None
+    # by hand: float32 scores [n, r, T] per chunk, nothing else
+    scores_only = sum(s.nbytes for part in full.chunks for _, _, s, _ in part)
+    assert bare.nbytes == stats.sweep_scores_bytes(d_values, t, n, with_basis=False) == scores_only < full.nbytes
+    d = d_values[-1]
+    one = stats.sweep_scores((d,), t, n, 3, with_basis=False)
+    assert stats.weight_summary(d, t, n, 3, temperature=0.6, scores=one) == stats.weight_summary(
+        d, t, n, 3, temperature=0.6
+    )
+    with pytest.raises(ValueError, match="basis"):
+        stats.saturation_sweep(d_values, t, n, 3, scores=bare)
+
+
 @pytest.mark.parametrize("t, d", [(16, 16), (16, 1024), (8, 9)])
 def test_the_key_basis_gives_the_norm_of_the_product_with_the_keys(t, d):
     gen = torch.Generator().manual_seed(t * d)
