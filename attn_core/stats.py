@@ -436,13 +436,16 @@ def downstream_weights(seq_len: int, n_samples: int, seed: int = 0, device: torc
 
 
 def _measured_blocks(
-    d_k: int, plan: RowPlan, seed: int, distribution: str, device: torch.device
+    d_k: int, plan: RowPlan, seed: int, distribution: str, device: torch.device, first: list | None = None
 ) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
-    """``(block, q, k)`` of the measured rows: q ``[n, queries, d_k]``, k ``[n, T, d_k]`` on ``device``."""
+    """``(block, q, k)`` of the measured rows: q ``[n, queries, d_k]``, k ``[n, T, d_k]`` on ``device``.
+    ``first``, when given, receives the first sequence's whole q and k ``[T, d_k]`` (CPU) as block 0 is drawn."""
     w = None
     pos = None if plan.queries == plan.seq_len else torch.from_numpy(plan.positions())
     for b, n_drawn, n_used in plan.blocks():
         q, k, w = _draw_block(d_k, plan.seq_len, n_drawn, b, seed, distribution, w)
+        if b == 0 and first is not None:
+            first.extend((q[0].clone(), k[0].clone()))  # every query position, as :func:`first_sequence` draws it
         q, k = q[:n_used], k[:n_used]
         if pos is not None:
             q = q[:, pos]  # (n, queries, d_k): the measured positions only
@@ -451,10 +454,11 @@ def _measured_blocks(
 
 
 def _qk_chunks(
-    d_k: int, plan: RowPlan, seed: int, distribution: str, device: torch.device
+    d_k: int, plan: RowPlan, seed: int, distribution: str, device: torch.device, first: list | None = None
 ) -> Iterator[tuple[int, tuple[int, int, int, int], torch.Tensor, torch.Tensor]]:
-    """``(block, (i0, i1, r0, r1), q, k)`` of every chunk of measured rows: q ``[n, r, d_k]``, k ``[n, T, d_k]``."""
-    for b, q, k in _measured_blocks(d_k, plan, seed, distribution, device):
+    """``(block, (i0, i1, r0, r1), q, k)`` of every chunk of measured rows: q ``[n, r, d_k]``, k ``[n, T, d_k]``
+    (``first``: :func:`_measured_blocks`)."""
+    for b, q, k in _measured_blocks(d_k, plan, seed, distribution, device, first):
         for i0, i1, r0, r1 in plan.chunks(q.shape[0]):
             yield b, (i0, i1, r0, r1), q[i0:i1, r0:r1], k[i0:i1]
 
@@ -674,11 +678,18 @@ ScoreChunk = tuple[int, tuple[int, int, int, int], torch.Tensor, torch.Tensor | 
 
 
 def _score_parts(
-    d: int, plan: RowPlan, seed: int, distribution: str, dev: torch.device, with_basis: bool = True
+    d: int,
+    plan: RowPlan,
+    seed: int,
+    distribution: str,
+    dev: torch.device,
+    with_basis: bool = True,
+    first: list | None = None,
 ) -> Iterator[ScoreChunk]:
     """Every chunk of measured rows at ``d_k = d`` as τ leaves it: the raw scores s = q·kᵀ and the keys' basis
-    for ∂L/∂q (:func:`_key_basis`: Rᵀ of Kᵀ = Q R when T ≤ d_k, else K itself; None without ``with_basis``)."""
-    for b, ranges, q, k in _qk_chunks(d, plan, seed, distribution, dev):
+    for ∂L/∂q (:func:`_key_basis`: Rᵀ of Kᵀ = Q R when T ≤ d_k, else K itself; None without ``with_basis``);
+    ``first``: :func:`_measured_blocks`."""
+    for b, ranges, q, k in _qk_chunks(d, plan, seed, distribution, dev, first):
         s = q @ k.transpose(-2, -1)  # (n, r, T) raw q·k, once for both scalings and every τ
         basis = _key_basis(k) if with_basis else None
         yield b, ranges, s, basis
@@ -748,16 +759,19 @@ class SweepScores:
     ``(block, (i0, i1, r0, r1), s, basis)`` with the raw scores s = q·kᵀ ``[n, r, T]``
     (float32) and the keys' basis (:func:`_grad_q_norm`), or None for every basis when ``with_basis`` is False
     (scores for what measures no gradient: :func:`score_sample`, :func:`weight_summary`). ``spec`` is
-    ``(d_k, seq_len, n_samples, seed, distribution)``: what drew them.
+    ``(d_k, seq_len, n_samples, seed, distribution)``: what drew them. ``first``: q, k ``[T, d_k]`` of the first
+    sequence, drawn with them (:func:`first_sequence` reads it), or None.
     """
 
     spec: tuple
     chunks: tuple[tuple[tuple, ...], ...]
     with_basis: bool = True
+    first: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def nbytes(self) -> int:
-        return sum(s.nbytes + (0 if basis is None else basis.nbytes) for part in self.chunks for _, _, s, basis in part)
+        kept = sum(s.nbytes + (0 if basis is None else basis.nbytes) for part in self.chunks for _, _, s, basis in part)
+        return kept + (0 if self.first is None else self.first[0].nbytes + self.first[1].nbytes)
 
     def parts(self, i: int, device: torch.device) -> Iterator[ScoreChunk]:
         """The chunks of ``d_k[i]`` as tensors on ``device`` (each basis None without ``with_basis``)."""
@@ -804,29 +818,36 @@ def sweep_scores(
     device: torch.device | str = "cpu",
     distribution: str = "normal",
     with_basis: bool = True,
+    with_first: bool = False,
 ) -> SweepScores | None:
     """The τ-independent part of :func:`saturation_sweep` (pass it as ``scores=`` to measure any τ from it).
 
     ``with_basis=False`` keeps the raw scores alone, without the keys' basis that only the sweep's gradients
     read (:func:`_key_basis`: at d_k = 1,024 about a quarter of the time, 24 of 96 ms for 256 sequences of 16
     tokens): enough for :func:`score_sample` and :func:`weight_summary`, refused by :func:`saturation_sweep`.
+    ``with_first`` (one d_k only) also keeps the first sequence's q and k, the ones :func:`first_sequence` gives,
+    from the same draw (drawing them alone draws their whole sampling block again: as long as the scores at
+    d_k = 1,024), unless they are larger than :data:`FIRST_SEQUENCE_BYTES`.
     None when it would hold more than :data:`SCORE_CACHE_BYTES` (without it,
     :func:`saturation_sweep` measures chunk by chunk and keeps nothing). Raises
     :class:`ConfigError` for a bad argument or over the memory budget.
     """
     values = _checked_sweep(d_k_values, seq_len, n_samples, seed, distribution, 1.0)
+    if with_first and len(values) != 1:
+        raise ValueError(f"with_first keeps one d_k's first sequence, not {len(values)} d_k values'")
     if sweep_scores_bytes(values, seq_len, n_samples, with_basis) > SCORE_CACHE_BYTES:
         return None  # too large to keep: saturation_sweep measures chunk by chunk and keeps nothing
     plan, dev = row_plan(seq_len, n_samples), torch.device(device)
+    first: list | None = [] if with_first and 2 * 4 * int(seq_len) * values[0] <= FIRST_SEQUENCE_BYTES else None
     chunks = tuple(
         tuple(
             (b, r, s.cpu().numpy(), None if basis is None else basis.cpu().numpy())
-            for b, r, s, basis in _score_parts(d, plan, seed, distribution, dev, with_basis)
+            for b, r, s, basis in _score_parts(d, plan, seed, distribution, dev, with_basis, first)
         )
         for d in values
     )
     spec = (tuple(values), int(seq_len), int(n_samples), int(seed), distribution)
-    return SweepScores(spec, chunks, with_basis)
+    return SweepScores(spec, chunks, with_basis, None if not first else (first[0].numpy(), first[1].numpy()))
 
 
 def saturation_sweep(
@@ -1128,15 +1149,27 @@ FIRST_SEQUENCE_BYTES = 8 * 2**20
 
 
 def first_sequence(
-    d_k: int, seq_len: int = 16, n_samples: int = 256, seed: int = 0, distribution: str = "normal"
+    d_k: int,
+    seq_len: int = 16,
+    n_samples: int = 256,
+    seed: int = 0,
+    distribution: str = "normal",
+    scores: SweepScores | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """q, k ``[T, d_k]`` (CPU float32) of the first sampled sequence, the one :func:`example_maps` and
     :func:`example_scores` show, to pass them as ``qk=`` (drawing it means drawing its whole sampling block:
     up to 256 sequences). None when they would take more than :data:`FIRST_SEQUENCE_BYTES`. Raises
-    :class:`ConfigError` as those functions do."""
+    :class:`ConfigError` as those functions do. ``scores`` (:func:`sweep_scores` of ``(d_k,)``, the same
+    arguments and ``with_first``) gives them without drawing; ``ValueError`` for scores of other arguments."""
     d_k = _check_example(d_k, seq_len, n_samples, seed, distribution, 1)
     if 2 * 4 * int(seq_len) * d_k > FIRST_SEQUENCE_BYTES:
         return None
+    if scores is not None:
+        spec = ((d_k,), int(seq_len), int(n_samples), int(seed), distribution)
+        if scores.spec != spec:
+            raise ValueError(f"scores were drawn for {scores.spec}, not {spec}")
+        if scores.first is not None:
+            return scores.first
     q, k = _first_sequence(d_k, int(seq_len), n_samples, seed, distribution, "cpu")
     return q.numpy(), k.numpy()
 

@@ -52,7 +52,11 @@ if shown(0):
         ui.show_view(ui.view(sat.distribution_view, sample, style), "sat_dist")
 
 # the first sequence's q and k, which τ and the row leave as they are: their moves draw nothing
-qk = ui.shared(sat.first_sequence, draw, p.head_dim) if shown(1) or shown(4) or shown(5) else None
+qk = (
+    ui.shared(sat.first_sequence, draw, p.head_dim, given={"scores": one_scores})
+    if shown(1) or shown(4) or shown(5)
+    else None
+)
 
 # ---- 2. the same queries and keys, unscaled and scaled
 if shown(1):

@@ -81,17 +81,18 @@ MAX_SHARED = 8  # intermediate results kept per server (the largest, the saturat
 
 
 @st.cache_resource(max_entries=MAX_SHARED, show_spinner=False)
-def _shared(name: str, key: str, device_name: str, _fn: Callable[..., Any], _args: tuple) -> Any:
-    return run_with_fallback(lambda dev: _fn(*_args, device=dev), device_name)[0]
+def _shared(name: str, key: str, device_name: str, _fn: Callable[..., Any], _args: tuple, _given: dict) -> Any:
+    return run_with_fallback(lambda dev: _fn(*_args, device=dev, **_given), device_name)[0]
 
 
 SESSION_SHARED_BYTES = 16 * 2**20  # a session keeps its own last result of each shared step up to this size
 
 
-def shared(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args, device=...)`` computed once per server and shared read-only by every session (no copy per
-    caller, unlike :func:`compute`). For a large intermediate result that cached
+def shared(fn: Callable[..., Any], *args: Any, given: dict | None = None) -> Any:
+    """``fn(*args, device=..., **given)`` computed once per server and shared read-only by every session (no copy
+    per caller, unlike :func:`compute`). For a large intermediate result that cached
     steps read through ``compute(..., given=...)``: the saturation sweep's scores, which every τ reuses.
+    ``given``, as for :func:`compute`: keyword arguments left out of the cache key, which ``args`` determine.
     A :class:`~attn_core.config.ConfigError` gives None without a message: the step that reads the
     result gets the same arguments, raises it again and shows it once.
 
@@ -108,7 +109,7 @@ def shared(fn: Callable[..., Any], *args: Any) -> Any:
     if hit is not None and hit[0] == (key, dev):
         return hit[1]
     try:
-        value = _shared(name, key, dev, fn, args)
+        value = _shared(name, key, dev, fn, args, given or {})
     except ConfigError:
         return None
     if value is not None and _nbytes(value) <= SESSION_SHARED_BYTES:

@@ -126,8 +126,11 @@ def slow(p: Params, every_d_k: bool = False) -> bool:
 
 def current_scores(draw: Draw, d_k: int, *, device: str = "cpu") -> stats.SweepScores | None:
     """:func:`sweep_scores` of ``d_k`` alone: what :func:`current_weights` and :func:`score_sample` measure that τ
-    does not change, the raw scores without the keys' basis (which only the sweep's gradients read)."""
-    return stats.sweep_scores((d_k,), draw.seq_len, draw.samples, draw.seed, device, draw.dist, with_basis=False)
+    does not change, the raw scores without the keys' basis (which only the sweep's gradients read), and the
+    first sequence's q and k from the same draw (:func:`first_sequence`)."""
+    return stats.sweep_scores(
+        (d_k,), draw.seq_len, draw.samples, draw.seed, device, draw.dist, with_basis=False, with_first=True
+    )
 
 
 def current_weights(
@@ -140,10 +143,13 @@ def current_weights(
     return stats.weight_summary(d_k, draw.seq_len, draw.samples, draw.seed, device, draw.dist, temperature, scores)
 
 
-def first_sequence(draw: Draw, d_k: int, *, device: str = "cpu") -> tuple[np.ndarray, np.ndarray] | None:
+def first_sequence(
+    draw: Draw, d_k: int, *, device: str = "cpu", scores: stats.SweepScores | None = None
+) -> tuple[np.ndarray, np.ndarray] | None:
     """q, k of the first sequence (:func:`attn_core.stats.first_sequence`), which τ and the row leave as they
-    are: pass them as ``qk`` to :func:`example_maps` and :func:`query_scores`. None when large."""
-    return stats.first_sequence(d_k, draw.seq_len, draw.samples, draw.seed, draw.dist)
+    are: pass them as ``qk`` to :func:`example_maps` and :func:`query_scores`. None when large. From ``scores``
+    (:func:`current_scores` of ``draw`` and ``d_k``) when they hold them, so nothing is drawn again."""
+    return stats.first_sequence(d_k, draw.seq_len, draw.samples, draw.seed, draw.dist, scores)
 
 
 QK = tuple[np.ndarray, np.ndarray]

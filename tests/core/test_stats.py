@@ -524,6 +524,31 @@ def test_the_kept_first_sequence_gives_the_same_maps_and_scores_without_drawing(
     assert stats.first_sequence(64, 16, 256, seed=3) is None  # too large to keep: the views draw it
 
 
+@pytest.mark.parametrize("distribution", stats.DISTRIBUTIONS)
+@pytest.mark.parametrize("t, n", [(16, 256), (100, 3), (4, 50)])  # one block; spaced query rows; several blocks
+def test_the_first_sequence_kept_with_the_scores_is_the_one_drawn_alone(small_bounds, monkeypatch, distribution, t, n):
+    """The page draws the current d_k's sample once (``with_first``): its first sequence's q and k are the ones
+    :func:`first_sequence` draws alone, to the bit, every query position included where the sweep measures a
+    few (t = 100), and reading them draws nothing. Scores of other arguments are refused; a first sequence over
+    its budget is not kept, and one d_k's is all ``with_first`` keeps."""
+    d = 32
+    alone = stats.first_sequence(d, t, n, 4, distribution)
+    scores = stats.sweep_scores((d,), t, n, 4, "cpu", distribution, with_basis=False, with_first=True)
+    assert scores.first[0].shape == scores.first[1].shape == (t, d) and scores.first[0].dtype == np.float32
+    assert scores.nbytes == stats.sweep_scores_bytes((d,), t, n, with_basis=False) + 2 * 4 * t * d
+    with monkeypatch.context() as m:
+        m.setattr(stats, "_draw_block", None)  # nothing may be drawn from here on
+        kept = stats.first_sequence(d, t, n, 4, distribution, scores)
+    assert all(np.array_equal(a, b) for a, b in zip(kept, alone, strict=True))
+    with pytest.raises(ValueError, match="drawn for"):
+        stats.first_sequence(d, t, n, 5, distribution, scores)
+    assert stats.sweep_scores((d,), t, n, 4, "cpu", distribution).first is None  # not asked for
+    monkeypatch.setattr(stats, "FIRST_SEQUENCE_BYTES", 2 * 4 * t * d - 1)
+    assert stats.sweep_scores((d,), t, n, 4, "cpu", distribution, with_first=True).first is None
+    with pytest.raises(ValueError, match="one d_k"):
+        stats.sweep_scores((2, d), t, n, 4, with_first=True)
+
+
 def test_largest_settings_stay_within_the_budget_in_a_fresh_process():
     """The page's heaviest computations at 8192 keys and 16384 samples, d_k = 1024: peak RSS growth < 1 GiB."""
     code = """

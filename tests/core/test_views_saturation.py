@@ -129,6 +129,9 @@ def test_maps_and_row_scores_from_the_kept_first_sequence_equal_those_drawn():
     np.testing.assert_array_equal(sat.query_scores(p.draw, 32, 7, qk=qk), sat.query_scores(p.draw, 32, 7))
     with pytest.raises(ValueError):  # another d_k's q and k
         sat.example_maps(p.draw, 16, 1.3, qk=qk)
+    # the page takes them from the current d_k's scores, drawn once with them
+    kept_qk = sat.first_sequence(p.draw, p.head_dim, scores=sat.current_scores(p.draw, p.head_dim))
+    assert all(np.array_equal(a, b) for a, b in zip(kept_qk, qk, strict=True))
 
 
 @pytest.mark.parametrize(
