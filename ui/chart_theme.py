@@ -149,6 +149,11 @@ INK = "#222222"
 #: The darkest grey the figures draw for a white background that the dark scheme draws mirrored (#444444 ->
 #: #bbbbbb): lighter neutral greys (#888888, #9a9a9a) read on both backgrounds.
 MIRRORED_UP_TO = 0x66
+#: The lightest fills the figures draw for a white background (the KV cache's empty buffers and layer slabs,
+#: #eeeeee and #f7f7f7): opaque neutral greys from here up are drawn in the dark scheme as dark greys a little
+#: above its background (#f7f7f7 -> #262626), so a slab is not a white block on a dark page.
+DARK_FILL_FROM = 0xDD
+DARK_FILL_LIFT = 0x1E
 _HEX = re.compile(r"#([0-9a-f]{3}|[0-9a-f]{6})")
 _RGB = re.compile(r"rgba?\(\s*([\d.]+)\s*,\s*([\d.]+)\s*,\s*([\d.]+)\s*(?:,\s*([\d.]+)\s*)?\)")
 _NAMED = {"white": (255.0, 255.0, 255.0, 1.0), "black": (0.0, 0.0, 0.0, 1.0)}
@@ -180,24 +185,37 @@ def light(color: Any) -> bool:
 
 
 def mirrored(color: Any, ink: str) -> Any:
-    """``color`` as the dark scheme draws it on its background: :data:`INK` in the theme's text colour ``ink``, an
-    opaque neutral grey up to :data:`MIRRORED_UP_TO` mirrored (#444444 -> #bbbbbb); anything else as it is."""
+    """``color`` as the dark scheme draws it on its background: :data:`INK` in the theme's text colour ``ink``, a
+    neutral grey up to :data:`MIRRORED_UP_TO` mirrored (#444444 -> #bbbbbb; a see-through one keeps its alpha:
+    rgba(60,60,60,0.55) -> rgba(195,195,195,0.55)); anything else as it is."""
     if isinstance(color, str) and color.lower() == INK:
         return ink
     c = rgba(color)
-    if c is None or c[3] < 1 or not c[0] == c[1] == c[2] or c[0] > MIRRORED_UP_TO:
+    if c is None or c[3] <= 0 or not c[0] == c[1] == c[2] or c[0] > MIRRORED_UP_TO:
         return color
     v = 255 - int(c[0])
+    return f"#{v:02x}{v:02x}{v:02x}" if c[3] >= 1 else f"rgba({v},{v},{v},{c[3]:g})"
+
+
+def dark_fill(color: Any) -> Any:
+    """A trace's fill as the dark scheme draws it: an opaque neutral grey from :data:`DARK_FILL_FROM` up becomes a
+    dark grey (:data:`DARK_FILL_LIFT` above black by as much as it was below white); anything else as it is."""
+    c = rgba(color)
+    if c is None or c[3] < 1 or not c[0] == c[1] == c[2] or c[0] < DARK_FILL_FROM:
+        return color
+    v = 255 - int(c[0]) + DARK_FILL_LIFT
     return f"#{v:02x}{v:02x}{v:02x}"
 
 
 def inked(data: list[dict], theme: dict) -> list[dict]:
     """``data`` for the dark scheme: each trace's line, marker and marker outline colour :func:`mirrored` (near-black
-    in the theme's text colour, dark greys mirrored; other colours, arrays of colours and tables as they are);
-    changed traces are copies."""
+    in the theme's text colour, dark greys mirrored; other colours, arrays of colours and tables as they are), and
+    its light grey fill dark (:func:`dark_fill`); changed traces are copies."""
     ink = theme["layout"]["font"]["color"]
     out = []
     for trace in data:
+        if "fillcolor" in trace and (fill := dark_fill(trace["fillcolor"])) != trace["fillcolor"]:
+            trace = {**trace, "fillcolor": fill}
         for part in ("line", "marker"):
             value = trace.get(part)
             if not isinstance(value, dict):

@@ -118,11 +118,43 @@ def test_near_black_lines_take_the_text_colour_and_dark_greys_are_mirrored_in_th
     ("colour", "dark"),
     [("#222222", "TEXT"), ("#333333", "#cccccc"), ("#444", "#bbbbbb"), ("#666666", "#999999"),
      ("#777777", "#777777"), ("#9a9a9a", "#9a9a9a"), ("#0072B2", "#0072B2"), ("rgba(60,60,60,0.55)",
-     "rgba(60,60,60,0.55)"), ("white", "white"), (None, None), (["#222222"], ["#222222"])],
+     "rgba(195,195,195,0.55)"), ("rgba(0,0,0,0)", "rgba(0,0,0,0)"), ("rgba(200,200,200,0.5)", "rgba(200,200,200,0.5)"),
+     ("white", "white"), (None, None), (["#222222"], ["#222222"])],
 )  # fmt: skip
 def test_mirrored_greys(colour, dark):
     text = ct.themes()["dark"]["layout"]["font"]["color"]
     assert ct.mirrored(colour, text) == (text if dark == "TEXT" else dark)
+
+
+@pytest.mark.parametrize(
+    ("colour", "dark"),
+    [("#f7f7f7", "#262626"), ("#eeeeee", "#2f2f2f"), ("#ffffff", "#1e1e1e"), ("#dddddd", "#404040"),
+     ("#dcdcdc", "#dcdcdc"), ("#fde3a7", "#fde3a7"), ("rgba(238,238,238,0.5)", "rgba(238,238,238,0.5)"), (None, None)],
+)  # fmt: skip
+def test_light_grey_fills_are_dark_in_the_dark_scheme(colour, dark):
+    """Opaque light greys from #dddddd up (255 - v + 0x1e): a slab drawn for white paper is a dark slab on dark
+    paper; a colour, a see-through fill or a mid grey stays."""
+    assert ct.dark_fill(colour) == dark
+
+
+def test_the_kv_cache_tensors_read_on_the_dark_scheme():
+    """The KV cache as tensors: its empty buffers and layer slabs (#eeeeee, #f7f7f7) were light blocks on the dark
+    page, and its lookup lines (a see-through dark grey) would vanish on dark slabs. In the dark scheme the slabs
+    are dark greys and the lookups light; the light scheme is left as built."""
+    from attn_core.figures import Style
+    from attn_core.figures import kv_tensors as kt
+    from attn_core.memory import cache_fill
+
+    spec = figures.figure_spec(kt.tensor_figure(cache_fill(12, 8, 2, (16, 16), 4096), Style()))
+    dark, light = ct.browser_spec(spec, dark=True)["data"], ct.browser_spec(spec)["data"]
+    fills = {t.get("fillcolor") for t in spec["data"]}
+    assert {"#f7f7f7", kt.EMPTY_FILL} <= fills
+    for was, now, same in zip(spec["data"], dark, light, strict=True):
+        assert same.get("fillcolor") == was.get("fillcolor")
+        if was.get("fillcolor") in ("#f7f7f7", kt.EMPTY_FILL):
+            assert not ct.light(now["fillcolor"]) and ct.rgba(now["fillcolor"])[0] < 0x40
+        if was.get("line", {}).get("color") == kt.READ_LINE:
+            assert ct.rgba(now["line"]["color"])[0] > 0xB0 and ct.rgba(now["line"]["color"])[3] == 0.55
 
 
 def test_colour_parsing_and_lightness():

@@ -12,6 +12,7 @@ import re
 
 import pytest
 
+from attn_core.i18n import translate
 from tests.util import contrast, over
 
 pytestmark = pytest.mark.e2e
@@ -71,4 +72,41 @@ def test_every_label_reads_on_what_it_is_painted_on_in_the_dark(watch, path, cha
         ink = colour(note["ink"])
         assert ink is not None, note
         assert contrast(over(ink, under), under) >= MIN_CONTRAST, (note, round(contrast(over(ink, under), under), 2))
+    assert watch.exceptions() == []
+
+
+TENSORS = f"[data-testid='stExpander']:has(summary:has-text('{translate('kvcache.tensor_header', 'en')}'))"
+# the fill of every filled area of the tensor chart (its buffers and layer slabs) and the stroke of its lookup lines
+FILLS = """() => {
+  const gd = document.querySelector('.st-key-kv_tensors .js-plotly-plot');
+  const fills = [...gd.querySelectorAll('.scatterlayer .js-fill')].map(e => getComputedStyle(e))
+    .filter(s => s.fill !== 'none').map(s => [s.fill, s.fillOpacity]);
+  const lines = [...gd.querySelectorAll('.scatterlayer .js-line')].map(e => getComputedStyle(e))
+    .map(s => [s.stroke, s.strokeOpacity]);
+  return {paper: getComputedStyle(gd.querySelector('.main-svg')).backgroundColor, fills, lines};
+}"""
+
+
+def test_the_kv_cache_tensors_are_dark_slabs_with_light_lookups_in_the_dark(watch):
+    """The KV cache as tensors drew its empty buffers and layer slabs in #eeeeee and #f7f7f7 on the dark page (white
+    blocks) and would draw its lookups, a see-through dark grey, invisibly on dark slabs. Read from the page: every
+    grey slab is within a few steps of the background and the lookups keep the light scheme's contrast with them."""
+    watch.page.emulate_media(color_scheme="dark")
+    watch.open("kv_cache")
+    watch.page.locator(TENSORS).locator("summary").click()
+    watch.page.wait_for_selector(".st-key-kv_tensors .js-plotly-plot .scatterlayer .js-fill")
+    watch.wait_idle()
+    got = watch.page.evaluate(FILLS)
+    paper = colour(got["paper"])
+    assert paper is not None and sum(paper[:3]) < 3 * 64, got["paper"]
+    greys = [colour(f, o) for f, o in got["fills"]]
+    greys = [c for c in greys if c is not None and c[0] == c[1] == c[2] and c[3] >= 1]  # the slabs, not the layouts
+    assert len(greys) >= 2, got["fills"]
+    assert all(c[0] < 0x40 for c in greys), greys  # #eeeeee and #f7f7f7 were white blocks
+    slab = max(greys, key=lambda c: c[0])
+    lookups = [colour(s, o) for s, o in got["lines"]]
+    lookups = [c for c in lookups if c is not None and c[0] == c[1] == c[2] and c[3] < 1]  # see-through greys
+    assert lookups, got["lines"]
+    for ink in lookups:
+        assert contrast(over(ink, slab), slab) >= 2.5, (ink, slab)  # 2.97 on the light scheme's #f7f7f7
     assert watch.exceptions() == []
