@@ -117,6 +117,9 @@ if (live := ui.section_box(shown, 3, ui.t("kvcache.live_header"), "x_kv_live", u
             steps = lambda: kc.decode_steps(spec, device=ui.device(), model=model)  # noqa: E731
             run = ui.live_run("kv_decode", (spec, ui.device()), steps, frame,
                               progress=lambda r: kc.decode_progress(spec, r.steps, style), bar=bar)  # fmt: skip
+        if run.status == "idle":  # before Run: the formula's prediction, which the measured points will land on
+            with boxes[0].container():
+                ui.show_view(ui.view(kc.decode_plan_view, spec, style), "kv_decode_plan")
         if ui.live_status(run, status, "kvcache.press_run"):
             run_spec = run.params[0]  # what the run measured, also after the controls moved on
             kind, text, icon = kc.decode_summary(run_spec, run.steps, run.status == "stopped", style)

@@ -250,8 +250,9 @@ class DecodeSeries:
     """The numbers of :func:`decode_memory_figure`, one value per generated token so far.
 
     ``seq_len`` tokens in the cache at each step; ``measured`` bytes from the
-    cache tensors; ``formula`` from ``kv_cache_bytes`` for the heads the cache
-    holds. ``correct`` (the repeat_kv mistake only) the right-sized cache;
+    cache tensors (the first steps' only, or none: a run before or during its
+    first steps, whose formula already spans every step); ``formula`` from
+    ``kv_cache_bytes`` for the heads the cache holds. ``correct`` (the repeat_kv mistake only) the right-sized cache;
     ``cuda`` the growth of ``torch.cuda.memory_allocated``; ``allocated`` the
     preallocated buffers. The axes span ``x_max`` tokens and ``y_max`` bytes (the
     whole run), so a live chart grows in place.
@@ -278,6 +279,7 @@ def decode_memory_figure(s: DecodeSeries, style: Style = Style()) -> go.Figure:
                     customdata=[format_bytes_exact(int(b)) for b in values], **how)  # fmt: skip
 
     wrong = s.correct is not None
+    done = x[: len(s.measured)]  # the steps measured so far (none before the run: the formula's prediction alone)
     data = []
     if s.allocated:
         data.append(line(style.t("kvmem.allocated"), [0, s.x_max], [s.allocated] * 2, mode="lines",
@@ -287,13 +289,13 @@ def decode_memory_figure(s: DecodeSeries, style: Style = Style()) -> go.Figure:
                          line=dict(color=CACHED_COLOR, width=3, dash="dash")))  # fmt: skip
     data.append(line(style.t("kvmem.formula"), x, s.formula, mode="lines",
                      line=dict(color=FORMULA_COLOR, width=4 if style.present else 3)))  # fmt: skip
-    data.append(line(style.t("kvmem.measured_wrong" if wrong else "kvmem.measured"), x, s.measured, mode="markers",
+    data.append(line(style.t("kvmem.measured_wrong" if wrong else "kvmem.measured"), done, s.measured, mode="markers",
                      marker=dict(color=WRONG_COLOR if wrong else CACHED_COLOR, size=8 if style.present else 6,
                                  symbol="circle-open", line=dict(width=2))))  # fmt: skip
     if s.cuda is not None:
-        data.append(line(style.t("kvmem.cuda"), x, s.cuda, mode="lines", line=dict(color=CUDA_COLOR, width=2)))
+        data.append(line(style.t("kvmem.cuda"), done, s.cuda, mode="lines", line=dict(color=CUDA_COLOR, width=2)))
     layout = base_layout(
-        style.t("kvmem.live_mem_title"), style, 480 if style.present else 430,
+        style.t("kvmem.live_mem_title" if len(s.measured) else "kvmem.live_mem_plan"), style, 480 if style.present else 430,
         xaxis=dict(range=[0, s.x_max * 1.02 + 1], title=dict(text=style.t("kvmem.tokens_in_cache"))),
         yaxis=dict(range=[0, s.y_max / div * 1.08], title=dict(text=style.t("kvmem.bytes_axis", unit=unit)),
                    rangemode="tozero"),

@@ -581,6 +581,36 @@ def decode_series(steps: Sequence[kvc.DecodeStep], spec: DecodeSpec) -> mf.Decod
                            [s.correct_bytes for s in steps] if cfg.cache_after_repeat else None, cuda, allocated)  # fmt: skip
 
 
+def planned_series(spec: DecodeSpec | RealDecodeSpec) -> mf.DecodeSeries:
+    """The memory chart of a decode before it runs: the formula at every step it will make (the cache holds
+    ``prompt_len`` tokens after the first, ``x_max`` after the last), and with the repeat_kv mistake the right-sized
+    cache too; nothing measured. The axes are the run's own (:func:`decode_series`), so the measured points land on
+    this chart as the run makes them."""
+    seq = list(range(spec.prompt_len, spec.x_max + 1))
+    if isinstance(spec, RealDecodeSpec):
+        formula = [kvc.kv_cache_bytes(spec.n_layers, spec.n_kv_heads, spec.head_dim, t, 1, REAL_DTYPE) for t in seq]
+        return mf.DecodeSeries(seq, [], formula, spec.x_max, formula[-1])
+    cfg = spec.cfg
+    formula = [kvc.kv_cache_bytes(cfg.n_layers, cfg.cache_heads, cfg.head_dim, t, cfg.batch, cfg.dtype) for t in seq]
+    correct = [kvc.kv_cache_bytes(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, t, cfg.batch, cfg.dtype) for t in seq]
+    return mf.DecodeSeries(seq, [], formula, spec.x_max, formula[-1], correct if cfg.cache_after_repeat else None)
+
+
+def decode_plan_view(spec: DecodeSpec | RealDecodeSpec, style: Style) -> View:
+    """The decode's memory chart before Run (:func:`planned_series`): what the formula predicts at each step, with
+    those numbers as data."""
+    s = planned_series(spec)
+    data = pd.DataFrame({"tokens in cache": s.seq_len, "formula (bytes)": s.formula})
+    if s.correct is not None:
+        data["correct cache (bytes)"] = s.correct
+    tag = (
+        f"{spec.model}_p{spec.prompt_len}_n{spec.n_new}_fp32"
+        if isinstance(spec, RealDecodeSpec)
+        else decode_tag(spec.cfg)
+    )
+    return View(f"kv_decode_plan_{tag}", mf.decode_memory_figure(s, style), data)
+
+
 def decode_figures(steps: Sequence, spec: DecodeSpec | RealDecodeSpec, style: Style) -> tuple:
     """(memory figure, time figure) of a decode, for the steps so far."""
     if isinstance(spec, RealDecodeSpec):

@@ -70,7 +70,8 @@ def test_llama_2_7b_at_4096_tokens_is_2_gib(app_test):
     assert "2,147,483,648" in table.iloc[:, 4].tolist()
     assert table.iloc[0, -1] == "163,840"  # 80 GiB / 512 KiB per token
     assert "Press Run decode" in texts(at) and "Press Measure prefill and decode" in texts(at)
-    assert len(chart_specs(at)) == 2  # the memory chart and the tensors: nothing is timed until asked
+    # the memory chart, the tensors and the live decode's prediction: nothing is measured or timed until asked
+    assert [s["layout"].get("uirevision") for s in chart_specs(at)] == ["kv_memory", "kv_tensors", "kv_live_mem"]
 
 
 def test_prefill_against_decode_is_measured_on_request(app_test):
@@ -214,6 +215,39 @@ def test_live_decode_runs_to_completion_and_matches_the_formula(app_test):
     # a later rerun keeps the results on screen
     at.run()
     assert "6 steps" in at.success[0].value
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_before_run_the_decode_chart_shows_the_formula_s_prediction(app_test, wrong):
+    """Before Run the live decode's memory chart is already there (on a slide too, where captions are folded away):
+    the formula at each step the run will make, nothing measured yet, on the axes the run then draws its measured
+    points on; with the repeat_kv mistake, the right-sized cache beside it. Run replaces it with the measurement."""
+    query = {"model": "llama-3-8b", "dec_steps": "6", "dec_prompt": "4", "dec_recompute": "false"}
+    at = app_test(PAGE, query={**query, "dec_wrong": str(wrong).lower()})
+    no_exception(at)
+    plans = [s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem"]
+    assert len(plans) == 1
+    plan = plans[0]
+    assert plan["layout"]["title"]["text"].startswith("Cache size at each step: what the formula predicts")
+    by_name = {t["name"]: t for t in plan["data"]}
+    formula = by_name["formula 2·L·B·H·S·d_k·b"]
+    seq = arr(formula["x"]).astype(int)
+    assert seq.tolist() == [4, 5, 6, 7, 8, 9]  # the cache after each of the 6 steps: 4 + 6 - 1 at the end
+    heads = 32 if wrong else 8  # what the cache holds: every query head's copy with the mistake
+    assert np.array_equal(arr(formula["y"]) * 1024, [kv_cache_bytes(2, heads, 128, int(t), 1, "fp16") for t in seq])
+    measured = by_name["measured, cached after repeat_kv" if wrong else "measured (tensor sizes)"]
+    assert len(arr(measured["x"])) == 0 and len(arr(measured["y"])) == 0
+    if wrong:
+        right = by_name["correct cache (n_kv_heads heads)"]
+        assert np.array_equal(arr(right["y"]) * 1024, [kv_cache_bytes(2, 8, 128, int(t), 1, "fp16") for t in seq])
+    at.button(key="kv_run").click().run()
+    no_exception(at)
+    mems = [s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem"]
+    assert len(mems) == 1 and mems[0]["layout"]["title"]["text"].startswith("Cache size at each step: measured")
+    for axis in ("xaxis", "yaxis"):  # the measured points land on the chart the prediction drew
+        assert mems[0]["layout"][axis]["range"] == plan["layout"][axis]["range"]
+    done = {t["name"]: t for t in mems[0]["data"]}
+    assert np.array_equal(arr(done[measured["name"]]["x"]), seq)
 
 
 def test_repeat_kv_mistake_caches_n_rep_times_more(app_test):

@@ -172,7 +172,8 @@ LIVE_POINTS = """() => {
     if (!el || !el.data) return 0;
     const sizes = {f8: 8, f4: 4, i4: 4, u4: 4, i2: 2, u2: 2, i1: 1, u1: 1, i8: 8};
     const count = x => !x ? 0 : (x.length !== undefined ? x.length : atob(x.bdata).length / (sizes[x.dtype] || 8));
-    return Math.max(0, ...el.data.map(t => count(t.x)));  // the longest series: the measured cache so far
+    // the measured cache so far (its markers: before Run the formula's prediction already spans every step)
+    return Math.max(0, ...el.data.filter(t => t.mode === 'markers').map(t => count(t.x)));
 }"""
 
 
@@ -180,6 +181,10 @@ def test_live_decode_chart_grows_and_stop_leaves_page_usable(watch):
     # long enough (1024 steps of 8 layers at batch 4: tens of seconds here) that Stop always lands mid-run;
     # 400 steps of the default shape finished in about 2 s, before the click, once OpenMP stopped spinning
     watch.open("kv_cache?dec_steps=1024&dec_layers=8&dec_batch=4&dec_recompute=false")
+    # before Run: the formula's prediction over all 1,024 steps, nothing measured
+    predicted = LIVE_POINTS.replace("t.mode === 'markers'", "t.mode === 'lines'")
+    watch.page.wait_for_function(f"() => ({predicted})() === 1024", timeout=60_000)
+    assert watch.page.evaluate(LIVE_POINTS) == 0
     watch.page.locator(".st-key-kv_run button").click()
     watch.page.wait_for_function(f"() => ({LIVE_POINTS})() > 0", timeout=60_000)
     first = watch.page.evaluate(LIVE_POINTS)
