@@ -8,6 +8,7 @@ lecture-hall server swap or die.
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable
 from typing import TypeVar
@@ -60,16 +61,42 @@ def check_budget(need: int, what: str, fix: str, field: str) -> int:
     return need
 
 
+def free_cuda() -> None:
+    """Give the CUDA memory of what is no longer referenced back to the device (a failed step's tensors).
+
+    Call it after leaving the ``except`` block of an out-of-memory error: inside it the traceback still holds
+    the failed frames and their tensors, so nothing would be freed (PyTorch's FAQ)."""
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def out_of_memory(dev: torch.device | str, doing: str, reduce: str) -> ConfigError:
+    """The error for ``dev`` running out of memory while ``doing`` (what to lower follows); raise it after
+    :func:`free_cuda`, outside the ``except`` that caught the out-of-memory error (no chained traceback then
+    keeps the failed step's tensors on the device while a page shows the message)."""
+    return ConfigError(f"{dev} ran out of memory {doing}", "budget", "oom", dev=str(dev), reduce=reduce)
+
+
+def step_out_of_memory(dev: torch.device | str) -> ConfigError:
+    """:func:`out_of_memory` for a page's step, a live run or a model load that cannot fall back to the CPU (it
+    is bound to a model on the device, or it ran out of memory there too): lower the page's sizes or pick the
+    CPU."""
+    why = "(other work may be using it); lower this page's sizes, or choose the CPU in the sidebar."
+    return ConfigError(f"{dev} ran out of memory {why}", "budget", "oom_step", dev=str(dev))
+
+
 def run_with_fallback(fn: Callable[[str], T], device: str) -> tuple[T, str]:
     """Run ``fn(device)``; on CUDA out-of-memory free the cache and rerun ``fn("cpu")``.
 
-    Returns ``(result, device_used)`` so the caller can tell the user it fell back.
+    Returns ``(result, device_used)`` so the caller can tell the user it fell back. A step that does not
+    move (one bound to a model already on the device) may run out of memory again: that error is the
+    caller's (``ui.compute`` says what to lower).
     """
     try:
         return fn(device), device
     except torch.OutOfMemoryError:
         if not str(device).startswith("cuda"):
             raise
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-        return fn("cpu"), "cpu"
+    free_cuda()  # out of the except block: the failed frames are gone
+    return fn("cpu"), "cpu"

@@ -62,13 +62,6 @@ def unsupported_dtype(dtype: object, field: str = "dtype") -> ConfigError:
     )
 
 
-def _out_of_memory(dev: torch.device, doing: str, reduce: str) -> ConfigError:
-    """The error for ``dev`` running out of memory while ``doing`` (what to lower follows), its CUDA cache freed."""
-    if dev.type == "cuda":
-        torch.cuda.empty_cache()
-    return ConfigError(f"{dev} ran out of memory {doing}", "budget", "oom", dev=str(dev), reduce=reduce)
-
-
 def torch_dtype(dtype: str | torch.dtype) -> torch.dtype:
     """``fp32``/``fp16``/``bf16`` (or the torch dtype itself) as a torch dtype."""
     if isinstance(dtype, torch.dtype):
@@ -559,10 +552,12 @@ def run_decode(
     check_decode_budget(cfg, prompt_len, n_new, dev, budget_bytes, recompute)
     try:
         yield from _decode_steps(cfg, prompt_len, n_new, dev, recompute, repeats)
-    except torch.OutOfMemoryError as exc:
-        doing = "during the live decode (other work may be using it); lower the steps, the batch, the heads or "
-        doing += "the head dimension"
-        raise _out_of_memory(dev, doing, "dec_steps / dec_batch / n_heads / head_dim") from exc
+        return
+    except torch.OutOfMemoryError:
+        pass
+    guard.free_cuda()  # outside the except: its traceback held the model and the caches on the device
+    doing = "during the live decode (other work may be using it); lower the steps, the batch, the heads or "
+    raise guard.out_of_memory(dev, doing + "the head dimension", "dec_steps / dec_batch / n_heads / head_dim")
 
 
 def _decode_steps(
@@ -695,10 +690,12 @@ def time_prefill_vs_decode(
     check_decode_budget(cfg, n_tokens, 1, dev, recompute=False)
     try:
         best_p, best_d = _time_phases(cfg, n_tokens, dev, repeats)
-    except torch.OutOfMemoryError as exc:
-        doing = "timing prefill and decode; lower the tokens, the batch or the heads"
-        raise _out_of_memory(dev, doing, "pd_tokens / batch / n_heads") from exc
-    return PrefillDecodeTiming(n_tokens, best_p, best_d)
+        return PrefillDecodeTiming(n_tokens, best_p, best_d)
+    except torch.OutOfMemoryError:
+        pass
+    guard.free_cuda()  # outside the except: its traceback held the model on the device
+    doing = "timing prefill and decode; lower the tokens, the batch or the heads"
+    raise guard.out_of_memory(dev, doing, "pd_tokens / batch / n_heads")
 
 
 def _time_phases(cfg: DecodeConfig, n_tokens: int, dev: torch.device, repeats: int) -> tuple[float, float]:

@@ -773,9 +773,12 @@ def _normalised_entropy(w: torch.Tensor, causal: bool) -> torch.Tensor:
     """
     t = w.shape[-1]
     h = -torch.special.xlogy(w, w).sum(-1)  # (B, H, T) in nats
-    allowed = torch.arange(1, t + 1, dtype=w.dtype, device=w.device) if causal else torch.full((t,), float(t))
-    keep = allowed > 1
-    return (h[..., keep] / allowed[keep].log()).mean(dim=(0, 2))
+    # row i allows i + 1 keys in a causal model (row 0, one key, left out), all t in an encoder (none kept at t = 1);
+    # made on the weights' device, and sliced, not masked, so no step depends on the data
+    first = 1 if causal else (0 if t > 1 else t)
+    allowed = torch.arange(first + 1, t + 1, dtype=w.dtype, device=w.device) if causal else torch.full(
+        (t - first,), float(t), dtype=w.dtype, device=w.device)  # fmt: skip
+    return (h[..., first:] / allowed.log()).mean(dim=(0, 2))
 
 
 def head_scores(model: LoadedModel, seq_len: int = 50, n_seqs: int = 4, seed: int = 0) -> pd.DataFrame:
@@ -831,16 +834,26 @@ class GenStep:
 
 
 class _RowRecorder:
-    """Keeps the last query's weights over every key, per layer ``[L, H, S]`` (float32)."""
+    """Keeps the last query's weights over every key, per layer, on the model's device; :meth:`collect` gives
+    them as ``[L, H, S]`` (float32, CPU) once the step is timed (a copy to the CPU per layer inside the timed
+    step would wait for the GPU at every layer, on the cached path only)."""
 
     def __init__(self, model: LoadedModel, s: int):
-        self.rows = np.empty((model.n_layers, model.n_heads, s), dtype=np.float32)
+        self.kept: list[torch.Tensor] = []
+        self.shape = (model.n_layers, model.n_heads, s)
         self.calls, self.expected = 0, model.n_layers
 
     def __call__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> None:
-        layer, self.calls = self.calls, self.calls + 1
+        self.calls += 1
         w = layer_weights(q[:1, :, -1:].float(), k[:1].float(), scale, causal=False)  # last row sees every key
-        self.rows[layer] = w[0, :, 0].cpu().numpy()
+        self.kept.append(w[0, :, 0])  # (H, S)
+
+    def collect(self) -> np.ndarray:
+        """The rows ``[L, H, S]`` (float32, CPU)."""
+        rows = torch.stack(self.kept).to("cpu", torch.float32).numpy()
+        if rows.shape != self.shape:
+            raise RuntimeError(f"captured rows of shape {rows.shape}, not {self.shape}")
+        return rows
 
 
 def cache_bytes(cache: Any) -> int:
@@ -936,7 +949,7 @@ def _steps(model: LoadedModel, ids: list[int], n_new: int, how: tuple[bool, bool
             yield GenStep(step=step, token_id=token, token=token_labels(model.tokenizer, [token])[0],
                           text=model.tokenizer.decode(seq[len(ids):]), seq_len=context,
                           cache_bytes=cache_bytes(cache), formula_bytes=formula, seconds=seconds,
-                          attention=recorder.rows if recorder is not None else None, eos=token in eos)  # fmt: skip
+                          attention=recorder.collect() if recorder is not None else None, eos=token in eos)  # fmt: skip
             if token in eos:
                 return
             feed = torch.tensor([[token]]) if use_cache else torch.tensor([seq])

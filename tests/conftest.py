@@ -14,6 +14,16 @@ if str(ROOT) not in sys.path:
 
 # Tests always compute on the CPU unless ATTN_DEVICE says otherwise (e.g. the CUDA run).
 os.environ.setdefault("ATTN_DEVICE", "cpu")
+if os.environ.get("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE") == "1":  # NVIDIA's containers set it: float32 matmuls in TF32
+    print(
+        "conftest: TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 forces TF32; the CPU/CUDA agreement tests will fail",
+        file=sys.stderr,
+    )
+import torch  # noqa: E402
+
+# The CUDA tests compare float32 results with the CPU's at float32's tolerances: full-precision matmuls (torch's
+# default, pinned here against a changed default or a library that turns TF32 on)
+torch.backends.cuda.matmul.fp32_precision = "ieee"
 
 
 from attn_core.views import PAGES  # noqa: E402

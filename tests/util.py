@@ -93,11 +93,14 @@ def cli_specs(page_name: str, argv: list[str]) -> list[dict]:
     from attn_core.export import params_from
     from attn_core.views import page
 
+    from attn_core.device import pick_device
+
     spec = page(page_name)
     params, args = params_from(spec, ["--page", page_name, *argv])
     style = figures.Style()
     out = []
-    for view in spec.views(params, style, getattr(args, "view", None)):
+    # on the device the page computes on (ATTN_DEVICE, as ui.device): a GPU's float32 differs from the CPU's
+    for view in spec.views(params, style, getattr(args, "view", None), device=str(pick_device())):
         figures.apply_fonts(view.figure, style)
         out.append(json.loads(pio.to_json(view.figure, validate=False)))
     return out

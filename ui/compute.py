@@ -30,7 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
+import torch
 
+from attn_core import guard
 from attn_core.config import ConfigError
 from attn_core.guard import run_with_fallback
 
@@ -72,6 +74,14 @@ def compute(fn: Callable[..., Any], *args: Any, given: dict | None = None, **kwa
     except ConfigError as exc:
         show_error(exc)
         return None
+    except torch.OutOfMemoryError:  # no CPU retry helped: a step bound to a model on the device, or both full
+        failed = True
+    else:
+        failed = False
+    if failed:
+        guard.free_cuda()  # out of the except block: the failed frames are gone
+        show_error(guard.step_out_of_memory(dev))
+        return None
     if dev.startswith("cuda") and not str(used).startswith("cuda"):
         st.warning(t("ui.oom_fallback"), icon="⚠️")
     return result
@@ -111,6 +121,13 @@ def shared(fn: Callable[..., Any], *args: Any, given: dict | None = None) -> Any
     try:
         value = _shared(name, key, dev, fn, args, given or {})
     except ConfigError:
+        return None
+    except torch.OutOfMemoryError:  # as a ConfigError: the step that reads the result says what to lower
+        oom = True
+    else:
+        oom = False
+    if oom:
+        guard.free_cuda()
         return None
     if value is not None and _nbytes(value) <= SESSION_SHARED_BYTES:
         kept[name] = ((key, dev), value)
@@ -427,6 +444,7 @@ def _run_steps(run: LiveRun, steps: Callable[[], Iterator[Any]], frame: Callable
         bar.progress(*progress(run))
     gen = steps()
     last = -math.inf
+    oom = False
     try:
         for step in gen:
             run.steps.append(step)
@@ -440,11 +458,15 @@ def _run_steps(run: LiveRun, steps: Callable[[], Iterator[Any]], frame: Callable
         run.status = "done"
     except ConfigError as exc:
         run.status, run.error = "error", exc
+    except torch.OutOfMemoryError:  # kept without its traceback, which held the run's tensors on the device
+        run.status, run.error, oom = "error", guard.step_out_of_memory(device()), True
     finally:
         if hasattr(gen, "close"):
             gen.close()  # a generator left by a rerun frees what it holds now, not when collected
         if run.status == "running":  # left by a rerun (Stop): keep what was made
             run.status = "stopped"
+    if oom:
+        guard.free_cuda()
 
 
 # ---------------------------------------------------------------- pretrained models
@@ -484,3 +506,8 @@ def model(key_of: Callable[[], str]) -> Any:
     except ConfigError as exc:
         show_error(exc)
         return None
+    except torch.OutOfMemoryError:
+        pass
+    guard.free_cuda()  # out of the except block: the failed load's tensors are gone
+    show_error(guard.step_out_of_memory(device()))
+    return None

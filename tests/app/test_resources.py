@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from streamlit.testing.v1 import AppTest
 
 from attn_core import guard
 from attn_core.config import AttentionConfig, ConfigError
@@ -81,6 +82,61 @@ def test_cuda_out_of_memory_falls_back_to_cpu():
     assert calls == ["cuda", "cpu"]
     with pytest.raises(torch.OutOfMemoryError):
         guard.run_with_fallback(lambda d: (_ for _ in ()).throw(torch.OutOfMemoryError("x")), "cpu")
+
+
+def _oom_step(seed: int, *, device: str = "cpu") -> int:
+    raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+
+def _oom_steps():
+    yield 1
+    raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+
+def oom_script() -> None:
+    import streamlit as st
+
+    import ui
+    from tests.app import test_resources as T
+
+    st.session_state["got"] = ui.compute(T._oom_step, 3)
+    st.session_state["shared"] = ui.shared(T._oom_step, 4)
+    run = ui.live_run("oom_run", ("p",), T._oom_steps)
+    st.session_state["run"] = (run.status, len(run.steps), getattr(run.error, "key", None))
+    st.write("still drawn")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_out_of_memory_that_no_cpu_retry_helps_is_a_message_not_a_traceback(lang):
+    """A step bound to a model on the GPU cannot move to the CPU: its retry runs out of memory again (and a live
+    run or a model load is never retried). Each says what to do in the user's language; the page goes on."""
+    at = AppTest.from_function(oom_script, default_timeout=60)
+    at.query_params["lang"] = lang
+    at.run()
+    no_exception(at)
+    assert at.session_state["got"] is None and at.session_state["shared"] is None
+    assert at.session_state["run"] == ("error", 1, "oom_step")  # the step made before it is kept
+    assert len(at.error) == 1  # the compute step's message (shared steps stay silent; the live run's page shows it)
+    text = at.error[0].value
+    assert ("lower this page's sizes, or choose the CPU" in text) if lang == "en" else ("在侧边栏选择 CPU" in text), text
+    assert "still drawn" in at.markdown[-1].value
+
+
+def test_entropy_of_an_encoder_s_heads_stays_on_the_weights_device():
+    """The roles' entropy divided the device's weights by a CPU tensor for an encoder (MiniLM: every key allowed),
+    which CUDA refuses; the meta device refuses the same mix, so a CPU machine catches it."""
+    from attn_core.models import _normalised_entropy
+
+    scores = torch.randn(2, 3, 5, 5)
+    for causal in (False, True):
+        mask = torch.ones(5, 5, dtype=torch.bool).triu(1) if causal else torch.zeros(5, 5, dtype=torch.bool)
+        w = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)  # a causal model's rows: i + 1 keys
+        on_cpu = _normalised_entropy(w, causal)
+        assert on_cpu.shape == (3,) and torch.all((on_cpu > 0) & (on_cpu <= 1))
+        meta = _normalised_entropy(w.to("meta"), causal)  # raised "not on the expected device" before
+        assert meta.device.type == "meta" and meta.shape == (3,)
+    # an encoder row of 5 allowed keys: entropy / log 5; uniform rows give exactly 1
+    assert torch.allclose(_normalised_entropy(torch.full((1, 2, 5, 5), 0.2), False), torch.ones(2))
 
 
 KERNEL_ENV = {k: v for k, v in os.environ.items() if k in ("ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}

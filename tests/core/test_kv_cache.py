@@ -336,6 +336,39 @@ def test_out_of_memory_mid_run_becomes_a_message(monkeypatch):
         list(run_decode(GQA, 4, 4))
 
 
+class _Held:
+    """Stands in for a failed step's tensors on the device (a weak reference tells when they are freed)."""
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_out_of_memory_leaves_nothing_of_the_failed_step_alive(monkeypatch, phase):
+    """The message a page keeps (the live run's error, shown on every rerun) carries no chained out-of-memory
+    error: its traceback held the failed frames, whose model and caches would have stayed on the GPU for as long
+    as the session showed the message."""
+    import weakref
+
+    refs = []
+
+    def oom_steps(*args, **kwargs):
+        held = _Held()
+        refs.append(weakref.ref(held))
+        yield from ()
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    def oom_phases(*args, **kwargs):
+        held = _Held()
+        refs.append(weakref.ref(held))
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(kvc, "_decode_steps", oom_steps)
+    monkeypatch.setattr(kvc, "_time_phases", oom_phases)
+    with pytest.raises(ConfigError, match="ran out of memory") as caught:
+        list(run_decode(GQA, 4, 4)) if phase == "decode" else kvc.time_prefill_vs_decode(GQA, 8)
+    err = caught.value
+    assert err.key == "oom" and err.__cause__ is None and err.__context__ is None
+    assert len(refs) == 1 and refs[0]() is None  # freed, though the error is still held here
+
+
 def test_bad_decode_settings_are_config_errors():
     with pytest.raises(ConfigError, match="valid n_kv_heads: 1, 2, 4, 8"):
         TinyDecoder(DecodeConfig(n_heads=8, n_kv_heads=3))

@@ -714,6 +714,7 @@ def test_score_sample_rejects_d_k_zero():
         stats.score_sample(0)
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_sweep_on_cuda_matches_cpu():
     cpu = stats.saturation_sweep((4, 256), 16, 64, 0, "cpu")
