@@ -8,6 +8,7 @@ lecture-hall server swap or die.
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 from collections.abc import Callable
@@ -84,6 +85,24 @@ def step_out_of_memory(dev: torch.device | str) -> ConfigError:
     CPU."""
     why = "(other work may be using it); lower this page's sizes, or choose the CPU in the sidebar."
     return ConfigError(f"{dev} ran out of memory {why}", "budget", "oom_step", dev=str(dev))
+
+
+def stays_on_device(fn: Callable[..., T]) -> Callable[..., T]:
+    """``fn`` (a step with a ``device`` keyword) for :func:`run_with_fallback`, when running it on the CPU instead
+    would not help or would mislabel it: a step bound to a model already on the device, or a timing of a chosen
+    device. Its CUDA out-of-memory error becomes :func:`step_out_of_memory` (a :class:`ConfigError`: no retry, a
+    message saying what to lower), raised with the device's memory freed."""
+
+    @functools.wraps(fn)
+    def step(*args: object, **kwargs: object) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except torch.OutOfMemoryError:
+            pass
+        free_cuda()  # out of the except block: the failed frames are gone
+        raise step_out_of_memory(kwargs.get("device", "cuda"))
+
+    return step
 
 
 def run_with_fallback(fn: Callable[[str], T], device: str) -> tuple[T, str]:

@@ -20,6 +20,7 @@ from .. import complexity as cx
 from ..config import MAX_SEQ_LEN, ConfigError
 from ..figures import Style
 from ..figures import complexity as cfig
+from ..guard import stays_on_device
 from ..memory import format_bytes
 from .base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
 
@@ -338,6 +339,7 @@ def pd_lens(p: Params) -> tuple[int, ...]:
     return tuple(sorted({*lens[::PD_STEP], lens[-1]}))
 
 
+@stays_on_device  # bound to where it runs: an out-of-memory error is a message, not a CPU retry
 def time_pd(
     shape: cx.LayerShape, lens: tuple[int, ...], target: str | None = None, *, device: str = "cpu"
 ) -> pd.DataFrame:

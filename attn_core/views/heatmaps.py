@@ -17,6 +17,7 @@ import pandas as pd
 
 from .. import figures
 from ..config import MAX_HEADS, MAX_SEQ_LEN, AttentionConfig
+from ..guard import stays_on_device
 from ..longmaps import (  # noqa: F401 - the page's window sizes
     REDUCES,
     STEP_WINDOW,
@@ -175,6 +176,7 @@ def model_layer_of(p: Params, model: LoadedModel) -> int:
     return model.n_layers // 2 if p.model_layer is None else min(max(0, int(p.model_layer)), model.n_layers - 1)
 
 
+@stays_on_device  # bound to where it runs: an out-of-memory error is a message, not a CPU retry
 def capture_layer(model: LoadedModel, text: str, layer: int, *, device: str = "cpu") -> ModelAttention:
     """The queries, keys and values ``model`` uses in ``layer`` on ``text`` (its own tokenizer; the pass stops there)."""
     return model_attention(model, text, layers=layer, with_weights=False)

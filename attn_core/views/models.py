@@ -22,6 +22,7 @@ from .. import figures
 from ..config import MAX_HEADS, ConfigError, check_int
 from ..figures import memory as mf
 from ..figures import models as modfig
+from ..guard import stays_on_device
 from ..memory import format_bytes_exact
 from ..models import (
     SCORES,
@@ -149,11 +150,13 @@ def model_input(model: LoadedModel, p: Params) -> ModelText:
 
 
 # ---------------------------------------------------------------- steps (cacheable: model and plain values in)
+@stays_on_device  # bound to where it runs: an out-of-memory error is a message, not a CPU retry
 def capture(model: LoadedModel, inp: ModelText, layer: int, *, device: str = "cpu") -> ModelAttention:
     """The queries, keys and values ``model`` uses in ``layer`` on ``inp`` (one layer: the pass stops there)."""
     return model_attention(model, inp.text, layers=layer, with_weights=False, ids=inp.ids)
 
 
+@stays_on_device  # bound to where it runs: an out-of-memory error is a message, not a CPU retry
 def roles(model: LoadedModel, seed: int, *, device: str = "cpu") -> pd.DataFrame:
     """Every head's role scores (:func:`attn_core.models.head_scores`, :data:`ROLE_SEQS` × :data:`ROLE_SEQ_LEN`)."""
     n = min(ROLE_SEQ_LEN, max_repeat(model))
@@ -171,6 +174,7 @@ class ScaleResult:
     head_dim: int
 
 
+@stays_on_device  # bound to where it runs: an out-of-memory error is a message, not a CPU retry
 def scale(model: LoadedModel, inp: ModelText, seed: int, *, device: str = "cpu") -> ScaleResult:
     """The score scale of every layer of ``model`` on ``inp``, and of a random layer with its shape."""
     att = model_attention(model, inp.text, layers=None, with_weights=False, ids=inp.ids)

@@ -84,6 +84,29 @@ def test_cuda_out_of_memory_falls_back_to_cpu():
         guard.run_with_fallback(lambda d: (_ for _ in ()).throw(torch.OutOfMemoryError("x")), "cpu")
 
 
+def test_a_step_that_stays_on_its_device_is_not_retried_on_the_cpu():
+    """A step bound to a model on the GPU (or timing a chosen device) would run out of memory again on a "CPU"
+    retry, or, worse, succeed there on the GPU while the page said it fell back: its out-of-memory error is a
+    message at once, with no chained traceback."""
+    calls = []
+
+    @guard.stays_on_device
+    def bound(x: int, *, device: str = "cpu") -> int:
+        """A model-bound step."""
+        calls.append(device)
+        raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+    with pytest.raises(ConfigError) as caught:
+        guard.run_with_fallback(lambda dev: bound(1, device=dev), "cuda")
+    assert calls == ["cuda"] and caught.value.key == "oom_step" and caught.value.params["dev"] == "cuda"
+    assert caught.value.__context__ is None and caught.value.__cause__ is None
+    assert bound.__name__ == "bound" and bound.__doc__ == "A model-bound step."  # the cache keys by its name
+    from attn_core.views import complexity, heatmaps, models
+
+    for step in (models.capture, models.roles, models.scale, heatmaps.capture_layer, complexity.time_pd):
+        assert step.__wrapped__ is not None  # every model-bound or device-timing step is wrapped
+
+
 def _oom_step(seed: int, *, device: str = "cpu") -> int:
     raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
 
@@ -118,7 +141,9 @@ def test_out_of_memory_that_no_cpu_retry_helps_is_a_message_not_a_traceback(lang
     assert at.session_state["run"] == ("error", 1, "oom_step")  # the step made before it is kept
     assert len(at.error) == 1  # the compute step's message (shared steps stay silent; the live run's page shows it)
     text = at.error[0].value
-    assert ("lower this page's sizes, or choose the CPU" in text) if lang == "en" else ("在侧边栏选择 CPU" in text), text
+    assert ("lower this page's sizes, or choose the CPU" in text) if lang == "en" else ("在侧边栏选择 CPU" in text), (
+        text
+    )
     assert "still drawn" in at.markdown[-1].value
 
 
