@@ -575,6 +575,7 @@ def _decode_steps(
     _warm_up(model, prompt, recompute)
     before = _cuda_allocated(dev)
     caches = model.new_caches(prompt_len + n_new - 1, dev)
+    sync(dev)  # the buffers' zero fill runs before the first step's clock starts, not inside it
     allocated = sum(c.nbytes_allocated for c in caches)
     step_input, seq = prompt, prompt  # (B, 1) or the prompt; the no-cache path's whole sequence (B, T)
     for step in range(1, n_new + 1):

@@ -414,7 +414,7 @@ def attention_source(layer: MultiHeadLatentAttention, x: torch.Tensor, tokens: t
     c, t = layer.cfg, x.shape[1]
     if mode.startswith("rope_on_latent"):
         check_rotatable(c)
-    pos = torch.arange(t)
+    pos = torch.arange(t, device=x.device)
     q_nope, q_pe = layer.queries(x, pos)
     c_kv, k_pe = layer.latents(x, pos)
     if mode in ("absorb", "rope_on_latent_absorb"):
@@ -434,7 +434,8 @@ def attention_source(layer: MultiHeadLatentAttention, x: torch.Tensor, tokens: t
             k = apply_rope(k_nope, pos, c.rope_theta)[0].transpose(0, 1)
             q, scale = apply_rope(q_nope, pos, c.rope_theta)[0].transpose(0, 1), 1 / math.sqrt(c.qk_nope_head_dim)
         v = v[0].transpose(0, 1)  # (H, T, d_v)
-    return TensorLayer(q.numpy(), k.numpy(), v.numpy(), float(scale), tuple(tokens), mask_kind="causal")
+    cpu = [a.detach().cpu().numpy() for a in (q, k, v)]  # a source holds CPU arrays
+    return TensorLayer(*cpu, float(scale), tuple(tokens), mask_kind="causal")
 
 
 # ---------------------------------------------------------------- live decode of both paths
