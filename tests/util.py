@@ -90,10 +90,9 @@ def cli_specs(page_name: str, argv: list[str]) -> list[dict]:
     import plotly.io as pio
 
     from attn_core import figures
+    from attn_core.device import pick_device
     from attn_core.export import params_from
     from attn_core.views import page
-
-    from attn_core.device import pick_device
 
     spec = page(page_name)
     params, args = params_from(spec, ["--page", page_name, *argv])

@@ -304,25 +304,34 @@ class RunSlots:
             self._cond.notify_all()
 
 
-def live_slots() -> int:
-    """Live runs a server computes at once: ``ATTN_LIVE_RUNS`` when set (a whole number ≥ 1), else the CPU cores
-    this process may use over torch's threads per run, at least 2: one run's Python steps (drawing, bookkeeping)
-    leave the cores to another's torch. Measured on this 2-core machine (``bench/live_turns.py``, 4 lab runs
-    pressed at once): 2 at a time ended them after 7.3 / 10.4 / 13.3 s (first / median / last), 1 at a time
-    5.0 / 10.8 / 16.3 s, all 4 at once 14.1 / 14.2 / 14.3 s."""
+def live_slots(dev: str = "cpu") -> int:
+    """Live runs a server computes at once on ``dev``: ``ATTN_LIVE_RUNS`` when set (a whole number ≥ 1); on a
+    GPU one, since what a run measures there is the whole device's (``torch.cuda.memory_allocated`` counts every
+    session's tensors, ``synchronize`` waits for every session's kernels), so two runs would count each other's
+    memory and time; else the CPU cores this process may use over torch's threads per run, at least 2: one run's
+    Python steps (drawing, bookkeeping) leave the cores to another's torch. Measured on this 2-core machine
+    (``bench/live_turns.py``, 4 lab runs pressed at once): 2 at a time ended them after 7.3 / 10.4 / 13.3 s
+    (first / median / last), 1 at a time 5.0 / 10.8 / 16.3 s, all 4 at once 14.1 / 14.2 / 14.3 s."""
     raw = os.environ.get("ATTN_LIVE_RUNS", "").strip()
     if raw.isdigit() and int(raw) >= 1:
         return int(raw)
-    import torch
-
+    if dev.startswith("cuda"):
+        return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(2, cores // max(1, torch.get_num_threads()))
 
 
 @st.cache_resource(show_spinner=False)
-def run_slots(size: int) -> RunSlots:
-    """The server's one :class:`RunSlots` of ``size`` (shared by every session)."""
+def run_slots(size: int, pool: str = "cpu") -> RunSlots:
+    """The server's one :class:`RunSlots` of ``size`` for the runs of ``pool`` (``cpu``, or a GPU's runs, which
+    queue apart: shared by every session)."""
     return RunSlots(size)
+
+
+def slots_for(dev: str) -> RunSlots:
+    """The server's :class:`RunSlots` that a live run on ``dev`` queues in (``run_slots`` is cached by its
+    arguments as given, so every caller goes through here)."""
+    return run_slots(live_slots(dev), "gpu" if dev.startswith("cuda") else "cpu")
 
 
 WAIT_POLL_S = 0.5  # a waiting page updates its message (and notices a Stop) this often
@@ -427,7 +436,7 @@ def live_run(
     run = LiveRun(params=params, status="running")
     st.session_state[key] = run
     bar = bar if bar is not None else st.empty()
-    slots = run_slots(live_slots())
+    slots = slots_for(device())
     run.waited_s = _wait_turn(slots, bar)
     try:
         _run_steps(run, steps, frame, progress, bar, every_s)

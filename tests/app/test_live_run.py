@@ -115,9 +115,12 @@ def test_live_slots_follow_the_cores_or_the_setting(monkeypatch):
     monkeypatch.setenv("ATTN_LIVE_RUNS", "3")
     assert live_slots() == 3
     cores = len(os.sched_getaffinity(0))
+    assert live_slots("cuda") == 3  # the setting also for a GPU
     for bad in ("0", "x", ""):
         monkeypatch.setenv("ATTN_LIVE_RUNS", bad)
         assert live_slots() == max(2, cores // torch.get_num_threads())
+        # a GPU measures one run at a time: its memory counters and synchronize are the whole device's
+        assert live_slots("cuda") == live_slots("cuda:1") == 1
 
 
 def waiting_script():
@@ -157,9 +160,10 @@ def test_a_waiting_run_says_how_many_are_ahead_in_the_user_s_language():
 def test_a_run_waits_for_the_slot_another_session_holds_then_runs_to_the_end():
     import threading
 
-    from ui.compute import live_slots, run_slots
+    from ui.compute import slots_for
+    from ui.core import device
 
-    slots = run_slots(live_slots())  # the server's own slots, shared with the script's run
+    slots = slots_for(device())  # the server's own slots, shared with the script's run
     held = [slots.join() for _ in range(slots.size)]
     for ticket in held:
         assert slots.start(ticket, 0)
