@@ -29,6 +29,9 @@ DECK, AT, GOTO, NAME = "_deck", "_deck_at", "_deck_goto", "_deck_name"
 PANEL = "deck_panel"  # the sidebar's deck panel (an expander that tracks whether it is open)
 HEADING = "# {title} <span class='deck-at'>{at}</span>"  # slide mode: the slide's title, its number beside it
 LINK_ONLY = ("deck", "deck_at", "lang")  # link parameters that are not part of a slide's page state
+# a page section's open state (ui.section_box's keys): in the share link, not in a slide, which shows one section
+# a slide in slide mode (ui.slide_sections)
+SECTION_PREFIX = "x_"
 
 
 @st.cache_resource(show_spinner=False)
@@ -230,7 +233,8 @@ def _edit(deck: decks.Deck, at: int) -> None:
 
 
 def _this_view(page_name: str) -> decks.Slide:
-    link = {k: v for k, v in st.session_state.get("_link_params", {}).items() if k not in LINK_ONLY}
+    link = {k: v for k, v in st.session_state.get("_link_params", {}).items()
+            if k not in LINK_ONLY and not k.startswith(SECTION_PREFIX)}  # fmt: skip
     lg = lang()
     title = str(st.session_state.get("deck_new_title") or "").strip() or t(f"nav.{page_name}")
     note = str(st.session_state.get("deck_new_note") or "").strip()

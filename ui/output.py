@@ -14,7 +14,7 @@ from attn_core.config import ConfigError
 from attn_core.i18n import DEFAULT_LANG
 
 from .chart_theme import browser_spec
-from .core import lang, present, seed, style, t
+from .core import BIND, _remember, lang, present, seed, style, t
 from .plotly_live import live_plot
 from .responsive import figure_title, phone_box, phone_title
 
@@ -258,9 +258,17 @@ def export_menu(fig: Any, key: str, data: Any, name: str) -> None:
             st.info(chromium_missing_message(), icon="ℹ️")
 
 
-def lazy_expander(label: str, key: str, **kwargs: Any) -> Any | None:
+def lazy_expander(label: str, key: str, *, linked: bool = False, open_first: bool = False, **kwargs: Any) -> Any | None:
     """``st.expander(label, key=key, **kwargs)`` whose content is sent only while it is open: the container to
     fill, or None while it is closed (opening it reruns the page, which then fills it).
+
+    With ``linked`` its open state is part of the view: bound to the address (``?<key>=true``, as the controls
+    are: a reload keeps it, a link opens it) and written into the share link while it is open, so a lecturer's
+    link to a page's section opens that section for the students. ``open_first`` opens it on the session's first
+    run that draws it (a link that sets one of its controls): its state is set, its default stays closed. (A
+    default of open would not do: the default is part of the expander's identity, and the section's controls,
+    which opened it, leave the address when it closes; and a closed expander whose default is open is drawn
+    open again by the browser, so it took two clicks to close.)
 
     A closed explanation, table or panel costs a browser nothing on each slider move (its elements used to be
     sent and rendered on every run: the deck panel's seven widgets and a help text took ~20 ms of a heatmap
@@ -268,8 +276,16 @@ def lazy_expander(label: str, key: str, **kwargs: Any) -> Any | None:
     open an expander: it gets every expander's content, as before, so the tests read every explanation.
     """
     if chart_scheme() is None:
-        return st.expander(label, key=key, **kwargs)
-    box = st.expander(label, key=key, on_change="rerun", **kwargs)
+        return st.expander(label, key=key, **{"expanded": open_first, **kwargs})
+    if not linked:
+        box = st.expander(label, key=key, on_change="rerun", **kwargs)
+        return box if box.open else None
+    first = f"_{key}_first"
+    if open_first and not st.session_state.get(first):
+        st.session_state[first] = True
+        st.session_state[key] = True  # before the expander exists: its state, once
+    box = st.expander(label, key=key, bind=BIND, **kwargs)  # bound: toggling reruns, the address follows
+    _remember(key, bool(box.open), bool(kwargs.get("expanded", False)))
     return box if box.open else None
 
 

@@ -474,7 +474,8 @@ def section_box(shown: Callable[[int], bool], i: int, label: str, key: str, open
     """Where section ``i`` of a page of :func:`slide_sections` goes, titled ``label``: on a slide the page itself
     (on the section's own slide only); on the page a :func:`ui.output.lazy_expander` whose content is computed
     and sent only while it is open (AppTest gets every one open), open at first when ``opened`` (a link that
-    sets one of the section's controls, :func:`ui.core.linked`). None where the section is not drawn."""
+    sets one of the section's controls, :func:`ui.core.linked`) or when the address says ``<key>=true``; its open
+    state is in the share link. None where the section is not drawn."""
     from .output import lazy_expander
 
     if present():
@@ -482,8 +483,8 @@ def section_box(shown: Callable[[int], bool], i: int, label: str, key: str, open
             return None
         st.subheader(label)
         return st.container()
-    # bold: a section, not one of the explanations' expanders
-    return lazy_expander(f"**{label}**", key, expanded=opened)
+    # bold: a section, not one of the explanations' expanders; open or closed, it is part of the share link
+    return lazy_expander(f"**{label}**", key, linked=True, open_first=opened)
 
 
 def control(params: type, name: str, *, container: Any = None, **how: Any) -> Any:

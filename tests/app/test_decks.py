@@ -61,8 +61,12 @@ def test_a_link_opens_at_its_slide_in_chinese_and_a_damaged_one_is_said_in_chine
 def test_add_this_view_as_slides_reorder_delete_and_download():
     at = fresh({"mask": "causal", "n_heads": "4", "n_kv_heads": "2"})
     at.text_input(key="deck_new_title").input("Causal")
+    # a section open in the browser is in the share link (ui.section_box), not in a slide: slide mode shows one
+    # section a slide
+    at.session_state["_link_params"] = {**at.session_state["_link_params"], "x_kv_live": "true"}
     click(at, "deck_add")
     deck = at.session_state["_deck"]
+    assert "x_kv_live" not in dict(deck.slides[0].params) and dict(deck.slides[0].params)["n_heads"] == "4"
     assert [(s.page, dict(s.params).get("mask"), s.words("title", "en")) for s in deck.slides] == [
         ("heatmaps", "causal", "Causal")
     ]

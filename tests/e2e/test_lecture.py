@@ -248,3 +248,30 @@ def test_dark_theme_follows_the_system(browser, server):
     assert_clean(w)
     w.shot("heatmaps-dark")
     ctx.close()
+
+
+def test_the_share_link_opens_the_sections_that_were_open(watch, browser, server):
+    """A page's section (``ui.section_box``) open in the lecturer's browser is open for whoever opens the link: its
+    state is in the address and in the share link, and leaves both when it is closed again."""
+    from tests.e2e.conftest import PageWatch
+
+    watch.open("saturation?seed=3")
+    sidebar_code = watch.page.locator("[data-testid='stSidebar'] code")
+    assert "x_sat" not in sidebar_code.inner_text()
+    watch.open_sections("3")
+    link = sidebar_code.inner_text().strip()
+    assert "x_sat_curves=true" in link and "seed=3" in link, link
+    assert "x_sat_curves=true" in watch.page.url  # the address too: a reload keeps the section open
+    ctx = browser.new_context(viewport={"width": 1440, "height": 1000})
+    other = PageWatch(ctx.new_page(), server)
+    other.page.goto(link)
+    other.page.wait_for_selector(".st-key-sat_curves .js-plotly-plot .main-svg", timeout=60_000)
+    other.wait_idle()
+    opened = other.page.locator("[data-testid='stExpander'] details[open] summary").all_inner_texts()
+    assert any("3 · " in t for t in opened), opened
+    assert not any("4 · " in t for t in opened), opened  # only the section that was open
+    assert "x_sat_curves=true" in other.page.locator("[data-testid='stSidebar'] code").inner_text()
+    ctx.close()
+    watch.open_sections("3")  # closed again: out of the address and the link
+    assert "x_sat_curves" not in sidebar_code.inner_text() and "x_sat_curves" not in watch.page.url
+    assert_clean(watch)
