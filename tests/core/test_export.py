@@ -73,18 +73,23 @@ def test_cli_writes_every_format_with_the_page_numbers(tmp_path):
     assert df.loc[0, "query"] == "注" and bool(df.loc[1, "masked"]) is True
 
 
-def test_warm_renderer_is_reused_and_fast():
+def test_warm_renderer_is_reused(monkeypatch):
+    """One kaleido renderer a process: after the first image no other is started (its speed is the benchmark's:
+    a timed bound here would fail on a slow CI machine, not on slow code)."""
     need_chromium()
-    import time
-
+    import kaleido
     import plotly.graph_objects as go
 
     fig = go.Figure(go.Heatmap(z=[[0, 1], [1, 0]]))
     render.render_image(fig, "png")  # warm-up (starts Chromium once per process)
-    t0 = time.perf_counter()
-    for fmt in ("png", "svg", "pdf"):
-        render.render_image(fig, fmt)
-    assert (time.perf_counter() - t0) / 3 < 2.0  # generous bound: the benchmark reports the real figure
+    assert kaleido._global_server.is_running()  # noqa: SLF001 - kaleido exposes no public query
+    started = []
+    real_start = kaleido.start_sync_server
+    monkeypatch.setattr(kaleido, "start_sync_server", lambda *a, **k: started.append(1) or real_start(*a, **k))
+    images = {fmt: render.render_image(fig, fmt) for fmt in ("png", "svg", "pdf")}
+    assert started == []  # the warm renderer drew all three
+    assert images["png"][:8] == b"\x89PNG\r\n\x1a\n" and images["pdf"][:5] == b"%PDF-"
+    assert b"<svg" in images["svg"][:400]
 
 
 def test_csv_has_bom_for_spreadsheets():
