@@ -303,8 +303,8 @@ def panel(page_name: str) -> None:
                           args=(up.getvalue(),), width="stretch")  # fmt: skip
         else:
             _slide_list()
-        st.text_input(t("deck.new_title"), key="deck_new_title", max_chars=decks.MAX_TEXT)
-        st.text_input(t("deck.new_note"), key="deck_new_note", max_chars=decks.MAX_TEXT)
+        _kept_text(t("deck.new_title"), "deck_new_title")
+        _kept_text(t("deck.new_note"), "deck_new_note")
         st.button(t("deck.add"), key="deck_add", icon=":material/add:", on_click=_add_view, args=(page_name,),
                   width="stretch")  # fmt: skip
         if is_open():
@@ -313,6 +313,17 @@ def panel(page_name: str) -> None:
                                file_name="attention-deck.json", key="deck_download", icon=":material/download:",
                                width="stretch", on_click="ignore")  # fmt: skip
             st.button(t("deck.close"), key="deck_close", icon=":material/close:", on_click=_close, width="stretch")
+
+
+def _kept_text(label: str, key: str) -> str:
+    """A text field of the panel that keeps what was typed while the panel is closed: Streamlit forgets a widget's
+    value in a run that does not draw it, and the closed panel draws nothing."""
+    kept = f"_{key}_kept"
+    if key not in st.session_state and kept in st.session_state:
+        st.session_state[key] = st.session_state[kept]
+    value = st.text_input(label, key=key, max_chars=decks.MAX_TEXT)
+    st.session_state[kept] = value
+    return value
 
 
 def _slide_list() -> None:

@@ -42,3 +42,28 @@ def test_the_clicker_walks_a_deck_across_pages(browser, server):
         w.shot("deck-gqa-4-zh")  # (a screenshot resizes the window: taken last)
     finally:
         ctx.close()
+
+
+def test_a_half_typed_slide_title_survives_closing_the_panel(watch):
+    """The deck panel sends nothing while closed; what was typed into its title and note comes back with it."""
+    watch.open("")
+    panel = watch.page.locator(".st-key-deck_panel summary")
+    panel.click()
+    watch.wait_idle()
+    watch.page.locator(".st-key-deck_new_title input").fill("Causal mask, 4 heads")
+    watch.page.locator(".st-key-deck_new_note input").fill("the upper triangle is grey")
+    watch.page.locator(".st-key-deck_new_note input").press("Enter")
+    watch.wait_idle()
+    panel.click()  # closed: its fields are not drawn
+    watch.wait_idle()
+    watch.page.wait_for_timeout(800)  # the closing animation
+    assert watch.page.locator(".st-key-deck_new_title input").count() == 0
+    panel.click()
+    watch.wait_idle()
+    assert watch.page.locator(".st-key-deck_new_title input").input_value() == "Causal mask, 4 heads"
+    assert watch.page.locator(".st-key-deck_new_note input").input_value() == "the upper triangle is grey"
+    watch.page.locator(".st-key-deck_add button").click()
+    watch.wait_idle()
+    assert "Causal mask, 4 heads" in watch.page.locator("[data-testid='stSidebar']").inner_text()
+    assert watch.page.locator(".st-key-deck_new_title input").input_value() == ""  # emptied for the next slide
+    assert_clean(watch)
