@@ -186,8 +186,9 @@ class Tab:
     fragment drew (app.py runs each page as one) asks for a run of that fragment alone, as the browser does.
     """
 
-    def __init__(self, base_url: str, page_path: str, query: dict[str, str]):
+    def __init__(self, base_url: str, page_path: str, query: dict[str, str], user_agent: str | None = None):
         self.base, self.page_path, self.query = base_url.rstrip("/"), page_path, dict(query)
+        self.user_agent = user_agent  # None: the websockets library's own, which the app reads as a desktop
         self.page_hash = ""
         self.widgets: dict[str, WidgetState] = {}
         self.elements: dict[str, tuple[str, object]] = {}
@@ -211,6 +212,7 @@ class Tab:
             ping_interval=None,
             proxy=None,
             open_timeout=None,  # the student's --timeout bounds the handshake (a busy server is slow to accept)
+            **({} if self.user_agent is None else {"user_agent_header": self.user_agent}),
         )
 
     async def close(self) -> None:
@@ -492,6 +494,7 @@ class HallSpec:
     timeout: float = 120.0  # one run (first paint or one move)
     max_seconds: float = 600.0  # the whole hall
     plant_crosstalk: bool = False  # student 0 expects student 1's seed: must be flagged
+    phones: float = 0.0  # the share of students whose browser says it is a phone (PHONE_UA), spread over the hall
     label: str = ""  # shown after the page in the table
 
 
@@ -519,7 +522,7 @@ class Tally:
         if len(self.notes) < 20:
             self.notes.append(text)
 
-    def judge(self, who: int, reply: Reply, expect: dict[str, str | None]) -> None:
+    def judge(self, who: int, reply: Reply, expect: dict[str, str | None], phone: bool = False) -> None:
         self.runs += 1
         if self.painted_at_cpu is not None:
             self.runs_after_paint += 1
@@ -530,6 +533,7 @@ class Tally:
         verdict, detail = judge(reply, expect)
         if verdict == "ok" and reply.charts and not reply.errors:
             view = urlsplit(reply.link).path + "?" + "&".join(sorted(urlsplit(reply.link).query.split("&")))
+            view += " (phone)" if phone else ""  # a phone gets more charts for the same view: its one-head copies
             digests = tuple(hashlib.sha1(spec.encode()).hexdigest() for spec in reply.charts)
             seen = self.figures.setdefault(view, digests)
             self.shared_views += seen is not digests
@@ -553,6 +557,18 @@ def page_path(page: str) -> str:
     raise HallError(f"no page {page!r}: choose one of {', '.join(p.name for p in PAGES)}")
 
 
+#: A phone's User-Agent (Chrome on Android): the app sends a phone's browser the one-head copies of its grids
+#: (``ui.responsive.phone_copies``), a desktop's the grids alone, so a hall with phones runs what a real class does.
+PHONE_UA = (
+    "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Mobile Safari/537.36"
+)
+
+
+def is_phone(spec: HallSpec, i: int) -> bool:
+    """Whether student ``i`` has a phone: ``spec.phones`` of the students, spread evenly (0.25: every fourth)."""
+    return int((i + 1) * spec.phones + 1e-9) > int(i * spec.phones + 1e-9)
+
+
 def student_query(spec: HallSpec, i: int) -> tuple[dict[str, str], int]:
     seed = spec.seed_base if spec.same_link else spec.seed_base + i
     query = dict(parse_qsl(DEFAULT_QUERY.get(spec.page, ""), keep_blank_values=True))
@@ -568,7 +584,8 @@ async def student(i: int, spec: HallSpec, tally: Tally, tabs: list[Tab], on_pain
     query, seed = student_query(spec, i)
     want_seed = seed + 1 if spec.plant_crosstalk and i == 0 else seed
     expect: dict[str, str | None] = {"seed": str(want_seed) if want_seed else None, spec.widget: query.get(spec.widget)}
-    tab = Tab(spec.url, page_path(spec.page), query)
+    phone = is_phone(spec, i)
+    tab = Tab(spec.url, page_path(spec.page), query, PHONE_UA if phone else None)
     tabs.append(tab)
     painted = False
     try:
@@ -576,7 +593,7 @@ async def student(i: int, spec: HallSpec, tally: Tally, tabs: list[Tab], on_pain
         await asyncio.wait_for(tab.open(), spec.timeout)
         reply = await asyncio.wait_for(tab.rerun(), spec.timeout)
         tally.first_paint.append(time.perf_counter() - t0)
-        tally.judge(i, reply, expect)
+        tally.judge(i, reply, expect, phone)
         painted = True
         on_paint()
         for value in slider_moves(tab.slider(spec.widget), spec.moves, offset=i):
@@ -586,7 +603,7 @@ async def student(i: int, spec: HallSpec, tally: Tally, tabs: list[Tab], on_pain
             t0 = time.perf_counter()
             reply = await asyncio.wait_for(tab.rerun(), spec.timeout)
             tally.updates.append(time.perf_counter() - t0)
-            tally.judge(i, reply, expect)
+            tally.judge(i, reply, expect, phone)
     except TimeoutError:
         tally.timeouts += 1
         tally.note(f"student {i}: no reply within {spec.timeout:g} s")
@@ -829,6 +846,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--timeout", type=bounded(float, 1, 600), default=120.0, help="seconds for one reply")
     ap.add_argument("--max-seconds", type=bounded(float, 1, MAX_SECONDS), default=600.0, help="the whole hall")
     ap.add_argument("--no-warmup", action="store_true", help="skip the unmeasured first visit")
+    ap.add_argument(
+        "--phones", type=bounded(float, 0, 1), default=0.0, help="share of students on phones (their User-Agent)"
+    )
     ap.add_argument("--plant-crosstalk", action="store_true", help="student 0 expects student 1's seed (self-test)")
     ap.add_argument("--browser-check", action="store_true", help="also move the slider in chromium: CPU per move")
     ap.add_argument("--json", type=Path, help="write the results here")
@@ -870,6 +890,7 @@ def spec_from(args: argparse.Namespace, url: str) -> HallSpec:
         timeout=args.timeout,
         max_seconds=args.max_seconds,
         plant_crosstalk=args.plant_crosstalk,
+        phones=args.phones,
     )
 
 
@@ -926,6 +947,8 @@ def main(argv: list[str] | None = None) -> int:
             proc.terminate()
             proc.wait(15)
     head = f"# {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f}; server {url}, pids {pids or '-'}"
+    phones = sum(is_phone(spec_from(args, url), i) for i in range(args.students))
+    head += f"; {phones} of {args.students} students on phones" if phones else ""
     print(head + ("" if proc is None else f" (started here, env {args.server_env or '-'})"))
     print(table(results))
     if costs is not None:

@@ -175,3 +175,29 @@ def test_only_loopback_servers_unless_asked():
             check_loopback(url, allow_remote=False)
     check_loopback("http://10.1.2.3:8501", allow_remote=True)
     assert main(["--url", "http://192.0.2.1:8501", "--students", "1"]) == 2  # refused before connecting
+
+
+def test_phones_get_the_one_head_copies_and_a_mixed_hall_has_no_cross_talk(served):
+    """A student whose browser says it is a phone gets the grid's one-head copy besides the grid (as a phone's
+    browser does, ui.responsive.phone_copies); the same view on a phone and a desktop is not cross-talk."""
+    from bench.hall import PHONE_UA, is_phone
+
+    url, pid = served
+
+    async def first_charts(agent):
+        tab = Tab(url, "", {"seed": "7"}, agent)
+        await asyncio.wait_for(tab.open(), TIMEOUT)
+        try:
+            return await asyncio.wait_for(tab.rerun(), TIMEOUT)
+        finally:
+            await tab.close()
+
+    desktop, phone = asyncio.run(first_charts(None)), asyncio.run(first_charts(PHONE_UA))
+    assert desktop.status == phone.status == "ok" and not (desktop.errors or phone.errors)
+    assert len(phone.charts) == len(desktop.charts) + 1  # the head grid's one-head copy
+    assert desktop.charts[0] in phone.charts  # and the same grid
+    assert [is_phone(HallSpec(url=url, phones=0.25), i) for i in range(8)] == [False, False, False, True] * 2
+    spec = HallSpec(url=url, students=4, moves=1, think=0.1, ramp=0, timeout=TIMEOUT, same_link=True, phones=0.5)
+    t = asyncio.run(run_hall(spec, [pid])).tally
+    assert t["runs"] == 8 and t["crosstalk"] == t["exceptions"] == t["error_boxes"] == t["unverified"] == 0
+    assert t["shared_views"] >= 2  # the second phone's first paint compared with the first's, the desktops' likewise
