@@ -322,7 +322,7 @@ def live_slots(dev: str = "cpu") -> int:
 
 
 @st.cache_resource(show_spinner=False)
-def run_slots(size: int, pool: str = "cpu") -> RunSlots:
+def run_slots(size: int, pool: str) -> RunSlots:
     """The server's one :class:`RunSlots` of ``size`` for the runs of ``pool`` (``cpu``, or a GPU's runs, which
     queue apart: shared by every session)."""
     return RunSlots(size)
