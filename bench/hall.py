@@ -238,7 +238,17 @@ class Tab:
 
     async def rerun(self) -> Reply:
         """Ask for a run with the current query and widget states; the reply once it has finished."""
+        await self.ask()
+        return await self.reply()
+
+    async def ask(self) -> None:
+        """Send the rerun request (:meth:`rerun_msg`) without waiting for its reply."""
         await self.ws.send(self.rerun_msg().SerializeToString())
+
+    async def reply(self, finish: bool = True) -> Reply:
+        """Read the next run's messages up to its ``script_finished``. With ``finish``, then do what the frontend
+        does at the end of a run (:meth:`finish`); without, the caller does it later (a browser that sent
+        another request before it read the end of this run)."""
         reply = Reply()
         while reply.status == "running":
             msg = self._resolve(ForwardMsg.FromString(await self.ws.recv()))
@@ -247,9 +257,14 @@ class Tab:
                 # sent after the previous script_finished (a failed request) is kept
                 reply = Reply(exceptions=reply.exceptions)
             self._read(msg, reply)
+        if finish:
+            self.finish(reply)
+        return reply
+
+    def finish(self, reply: Reply) -> None:
+        """The end of ``reply``'s run, as the frontend reads it: widgets, fragments, the message cache's age."""
         self._end_run(reply, self.fragment)
         self.fragment = ""
-        return reply
 
     def _resolve(self, msg: ForwardMsg) -> ForwardMsg:
         if msg.WhichOneof("type") == "ref_hash":

@@ -201,3 +201,34 @@ def test_phones_get_the_one_head_copies_and_a_mixed_hall_has_no_cross_talk(serve
     t = asyncio.run(run_hall(spec, [pid])).tally
     assert t["runs"] == 8 and t["crosstalk"] == t["exceptions"] == t["error_boxes"] == t["unverified"] == 0
     assert t["shared_views"] >= 2  # the second phone's first paint compared with the first's, the desktops' likewise
+
+
+def test_a_reply_never_refers_to_a_message_the_browser_dropped(served):
+    """A rerun request lists the large messages the browser holds, and the browser drops those not used in the
+    last two runs when a run ends. A run that ends after the browser sent its next request, but before the
+    browser read that end, drops messages the request listed: a reply that refers to one of them instead of
+    sending it breaks the browser's websocket ("Cached ForwardMsg MISS"; quick slider presses back and forth).
+    The app turns Streamlit's message cache off (.streamlit/config.toml): the reply sends every chart."""
+    url, _ = served
+
+    async def race() -> tuple[Reply, Reply]:
+        tab = Tab(url, "", {"seed": "5"})
+        await asyncio.wait_for(tab.open(), TIMEOUT)
+        try:
+            first = await asyncio.wait_for(tab.rerun(), TIMEOUT)  # d_k 16
+            for d_k in (17, 18):
+                tab.move("head_dim", d_k)
+                await tab.ask()
+                ended = await asyncio.wait_for(tab.reply(finish=d_k == 17), TIMEOUT)
+            tab.move("head_dim", 16)
+            await tab.ask()  # lists what the tab held before the d_k 18 run ended: d_k 16's charts, two runs old
+            tab.finish(ended)  # now the tab reads that end: those are two runs old no more, and dropped
+            back = await asyncio.wait_for(tab.reply(), TIMEOUT)  # HallError: a reference to a dropped message
+        finally:
+            await tab.close()
+        return first, back
+
+    first, back = asyncio.run(race())
+    assert back.status == "ok" and not (back.exceptions or back.errors)
+    assert judge(back, {"seed": "5", "head_dim": None}) == ("ok", "")  # the default d_k: not in the link
+    assert back.charts == first.charts

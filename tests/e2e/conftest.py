@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,15 @@ SETTLED_JS = (
     f' return !!document.querySelector("{IDLE}") && (!R || R.finished >= R.asked)'
     " && !document.querySelector('[data-testid=\"stStatusWidget\"]')"
     " && !document.documentElement.dataset.attnDrawing; }"
+)
+#: Each part of :data:`SETTLED_JS` on its own, and the status widget's text (a timed-out wait reports them).
+UNSETTLED_JS = (
+    "() => { const R = window.__attnRuns || {}; const app = document.querySelector('[data-testid=\"stApp\"]');"
+    " const status = document.querySelector('[data-testid=\"stStatusWidget\"]');"
+    " return { script_state: app && app.dataset.testScriptState, asked_ms: R.asked, finished_ms: R.finished,"
+    " now_ms: performance.now(), status_widget: status && status.innerText,"
+    " drawing: document.documentElement.dataset.attnDrawing || null,"
+    " exceptions: document.querySelectorAll('[data-testid=\"stException\"]').length }; }"
 )
 #: Resolves once nothing in the page changed for ``quiet`` ms (React's last renders after a run), or after ``cap`` ms.
 QUIET_JS = """([quiet, cap]) => new Promise((done) => {
@@ -129,10 +139,26 @@ class PageWatch:
         An action sends its rerun at once (a key press on a slider, a click); the app says "running" only once the
         server answers, so the websocket tells that a run was asked for and not finished yet (:data:`RUNS_JS`).
         """
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
         self.page.wait_for_timeout(100)  # the action's rerun request leaves
-        self.page.wait_for_function(SETTLED_JS, timeout=timeout)
-        self.page.evaluate(QUIET_JS, [150, 3000])
-        self.page.wait_for_function(SETTLED_JS, timeout=timeout)
+        try:
+            self.page.wait_for_function(SETTLED_JS, timeout=timeout)
+            self.page.evaluate(QUIET_JS, [150, 3000])
+            self.page.wait_for_function(SETTLED_JS, timeout=timeout)
+        except PlaywrightTimeout as e:
+            raise AssertionError(f"the page did not settle in {timeout / 1000:.0f} s: {self.unsettled()}") from e
+
+    def unsettled(self) -> dict:
+        """What keeps :data:`SETTLED_JS` false (for a wait that timed out), with a screenshot of the page."""
+        state = self.page.evaluate(UNSETTLED_JS)
+        try:
+            state["screenshot"] = str(self.shot("unsettled-" + str(int(time.time()))))
+        except Exception as e:  # noqa: BLE001 - a diagnosis must not hide the timeout it explains
+            state["screenshot"] = f"not taken: {e}"
+        state["console_errors"] = self.console_errors[-5:]
+        state["page_errors"] = self.page_errors[-5:]
+        return state
 
     def real_console_errors(self) -> list[str]:
         """Console errors, less Streamlit's own base-path probes.
