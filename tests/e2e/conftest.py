@@ -241,3 +241,6 @@ def watch(browser, server, request):
     w = PageWatch(page, server)
     yield w
     ctx.close()
+    # a message the frontend could not process ends its websocket: the page stays "running" from then on
+    broken = [e for e in w.console_errors if "Failed to process a Websocket message" in e]
+    assert not broken, f"the browser's websocket failed: {broken[0][:300]}"
