@@ -3,9 +3,9 @@
 Each checkout gets its own server (started in that directory, with this interpreter and the app's server flags)
 and one chromium page; the two pages move the slider in turn, and the order flips every round (A B, B A, ...):
 with a fixed order the page moved first measured up to 15 % faster in some runs (README, "Fifteenth session").
-Prints each side's medians (slider to the chart painted, the last script run finished as the page saw it, the
-page's main-thread CPU) and the paired ratio (the median of B / A over the rounds). Not a timed test: the numbers
-are for the notes.
+Prints each side's medians (from the key press: the rerun asked, the last script run finished as the page saw it,
+the chart painted; the page's main-thread CPU) and the paired ratio (the median of B / A over the rounds). Not a
+timed test: the numbers are for the notes.
 
     git worktree add /tmp/base HEAD~1
     .venv/bin/python bench/ab.py /tmp/base . --page kv_cache --moves 20
@@ -93,10 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     a, b = sessions
     print(f"{case.label}, {args.moves} moves a side, order alternating (ms, medians)")
     for name, s in (("A", a), ("B", b)):
-        painted, finished, cpu = (1e3 * s.med(k) for k in ("painted", "finished", "browser_task"))
-        print(
-            f"  {name} {getattr(args, name.lower())}: painted {painted:.0f}, finished {finished:.0f}, browser CPU {cpu:.0f}"
-        )
+        rerun, finished, painted, cpu = (1e3 * s.med(k) for k in ("rerun", "finished", "painted", "browser_task"))
+        print(f"  {name} {getattr(args, name.lower())}: rerun asked {rerun:.0f}, finished {finished:.0f}, "
+              f"painted {painted:.0f}, browser CPU {cpu:.0f}")  # fmt: skip
     paired = statistics.median(y / x for x, y in zip(a.times["painted"], b.times["painted"], strict=True))
     print(f"  paired B / A painted: {paired:.3f}")
     return 0
