@@ -14,12 +14,8 @@ timed test: the numbers are for the notes.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,28 +25,6 @@ try:
     from bench import bench as B
 except ImportError:  # run as a script: its folder comes first on the path, and "bench" is bench/bench.py
     import bench as B  # type: ignore[no-redef]
-from serve.workers import free_port, worker_command  # noqa: E402
-
-
-def serve(checkout: Path) -> tuple[subprocess.Popen, str]:
-    """The app's server run from ``checkout`` on a free port, once it answers its health check."""
-    port = free_port()
-    env = {**os.environ, "ATTN_DEVICE": os.environ.get("ATTN_DEVICE", "auto")}  # as bench/bench.py's servers
-    proc = subprocess.Popen(
-        worker_command(port), cwd=checkout, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"ab.py: the server in {checkout} exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2):
-                return proc, url
-        except OSError:
-            time.sleep(0.3)
-    proc.kill()
-    raise SystemExit(f"ab.py: the server in {checkout} did not answer in 120 s")
 
 
 def case_of(page: str) -> B.SliderCase:
@@ -71,10 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    from harness import CHROMIUM_ARGS, chromium_path
+    from harness import CHROMIUM_ARGS, chromium_path, start_server
 
     case, timeout_ms = case_of(args.page), int(args.timeout * 1000)
-    servers = [serve(d.resolve()) for d in (args.a, args.b)]
+    servers = [start_server(cwd=d.resolve()) for d in (args.a, args.b)]
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)

@@ -98,11 +98,13 @@ def start_server(
     probe: Path | None = None,
     probe_every: float = 10.0,
     script: str = "server.py",
+    cwd: Path = ROOT,
 ) -> tuple[subprocess.Popen, str]:
     """``streamlit run <script>`` (a path relative to the repository root: the app's server, which loads the
     engine before it answers, or the benchmark's trivial app) on a free port of 127.0.0.1, once it answers its health check; returns (process, base URL).
 
-    Run from the repository root, so every script gets the same flags and ``.streamlit/config.toml``.
+    Run from the repository root, so every script gets the same flags and ``.streamlit/config.toml``; ``cwd``:
+    another checkout's root instead (``bench/ab.py``: the app as it was), with this interpreter.
 
     ``probe``: a JSON-lines file the server appends a memory sample to every ``probe_every``
     seconds (:mod:`harness.probe`: live Python objects, resident memory).
@@ -113,7 +115,7 @@ def start_server(
     log = open(ROOT / "artifacts" / f"server-{port}.log", "w")
     proc = subprocess.Popen(
         _with_probe(worker_command(port, script=script), probe, probe_every),
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
