@@ -2,14 +2,16 @@
 
     .venv/bin/python bench/hall.py [--students 20] [--moves 5] [--think 1] [--page heatmaps] [--widget head_dim]
                                    [--same-link] [--ramp 2] [--url http://127.0.0.1:8501 --pids 1234,1235]
-                                   [--json hall.json] [--browser-check]
+                                   [--burst 3] [--json hall.json] [--browser-check]
 
 Every student is one websocket on ``/_stcore/stream`` speaking what Streamlit's frontend speaks (``BackMsg`` /
 ``ForwardMsg`` from ``streamlit.proto``): it opens its own URL (``?seed=<n>``), waits for the first run to finish
 (first paint), then moves one slider ``--moves`` times with ``--think`` seconds between moves, sending the widget
 states the frontend would send. Every reply is checked for the student's own numbers (cross-talk); exceptions,
-error boxes, timeouts and disconnects are counted; the server's CPU time and memory come from ``/proc``.
-See bench/README.md for what each column means.
+error boxes, timeouts and disconnects are counted; the server's CPU time and memory come from ``/proc``. With
+``--burst N`` each move is N presses sent without waiting for the replies (back and forth, then the move's value), as
+a student pressing an arrow key quickly; a reply the browser could not have used (a reference to a message its cache
+dropped, no run of the last press) counts as an error. See bench/README.md for what each column means.
 """
 
 from __future__ import annotations
@@ -270,7 +272,9 @@ class Tab:
         if msg.WhichOneof("type") == "ref_hash":
             cached = self.cache.get(msg.ref_hash)
             if cached is None:
-                raise HallError(f"server referred to message {msg.ref_hash} that this tab never cached")
+                raise HallError(
+                    f"server referred to message {msg.ref_hash}, which this tab does not hold (never had or dropped)"
+                )
             full = ForwardMsg()
             full.CopyFrom(cached[0])
             full.metadata.CopyFrom(msg.metadata)
@@ -510,6 +514,8 @@ class HallSpec:
     max_seconds: float = 600.0  # the whole hall
     plant_crosstalk: bool = False  # student 0 expects student 1's seed: must be flagged
     phones: float = 0.0  # the share of students whose browser says it is a phone (PHONE_UA), spread over the hall
+    burst: int = 1  # presses a move: >1 sends them without waiting for replies (burst_walks)
+    press_gap: float = 0.06  # seconds between those presses (the browser reads no reply meanwhile: it is busy)
     label: str = ""  # shown after the page in the table
 
 
@@ -525,6 +531,7 @@ class Tally:
     unverified: int = 0
     timeouts: int = 0
     disconnects: int = 0
+    broken: int = 0  # replies a browser could not use: a reference to a message it dropped, no run of a last press
     runs: int = 0
     runs_after_paint: int = 0
     shared_views: int = 0  # replies whose charts were compared with another reply's for the same view
@@ -611,17 +618,27 @@ async def student(i: int, spec: HallSpec, tally: Tally, tabs: list[Tab], on_pain
         tally.judge(i, reply, expect, phone)
         painted = True
         on_paint()
-        for value in slider_moves(tab.slider(spec.widget), spec.moves, offset=i):
+        proto = tab.slider(spec.widget)
+        walks = burst_walks(proto, spec.moves, spec.burst) if spec.burst > 1 else None
+        for m, value in enumerate(slider_moves(proto, spec.moves, offset=i)):
             await asyncio.sleep(spec.think)
-            tab.move(spec.widget, value)
-            expect[spec.widget] = url_text(value)
             t0 = time.perf_counter()
-            reply = await asyncio.wait_for(tab.rerun(), spec.timeout)
+            if walks is not None:
+                expect[spec.widget] = url_text(walks[m][-1])
+                reply = await asyncio.wait_for(press_burst(tab, spec, walks[m], tally, i, expect, phone), spec.timeout)
+            else:
+                expect[spec.widget] = url_text(value)
+                tab.move(spec.widget, value)
+                reply = await asyncio.wait_for(tab.rerun(), spec.timeout)
             tally.updates.append(time.perf_counter() - t0)
             tally.judge(i, reply, expect, phone)
     except TimeoutError:
         tally.timeouts += 1
         tally.note(f"student {i}: no reply within {spec.timeout:g} s")
+        await tab.close()
+    except HallError as exc:  # what a browser's websocket would have failed on: this student's page is stuck
+        tally.broken += 1
+        tally.note(f"student {i}: {exc}"[:200])
         await tab.close()
     except (ConnectionClosed, InvalidHandshake, OSError) as exc:
         tally.disconnects += 1
@@ -629,6 +646,43 @@ async def student(i: int, spec: HallSpec, tally: Tally, tabs: list[Tab], on_pain
     finally:
         if not painted:
             on_paint()
+
+
+def burst_walks(proto, moves: int, n: int) -> list[list]:
+    """The presses of each of ``moves`` moves with ``n`` quick presses each, as a student holding an arrow key: up
+    ``n`` positions, back down, up again... over the first ``n + 1`` of :func:`slider_moves`' positions (never the
+    default, so every end shows in the share link). The first move starts from the page's value, one press more.
+    Each move ends on a value none of its other presses has (the run that shows it is the last press's), and
+    walks back over views the browser saw a run or two before."""
+    ladder = slider_moves(proto, n + 1, offset=0)
+    if len(set(map(str, ladder))) < len(ladder):  # fewer positions than presses: the walk would repeat a value
+        ladder = list(dict.fromkeys(ladder))
+    up, down = ladder[1:], ladder[-2::-1]
+    return [ladder if m == 0 else (down if m % 2 else up) for m in range(moves)]
+
+
+async def press_burst(
+    tab: Tab, spec: HallSpec, presses: list, tally: Tally, who: int, expect: dict, phone: bool
+) -> Reply:
+    """Send one rerun request for each of ``presses`` (:func:`burst_walks`) without waiting, as a browser does for a
+    student pressing an arrow key quickly (the server merges presses that arrive while a run is in progress), then
+    read the runs until the one that shows the last press's value. The runs before it are judged on the seed
+    alone."""
+    for k, value in enumerate(presses):
+        if k:  # a run may end meanwhile; its end is read after the last press, as a browser busy drawing reads it
+            await asyncio.sleep(spec.press_gap)
+        tab.move(spec.widget, value)
+        await tab.ask()
+    fragment, last = tab.fragment, url_text(presses[-1])
+    for _ in presses:
+        reply = await tab.reply(finish=False)
+        tab.fragment = fragment if reply.fragment_run else ""
+        tab.finish(reply)
+        got = dict(parse_qsl(urlsplit(reply.link or "").query, keep_blank_values=True)).get(spec.widget)
+        if same_value(got, last):
+            return reply
+        tally.judge(who, reply, {"seed": expect["seed"]}, phone)
+    raise HallError(f"no run showed the last of {len(presses)} quick presses ({spec.widget}={last})")
 
 
 async def run_students(spec: HallSpec, watch: ProcWatch, tally: Tally) -> tuple[list[Tab], bool]:
@@ -798,7 +852,7 @@ def table(results: list[HallResult]) -> str:
             f"| {spec['page']}{''.join(f' ({tag})' for tag in tags)} | {spec['students']} | {spec['moves']} "
             f"| {fmt_s(s['update_p50'])} / {fmt_s(s['update_p95'])} / {fmt_s(s['update_max'])} "
             f"| {fmt_s(s['first_paint_p50'])} / {fmt_s(s['first_paint_p95'])} "
-            f"| {t['exceptions'] + t['error_boxes']} | {t['crosstalk']} | {t['timeouts']} | {t['disconnects']} "
+            f"| {t['exceptions'] + t['error_boxes'] + t['broken']} | {t['crosstalk']} | {t['timeouts']} | {t['disconnects']} "
             f"| {per_run} | {per_move} | {r.hwm / 2**20:.0f} MiB | {s['rss_per_session'] / 2**20:.1f} MiB |"
         )
     return "\n".join(lines)
@@ -812,7 +866,8 @@ def details(r: HallResult) -> str:
         f"{r.cpu_s:.2f} s; RSS {r.rss_start / 2**20:.0f} MiB before, {r.rss_connected / 2**20:.0f} MiB with every "
         f"student connected, peak sampled {r.rss_peak / 2**20:.0f} MiB, VmHWM {r.hwm / 2**20:.0f} MiB; "
         f"this generator used {r.generator_cpu_s:.2f} s of CPU",
-        f"exceptions {t['exceptions']}, error boxes {t['error_boxes']}, replies without a share link "
+        f"exceptions {t['exceptions']}, error boxes {t['error_boxes']}, replies a browser could not use "
+        f"{t['broken']}, replies without a share link "
         f"{t['unverified']}, replies whose charts matched an earlier reply for the same view {t['shared_views']}",
     ]
     if r.cut_short:
@@ -824,7 +879,8 @@ def details(r: HallResult) -> str:
 def failed(r: HallResult) -> bool:
     t = r.tally
     return (
-        bool(t["exceptions"] or t["error_boxes"] or t["crosstalk"] or t["timeouts"] or t["disconnects"]) or r.cut_short
+        bool(t["exceptions"] or t["error_boxes"] or t["broken"] or t["crosstalk"] or t["timeouts"] or t["disconnects"])
+        or r.cut_short
     )
 
 
@@ -863,6 +919,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--no-warmup", action="store_true", help="skip the unmeasured first visit")
     ap.add_argument(
         "--phones", type=bounded(float, 0, 1), default=0.0, help="share of students on phones (their User-Agent)"
+    )
+    ap.add_argument(
+        "--burst", type=bounded(int, 1, 10), default=1,
+        help="presses a move, sent without waiting (back and forth, then the move's value), as quick key presses",
+    )  # fmt: skip
+    ap.add_argument(
+        "--press-gap", type=bounded(float, 0, 2), default=0.06, help="seconds between the presses of a --burst"
     )
     ap.add_argument("--plant-crosstalk", action="store_true", help="student 0 expects student 1's seed (self-test)")
     ap.add_argument("--browser-check", action="store_true", help="also move the slider in chromium: CPU per move")
@@ -906,6 +969,8 @@ def spec_from(args: argparse.Namespace, url: str) -> HallSpec:
         max_seconds=args.max_seconds,
         plant_crosstalk=args.plant_crosstalk,
         phones=args.phones,
+        burst=args.burst,
+        press_gap=args.press_gap,
     )
 
 
