@@ -76,6 +76,11 @@ class HallError(RuntimeError):
     """The hall cannot run as asked (no such page or widget, a widget it cannot move): stop, say why."""
 
 
+class BrokenReply(HallError):
+    """A reply a browser could not use: a reference to a message its cache no longer holds (its websocket fails),
+    or no run of the last of quick presses. The student's page would be stuck; the hall counts it and goes on."""
+
+
 # ---------------------------------------------------------------- widget states, as Streamlit's frontend keeps them
 def _option_strings(kind: str, proto, indices) -> list[str]:
     opts = [o.content for o in proto.options] if kind == "button_group" else list(proto.options)
@@ -272,7 +277,7 @@ class Tab:
         if msg.WhichOneof("type") == "ref_hash":
             cached = self.cache.get(msg.ref_hash)
             if cached is None:
-                raise HallError(
+                raise BrokenReply(
                     f"server referred to message {msg.ref_hash}, which this tab does not hold (never had or dropped)"
                 )
             full = ForwardMsg()
@@ -636,7 +641,7 @@ async def student(i: int, spec: HallSpec, tally: Tally, tabs: list[Tab], on_pain
         tally.timeouts += 1
         tally.note(f"student {i}: no reply within {spec.timeout:g} s")
         await tab.close()
-    except HallError as exc:  # what a browser's websocket would have failed on: this student's page is stuck
+    except BrokenReply as exc:  # what a browser's websocket would have failed on: this student's page is stuck
         tally.broken += 1
         tally.note(f"student {i}: {exc}"[:200])
         await tab.close()
@@ -657,6 +662,8 @@ def burst_walks(proto, moves: int, n: int) -> list[list]:
     ladder = slider_moves(proto, n + 1, offset=0)
     if len(set(map(str, ladder))) < len(ladder):  # fewer positions than presses: the walk would repeat a value
         ladder = list(dict.fromkeys(ladder))
+    if len(ladder) < 2:
+        raise HallError(f"slider {proto.id!r} has too few positions for quick presses: --burst 1")
     up, down = ladder[1:], ladder[-2::-1]
     return [ladder if m == 0 else (down if m % 2 else up) for m in range(moves)]
 
@@ -682,7 +689,7 @@ async def press_burst(
         if same_value(got, last):
             return reply
         tally.judge(who, reply, {"seed": expect["seed"]}, phone)
-    raise HallError(f"no run showed the last of {len(presses)} quick presses ({spec.widget}={last})")
+    raise BrokenReply(f"no run showed the last of {len(presses)} quick presses ({spec.widget}={last})")
 
 
 async def run_students(spec: HallSpec, watch: ProcWatch, tally: Tally) -> tuple[list[Tab], bool]:

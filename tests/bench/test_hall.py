@@ -241,7 +241,7 @@ def test_a_reply_never_refers_to_a_message_the_browser_dropped(served):
             tab.move("head_dim", 16)
             await tab.ask()  # lists what the tab held before the d_k 18 run ended: d_k 16's charts, two runs old
             tab.finish(ended)  # now the tab reads that end: those are two runs old no more, and dropped
-            back = await asyncio.wait_for(tab.reply(), TIMEOUT)  # HallError: a reference to a dropped message
+            back = await asyncio.wait_for(tab.reply(), TIMEOUT)  # BrokenReply: a reference to a dropped message
         finally:
             await tab.close()
         return first, back
