@@ -624,16 +624,18 @@ async def student(i: int, spec: HallSpec, tally: Tally, tabs: list[Tab], on_pain
         painted = True
         on_paint()
         proto = tab.slider(spec.widget)
-        walks = burst_walks(proto, spec.moves, spec.burst) if spec.burst > 1 else None
-        for m, value in enumerate(slider_moves(proto, spec.moves, offset=i)):
+        if spec.burst > 1:
+            moves = burst_walks(proto, spec.moves, spec.burst)
+        else:
+            moves = [[value] for value in slider_moves(proto, spec.moves, offset=i)]
+        for presses in moves:
             await asyncio.sleep(spec.think)
+            expect[spec.widget] = url_text(presses[-1])
             t0 = time.perf_counter()
-            if walks is not None:
-                expect[spec.widget] = url_text(walks[m][-1])
-                reply = await asyncio.wait_for(press_burst(tab, spec, walks[m], tally, i, expect, phone), spec.timeout)
+            if len(presses) > 1:
+                reply = await asyncio.wait_for(press_burst(tab, spec, presses, tally, i, expect, phone), spec.timeout)
             else:
-                expect[spec.widget] = url_text(value)
-                tab.move(spec.widget, value)
+                tab.move(spec.widget, presses[0])
                 reply = await asyncio.wait_for(tab.rerun(), spec.timeout)
             tally.updates.append(time.perf_counter() - t0)
             tally.judge(i, reply, expect, phone)
