@@ -9,8 +9,10 @@ warmed by one visit per page) it runs, one after the other, the halls of issue 1
 - ``same link``: 100 students opening one link within 2 s, 1 move (target: first paint p95 <= 5 s);
 - ``20 busy``: 20 students, think time 1 s, 5 moves (target: update p95 <= 1 s);
 
-on every page of ``--pages``, and prints one table with the target verdicts. ``--quick`` divides the
-students by 10 (a check that everything runs, not a measurement).
+on every page of ``--pages``, and prints one table with the target verdicts. ``--burst N`` adds a fourth hall,
+the class hall with every move made of N quick presses (``bench/hall.py --burst``: sent without reading the replies
+between them, as a busy browser does; a reply a browser could not use counts as an error), held to the class
+hall's target. ``--quick`` divides the students by 10 (a check that everything runs, not a measurement).
 """
 
 from __future__ import annotations
@@ -26,7 +28,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from hall import HallResult, HallSpec, failed, fmt_s, run_hall, warm_up  # noqa: E402 - bench/ is this folder
+try:
+    from bench.hall import HallResult, HallSpec, failed, fmt_s, run_hall, warm_up
+except ImportError:  # run as a script: its folder comes first on the path, and "bench" is bench/bench.py
+    from hall import HallResult, HallSpec, failed, fmt_s, run_hall, warm_up  # type: ignore[no-redef]
 
 from harness import start_serve  # noqa: E402
 
@@ -41,6 +46,7 @@ class Target:
     same_link: bool
     measure: str  # "update" or "first_paint": the p95 the target is on
     limit_s: float
+    burst: int = 1  # presses a move (bench/hall.py --burst)
 
 
 TARGETS = (
@@ -55,13 +61,26 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="workers of the second server")
     ap.add_argument("--pages", default="heatmaps,kv_sharing", help="comma-separated registry names")
     ap.add_argument("--quick", action="store_true", help="a tenth of the students: check it runs")
+    ap.add_argument(
+        "--burst", type=int, choices=range(2, 11), metavar="N", help="add the class hall with N quick presses a move"
+    )
     return ap.parse_args(argv)
+
+
+def targets(burst: int | None) -> tuple[Target, ...]:
+    """The halls to run: :data:`TARGETS`, and with ``burst`` the class hall again with bursts of that many presses."""
+    if not burst:
+        return TARGETS
+    c = TARGETS[0]
+    return (*TARGETS, Target(f"class, bursts of {burst}", c.students, c.think, c.moves, c.ramp, False, c.measure,
+                             c.limit_s, burst))  # fmt: skip
 
 
 def hall_spec(url: str, page: str, target: Target, quick: bool, seed_base: int) -> HallSpec:
     spec = HallSpec(url=url, page=page, students=max(2, target.students // (10 if quick else 1)))
     spec.think, spec.moves, spec.ramp, spec.same_link = target.think, target.moves, target.ramp, target.same_link
     spec.seed_base, spec.label, spec.timeout, spec.max_seconds = seed_base, target.label, 120.0, 900.0
+    spec.burst = target.burst
     return spec
 
 
@@ -74,14 +93,16 @@ def verdict(result: HallResult, target: Target) -> str:
     )
 
 
-def run_server(workers: int, pages: list[str], quick: bool) -> list[tuple[int, Target, HallResult]]:
+def run_server(
+    workers: int, pages: list[str], quick: bool, halls: tuple[Target, ...] = TARGETS
+) -> list[tuple[int, Target, HallResult]]:
     proc, state, _ = start_serve(workers=workers)
     out = []
     try:
         url = state["url"].rstrip("/")
         for page in pages:
             asyncio.run(warm_up(url, page, None, 120))
-            for i, target in enumerate(TARGETS):
+            for i, target in enumerate(halls):
                 pids = [w["pid"] for w in state["workers"] if w["pid"]]
                 spec = hall_spec(url, page, target, quick, seed_base=1 + 1000 * i)
                 print(f"  {workers} worker(s), {page}, {target.label} ...", file=sys.stderr, flush=True)
@@ -105,7 +126,7 @@ def table(rows: list[tuple[int, Target, HallResult]]) -> str:
             f"| {workers} | {r.spec['page']} | {target.label} | {r.spec['students']} "
             f"| {fmt_s(s['update_p50'])} / {fmt_s(s['update_p95'])} "
             f"| {fmt_s(s['first_paint_p50'])} / {fmt_s(s['first_paint_p95'])} "
-            f"| {t['exceptions'] + t['error_boxes']}, {t['crosstalk']}, {t['timeouts'] + t['disconnects']} "
+            f"| {t['exceptions'] + t['error_boxes'] + t['broken']}, {t['crosstalk']}, {t['timeouts'] + t['disconnects']} "
             f"| {cpu} | {r.hwm / 2**20:.0f} MiB | {verdict(r, target)} |"
         )
     return "\n".join(lines)
@@ -116,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     pages = [p.strip() for p in args.pages.split(",") if p.strip()]
     rows = []
     for workers in dict.fromkeys((1, args.workers)):
-        rows += run_server(workers, pages, args.quick)
+        rows += run_server(workers, pages, args.quick, targets(args.burst))
     print(f"# {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f}{' (quick)' if args.quick else ''}")
     print(table(rows))
     return 1 if any(failed(r) for _, _, r in rows) else 0
