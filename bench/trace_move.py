@@ -148,12 +148,18 @@ def trace_moves(case: B.SliderCase, moves: int, min_ms: float, timeout_ms: int) 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("page", help="a page of attn_core.views.PAGES, or 'trivial' (the trivial app)")
+    ap.add_argument("--slider", help="another of the page's benchmark sliders (bench.PAGE_SLIDERS), e.g. head_dim")
     ap.add_argument("--moves", type=int, default=2, help="traced moves (after 2 unmeasured)")
     ap.add_argument("--min-ms", type=float, default=1.5, help="shortest task listed")
     ap.add_argument("--timeout", type=float, default=120, help="seconds any browser wait may take")
     args = ap.parse_args(argv)
     trivial = B.SliderCase("trivial app · n", True, "", (), "n", "chart")
     case = trivial if args.page == "trivial" else case_of(args.page)
+    if args.slider and not case.trivial:
+        cases = [c for c in B.page_cases() if c.label == f"{args.page} · {args.slider}"]
+        if not cases:
+            ap.error(f"no benchmark case {args.page} · {args.slider}; see bench.PAGE_SLIDERS")
+        case = cases[0]
     for i, (times, found) in enumerate(trace_moves(case, args.moves, args.min_ms, int(args.timeout * 1000))):
         print(f"{case.label}, move {i + 1} (ms from the key press): " + ", ".join(f"{k} {v}" for k, v in times.items()))
         for t in found:
