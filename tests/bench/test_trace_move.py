@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from bench.trace_move import Task, key_press_ts, main_thread, summary, tasks
 
 MAIN, OTHER = (1, 10), (1, 11)
@@ -53,3 +55,11 @@ def test_no_key_press_is_none_and_an_unknown_task_is_other():
     events = main_thread(trace()[:2] + [ev("RunTask", 1, 5), ev("ParseHTML", 1.5, 4)])
     assert key_press_ts(events) is None
     assert tasks(events, 0) == [Task(1.0, 5.0, [("ParseHTML", 4.0)], "other")]
+
+
+def test_a_slider_the_benchmark_does_not_move_is_refused_before_any_browser(capsys):
+    from bench.trace_move import main
+
+    with pytest.raises(SystemExit):
+        main(["saturation", "--slider", "seq_len"])
+    assert "no benchmark case saturation · seq_len" in capsys.readouterr().err
