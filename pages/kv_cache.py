@@ -137,10 +137,11 @@ if (pd_box := ui.section_box(shown, 4, ui.t("kvcache.pd_header"), "x_kv_pd", ui.
         p1, p2 = st.columns([1, 2], gap="large")
         with p1:
             p = kc.with_values(p, pd_tokens=ui.control(P, "pd_tokens"))
+            pd_spec = kc.prefill_spec(p)
             measure = st.button(ui.t("kvcache.pd_run"), key="kv_pd_run", icon=":material/timer:")
+            st.caption(kc.prefill_plan(pd_spec, live is not None, style))  # the decode controls', or their defaults
             st.markdown(ui.t("kvcache.pd_body"))
         with p2:
-            pd_spec = kc.prefill_spec(p)
             timed = ui.live_state("kv_pd", (pd_spec, ui.device()))
             if measure:
                 with st.spinner(ui.t("kvcache.pd_running")):

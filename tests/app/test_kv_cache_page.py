@@ -88,6 +88,30 @@ def test_prefill_against_decode_is_measured_on_request(app_test):
     assert "earlier settings" in texts(at)
 
 
+def test_prefill_says_which_model_it_will_time_before_it_is_pressed(app_test):
+    at = app_test(PAGE, query={"model": "gpt2", "dec_layers": "3", "dec_batch": "2"})
+    no_exception(at)
+    plan = next(c.value for c in at.caption if c.value.startswith("Times the live-decode model"))
+    assert plan == (
+        "Times the live-decode model: query heads 12, KV heads 12, d_k = 64, layers 3, batch 2, cache fp16. "
+        "Its controls are in “Live decode” above."
+    )  # the live decode's own controls (AppTest draws every section open), before any measurement
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_plan_says_where_its_settings_come_from(lang):
+    from attn_core.figures import Style
+
+    p = kc.Params(model="gpt2", dec_layers=5)
+    spec = kc.prefill_spec(p)
+    closed, opened = (kc.prefill_plan(spec, from_live, Style(lang=lang)) for from_live in (False, True))
+    assert ("layers 5" if lang == "en" else "层数 5") in closed and closed != opened
+    assert closed.endswith(
+        "These are the defaults of the “Live decode” section: open it to change them."
+        if lang == "en" else "这些是“实时解码”部分的默认值：展开该部分即可修改。"
+    )  # fmt: skip
+
+
 def test_preset_switch_updates_formula_result_and_chart(app_test):
     at = app_test(PAGE, query={"model": "llama-2-7b"})  # from an MHA model (the default is Llama-3-8B)
     at.selectbox(key="model").set_value("llama-3-8b").run()
