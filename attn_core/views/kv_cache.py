@@ -853,20 +853,22 @@ def decode_summary(spec: DecodeSpec | RealDecodeSpec, steps: Sequence, stopped: 
     return ("warning", text, ":material/stop_circle:") if stopped else ("success", text, ":material/check_circle:")
 
 
+def _pd_model(spec: PrefillSpec) -> dict[str, object]:
+    """The decode model's numbers as the prefill captions name them."""
+    c = spec.cfg
+    return {"h": c.n_heads, "kv": c.n_kv_heads, "d": c.head_dim, "L": c.n_layers, "B": c.batch, "dtype": c.dtype}
+
+
 def prefill_plan(spec: PrefillSpec, from_live: bool, style: Style) -> str:
     """The model a prefill-against-decode measurement will time, and where its settings come from: the live
     decode's controls (``from_live``: that section is drawn above) or, while that section is closed, their
     defaults."""
-    c = spec.cfg
     where = style.t(
         "kvcache.pd_plan_open" if from_live else "kvcache.pd_plan_closed", live=style.t("kvcache.live_header")
     )
-    return style.t("kvcache.pd_plan", h=c.n_heads, kv=c.n_kv_heads, d=c.head_dim, L=c.n_layers, B=c.batch,
-                   dtype=c.dtype, where=where)  # fmt: skip
+    return style.t("kvcache.pd_plan", **_pd_model(spec), where=where)
 
 
 def prefill_caption(spec: PrefillSpec, device: str, style: Style) -> str:
     """The model and device a prefill-against-decode measurement ran with."""
-    c = spec.cfg
-    return style.t("kvcache.pd_caption", h=c.n_heads, kv=c.n_kv_heads, d=c.head_dim, L=c.n_layers, B=c.batch,
-                   dtype=c.dtype, device=device)  # fmt: skip
+    return style.t("kvcache.pd_caption", **_pd_model(spec), device=device)
