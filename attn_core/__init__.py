@@ -12,7 +12,7 @@ import os
 # default heatmaps 71 ms instead of 1 ms (bench/README.md). An explicit OMP_WAIT_POLICY is kept.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from .config import AttentionConfig, ConfigError, divisors  # noqa: E402 - after the OpenMP setting
-from .device import pick_device  # noqa: E402
+from attn_core.runtime.config import AttentionConfig, ConfigError, divisors  # noqa: E402 - after the OpenMP setting
+from attn_core.runtime.device import pick_device  # noqa: E402
 
 __all__ = ["AttentionConfig", "ConfigError", "divisors", "pick_device"]

@@ -9,7 +9,7 @@ A deck is small JSON, the same for a file, a link and the shipped decks in ``ass
 
 ``params`` are the page's link parameters as text (what the sidebar's link holds); the language is the
 viewer's, never the slide's. A link carries the whole deck: :func:`encode` compresses it and writes it in
-URL-safe base64 (``?deck=...``). Every check raises :class:`~attn_core.config.ConfigError` with a catalog key.
+URL-safe base64 (``?deck=...``). Every check raises :class:`~attn_core.runtime.config.ConfigError` with a catalog key.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .config import ConfigError
+from attn_core.runtime.config import ConfigError
 
 FORMAT = "attention-explorer-deck"
 VERSION = 1

@@ -19,12 +19,12 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from . import figures
-from .config import ConfigError, unknown_option
-from .figures.slides import PRESET_NAMES
-from .render import ALL_FORMATS, IMAGE_FORMATS, RenderError, export_bytes
-from .views import PAGES, PageSpec, page
-from .views.base import cli_flag, controls, defaults, export_stem, url_text
+from attn_core import figures
+from attn_core.figures.slides import PRESET_NAMES
+from attn_core.render import ALL_FORMATS, IMAGE_FORMATS, RenderError, export_bytes
+from attn_core.runtime.config import ConfigError, unknown_option
+from attn_core.views import PAGES, PageSpec, page
+from attn_core.views.base import cli_flag, controls, defaults, export_stem, url_text
 
 TYPES = {"int": int, "pow2": int, "kv_heads": int, "seed": int, "float": float, "choice": str, "text": str}
 
@@ -103,7 +103,7 @@ def run(argv: list[str] | None = None) -> list[Path]:
     if bad or not formats:
         raise unknown_option("format", ", ".join(bad) or "(none)", ALL_FORMATS)
     if args.device == "auto":
-        from .device import pick_device
+        from attn_core.runtime.device import pick_device
 
         args.device = str(pick_device())
     style = figures.Style(present=args.present, lang=args.lang)

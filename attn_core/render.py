@@ -19,9 +19,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from .config import unknown_option
-from .figures.base import Style
-from .figures.slides import EXPORT_PRESETS, PRESET_NAMES, fit_figure
+from attn_core.figures.base import Style
+from attn_core.figures.slides import EXPORT_PRESETS, PRESET_NAMES, fit_figure
+from attn_core.runtime.config import unknown_option
 
 IMAGE_FORMATS = ("png", "svg", "pdf")
 ALL_FORMATS = IMAGE_FORMATS + ("csv", "html")

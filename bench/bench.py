@@ -367,7 +367,7 @@ def time_calls(fn, dev, runs: int, warmup: int = 3) -> list[float]:
     """Seconds of each of ``runs`` calls of ``fn`` after ``warmup`` calls (synchronized on CUDA)."""
     import torch
 
-    from attn_core.device import sync
+    from attn_core.runtime.device import sync
 
     with torch.inference_mode():
         for _ in range(warmup):
@@ -386,7 +386,7 @@ def time_calls(fn, dev, runs: int, warmup: int = 3) -> list[float]:
 def core_attention(dev, runs: int) -> list[str]:
     import torch
 
-    from attn_core.attention import scaled_dot_product_attention
+    from attn_core.attention.gqa import scaled_dot_product_attention
 
     b, h, t, d = 1, CORE_HEADS, CORE_TOKENS, CORE_HEAD_DIM
     g = torch.Generator().manual_seed(0)
@@ -415,11 +415,11 @@ def core_attention(dev, runs: int) -> list[str]:
 
 
 def core_pooled(dev, runs: int, t_ref: float, shape: str) -> str:
-    """attn_core.longmaps.pooled_attention on the seeded layer (the heatmap page's chunked, pooled weights path)."""
+    """attn_core.attention.longmaps.pooled_attention on the seeded layer (the heatmap page's chunked, pooled weights path)."""
     try:
-        from attn_core.longmaps import pooled_attention
-        from attn_core.sources import SeededLayer
-        from attn_core.tokens import synthetic_tokens
+        from attn_core.attention.longmaps import pooled_attention
+        from attn_core.attention.sources import SeededLayer
+        from attn_core.attention.tokens import synthetic_tokens
 
         layer = SeededLayer(CORE_HEADS, CORE_HEADS, CORE_HEAD_DIM, tuple(synthetic_tokens(CORE_TOKENS)))
 
@@ -431,7 +431,7 @@ def core_pooled(dev, runs: int, t_ref: float, shape: str) -> str:
     except Exception as exc:  # noqa: BLE001 - optional: another module's work in progress
         return f"core {dev.type:<4} pooled_attention: skipped ({type(exc).__name__}: {str(exc)[:120]})"
     return (
-        f"core {dev.type:<4} pooled weights path {shape}: attn_core.longmaps.pooled_attention {ms(t)} "
+        f"core {dev.type:<4} pooled weights path {shape}: attn_core.attention.longmaps.pooled_attention {ms(t)} "
         f"(embedding, projections, pooled by {factor}) vs torch reference {ms(t_ref)}; ratio {t / t_ref:.2f}x"
     )
 
@@ -440,7 +440,7 @@ def core_decode(dev, runs: int) -> list[str]:
     """Live decode at DECODE_CONTEXT tokens: one cached step against one full recompute, page's default model."""
     import torch
 
-    from attn_core.kv_cache import TinyDecoder
+    from attn_core.kv.cache import TinyDecoder
     from attn_core.views import kv_cache as kc
 
     cfg = kc.decode_config(kc.Params())  # the page's defaults: its default model, 2 layers, fp16
@@ -479,7 +479,7 @@ MLA_CONTEXTS = (1024, 8192)
 
 def core_mla(dev, runs: int) -> list[str]:
     """One MLA decode step, naive against absorbed, at 1K and 8K cached tokens, the page's scaled-down layer."""
-    from attn_core import mla
+    from attn_core.mla import attention as mla
     from attn_core.views import mla as mv
 
     cfg = mv.Params().config
@@ -500,7 +500,7 @@ def core_conv(dev, runs: int) -> list[str]:
     separable softmax) and the page's full-attention rows of one query pixel. The engine runs on the CPU."""
     import numpy as np
 
-    from attn_core import conv_attention as ca
+    from attn_core.conv import attention as ca
     from attn_core.views import conv_attention as cv
 
     if dev.type != "cpu":
@@ -923,7 +923,7 @@ def header() -> str:
     import streamlit
     import torch
 
-    from attn_core.device import device_label, pick_device
+    from attn_core.runtime.device import device_label, pick_device
 
     try:
         pages_dev = device_label(pick_device())

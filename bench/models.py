@@ -1,4 +1,4 @@
-"""Benchmark of the pretrained models (attn_core.models): loads, capture, head scores, generation, memory.
+"""Benchmark of the pretrained models (attn_core.pretrained.models): loads, capture, head scores, generation, memory.
 
     .venv/bin/python bench/models.py                 # everything (about 2-3 minutes on 2 cores)
     .venv/bin/python bench/models.py --skip-cold     # reuse the user's model cache (no fresh conversion)
@@ -51,7 +51,7 @@ def reset_peak() -> None:
 def phase_load(model: str) -> None:
     """One fresh process: import, then load ``model``; prints JSON."""
     t0 = time.perf_counter()
-    from attn_core import models
+    from attn_core.pretrained import models
 
     models._hf()  # transformers imported and the capture registered
     t1 = time.perf_counter()
@@ -90,7 +90,7 @@ def timed(fn, repeats: int) -> tuple[float, object]:
 
 
 def bench_capture(models, m, repeats: int) -> list[str]:
-    from attn_core import longmaps
+    from attn_core.attention import longmaps
 
     rows = []
     for n in (64, 512, 2048, 8192):
@@ -157,7 +157,7 @@ def main() -> int:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores, CPU\n")
     print("| what | case | time | note |\n|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="attn-models-") as fresh:
-        from attn_core.model_store import cache_root
+        from attn_core.pretrained.store import cache_root
 
         for name in MODELS if "loads" not in args.skip else ():
             for kind in ("cold", "warm"):
@@ -166,7 +166,7 @@ def main() -> int:
                 r = run_load(name, fresh if not args.skip_cold else str(cache_root()))
                 print(f"| {name} load | {kind} (fresh process) | {r['load_s']:.2f} s | import {r['import_s']:.1f} s, "
                       f"RSS {r['rss_mib']:.0f} MiB, peak {r['peak_mib']:.0f} MiB |", flush=True)  # fmt: skip
-    from attn_core import models
+    from attn_core.pretrained import models
 
     loaded = {name: models.load_model(name, device="cpu") for name in MODELS}
     cur, peak = rss_mib()

@@ -62,7 +62,7 @@ def seeded(fn, n_heads, n_kv_heads, head_dim, tokens_q, tokens_k=None, **kw):
 
     The layer's own arguments (``mask_kind``, ``seed`` ...) make the :class:`SeededLayer`; the rest go to ``fn``.
     """
-    from attn_core.sources import SeededLayer
+    from attn_core.attention.sources import SeededLayer
 
     layer_kw = {k: kw.pop(k) for k in list(kw) if k in LAYER_ARGS}
     keys = None if tokens_k is None else tuple(tokens_k)
@@ -90,8 +90,8 @@ def cli_specs(page_name: str, argv: list[str]) -> list[dict]:
     import plotly.io as pio
 
     from attn_core import figures
-    from attn_core.device import pick_device
     from attn_core.export import params_from
+    from attn_core.runtime.device import pick_device
     from attn_core.views import page
 
     spec = page(page_name)

@@ -32,9 +32,9 @@ from typing import Any
 import streamlit as st
 import torch
 
-from attn_core import guard
-from attn_core.config import ConfigError
-from attn_core.guard import run_with_fallback
+from attn_core.runtime import guard
+from attn_core.runtime.config import ConfigError
+from attn_core.runtime.guard import run_with_fallback
 
 from .core import count, device, style, t
 from .output import Drawn, drawn, show_error
@@ -62,7 +62,7 @@ def compute(fn: Callable[..., Any], *args: Any, given: dict | None = None, **kwa
 
     ``fn`` must take a ``device`` keyword and return CPU values. Arguments must be
     picklable (frozen dataclasses, tuples, numbers, strings). A
-    :class:`~attn_core.config.ConfigError` is shown as a message (in the user's
+    :class:`~attn_core.runtime.config.ConfigError` is shown as a message (in the user's
     language) and gives None, so the page can stop or go on without that result.
     ``given``: keyword arguments passed to ``fn`` but left out of the cache key, for
     values that ``args`` determine (a large intermediate result from :func:`shared`).
@@ -103,7 +103,7 @@ def shared(fn: Callable[..., Any], *args: Any, given: dict | None = None) -> Any
     per caller, unlike :func:`compute`). For a large intermediate result that cached
     steps read through ``compute(..., given=...)``: the saturation sweep's scores, which every τ reuses.
     ``given``, as for :func:`compute`: keyword arguments left out of the cache key, which ``args`` determine.
-    A :class:`~attn_core.config.ConfigError` gives None without a message: the step that reads the
+    A :class:`~attn_core.runtime.config.ConfigError` gives None without a message: the step that reads the
     result gets the same arguments, raises it again and shows it once.
 
     The session also keeps its own last result of each ``fn`` (up to :data:`SESSION_SHARED_BYTES`, the same
@@ -427,7 +427,7 @@ def live_run(
     seconds (a chart redrawn at every step would flicker and slow the run); the page draws the
     finished run itself, as on any later rerun. ``progress(run)`` gives ``(fraction, text)`` for a
     progress bar in ``bar`` (an ``st.empty()``; default: here), before the first step and after each;
-    the bar goes when the run ends. A :class:`~attn_core.config.ConfigError` from the generator
+    the bar goes when the run ends. A :class:`~attn_core.runtime.config.ConfigError` from the generator
     ends the run with status ``error`` (the page shows ``run.error``), keeping the steps made so
     far. A rerun (Stop, or any widget) ends the loop; the run then reads ``stopped``. The run first waits
     for one of the server's :func:`live_slots` (``bar`` says how many runs are ahead meanwhile) and gives it
@@ -484,7 +484,7 @@ MAX_MODELS = 4  # models kept loaded per server (SmolLM2 and MiniLM take about 4
 
 @st.cache_resource(max_entries=MAX_MODELS, show_spinner=False)
 def _loaded_model(key: str, device_name: str) -> Any:
-    from attn_core.models import load_model
+    from attn_core.pretrained.models import load_model
 
     loaded = load_model(key, device=device_name)
     freeze_heap()  # transformers' modules and the model: ~10^5 objects no collection will free
@@ -505,7 +505,7 @@ def freeze_heap() -> None:
 
 def model(key_of: Callable[[], str]) -> Any:
     """The pretrained model ``key_of()`` names (a shipped key or a local path), loaded once per server on the
-    session's device and shared read-only; None after showing a :class:`~attn_core.config.ConfigError` (no
+    session's device and shared read-only; None after showing a :class:`~attn_core.runtime.config.ConfigError` (no
     such path, not a model, a package missing: the message says what to install or change).
     """
     try:

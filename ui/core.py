@@ -8,9 +8,9 @@ from typing import Any
 import streamlit as st
 
 from attn_core import figures
-from attn_core.config import ConfigError
 from attn_core.i18n import DEFAULT_LANG, LANGUAGES, translate
 from attn_core.i18n import count as count_in
+from attn_core.runtime.config import ConfigError
 
 BIND = "query-params"
 
@@ -50,11 +50,11 @@ def style() -> figures.Style:
 
 @st.cache_resource(show_spinner=False)
 def _device_choice() -> tuple[str, Any, tuple[str, str | None, tuple] | None]:
-    """(device string, :class:`attn_core.device.DeviceInfo`, the error as (message, key, params) or None)
+    """(device string, :class:`attn_core.runtime.device.DeviceInfo`, the error as (message, key, params) or None)
     for this server process; immutable."""
     import torch
 
-    from attn_core.device import device_info, pick_device
+    from attn_core.runtime.device import device_info, pick_device
 
     try:
         dev = pick_device()
@@ -70,7 +70,7 @@ def device() -> str:
 
 
 def device_text(info: Any) -> str:
-    """A :class:`attn_core.device.DeviceInfo` in the user's language, e.g. "CPU · 2 threads"."""
+    """A :class:`attn_core.runtime.device.DeviceInfo` in the user's language, e.g. "CPU · 2 threads"."""
     if info.kind == "cuda":
         return t("ui.device_cuda", name=info.name, gib=f"{info.memory_gib:.0f}")
     if info.kind == "mps":

@@ -17,8 +17,8 @@ from typing import Any
 import streamlit as st
 
 from attn_core import decks
-from attn_core.config import ConfigError
 from attn_core.i18n import LANGUAGES
+from attn_core.runtime.config import ConfigError
 
 from .core import _url_raw, _write_url, lang, present, t
 from .output import lazy_expander, show_error

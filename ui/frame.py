@@ -7,8 +7,8 @@ from typing import Any, NoReturn
 
 import streamlit as st
 
-from attn_core.config import ConfigError
 from attn_core.i18n import DEFAULT_LANG, LANGUAGES
+from attn_core.runtime.config import ConfigError
 
 from .core import (
     BIND,

@@ -10,8 +10,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attn_core import figures
-from attn_core.config import ConfigError
 from attn_core.i18n import DEFAULT_LANG
+from attn_core.runtime.config import ConfigError
 
 from .chart_theme import browser_spec
 from .core import BIND, _remember, lang, present, seed, style, t

@@ -9,8 +9,8 @@ from typing import Any
 
 import streamlit as st
 
-from attn_core.config import divisors, kv_heads_keeping_group, nearest_divisor
 from attn_core.figures import kv as figures_kv
+from attn_core.runtime.config import divisors, kv_heads_keeping_group, nearest_divisor
 
 from .core import (
     BIND,
@@ -266,7 +266,7 @@ def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", cont
 
     A URL value (or a value set in session state) that does not divide ``n_heads`` snaps to
     the nearest divisor, with a visible notice. When only ``n_heads`` changes, the learner's
-    last own choice is kept as :func:`attn_core.config.kv_heads_keeping_group` says (its group
+    last own choice is kept as :func:`attn_core.runtime.config.kv_heads_keeping_group` says (its group
     size, else the nearest on the side of more KV heads; MQA stays MQA), again with a notice, and
     it comes back whenever it is valid again. Notices go below the page's controls
     (:func:`controls_box`), or below this control outside one, so the controls never move.
@@ -355,8 +355,8 @@ def pow2_slider(key: str, lo: int, hi: int, default: int, *, container: Any = No
 
 
 def note_cut(text: str | None) -> None:
-    """A notice when ``text`` has more tokens than a page takes (:data:`attn_core.tokens.MAX_TEXT_TOKENS`)."""
-    from attn_core.tokens import MAX_TEXT_TOKENS, tokenize
+    """A notice when ``text`` has more tokens than a page takes (:data:`attn_core.attention.tokens.MAX_TEXT_TOKENS`)."""
+    from attn_core.attention.tokens import MAX_TEXT_TOKENS, tokenize
 
     n = len(tokenize(text or ""))
     if n > MAX_TEXT_TOKENS:

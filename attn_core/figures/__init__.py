@@ -12,13 +12,13 @@ The names of :mod:`.base`, :mod:`.labels`, :mod:`.heatmaps` and :mod:`.tokenmaps
 (``figures.Style``, ``figures.heatmap_grid``).
 """
 
-from .base import *  # noqa: F403
-from .base import __all__ as _base_all
-from .heatmaps import *  # noqa: F403
-from .heatmaps import __all__ as _heatmaps_all
-from .labels import *  # noqa: F403
-from .labels import __all__ as _labels_all
-from .tokenmaps import *  # noqa: F403
-from .tokenmaps import __all__ as _tokenmaps_all
+from attn_core.figures.base import *  # noqa: F403
+from attn_core.figures.base import __all__ as _base_all
+from attn_core.figures.heatmaps import *  # noqa: F403
+from attn_core.figures.heatmaps import __all__ as _heatmaps_all
+from attn_core.figures.labels import *  # noqa: F403
+from attn_core.figures.labels import __all__ as _labels_all
+from attn_core.figures.tokenmaps import *  # noqa: F403
+from attn_core.figures.tokenmaps import __all__ as _tokenmaps_all
 
 __all__ = [*_base_all, *_labels_all, *_heatmaps_all, *_tokenmaps_all]

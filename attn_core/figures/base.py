@@ -20,8 +20,8 @@ import numpy as np
 import plotly.colors as pc
 import plotly.graph_objects as go
 
-from ..i18n import count, translate
-from .margins import reserve_margins
+from attn_core.figures.margins import reserve_margins
+from attn_core.i18n import count, translate
 
 __all__ = [
     "ColorScale",

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..memory import binary_unit
-from .base import Style, base_layout, plain_figure
-from .margins import reserve_margins
+from attn_core.figures.base import Style, base_layout, plain_figure
+from attn_core.figures.margins import reserve_margins
+from attn_core.kv.memory import binary_unit
 
 # Okabe-Ito, one hue per stage (colour-blind safe), always beside the stage's name
 STAGE_COLORS = {"qkv_projection": "#0072B2", "scores": "#D55E00", "softmax": "#F0E442", "weighted_sum": "#CC79A7",

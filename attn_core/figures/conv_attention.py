@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .base import DIVERGING_SCALE, GROUP_COLORS, Style, base_layout, explicit_scale, plain_figure
+from attn_core.figures.base import DIVERGING_SCALE, GROUP_COLORS, Style, base_layout, explicit_scale, plain_figure
 
 GREY_SCALE = explicit_scale(["#000000", "#ffffff"])
 QUERY_COLOR = "#D55E00"

@@ -7,8 +7,16 @@ from dataclasses import dataclass, replace
 import numpy as np
 import plotly.graph_objects as go
 
-from .base import DIVERGING_SCALE, FONTS_SET, MASK_GREY, PlainFigure, Style, group_color, group_text_color
-from .labels import (
+from attn_core.figures.base import (
+    DIVERGING_SCALE,
+    FONTS_SET,
+    MASK_GREY,
+    PlainFigure,
+    Style,
+    group_color,
+    group_text_color,
+)
+from attn_core.figures.labels import (
     LABEL_PITCH,
     LABELLED,
     MAX_GRID_PX,
@@ -21,8 +29,8 @@ from .labels import (
     tick_axis,
     tick_plan,
 )
-from .margins import PINNED, reserve_margins
-from .tokenmaps import ClickPanel, click_layer, click_step, row_outline
+from attn_core.figures.margins import PINNED, reserve_margins
+from attn_core.figures.tokenmaps import ClickPanel, click_layer, click_step, row_outline
 
 __all__ = [
     "grid_columns",

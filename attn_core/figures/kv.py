@@ -20,8 +20,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..config import attention_kind, check_kv_heads
-from .base import (
+from attn_core.figures.base import (
     DIVERGING_SCALE,
     MAX_HOVER_CELLS,
     Style,
@@ -33,10 +32,11 @@ from .base import (
     pool_max,
     slide_title,
 )
-from .heatmaps import block_labels
+from attn_core.figures.heatmaps import block_labels
+from attn_core.runtime.config import attention_kind, check_kv_heads
 
 if TYPE_CHECKING:
-    from ..convert import PairMaps
+    from attn_core.kv.convert import PairMaps
 
 # A chart's JSON stays under 2 MB: plotly writes float32 arrays as base64, about 5.4 bytes a cell and up to 7
 # where NaN gaps are many (their base64 holds '/', which plotly escapes); hover labels count on top.
@@ -118,7 +118,7 @@ def _node_traces(owner: Sequence[int], n_kv_heads: int, xs_kv: list[float], styl
 def kv_diagram(owner: Sequence[int], n_kv_heads: int, style: Style = Style(), title: str | None = None) -> go.Figure:
     """Query heads in the top row, KV heads below, one link per query head to the KV head it reads.
 
-    ``owner[h]``: the KV head query head ``h`` reads (:func:`attn_core.convert.kv_map`
+    ``owner[h]``: the KV head query head ``h`` reads (:func:`attn_core.kv.convert.kv_map`
     under either mapping). KV heads sit at the same places whatever the mapping, so
     two diagrams differ only in their links. Links and nodes are coloured by KV head;
     every node is labelled with its index. Each link trace carries
@@ -588,7 +588,7 @@ def pair_maps_figure(
     """One head's map as built and as run, side by side on one 0..1 scale, framed in the colours of their KV heads.
 
     Maps longer than ``max_cells`` are block-max pooled here; ``pair.factor`` > 1 says
-    they are already block maxima of ``factor × factor`` blocks (:func:`attn_core.convert.pair_maps_rows`).
+    they are already block maxima of ``factor × factor`` blocks (:func:`attn_core.kv.convert.pair_maps_rows`).
     """
     stacked = np.stack([pair.weights_built, pair.weights_run]).astype(np.float32)
     both, f = (stacked, int(pair.factor)) if pair.factor > 1 else pool_max(stacked, max_cells)

@@ -6,7 +6,7 @@ slabs stacked behind it (every layer fills alike); one row per KV head, position
 (a cell holds ``d`` elements); the query heads above, each joined to the K row of the KV head it reads at the
 newest position. Every number (shapes, tokens, bytes) is exact. The animation runs in the browser (plotly
 frames with their own play and pause buttons and slider): at most
-:data:`~attn_core.memory.MAX_FILL_FRAMES` frames, evenly thinned for longer sequences.
+:data:`~attn_core.kv.memory.MAX_FILL_FRAMES` frames, evenly thinned for longer sequences.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
-from ..memory import format_bytes, kv_formula
-from .base import Style, base_layout, group_color, plain_figure
-from .memory import LAYOUT_COLORS, layout_name
+from attn_core.figures.base import Style, base_layout, group_color, plain_figure
+from attn_core.figures.memory import LAYOUT_COLORS, layout_name
+from attn_core.kv.memory import format_bytes, kv_formula
 
 if TYPE_CHECKING:
-    from ..memory import CacheFill
+    from attn_core.kv.memory import CacheFill
 
 PANEL_STEP = 1.3  # x distance between panels (each is 1 wide)
 Q_Y = 1.12  # the query heads' row

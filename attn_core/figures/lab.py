@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..memory import format_bytes
-from .base import GROUP_COLORS, Style, base_layout, plain_figure
+from attn_core.figures.base import GROUP_COLORS, Style, base_layout, plain_figure
+from attn_core.kv.memory import format_bytes
 
 GRAPH_HEIGHT = 420
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import Style
+from attn_core.figures.base import Style
 
 __all__ = [
     "PLOT_PX",

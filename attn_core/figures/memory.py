@@ -3,7 +3,7 @@ prefill against decode.
 
 Bytes are always shown in binary units (KiB = 1024 B, MiB, GiB, TiB), with the
 exact byte count in the hover. The builders take the engine's results
-(:class:`attn_core.memory.MemoryCurves`), plain numbers and tables; the view model
+(:class:`attn_core.kv.memory.MemoryCurves`), plain numbers and tables; the view model
 (:mod:`attn_core.views.kv_cache`) computes them.
 """
 
@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..memory import binary_unit, format_bytes, format_bytes_exact, format_tokens
-from .base import Style, base_layout, plain_figure
+from attn_core.figures.base import Style, base_layout, plain_figure
+from attn_core.kv.memory import binary_unit, format_bytes, format_bytes_exact, format_tokens
 
 if TYPE_CHECKING:
-    from ..memory import MemoryCurves
+    from attn_core.kv.memory import MemoryCurves
 
 #: Okabe-Ito hues, one per cache layout, the same on every chart of the page.
 LAYOUT_COLORS = {"MHA": "#D55E00", "GQA": "#0072B2", "MQA": "#009E73", "MLA-naive": "#56B4E9", "MLA": "#CC79A7"}

@@ -11,14 +11,14 @@ import pandas as pd
 import plotly.colors as pc
 import plotly.graph_objects as go
 
-from ..memory import binary_unit, elements_to_bytes, format_bytes, format_bytes_exact, format_tokens
-from .base import FONTS_SET, MASK_GREY, PlainFigure, Style, base_layout, explicit_scale, plain_figure
-from .labels import LABEL_PITCH, PLOT_PX, thinned_note, tick_axis, tick_plan
-from .margins import PINNED, reserve_margins
-from .memory import LAYOUT_COLORS
+from attn_core.figures.base import FONTS_SET, MASK_GREY, PlainFigure, Style, base_layout, explicit_scale, plain_figure
+from attn_core.figures.labels import LABEL_PITCH, PLOT_PX, thinned_note, tick_axis, tick_plan
+from attn_core.figures.margins import PINNED, reserve_margins
+from attn_core.figures.memory import LAYOUT_COLORS
+from attn_core.kv.memory import binary_unit, elements_to_bytes, format_bytes, format_bytes_exact, format_tokens
 
 if TYPE_CHECKING:
-    from ..mla import MLAConfig
+    from attn_core.mla.attention import MLAConfig
 
 PATH_COLORS = {"naive": "#56B4E9", "absorb": "#CC79A7", "latent": "#D55E00"}
 #: the blocks' labels: dark on their light fills in either colour scheme (text on a light block is a card's)

@@ -13,10 +13,10 @@ import re
 
 import numpy as np
 
-from .base import MASK_GREY, PLAIN_ARRAYS_MAX, Style, _as_list, _typed_array, group_color
-from .heatmaps import grid_meta
-from .labels import thinned_note, tick_axis, tick_plan
-from .margins import reserve_margins, text_width
+from attn_core.figures.base import MASK_GREY, PLAIN_ARRAYS_MAX, Style, _as_list, _typed_array, group_color
+from attn_core.figures.heatmaps import grid_meta
+from attn_core.figures.labels import thinned_note, tick_axis, tick_plan
+from attn_core.figures.margins import reserve_margins, text_width
 
 __all__ = ["PHONE_PX", "grid_panels", "one_panel", "title_fits", "title_text"]
 

@@ -1,7 +1,7 @@
 """Plotly figures of the "Softmax saturation" page: results in, figures out.
 
 Every builder takes CPU numpy arrays, a sweep DataFrame from
-:func:`attn_core.stats.saturation_sweep` or a result dataclass of :mod:`attn_core.stats`,
+:func:`attn_core.saturation.stats.saturation_sweep` or a result dataclass of :mod:`attn_core.saturation.stats`,
 plain values and a :class:`~attn_core.figures.Style`, and returns a
 ``plotly.graph_objects.Figure``; the view model (:mod:`attn_core.views.saturation`)
 computes the results and pairs each figure with the numbers behind it. Unscaled
@@ -29,11 +29,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..config import FLOAT16_MAX, SATURATION_THRESHOLD, SMALL_NORM
-from .base import DIVERGING_SCALE, GROUP_COLORS, Style, base_layout, plain_figure, slide_title
+from attn_core.figures.base import DIVERGING_SCALE, GROUP_COLORS, Style, base_layout, plain_figure, slide_title
+from attn_core.runtime.config import FLOAT16_MAX, SATURATION_THRESHOLD, SMALL_NORM
 
 if TYPE_CHECKING:
-    from ..stats import ExampleMaps, Float16Demo, RowSoftmax, ScoreSample
+    from attn_core.saturation.stats import ExampleMaps, Float16Demo, RowSoftmax, ScoreSample
 
 UNSCALED_COLOR = GROUP_COLORS[4]  # vermillion
 SCALED_COLOR = GROUP_COLORS[0]  # blue
@@ -231,7 +231,7 @@ def scaled_unscaled_figure(maps: ExampleMaps, labels: list[str], style: Style = 
 
     Query rows top to bottom, key columns left to right (``labels``: the sequence's
     tokens, unused when pooled); the raw q·k is shown on hover. Maps wider than 64 keys arrive block-max
-    pooled (:func:`attn_core.stats.example_maps`), their ticks are key ranges and the
+    pooled (:func:`attn_core.saturation.stats.example_maps`), their ticks are key ranges and the
     title says so.
     """
     t, f, d_k = maps.seq_len, maps.factor, maps.d_k
@@ -473,7 +473,7 @@ def gradient_curves_figure(
     style: Style = Style(),
 ) -> go.Figure:
     """The gradients against d_k: one row per norm (‖J‖_F, ‖∂L/∂z‖, ‖∂L/∂q‖), one column per statistic
-    over the measured rows (mean, median, share below :data:`attn_core.stats.SMALL_NORM`).
+    over the measured rows (mean, median, share below :data:`attn_core.saturation.stats.SMALL_NORM`).
 
     Mean and median of one norm share a log y range, so a median far below its mean
     (a gradient concentrated in a few rows) shows as such. Current d_k marked as in

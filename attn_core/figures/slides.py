@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from .base import FONTS_SET, Style, _set_fonts
-from .heatmaps import grid_meta
-from .labels import LABEL_PITCH, MIN_TICK_FONT
-from .margins import reserve_margins, text_width
+from attn_core.figures.base import FONTS_SET, Style, _set_fonts
+from attn_core.figures.heatmaps import grid_meta
+from attn_core.figures.labels import LABEL_PITCH, MIN_TICK_FONT
+from attn_core.figures.margins import reserve_margins, text_width
 
 __all__ = ["ExportPreset", "EXPORT_PRESETS", "PRESET_NAMES", "fit_figure"]
 

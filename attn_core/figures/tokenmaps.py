@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from .base import FONTS_SET, PlainFigure, Style, group_color
-from .labels import short_label
-from .margins import reserve_margins
+from attn_core.figures.base import FONTS_SET, PlainFigure, Style, group_color
+from attn_core.figures.labels import short_label
+from attn_core.figures.margins import reserve_margins
 
 __all__ = [
     "CLICK_POINTS",

@@ -7,7 +7,7 @@ fuzz, language, chart-size and browser tests and the benchmark all read
 
 from __future__ import annotations
 
-from .base import Control, PageSpec, View, control, controls, defaults, matrix_frame  # noqa: F401
+from attn_core.views.base import Control, PageSpec, View, control, controls, defaults, matrix_frame  # noqa: F401
 
 PAGES: tuple[PageSpec, ...] = (
     PageSpec("heatmaps", "nav.heatmaps", ":material/grid_on:", default=True),
@@ -23,8 +23,8 @@ PAGES: tuple[PageSpec, ...] = (
 
 
 def page(name: str) -> PageSpec:
-    """The page called ``name`` (its file stem); :class:`~attn_core.config.ConfigError` if there is none."""
-    from ..config import unknown_option
+    """The page called ``name`` (its file stem); :class:`~attn_core.runtime.config.ConfigError` if there is none."""
+    from attn_core.runtime.config import unknown_option
 
     for p in PAGES:
         if p.name == name:

@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..config import MAX_SEQ_LEN
-from ..tokens import MAX_TEXT_CHARS, MAX_TEXT_TOKENS, synthetic_tokens, tokenize
+from attn_core.attention.tokens import MAX_TEXT_CHARS, MAX_TEXT_TOKENS, synthetic_tokens, tokenize
+from attn_core.runtime.config import MAX_SEQ_LEN
 
 KINDS = ("int", "float", "pow2", "choice", "bool", "text", "kv_heads", "seed")
 DEFAULT_TEXT = "The cat sat on the mat because it was tired ."  # the pages' example sentence
@@ -207,7 +207,7 @@ def with_values(params: Any, **changes: Any) -> Any:
 
 def view_list(which: str | Sequence[str] | None, names: Sequence[str], default: Sequence[str]) -> list[str]:
     """The view names a command line asked for: comma-separated or a list, ``all``, or None for ``default``."""
-    from ..config import unknown_option
+    from attn_core.runtime.config import unknown_option
 
     if which is None:
         return list(default)
@@ -222,11 +222,11 @@ def view_list(which: str | Sequence[str] | None, names: Sequence[str], default: 
 
 
 def check_choices(params: Any) -> None:
-    """Raise :class:`~attn_core.config.ConfigError` for a ``choice`` field whose value is not one of its options.
+    """Raise :class:`~attn_core.runtime.config.ConfigError` for a ``choice`` field whose value is not one of its options.
 
     Call from a ``Params.__post_init__``; ``None`` stands for "follow the data" and is always allowed.
     """
-    from ..config import unknown_option
+    from attn_core.runtime.config import unknown_option
 
     for name, ctl in controls(params).items():
         value = getattr(params, name)
@@ -250,7 +250,7 @@ class TokenInput:
 
     @property
     def input_tokens(self) -> tuple[str, ...]:
-        """The tokens of ``text`` (at most :data:`~attn_core.tokens.MAX_TEXT_TOKENS`) or ``seq_len`` synthetic ones."""
+        """The tokens of ``text`` (at most :data:`~attn_core.attention.tokens.MAX_TEXT_TOKENS`) or ``seq_len`` synthetic ones."""
         if self.source == "text":
             return tuple(tokenize(self.text, MAX_TEXT_TOKENS))
         return tuple(synthetic_tokens(self.seq_len))

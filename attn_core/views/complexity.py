@@ -2,7 +2,7 @@
 against decode per token, and the course note's complexity formula corrected.
 
 The page (``pages/complexity.py``) and the command line (``python -m attn_core.export --page complexity``) turn a
-:class:`Params` into counts (:mod:`attn_core.complexity`) and measurements, and draw them with
+:class:`Params` into counts (:mod:`attn_core.complexity.stages`) and measurements, and draw them with
 :mod:`attn_core.figures.complexity`. Every sentence that concludes is chosen from the numbers it reports.
 """
 
@@ -16,13 +16,13 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from .. import complexity as cx
-from ..config import MAX_SEQ_LEN, ConfigError
-from ..figures import Style
-from ..figures import complexity as cfig
-from ..guard import stays_on_device
-from ..memory import format_bytes
-from .base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
+from attn_core.complexity import stages as cx
+from attn_core.figures import Style
+from attn_core.figures import complexity as cfig
+from attn_core.kv.memory import format_bytes
+from attn_core.runtime.config import MAX_SEQ_LEN, ConfigError
+from attn_core.runtime.guard import stays_on_device
+from attn_core.views.base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
 
 VIEW_FIELD = "view"
 PAGE_VIEWS = ("counted", "measured", "prefill_decode", "formula")

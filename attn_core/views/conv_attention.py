@@ -1,5 +1,5 @@
 """The "Attention as convolution" page's view model: quadratic-encoding heads in 1-D and 2-D, K² of them against
-``conv2d``, the α sweep and the analogy (Cordonnier, Loukas & Jaggi, ICLR 2020; :mod:`attn_core.conv_attention`).
+``conv2d``, the α sweep and the analogy (Cordonnier, Loukas & Jaggi, ICLR 2020; :mod:`attn_core.conv.attention`).
 
 The page (``pages/conv_attention.py``) and the command line (``python -m attn_core.export --page conv_attention``)
 run the same steps and figure builders; every sentence that concludes is chosen from the numbers it reports.
@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import conv_attention as eng
-from .. import figures
-from ..figures import conv_attention as cfig
-from .base import View, check_choices, control, matrix_frame, view_list, with_values  # noqa: F401 - for the page
+from attn_core import figures
+from attn_core.conv import attention as eng
+from attn_core.figures import conv_attention as cfig
+from attn_core.views.base import View, check_choices, control, matrix_frame, view_list, with_values  # noqa: F401 - for the page
 
 VIEW_FIELD = "view"
 PAGE_VIEWS = ("line", "image", "sweep", "analogy")

@@ -15,10 +15,8 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from .. import figures
-from ..config import MAX_HEADS, MAX_SEQ_LEN, AttentionConfig
-from ..guard import stays_on_device
-from ..longmaps import (  # noqa: F401 - the page's window sizes
+from attn_core import figures
+from attn_core.attention.longmaps import (  # noqa: F401 - the page's window sizes
     REDUCES,
     STEP_WINDOW,
     ZOOM_SIDE,
@@ -28,12 +26,23 @@ from ..longmaps import (  # noqa: F401 - the page's window sizes
     pool_factor,
     pooled_attention,
 )
-from ..maps import ShapeStep, shape_walk
-from ..masks import MASK_KINDS
-from ..models import LoadedModel, ModelAttention, load_model, model_attention
-from ..sources import SeededLayer, TensorLayer
-from ..tokens import MAX_TEXT_CHARS, MAX_TEXT_TOKENS, synthetic_tokens, tokenize
-from .base import DEFAULT_TEXT, TokenInput, View, check_choices, control, matrix_frame, view_list, with_values  # noqa: F401
+from attn_core.attention.maps import ShapeStep, shape_walk
+from attn_core.attention.masks import MASK_KINDS
+from attn_core.attention.sources import SeededLayer, TensorLayer
+from attn_core.attention.tokens import MAX_TEXT_CHARS, MAX_TEXT_TOKENS, synthetic_tokens, tokenize
+from attn_core.pretrained.models import LoadedModel, ModelAttention, load_model, model_attention
+from attn_core.runtime.config import MAX_HEADS, MAX_SEQ_LEN, AttentionConfig
+from attn_core.runtime.guard import stays_on_device
+from attn_core.views.base import (  # noqa: F401
+    DEFAULT_TEXT,
+    TokenInput,
+    View,
+    check_choices,
+    control,
+    matrix_frame,
+    view_list,
+    with_values,
+)
 
 DEFAULT_CROSS = "Le chat était fatigué ."
 VIEW_FIELD = "view"
@@ -209,7 +218,7 @@ def model_notes(model: LoadedModel, att: ModelAttention, style: figures.Style) -
 
 def model_line(model: LoadedModel, style: figures.Style) -> str:
     """The model's shape in one line, as the pretrained-models page says it."""
-    from .models import model_line as line  # that view model imports this one: imported on use
+    from attn_core.views.models import model_line as line  # that view model imports this one: imported on use
 
     return line(model, style)
 
@@ -602,7 +611,7 @@ def step_sentences(p: Params, hw: HeadWindow, style: figures.Style, real: tuple 
     (:func:`attn_core.views.models.step_texts`), not the random layer's embeddings and unit variance."""
     if real is None:
         return [explanation(p, i, style) for i in range(len(STEP_NAMES))]
-    from .models import step_texts  # that view model imports this one: imported on use
+    from attn_core.views.models import step_texts  # that view model imports this one: imported on use
 
     return step_texts(real[0], real[1], hw, style)[1]
 

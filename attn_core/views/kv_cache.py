@@ -15,13 +15,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .. import kv_cache as kvc
-from ..config import ConfigError, check_int
-from ..device import total_memory
-from ..figures import Style
-from ..figures import kv_tensors as kt
-from ..figures import memory as mf
-from ..memory import (
+from attn_core.figures import Style
+from attn_core.figures import kv_tensors as kt
+from attn_core.figures import memory as mf
+from attn_core.kv import cache as kvc
+from attn_core.kv.memory import (
     DTYPES,
     MAX_CALC_SEQ_LEN,
     CacheFill,
@@ -41,21 +39,26 @@ from ..memory import (
     unknown_choice,
     weights_bytes,
 )
-from ..models import LoadedModel, load_model, model_preset
-from .base import View, control, view_list, with_values  # noqa: F401 - with_values for the page
-from .models import EXAMPLE_TEXTS, GenPair, GenSpec, ModelText, gen_frame, gen_steps, gen_summary
+from attn_core.pretrained.models import LoadedModel, load_model, model_preset
+from attn_core.runtime.config import ConfigError, check_int
+from attn_core.runtime.device import total_memory
+from attn_core.views.base import View, control, view_list, with_values  # noqa: F401 - with_values for the page
+from attn_core.views.models import EXAMPLE_TEXTS, GenPair, GenSpec, ModelText, gen_frame, gen_steps, gen_summary
 
 DEFAULT_MODEL = "llama-3-8b"  # a GQA model, so the comparison has MHA, GQA and MQA rows
 DEFAULT_DEVICE_GIB = 80
 MAX_DEVICE_GIB = 2048
 #: Each step of the live decode is timed this many times and the best is shown.
 DECODE_REPEATS = 3
-#: Limits of the page's decode controls (tighter than what :mod:`attn_core.kv_cache` accepts).
+#: Limits of the page's decode controls (tighter than what :mod:`attn_core.kv.cache` accepts).
 MAX_DEC_STEPS = 1024
 MAX_DEC_PROMPT = 256
 MAX_PD_TOKENS = 256
 Y_SCALES = ("log", "linear")
-SHIPPED_MODELS = ("smollm2-135m", "minilm-l6")  # the pretrained models that ship with the app (attn_core.models)
+SHIPPED_MODELS = (
+    "smollm2-135m",
+    "minilm-l6",
+)  # the pretrained models that ship with the app (attn_core.pretrained.models)
 MODELS = ("custom", *load_presets(), *SHIPPED_MODELS)
 REAL_PROMPT = EXAMPLE_TEXTS["english"]  # the real model's prompt, cut or repeated to dec_prompt tokens
 REAL_DTYPE = "fp32"  # the shipped models run in float32: so does their cache
@@ -117,7 +120,7 @@ class Params:
     def preset(self) -> ModelPreset | None:
         """The model preset chosen, or None for ``custom`` (or an unknown id, which :func:`calculator` refuses).
 
-        A shipped pretrained model's preset is built from its config (:func:`attn_core.models.model_preset`:
+        A shipped pretrained model's preset is built from its config (:func:`attn_core.pretrained.models.model_preset`:
         :class:`ConfigError` when its package is missing)."""
         if self.model in SHIPPED_MODELS:
             return model_preset(self.model)[0]
@@ -244,7 +247,7 @@ def calculator(p: Params, *, device: str = "cpu") -> Calculator:
 
 
 def curves(p: Params, calc: Calculator) -> MemoryCurves:
-    """Every layout's cache from 1 token to 1M (:func:`attn_core.memory.seq_points`) and what fits the device."""
+    """Every layout's cache from 1 token to 1M (:func:`attn_core.kv.memory.seq_points`) and what fits the device."""
     return memory_curves(calc.layouts, p.batch, p.dtype, seq_points(), calc.device.bytes, calc.weights)
 
 
@@ -313,7 +316,7 @@ def decode_shape(p: Params) -> tuple[int, int, int]:
     """(query heads, KV heads, head dim) the live decode runs.
 
     A preset's own shape (``p``'s numbers are then ignored), or for an MLA
-    model the MHA row of its comparison (:func:`~attn_core.memory.cache_layouts`:
+    model the MHA row of its comparison (:func:`~attn_core.kv.memory.cache_layouts`:
     ``n_heads`` heads of the paper's d_h); for ``custom`` ``p``'s numbers.
     """
     preset = p.preset
@@ -346,7 +349,7 @@ def check_decode(p: Params, decode: bool = True) -> None:
 def decode_steps(
     spec: DecodeSpec | RealDecodeSpec, *, device: str = "cpu", model: LoadedModel | None = None
 ) -> Iterator:
-    """The decode's steps as they are made (:func:`attn_core.kv_cache.run_decode`, each the best of
+    """The decode's steps as they are made (:func:`attn_core.kv.cache.run_decode`, each the best of
     :data:`DECODE_REPEATS` timings; the real ``model``'s :func:`real_decode_steps`); :class:`ConfigError`
     first if it cannot fit the device."""
     if isinstance(spec, RealDecodeSpec):
@@ -363,7 +366,7 @@ def prefill_spec(p: Params) -> PrefillSpec:
 
 
 def prefill_decode(spec: PrefillSpec, *, device: str = "cpu") -> Iterator[kvc.PrefillDecodeTiming]:
-    """The timing of prefill against decode, as a run of one step (:func:`attn_core.kv_cache.time_prefill_vs_decode`)."""
+    """The timing of prefill against decode, as a run of one step (:func:`attn_core.kv.cache.time_prefill_vs_decode`)."""
     yield kvc.time_prefill_vs_decode(spec.cfg, spec.n_tokens, device)
 
 
@@ -514,7 +517,7 @@ def memory_view(p: Params, calc: Calculator, style: Style) -> View:
 
 def tensor_fill(p: Params, calc: Calculator) -> CacheFill:
     """MHA, GQA and MQA at the model's query heads (an MLA model: its MHA row's heads and widths), filling
-    ``p.seq_len`` positions for ``p.batch`` sequences in ``p.dtype`` (:func:`attn_core.memory.cache_fill`).
+    ``p.seq_len`` positions for ``p.batch`` sequences in ``p.dtype`` (:func:`attn_core.kv.memory.cache_fill`).
     GQA keeps the model's KV heads, or takes a divisor of the query heads when the model is MHA, MQA or MLA."""
     mha, native = calc.layouts[0], calc.native
     own = native.n_kv_heads if native.kind in ("MHA", "GQA", "MQA") else None
@@ -817,7 +820,7 @@ def decode_progress(spec: DecodeSpec | RealDecodeSpec, steps: Sequence, style: S
 
 
 def speed_numbers(speed: kvc.DecodeSpeed) -> dict[str, str]:
-    """The measured medians of :func:`attn_core.kv_cache.decode_speed` as the page's speed sentence shows them."""
+    """The measured medians of :func:`attn_core.kv.cache.decode_speed` as the page's speed sentence shows them."""
     return {
         "c": f"{speed.cached_s * 1e3:.3g}",
         "r": f"{speed.recompute_s * 1e3:.3g}",

@@ -7,9 +7,9 @@ builders of :mod:`attn_core.figures.kv`, in the same order, so a slide matches t
 
 Long sequences (up to 8192 tokens, 64 heads): the maps view (:func:`group_maps`)
 computes the shown heads' weights by chunks of query rows, pooled as they are made
-(:mod:`attn_core.longmaps`), with a side (:func:`maps_side`) that keeps the chart's
+(:mod:`attn_core.attention.longmaps`), with a side (:func:`maps_side`) that keeps the chart's
 JSON under 2 MB; the mapping and conversion studies run by chunks, on a stated subset
-of query rows when every row would take too long (:mod:`attn_core.convert`). No view
+of query rows when every row would take too long (:mod:`attn_core.kv.convert`). No view
 builds the ``[H, T, T]`` maps of a long sequence.
 """
 
@@ -22,8 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..config import MAX_HEADS, AttentionConfig, ConfigError, attention_kind, check_int, divisors
-from ..convert import (
+from attn_core.attention.longmaps import PooledMaps, pool_factor, pooled_attention
+from attn_core.attention.sources import SeededLayer
+from attn_core.figures import Style, block_labels
+from attn_core.figures import kv as kvfig
+from attn_core.kv.convert import (
     MAPPINGS,
     PAIR_SIDE,
     ConversionStudy,
@@ -41,13 +44,10 @@ from ..convert import (
     pair_on_source,
     rank_methods,
 )
-from ..costs import attention_costs
-from ..figures import Style, block_labels
-from ..figures import kv as kvfig
-from ..longmaps import PooledMaps, pool_factor, pooled_attention
-from ..memory import binary_unit, dtype_bits, format_bytes
-from ..sources import SeededLayer
-from .base import DEFAULT_TEXT, TokenInput, View, check_choices, control, view_list, with_values  # noqa: F401
+from attn_core.kv.costs import attention_costs
+from attn_core.kv.memory import binary_unit, dtype_bits, format_bytes
+from attn_core.runtime.config import MAX_HEADS, AttentionConfig, ConfigError, attention_kind, check_int, divisors
+from attn_core.views.base import DEFAULT_TEXT, TokenInput, View, check_choices, control, view_list, with_values  # noqa: F401
 
 VIEW_FIELD = "kv_view"
 VIEW_NAMES = ("diagram", "maps", "costs", "mapping", "convert")  # the page's views, in its order
@@ -239,7 +239,7 @@ class GroupMaps:
     """What the maps view draws, as CPU float32 numpy: the query heads of some KV groups with their K and V.
 
     ``maps``: the weights of every query head of ``groups`` (in order), pooled as they
-    were computed (:func:`attn_core.longmaps.pooled_attention`, block max, ``maps.factor``
+    were computed (:func:`attn_core.attention.longmaps.pooled_attention`, block max, ``maps.factor``
     = f; exact when f = 1). ``kt``, ``vt`` ``[G, dk, C]``: Kᵀ and Vᵀ of each KV head of
     ``groups`` (the first ``dk = min(d_k, 64)`` dimensions), each column the mean of the
     same ``f`` keys as the maps' columns.
@@ -305,7 +305,7 @@ def group_maps(
 ) -> GroupMaps:
     """The maps view's numbers: the query heads of ``groups`` (default all) of ``layer``, and their K and V.
 
-    The weights come from :func:`attn_core.longmaps.pooled_attention` by chunks of query
+    The weights come from :func:`attn_core.attention.longmaps.pooled_attention` by chunks of query
     rows, pooled to at most ``max_side`` cells a side: the ``[H, T, T]`` maps are never
     built, and for ``T <= max_side`` they are the exact weights. K and V of each group
     come from the same source, block-mean pooled along the keys like the maps' columns.
@@ -395,7 +395,7 @@ def maps_help(gm: GroupMaps, style: Style) -> str:
 
 # ---------------------------------------------------------------- costs view
 def cost_frame(p: Params) -> pd.DataFrame:
-    """:func:`attn_core.costs.attention_costs` for every ``n_kv_heads`` dividing ``n_heads``, one row each.
+    """:func:`attn_core.kv.costs.attention_costs` for every ``n_kv_heads`` dividing ``n_heads``, one row each.
 
     Columns: ``n_kv_heads``, ``kind`` (MHA/GQA/MQA), ``current`` (the row of the page's
     ``n_kv_heads``), ``dtype``, then every key of ``attention_costs`` (parameters, KV

@@ -3,7 +3,7 @@ the KV-heads trade-off, the conversion to GQA and what the heads learn.
 
 An :class:`Experiment` is a tuple of :class:`Arm` s (one model each: a spec, a task, a run, or a conversion of
 an earlier arm's checkpoint). :func:`experiment_steps` trains them one after the other with
-:mod:`attn_core.lab`, yielding a :class:`Point` per step: the page keeps them in a live run and draws them as they
+:mod:`attn_core.lab.training`, yielding a :class:`Point` per step: the page keeps them in a live run and draws them as they
 come; the command line runs them to the end. Every sentence that concludes is chosen from the measured numbers;
 the curves are this app's measurements on this machine.
 """
@@ -16,13 +16,13 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
-from .. import figures
-from .. import lab as eng
-from ..config import divisors
-from ..convert import PAPER_ORDER
-from ..figures import lab as lfig
-from ..memory import elements_to_bytes, format_bytes, kv_elements_per_token
-from .base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
+from attn_core import figures
+from attn_core.figures import lab as lfig
+from attn_core.kv.convert import PAPER_ORDER
+from attn_core.kv.memory import elements_to_bytes, format_bytes, kv_elements_per_token
+from attn_core.lab import training as eng
+from attn_core.runtime.config import divisors
+from attn_core.views.base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
 
 EXPERIMENTS = ("scaling", "kv_heads", "convert", "heads", "custom")
 VIEW_FIELD = "experiment"
@@ -113,7 +113,7 @@ def _run(p: Params, steps: int, seed: int, batch: int = 32, lr: float = 3e-3, pr
 
 
 def experiment(p: Params) -> Experiment:
-    """The arms of ``p`` 's experiment, each checked against the budgets (:func:`attn_core.lab.check_run`)."""
+    """The arms of ``p`` 's experiment, each checked against the budgets (:func:`attn_core.lab.training.check_run`)."""
     n, seeds = p.steps, range(p.seed, p.seed + p.seeds)
     copy = eng.Task("copy", 64, 16)
     arms: list[Arm] = []
@@ -149,7 +149,7 @@ def experiment(p: Params) -> Experiment:
 # ---------------------------------------------------------------- the run
 @dataclass(frozen=True)
 class Point:
-    """One step of one arm: the engine's :class:`~attn_core.lab.Record` less its checkpoint (``maps`` only where
+    """One step of one arm: the engine's :class:`~attn_core.lab.training.Record` less its checkpoint (``maps`` only where
     the experiment draws them), and at the heads experiment's end the head roles."""
 
     arm: int
@@ -221,7 +221,7 @@ def mark_step(exp: Experiment) -> int | None:
 
 
 def kv_frame(df: pd.DataFrame, exp: Experiment, at: int) -> pd.DataFrame:
-    """Per KV-heads group: cache bytes per token (fp16, :mod:`attn_core.memory`), the mean loss at step ``at`` and
+    """Per KV-heads group: cache bytes per token (fp16, :mod:`attn_core.kv.memory`), the mean loss at step ``at`` and
     the first step whose mean loss reaches :data:`TARGET_LOSS` (NaN: not within the run)."""
     rows = []
     for g in dict.fromkeys(a.group for a in exp.arms):

@@ -1,7 +1,7 @@
 """The MLA page's view model: multi-head latent attention's data flow, its two paths, its cache and its costs.
 
 The page (``pages/mla.py``) and the command line (``python -m attn_core.export --page mla``) build the layer
-of :mod:`attn_core.mla` from a :class:`Params` (a DeepSeek preset or the dimensions), run it through the
+of :mod:`attn_core.mla.attention` from a :class:`Params` (a DeepSeek preset or the dimensions), run it through the
 steps below and draw with :mod:`attn_core.figures.mla` and the heatmaps page's grid (the layer is an
 attention source). Every sentence that concludes is chosen from the numbers it reports.
 """
@@ -14,14 +14,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import figures
-from .. import mla as eng
-from ..config import check_kv_heads
-from ..figures import mla as mfig
-from ..longmaps import PooledMaps
-from ..memory import DTYPES, CacheLayout, cache_layouts, elements_to_bytes, format_bytes, format_tokens
-from . import heatmaps as hm
-from .base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
+from attn_core import figures
+from attn_core.attention.longmaps import PooledMaps
+from attn_core.figures import mla as mfig
+from attn_core.kv.memory import DTYPES, CacheLayout, cache_layouts, elements_to_bytes, format_bytes, format_tokens
+from attn_core.mla import attention as eng
+from attn_core.runtime.config import check_kv_heads
+from attn_core.views import heatmaps as hm
+from attn_core.views.base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
 
 PRESETS = (*eng.load_mla_presets(), "custom")
 RUN_MODES = ("naive", "absorb", "rope_on_latent")
@@ -122,7 +122,7 @@ def compare(
     device: str = "cpu",
     layer: eng.MultiHeadLatentAttention | None = None,
 ) -> Compared:
-    """:func:`attn_core.mla.agreement` of both pairs on ``seq_len`` seeded inputs (causal prefill); ``layer``: the
+    """:func:`attn_core.mla.attention.agreement` of both pairs on ``seq_len`` seeded inputs (causal prefill); ``layer``: the
     seeded layer of ``cfg`` when already made (:func:`layer`)."""
     layer = layer if layer is not None else eng.MultiHeadLatentAttention(cfg, seed)
     x = eng.hidden_states(cfg, seq_len, seed)

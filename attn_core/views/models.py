@@ -1,7 +1,7 @@
 """The pretrained-models page's view model: a real model's head roles, layers, heads, generation and score scale.
 
 The page (``pages/models.py``) and the command line (``python -m attn_core.export --page models``)
-both load the model (:func:`attn_core.models.load_model`), turn a :class:`Params` into the text the
+both load the model (:func:`attn_core.pretrained.models.load_model`), turn a :class:`Params` into the text the
 model reads (:func:`model_input`), capture one layer's queries and keys (:func:`capture`, an attention
 source) and draw through the heatmaps page's steps and builders, so a real head is drawn exactly as
 the seeded layer's heads are.
@@ -18,13 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import figures
-from ..config import MAX_HEADS, ConfigError, check_int
-from ..figures import memory as mf
-from ..figures import models as modfig
-from ..guard import stays_on_device
-from ..memory import format_bytes_exact
-from ..models import (
+from attn_core import figures
+from attn_core.figures import memory as mf
+from attn_core.figures import models as modfig
+from attn_core.kv.memory import format_bytes_exact
+from attn_core.pretrained.models import (
     SCORES,
     GenStep,
     LoadedModel,
@@ -37,8 +35,10 @@ from ..models import (
     score_scale,
     seeded_attention,
 )
-from . import heatmaps as hm
-from .base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
+from attn_core.runtime.config import MAX_HEADS, ConfigError, check_int
+from attn_core.runtime.guard import stays_on_device
+from attn_core.views import heatmaps as hm
+from attn_core.views.base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
 
 MODELS = ("smollm2-135m", "minilm-l6", "local")
 EXAMPLES = ("english", "chinese", "repeated", "own")
@@ -158,14 +158,14 @@ def capture(model: LoadedModel, inp: ModelText, layer: int, *, device: str = "cp
 
 @stays_on_device  # bound to where it runs: an out-of-memory error is a message, not a CPU retry
 def roles(model: LoadedModel, seed: int, *, device: str = "cpu") -> pd.DataFrame:
-    """Every head's role scores (:func:`attn_core.models.head_scores`, :data:`ROLE_SEQS` × :data:`ROLE_SEQ_LEN`)."""
+    """Every head's role scores (:func:`attn_core.pretrained.models.head_scores`, :data:`ROLE_SEQS` × :data:`ROLE_SEQ_LEN`)."""
     n = min(ROLE_SEQ_LEN, max_repeat(model))
     return head_scores(model, seq_len=n, n_seqs=ROLE_SEQS, seed=seed)
 
 
 @dataclass(frozen=True)
 class ScaleResult:
-    """Per layer :func:`attn_core.models.score_scale` of the model on a text, and the same for the seeded
+    """Per layer :func:`attn_core.pretrained.models.score_scale` of the model on a text, and the same for the seeded
     random layer of the same shape on the same number of tokens (``random``, one row)."""
 
     table: pd.DataFrame
@@ -234,7 +234,7 @@ def gen_steps(model: LoadedModel, spec: GenSpec) -> Iterator[GenPair]:
 
 def prompt_tokens(model: LoadedModel, inp: ModelText) -> tuple[str, ...]:
     """The labels of the prompt's tokens, as the model reads them."""
-    from ..models import token_labels
+    from attn_core.pretrained.models import token_labels
 
     if inp.ids is not None:
         return tuple(token_labels(model.tokenizer, inp.ids))

@@ -27,12 +27,12 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from .. import stats
-from ..config import MAX_HEAD_DIM, check_int
-from ..figures import Style
-from ..figures import saturation as fs
-from ..tokens import MAX_TEXT_CHARS, synthetic_tokens
-from .base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
+from attn_core.attention.tokens import MAX_TEXT_CHARS, synthetic_tokens
+from attn_core.figures import Style
+from attn_core.figures import saturation as fs
+from attn_core.runtime.config import MAX_HEAD_DIM, check_int
+from attn_core.saturation import stats
+from attn_core.views.base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
 
 DEFAULT_D_K = 64
 # The page's views, top to bottom; the chart keys of the page are ``sat_<name>``.
@@ -93,20 +93,20 @@ class Params:
 def score_sample(
     draw: Draw, d_k: int, *, device: str = "cpu", scores: stats.SweepScores | None = None
 ) -> stats.ScoreSample:
-    """The measured scores at ``d_k``: histograms and variances (:func:`attn_core.stats.score_sample`); from
+    """The measured scores at ``d_k``: histograms and variances (:func:`attn_core.saturation.stats.score_sample`); from
     ``scores`` (:func:`current_scores` of ``draw`` and ``d_k``) when given, so the sample is not drawn again."""
     return stats.score_sample(d_k, draw.seq_len, draw.samples, draw.seed, device, draw.dist, scores=scores)
 
 
 def sweep_scores(draw: Draw, *, device: str = "cpu") -> stats.SweepScores | None:
-    """What the sweep measures that τ does not change (:func:`attn_core.stats.sweep_scores`), None when too large."""
+    """What the sweep measures that τ does not change (:func:`attn_core.saturation.stats.sweep_scores`), None when too large."""
     return stats.sweep_scores(stats.SWEEP_D_K, draw.seq_len, draw.samples, draw.seed, device, draw.dist)
 
 
 def saturation_sweep(
     draw: Draw, temperature: float, *, device: str = "cpu", scores: stats.SweepScores | None = None
 ) -> pd.DataFrame:
-    """Saturation and gradients at every d_k of :data:`attn_core.stats.SWEEP_D_K`, unscaled and scaled;
+    """Saturation and gradients at every d_k of :data:`attn_core.saturation.stats.SWEEP_D_K`, unscaled and scaled;
     from ``scores`` (:func:`sweep_scores` of ``draw``) when given, so a τ move does not sample again."""
     return stats.saturation_sweep(stats.SWEEP_D_K, draw.seq_len, draw.samples, draw.seed, device, draw.dist,
                                   temperature, scores)  # fmt: skip
@@ -136,7 +136,7 @@ def current_scores(draw: Draw, d_k: int, *, device: str = "cpu") -> stats.SweepS
 def current_weights(
     draw: Draw, d_k: int, temperature: float, *, device: str = "cpu", scores: stats.SweepScores | None = None
 ) -> dict[bool, dict[str, float]]:
-    """The sweep's largest weights and saturated rows at ``d_k`` alone (:func:`attn_core.stats.weight_summary`),
+    """The sweep's largest weights and saturated rows at ``d_k`` alone (:func:`attn_core.saturation.stats.weight_summary`),
     ``{scaled: {column: value}}`` like :func:`sweep_at`: all that the maps' caption and the closing explanation
     read (:func:`maps_caption`, :func:`saturation_cost`) while the sections against d_k are closed, without the
     gradients the sweep measures with them."""
@@ -146,7 +146,7 @@ def current_weights(
 def first_sequence(
     draw: Draw, d_k: int, *, device: str = "cpu", scores: stats.SweepScores | None = None
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """q, k of the first sequence (:func:`attn_core.stats.first_sequence`), which τ and the row leave as they
+    """q, k of the first sequence (:func:`attn_core.saturation.stats.first_sequence`), which τ and the row leave as they
     are: pass them as ``qk`` to :func:`example_maps` and :func:`query_scores`. None when large. From ``scores``
     (:func:`current_scores` of ``draw`` and ``d_k``) when they hold them, so nothing is drawn again."""
     return stats.first_sequence(d_k, draw.seq_len, draw.samples, draw.seed, draw.dist, scores)
@@ -185,7 +185,7 @@ def float16_demo(raw: np.ndarray) -> stats.Float16Demo:
 
 
 def sweep_at(sweep: pd.DataFrame, p: Params) -> dict[bool, dict[str, float]] | None:
-    """The sweep's numbers at ``p``'s d_k (:func:`attn_core.stats.sweep_at`)."""
+    """The sweep's numbers at ``p``'s d_k (:func:`attn_core.saturation.stats.sweep_at`)."""
     return stats.sweep_at(sweep, p.head_dim)
 
 

@@ -90,7 +90,7 @@ def test_near_black_lines_take_the_text_colour_and_dark_greys_are_mirrored_in_th
     text colour, in the light one as it is. Its weights line and marker outlines (#555555) are mirrored to #aaaaaa;
     the layouts' coloured lines and the white marker outlines stay."""
     from attn_core.figures import memory as mf
-    from attn_core.memory import load_presets, memory_curves, preset_layouts, seq_points
+    from attn_core.kv.memory import load_presets, memory_curves, preset_layouts, seq_points
 
     p = load_presets()["llama-3-8b"]
     curves = memory_curves(preset_layouts(p), 1, "fp16", seq_points(), 80 * 2**30, None)
@@ -143,7 +143,7 @@ def test_the_kv_cache_tensors_read_on_the_dark_scheme():
     are dark greys and the lookups light; the light scheme is left as built."""
     from attn_core.figures import Style
     from attn_core.figures import kv_tensors as kt
-    from attn_core.memory import cache_fill
+    from attn_core.kv.memory import cache_fill
 
     spec = figures.figure_spec(kt.tensor_figure(cache_fill(12, 8, 2, (16, 16), 4096), Style()))
     dark, light = ct.browser_spec(spec, dark=True)["data"], ct.browser_spec(spec)["data"]
@@ -201,7 +201,7 @@ def test_mla_blocks_are_cards_with_dark_text_in_both_schemes():
     it its near-white text colour. A label with no box of its own: a box would hide the block's border where the
     label is wider or taller than the block (slides)."""
     from attn_core.figures import mla as mf
-    from attn_core.mla import MLAConfig
+    from attn_core.mla.attention import MLAConfig
 
     spec = figures.figure_spec(mf.flow_figure(MLAConfig(256, 8, 64, 32, 16, 32, q_lora_rank=64), "absorb"))
     blocks = ct.light_blocks(spec["layout"])

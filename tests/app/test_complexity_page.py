@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from attn_core import complexity as cx
+from attn_core.complexity import stages as cx
 from attn_core.views import complexity as cv
 from tests.conftest import no_exception
 from tests.util import arr, chart_specs

@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attn_core import conv_attention as ca
+from attn_core.conv import attention as ca
 from attn_core.views import conv_attention as cv
 from tests.conftest import no_exception
 from tests.util import arr, chart_specs

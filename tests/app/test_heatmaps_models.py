@@ -1,9 +1,9 @@
 """The heatmaps page with "attention from" a pretrained model (issue 15): the shipped models' layers as the
 source of every view, on the page's own text read by the model's tokenizer.
 
-The expected weights come from :func:`attn_core.models.model_attention` with the full weights, which
+The expected weights come from :func:`attn_core.pretrained.models.model_attention` with the full weights, which
 ``tests/core/test_models.py`` proves equal to transformers' own ``output_attentions``; the page draws
-them through the pooled, chunked path of :mod:`attn_core.longmaps` (another computation: rtol 1e-5).
+them through the pooled, chunked path of :mod:`attn_core.attention.longmaps` (another computation: rtol 1e-5).
 Both models load once per test process (``ui.model`` and :func:`shipped`).
 """
 
@@ -15,7 +15,7 @@ import json
 import numpy as np
 import pytest
 
-from attn_core.models import load_model, model_attention
+from attn_core.pretrained.models import load_model, model_attention
 from tests.app.test_heatmaps_page import DEFAULT_TEXT, PAGE, grid_z, page_text
 from tests.conftest import no_exception
 from tests.util import arr, chart_specs, grid_heads, grid_labels

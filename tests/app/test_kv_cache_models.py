@@ -10,8 +10,8 @@ import numpy as np
 
 from attn_core import export
 from attn_core.figures import Style
-from attn_core.memory import kv_cache_bytes
-from attn_core.models import generate, load_model, model_preset
+from attn_core.kv.memory import kv_cache_bytes
+from attn_core.pretrained.models import generate, load_model, model_preset
 from attn_core.views import kv_cache as kc
 from attn_core.views import page
 from tests.app.test_kv_cache_page import PAGE, metric, texts

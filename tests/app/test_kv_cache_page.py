@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from attn_core.kv_cache import DecodeConfig, run_decode
-from attn_core.memory import kv_cache_bytes, load_presets, mla_cache_bytes
+from attn_core.kv.cache import DecodeConfig, run_decode
+from attn_core.kv.memory import kv_cache_bytes, load_presets, mla_cache_bytes
 from attn_core.views import kv_cache as kc
 from tests.conftest import no_exception
 from tests.util import arr, chart_specs, decoded

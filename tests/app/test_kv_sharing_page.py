@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attn_core import convert
-from attn_core.attention import kv_group_of
-from attn_core.config import AttentionConfig
-from attn_core.convert import build_source, conversion_study, kv_map, weights_with_mapping
-from attn_core.maps import compute_attention_maps
-from attn_core.tokens import embed, tokenize
+from attn_core.attention.gqa import kv_group_of
+from attn_core.attention.maps import compute_attention_maps
+from attn_core.attention.tokens import embed, tokenize
+from attn_core.kv import convert
+from attn_core.kv.convert import build_source, conversion_study, kv_map, weights_with_mapping
+from attn_core.runtime.config import AttentionConfig
 from tests.conftest import ROOT, no_exception
 from tests.util import arr, chart_specs
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attn_core import lab
+from attn_core.lab import training as lab
 from attn_core.views import lab as lv
 from tests.conftest import no_exception
 from tests.util import arr, chart_specs

@@ -11,7 +11,7 @@ def script():
     import streamlit as st
 
     import ui
-    from attn_core.config import ConfigError
+    from attn_core.runtime.config import ConfigError
 
     n, fail, every = st.session_state.get("n", 3), st.session_state.get("fail"), st.session_state.get("every", 0.0)
 

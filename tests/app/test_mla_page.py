@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attn_core import mla as eng
 from attn_core.figures import Style
+from attn_core.mla import attention as eng
 from attn_core.views import mla as mv
 from tests.conftest import no_exception
 from tests.util import arr, chart_specs

@@ -14,10 +14,10 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from attn_core import guard
-from attn_core.config import AttentionConfig, ConfigError
-from attn_core.maps import compute_attention_maps, estimate_bytes
-from attn_core.tokens import synthetic_tokens, tokenize
+from attn_core.attention.maps import compute_attention_maps, estimate_bytes
+from attn_core.attention.tokens import synthetic_tokens, tokenize
+from attn_core.runtime import guard
+from attn_core.runtime.config import AttentionConfig, ConfigError
 from tests.conftest import no_exception
 from tests.util import arr, chart_specs
 
@@ -150,7 +150,7 @@ def test_out_of_memory_that_no_cpu_retry_helps_is_a_message_not_a_traceback(lang
 def test_entropy_of_an_encoder_s_heads_stays_on_the_weights_device():
     """The roles' entropy divided the device's weights by a CPU tensor for an encoder (MiniLM: every key allowed),
     which CUDA refuses; the meta device refuses the same mix, so a CPU machine catches it."""
-    from attn_core.models import _normalised_entropy
+    from attn_core.pretrained.models import _normalised_entropy
 
     scores = torch.randn(2, 3, 5, 5)
     for causal in (False, True):
@@ -167,9 +167,9 @@ def test_entropy_of_an_encoder_s_heads_stays_on_the_weights_device():
 KERNEL_ENV = {k: v for k, v in os.environ.items() if k in ("ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
 HASH_SNIPPET = """
 import hashlib
-from attn_core.config import AttentionConfig
-from attn_core.maps import compute_attention_maps
-from attn_core.tokens import tokenize
+from attn_core.runtime.config import AttentionConfig
+from attn_core.attention.maps import compute_attention_maps
+from attn_core.attention.tokens import tokenize
 m = compute_attention_maps(AttentionConfig(n_heads=8, n_kv_heads=2, head_dim=16, seed=7),
                            tokenize("The cat sat on the mat because it was tired ."), mask_kind="causal")
 print(hashlib.sha256(m.weights.tobytes()).hexdigest())

@@ -8,7 +8,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from attn_core import stats
+from attn_core.saturation import stats
 from tests.conftest import ROOT, no_exception
 from tests.util import arr, decoded
 

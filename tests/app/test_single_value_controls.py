@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attn_core.config import AttentionConfig
-from attn_core.maps import compute_attention_maps
-from attn_core.tokens import tokenize
+from attn_core.attention.maps import compute_attention_maps
+from attn_core.attention.tokens import tokenize
+from attn_core.runtime.config import AttentionConfig
 from tests.conftest import ROOT, no_exception
 from tests.util import arr, chart_specs, grid_heads
 

@@ -13,9 +13,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from attn_core.config import AttentionConfig
-from attn_core.maps import compute_attention_maps
-from attn_core.tokens import tokenize
+from attn_core.attention.maps import compute_attention_maps
+from attn_core.attention.tokens import tokenize
+from attn_core.runtime.config import AttentionConfig
 from bench.hall import (
     HallError,
     HallSpec,

@@ -1,4 +1,4 @@
-"""attn_core.attention against torch's own scaled_dot_product_attention and hand arithmetic."""
+"""attn_core.attention.gqa against torch's own scaled_dot_product_attention and hand arithmetic."""
 
 import math
 
@@ -6,15 +6,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attn_core.attention import (
+from attn_core.attention.gqa import (
     GroupedQueryAttention,
     kv_group_of,
     masked_softmax,
     repeat_kv,
     scaled_dot_product_attention,
 )
-from attn_core.config import ConfigError
-from attn_core.masks import causal_mask, padding_mask
+from attn_core.attention.masks import causal_mask, padding_mask
+from attn_core.runtime.config import ConfigError
 
 SHAPES = [(8, 8), (8, 2), (8, 1), (6, 3), (12, 4)]  # (H, H_kv): MHA, GQA, MQA, ...
 

@@ -1,4 +1,4 @@
-"""attn_core.complexity: FLOPs and bytes by stage against hand arithmetic, torch's flop counter and the tensors
+"""attn_core.complexity.stages: FLOPs and bytes by stage against hand arithmetic, torch's flop counter and the tensors
 the eager path holds; fused against eager; the budget refusal; the measured slope of the score stage."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from attn_core import complexity as cx
-from attn_core.config import ConfigError
-from attn_core.memory import load_presets
+from attn_core.complexity import stages as cx
+from attn_core.kv.memory import load_presets
+from attn_core.runtime.config import ConfigError
 
 
 @pytest.mark.parametrize("kv", [4, 2, 1], ids=["MHA", "GQA", "MQA"])

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from attn_core import AttentionConfig, ConfigError, divisors, pick_device
-from attn_core.config import nearest_divisor
+from attn_core.runtime.config import nearest_divisor
 
 
 def test_divisors():

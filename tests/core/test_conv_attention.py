@@ -1,4 +1,4 @@
-"""attn_core.conv_attention against hand arithmetic, torch's conv2d and the paper's statements (Cordonnier,
+"""attn_core.conv.attention against hand arithmetic, torch's conv2d and the paper's statements (Cordonnier,
 Loukas & Jaggi, ICLR 2020: Lemma 1, Lemma 2, Theorem 1). Small images: the core tests run twice in CI."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attn_core import conv_attention as ca
-from attn_core.config import ConfigError
-from attn_core.longmaps import pooled_attention
+from attn_core.attention.longmaps import pooled_attention
+from attn_core.conv import attention as ca
+from attn_core.runtime.config import ConfigError
 
 
 def rand(*shape, seed=0):

@@ -1,4 +1,4 @@
-"""attn_core.convert: MHA -> GQA conversion, the conversion study and the two KV mapping conventions."""
+"""attn_core.kv.convert: MHA -> GQA conversion, the conversion study and the two KV mapping conventions."""
 
 import math
 
@@ -7,10 +7,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attn_core import convert
-from attn_core.attention import GroupedQueryAttention, kv_group_of, repeat_kv
-from attn_core.config import AttentionConfig, ConfigError, divisors
-from attn_core.convert import (
+from attn_core.attention.gqa import GroupedQueryAttention, kv_group_of, repeat_kv
+from attn_core.attention.maps import compute_attention_maps, init_layer
+from attn_core.attention.sources import SeededLayer
+from attn_core.attention.tokens import embed, tokenize
+from attn_core.figures import pool_max
+from attn_core.kv import convert
+from attn_core.kv.convert import (
     METHODS,
     MhaSpec,
     build_source,
@@ -34,10 +37,7 @@ from attn_core.convert import (
     study_rows,
     weights_with_mapping,
 )
-from attn_core.figures import pool_max
-from attn_core.maps import compute_attention_maps, init_layer
-from attn_core.sources import SeededLayer
-from attn_core.tokens import embed, tokenize
+from attn_core.runtime.config import AttentionConfig, ConfigError, divisors
 
 TOKS = tokenize("the cat sat on the mat because it was tired")
 

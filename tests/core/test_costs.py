@@ -1,13 +1,13 @@
-"""attn_core.costs against hand arithmetic, the parameters of a real layer, its cache and torch's FLOP counter."""
+"""attn_core.kv.costs against hand arithmetic, the parameters of a real layer, its cache and torch's FLOP counter."""
 
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from attn_core.attention import GroupedQueryAttention
-from attn_core.config import ConfigError
-from attn_core.costs import attention_costs
-from attn_core.memory import dtype_bits, kv_cache_bytes
+from attn_core.attention.gqa import GroupedQueryAttention
+from attn_core.kv.costs import attention_costs
+from attn_core.kv.memory import dtype_bits, kv_cache_bytes
+from attn_core.runtime.config import ConfigError
 
 # (d_model, n_heads, n_kv_heads, head_dim, seq_len): GQA, a Llama-3-8B-like layer, MHA, MQA, d_model != H * d_k
 SHAPES = [(128, 8, 2, 16, 12), (4096, 32, 8, 128, 4096), (4096, 32, 32, 128, 1), (768, 12, 1, 64, 7), (100, 5, 5, 7, 3)]

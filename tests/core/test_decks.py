@@ -7,9 +7,11 @@ import json
 
 import pytest
 
-from attn_core import decks, memory, stats
-from attn_core.config import ConfigError
+from attn_core import decks
 from attn_core.i18n import translate
+from attn_core.kv import memory
+from attn_core.runtime.config import ConfigError
+from attn_core.saturation import stats
 from attn_core.views import PAGES
 from attn_core.views.base import controls
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attn_core.device import DeviceInfo, device_info, device_label
+from attn_core.runtime.device import DeviceInfo, device_info, device_label
 
 
 def test_cpu_info_is_the_thread_count():

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from attn_core import export, render
-from attn_core.config import AttentionConfig
-from attn_core.maps import compute_attention_maps
-from attn_core.tokens import tokenize
+from attn_core.attention.maps import compute_attention_maps
+from attn_core.attention.tokens import tokenize
+from attn_core.runtime.config import AttentionConfig
 
 
 def need_chromium():

@@ -9,7 +9,7 @@ import pytest
 
 from attn_core import export
 from attn_core.figures import Style
-from attn_core.memory import kv_cache_bytes, load_presets, mla_cache_bytes
+from attn_core.kv.memory import kv_cache_bytes, load_presets, mla_cache_bytes
 from attn_core.views import kv_cache as kc
 from attn_core.views import page
 from tests.core.test_export import need_chromium

@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from attn_core import export, figures
-from attn_core.attention import kv_group_of, repeat_kv
-from attn_core.config import AttentionConfig
-from attn_core.convert import build_source, conversion_study, mapping_mismatch, weights_with_mapping
-from attn_core.costs import attention_costs
-from attn_core.maps import compute_attention_maps
-from attn_core.tokens import embed, tokenize
+from attn_core.attention.gqa import kv_group_of, repeat_kv
+from attn_core.attention.maps import compute_attention_maps
+from attn_core.attention.tokens import embed, tokenize
+from attn_core.kv.convert import build_source, conversion_study, mapping_mismatch, weights_with_mapping
+from attn_core.kv.costs import attention_costs
+from attn_core.runtime.config import AttentionConfig
 from attn_core.views import kv_sharing as kv
 from attn_core.views import page
 from tests.core.test_export import need_chromium

@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attn_core import export, stats
+from attn_core import export
+from attn_core.saturation import stats
 from tests.util import cli_file
 
 # Not the page's defaults, so that a flag the exporter drops shows up.

@@ -1,5 +1,5 @@
 """Figures of the KV-cache page (attn_core.figures.memory, fed by attn_core.views.kv_cache): the plotted numbers
-against attn_core.memory."""
+against attn_core.kv.memory."""
 
 import json
 import math
@@ -9,7 +9,7 @@ import pytest
 
 from attn_core.figures import Style
 from attn_core.figures import memory as mf
-from attn_core.memory import MAX_CALC_SEQ_LEN, load_presets, memory_curves, preset_layouts, seq_points, weights_bytes
+from attn_core.kv.memory import MAX_CALC_SEQ_LEN, load_presets, memory_curves, preset_layouts, seq_points, weights_bytes
 from attn_core.views import kv_cache as kc
 from tests.util import arr
 
@@ -26,7 +26,7 @@ def traces_by_name(s: dict) -> dict[str, dict]:
 
 def memory_figure(layouts, *, batch, dtype, device_bytes, device_label, model_name, weights=None, seq_len=None,
                   max_positions=None, y_log=True, style=Style()):  # fmt: skip
-    """The memory chart of these layouts, computed (attn_core.memory.memory_curves) then drawn."""
+    """The memory chart of these layouts, computed (attn_core.kv.memory.memory_curves) then drawn."""
     curves = memory_curves(layouts, batch, dtype, seq_points(), device_bytes, weights)
     return mf.memory_figure(curves, mf.MemoryChart(model_name, device_label, seq_len, max_positions, y_log), style)
 

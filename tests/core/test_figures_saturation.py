@@ -10,11 +10,11 @@ import pytest
 import torch
 from plotly.subplots import make_subplots
 
-from attn_core import stats
+from attn_core.attention.tokens import synthetic_tokens
 from attn_core.figures import Style, pool_max
 from attn_core.figures import saturation as fs
 from attn_core.figures.base import slide_title
-from attn_core.tokens import synthetic_tokens
+from attn_core.saturation import stats
 from attn_core.views import saturation as sat
 from tests.util import arr
 

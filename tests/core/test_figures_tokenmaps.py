@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from attn_core import figures
-from attn_core.longmaps import PooledMaps, pooled_attention
-from attn_core.tokens import tokenize
+from attn_core.attention.longmaps import PooledMaps, pooled_attention
+from attn_core.attention.tokens import tokenize
 from attn_core.views import heatmaps as hm
 from tests.util import arr, grid_panel, seeded
 

@@ -1,12 +1,12 @@
-"""The preallocated KV cache and the live decode (attn_core.kv_cache), against torch and kv_cache_bytes."""
+"""The preallocated KV cache and the live decode (attn_core.kv.cache), against torch and kv_cache_bytes."""
 
 import pytest
 import torch
 
-import attn_core.kv_cache as kvc
-from attn_core.attention import repeat_kv
-from attn_core.config import ConfigError
-from attn_core.kv_cache import (
+import attn_core.kv.cache as kvc
+from attn_core.attention.gqa import repeat_kv
+from attn_core.attention.tokens import sinusoidal_positions
+from attn_core.kv.cache import (
     DecodeConfig,
     KVCache,
     TinyDecoder,
@@ -18,8 +18,8 @@ from attn_core.kv_cache import (
     run_decode,
     time_prefill_vs_decode,
 )
-from attn_core.memory import kv_cache_bytes
-from attn_core.tokens import sinusoidal_positions
+from attn_core.kv.memory import kv_cache_bytes
+from attn_core.runtime.config import ConfigError
 
 GQA = DecodeConfig(n_heads=8, n_kv_heads=2, head_dim=16, n_layers=2, d_model=64, vocab=128, dtype="fp32", seed=3)
 
@@ -85,7 +85,7 @@ def test_no_cache_path_equals_the_gqa_layer():
 def test_the_decoder_attends_through_the_gqa_layer_s_own_code(monkeypatch):
     """Each block runs GroupedQueryAttention.attend (scaled_dot_product_attention, what the other pages explain)
     on all the cache holds (its preallocated buffers, growing by one position a step), in float32."""
-    from attn_core.attention import GroupedQueryAttention
+    from attn_core.attention.gqa import GroupedQueryAttention
 
     seen = []
     real = GroupedQueryAttention.attend
@@ -109,7 +109,8 @@ def test_the_decoder_attends_through_the_gqa_layer_s_own_code(monkeypatch):
 
 
 def test_one_position_code_and_one_device_sync():
-    from attn_core import device, tokens
+    from attn_core.attention import tokens
+    from attn_core.runtime import device
 
     assert kvc.sinusoidal_positions is tokens.sinusoidal_positions and kvc.sync is device.sync
 

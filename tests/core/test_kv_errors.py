@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from attn_core import convert, costs
-from attn_core.attention import GroupedQueryAttention
-from attn_core.config import AttentionConfig, ConfigError, check_kv_heads
+from attn_core.attention.gqa import GroupedQueryAttention
+from attn_core.attention.sources import SeededLayer
+from attn_core.attention.tokens import embed, tokenize
 from attn_core.figures import Style
 from attn_core.i18n import CATALOG_DIR, translate
-from attn_core.sources import SeededLayer
-from attn_core.tokens import embed, tokenize
+from attn_core.kv import convert, costs
+from attn_core.runtime.config import AttentionConfig, ConfigError, check_kv_heads
 from attn_core.views import kv_sharing as kv
 
 ROOT = Path(__file__).resolve().parents[2]

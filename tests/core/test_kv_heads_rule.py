@@ -1,8 +1,8 @@
-"""attn_core.config.kv_heads_keeping_group: what n_kv_heads follows a learner's choice when n_heads changes."""
+"""attn_core.runtime.config.kv_heads_keeping_group: what n_kv_heads follows a learner's choice when n_heads changes."""
 
 import pytest
 
-from attn_core.config import ConfigError, divisors, kv_heads_keeping_group
+from attn_core.runtime.config import ConfigError, divisors, kv_heads_keeping_group
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The cache as tensors: MHA, GQA and MQA buffers filling token by token (attn_core.memory.cache_fill), their
+"""The cache as tensors: MHA, GQA and MQA buffers filling token by token (attn_core.kv.memory.cache_fill), their
 figure (attn_core.figures.kv_tensors) and the KV-cache page's view of them (attn_core.views.kv_cache)."""
 
 import json
@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from attn_core import export
-from attn_core.attention import repeat_kv
+from attn_core.attention.gqa import repeat_kv
 from attn_core.figures import Style, apply_fonts, group_color
 from attn_core.figures import kv_tensors as kt
 from attn_core.figures.memory import LAYOUT_COLORS
-from attn_core.kv_cache import DecodeConfig, TinyDecoder, make_prompt
-from attn_core.memory import MAX_CALC_SEQ_LEN, cache_fill, fill_tokens, format_bytes, gqa_heads
+from attn_core.kv.cache import DecodeConfig, TinyDecoder, make_prompt
+from attn_core.kv.memory import MAX_CALC_SEQ_LEN, cache_fill, fill_tokens, format_bytes, gqa_heads
 from attn_core.views import kv_cache as kc
 
 

@@ -9,10 +9,10 @@ import math
 import pytest
 import torch
 
-from attn_core import lab
-from attn_core.config import ConfigError
-from attn_core.convert import mha_to_gqa
-from attn_core.models import role_scores
+from attn_core.kv.convert import mha_to_gqa
+from attn_core.lab import training as lab
+from attn_core.pretrained.models import role_scores
+from attn_core.runtime.config import ConfigError
 
 SMALL = lab.LabSpec(n_layers=1, d_model=32, n_heads=4, n_kv_heads=4, head_dim=8)
 

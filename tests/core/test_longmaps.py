@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attn_core import longmaps
-from attn_core.config import AttentionConfig, ConfigError
-from attn_core.longmaps import head_window, pool_factor, pooled_attention
-from attn_core.maps import compute_attention_maps
-from attn_core.tokens import synthetic_tokens, tokenize
+from attn_core.attention import longmaps
+from attn_core.attention.longmaps import head_window, pool_factor, pooled_attention
+from attn_core.attention.maps import compute_attention_maps
+from attn_core.attention.tokens import synthetic_tokens, tokenize
+from attn_core.runtime.config import AttentionConfig, ConfigError
 from tests.util import seeded
 
 TOKS = tokenize("The cat sat on the mat because it was tired .")

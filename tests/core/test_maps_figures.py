@@ -1,4 +1,4 @@
-"""The heatmap pipeline (attn_core.maps) and the figure builders."""
+"""The heatmap pipeline (attn_core.attention.maps) and the figure builders."""
 
 import json
 import re
@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from attn_core import figures
-from attn_core.config import AttentionConfig, ConfigError
-from attn_core.maps import build_mask, compute_attention_maps, normalized_entropy, shape_walk
-from attn_core.tokens import tokenize
+from attn_core.attention.maps import build_mask, compute_attention_maps, normalized_entropy, shape_walk
+from attn_core.attention.tokens import tokenize
+from attn_core.runtime.config import AttentionConfig, ConfigError
 from tests.util import arr, grid_panel, seeded
 
 TOKS = tokenize("the cat sat on the mat")
@@ -136,7 +136,7 @@ def test_grid_columns_keep_groups_together(h, kv, cols):
 
 
 def grid(m, style=figures.Style()):
-    from attn_core.longmaps import pooled_attention
+    from attn_core.attention.longmaps import pooled_attention
     from attn_core.views import heatmaps as views
 
     pm = seeded(pooled_attention, 4, 2, 8, list(m.tokens_q), mask_kind="causal" if not m.mask.all() else "none")
@@ -198,7 +198,7 @@ def test_grid_side_keeps_every_grid_light(n):
 
 
 def test_grid_of_64_pooled_heads_serializes_under_2_mb():
-    from attn_core.longmaps import PooledMaps
+    from attn_core.attention.longmaps import PooledMaps
     from attn_core.views import heatmaps as views
 
     side = figures.grid_side(64)
@@ -257,7 +257,7 @@ SENTENCE = tokenize("The cat sat on the mat because it was tired .")
 
 
 def grid_spec(n_heads, n_kv_heads, tokens, style, **kw):
-    from attn_core.longmaps import pooled_attention
+    from attn_core.attention.longmaps import pooled_attention
     from attn_core.views import heatmaps as views
 
     pm = seeded(pooled_attention, n_heads, n_kv_heads, 8, tokens, max_side=figures.grid_side(n_heads), **kw)
@@ -310,7 +310,7 @@ def test_grid_labels_every_token_up_to_64(present, n_heads, n_kv_heads):
 
 
 def test_long_sequences_thin_the_labels_and_say_so():
-    from attn_core.longmaps import pooled_attention
+    from attn_core.attention.longmaps import pooled_attention
     from attn_core.views import heatmaps as views
 
     pm = seeded(pooled_attention, 2, 1, 8, [f"t{i}" for i in range(300)], heads=[0], max_side=512)
@@ -346,7 +346,7 @@ def test_short_labels_keep_the_position_and_the_hover_keeps_the_token():
 @pytest.mark.parametrize("present", [False, True])
 @pytest.mark.parametrize("t", [11, 64])
 def test_step_matrices_label_every_token(present, t):
-    from attn_core.longmaps import head_window
+    from attn_core.attention.longmaps import head_window
     from attn_core.views import heatmaps as views
 
     tokens = SENTENCE if t == 11 else [f"t{i}" for i in range(t)]

@@ -2,8 +2,8 @@
 
 import torch
 
-from attn_core.masks import causal_mask, padding_mask
-from attn_core.tokens import embed, sinusoidal_positions, tokenize, unique_labels
+from attn_core.attention.masks import causal_mask, padding_mask
+from attn_core.attention.tokens import embed, sinusoidal_positions, tokenize, unique_labels
 
 
 def test_causal_mask():

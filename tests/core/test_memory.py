@@ -1,4 +1,4 @@
-"""KV-cache and weight memory (attn_core.memory) against hand arithmetic, and the model presets."""
+"""KV-cache and weight memory (attn_core.kv.memory) against hand arithmetic, and the model presets."""
 
 import ast
 import json
@@ -12,9 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attn_core
-from attn_core.config import ConfigError
 from attn_core.i18n import CATALOG_DIR, translate
-from attn_core.memory import (
+from attn_core.kv.memory import (
     DTYPES,
     CacheLayout,
     binary_unit,
@@ -34,6 +33,7 @@ from attn_core.memory import (
     seq_points,
     weights_bytes,
 )
+from attn_core.runtime.config import ConfigError
 
 GiB = 1024**3
 MiB = 1024**2
@@ -282,7 +282,7 @@ def test_binary_units_and_labels():
 
 def test_the_memory_budget_messages_write_bytes_as_the_calculator_does():
     """One byte formatter: the resource guard's "needs about ... budget of ..." uses this module's."""
-    from attn_core import guard
+    from attn_core.runtime import guard
 
     assert guard.format_bytes is format_bytes
     assert guard.format_bytes(1536) == "1.50 KiB" and guard.format_bytes(2**30) == "1.00 GiB"

@@ -1,4 +1,4 @@
-"""Multi-head latent attention (attn_core.mla): the naive and absorbed paths against each other and against
+"""Multi-head latent attention (attn_core.mla.attention): the naive and absorbed paths against each other and against
 hand arithmetic, the caches' sizes against the memory formulas, RoPE, the rope-on-latent mistake, the costs."""
 
 import json
@@ -8,11 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from attn_core import memory
-from attn_core.config import ConfigError
+from attn_core.attention.longmaps import pooled_attention
 from attn_core.i18n import translate
-from attn_core.longmaps import pooled_attention
-from attn_core.mla import (
+from attn_core.kv import memory
+from attn_core.mla.attention import (
     DecodeSpec,
     MLACache,
     MLAConfig,
@@ -27,6 +26,7 @@ from attn_core.mla import (
     load_mla_presets,
     path_cost,
 )
+from attn_core.runtime.config import ConfigError
 
 TINY = MLAConfig(d_model=32, n_heads=4, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6)
 TINY_Q = MLAConfig(32, 4, 16, 8, 4, 6, q_lora_rank=12)
@@ -207,7 +207,7 @@ def test_errors_name_the_field_with_a_catalog_key():
 
 
 def test_preset_file_is_valid_json_with_sources():
-    from attn_core.mla import PRESET_FILE
+    from attn_core.mla.attention import PRESET_FILE
 
     data = json.loads(PRESET_FILE.read_text(encoding="utf-8"))
     assert all(p["source"].startswith("https://") for p in data["presets"])

@@ -1,4 +1,4 @@
-"""attn_core.model_store: the cache folder, and folders published atomically and built once under races."""
+"""attn_core.pretrained.store: the cache folder, and folders published atomically and built once under races."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from attn_core import model_store
-from attn_core.config import ConfigError
+from attn_core.pretrained import store as model_store
+from attn_core.runtime.config import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,7 +99,7 @@ SCRIPT = """
 import sys, time
 from pathlib import Path
 sys.path.insert(0, {root!r})
-from attn_core import model_store
+from attn_core.pretrained import store as model_store
 start = float(sys.argv[1])
 time.sleep(max(0.0, start - time.time()))
 out = model_store.extracted_zip(Path(sys.argv[2]))

@@ -1,4 +1,4 @@
-"""attn_core.models on tiny random models built here (no download): capture, weights, scores, generation, errors.
+"""attn_core.pretrained.models on tiny random models built here (no download): capture, weights, scores, generation, errors.
 
 The reference is transformers itself: the same folder loaded with eager attention and asked for
 ``output_attentions``. Two different float32 computations: rtol 1e-5, atol 1e-6.
@@ -18,8 +18,9 @@ from tests.core.tiny_models import FAMILIES, eager_reference, require, write_mod
 
 require("transformers")
 
-from attn_core import longmaps, models  # noqa: E402
-from attn_core.config import ConfigError  # noqa: E402
+from attn_core.attention import longmaps  # noqa: E402
+from attn_core.pretrained import models  # noqa: E402
+from attn_core.runtime.config import ConfigError  # noqa: E402
 
 RTOL, ATOL = 1e-5, 1e-6
 TEXT = {"bert": "the cat sat on the mat, playing.", "default": "the cat sat on the mat. the cat sat"}
@@ -229,7 +230,7 @@ def test_labels_byte_level_and_wordpiece(loaded):
 
 
 def test_label_bytes_that_are_whole_characters_are_decoded():
-    from attn_core.models import _shown
+    from attn_core.pretrained.models import _shown
 
     assert _shown("你".encode()) == "你"
     assert _shown(" 你".encode()[:3]) == " <E4 BD>"
@@ -370,7 +371,7 @@ def test_unsupported_architecture(tmp_path):
 def test_a_model_over_the_budget_is_refused_before_loading(folders, loaded, monkeypatch):
     import transformers
 
-    from attn_core.memory import format_bytes
+    from attn_core.kv.memory import format_bytes
 
     loads = []
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", lambda *a, **k: loads.append(a))
@@ -399,7 +400,7 @@ def test_missing_transformers_says_how_to_install(monkeypatch):
 
 
 def test_missing_model_package_says_how_to_install(monkeypatch):
-    from attn_core import model_store
+    from attn_core.pretrained import store as model_store
 
     monkeypatch.setattr(model_store.importlib.util, "find_spec", lambda name: None)
     exc = error_of(models.load_model, "smollm2-135m")

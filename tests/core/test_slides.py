@@ -13,11 +13,11 @@ import plotly.io as pio
 import pytest
 
 from attn_core import figures
-from attn_core.config import ConfigError
 from attn_core.export import params_from
 from attn_core.figures.margins import text_width
 from attn_core.figures.slides import EXPORT_PRESETS, fit_figure
 from attn_core.render import export_bytes, find_chromium
+from attn_core.runtime.config import ConfigError
 from attn_core.views import page
 from attn_core.views.base import synthetic_tokens
 

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from attn_core.config import AttentionConfig, ConfigError
-from attn_core.longmaps import head_window, pooled_attention
-from attn_core.maps import compute_attention_maps
-from attn_core.sources import SeededLayer, TensorLayer, draw_weight, layer_generator
-from attn_core.tokens import synthetic_tokens, tokenize
+from attn_core.attention.longmaps import head_window, pooled_attention
+from attn_core.attention.maps import compute_attention_maps
+from attn_core.attention.sources import SeededLayer, TensorLayer, draw_weight, layer_generator
+from attn_core.attention.tokens import synthetic_tokens, tokenize
+from attn_core.runtime.config import AttentionConfig, ConfigError
 
 TOKS = tuple(tokenize("The cat sat on the mat because it was tired ."))
 

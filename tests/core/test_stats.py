@@ -1,4 +1,4 @@
-"""attn_core.stats: softmax statistics, the Jacobian, the saturation sweep, float16 numerics, memory guard."""
+"""attn_core.saturation.stats: softmax statistics, the Jacobian, the saturation sweep, float16 numerics, memory guard."""
 
 import math
 import subprocess
@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from attn_core import guard, stats
-from attn_core.config import ConfigError
 from attn_core.figures import pool_max
+from attn_core.runtime import guard
+from attn_core.runtime.config import ConfigError
+from attn_core.saturation import stats
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -553,7 +554,7 @@ def test_largest_settings_stay_within_the_budget_in_a_fresh_process():
     """The page's heaviest computations at 8192 keys and 16384 samples, d_k = 1024: peak RSS growth < 1 GiB."""
     code = """
 import torch
-from attn_core import stats
+from attn_core.saturation import stats
 def peak():  # VmHWM, this process's own high-water mark: ru_maxrss keeps the parent's (pytest's) across exec
     return int(next(ln for ln in open("/proc/self/status") if ln.startswith("VmHWM:")).split()[1]) * 1024
 torch.zeros(1)
@@ -725,9 +726,9 @@ def test_sweep_on_cuda_matches_cpu():
 
 # ---------------------------------------------------------------- issue 13: the constants the figures name, one sweep row
 def test_the_constants_the_figures_name_are_the_engines():
-    """SATURATION_THRESHOLD, SMALL_NORM and FLOAT16_MAX live in attn_core.config, free of torch, for the figures'
+    """SATURATION_THRESHOLD, SMALL_NORM and FLOAT16_MAX live in attn_core.runtime.config, free of torch, for the figures'
     titles; they must be the numbers the engine measures with."""
-    from attn_core import config
+    from attn_core.runtime import config
 
     assert stats.FLOAT16_MAX == float(torch.finfo(torch.float16).max) == config.FLOAT16_MAX
     assert (stats.SATURATION_THRESHOLD, stats.SMALL_NORM) == (config.SATURATION_THRESHOLD, config.SMALL_NORM)

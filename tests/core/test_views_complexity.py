@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attn_core import complexity as cx
-from attn_core.config import ConfigError
+from attn_core.complexity import stages as cx
 from attn_core.figures import Style
 from attn_core.figures import complexity as cfig
+from attn_core.runtime.config import ConfigError
 from attn_core.views import complexity as cv
 
 S = Style()

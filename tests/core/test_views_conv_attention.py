@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attn_core import conv_attention as ca
-from attn_core.config import ConfigError
+from attn_core.conv import attention as ca
 from attn_core.figures import Style
+from attn_core.runtime.config import ConfigError
 from attn_core.views import conv_attention as cv
 
 S = Style()

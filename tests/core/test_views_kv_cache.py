@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from attn_core import export
-from attn_core.config import ConfigError
 from attn_core.figures import Style
-from attn_core.memory import kv_cache_bytes
+from attn_core.kv.memory import kv_cache_bytes
+from attn_core.runtime.config import ConfigError
 from attn_core.views import kv_cache as kc
 from attn_core.views import page
 from attn_core.views.base import cli_flag, controls, defaults
@@ -82,8 +82,8 @@ def test_the_decode_s_buffers_and_sentences_follow_its_settings():
     [
         "attn_core/views/kv_cache.py",
         "attn_core/figures/memory.py",
-        "attn_core/memory.py",
-        "attn_core/kv_cache.py",
+        "attn_core/kv/memory.py",
+        "attn_core/kv/cache.py",
         "pages/kv_cache.py",
         "ui/compute.py",
     ],  # fmt: skip

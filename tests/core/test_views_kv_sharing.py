@@ -5,12 +5,12 @@ import json
 import numpy as np
 import pytest
 
-from attn_core import convert
-from attn_core.config import AttentionConfig, ConfigError
+from attn_core.attention.maps import compute_attention_maps
+from attn_core.attention.sources import SeededLayer
 from attn_core.figures import Style
 from attn_core.figures import kv as fig_kv
-from attn_core.maps import compute_attention_maps
-from attn_core.sources import SeededLayer
+from attn_core.kv import convert
+from attn_core.runtime.config import AttentionConfig, ConfigError
 from attn_core.views import kv_sharing as kvs
 from tests.util import arr
 

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attn_core import lab
-from attn_core.config import ConfigError
 from attn_core.figures import Style
 from attn_core.figures import lab as lfig
+from attn_core.lab import training as lab
+from attn_core.runtime.config import ConfigError
 from attn_core.views import lab as lv
 
 EN = Style()

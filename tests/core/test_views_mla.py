@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attn_core import memory
-from attn_core import mla as eng
-from attn_core.config import ConfigError
 from attn_core.figures import Style
+from attn_core.kv import memory
+from attn_core.mla import attention as eng
+from attn_core.runtime.config import ConfigError
 from attn_core.views import mla as mv
 
 S = Style()

@@ -13,10 +13,10 @@ from tests.core.tiny_models import require, write_model
 
 require("transformers")
 
-from attn_core import models  # noqa: E402
-from attn_core.config import ConfigError  # noqa: E402
 from attn_core.figures import Style  # noqa: E402
 from attn_core.figures.base import group_color  # noqa: E402
+from attn_core.pretrained import models  # noqa: E402
+from attn_core.runtime.config import ConfigError  # noqa: E402
 from attn_core.views import models as mv  # noqa: E402
 
 

@@ -7,9 +7,9 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from attn_core import stats
-from attn_core.config import ConfigError
 from attn_core.figures import FONTS_SET, Style, apply_fonts
+from attn_core.runtime.config import ConfigError
+from attn_core.saturation import stats
 from attn_core.views import saturation as sat
 from attn_core.views.base import defaults, with_values
 

@@ -7,9 +7,9 @@ import re
 import numpy as np
 import pytest
 
-from attn_core.config import AttentionConfig
-from attn_core.maps import compute_attention_maps
-from attn_core.tokens import tokenize
+from attn_core.attention.maps import compute_attention_maps
+from attn_core.attention.tokens import tokenize
+from attn_core.runtime.config import AttentionConfig
 from tests.e2e.conftest import PageWatch, start_server
 from tests.e2e.test_pages import assert_clean
 from tests.util import arr

@@ -103,7 +103,7 @@ def test_step_view_and_zoom_label_every_token(watch):
 def test_exported_svg_labels_every_token():
     """The SVG export (kaleido with the system Chromium) of the presentation grid has every label too."""
     from attn_core import figures, render
-    from attn_core.longmaps import pooled_attention
+    from attn_core.attention.longmaps import pooled_attention
     from attn_core.views import heatmaps as views
 
     if render.find_chromium() is None:

@@ -14,8 +14,8 @@ from tests.core.tiny_models import require
 
 require("transformers")
 
-from attn_core import models  # noqa: E402
-from attn_core.config import ConfigError  # noqa: E402
+from attn_core.pretrained import models  # noqa: E402
+from attn_core.runtime.config import ConfigError  # noqa: E402
 
 
 def _shipped(key: str):

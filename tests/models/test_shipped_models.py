@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from attn_core import models
+from attn_core.pretrained import models
 from tests.core.tiny_models import eager_reference
 
 RTOL, ATOL = 1e-5, 1e-6

@@ -13,8 +13,8 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from .config import ConfigError, check_int, check_kv_heads
-from .masks import causal_mask
+from attn_core.attention.masks import causal_mask
+from attn_core.runtime.config import ConfigError, check_int, check_kv_heads
 
 
 def kv_group_of(head: int, n_heads: int, n_kv_heads: int) -> int:

@@ -37,9 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import ConfigError, check_int, check_kv_heads
+from attn_core.runtime.config import ConfigError, check_int, check_kv_heads
 
-PRESET_FILE = Path(__file__).resolve().parent.parent / "assets" / "model_presets.json"
+PRESET_FILE = Path(__file__).resolve().parents[2] / "assets" / "model_presets.json"
 
 #: Storage bits per element of each cache/weight dtype.
 DTYPE_BITS: dict[str, int] = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}

@@ -4,8 +4,8 @@
 ``[B, H_kv, S_max, D]`` and each new position is written in place, so the
 memory is reserved once and never copied. ``TinyDecoder`` is a seeded,
 randomly initialised transformer built from
-:class:`~attn_core.attention.GroupedQueryAttention` layers, whose own projection and
-attention (:func:`~attn_core.attention.scaled_dot_product_attention`) it runs; it generates
+:class:`~attn_core.attention.gqa.GroupedQueryAttention` layers, whose own projection and
+attention (:func:`~attn_core.attention.gqa.scaled_dot_product_attention`) it runs; it generates
 greedily either with the cache (one new token per step) or without it
 (recomputing every key and value of the whole sequence each step), and
 :func:`run_decode` yields per-step measurements so a page can draw them live.
@@ -27,12 +27,12 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from . import guard
-from .attention import GroupedQueryAttention, repeat_kv
-from .config import ConfigError, check_int, check_kv_heads
-from .device import sync
-from .memory import format_bytes, kv_cache_bytes
-from .tokens import sinusoidal_positions
+from attn_core.attention.gqa import GroupedQueryAttention, repeat_kv
+from attn_core.attention.tokens import sinusoidal_positions
+from attn_core.kv.memory import format_bytes, kv_cache_bytes
+from attn_core.runtime import guard
+from attn_core.runtime.config import ConfigError, check_int, check_kv_heads
+from attn_core.runtime.device import sync
 
 #: Cache dtypes torch can compute with on every device.
 TORCH_DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -326,7 +326,7 @@ def make_prompt(cfg: DecodeConfig, prompt_len: int) -> torch.Tensor:
 def device_budget(device: torch.device | str) -> int:
     """Bytes a live decode may use on ``device``.
 
-    The project's memory budget (:func:`attn_core.guard.max_bytes`: 1 GiB unless
+    The project's memory budget (:func:`attn_core.runtime.guard.max_bytes`: 1 GiB unless
     ``ATTN_MAX_BYTES`` says otherwise), and never more than 90 % of the free GPU
     memory on CUDA or half the available RAM on the CPU.
     """
@@ -422,7 +422,7 @@ class DecodeStep:
     ``seq_len`` tokens were in the context when it was computed (the prompt and
     the earlier generated tokens; step 1 is the prefill). ``cache_bytes`` is
     measured from the cache tensors' sizes; ``formula_bytes`` is
-    :func:`~attn_core.memory.kv_cache_bytes` for the heads the cache really
+    :func:`~attn_core.kv.memory.kv_cache_bytes` for the heads the cache really
     holds, ``correct_bytes`` the same with ``n_kv_heads`` (they differ only
     with ``cache_after_repeat``). ``allocated_bytes`` is what the preallocated
     buffers reserve and ``cuda_bytes`` the growth of

@@ -2,15 +2,15 @@
 
 Tasks (:data:`TASKS`) are seeded generators of ``(inputs, targets, loss_mask)`` batches, each ``[B, T]``
 (the mask marks the targets the loss and the accuracy count). The model (:class:`LabModel`) is built from
-:class:`~attn_core.attention.GroupedQueryAttention`, the layer the other pages explain: per block a pre-norm
+:class:`~attn_core.attention.gqa.GroupedQueryAttention`, the layer the other pages explain: per block a pre-norm
 attention (``project`` then ``attend`` with the factor of :attr:`LabSpec.factor`, RoPE on q and k or learned
 positions) and a pre-norm MLP. :func:`train` is a generator of :class:`Record` s, one per optimiser step,
 stoppable between steps; with the same seed it gives bit-identical losses on the CPU (the weights are drawn
 under a forked torch RNG and the data from ``torch.Generator`` s, so no global state is left changed).
 
-:func:`convert_and_uptrain` turns a trained MHA checkpoint into GQA with :func:`attn_core.convert.mha_to_gqa`
+:func:`convert_and_uptrain` turns a trained MHA checkpoint into GQA with :func:`attn_core.kv.convert.mha_to_gqa`
 (the GQA paper's uptraining, Ainslie et al. 2023, arXiv 2305.13245, section 2.1), and :func:`head_roles`
-scores every head with the pretrained-models page's definitions (:func:`attn_core.models.role_scores`).
+scores every head with the pretrained-models page's definitions (:func:`attn_core.pretrained.models.role_scores`).
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ import pandas as pd
 import torch
 from torch import nn
 
-from .attention import GroupedQueryAttention
-from .config import ConfigError, check_int, check_kv_heads, unknown_option
-from .convert import METHODS, mha_to_gqa
-from .guard import check_budget
-from .mla import apply_rope
-from .models import SCORES, role_scores
+from attn_core.attention.gqa import GroupedQueryAttention
+from attn_core.kv.convert import METHODS, mha_to_gqa
+from attn_core.mla.attention import apply_rope
+from attn_core.pretrained.models import SCORES, role_scores
+from attn_core.runtime.config import ConfigError, check_int, check_kv_heads, unknown_option
+from attn_core.runtime.guard import check_budget
 
 TASKS = ("copy", "induction", "recall", "sorting")
 POSITIONS = ("rope", "learned")
@@ -442,7 +442,7 @@ def load(ckpt: Checkpoint, device: str | torch.device = "cpu") -> LabModel:
 
 
 def convert(ckpt: Checkpoint, n_kv_heads: int, method: str = "mean", seed: int = 0) -> LabModel:
-    """The MHA checkpoint as a GQA model: every block's attention through :func:`attn_core.convert.mha_to_gqa`
+    """The MHA checkpoint as a GQA model: every block's attention through :func:`attn_core.kv.convert.mha_to_gqa`
     (K/V heads of a group pooled by ``method``), everything else copied."""
     mha = load(ckpt)
     if method not in METHODS:
@@ -481,7 +481,7 @@ ROLE_SEQ_LEN, ROLE_SEQS = 12, 8
 def head_roles(model: LabModel, task: str | Task, seed: int = 0) -> pd.DataFrame:
     """Every head's role scores on repeated random tokens (:data:`ROLE_SEQS` sequences of :data:`ROLE_SEQ_LEN`
     tokens twice, from the task's vocabulary), with the pretrained-models page's definitions
-    (:func:`attn_core.models.role_scores`). Columns ``layer, head, kv_head``, :data:`SCORES` and ``role``
+    (:func:`attn_core.pretrained.models.role_scores`). Columns ``layer, head, kv_head``, :data:`SCORES` and ``role``
     (``previous_token``, ``induction`` or ``""``: the larger of the two when it reaches :data:`ROLE_THRESHOLD`).
     """
     task = as_task(task)

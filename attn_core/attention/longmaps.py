@@ -1,8 +1,8 @@
 """Attention weights of long sequences, computed by chunks of query rows and pooled as they are made.
 
 One head's weights at 8192 tokens are 8192² float32 = 256 MiB, and 64 heads 16 GiB: too much to
-build, and far too much to draw. :func:`pooled_attention` takes any attention source (:mod:`attn_core.sources`: the seeded
-layer of :func:`attn_core.maps.compute_attention_maps`, or captured tensors) and walks the query rows in chunks that fit a fixed
+build, and far too much to draw. :func:`pooled_attention` takes any attention source (:mod:`attn_core.attention.sources`: the seeded
+layer of :func:`attn_core.attention.maps.compute_attention_maps`, or captured tensors) and walks the query rows in chunks that fit a fixed
 scratch budget and keeps only what is shown: every head's weights pooled to at most
 ``max_side × max_side`` blocks (block max or block mean) and, on request, every row's entropy.
 :func:`head_window` gives one head's full computation (Q, K, V, scores, softmax, output) for a
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .config import ConfigError, check_int, unknown_option
-from .guard import check_budget
-from .sources import AttentionSource, group_of
+from attn_core.attention.sources import AttentionSource, group_of
+from attn_core.runtime.config import ConfigError, check_int, unknown_option
+from attn_core.runtime.guard import check_budget
 
 REDUCES = ("max", "mean")
 CHUNK_BYTES = 192 * 2**20  # scratch for one chunk of query rows (scores, weights and their temporaries)
@@ -74,7 +74,7 @@ def _chunk_rows(n_heads: int, t_k: int) -> int:
 def estimate_pooled_bytes(source: AttentionSource, n_shown: int) -> int:
     """Peak bytes of :func:`pooled_attention` over ``n_shown`` heads of ``source`` (an upper bound).
 
-    What the source needs to make Q, K and V (:meth:`~attn_core.sources.SeededLayer.extra_bytes`),
+    What the source needs to make Q, K and V (:meth:`~attn_core.attention.sources.SeededLayer.extra_bytes`),
     one chunk of rows and the entropy.
     """
     t_q, t_k = len(source.tokens_q), len(source.keys)

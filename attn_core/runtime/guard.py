@@ -16,8 +16,8 @@ from typing import TypeVar
 
 import torch
 
-from .config import ConfigError
-from .memory import format_bytes  # the project's one byte formatter (binary units)
+from attn_core.kv.memory import format_bytes  # the project's one byte formatter (binary units)
+from attn_core.runtime.config import ConfigError
 
 DEFAULT_MAX_BYTES = 2**30
 T = TypeVar("T")

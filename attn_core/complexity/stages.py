@@ -45,9 +45,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from . import guard
-from .config import ConfigError, check_int, check_kv_heads
-from .device import sync
+from attn_core.runtime import guard
+from attn_core.runtime.config import ConfigError, check_int, check_kv_heads
+from attn_core.runtime.device import sync
 
 STAGES: tuple[str, ...] = ("qkv_projection", "scores", "softmax", "weighted_sum", "output_projection")
 N2_STAGES: tuple[str, ...] = ("scores", "softmax", "weighted_sum")  # the stages whose work grows with n²
@@ -400,7 +400,7 @@ def sweep_bytes(spec: SweepSpec) -> int:
 
 def check_sweep(spec: SweepSpec) -> SweepSpec:
     """``spec`` checked before anything is allocated: its shape, its lengths, paths and counts, and its memory
-    against the budget (:func:`attn_core.guard.check_budget`, naming ``seq_len``)."""
+    against the budget (:func:`attn_core.runtime.guard.check_budget`, naming ``seq_len``)."""
     spec.shape.validate()
     if not spec.seq_lens or len(spec.seq_lens) > MAX_SWEEP_POINTS:
         raise ConfigError(f"a sweep takes 1 to {MAX_SWEEP_POINTS} lengths, got {len(spec.seq_lens)}", "seq_len",

@@ -1,7 +1,7 @@
 """Pretrained models: load one offline, capture the queries and keys it really uses, score its heads, generate.
 
 :func:`load_model` loads a shipped model (``"smollm2-135m"``, ``"minilm-l6"``: see
-:mod:`attn_core.model_store`) or a local Hugging Face folder or ``.gguf`` file of a supported family
+:mod:`attn_core.pretrained.store`) or a local Hugging Face folder or ``.gguf`` file of a supported family
 (:data:`SUPPORTED`), in float32, never downloading. The loaded model runs with an attention function
 of ours, registered in transformers' ``AttentionInterface``: it hands the queries ``[B, H, T, D]`` (after
 RoPE), the keys and values ``[B, H_kv, S, D]`` (before ``repeat_kv``) and the scale of each layer to a
@@ -11,8 +11,8 @@ are never built by the model, even at 8192 tokens. A call without a recorder is 
 pass; the recorder travels with the call, so threads sharing one model never see each other's tensors.
 
 - :func:`model_attention`: the captured q, k, v of some layers as CPU float32 numpy, and, when they
-  fit, the weights recomputed by :func:`attn_core.attention.scaled_dot_product_attention`;
-  :meth:`ModelAttention.source` turns a layer into a :class:`~attn_core.sources.TensorLayer` for the
+  fit, the weights recomputed by :func:`attn_core.attention.gqa.scaled_dot_product_attention`;
+  :meth:`ModelAttention.source` turns a layer into a :class:`~attn_core.attention.sources.TensorLayer` for the
   pooled, zoom, step-by-step and entropy views.
 - :func:`head_scores`: previous-token, first-token, duplicate-token and induction scores and the
   normalised entropy of every head, on random tokens repeated twice.
@@ -37,13 +37,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import model_store
-from .attention import scaled_dot_product_attention
-from .config import SATURATION_THRESHOLD, ConfigError, check_int
-from .device import pick_device, sync
-from .guard import check_budget, max_bytes
-from .memory import ModelPreset, format_bytes, kv_cache_bytes
-from .sources import SeededLayer, TensorLayer
+from attn_core.attention.gqa import scaled_dot_product_attention
+from attn_core.attention.sources import SeededLayer, TensorLayer
+from attn_core.kv.memory import ModelPreset, format_bytes, kv_cache_bytes
+from attn_core.pretrained import store as model_store
+from attn_core.runtime.config import SATURATION_THRESHOLD, ConfigError, check_int
+from attn_core.runtime.device import pick_device, sync
+from attn_core.runtime.guard import check_budget, max_bytes
 
 DECODERS = ("llama", "mistral", "qwen2", "qwen3", "gpt2")
 ROPE = ("llama", "mistral", "qwen2", "qwen3")  # rotary positions on q and k; GPT-2 and BERT add positions to the input
@@ -206,7 +206,7 @@ def _unsupported(path: str, arch: str) -> ConfigError:
 
 
 def _check_model_budget(name: str, n_params: int) -> None:
-    """The float32 weights must fit the memory budget (:mod:`attn_core.guard`), checked before loading."""
+    """The float32 weights must fit the memory budget (:mod:`attn_core.runtime.guard`), checked before loading."""
     need, budget = 4 * int(n_params), max_bytes()
     if need > budget:
         raise ConfigError(
@@ -330,7 +330,7 @@ def _preset(title: str, source: str, shape: dict[str, Any], n_params: int) -> Mo
 def _model_folder(hf: Any, name_or_path: str) -> tuple[str, Path, model_store.Shipped | None, Path, str]:
     """(title, file or folder given, shipped entry, the Hugging Face folder to read, label for messages).
 
-    A GGUF file is converted once and a zip extracted once (:mod:`attn_core.model_store`)."""
+    A GGUF file is converted once and a zip extracted once (:mod:`attn_core.pretrained.store`)."""
     title, path, shipped = _folder_of(name_or_path)
     label = shipped.key if shipped else str(path)
     if path.suffix.lower() == ".gguf":
@@ -365,7 +365,7 @@ def load_model(name_or_path: str, device: str | torch.device | None = None) -> L
     copy); MiniLM's zip is extracted once. Before any weight is read: a clear :class:`ConfigError` for
     transformers or a model package missing (with the install command), a path that is not a model,
     an unsupported architecture, or float32 weights over the memory budget. ``device`` defaults to
-    :func:`~attn_core.device.pick_device`.
+    :func:`~attn_core.runtime.device.pick_device`.
     """
     hf = _hf()
     title, path, shipped, folder, label = _model_folder(hf, name_or_path)
@@ -519,7 +519,7 @@ def _causal_mask(t_q: int, t_k: int, device: torch.device | str = "cpu") -> torc
 
 def layer_weights(q: torch.Tensor, k: torch.Tensor, scale: float, causal: bool) -> torch.Tensor:
     """Attention weights ``[B, H, T_q, T_k]`` of q ``[B, H, T_q, D]`` over k ``[B, H_kv, T_k, D]``, by
-    :func:`attn_core.attention.scaled_dot_product_attention` (``repeat_kv`` inside), float32."""
+    :func:`attn_core.attention.gqa.scaled_dot_product_attention` (``repeat_kv`` inside), float32."""
     mask = _causal_mask(q.shape[-2], k.shape[-2], q.device) if causal else None
     return scaled_dot_product_attention(q, k, k, mask=mask, scale=scale).weights
 
@@ -532,7 +532,7 @@ class ModelAttention:
     ``layers`` the model's layer numbers kept; ``q`` ``[L_sel, H, T, D]`` the queries after RoPE,
     ``k``, ``v`` ``[L_sel, H_kv, T, D]`` the keys (after RoPE) and values before ``repeat_kv``;
     ``scales`` the factor each layer applies to q·k; ``weights`` ``[L_sel, H, T, T]`` recomputed from
-    q and k by :func:`attn_core.attention.scaled_dot_product_attention`, or None when not asked for
+    q and k by :func:`attn_core.attention.gqa.scaled_dot_product_attention`, or None when not asked for
     (long texts: the views compute them by chunks from :meth:`source`). ``n_text_tokens`` counts the
     text's tokens before the cut to the model's ``max_positions``.
     """
@@ -561,7 +561,7 @@ class ModelAttention:
         return self.layers.index(layer)
 
     def source(self, layer: int) -> TensorLayer:
-        """The model's layer ``layer`` as an attention source for :mod:`attn_core.longmaps` and the views."""
+        """The model's layer ``layer`` as an attention source for :mod:`attn_core.attention.longmaps` and the views."""
         j = self.index(layer)
         d = self.q.shape[-1]
         return TensorLayer(q=self.q[j], k=self.k[j], v=self.v[j], scale=self.scales[j], tokens_q=self.tokens,
@@ -665,7 +665,7 @@ def score_scale(att: ModelAttention) -> pd.DataFrame:
     Over every head and every allowed (query, key) pair: ``score_var`` the variance of q·k and
     ``scaled_var`` of q·k × the layer's scale (1/√d_k); over every row with at least two allowed keys:
     ``max_weight`` the mean largest weight, ``saturated`` the share of rows whose largest weight
-    exceeds :data:`~attn_core.config.SATURATION_THRESHOLD`, and ``entropy`` the mean entropy over
+    exceeds :data:`~attn_core.runtime.config.SATURATION_THRESHOLD`, and ``entropy`` the mean entropy over
     log(allowed keys). Computed by blocks of query rows, so long texts never hold ``[H, T, T]``.
     """
     rows_out = []
@@ -690,7 +690,7 @@ def score_scale(att: ModelAttention) -> pd.DataFrame:
 
 
 def seeded_attention(n_heads: int, n_kv_heads: int, head_dim: int, t: int, causal: bool, seed: int) -> ModelAttention:
-    """The app's seeded random layer (:class:`~attn_core.sources.SeededLayer`, N(0, 1/d) projections of
+    """The app's seeded random layer (:class:`~attn_core.attention.sources.SeededLayer`, N(0, 1/d) projections of
     seeded embeddings) with a model's shape over ``t`` tokens, as a one-layer :class:`ModelAttention`:
     the baseline :func:`score_scale` compares a trained model with."""
     labels = tuple(f"t{i}" for i in range(t))

@@ -43,8 +43,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .config import ConfigError, check_int, unknown_option
-from .sources import TensorLayer
+from attn_core.attention.sources import TensorLayer
+from attn_core.runtime.config import ConfigError, check_int, unknown_option
 
 PADDINGS = ("zeros", "existing")
 METHODS = ("separable", "full")

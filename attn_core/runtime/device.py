@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .config import ConfigError, unknown_option
+from attn_core.runtime.config import ConfigError, unknown_option
 
 _KNOWN = ("auto", "cpu", "cuda", "mps")
 

@@ -3,8 +3,8 @@
 A source is one attention layer's input to the softmax: per query head the
 queries ``[T_q, D]``, per KV head the keys and values ``[T_k, D]`` (after any
 position encoding, before ``repeat_kv``), the factor applied to q·k, and the mask.
-The chunked, pooled maps (:func:`attn_core.longmaps.pooled_attention`), a head's
-step-by-step window (:func:`attn_core.longmaps.head_window`), the row entropy and
+The chunked, pooled maps (:func:`attn_core.attention.longmaps.pooled_attention`), a head's
+step-by-step window (:func:`attn_core.attention.longmaps.head_window`), the row entropy and
 the grouped KV-sharing maps all take a source, so any source works in every view:
 
 - :class:`SeededLayer`: the app's seeded random layer (token embeddings and N(0, 1/d)
@@ -26,10 +26,10 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from .attention import resolve_scale
-from .config import AttentionConfig, check_int, check_kv_heads
-from .masks import MASK_KINDS, check_layer_input
-from .tokens import embed
+from attn_core.attention.gqa import resolve_scale
+from attn_core.attention.masks import MASK_KINDS, check_layer_input
+from attn_core.attention.tokens import embed
+from attn_core.runtime.config import AttentionConfig, check_int, check_kv_heads
 
 # q of the shown heads [Hs, T_q, D]; k and v of the KV heads they read, by KV head: [T_k, D] each
 QKV = tuple[torch.Tensor, dict[int, torch.Tensor], dict[int, torch.Tensor]]
@@ -70,7 +70,7 @@ def group_of(head: int, n_heads: int, n_kv_heads: int) -> int:
 def allowed_rows(mask_kind: str, rows: torch.Tensor, t_q: int, t_k: int, pad_len: int | None) -> torch.Tensor:
     """Bool ``[len(rows), T_k]``: which keys each query row in ``rows`` may attend to (True = allowed).
 
-    ``causal`` is aligned to the end of the keys, as :func:`attn_core.masks.causal_mask`;
+    ``causal`` is aligned to the end of the keys, as :func:`attn_core.attention.masks.causal_mask`;
     ``padding`` hides the keys from ``pad_len`` on.
     """
     keys = torch.arange(t_k, device=rows.device)
@@ -111,7 +111,7 @@ def layer_generator(seed: int) -> torch.Generator:
 def draw_weight(gen: torch.Generator, out_features: int, in_features: int) -> torch.Tensor:
     """One projection matrix ``[out, in]`` with N(0, 1/in) entries (unit-variance outputs for unit-variance inputs).
 
-    The one place the seeded layer's weights are drawn: :func:`attn_core.maps.init_layer`
+    The one place the seeded layer's weights are drawn: :func:`attn_core.attention.maps.init_layer`
     draws all four matrices with it, :class:`SeededLayer` the same draws and keeps the rows it needs.
     """
     return torch.randn(out_features, in_features, generator=gen) / math.sqrt(in_features)
@@ -121,8 +121,8 @@ def draw_weight(gen: torch.Generator, out_features: int, in_features: int) -> to
 class SeededLayer(_Sequences):
     """The app's seeded random layer over ``tokens_q`` (and ``tokens_k`` for cross-attention).
 
-    The same layer as :func:`attn_core.maps.compute_attention_maps` builds for the same
-    arguments: embeddings from :func:`attn_core.tokens.embed`, projections from
+    The same layer as :func:`attn_core.attention.maps.compute_attention_maps` builds for the same
+    arguments: embeddings from :func:`attn_core.attention.tokens.embed`, projections from
     :func:`draw_weight`; scores times 1/√d_k (``use_scaling``) divided by ``temperature``.
     Checked when made (:class:`ConfigError` naming the field).
     """

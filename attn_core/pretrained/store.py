@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import ConfigError
+from attn_core.runtime.config import ConfigError
 
 CACHE_ENV = "ATTN_MODEL_CACHE"
 STORE_FORMAT = 1  # bump when the layout of a converted folder changes: older copies are then rebuilt

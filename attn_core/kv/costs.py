@@ -4,12 +4,12 @@ Pure arithmetic on the layer's shape, so the numbers a page shows can be checked
 by hand. MHA, GQA and MQA differ only in ``n_kv_heads``: it shrinks W_K, W_V and
 the KV cache, while the attention itself (every query head still scores every
 key) costs the same. Byte counts of whole models and their formatting live in
-:mod:`attn_core.memory`.
+:mod:`attn_core.kv.memory`.
 """
 
 from __future__ import annotations
 
-from .config import ConfigError, check_int, check_kv_heads
+from attn_core.runtime.config import ConfigError, check_int, check_kv_heads
 
 
 def attention_costs(

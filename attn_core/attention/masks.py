@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .config import ConfigError, check_int, check_temperature, unknown_option
+from attn_core.runtime.config import ConfigError, check_int, check_temperature, unknown_option
 
 MASK_KINDS = ("none", "causal", "padding")
 

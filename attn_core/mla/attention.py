@@ -42,12 +42,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from .config import ConfigError, check_int, unknown_option
-from .device import sync
-from .memory import kv_cache_bytes, mla_cache_bytes
-from .sources import TensorLayer, draw_weight, layer_generator
+from attn_core.attention.sources import TensorLayer, draw_weight, layer_generator
+from attn_core.kv.memory import kv_cache_bytes, mla_cache_bytes
+from attn_core.runtime.config import ConfigError, check_int, unknown_option
+from attn_core.runtime.device import sync
 
-PRESET_FILE = Path(__file__).resolve().parent.parent / "assets" / "mla_presets.json"
+PRESET_FILE = Path(__file__).resolve().parents[2] / "assets" / "mla_presets.json"
 MODES = ("naive", "absorb", "rope_on_latent", "rope_on_latent_absorb")
 PATHS = ("naive", "absorb", "latent")  # the decode paths costed: naive, absorbed, latent cache without absorption
 MAX_DIM = 16384
@@ -159,10 +159,10 @@ def load_mla_presets(path: str | Path | None = None) -> dict[str, MLAPreset]:
 
 def cache_bytes(cfg: MLAConfig, seq_len: int, mode: str, batch: int = 1, dtype: str = "fp32", *,
                 n_layers: int = 1) -> int:  # fmt: skip
-    """Exact cache bytes of ``mode`` for ``seq_len`` tokens, from :mod:`attn_core.memory`'s formulas.
+    """Exact cache bytes of ``mode`` for ``seq_len`` tokens, from :mod:`attn_core.kv.memory`'s formulas.
 
-    ``absorb``: :func:`~attn_core.memory.mla_cache_bytes` (d_c + d_R per token); ``naive``:
-    :func:`~attn_core.memory.kv_cache_bytes` with H heads of keys d_h + d_R and values d_v.
+    ``absorb``: :func:`~attn_core.kv.memory.mla_cache_bytes` (d_c + d_R per token); ``naive``:
+    :func:`~attn_core.kv.memory.kv_cache_bytes` with H heads of keys d_h + d_R and values d_v.
     """
     if mode == "absorb":
         return mla_cache_bytes(n_layers, cfg.kv_lora_rank, cfg.qk_rope_head_dim, seq_len, batch, dtype)

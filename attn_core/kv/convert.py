@@ -8,7 +8,7 @@ converted layer's output and attention maps are from the original.
 
 Two conventions map query heads to KV heads: **contiguous** (query head ``h``
 reads KV head ``h // n_rep``; ``repeat_kv`` / ``repeat_interleave``, what
-:class:`~attn_core.attention.GroupedQueryAttention` and LLaMA use) and
+:class:`~attn_core.attention.gqa.GroupedQueryAttention` and LLaMA use) and
 **interleaved** (``h mod n_kv_heads``; a plain ``Tensor.repeat``). A checkpoint
 trained with one and run with the other pairs most query heads with the wrong
 keys and values.
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from .attention import (
+from attn_core.attention.gqa import (
     AttentionOutput,
     GroupedQueryAttention,
     kv_group_of,
@@ -40,14 +40,14 @@ from .attention import (
     resolve_scale,
     scaled_dot_product_attention,
 )
-from .config import AttentionConfig, ConfigError, check_int, check_kv_heads, divisors, unknown_option
-from .guard import check_budget, max_bytes
-from .longmaps import pool_factor
-from .maps import estimate_bytes, init_layer
-from .tokens import embed
+from attn_core.attention.longmaps import pool_factor
+from attn_core.attention.maps import estimate_bytes, init_layer
+from attn_core.attention.tokens import embed
+from attn_core.runtime.config import AttentionConfig, ConfigError, check_int, check_kv_heads, divisors, unknown_option
+from attn_core.runtime.guard import check_budget, max_bytes
 
 if TYPE_CHECKING:
-    from .sources import AttentionSource
+    from attn_core.attention.sources import AttentionSource
 
 METHODS = ("mean", "first", "random")
 # The GQA paper's ranking of the conversions after uptraining, best first (Ainslie et al. 2023,
@@ -149,7 +149,7 @@ def weights_with_mapping(
 ) -> np.ndarray:
     """Attention weights when the KV heads are expanded with ``mapping``.
 
-    q ``[H, Tq, D]``, k ``[H_kv, Tk, D]`` (CPU numpy, as in :class:`~attn_core.maps.AttentionMaps`),
+    q ``[H, Tq, D]``, k ``[H_kv, Tk, D]`` (CPU numpy, as in :class:`~attn_core.attention.maps.AttentionMaps`),
     mask bool ``[Tq, Tk]`` (True = may attend). Returns float32 ``[H, Tq, Tk]``.
     """
     return _attend_with_mapping(q, k, scale, mask, mapping)[0].numpy().astype(np.float32)
@@ -283,7 +283,7 @@ def mapping_mismatch_rows(
 
 def estimate_study_bytes(source: AttentionSource, n_shown: int, chunk_cells: int = CHUNK_CELLS) -> int:
     """Peak bytes of a long study of ``n_shown`` heads of ``source`` (an upper bound): what the source needs
-    to make their Q and K (:meth:`~attn_core.sources.SeededLayer.extra_bytes`) and one chunk of rows
+    to make their Q and K (:meth:`~attn_core.attention.sources.SeededLayer.extra_bytes`) and one chunk of rows
     (float32 scores, float64 log-softmaxes, p and the terms)."""
     return source.extra_bytes(n_shown) + 4 * 14 * min(chunk_cells, len(source.tokens_q) * len(source.keys))
 
@@ -382,7 +382,7 @@ def pair_maps_rows(
     """(block max of P_built, of P_run, factor, max |P_built − P_run|) of one head, by chunks of query rows.
 
     q_h ``[Tq, D]``, k_built / k_run ``[Tk, D]``; no mask. The maps are pooled to
-    at most ``max_side`` cells a side (:func:`attn_core.longmaps.pool_factor`);
+    at most ``max_side`` cells a side (:func:`attn_core.attention.longmaps.pool_factor`);
     the difference is measured on every unpooled weight.
     """
     qt = _as_tensor(q_h)

@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .config import (  # noqa: F401 - SATURATION_THRESHOLD, SMALL_NORM and FLOAT16_MAX are this module's names too
+from attn_core.attention.tokens import sinusoidal_positions
+from attn_core.runtime.config import (  # noqa: F401 - SATURATION_THRESHOLD, SMALL_NORM and FLOAT16_MAX are this module's names too
     FLOAT16_MAX,
     MAX_HEAD_DIM,
     MAX_SEQ_LEN,
@@ -37,8 +38,7 @@ from .config import (  # noqa: F401 - SATURATION_THRESHOLD, SMALL_NORM and FLOAT
     check_temperature,
     unknown_option,
 )
-from .guard import format_bytes, max_bytes
-from .tokens import sinusoidal_positions
+from attn_core.runtime.guard import format_bytes, max_bytes
 
 DISTRIBUTIONS = ("normal", "projected")
 # d_k values of the sweep: 1, 2, 4, ..., 1024 (the page's log steps).
@@ -60,7 +60,7 @@ _SCORE_SLOTS = 16
 # Per score of the first sequence's maps: scores, a float64 input and output, float32 weights, pooling.
 _MAP_SLOTS = 8
 # SATURATION_THRESHOLD, SMALL_NORM (a row whose norm ‖J‖_F, ‖∂L/∂z‖ or ‖∂L/∂q‖ is below it counts as one whose
-# gradient has vanished), FLOAT16_MAX and MAX_SEQ_LEN (the longest sequence measured) come from attn_core.config.
+# gradient has vanished), FLOAT16_MAX and MAX_SEQ_LEN (the longest sequence measured) come from attn_core.runtime.config.
 # Per-row norms of the sweep: (column prefix, what is measured). The sweep reports each one's mean over the
 # measured rows (``<prefix>``), median (``<prefix>_median``) and share of rows below SMALL_NORM (``<prefix>_small``).
 ROW_NORMS = ("jacobian_norm", "grad_norm", "grad_q_norm")

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .attention import GroupedQueryAttention, repeat_kv, resolve_scale
-from .config import AttentionConfig
-from .guard import check_budget
-from .masks import MASK_KINDS, build_mask, check_layer_input  # noqa: F401 - MASK_KINDS re-exported
-from .sources import draw_weight, layer_generator
-from .tokens import embed
+from attn_core.attention.gqa import GroupedQueryAttention, repeat_kv, resolve_scale
+from attn_core.attention.masks import MASK_KINDS, build_mask, check_layer_input  # noqa: F401 - MASK_KINDS re-exported
+from attn_core.attention.sources import draw_weight, layer_generator
+from attn_core.attention.tokens import embed
+from attn_core.runtime.config import AttentionConfig
+from attn_core.runtime.guard import check_budget
 
 
 def init_layer(layer: GroupedQueryAttention, seed: int) -> GroupedQueryAttention:

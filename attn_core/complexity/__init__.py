@@ -1,0 +1,1 @@
+"""Cost and complexity of one attention layer: FLOPs and bytes per stage, and their measured times."""

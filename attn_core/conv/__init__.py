@@ -1,0 +1,1 @@
+"""Attention as convolution: quadratic relative-position heads that reproduce a convolution kernel."""
