@@ -36,8 +36,9 @@ from attn_core.runtime import guard
 from attn_core.runtime.config import ConfigError
 from attn_core.runtime.guard import run_with_fallback
 
+from .charts import Drawn, drawn
 from .core import count, device, style, t
-from .output import Drawn, drawn, show_error
+from .output import show_error
 
 MAX_ENTRIES = 96  # results kept per server (the largest, 64 pooled heads at 8192 tokens, are about 1 MB)
 
@@ -193,7 +194,7 @@ def view_store() -> ViewStore:
 
 
 def view_bytes(built: Any) -> int:
-    """About the memory a cached chart (a :class:`~ui.output.Drawn`, or a list of them) holds: its spec's JSON
+    """About the memory a cached chart (a :class:`~ui.charts.Drawn`, or a list of them) holds: its spec's JSON
     three times (the spec, and the browser's copies for the light and the dark scheme it may make) and the
     numbers behind it (``source``, a DataFrame)."""
     import orjson
@@ -216,7 +217,7 @@ def _frozen(built: Any, style_: Any) -> Any:
 
 def view(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Drawn | list[Drawn]:
     """``fn(*args, **kwargs)`` (a view model's figure builder: a View, or a list of them), serialised once
-    per server for the session's style (:class:`~ui.output.Drawn`), kept in the server's :class:`ViewStore`.
+    per server for the session's style (:class:`~ui.charts.Drawn`), kept in the server's :class:`ViewStore`.
 
     The same chart for the next student, or for this one moving a slider back, costs a digest of the
     arguments instead of building the figure and its JSON again. The cached charts are shared and

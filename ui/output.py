@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
 
 from attn_core import figures
+from attn_core.figures import phone
 from attn_core.i18n import DEFAULT_LANG
 from attn_core.runtime.config import ConfigError
 
-from .chart_theme import browser_spec
+from .charts import PLOT_CONFIG, Drawn, SerialisedFigure, chart_scheme, plotly_chart
 from .core import BIND, _remember, lang, present, seed, style, t
-from .plotly_live import live_plot
-from .responsive import figure_title, phone_box, phone_title
-
-PLOT_CONFIG = {
-    "displaylogo": False,
-    "toImageButtonOptions": {"format": "svg", "scale": 2},
-}
+from .responsive import _SUB_LINE, figure_title, phone_box, phone_copies, phone_title
 
 
 def error_text(exc: Exception) -> str:
@@ -38,81 +33,6 @@ def error_text(exc: Exception) -> str:
 def show_error(exc: Exception) -> None:
     """Show a ConfigError (or any expected failure) as a message, never a traceback."""
     st.error(t("ui.fix_this", msg=error_text(exc)), icon="🛑")
-
-
-class SerialisedFigure(go.Figure):
-    """A chart already serialised (``spec``, the plotly JSON dict): ``st.plotly_chart`` sends it as it is.
-
-    Streamlit turns a ``go.Figure`` into its spec with ``to_dict()``; this one hands over a copy of
-    the stored spec instead of rebuilding and validating the figure (about 9 ms for the default
-    heatmap grid, 0.4 ms this way, the same JSON). The spec is shared by every session: read-only.
-    Only ``to_dict`` is meant to be called; :meth:`figure` builds a real figure (exports).
-    """
-
-    def __init__(self, spec: dict, looks: dict | None = None) -> None:  # noqa: D107 - no go.Figure constructor
-        object.__setattr__(self, "_attn_spec", spec)
-        object.__setattr__(self, "_attn_looks", looks)  # a cached view's themed specs (Drawn.looks), or None
-
-    def to_dict(self) -> dict:
-        spec = self._attn_spec
-        return {**spec, "data": [dict(trace) for trace in spec.get("data", [])]}
-
-    def figure(self) -> go.Figure:
-        return go.Figure(self._attn_spec)
-
-
-@dataclass(frozen=True)
-class Drawn:
-    """A :class:`attn_core.views.View` with its figure serialised once, fonts set for one style: cached for
-    the server (:func:`ui.view`), so the same chart for the next student costs no figure building."""
-
-    name: str
-    spec: dict
-    source: Any
-    #: the spec as the browser gets it, per (dark, selectable) (:func:`plotly_chart`), made on first use
-    looks: dict = field(default_factory=dict, compare=False, repr=False)
-
-
-def drawn(view: Any, style_: Any) -> Drawn:
-    """``view`` (a :class:`~attn_core.views.View`) serialised with the fonts of ``style_``."""
-    return Drawn(view.name, figures.figure_spec(figures.apply_fonts(view.figure, style_)), view.source)
-
-
-def chart_scheme() -> str | None:
-    """The colour scheme of this session's browser, ``"light"`` or ``"dark"`` (``st.context.theme``), or None when
-    it told none (AppTest). A browser that switches scheme asks for a run itself (:mod:`ui.plotly_live`)."""
-    scheme = st.context.theme.type
-    return scheme if scheme in ("light", "dark") else None
-
-
-def plotly_chart(box: Any, fig: Any, selectable: bool = False, **kwargs: Any) -> Any:
-    """``box.plotly_chart(fig, **kwargs)`` with Streamlit's chart theme written into the figure for the browser's
-    colour scheme and ``theme=None`` (:mod:`ui.chart_theme`: Streamlit's second draw of each new chart then
-    costs a few ms instead of a full draw). A client that tells no scheme (AppTest) gets the figure as built and
-    Streamlit's own theme pass. A keyed chart in a browser goes out as :func:`ui.plotly_live.live_plot`, updated in
-    place on the next run (``key``, ``config``, ``height="stretch"`` and ``on_select`` carry over). ``fig`` is a
-    :class:`SerialisedFigure` (a cached view's keeps its themed spec) or a plotly figure whose fonts are set;
-    ``selectable``: the chart selects points (``on_select``)."""
-    kwargs = {"config": PLOT_CONFIG, **kwargs}
-    scheme = chart_scheme()
-    if scheme is None:
-        return box.plotly_chart(fig, theme="streamlit", **kwargs)
-    spec = fig._attn_spec if isinstance(fig, SerialisedFigure) else figures.figure_spec(fig)
-    looks = fig._attn_looks if isinstance(fig, SerialisedFigure) else None
-    look = (scheme == "dark", selectable)
-    themed = looks.get(look) if looks is not None else None
-    if themed is None:
-        themed = browser_spec(spec, *look)
-        if looks is not None:
-            looks[look] = themed  # shared by every session: read-only from here on
-    key = kwargs.get("key")
-    # updated in place on the next run (ui.plotly_live); a component's key may not hold "__" (Streamlit's
-    # delimiter for its events): the phone copies ("<key>__one") stay st.plotly_chart
-    if key is not None and "__" not in key:
-        stretch = kwargs.get("height") == "stretch"
-        return live_plot(box, themed, key, kwargs["config"], stretch, t("ui.fullscreen"), kwargs.get("on_select"),
-                         dark=look[0])  # fmt: skip
-    return box.plotly_chart(SerialisedFigure(themed), theme=None, **kwargs)
 
 
 def show_figure(
@@ -321,3 +241,36 @@ def notices(items: Any) -> None:
     """A view model's notices, each ``(Streamlit call: "info", "warning", "caption" ..., text, icon or "")``."""
     for kind, text, icon in items:
         getattr(st, kind)(text, **({"icon": icon} if icon else {}))
+
+
+def show_heads(view: Any, key: str, name: str | None = None, on_select: Any = None) -> None:
+    """A head grid (a :func:`attn_core.figures.heatmap_grid` view, drawn or not): the whole grid with its export
+    menu on a wide screen; on a phone the grid's title, a head picker and the picked head alone, full width
+    (sent only to a phone's browser or one we cannot tell, :func:`phone_copies`).
+
+    Chart keys: ``key`` (the grid), ``<key>__one`` (the head); the picker's key is ``<key>__head``.
+    ``on_select``: the grid's click handler (:func:`ui.output.show_figure`).
+    """
+    import json
+
+    import plotly.io as pio
+
+    if not phone_copies():  # a desktop browser: the grid alone, never hidden by the phone CSS
+        show_view(view, key, name, on_select=on_select)
+        return
+    with st.container(key=f"wide__{key}"):
+        show_view(view, key, name, on_select=on_select)
+    spec = view.spec if isinstance(view, Drawn) else json.loads(pio.to_json(view.figure, validate=False))
+    panels = phone.grid_panels(spec)
+    if not panels:
+        return
+    with st.container(key=f"phone__{key}"):
+        text, _ = figure_title(SerialisedFigure(spec))
+        if text:
+            body = _SUB_LINE.sub(lambda m: f'<br><span class="attn-sub">{m.group(2)}</span>', text)
+            st.markdown(f'<div class="attn-phone-head">{body}</div>', unsafe_allow_html=True)
+        labels = [re.sub(r"\D*(\d+).*", r"\1", title) or str(i) for i, (_, title) in enumerate(panels)]
+        i = st.segmented_control(t("ui.phone_head"), list(range(len(panels))), default=0, key=f"{key}__head",
+                                 format_func=lambda j: labels[j], required=True)  # fmt: skip
+        one = phone.one_panel(spec, int(i or 0), style())
+        plotly_chart(st, SerialisedFigure(one), key=f"{key}__one", config={**PLOT_CONFIG, "displayModeBar": False})

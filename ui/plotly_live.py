@@ -24,7 +24,7 @@ click's points (``on_select``, in the shape of ``st.plotly_chart``'s selection) 
 
 The chart's box carries the test id and class of Streamlit's chart (``stPlotlyChart``), so the page's
 CSS (slides), the browser tests and the benchmark select both kinds alike. AppTest, which runs no
-browser, still gets ``st.plotly_chart`` (:func:`ui.output.plotly_chart`).
+browser, still gets ``st.plotly_chart`` (:func:`ui.charts.plotly_chart`).
 """
 
 from __future__ import annotations

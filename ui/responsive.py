@@ -20,9 +20,7 @@ import streamlit as st
 from attn_core import figures
 from attn_core.figures import phone
 
-from .core import style, t
-
-__all__ = ["PHONE_MAX", "apply_responsive", "is_phone", "phone_box", "phone_copies", "phone_title", "show_heads"]
+__all__ = ["PHONE_MAX", "apply_responsive", "is_phone", "phone_box", "phone_copies", "phone_title"]
 
 PHONE_MAX = 640  # px: below this the page is laid out for a phone
 SCROLL_PX = 860  # px: a chart of several panels side by side keeps this width on a phone and scrolls sideways
@@ -142,38 +140,3 @@ def phone_copies() -> bool:
     User-Agent (AppTest, a client we cannot tell). A desktop browser gets the grid alone."""
     agent = st.context.headers.get("User-Agent")
     return not agent or is_phone(agent)
-
-
-def show_heads(view: Any, key: str, name: str | None = None, on_select: Any = None) -> None:
-    """A head grid (a :func:`attn_core.figures.heatmap_grid` view, drawn or not): the whole grid with its export
-    menu on a wide screen; on a phone the grid's title, a head picker and the picked head alone, full width
-    (sent only to a phone's browser or one we cannot tell, :func:`phone_copies`).
-
-    Chart keys: ``key`` (the grid), ``<key>__one`` (the head); the picker's key is ``<key>__head``.
-    ``on_select``: the grid's click handler (:func:`ui.output.show_figure`).
-    """
-    import json
-
-    import plotly.io as pio
-
-    from .output import PLOT_CONFIG, Drawn, SerialisedFigure, plotly_chart, show_view
-
-    if not phone_copies():  # a desktop browser: the grid alone, never hidden by the phone CSS
-        show_view(view, key, name, on_select=on_select)
-        return
-    with st.container(key=f"wide__{key}"):
-        show_view(view, key, name, on_select=on_select)
-    spec = view.spec if isinstance(view, Drawn) else json.loads(pio.to_json(view.figure, validate=False))
-    panels = phone.grid_panels(spec)
-    if not panels:
-        return
-    with st.container(key=f"phone__{key}"):
-        text, _ = figure_title(SerialisedFigure(spec))
-        if text:
-            body = _SUB_LINE.sub(lambda m: f'<br><span class="attn-sub">{m.group(2)}</span>', text)
-            st.markdown(f'<div class="attn-phone-head">{body}</div>', unsafe_allow_html=True)
-        labels = [re.sub(r"\D*(\d+).*", r"\1", title) or str(i) for i, (_, title) in enumerate(panels)]
-        i = st.segmented_control(t("ui.phone_head"), list(range(len(panels))), default=0, key=f"{key}__head",
-                                 format_func=lambda j: labels[j], required=True)  # fmt: skip
-        one = phone.one_panel(spec, int(i or 0), style())
-        plotly_chart(st, SerialisedFigure(one), key=f"{key}__one", config={**PLOT_CONFIG, "displayModeBar": False})

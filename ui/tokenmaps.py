@@ -19,8 +19,7 @@ from attn_core.views import heatmaps as hm
 
 from .compute import compute, view
 from .core import _notice_if_replaced, _parse_number, _remember, _url_raw, _write_url, count, style, t
-from .output import show_view
-from .responsive import show_heads
+from .output import show_heads, show_view
 from .widgets import drawer
 
 __all__ = ["FOCUS_TOKEN", "FOCUS_GROUP", "open_zoom", "head_grid"]

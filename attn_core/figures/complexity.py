@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from attn_core.figures.base import Style, base_layout, plain_figure
 from attn_core.figures.margins import reserve_margins
-from attn_core.kv.memory import binary_unit
+from attn_core.runtime.units import binary_unit
 
 # Okabe-Ito, one hue per stage (colour-blind safe), always beside the stage's name
 STAGE_COLORS = {"qkv_projection": "#0072B2", "scores": "#D55E00", "softmax": "#F0E442", "weighted_sum": "#CC79A7",

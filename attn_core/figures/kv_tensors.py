@@ -18,7 +18,8 @@ import plotly.graph_objects as go
 
 from attn_core.figures.base import Style, base_layout, group_color, plain_figure
 from attn_core.figures.memory import LAYOUT_COLORS, layout_name
-from attn_core.kv.memory import format_bytes, kv_formula
+from attn_core.kv.memory import kv_formula
+from attn_core.runtime.units import format_bytes
 
 if TYPE_CHECKING:
     from attn_core.kv.memory import CacheFill

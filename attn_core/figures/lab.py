@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from attn_core.figures.base import GROUP_COLORS, Style, base_layout, plain_figure
-from attn_core.kv.memory import format_bytes
+from attn_core.runtime.units import format_bytes
 
 GRAPH_HEIGHT = 420
 

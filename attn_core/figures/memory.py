@@ -19,7 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from attn_core.figures.base import Style, base_layout, plain_figure
-from attn_core.kv.memory import binary_unit, format_bytes, format_bytes_exact, format_tokens
+from attn_core.runtime.units import binary_unit, format_bytes, format_bytes_exact, format_tokens
 
 if TYPE_CHECKING:
     from attn_core.kv.memory import MemoryCurves

@@ -15,7 +15,8 @@ from attn_core.figures.base import FONTS_SET, MASK_GREY, PlainFigure, Style, bas
 from attn_core.figures.labels import LABEL_PITCH, PLOT_PX, thinned_note, tick_axis, tick_plan
 from attn_core.figures.margins import PINNED, reserve_margins
 from attn_core.figures.memory import LAYOUT_COLORS
-from attn_core.kv.memory import binary_unit, elements_to_bytes, format_bytes, format_bytes_exact, format_tokens
+from attn_core.kv.memory import elements_to_bytes
+from attn_core.runtime.units import binary_unit, format_bytes, format_bytes_exact, format_tokens
 
 if TYPE_CHECKING:
     from attn_core.mla.attention import MLAConfig

@@ -11,7 +11,7 @@ from attn_core.figures.base import Style, base_layout, group_color, plain_figure
 from attn_core.figures.heatmaps import MatrixSpec, matrix_figure
 
 if TYPE_CHECKING:  # types only: figures never import the engine at run time
-    from attn_core.views.models import ScaleResult
+    from attn_core.pretrained.models import ScaleResult
 
 MODEL_COLOR, RANDOM_COLOR = "#0072B2", "#D55E00"
 PEAK_COLORS = {"max_weight": "#0072B2", "saturated": "#D55E00", "entropy": "#009E73"}

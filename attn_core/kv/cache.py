@@ -29,10 +29,11 @@ from torch import nn
 
 from attn_core.attention.gqa import GroupedQueryAttention, repeat_kv
 from attn_core.attention.tokens import sinusoidal_positions
-from attn_core.kv.memory import format_bytes, kv_cache_bytes
+from attn_core.kv.memory import kv_cache_bytes
 from attn_core.runtime import guard
 from attn_core.runtime.config import ConfigError, check_int, check_kv_heads
 from attn_core.runtime.device import sync
+from attn_core.runtime.units import format_bytes
 
 #: Cache dtypes torch can compute with on every device.
 TORCH_DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}

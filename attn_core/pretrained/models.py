@@ -39,11 +39,12 @@ import torch
 
 from attn_core.attention.gqa import scaled_dot_product_attention
 from attn_core.attention.sources import SeededLayer, TensorLayer
-from attn_core.kv.memory import ModelPreset, format_bytes, kv_cache_bytes
+from attn_core.kv.memory import ModelPreset, kv_cache_bytes
 from attn_core.pretrained import store as model_store
 from attn_core.runtime.config import SATURATION_THRESHOLD, ConfigError, check_int
 from attn_core.runtime.device import pick_device, sync
 from attn_core.runtime.guard import check_budget, max_bytes
+from attn_core.runtime.units import format_bytes
 
 DECODERS = ("llama", "mistral", "qwen2", "qwen3", "gpt2")
 ROPE = ("llama", "mistral", "qwen2", "qwen3")  # rotary positions on q and k; GPT-2 and BERT add positions to the input
@@ -657,6 +658,17 @@ def _scale_block(q: torch.Tensor, k: torch.Tensor, scale: float, rows: range, ca
     top = w.amax(-1)[:, keep]
     return {"n": picked.numel(), "s1": float(picked.sum()), "s2": float((picked**2).sum()), "rows": int(top.numel()),
             "max": float(top.sum()), "sat": float((top > SATURATION_THRESHOLD).sum()), "ent": float(ent.sum())}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ScaleResult:
+    """Per layer :func:`score_scale` of the model on a text, and the same for the seeded
+    random layer of the same shape on the same number of tokens (``random``, one row)."""
+
+    table: pd.DataFrame
+    random: pd.DataFrame
+    n_tokens: int
+    head_dim: int
 
 
 def score_scale(att: ModelAttention) -> pd.DataFrame:

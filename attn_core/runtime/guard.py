@@ -16,8 +16,8 @@ from typing import TypeVar
 
 import torch
 
-from attn_core.kv.memory import format_bytes  # the project's one byte formatter (binary units)
 from attn_core.runtime.config import ConfigError
+from attn_core.runtime.units import format_bytes  # the project's one byte formatter (binary units)
 
 DEFAULT_MAX_BYTES = 2**30
 T = TypeVar("T")

@@ -19,9 +19,9 @@ import torch
 from attn_core.complexity import stages as cx
 from attn_core.figures import Style
 from attn_core.figures import complexity as cfig
-from attn_core.kv.memory import format_bytes
 from attn_core.runtime.config import MAX_SEQ_LEN, ConfigError
 from attn_core.runtime.guard import stays_on_device
+from attn_core.runtime.units import format_bytes
 from attn_core.views.base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
 
 VIEW_FIELD = "view"

@@ -216,13 +216,6 @@ def model_notes(model: LoadedModel, att: ModelAttention, style: figures.Style) -
     return notes
 
 
-def model_line(model: LoadedModel, style: figures.Style) -> str:
-    """The model's shape in one line, as the pretrained-models page says it."""
-    from attn_core.views.models import model_line as line  # that view model imports this one: imported on use
-
-    return line(model, style)
-
-
 def model_shapes_note(p: Params, model: LoadedModel, style: figures.Style) -> str:
     """The legend under a model layer's shapes table: its numbers, and whether it keeps a K/V cache."""
     c = style.count
@@ -605,14 +598,68 @@ def explanation(p: Params, i: int, style: figures.Style) -> str:
     return style.t(f"heatmap.explain{i + 1}")
 
 
+def model_line(model: LoadedModel, style: figures.Style) -> str:
+    """The model's shape in one line: layers, query heads sharing KV heads, d_k, positions, quantization."""
+    t = style.t
+    kind = "MHA" if model.n_kv_heads == model.n_heads else ("MQA" if model.n_kv_heads == 1 else "GQA")
+    line = t("models.shape", title=model.title, layers=model.n_layers, heads=model.n_heads, kv=model.n_kv_heads,
+             kind=kind, per=style.count(model.n_rep, "query_head"), d=model.head_dim, pos=f"{model.max_positions:,}",
+             how=t("models.decoder" if model.causal else "models.encoder"))  # fmt: skip
+    if model.quantization:
+        line += " " + t("models.quantized", q=model.quantization)
+    return line
+
+
+@dataclass(frozen=True)
+class StepFacts:
+    """What the heatmaps page's step sentences need (:func:`explanation`, :func:`step_notes`), for a real layer."""
+
+    head_dim: int
+    scale: float
+    n_rep: int
+    t_q: int
+    t_k: int
+    scaling: bool = True
+    temperature: float = 1.0
+    cross: bool = False
+
+
+def step_facts(model: LoadedModel, att: ModelAttention) -> StepFacts:
+    d, t = model.head_dim, len(att.tokens)
+    return StepFacts(d, att.scales[0], model.n_rep, t, t, temperature=round((d**-0.5) / att.scales[0], 6))
+
+
+def head_score_variance(att: ModelAttention, head: int, n_rep: int) -> tuple[float, float]:
+    """Variance of q·k and of the scaled scores of one head over every allowed (query, key) pair of the text."""
+    q, k = att.q[0, head].astype(np.float64), att.k[0, head // n_rep].astype(np.float64)
+    s = q @ k.T
+    t = s.shape[0]
+    allowed = np.tril(np.ones((t, t), dtype=bool)) if att.causal else np.ones((t, t), dtype=bool)
+    v = float(s[allowed].var())
+    return v, v * att.scales[0] ** 2
+
+
+def step_texts(model: LoadedModel, att: ModelAttention, hw: HeadWindow, style: figures.Style) -> tuple[list, list]:
+    """(notes above the steps, the sentence above each of the eight steps) for a real head: where its Q, K and V
+    come from in this model, and the variance its scores really have (not the random layer's unit variance)."""
+    facts = step_facts(model, att)
+    sentences = [explanation(facts, i, style) for i in range(len(STEP_NAMES))]
+    how = "rope" if model.rope else "abs"
+    kv = dict(layer=att.layers[0], head=hw.head, kv=hw.group, per=model.n_rep)
+    for i in range(3):
+        sentences[i] = style.t(f"models.explain{i + 1}_{how}", **kv)
+    raw, scaled = head_score_variance(att, hw.head, model.n_rep)
+    sentences[4] = style.t("models.explain5", d=model.head_dim, scale=f"{att.scales[0]:.4g}", raw=f"{raw:.3g}",
+                           scaled=f"{scaled:.3g}", t=len(att.tokens))  # fmt: skip
+    return step_notes(facts, hw, style), sentences
+
+
 def step_sentences(p: Params, hw: HeadWindow, style: figures.Style, real: tuple | None = None) -> list[str]:
     """The sentence above each step of the step-by-step view. For a pretrained model's layer (``real`` =
     ``(model, captured layer)``), where its Q, K, V come from and its measured score variance
-    (:func:`attn_core.views.models.step_texts`), not the random layer's embeddings and unit variance."""
+    (:func:`step_texts`), not the random layer's embeddings and unit variance."""
     if real is None:
         return [explanation(p, i, style) for i in range(len(STEP_NAMES))]
-    from attn_core.views.models import step_texts  # that view model imports this one: imported on use
-
     return step_texts(real[0], real[1], hw, style)[1]
 
 

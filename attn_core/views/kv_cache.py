@@ -30,8 +30,6 @@ from attn_core.kv.memory import (
     cache_fill,
     cache_layouts,
     dtype_bits,
-    format_bytes,
-    format_bytes_exact,
     load_presets,
     memory_curves,
     preset_layouts,
@@ -42,6 +40,7 @@ from attn_core.kv.memory import (
 from attn_core.pretrained.models import LoadedModel, load_model, model_preset
 from attn_core.runtime.config import ConfigError, check_int
 from attn_core.runtime.device import total_memory
+from attn_core.runtime.units import format_bytes, format_bytes_exact
 from attn_core.views.base import View, control, view_list, with_values  # noqa: F401 - with_values for the page
 from attn_core.views.models import EXAMPLE_TEXTS, GenPair, GenSpec, ModelText, gen_frame, gen_steps, gen_summary
 

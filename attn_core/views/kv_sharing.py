@@ -45,8 +45,9 @@ from attn_core.kv.convert import (
     rank_methods,
 )
 from attn_core.kv.costs import attention_costs
-from attn_core.kv.memory import binary_unit, dtype_bits, format_bytes
+from attn_core.kv.memory import dtype_bits
 from attn_core.runtime.config import MAX_HEADS, AttentionConfig, ConfigError, attention_kind, check_int, divisors
+from attn_core.runtime.units import binary_unit, format_bytes
 from attn_core.views.base import DEFAULT_TEXT, TokenInput, View, check_choices, control, view_list, with_values  # noqa: F401
 
 VIEW_FIELD = "kv_view"

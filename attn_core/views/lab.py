@@ -19,9 +19,10 @@ import pandas as pd
 from attn_core import figures
 from attn_core.figures import lab as lfig
 from attn_core.kv.convert import PAPER_ORDER
-from attn_core.kv.memory import elements_to_bytes, format_bytes, kv_elements_per_token
+from attn_core.kv.memory import elements_to_bytes, kv_elements_per_token
 from attn_core.lab import training as eng
 from attn_core.runtime.config import divisors
+from attn_core.runtime.units import format_bytes
 from attn_core.views.base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
 
 EXPERIMENTS = ("scaling", "kv_heads", "convert", "heads", "custom")

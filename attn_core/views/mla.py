@@ -17,9 +17,10 @@ import pandas as pd
 from attn_core import figures
 from attn_core.attention.longmaps import PooledMaps
 from attn_core.figures import mla as mfig
-from attn_core.kv.memory import DTYPES, CacheLayout, cache_layouts, elements_to_bytes, format_bytes, format_tokens
+from attn_core.kv.memory import DTYPES, CacheLayout, cache_layouts, elements_to_bytes
 from attn_core.mla import attention as eng
 from attn_core.runtime.config import check_kv_heads
+from attn_core.runtime.units import format_bytes, format_tokens
 from attn_core.views import heatmaps as hm
 from attn_core.views.base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
 

@@ -21,12 +21,12 @@ import pandas as pd
 from attn_core import figures
 from attn_core.figures import memory as mf
 from attn_core.figures import models as modfig
-from attn_core.kv.memory import format_bytes_exact
 from attn_core.pretrained.models import (
     SCORES,
     GenStep,
     LoadedModel,
     ModelAttention,
+    ScaleResult,
     generate,
     head_scores,
     load_model,
@@ -37,6 +37,7 @@ from attn_core.pretrained.models import (
 )
 from attn_core.runtime.config import MAX_HEADS, ConfigError, check_int
 from attn_core.runtime.guard import stays_on_device
+from attn_core.runtime.units import format_bytes_exact
 from attn_core.views import heatmaps as hm
 from attn_core.views.base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
 
@@ -163,17 +164,6 @@ def roles(model: LoadedModel, seed: int, *, device: str = "cpu") -> pd.DataFrame
     return head_scores(model, seq_len=n, n_seqs=ROLE_SEQS, seed=seed)
 
 
-@dataclass(frozen=True)
-class ScaleResult:
-    """Per layer :func:`attn_core.pretrained.models.score_scale` of the model on a text, and the same for the seeded
-    random layer of the same shape on the same number of tokens (``random``, one row)."""
-
-    table: pd.DataFrame
-    random: pd.DataFrame
-    n_tokens: int
-    head_dim: int
-
-
 @stays_on_device  # bound to where it runs: an out-of-memory error is a message, not a CPU retry
 def scale(model: LoadedModel, inp: ModelText, seed: int, *, device: str = "cpu") -> ScaleResult:
     """The score scale of every layer of ``model`` on ``inp``, and of a random layer with its shape."""
@@ -242,18 +232,6 @@ def prompt_tokens(model: LoadedModel, inp: ModelText) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------- what the page says
-def model_line(model: LoadedModel, style: figures.Style) -> str:
-    """The model's shape in one line: layers, query heads sharing KV heads, d_k, positions, quantization."""
-    t = style.t
-    kind = "MHA" if model.n_kv_heads == model.n_heads else ("MQA" if model.n_kv_heads == 1 else "GQA")
-    line = t("models.shape", title=model.title, layers=model.n_layers, heads=model.n_heads, kv=model.n_kv_heads,
-             kind=kind, per=style.count(model.n_rep, "query_head"), d=model.head_dim, pos=f"{model.max_positions:,}",
-             how=t("models.decoder" if model.causal else "models.encoder"))  # fmt: skip
-    if model.quantization:
-        line += " " + t("models.quantized", q=model.quantization)
-    return line
-
-
 def input_notes(model: LoadedModel, inp: ModelText, att: ModelAttention, style: figures.Style) -> list[str]:
     """Notices about the input: cut to the model's positions; unknown tokens (MiniLM and Chinese)."""
     t, notes = style.t, []
@@ -333,25 +311,6 @@ def gqa_note(model: LoadedModel, df: pd.DataFrame, score: str, style: figures.St
 def roles_method(model: LoadedModel, df: pd.DataFrame, style: figures.Style) -> str:
     return style.t("models.roles_method", n=df.attrs.get("seq_len", ROLE_SEQ_LEN), k=df.attrs.get("n_seqs", ROLE_SEQS),
                    seed=df.attrs.get("seed", 0), title=model.title)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class StepFacts:
-    """What the heatmaps page's step sentences need (:func:`hm.explanation`, :func:`hm.step_notes`), for a real layer."""
-
-    head_dim: int
-    scale: float
-    n_rep: int
-    t_q: int
-    t_k: int
-    scaling: bool = True
-    temperature: float = 1.0
-    cross: bool = False
-
-
-def step_facts(model: LoadedModel, att: ModelAttention) -> StepFacts:
-    d, t = model.head_dim, len(att.tokens)
-    return StepFacts(d, att.scales[0], model.n_rep, t, t, temperature=round((d**-0.5) / att.scales[0], 6))
 
 
 def scale_summary(res: ScaleResult, style: figures.Style) -> str:
@@ -486,36 +445,12 @@ grid_maps, zoom_maps, step_window, grid_view, step_views, step_columns = (
 read_help, is_pooled, default_cscale, ZOOM_SIDE, STEP_WINDOW = (
     hm.read_help, hm.is_pooled, hm.default_cscale, hm.ZOOM_SIDE, hm.STEP_WINDOW)  # fmt: skip
 grid_side = figures.grid_side
+model_line, step_texts = hm.model_line, hm.step_texts  # the models page shows the heatmaps page's steps
 
 
 def layer_line(model: LoadedModel, layer: int, style: figures.Style) -> str:
     """Above the grid: which layer, and how its query heads share the KV heads."""
     return style.t("models.layer_line", layer=layer, heads=model.n_heads, kv=model.n_kv_heads, per=model.n_rep)
-
-
-def head_score_variance(att: ModelAttention, head: int, n_rep: int) -> tuple[float, float]:
-    """Variance of q·k and of the scaled scores of one head over every allowed (query, key) pair of the text."""
-    q, k = att.q[0, head].astype(np.float64), att.k[0, head // n_rep].astype(np.float64)
-    s = q @ k.T
-    t = s.shape[0]
-    allowed = np.tril(np.ones((t, t), dtype=bool)) if att.causal else np.ones((t, t), dtype=bool)
-    v = float(s[allowed].var())
-    return v, v * att.scales[0] ** 2
-
-
-def step_texts(model: LoadedModel, att: ModelAttention, hw: hm.HeadWindow, style: figures.Style) -> tuple[list, list]:
-    """(notes above the steps, the sentence above each of the eight steps) for a real head: where its Q, K and V
-    come from in this model, and the variance its scores really have (not the random layer's unit variance)."""
-    facts = step_facts(model, att)
-    sentences = [hm.explanation(facts, i, style) for i in range(len(hm.STEP_NAMES))]
-    how = "rope" if model.rope else "abs"
-    kv = dict(layer=att.layers[0], head=hw.head, kv=hw.group, per=model.n_rep)
-    for i in range(3):
-        sentences[i] = style.t(f"models.explain{i + 1}_{how}", **kv)
-    raw, scaled = head_score_variance(att, hw.head, model.n_rep)
-    sentences[4] = style.t("models.explain5", d=model.head_dim, scale=f"{att.scales[0]:.4g}", raw=f"{raw:.3g}",
-                           scaled=f"{scaled:.3g}", t=len(att.tokens))  # fmt: skip
-    return hm.step_notes(facts, hw, style), sentences
 
 
 def source_line(model: LoadedModel, style: figures.Style) -> str:

@@ -4,7 +4,7 @@ and stepped one frame at a time with Previous / Next in presentation mode."""
 import json
 
 from attn_core.figures import Style
-from attn_core.kv.memory import format_bytes
+from attn_core.runtime.units import format_bytes
 from attn_core.views import kv_cache as kc
 from tests.conftest import no_exception
 from tests.util import chart_specs

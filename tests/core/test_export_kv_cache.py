@@ -14,7 +14,8 @@ from attn_core.views import kv_cache as kc
 from attn_core.views import page
 from tests.core.test_export import need_chromium
 from tests.util import chart_specs, cli_file, decoded
-from ui.output import SerialisedFigure, slide_figure
+from ui.charts import SerialisedFigure
+from ui.output import slide_figure
 
 PAGE = "pages/kv_cache.py"
 GiB = 1024**3

@@ -13,8 +13,8 @@ from attn_core.figures import Style, group_color
 from attn_core.figures import kv as fig_kv
 from attn_core.kv import convert
 from attn_core.kv.convert import kv_map
-from attn_core.kv.memory import binary_unit
 from attn_core.runtime.config import AttentionConfig, ConfigError
+from attn_core.runtime.units import binary_unit
 from attn_core.views import kv_sharing as kvs
 from tests.util import arr
 

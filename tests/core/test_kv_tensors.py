@@ -14,7 +14,8 @@ from attn_core.figures import Style, apply_fonts, group_color
 from attn_core.figures import kv_tensors as kt
 from attn_core.figures.memory import LAYOUT_COLORS
 from attn_core.kv.cache import DecodeConfig, TinyDecoder, make_prompt
-from attn_core.kv.memory import MAX_CALC_SEQ_LEN, cache_fill, fill_tokens, format_bytes, gqa_heads
+from attn_core.kv.memory import MAX_CALC_SEQ_LEN, cache_fill, fill_tokens, gqa_heads
+from attn_core.runtime.units import format_bytes
 from attn_core.views import kv_cache as kc
 
 

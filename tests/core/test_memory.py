@@ -16,12 +16,8 @@ from attn_core.i18n import CATALOG_DIR, translate
 from attn_core.kv.memory import (
     DTYPES,
     CacheLayout,
-    binary_unit,
     bytes_per_element_text,
     cache_layouts,
-    format_bytes,
-    format_bytes_exact,
-    format_tokens,
     kv_cache_bytes,
     kv_formula,
     load_presets,
@@ -34,6 +30,7 @@ from attn_core.kv.memory import (
     weights_bytes,
 )
 from attn_core.runtime.config import ConfigError
+from attn_core.runtime.units import binary_unit, format_bytes, format_bytes_exact, format_tokens
 
 GiB = 1024**3
 MiB = 1024**2

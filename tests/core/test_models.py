@@ -371,7 +371,7 @@ def test_unsupported_architecture(tmp_path):
 def test_a_model_over_the_budget_is_refused_before_loading(folders, loaded, monkeypatch):
     import transformers
 
-    from attn_core.kv.memory import format_bytes
+    from attn_core.runtime.units import format_bytes
 
     loads = []
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", lambda *a, **k: loads.append(a))

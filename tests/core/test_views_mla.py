@@ -10,6 +10,7 @@ from attn_core.figures import Style
 from attn_core.kv import memory
 from attn_core.mla import attention as eng
 from attn_core.runtime.config import ConfigError
+from attn_core.runtime.units import format_bytes
 from attn_core.views import mla as mv
 
 S = Style()
@@ -48,7 +49,7 @@ def test_cache_frame_ratios_and_whole_model_bytes():
     df = mv.cache_frame(mv.Params(preset="deepseek-v2-lite", cache_len=1024), S)
     assert list(df["values"]) == [16 * 256, 2 * 8 * 128, 256, 16 * 320, 576]
     mla = 27 * 1024 * 576 * 2
-    assert df["whole model, 1K tokens"].iloc[-1] == memory.format_bytes(mla)
+    assert df["whole model, 1K tokens"].iloc[-1] == format_bytes(mla)
     assert df["× MLA"].iloc[0] == f"{16 * 256 / 576:,.1f}×" == "7.1×"
 
 

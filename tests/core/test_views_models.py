@@ -17,6 +17,7 @@ from attn_core.figures import Style  # noqa: E402
 from attn_core.figures.base import group_color  # noqa: E402
 from attn_core.pretrained import models  # noqa: E402
 from attn_core.runtime.config import ConfigError  # noqa: E402
+from attn_core.views import heatmaps as hm  # noqa: E402
 from attn_core.views import models as mv  # noqa: E402
 
 
@@ -148,7 +149,7 @@ def test_step_sentences_say_what_the_model_does(llama, bert):
         hw = mv.step_window(att.source(0), 1, 0, 0)
         _, sentences = mv.step_texts(model, att, hw, Style())
         assert words in sentences[0]
-        raw, scaled = mv.head_score_variance(att, 1, model.n_rep)
+        raw, scaled = hm.head_score_variance(att, 1, model.n_rep)
         q, k = torch.from_numpy(att.q[0, 1]).double(), torch.from_numpy(att.k[0, 1 // model.n_rep]).double()
         s = q @ k.T
         mask = torch.ones_like(s, dtype=torch.bool).tril() if model.causal else torch.ones_like(s, dtype=torch.bool)

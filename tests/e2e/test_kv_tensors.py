@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from attn_core.kv.memory import format_bytes
+from attn_core.runtime.units import format_bytes
 from tests.e2e.conftest import SHOTS
 from tests.e2e.test_lecture import assert_clean
 
