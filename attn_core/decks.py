@@ -80,12 +80,17 @@ class Deck:
         return texts.get(lang) or next((v for v in texts.values() if v), "")
 
     def to_json(self) -> dict:
-        return {"format": FORMAT, "version": VERSION, "title": dict(self.title),
-                "slides": [s.to_json() for s in self.slides]}  # fmt: skip
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "title": dict(self.title),
+            "slides": [s.to_json() for s in self.slides],
+        }
 
 
-def slide(page: str, params: Mapping[str, str], title: Mapping[str, str] | str = "",
-          note: Mapping[str, str] | str = "") -> Slide:  # fmt: skip
+def slide(
+    page: str, params: Mapping[str, str], title: Mapping[str, str] | str = "", note: Mapping[str, str] | str = ""
+) -> Slide:
     """A slide of ``page`` in the state ``params`` (link parameters; the viewer's language is dropped)."""
     kept = {str(k): str(v) for k, v in params.items() if k not in _VIEWER_KEYS}
     return Slide(str(page), tuple(sorted(kept.items())), _texts(title or {}, "title"), _texts(note or {}, "note"))
@@ -99,15 +104,24 @@ def _slide_from(raw: object, i: int) -> Slide:
         raise ConfigError(f"slide {i + 1}: params must map names to values", "deck", "deck_slide", i=i + 1)
     texts = {k: ("true" if v else "false") if isinstance(v, bool) else str(v) for k, v in params.items()}
     where = f"slide {i + 1}"
-    return Slide(raw["page"], tuple(sorted((k, v) for k, v in texts.items() if k not in _VIEWER_KEYS)),
-                 _texts(raw.get("title"), where), _texts(raw.get("note"), where))  # fmt: skip
+    return Slide(
+        raw["page"],
+        tuple(sorted((k, v) for k, v in texts.items() if k not in _VIEWER_KEYS)),
+        _texts(raw.get("title"), where),
+        _texts(raw.get("note"), where),
+    )
 
 
 def from_json(text: str | bytes) -> Deck:
     """The deck in ``text`` (a file's contents), checked: format, size, every slide's page and texts."""
     if len(text) > MAX_JSON_BYTES:
-        raise ConfigError(f"the deck is {len(text):,} bytes, more than {MAX_JSON_BYTES:,}", "deck", "deck_large", n=len(text),
-                     limit=MAX_JSON_BYTES)  # fmt: skip
+        raise ConfigError(
+            f"the deck is {len(text):,} bytes, more than {MAX_JSON_BYTES:,}",
+            "deck",
+            "deck_large",
+            n=len(text),
+            limit=MAX_JSON_BYTES,
+        )
     try:
         raw = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -115,13 +129,24 @@ def from_json(text: str | bytes) -> Deck:
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise ConfigError(f'not a deck: its "format" must be "{FORMAT}"', "deck", "deck_format", format=FORMAT)
     if raw.get("version") != VERSION:
-        raise ConfigError(f"deck version {raw.get('version')!r} is not known; this app reads version {VERSION}", "deck", "deck_version", version=raw.get("version"), known=VERSION)  # fmt: skip
+        raise ConfigError(
+            f"deck version {raw.get('version')!r} is not known; this app reads version {VERSION}",
+            "deck",
+            "deck_version",
+            version=raw.get("version"),
+            known=VERSION,
+        )
     slides = raw.get("slides")
     if not isinstance(slides, list) or not slides:
         raise ConfigError("the deck has no slides", "deck", "deck_empty")
     if len(slides) > MAX_SLIDES:
-        raise ConfigError(f"the deck has {len(slides)} slides, more than {MAX_SLIDES}", "deck", "deck_many", n=len(slides),
-                     limit=MAX_SLIDES)  # fmt: skip
+        raise ConfigError(
+            f"the deck has {len(slides)} slides, more than {MAX_SLIDES}",
+            "deck",
+            "deck_many",
+            n=len(slides),
+            limit=MAX_SLIDES,
+        )
     return Deck(_texts(raw.get("title"), "title"), tuple(_slide_from(s, i) for i, s in enumerate(slides)))
 
 
@@ -158,12 +183,24 @@ def check_pages(deck: Deck, known: Mapping[str, Collection[str]]) -> None:
     """Every slide names a page of ``known`` (page -> the parameter names its link may hold)."""
     for i, s in enumerate(deck.slides):
         if s.page not in known:
-            raise ConfigError(f"slide {i + 1}: no page called {s.page!r}", "deck", "deck_page", i=i + 1, page=s.page,
-                         pages=", ".join(known))  # fmt: skip
+            raise ConfigError(
+                f"slide {i + 1}: no page called {s.page!r}",
+                "deck",
+                "deck_page",
+                i=i + 1,
+                page=s.page,
+                pages=", ".join(known),
+            )
         extra = [k for k, _ in s.params if k not in known[s.page]]
         if extra:
-            raise ConfigError(f"slide {i + 1}: the page {s.page} has no control {extra[0]!r}", "deck", "deck_param", i=i + 1,
-                         page=s.page, name=extra[0])  # fmt: skip
+            raise ConfigError(
+                f"slide {i + 1}: the page {s.page} has no control {extra[0]!r}",
+                "deck",
+                "deck_param",
+                i=i + 1,
+                page=s.page,
+                name=extra[0],
+            )
 
 
 def shipped() -> dict[str, Deck]:

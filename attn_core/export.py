@@ -115,8 +115,9 @@ def run(argv: list[str] | None = None) -> list[Path]:
         figures.apply_fonts(view.figure, style)
         stem = export_stem(spec.name, view.name, values, state, args.lang)
         for fmt in formats:
-            path = out_dir / (f"{stem}.{fmt}" if args.size == "screen" or fmt not in IMAGE_FORMATS
-                              else f"{stem}_{args.size}.{fmt}")  # fmt: skip
+            path = out_dir / (
+                f"{stem}.{fmt}" if args.size == "screen" or fmt not in IMAGE_FORMATS else f"{stem}_{args.size}.{fmt}"
+            )
             path.write_bytes(export_bytes(view.figure, fmt, view.data, args.size, style))
             written.append(path)
     return written

@@ -68,8 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{case.label}, {args.moves} moves a side, order alternating (ms, medians)")
     for name, s in (("A", a), ("B", b)):
         rerun, finished, painted, cpu = (1e3 * s.med(k) for k in ("rerun", "finished", "painted", "browser_task"))
-        print(f"  {name} {getattr(args, name.lower())}: rerun asked {rerun:.0f}, finished {finished:.0f}, "
-              f"painted {painted:.0f}, browser CPU {cpu:.0f}")  # fmt: skip
+        print(
+            f"  {name} {getattr(args, name.lower())}: rerun asked {rerun:.0f}, finished {finished:.0f}, "
+            f"painted {painted:.0f}, browser CPU {cpu:.0f}"
+        )
     paired = statistics.median(y / x for x, y in zip(a.times["painted"], b.times["painted"], strict=True))
     print(f"  paired B / A painted: {paired:.3f}")
     return 0

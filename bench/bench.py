@@ -766,7 +766,7 @@ def page_cases() -> list[SliderCase]:
     return [
         SliderCase(
             f"{p.name} · {slider}", False, "" if p.default else p.name + PAGE_QUERY.get(p.name, ""), (), slider, chart
-        )  # fmt: skip
+        )
         for p in PAGES
         for slider, chart in PAGE_SLIDERS[p.name]
     ]
@@ -872,19 +872,41 @@ def slider_table(sessions: list[Session]) -> list[str]:
     n = len(triv.times["painted"])
     cols = ("painted", "settled", "finished", "server", "server_cpu", "browser_task", "browser_layout")
     rows = [
-        ("page · slider", "painted", "x trivial", "paired", "all charts", "app idle", "x trivial", "server",
-         "server CPU", "browser CPU", "of it layout", "charts", "target"),
-    ]  # fmt: skip
+        (
+            "page · slider",
+            "painted",
+            "x trivial",
+            "paired",
+            "all charts",
+            "app idle",
+            "x trivial",
+            "server",
+            "server CPU",
+            "browser CPU",
+            "of it layout",
+            "charts",
+            "target",
+        ),
+    ]
     for sess in sessions:
         med = {c: sess.med(c) for c in cols}
         pr, ir = med["painted"] / triv.med("painted"), med["finished"] / triv.med("finished")
         target = "" if sess.case in EXTRA_CASES or sess is triv else f"<= {SLIDER_RATIO_TARGET:.0f}x "
         cells = [f"{med[c] * 1e3:,.0f}" for c in cols]
         rows.append(
-            (sess.case.label, cells[0], f"{pr:.2f}x", f"{paired_ratio(sess, triv):.2f}x", cells[1], cells[2],
-             f"{ir:.2f}x", *cells[3:], f"{sess.med('redrawn'):.0f}",
-             target + (verdict(pr, SLIDER_RATIO_TARGET) if target else ""))
-        )  # fmt: skip
+            (
+                sess.case.label,
+                cells[0],
+                f"{pr:.2f}x",
+                f"{paired_ratio(sess, triv):.2f}x",
+                cells[1],
+                cells[2],
+                f"{ir:.2f}x",
+                *cells[3:],
+                f"{sess.med('redrawn'):.0f}",
+                target + (verdict(pr, SLIDER_RATIO_TARGET) if target else ""),
+            )
+        )
     head = (
         f"browser slider moves, every page at its defaults against the trivial app in the same run "
         f"(ms from the key press, medians of n={n} moves each; the cases take turns, move by move):"

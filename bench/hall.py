@@ -930,9 +930,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--phones", type=bounded(float, 0, 1), default=0.0, help="share of students on phones (their User-Agent)"
     )
     ap.add_argument(
-        "--burst", type=bounded(int, 1, 10), default=1,
+        "--burst",
+        type=bounded(int, 1, 10),
+        default=1,
         help="presses a move, sent without waiting (back and forth, then the move's value), as quick key presses",
-    )  # fmt: skip
+    )
     ap.add_argument(
         "--press-gap", type=bounded(float, 0, 2), default=0.06, help="seconds between the presses of a --burst"
     )

@@ -72,8 +72,10 @@ def targets(burst: int | None) -> tuple[Target, ...]:
     if not burst:
         return TARGETS
     c = TARGETS[0]
-    return (*TARGETS, Target(f"class, bursts of {burst}", c.students, c.think, c.moves, c.ramp, False, c.measure,
-                             c.limit_s, burst))  # fmt: skip
+    return (
+        *TARGETS,
+        Target(f"class, bursts of {burst}", c.students, c.think, c.moves, c.ramp, False, c.measure, c.limit_s, burst),
+    )
 
 
 def hall_spec(url: str, page: str, target: Target, quick: bool, seed_base: int) -> HallSpec:

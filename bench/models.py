@@ -57,21 +57,27 @@ def phase_load(model: str) -> None:
     t1 = time.perf_counter()
     m = models.load_model(model, device="cpu")
     t2 = time.perf_counter()
-    print(json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "rss_mib": rss_mib()[0], "peak_mib": rss_mib()[1],
-                      "path": m.path}))  # fmt: skip
+    print(
+        json.dumps(
+            {"import_s": t1 - t0, "load_s": t2 - t1, "rss_mib": rss_mib()[0], "peak_mib": rss_mib()[1], "path": m.path}
+        )
+    )
 
 
 def run_load(model: str, cache: str) -> dict:
     env = {**os.environ, "ATTN_MODEL_CACHE": cache}
-    out = subprocess.run([sys.executable, __file__, "--phase-load", model], env=env, capture_output=True, text=True,
-                         check=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, __file__, "--phase-load", model], env=env, capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def text_of(m, n_tokens: int) -> str:
     """A text that the model reads as about ``n_tokens`` tokens (English prose, repeated)."""
-    base = ("Attention lets every token look at the others. A head scores each earlier token, turns the scores "
-            "into weights with a softmax, and mixes their values. The cat sat on the mat, and then it slept. ")  # fmt: skip
+    base = (
+        "Attention lets every token look at the others. A head scores each earlier token, turns the scores "
+        "into weights with a softmax, and mixes their values. The cat sat on the mat, and then it slept. "
+    )
     text = base
     while len(m.encode(text)[0]) < n_tokens:
         text += base
@@ -106,13 +112,17 @@ def bench_capture(models, m, repeats: int) -> list[str]:
             sec, att = timed(lambda text=text, layers=layers: models.model_attention(m, text, layers=layers), reps)
             grew = rss_mib()[1] - before
             weights = "with weights" if att.weights is not None else "q/k/v only"
-            rows.append(f"| {m.name} capture | {len(att.ids)} tokens, {label}, {weights} | {sec * 1000:.0f} ms | "
-                        f"peak RSS +{max(0.0, grew):.0f} MiB |")  # fmt: skip
+            rows.append(
+                f"| {m.name} capture | {len(att.ids)} tokens, {label}, {weights} | {sec * 1000:.0f} ms | "
+                f"peak RSS +{max(0.0, grew):.0f} MiB |"
+            )
         if n >= 2048:
             src = att.source(att.layers[0])
             sec, _ = timed(lambda src=src: longmaps.pooled_attention(src, max_side=256, entropy=True), 1)
-            rows.append(f"| {m.name} pooled maps | {len(att.ids)} tokens, 1 layer × {m.n_heads} heads, 256² "
-                        f"+ entropy | {sec * 1000:.0f} ms | |")  # fmt: skip
+            rows.append(
+                f"| {m.name} pooled maps | {len(att.ids)} tokens, 1 layer × {m.n_heads} heads, 256² "
+                f"+ entropy | {sec * 1000:.0f} ms | |"
+            )
     return rows
 
 
@@ -122,15 +132,19 @@ def bench_generation(models, m, n_new: int) -> list[str]:
     for use_cache in (True, False):
         for keep_rows in (True, False):
             list(models.generate(m, prompt, 4, use_cache=use_cache, rows=keep_rows))  # warm-up
-            sec, steps = timed(lambda c=use_cache, r=keep_rows: list(models.generate(m, prompt, n_new, use_cache=c,
-                                                                                       rows=r)), 1)  # fmt: skip
+            sec, steps = timed(
+                lambda c=use_cache, r=keep_rows: list(models.generate(m, prompt, n_new, use_cache=c, rows=r)), 1
+            )
             rate = len(steps) / sec
             what = ("with the cache" if use_cache else "without (recompute)") + (
                 ", attention rows kept" if keep_rows else ", no rows"
             )
             last = steps[-1]
-            cache = f"cache {last.cache_bytes / 2**20:.1f} MiB = formula" if last.cache_bytes == last.formula_bytes \
-                else "cache ≠ formula"  # fmt: skip
+            cache = (
+                f"cache {last.cache_bytes / 2**20:.1f} MiB = formula"
+                if last.cache_bytes == last.formula_bytes
+                else "cache ≠ formula"
+            )
             rows.append(f"| {m.name} generate | {len(steps)} tokens {what} | {rate:.1f} tokens/s | {cache} |")
     return rows
 
@@ -164,8 +178,11 @@ def main() -> int:
                 if kind == "cold" and args.skip_cold:
                     continue
                 r = run_load(name, fresh if not args.skip_cold else str(cache_root()))
-                print(f"| {name} load | {kind} (fresh process) | {r['load_s']:.2f} s | import {r['import_s']:.1f} s, "
-                      f"RSS {r['rss_mib']:.0f} MiB, peak {r['peak_mib']:.0f} MiB |", flush=True)  # fmt: skip
+                print(
+                    f"| {name} load | {kind} (fresh process) | {r['load_s']:.2f} s | import {r['import_s']:.1f} s, "
+                    f"RSS {r['rss_mib']:.0f} MiB, peak {r['peak_mib']:.0f} MiB |",
+                    flush=True,
+                )
     from attn_core.pretrained import models
 
     loaded = {name: models.load_model(name, device="cpu") for name in MODELS}

@@ -57,8 +57,17 @@ elif p.view == "measured":
     dev = ui.run_safely(lambda: cv.run_device(p.run_on, ui.device()))
     if spec is None or dev is None:
         ui.stop()
-    st.markdown(ui.t("cx.sweep_intro", lo=spec.seq_lens[0], hi=spec.seq_lens[-1], k=len(spec.seq_lens),
-                     r=spec.repeats, w=spec.warmup, device=dev))  # fmt: skip
+    st.markdown(
+        ui.t(
+            "cx.sweep_intro",
+            lo=spec.seq_lens[0],
+            hi=spec.seq_lens[-1],
+            k=len(spec.seq_lens),
+            r=spec.repeats,
+            w=spec.warmup,
+            device=dev,
+        )
+    )
     key = cv.run_key(spec, dev)  # one run kept per setting: moving back to a setting shows its sweep at once
     run = ui.live_state(key, (spec, dev))
     start = ui.live_buttons("cx", "cx.run", "cx.stop")
@@ -69,8 +78,14 @@ elif p.view == "measured":
         ui.live_charts(cv.measured_views(r.steps, spec, style), boxes)
 
     if start:
-        run = ui.live_run(key, (spec, dev), lambda: cv.measure(spec, device=dev), frame,
-                          progress=lambda r: cv.sweep_progress(spec, r.steps, style), bar=bar)  # fmt: skip
+        run = ui.live_run(
+            key,
+            (spec, dev),
+            lambda: cv.measure(spec, device=dev),
+            frame,
+            progress=lambda r: cv.sweep_progress(spec, r.steps, style),
+            bar=bar,
+        )
     ui.live_status(run, status, "cx.press_run")
     if run.steps:  # also the steps a failed run made before its error
         if run.status == "stopped":

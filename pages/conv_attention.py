@@ -90,9 +90,12 @@ if ui.run_safely(lambda: cv.check_size(kernel, image)) is None:
 if p.view == "image":
     with ui.drawer():  # slide mode: in the controls bar
         q1, q2, q3 = st.columns(3, gap="medium")
-        p = cv.with_values(p, q_row=ui.control(P, "q_row", hi=h - 1, container=q1),
-                           q_col=ui.control(P, "q_col", hi=w - 1, container=q2),
-                           channel=ui.control(P, "channel", hi=c - 1, container=q3))  # fmt: skip
+        p = cv.with_values(
+            p,
+            q_row=ui.control(P, "q_row", hi=h - 1, container=q1),
+            q_col=ui.control(P, "q_col", hi=w - 1, container=q2),
+            channel=ui.control(P, "channel", hi=c - 1, container=q3),
+        )
     res = ui.compute(cv.image_step, image, kernel, p.alpha, p.padding, p.q_row, p.q_col)
     if res is None:
         ui.stop()

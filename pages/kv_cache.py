@@ -115,8 +115,14 @@ if (live := ui.section_box(shown, 3, ui.t("kvcache.live_header"), "x_kv_live", u
 
         if start:
             steps = lambda: kc.decode_steps(spec, device=ui.device(), model=model)  # noqa: E731
-            run = ui.live_run("kv_decode", (spec, ui.device()), steps, frame,
-                              progress=lambda r: kc.decode_progress(spec, r.steps, style), bar=bar)  # fmt: skip
+            run = ui.live_run(
+                "kv_decode",
+                (spec, ui.device()),
+                steps,
+                frame,
+                progress=lambda r: kc.decode_progress(spec, r.steps, style),
+                bar=bar,
+            )
         if run.status == "idle":  # before Run: the formula's prediction, which the measured points will land on
             with boxes[0].container():
                 ui.show_view(ui.view(kc.decode_plan_view, spec, style), "kv_decode_plan")

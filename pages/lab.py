@@ -19,9 +19,11 @@ with ui.controls_box():
     v["lab_seeds"] = ui.control(P, "lab_seeds", lo=1, default=lv.DEFAULT_SEEDS[v["experiment"]], container=c2)
     if v["experiment"] == "custom":
         d1, d2, d3 = st.columns(3, gap="medium")
-        for box, names in ((d1, ("lab_task", "lab_vocab", "lab_length", "lab_scale")),
-                           (d2, ("lab_layers", "lab_d_model", "lab_heads", "lab_position")),
-                           (d3, ("lab_head_dim", "lab_batch", "lab_lr"))):  # fmt: skip
+        for box, names in (
+            (d1, ("lab_task", "lab_vocab", "lab_length", "lab_scale")),
+            (d2, ("lab_layers", "lab_d_model", "lab_heads", "lab_position")),
+            (d3, ("lab_head_dim", "lab_batch", "lab_lr")),
+        ):
             for name in names:
                 v[name] = ui.control(P, name, container=box, **({"widget": "select"} if name == "lab_task" else {}))
         v["lab_kv_heads"] = ui.control(P, "lab_kv_heads", n_heads=v["lab_heads"], container=d3)
@@ -45,8 +47,15 @@ def frame(r: ui.LiveRun) -> None:
 
 
 if start:
-    run = ui.live_run(KEY, (exp, ui.device()), lambda: lv.experiment_steps(exp, device=ui.device()), frame,
-                      progress=lambda r: lv.progress(exp, r.steps, style), bar=bar, every_s=1.0)  # fmt: skip
+    run = ui.live_run(
+        KEY,
+        (exp, ui.device()),
+        lambda: lv.experiment_steps(exp, device=ui.device()),
+        frame,
+        progress=lambda r: lv.progress(exp, r.steps, style),
+        bar=bar,
+        every_s=1.0,
+    )
     if run.status == "done":
         done[ui.digest(exp, ui.device())] = run.steps
         while len(done) > lv.KEPT_RUNS:

@@ -19,8 +19,11 @@ with ui.controls_box():
     if v["preset"] == "custom":
         with c2:
             d1, d2, d3 = st.columns(3, gap="medium")
-            for box, names in ((d1, ("d_model", "n_heads", "n_layers")), (d2, ("kv_lora_rank", "q_lora_rank")),
-                               (d3, ("qk_nope", "qk_rope", "v_dim"))):  # fmt: skip
+            for box, names in (
+                (d1, ("d_model", "n_heads", "n_layers")),
+                (d2, ("kv_lora_rank", "q_lora_rank")),
+                (d3, ("qk_nope", "qk_rope", "v_dim")),
+            ):
                 for name in names:
                     v[name] = ui.control(P, name, container=box)
     v["mode"] = ui.control(P, "mode")
@@ -47,8 +50,11 @@ if p.view == "flow":
 elif p.view == "agree":
     with ui.drawer():  # slide mode: in the controls bar
         a1, a2 = st.columns(2, gap="large")
-        p = mv.with_values(p, seq_len=ui.control(P, "seq_len", container=a1),
-                           head=ui.control(P, "head", hi=run_cfg.n_heads - 1, container=a2))  # fmt: skip
+        p = mv.with_values(
+            p,
+            seq_len=ui.control(P, "seq_len", container=a1),
+            head=ui.control(P, "head", hi=run_cfg.n_heads - 1, container=a2),
+        )
     if note:
         st.caption(note)
     shown = ui.slide_sections(3)  # slides: what the two paths measure; one head's maps by both; every head
@@ -71,9 +77,12 @@ elif p.view == "agree":
     st.caption(ui.t("mla.random_inputs", seed=p.seed))
 elif p.view == "cache":
     k1, k2, k3 = st.columns(3, gap="large")
-    p = mv.with_values(p, n_kv_heads=ui.control(P, "n_kv_heads", n_heads=p.config.n_heads, container=k1),
-                       cache_len=ui.control(P, "cache_len", container=k2),
-                       dtype=ui.control(P, "dtype", widget="select", container=k3))  # fmt: skip
+    p = mv.with_values(
+        p,
+        n_kv_heads=ui.control(P, "n_kv_heads", n_heads=p.config.n_heads, container=k1),
+        cache_len=ui.control(P, "cache_len", container=k2),
+        dtype=ui.control(P, "dtype", widget="select", container=k3),
+    )
     lays = ui.run_safely(lambda: mv.layouts(p))
     if lays is None:
         ui.stop()
@@ -85,8 +94,9 @@ elif p.view == "cache":
     st.caption(ui.t("mla.cache_note"))
 elif p.view == "decode":
     e1, e2 = st.columns(2, gap="large")
-    p = mv.with_values(p, dec_steps=ui.control(P, "dec_steps", container=e1),
-                       dec_prompt=ui.control(P, "dec_prompt", container=e2))  # fmt: skip
+    p = mv.with_values(
+        p, dec_steps=ui.control(P, "dec_steps", container=e1), dec_prompt=ui.control(P, "dec_prompt", container=e2)
+    )
     if note:
         st.caption(note)
     spec = mv.decode_spec(p)
@@ -100,8 +110,14 @@ elif p.view == "decode":
         ui.live_charts(mv.decode_views(r.steps, spec, style), boxes)
 
     if start:
-        run = ui.live_run("mla_decode", (spec, ui.device()), lambda: mv.decode_steps(spec, device=ui.device()), frame,
-                          progress=lambda r: mv.decode_progress(spec, r.steps, style), bar=bar)  # fmt: skip
+        run = ui.live_run(
+            "mla_decode",
+            (spec, ui.device()),
+            lambda: mv.decode_steps(spec, device=ui.device()),
+            frame,
+            progress=lambda r: mv.decode_progress(spec, r.steps, style),
+            bar=bar,
+        )
     if ui.live_status(run, status, "mla.dec_press") and run.steps:
         run_spec = run.params[0]
         kind, text = mv.decode_summary(run_spec, run.steps, style)

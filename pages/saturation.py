@@ -68,8 +68,10 @@ if shown(1):
         ui.show_view(ui.view(sat.maps_view, maps, style), "sat_maps")
 
 # ---- 3-6 on the page: expanders computed and sent while open (a τ move then measures 2 softmaxes, not 22)
-box = {i: ui.section_box(shown, i, ui.t(h), f"x_sat_{name}")
-       for i, h, name in ((2, "sat.h3", "curves"), (3, "sat.h_grad", "grads"), (4, "sat.h4", "row"), (5, "sat.h5", "fp16"))}  # fmt: skip
+box = {
+    i: ui.section_box(shown, i, ui.t(h), f"x_sat_{name}")
+    for i, h, name in ((2, "sat.h3", "curves"), (3, "sat.h_grad", "grads"), (4, "sat.h4", "row"), (5, "sat.h5", "fp16"))
+}
 sweep = cur = None
 if any(box[i] is not None for i in (2, 3, 5)):  # the whole sweep against d_k
     with busy(sat.slow(p, every_d_k=True)):

@@ -20,8 +20,20 @@ sys.path.insert(0, str(ROOT))
 from harness import CHROMIUM_ARGS, chromium_path, start_server  # noqa: E402
 
 #: the layout keys the app's figures use (others, such as ternary axes, stay out)
-LAYOUT_KEYS = ("font", "title", "legend", "paper_bgcolor", "plot_bgcolor", "xaxis", "yaxis", "coloraxis",
-               "colorscale", "colorway", "margin", "hoverlabel")  # fmt: skip
+LAYOUT_KEYS = (
+    "font",
+    "title",
+    "legend",
+    "paper_bgcolor",
+    "plot_bgcolor",
+    "xaxis",
+    "yaxis",
+    "coloraxis",
+    "colorscale",
+    "colorway",
+    "margin",
+    "hoverlabel",
+)
 #: axis containers whose mere presence turns a feature on in plotly (minor ticks, range selector): left out
 AXIS_LEFT_OUT = ("minor", "rangeselector", "rangeslider")
 TRACE_TYPES = ("heatmap", "scatter", "table", "contour")

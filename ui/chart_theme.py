@@ -35,8 +35,22 @@ _AXIS = re.compile(r"([xy])axis\d*")
 _COLORAXIS = re.compile(r"coloraxis\d*")
 _MAPS_2D = frozenset({"heatmap", "contour", "histogram2d", "histogram2dcontour"})  # plotly ticks their axes
 _ORIENTED = frozenset({"bar", "histogram", "box", "violin", "funnel", "waterfall"})  # no grid along their positions
-_CARTESIAN = frozenset({"scatter", "bar", "heatmap", "histogram", "box", "violin", "contour", "scattergl",
-                        "histogram2d", "histogram2dcontour", "candlestick", "waterfall"})  # fmt: skip
+_CARTESIAN = frozenset(
+    {
+        "scatter",
+        "bar",
+        "heatmap",
+        "histogram",
+        "box",
+        "violin",
+        "contour",
+        "scattergl",
+        "histogram2d",
+        "histogram2dcontour",
+        "candlestick",
+        "waterfall",
+    }
+)
 _TICK_SIZE = ("ticklen", "tickwidth", "tickcolor")
 #: Y axes draw every tick label (``ticklabeloverflow="allow"``) instead of plotly's default for numbers, "hide past
 #: div", which measures each label again whenever one moves: the KV cache chart's byte axis, 367 -> 349 ms painted a

@@ -96,6 +96,7 @@ def plotly_chart(box: Any, fig: Any, selectable: bool = False, **kwargs: Any) ->
     # delimiter for its events): the phone copies ("<key>__one") stay st.plotly_chart
     if key is not None and "__" not in key:
         stretch = kwargs.get("height") == "stretch"
-        return live_plot(box, themed, key, kwargs["config"], stretch, t("ui.fullscreen"), kwargs.get("on_select"),
-                         dark=look[0])  # fmt: skip
+        return live_plot(
+            box, themed, key, kwargs["config"], stretch, t("ui.fullscreen"), kwargs.get("on_select"), dark=look[0]
+        )
     return box.plotly_chart(SerialisedFigure(themed), theme=None, **kwargs)

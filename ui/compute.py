@@ -447,8 +447,14 @@ def live_run(
     return run
 
 
-def _run_steps(run: LiveRun, steps: Callable[[], Iterator[Any]], frame: Callable[[LiveRun], None] | None,
-               progress: Callable[[LiveRun], tuple[float, str]] | None, bar: Any, every_s: float) -> None:  # fmt: skip
+def _run_steps(
+    run: LiveRun,
+    steps: Callable[[], Iterator[Any]],
+    frame: Callable[[LiveRun], None] | None,
+    progress: Callable[[LiveRun], tuple[float, str]] | None,
+    bar: Any,
+    every_s: float,
+) -> None:
     """:func:`live_run`'s loop, once the run holds a slot."""
     if progress is not None:
         bar.progress(*progress(run))

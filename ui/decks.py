@@ -202,19 +202,35 @@ def bar() -> None:
     slim = present()  # slide mode: one slim line (arrows for buttons), the slide's sentence under it
     with st.container(border=True, key="deck_bar"):
         left, mid, right = st.columns([1, 8, 1] if slim else [1, 6, 2], vertical_alignment="center")
-        left.button("" if slim else t("ui.prev"), key="deck_prev", icon=":material/arrow_back:",
-                    help=t("ui.prev") if slim else None,
-                    disabled=i == 0, on_click=_go, args=(i - 1,), width="stretch")  # fmt: skip
+        left.button(
+            "" if slim else t("ui.prev"),
+            key="deck_prev",
+            icon=":material/arrow_back:",
+            help=t("ui.prev") if slim else None,
+            disabled=i == 0,
+            on_click=_go,
+            args=(i - 1,),
+            width="stretch",
+        )
         if slim:  # the slide's heading (the page leaves its own out: ui.title), its number beside it
-            mid.markdown(HEADING.format(title=s.words("title", lg), at=t("deck.slide_of", i=i + 1, n=n)),
-                         unsafe_allow_html=True)  # fmt: skip
+            mid.markdown(
+                HEADING.format(title=s.words("title", lg), at=t("deck.slide_of", i=i + 1, n=n)), unsafe_allow_html=True
+            )
         else:
             mid.markdown(f"**{t('deck.slide_of', i=i + 1, n=n)} · {s.words('title', lg)}**")
         note = s.words("note", lg)
         if note and not slim:
             mid.caption(note)
-        right.button("" if slim else t("ui.next"), key="deck_next", icon=":material/arrow_forward:",
-                     help=t("ui.next") if slim else None, disabled=i == n - 1, on_click=_go, args=(i + 1,), width="stretch")  # fmt: skip
+        right.button(
+            "" if slim else t("ui.next"),
+            key="deck_next",
+            icon=":material/arrow_forward:",
+            help=t("ui.next") if slim else None,
+            disabled=i == n - 1,
+            on_click=_go,
+            args=(i + 1,),
+            width="stretch",
+        )
     if note and slim:
         st.markdown(note)
     link = st.session_state.setdefault("_link_params", {})
@@ -233,8 +249,11 @@ def _edit(deck: decks.Deck, at: int) -> None:
 
 
 def _this_view(page_name: str) -> decks.Slide:
-    link = {k: v for k, v in st.session_state.get("_link_params", {}).items()
-            if k not in LINK_ONLY and not k.startswith(SECTION_PREFIX)}  # fmt: skip
+    link = {
+        k: v
+        for k, v in st.session_state.get("_link_params", {}).items()
+        if k not in LINK_ONLY and not k.startswith(SECTION_PREFIX)
+    }
     lg = lang()
     title = str(st.session_state.get("deck_new_title") or "").strip() or t(f"nav.{page_name}")
     note = str(st.session_state.get("deck_new_note") or "").strip()
@@ -295,23 +314,42 @@ def panel(page_name: str) -> None:
             shipped = _shipped()
             names = {n: d.name_in(lang()) for n, d in shipped.items()}  # made in the run: AppTest formats later
             pick = st.selectbox(t("deck.shipped"), list(shipped), key="deck_pick", format_func=names.get)
-            st.button(t("deck.open"), key="deck_open", icon=":material/play_arrow:", on_click=_load,
-                      args=(b"", pick), width="stretch")  # fmt: skip
+            st.button(
+                t("deck.open"),
+                key="deck_open",
+                icon=":material/play_arrow:",
+                on_click=_load,
+                args=(b"", pick),
+                width="stretch",
+            )
             up = st.file_uploader(t("deck.load"), type=["json"], key="deck_file")
             if up is not None:
-                st.button(t("deck.open_file", name=up.name), key="deck_open_file", on_click=_load,
-                          args=(up.getvalue(),), width="stretch")  # fmt: skip
+                st.button(
+                    t("deck.open_file", name=up.name),
+                    key="deck_open_file",
+                    on_click=_load,
+                    args=(up.getvalue(),),
+                    width="stretch",
+                )
         else:
             _slide_list()
         _kept_text(t("deck.new_title"), "deck_new_title")
         _kept_text(t("deck.new_note"), "deck_new_note")
-        st.button(t("deck.add"), key="deck_add", icon=":material/add:", on_click=_add_view, args=(page_name,),
-                  width="stretch")  # fmt: skip
+        st.button(
+            t("deck.add"), key="deck_add", icon=":material/add:", on_click=_add_view, args=(page_name,), width="stretch"
+        )
         if is_open():
             deck = st.session_state[DECK]
-            st.download_button(t("deck.download"), data=decks.to_json(deck).encode("utf-8"), mime="application/json",
-                               file_name="attention-deck.json", key="deck_download", icon=":material/download:",
-                               width="stretch", on_click="ignore")  # fmt: skip
+            st.download_button(
+                t("deck.download"),
+                data=decks.to_json(deck).encode("utf-8"),
+                mime="application/json",
+                file_name="attention-deck.json",
+                key="deck_download",
+                icon=":material/download:",
+                width="stretch",
+                on_click="ignore",
+            )
             st.button(t("deck.close"), key="deck_close", icon=":material/close:", on_click=_close, width="stretch")
 
 
@@ -331,14 +369,32 @@ def _slide_list() -> None:
     deck: decks.Deck = st.session_state[DECK]
     i, lg = st.session_state.get(AT, 0), lang()
     st.markdown(f"**{deck.name_in(lg)}**")
-    lines = [f"{j + 1}. " + (f"**{s.words('title', lg)}**" if j == i else s.words("title", lg))
-             for j, s in enumerate(deck.slides)]  # fmt: skip
+    lines = [
+        f"{j + 1}. " + (f"**{s.words('title', lg)}**" if j == i else s.words("title", lg))
+        for j, s in enumerate(deck.slides)
+    ]
     st.markdown("\n".join(lines))
     up, down, drop = st.columns(3)
-    up.button("", key="deck_up", icon=":material/arrow_upward:", help=t("deck.up"), on_click=_move, args=(-1,),
-              disabled=i == 0, width="stretch")  # fmt: skip
-    down.button("", key="deck_down", icon=":material/arrow_downward:", help=t("deck.down"), on_click=_move,
-                args=(1,), disabled=i == len(deck.slides) - 1, width="stretch")  # fmt: skip
+    up.button(
+        "",
+        key="deck_up",
+        icon=":material/arrow_upward:",
+        help=t("deck.up"),
+        on_click=_move,
+        args=(-1,),
+        disabled=i == 0,
+        width="stretch",
+    )
+    down.button(
+        "",
+        key="deck_down",
+        icon=":material/arrow_downward:",
+        help=t("deck.down"),
+        on_click=_move,
+        args=(1,),
+        disabled=i == len(deck.slides) - 1,
+        width="stretch",
+    )
     drop.button(
         "", key="deck_delete", icon=":material/delete:", help=t("deck.delete"), on_click=_delete, width="stretch"
     )

@@ -269,8 +269,10 @@ def share_link(page_path: str, home: str) -> None:
 _ICON = (
     "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 24 24'%3E%3Cpath d='{}'/%3E%3C/svg%3E"
 )
-COPY_ICON = _ICON.format("M16 1H4c-1.1 0-2 .9-2 2v14h2V3h12V1zm3 4H8c-1.1 0-2 .9-2 2v14c0 1.1.9 2 2 2h11c1.1 0 2-.9 "
-                         "2-2V7c0-1.1-.9-2-2-2zm0 16H8V7h11v14z")  # fmt: skip
+COPY_ICON = _ICON.format(
+    "M16 1H4c-1.1 0-2 .9-2 2v14h2V3h12V1zm3 4H8c-1.1 0-2 .9-2 2v14c0 1.1.9 2 2 2h11c1.1 0 2-.9 "
+    "2-2V7c0-1.1-.9-2-2-2zm0 16H8V7h11v14z"
+)
 DONE_ICON = _ICON.format("M9 16.17 4.83 12l-1.42 1.41L9 19 21 7l-1.41-1.41z")
 
 # The share link's box (LINK_BOX, redrawn at each move) has a copy button; its style and the click handler

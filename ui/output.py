@@ -157,8 +157,14 @@ def export_menu(fig: Any, key: str, data: Any, name: str) -> None:
         return
     with menu:
         st.caption(t("ui.export_help"))
-        preset = st.segmented_control(t("ui.export_size"), PRESET_NAMES, default="screen", key=f"{key}__preset",
-                                      format_func=lambda p: t(f"ui.preset.{p}"), required=True)  # fmt: skip
+        preset = st.segmented_control(
+            t("ui.export_size"),
+            PRESET_NAMES,
+            default="screen",
+            key=f"{key}__preset",
+            format_func=lambda p: t(f"ui.preset.{p}"),
+            required=True,
+        )
         row = st.container(horizontal=True, gap="small")  # one block, not five columns: drawn on every run
         has_browser = _chromium() is not None
         sized = name if preset == "screen" else f"{name}_{preset}"
@@ -270,7 +276,13 @@ def show_heads(view: Any, key: str, name: str | None = None, on_select: Any = No
             body = _SUB_LINE.sub(lambda m: f'<br><span class="attn-sub">{m.group(2)}</span>', text)
             st.markdown(f'<div class="attn-phone-head">{body}</div>', unsafe_allow_html=True)
         labels = [re.sub(r"\D*(\d+).*", r"\1", title) or str(i) for i, (_, title) in enumerate(panels)]
-        i = st.segmented_control(t("ui.phone_head"), list(range(len(panels))), default=0, key=f"{key}__head",
-                                 format_func=lambda j: labels[j], required=True)  # fmt: skip
+        i = st.segmented_control(
+            t("ui.phone_head"),
+            list(range(len(panels))),
+            default=0,
+            key=f"{key}__head",
+            format_func=lambda j: labels[j],
+            required=True,
+        )
         one = phone.one_panel(spec, int(i or 0), style())
         plotly_chart(st, SerialisedFigure(one), key=f"{key}__one", config={**PLOT_CONFIG, "displayModeBar": False})

@@ -263,8 +263,14 @@ def live_plot(
     then holds ``{"selection": {"points": [...]}}`` with each point's ``customdata``, as ``st.plotly_chart``'s
     selection does. ``dark``: the colour scheme ``spec`` was themed for; when the page's scheme changes, the
     browser asks for a run (a ``scheme`` trigger) so the chart is themed again."""
-    options = {"config": config, "stretch": stretch, "chunk": plotly_chunk(), "fullscreen": fullscreen,
-               "select": on_select is not None, "dark": dark}  # fmt: skip
+    options = {
+        "config": config,
+        "stretch": stretch,
+        "chunk": plotly_chunk(),
+        "fullscreen": fullscreen,
+        "select": on_select is not None,
+        "dark": dark,
+    }
     data = orjson.dumps(options) + b"\n" + orjson.dumps(spec)  # the figure is parsed in the browser when drawn
     events = {} if on_select is None else {"on_selection_change": on_select}
     with contextlib.nullcontext() if box is st else box:

@@ -80,8 +80,11 @@ def _columns(fig: Any) -> int:
     grid = figures.grid_meta(lay.get("meta"))
     if grid is not None:
         return int(grid["ncols"])
-    starts = {round(float((ax.get("domain") or [0])[0]), 3) for k, ax in lay.items()
-              if re.fullmatch(r"xaxis\d*", k) and isinstance(ax, dict)}  # fmt: skip
+    starts = {
+        round(float((ax.get("domain") or [0])[0]), 3)
+        for k, ax in lay.items()
+        if re.fullmatch(r"xaxis\d*", k) and isinstance(ax, dict)
+    }
     return len(starts)
 
 

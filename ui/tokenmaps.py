@@ -76,12 +76,21 @@ def _pickers(pm: Any) -> tuple[int, int] | None:
                 st.session_state[key] = int(num)
             _notice_if_replaced(key, raw, none, ok, t("ui.expect_int", lo=valid[0], hi=valid[-1]))
     c1, c2 = st.columns(2, gap="medium")
-    q = c1.selectbox(t("focus.token"), options, key=FOCUS_TOKEN, help=t("focus.help"),
-                     format_func=lambda i: t("focus.none") if i < 0 else f"{tokens[i]} ({i})")  # fmt: skip
+    q = c1.selectbox(
+        t("focus.token"),
+        options,
+        key=FOCUS_TOKEN,
+        help=t("focus.help"),
+        format_func=lambda i: t("focus.none") if i < 0 else f"{tokens[i]} ({i})",
+    )
     group = 0
     if n_kv > 1:
-        group = c2.selectbox(t("focus.group"), list(range(n_kv)), key=FOCUS_GROUP,
-                             format_func=lambda g: t("focus.group_opt", g=g, a=g * n_rep, b=(g + 1) * n_rep - 1))  # fmt: skip
+        group = c2.selectbox(
+            t("focus.group"),
+            list(range(n_kv)),
+            key=FOCUS_GROUP,
+            format_func=lambda g: t("focus.group_opt", g=g, a=g * n_rep, b=(g + 1) * n_rep - 1),
+        )
     q, group = -1 if q is None else int(q), int(group)
     for key, value, default in ((FOCUS_TOKEN, q, -1), (FOCUS_GROUP, group if q >= 0 else 0, 0)):
         _write_url(key, str(value), str(default))  # the address and the share link: only a followed token
@@ -114,8 +123,14 @@ def head_grid(layer: Any, pm: Any, fit: bool, key: str, open_head: Callable[[int
         with drawer():  # slide mode: in the controls bar, the slide keeps its room for the grid
             focus = _pickers(pm)
     else:
-        st.caption(t("focus.too_long", max=hm.FOCUS_MAX, tq=count(len(pm.tokens_q), "query"),
-                     tk=count(len(pm.tokens_k), "key")))  # fmt: skip
+        st.caption(
+            t(
+                "focus.too_long",
+                max=hm.FOCUS_MAX,
+                tq=count(len(pm.tokens_q), "query"),
+                tk=count(len(pm.tokens_k), "key"),
+            )
+        )
     with box:
         show_heads(  # on a phone: one head at a time
             view(hm.grid_view, pm, style(), fit, focus), key, on_select=_on_head_click(key, pm.n_heads, open_head)

@@ -449,10 +449,24 @@ def slide_controls(key: str, n: int) -> int:
     st.session_state[key], st.session_state[f"_{key}_page"] = idx, _page_id()
     with st.container(key=f"slide_nav_{key}"):  # the clicker keys press the lowest of these that can move
         left, mid, right = st.columns([1, 3, 1], vertical_alignment="center")
-        left.button(t("ui.prev"), key=f"{key}__prev", icon=":material/arrow_back:", disabled=idx == 0,
-                    width="stretch", on_click=_shift_slide, args=(key, -1, n))  # fmt: skip
-        right.button(t("ui.next"), key=f"{key}__next", icon=":material/arrow_forward:", disabled=idx == n - 1,
-                     width="stretch", on_click=_shift_slide, args=(key, 1, n))  # fmt: skip
+        left.button(
+            t("ui.prev"),
+            key=f"{key}__prev",
+            icon=":material/arrow_back:",
+            disabled=idx == 0,
+            width="stretch",
+            on_click=_shift_slide,
+            args=(key, -1, n),
+        )
+        right.button(
+            t("ui.next"),
+            key=f"{key}__next",
+            icon=":material/arrow_forward:",
+            disabled=idx == n - 1,
+            width="stretch",
+            on_click=_shift_slide,
+            args=(key, 1, n),
+        )
         mid.progress((idx + 1) / n, text=t("ui.slide", i=idx + 1, n=n))
         mid.caption(t("ui.slide_keys"))
     _write_url(key, str(idx + 1), "1")

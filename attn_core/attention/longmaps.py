@@ -195,8 +195,12 @@ def pooled_attention(
     heads, (q0, q1, k0, k1) = _checked_request(source, reduce, heads, window)
     check_int("max_side", max_side, 1)
     t_q, t_k, d = len(source.tokens_q), len(source.keys), source.head_dim
-    check_budget(estimate_pooled_bytes(source, len(heads)), f"{len(heads)} heads × {t_q} × {t_k} tokens at d_k = {d}",
-                 "use fewer tokens, fewer heads or a smaller d_k", "seq_len")  # fmt: skip
+    check_budget(
+        estimate_pooled_bytes(source, len(heads)),
+        f"{len(heads)} heads × {t_q} × {t_k} tokens at d_k = {d}",
+        "use fewer tokens, fewer heads or a smaller d_k",
+        "seq_len",
+    )
     dev = torch.device(device)
     pool = _Pooler.new(len(heads), (q0, q1, k0, k1), pool_factor(q1 - q0, k1 - k0, max_side), reduce, dev)
     ent = torch.zeros((len(heads), q1 - q0), dtype=torch.float32, device=dev) if entropy else None
@@ -227,11 +231,22 @@ def pooled_attention(
             pool.add(p, allowed, r0)
             del p
     weights, allowed_blocks = pool.result()
-    return PooledMaps(weights=weights, allowed=allowed_blocks,
-                      entropy=None if ent is None else ent.to("cpu", torch.float32).numpy(), factor=pool.factor,
-                      reduce=reduce, heads=heads, n_heads=source.n_heads, n_kv_heads=source.n_kv_heads,
-                      tokens_q=tuple(source.tokens_q), tokens_k=tuple(source.keys), q_range=(q0, q1),
-                      k_range=(k0, k1), scale=source.scale, device=str(dev))  # fmt: skip
+    return PooledMaps(
+        weights=weights,
+        allowed=allowed_blocks,
+        entropy=None if ent is None else ent.to("cpu", torch.float32).numpy(),
+        factor=pool.factor,
+        reduce=reduce,
+        heads=heads,
+        n_heads=source.n_heads,
+        n_kv_heads=source.n_kv_heads,
+        tokens_q=tuple(source.tokens_q),
+        tokens_k=tuple(source.keys),
+        q_range=(q0, q1),
+        k_range=(k0, k1),
+        scale=source.scale,
+        device=str(dev),
+    )
 
 
 @dataclass(frozen=True)

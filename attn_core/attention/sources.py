@@ -144,9 +144,15 @@ class SeededLayer(_Sequences):
         put(self, "tokens_q", tuple(self.tokens_q))
         if self.tokens_k is not None:
             put(self, "tokens_k", tuple(self.tokens_k))
-        cfg = AttentionConfig(n_heads=self.n_heads, n_kv_heads=self.n_kv_heads, head_dim=self.head_dim,
-                              d_model=self.d_model, seq_len=max(1, len(self.tokens_q)), use_scaling=self.use_scaling,
-                              seed=self.seed)  # fmt: skip
+        cfg = AttentionConfig(
+            n_heads=self.n_heads,
+            n_kv_heads=self.n_kv_heads,
+            head_dim=self.head_dim,
+            d_model=self.d_model,
+            seq_len=max(1, len(self.tokens_q)),
+            use_scaling=self.use_scaling,
+            seed=self.seed,
+        )
         cfg.validate()
         put(self, "d_model", cfg.d_model)
         put(self, "temperature", check_layer_input(self.tokens_q, self.tokens_k, self.mask_kind, self.temperature))
@@ -241,8 +247,9 @@ class TensorLayer(_Sequences):
             )
         check_kv_heads(self.q.shape[0], self.k.shape[0])
         if self.q.shape[1] != len(self.tokens_q) or self.k.shape[1] != len(self.keys):
-            raise ValueError(f"{self.q.shape[1]} queries, {self.k.shape[1]} keys for "
-                             f"{len(self.tokens_q)}, {len(self.keys)} tokens")  # fmt: skip
+            raise ValueError(
+                f"{self.q.shape[1]} queries, {self.k.shape[1]} keys for {len(self.tokens_q)}, {len(self.keys)} tokens"
+            )
         if self.mask_kind not in MASK_KINDS:
             raise ValueError(f"mask {self.mask_kind!r} is not one of {MASK_KINDS}")
         if self.mask_kind == "padding":

@@ -149,10 +149,21 @@ def memory_by_stage(
     if path == "fused":
         return {"qkv_projection": qkv, "attention": h * n * dh * bytes_per + h * n * 4, "output_projection": out_proj}
     if path != "eager":
-        raise ConfigError(f"path '{path}' is not known; use one of: eager, fused", "path", "unknown_option",
-                          name="path", value=path, options="eager, fused")  # fmt: skip
-    return {"qkv_projection": qkv, "scores": h * n * n * bytes_per, "softmax": h * n * n * bytes_per,
-            "weighted_sum": h * n * dh * bytes_per, "output_projection": out_proj}  # fmt: skip
+        raise ConfigError(
+            f"path '{path}' is not known; use one of: eager, fused",
+            "path",
+            "unknown_option",
+            name="path",
+            value=path,
+            options="eager, fused",
+        )
+    return {
+        "qkv_projection": qkv,
+        "scores": h * n * n * bytes_per,
+        "softmax": h * n * n * bytes_per,
+        "weighted_sum": h * n * dh * bytes_per,
+        "output_projection": out_proj,
+    }
 
 
 def peak_bytes(seq_len: int, shape: LayerShape, path: str) -> int:
@@ -195,11 +206,29 @@ class ShippedShape:
 
 
 SHIPPED_SHAPES: dict[str, ShippedShape] = {
-    "gpt2": ShippedShape("GPT-2 small", 768, 12, 12, 64, 3072, 2, 1024,
-                         "https://huggingface.co/openai-community/gpt2/blob/main/config.json"),  # n_inner: 4·768
-    "smollm2-135m": ShippedShape("SmolLM2-135M", 576, 9, 3, 64, 1536, 3, 8192,
-                                 "https://huggingface.co/HuggingFaceTB/SmolLM2-135M/blob/main/config.json"),
-}  # fmt: skip
+    "gpt2": ShippedShape(
+        "GPT-2 small",
+        768,
+        12,
+        12,
+        64,
+        3072,
+        2,
+        1024,
+        "https://huggingface.co/openai-community/gpt2/blob/main/config.json",
+    ),  # n_inner: 4·768
+    "smollm2-135m": ShippedShape(
+        "SmolLM2-135M",
+        576,
+        9,
+        3,
+        64,
+        1536,
+        3,
+        8192,
+        "https://huggingface.co/HuggingFaceTB/SmolLM2-135M/blob/main/config.json",
+    ),
+}
 
 
 def linear_flops_per_token(shape: LayerShape, mlp_width: int | None = None, mlp_matrices: int = 2) -> int:
@@ -268,8 +297,9 @@ def make_layer(seq_len: int, shape: LayerShape, device: str = "cpu", seed: int =
     def draw(*size: int, fan_in: int = 1) -> torch.Tensor:
         return (torch.randn(*size, generator=g) / math.sqrt(fan_in)).to(device)
 
-    return Layer(draw(seq_len, d), draw(hd, d, fan_in=d), draw(kvd, d, fan_in=d), draw(kvd, d, fan_in=d),
-                 draw(d, hd, fan_in=hd))  # fmt: skip
+    return Layer(
+        draw(seq_len, d), draw(hd, d, fan_in=d), draw(kvd, d, fan_in=d), draw(kvd, d, fan_in=d), draw(d, hd, fan_in=hd)
+    )
 
 
 def _project(layer: Layer, shape: LayerShape) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -403,18 +433,35 @@ def check_sweep(spec: SweepSpec) -> SweepSpec:
     against the budget (:func:`attn_core.runtime.guard.check_budget`, naming ``seq_len``)."""
     spec.shape.validate()
     if not spec.seq_lens or len(spec.seq_lens) > MAX_SWEEP_POINTS:
-        raise ConfigError(f"a sweep takes 1 to {MAX_SWEEP_POINTS} lengths, got {len(spec.seq_lens)}", "seq_len",
-                          "between", name="seq_lens", value=len(spec.seq_lens), lo=1, hi=MAX_SWEEP_POINTS)  # fmt: skip
+        raise ConfigError(
+            f"a sweep takes 1 to {MAX_SWEEP_POINTS} lengths, got {len(spec.seq_lens)}",
+            "seq_len",
+            "between",
+            name="seq_lens",
+            value=len(spec.seq_lens),
+            lo=1,
+            hi=MAX_SWEEP_POINTS,
+        )
     for n in spec.seq_lens:
         check_int("seq_len", n, 1)
     for path in spec.paths:
         if path not in PATHS:
-            raise ConfigError(f"path '{path}' is not known; use one of: eager, fused", "path", "unknown_option",
-                              name="path", value=path, options=", ".join(PATHS))  # fmt: skip
+            raise ConfigError(
+                f"path '{path}' is not known; use one of: eager, fused",
+                "path",
+                "unknown_option",
+                name="path",
+                value=path,
+                options=", ".join(PATHS),
+            )
     check_int("repeats", spec.repeats, 1, MAX_REPEATS)
     check_int("warmup", spec.warmup, 0, MAX_REPEATS)
-    guard.check_budget(sweep_bytes(spec), f"a sweep up to {max(spec.seq_lens)} tokens", "lower seq_len (the largest n) or n_heads",
-                       "seq_len")  # fmt: skip
+    guard.check_budget(
+        sweep_bytes(spec),
+        f"a sweep up to {max(spec.seq_lens)} tokens",
+        "lower seq_len (the largest n) or n_heads",
+        "seq_len",
+    )
     return spec
 
 
@@ -471,8 +518,9 @@ def measure_point(layer: Layer, spec: SweepSpec, path: str, dev: torch.device) -
     if path == "fused":
         q, k, v = _project(layer, spec.shape)
         backend = sdpa_backend(q, k, v, spec.shape.causal)
-    return Measured(layer.x.shape[0], path, median, lo, hi, int(peak), "cuda_max_allocated" if cuda else "tensor_bytes",
-                    backend)  # fmt: skip
+    return Measured(
+        layer.x.shape[0], path, median, lo, hi, int(peak), "cuda_max_allocated" if cuda else "tensor_bytes", backend
+    )
 
 
 def measure_sweep(spec: SweepSpec, device: str = "cpu") -> Iterator[Measured]:

@@ -62,8 +62,9 @@ DTYPE = torch.float64
 def check_alpha(alpha: object) -> float:
     """α as a float, or :class:`ConfigError` unless it is a finite number > 0."""
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha) or alpha <= 0:
-        raise ConfigError(f"alpha must be a number above 0 (e.g. 1), got {alpha!r}", "alpha", "conv_alpha",
-                          value=repr(alpha))  # fmt: skip
+        raise ConfigError(
+            f"alpha must be a number above 0 (e.g. 1), got {alpha!r}", "alpha", "conv_alpha", value=repr(alpha)
+        )
     return float(alpha)
 
 
@@ -71,12 +72,20 @@ def check_kernel_size(k: int, height: int, width: int) -> int:
     """K odd (the grid of shifts has a centre), at least 1 and at most the image's shorter side."""
     k = check_int("K", k, 1)
     if k % 2 == 0:
-        raise ConfigError(f"the kernel size K ({k}) must be odd: use {k - 1} or {k + 1}", "k", "conv_k_even",
-                          k=k, lo=k - 1, hi=k + 1)  # fmt: skip
+        raise ConfigError(
+            f"the kernel size K ({k}) must be odd: use {k - 1} or {k + 1}", "k", "conv_k_even", k=k, lo=k - 1, hi=k + 1
+        )
     if k > min(height, width):
-        raise ConfigError(f"the kernel size K ({k}) is larger than the image ({height}×{width}): use K ≤ "
-                          f"{min(height, width)} or a larger image", "k", "conv_k_large", k=k, h=height, w=width,
-                          m=min(height, width))  # fmt: skip
+        raise ConfigError(
+            f"the kernel size K ({k}) is larger than the image ({height}×{width}): use K ≤ "
+            f"{min(height, width)} or a larger image",
+            "k",
+            "conv_k_large",
+            k=k,
+            h=height,
+            w=width,
+            m=min(height, width),
+        )
     return k
 
 
@@ -122,16 +131,24 @@ def _query_grid(height: int, width: int, queries: torch.Tensor | None) -> tuple[
     return (idx // width).to(DTYPE), (idx % width).to(DTYPE)
 
 
-def scores_2d(qr: torch.Tensor, qc: torch.Tensor, kr: torch.Tensor, kc: torch.Tensor, shift: tuple[int, int],
-              alpha: float) -> torch.Tensor:  # fmt: skip
+def scores_2d(
+    qr: torch.Tensor, qc: torch.Tensor, kr: torch.Tensor, kc: torch.Tensor, shift: tuple[int, int], alpha: float
+) -> torch.Tensor:
     """Scores ``[N_q, N_k]``: ``v · r_δ`` with ``r_δ = (‖δ‖², δ₁, δ₂)`` and ``v = −α(1, −2Δ₁, −2Δ₂)``, written out."""
     d1 = kr[None, :] - qr[:, None]  # (N_q, N_k) key row − query row
     d2 = kc[None, :] - qc[:, None]
     return -alpha * (d1 * d1 + d2 * d2 - 2.0 * shift[0] * d1 - 2.0 * shift[1] * d2)
 
 
-def quadratic_weights_2d(height: int, width: int, shifts: list[tuple[int, int]], alpha: float, *,
-                         queries: torch.Tensor | None = None, padding: str = "existing") -> torch.Tensor:  # fmt: skip
+def quadratic_weights_2d(
+    height: int,
+    width: int,
+    shifts: list[tuple[int, int]],
+    alpha: float,
+    *,
+    queries: torch.Tensor | None = None,
+    padding: str = "existing",
+) -> torch.Tensor:
     """Weights ``[heads, N_q, N_k]`` (float64) of one head per shift, pixels row-major (N = height·width).
 
     Real attention: the scores of :func:`scores_2d` and a softmax over all key pixels (``padding="existing"``:
@@ -228,8 +245,9 @@ def head_outputs_full(x: torch.Tensor, layer: ConvLayer) -> torch.Tensor:
 
 
 @torch.no_grad()
-def conv_as_attention(image: Any, kernel: Any, alpha: float, *, padding: str = "zeros",
-                      method: str = "separable") -> torch.Tensor:  # fmt: skip
+def conv_as_attention(
+    image: Any, kernel: Any, alpha: float, *, padding: str = "zeros", method: str = "separable"
+) -> torch.Tensor:
     """The K² quadratic-encoding heads with the kernel's taps as value projections, summed: ``[C_out, H, W]``.
 
     ``image`` ``[C_in, H, W]``, ``kernel`` ``[C_out, C_in, K, K]`` (odd K, at most the image's side), α > 0.
@@ -274,8 +292,9 @@ def alpha_sweep(image: Any, kernel: Any, alphas: Any, *, padding: str = "zeros",
     """:func:`conv_as_attention` against ``conv2d`` with zero padding at each α of ``alphas``."""
     ref = reference_conv(image, kernel, "zeros")
     a = np.sort(np.asarray(alphas, dtype=np.float64))
-    diffs = np.array([float((conv_as_attention(image, kernel, float(x), padding=padding) - ref).abs().max())
-                      for x in a])  # fmt: skip
+    diffs = np.array(
+        [float((conv_as_attention(image, kernel, float(x), padding=padding) - ref).abs().max()) for x in a]
+    )
     below = np.nonzero(diffs < tol)[0]
     return Sweep(a, diffs, tol, float(a[below[0]]) if below.size else None)
 
@@ -368,22 +387,44 @@ def parse_kernel(text: str) -> np.ndarray:
     try:
         values = [[float(v) for v in r] for r in rows]
     except ValueError:
-        raise ConfigError(f"the kernel must be numbers (rows separated by ';'), got {text[:40]!r}", "kernel_text",
-                          "conv_kernel_numbers", text=str(text)[:40]) from None  # fmt: skip
+        raise ConfigError(
+            f"the kernel must be numbers (rows separated by ';'), got {text[:40]!r}",
+            "kernel_text",
+            "conv_kernel_numbers",
+            text=str(text)[:40],
+        ) from None
     if not rows or any(len(r) != len(rows) for r in values):
-        raise ConfigError("the kernel must be square: K rows of K numbers, e.g. 0 1 0; 1 -4 1; 0 1 0",
-                          "kernel_text", "conv_kernel_square")  # fmt: skip
+        raise ConfigError(
+            "the kernel must be square: K rows of K numbers, e.g. 0 1 0; 1 -4 1; 0 1 0",
+            "kernel_text",
+            "conv_kernel_square",
+        )
     mat = np.array(values, dtype=np.float64)
     if not np.all(np.isfinite(mat)):
-        raise ConfigError(f"the kernel must be finite numbers, got {text[:40]!r}", "kernel_text",
-                          "conv_kernel_numbers", text=str(text)[:40])  # fmt: skip
+        raise ConfigError(
+            f"the kernel must be finite numbers, got {text[:40]!r}",
+            "kernel_text",
+            "conv_kernel_numbers",
+            text=str(text)[:40],
+        )
     k = mat.shape[0]
     if k % 2 == 0:
-        raise ConfigError(f"the kernel size K ({k}) must be odd: use {k - 1} or {k + 1}", "kernel_text",
-                          "conv_k_even", k=k, lo=k - 1, hi=k + 1)  # fmt: skip
+        raise ConfigError(
+            f"the kernel size K ({k}) must be odd: use {k - 1} or {k + 1}",
+            "kernel_text",
+            "conv_k_even",
+            k=k,
+            lo=k - 1,
+            hi=k + 1,
+        )
     if k > MAX_K:
-        raise ConfigError(f"the kernel has {k}×{k} taps; the page builds at most {MAX_K}×{MAX_K} heads",
-                          "kernel_text", "conv_k_max", k=k, m=MAX_K)  # fmt: skip
+        raise ConfigError(
+            f"the kernel has {k}×{k} taps; the page builds at most {MAX_K}×{MAX_K} heads",
+            "kernel_text",
+            "conv_k_max",
+            k=k,
+            m=MAX_K,
+        )
     return mat
 
 
@@ -405,16 +446,24 @@ def load_image(data: bytes) -> np.ndarray:
     from PIL import Image, UnidentifiedImageError
 
     if len(data) > MAX_UPLOAD_BYTES:
-        raise ConfigError(f"the file has {len(data) / 2**20:.1f} MiB; images up to 2 MiB are taken", "image",
-                          "conv_image_large", mib=f"{len(data) / 2**20:.1f}")  # fmt: skip
+        raise ConfigError(
+            f"the file has {len(data) / 2**20:.1f} MiB; images up to 2 MiB are taken",
+            "image",
+            "conv_image_large",
+            mib=f"{len(data) / 2**20:.1f}",
+        )
     try:
         img = Image.open(io.BytesIO(data))
         img.load()
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
         raise ConfigError("the file is not a PNG or JPEG image", "image", "conv_image_unreadable") from None
     if img.format not in IMAGE_FORMATS:
-        raise ConfigError(f"{img.format} images are not taken: use a PNG or JPEG file", "image", "conv_image_format",
-                          fmt=str(img.format))  # fmt: skip
+        raise ConfigError(
+            f"{img.format} images are not taken: use a PNG or JPEG file",
+            "image",
+            "conv_image_format",
+            fmt=str(img.format),
+        )
     if getattr(img, "is_animated", False) or getattr(img, "n_frames", 1) > 1:
         raise ConfigError("animated images are not taken: use a still PNG or JPEG", "image", "conv_image_animated")
     return _pixels(img)
@@ -438,7 +487,12 @@ def _pixels(img: Any) -> np.ndarray:
     if scale < 1:
         img = img.resize((max(3, round(img.width * scale)), max(3, round(img.height * scale))), Image.Resampling.BOX)
     if min(img.size) < 3:
-        raise ConfigError(f"the image is {img.width}×{img.height} pixels; at least 3×3 is needed", "image",
-                          "conv_image_small", w=img.width, h=img.height)  # fmt: skip
+        raise ConfigError(
+            f"the image is {img.width}×{img.height} pixels; at least 3×3 is needed",
+            "image",
+            "conv_image_small",
+            w=img.width,
+            h=img.height,
+        )
     a = np.asarray(img, dtype=np.float32) / 255.0
     return a[None] if a.ndim == 2 else np.ascontiguousarray(a.transpose(2, 0, 1))

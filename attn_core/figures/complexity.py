@@ -15,8 +15,15 @@ from attn_core.figures.margins import reserve_margins
 from attn_core.runtime.units import binary_unit
 
 # Okabe-Ito, one hue per stage (colour-blind safe), always beside the stage's name
-STAGE_COLORS = {"qkv_projection": "#0072B2", "scores": "#D55E00", "softmax": "#F0E442", "weighted_sum": "#CC79A7",
-                "output_projection": "#56B4E9", "mlp": "#999999", "attention": "#009E73"}  # fmt: skip
+STAGE_COLORS = {
+    "qkv_projection": "#0072B2",
+    "scores": "#D55E00",
+    "softmax": "#F0E442",
+    "weighted_sum": "#CC79A7",
+    "output_projection": "#56B4E9",
+    "mlp": "#999999",
+    "attention": "#009E73",
+}
 PATH_DASH = {"eager": "solid", "fused": "dash"}
 LEGEND_BELOW = dict(orientation="h", yanchor="top", y=-0.22, x=0)
 HALF_WIDTH = 440  # px: the page shows these charts two to a row; their legends wrap at this width
@@ -73,18 +80,42 @@ def stage_bars(
 ) -> go.Figure:
     """One stacked bar per column (a layout of the layer), one segment per stage; ``stacks[stage]`` holds the FLOPs
     of that stage in each column, ``names[stage]`` its label."""
-    data = [dict(type="bar", x=list(columns), y=[float(v) for v in vals], name=names[stage],
-                 marker=dict(color=STAGE_COLORS.get(stage, "#888888"), line=dict(color="#333333", width=0.5)),
-                 hovertemplate="%{x}<br>%{y:.4s} FLOP<extra>%{fullData.name}</extra>")
-            for stage, vals in stacks.items()]  # fmt: skip
+    data = [
+        dict(
+            type="bar",
+            x=list(columns),
+            y=[float(v) for v in vals],
+            name=names[stage],
+            marker=dict(color=STAGE_COLORS.get(stage, "#888888"), line=dict(color="#333333", width=0.5)),
+            hovertemplate="%{x}<br>%{y:.4s} FLOP<extra>%{fullData.name}</extra>",
+        )
+        for stage, vals in stacks.items()
+    ]
     totals = np.sum([list(v) for v in stacks.values()], axis=0)
-    data.append(dict(type="scatter", x=list(columns), y=[float(v) for v in totals], mode="text", showlegend=False,
-                     text=[si(v) + "FLOP" for v in totals], textposition="top center",
-                     hoverinfo="skip", cliponaxis=False))  # fmt: skip
-    layout = base_layout(title, style, _height(style, 440), barmode="stack", legend=LEGEND_BELOW,
-                         yaxis=dict(title=dict(text=style.t("cx.axis_flops")), range=[0, float(totals.max()) * 1.15],
-                                    exponentformat="SI"),
-                         xaxis=dict(title=dict(text="")))  # fmt: skip
+    data.append(
+        dict(
+            type="scatter",
+            x=list(columns),
+            y=[float(v) for v in totals],
+            mode="text",
+            showlegend=False,
+            text=[si(v) + "FLOP" for v in totals],
+            textposition="top center",
+            hoverinfo="skip",
+            cliponaxis=False,
+        )
+    )
+    layout = base_layout(
+        title,
+        style,
+        _height(style, 440),
+        barmode="stack",
+        legend=LEGEND_BELOW,
+        yaxis=dict(
+            title=dict(text=style.t("cx.axis_flops")), range=[0, float(totals.max()) * 1.15], exponentformat="SI"
+        ),
+        xaxis=dict(title=dict(text="")),
+    )
     return _half(data, layout, style)
 
 
@@ -104,22 +135,48 @@ def flops_curve(
     (the crossovers) and a dashed one at the current ``n``, named in the legend."""
     names = df.attrs["names"]
     colours = {"linear": "#0072B2", "quadratic": "#D55E00", "total": "#222222"}
-    data = [dict(type="scatter", x=df["n"].to_numpy(), y=df[col].to_numpy(), mode="lines", name=names[col],
-                 line=dict(color=colours[col], width=_line(style) + (1 if col == "total" else 0),
-                           dash="dot" if col == "total" else "solid"),
-                 hovertemplate="n = %{x:,}<br>%{y:.4s} FLOP<extra>%{fullData.name}</extra>")
-            for col in ("linear", "quadratic", "total")]  # fmt: skip
+    data = [
+        dict(
+            type="scatter",
+            x=df["n"].to_numpy(),
+            y=df[col].to_numpy(),
+            mode="lines",
+            name=names[col],
+            line=dict(
+                color=colours[col],
+                width=_line(style) + (1 if col == "total" else 0),
+                dash="dot" if col == "total" else "solid",
+            ),
+            hovertemplate="n = %{x:,}<br>%{y:.4s} FLOP<extra>%{fullData.name}</extra>",
+        )
+        for col in ("linear", "quadratic", "total")
+    ]
     lo = float(df[["linear", "quadratic"]].to_numpy().min())
     hi = float(df["total"].max())
     dashes = ("dot", "dashdot")  # the crossovers as legend entries: a label on the plot would cross the curves
     for i, (x, label) in enumerate([*marks, (current, style.t("cx.mark_current", n=f"{current:,}"))]):
         last = i == len(marks)
-        data.append(dict(type="scatter", x=[x, x], y=[lo, hi], mode="lines", name=label, hoverinfo="name",
-                         line=dict(color="#009E73" if last else "#555555", width=_line(style),
-                                   dash="dash" if last else dashes[i % 2])))  # fmt: skip
-    layout = base_layout(title, style, _height(style, 500), legend=LEGEND_BELOW,
-                         xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n")), **n_ticks(df["n"])),
-                         yaxis=dict(type="log", exponentformat="SI", title=dict(text=style.t("cx.axis_flops"))))  # fmt: skip
+        data.append(
+            dict(
+                type="scatter",
+                x=[x, x],
+                y=[lo, hi],
+                mode="lines",
+                name=label,
+                hoverinfo="name",
+                line=dict(
+                    color="#009E73" if last else "#555555", width=_line(style), dash="dash" if last else dashes[i % 2]
+                ),
+            )
+        )
+    layout = base_layout(
+        title,
+        style,
+        _height(style, 500),
+        legend=LEGEND_BELOW,
+        xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n")), **n_ticks(df["n"])),
+        yaxis=dict(type="log", exponentformat="SI", title=dict(text=style.t("cx.axis_flops"))),
+    )
     return _half(data, layout, style)
 
 
@@ -129,17 +186,39 @@ def measured_time(df: pd.DataFrame, title: str, style: Style = Style()) -> go.Fi
     data = []
     for (path, part), g in df.groupby(["path", "part"], sort=False):
         ms = g["ms"].to_numpy()
-        data.append(dict(type="scatter", x=g["n"].to_numpy(), y=ms, mode="lines+markers", name=g["label"].iloc[0],
-                         line=dict(color=STAGE_COLORS.get(part, "#222222"), dash=PATH_DASH.get(path, "solid"),
-                                   width=_line(style) + (1 if part == "total" else 0)),
-                         marker=dict(size=7 if style.present else 5),
-                         error_y=dict(type="data", symmetric=False, array=g["ms_max"].to_numpy() - ms,
-                                      arrayminus=ms - g["ms_min"].to_numpy(), thickness=1, width=3),
-                         hovertemplate="n = %{x:,}<br>%{y:.3g} ms<extra>%{fullData.name}</extra>"))  # fmt: skip
-    layout = base_layout(title, style, _height(style, 460), legend=LEGEND_BELOW, uirevision="cx_time",
-                         xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n")), **n_ticks(df["n"])),
-                         yaxis=dict(type="log", title=dict(text=style.t("cx.axis_ms")),
-                                    **log_ticks([*df["ms_min"], *df["ms_max"]])))  # fmt: skip
+        data.append(
+            dict(
+                type="scatter",
+                x=g["n"].to_numpy(),
+                y=ms,
+                mode="lines+markers",
+                name=g["label"].iloc[0],
+                line=dict(
+                    color=STAGE_COLORS.get(part, "#222222"),
+                    dash=PATH_DASH.get(path, "solid"),
+                    width=_line(style) + (1 if part == "total" else 0),
+                ),
+                marker=dict(size=7 if style.present else 5),
+                error_y=dict(
+                    type="data",
+                    symmetric=False,
+                    array=g["ms_max"].to_numpy() - ms,
+                    arrayminus=ms - g["ms_min"].to_numpy(),
+                    thickness=1,
+                    width=3,
+                ),
+                hovertemplate="n = %{x:,}<br>%{y:.3g} ms<extra>%{fullData.name}</extra>",
+            )
+        )
+    layout = base_layout(
+        title,
+        style,
+        _height(style, 460),
+        legend=LEGEND_BELOW,
+        uirevision="cx_time",
+        xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n")), **n_ticks(df["n"])),
+        yaxis=dict(type="log", title=dict(text=style.t("cx.axis_ms")), **log_ticks([*df["ms_min"], *df["ms_max"]])),
+    )
     return _half(data, layout, style)
 
 
@@ -151,30 +230,67 @@ def measured_memory(df: pd.DataFrame, title: str, style: Style = Style()) -> go.
     for path, g in df.groupby("path", sort=False):
         colour = "#D55E00" if path == "eager" else "#009E73"
         x = g["n"].to_numpy()
-        data.append(dict(type="scatter", x=x, y=g["formula_bytes"].to_numpy() / div, mode="lines",
-                         name=g["formula_label"].iloc[0], line=dict(color=colour, width=_line(style)),
-                         hovertemplate="n = %{x:,}<br>%{y:.4g} " + unit + "<extra>%{fullData.name}</extra>"))  # fmt: skip
-        data.append(dict(type="scatter", x=x, y=g["peak_bytes"].to_numpy() / div, mode="markers",
-                         name=g["label"].iloc[0], marker=dict(color=colour, size=10 if style.present else 8,
-                                                              symbol="circle-open", line=dict(width=2)),
-                         hovertemplate="n = %{x:,}<br>%{y:.4g} " + unit + "<extra>%{fullData.name}</extra>"))  # fmt: skip
-    layout = base_layout(title, style, _height(style, 460), legend=LEGEND_BELOW, uirevision="cx_mem",
-                         xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n")), **n_ticks(df["n"])),
-                         yaxis=dict(type="log", title=dict(text=style.t("cx.axis_bytes", unit=unit)),
-                                    **log_ticks([*(df["peak_bytes"] / div), *(df["formula_bytes"] / div)])))  # fmt: skip
+        data.append(
+            dict(
+                type="scatter",
+                x=x,
+                y=g["formula_bytes"].to_numpy() / div,
+                mode="lines",
+                name=g["formula_label"].iloc[0],
+                line=dict(color=colour, width=_line(style)),
+                hovertemplate="n = %{x:,}<br>%{y:.4g} " + unit + "<extra>%{fullData.name}</extra>",
+            )
+        )
+        data.append(
+            dict(
+                type="scatter",
+                x=x,
+                y=g["peak_bytes"].to_numpy() / div,
+                mode="markers",
+                name=g["label"].iloc[0],
+                marker=dict(color=colour, size=10 if style.present else 8, symbol="circle-open", line=dict(width=2)),
+                hovertemplate="n = %{x:,}<br>%{y:.4g} " + unit + "<extra>%{fullData.name}</extra>",
+            )
+        )
+    layout = base_layout(
+        title,
+        style,
+        _height(style, 460),
+        legend=LEGEND_BELOW,
+        uirevision="cx_mem",
+        xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n")), **n_ticks(df["n"])),
+        yaxis=dict(
+            type="log",
+            title=dict(text=style.t("cx.axis_bytes", unit=unit)),
+            **log_ticks([*(df["peak_bytes"] / div), *(df["formula_bytes"] / div)]),
+        ),
+    )
     return _half(data, layout, style)
 
 
 def per_token(df: pd.DataFrame, column: str, axis: str, title: str, style: Style = Style()) -> go.Figure:
     """``column`` per token against n (log-log) for prefill and decode (``df`` columns ``n``, ``mode``, ``label``)."""
     colours = {"prefill": "#0072B2", "decode": "#E69F00"}
-    data = [dict(type="scatter", x=g["n"].to_numpy(), y=g[column].to_numpy(), mode="lines+markers",
-                 name=g["label"].iloc[0], line=dict(color=colours.get(mode, "#222222"), width=_line(style)),
-                 hovertemplate="n = %{x:,}<br>%{y:.4s}<extra>%{fullData.name}</extra>")
-            for mode, g in df.groupby("mode", sort=False)]  # fmt: skip
-    layout = base_layout(title, style, _height(style, 400), legend=LEGEND_BELOW,
-                         xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n")), **n_ticks(df["n"])),
-                         yaxis=dict(type="log", exponentformat="SI", title=dict(text=axis), **log_ticks(df[column])))  # fmt: skip
+    data = [
+        dict(
+            type="scatter",
+            x=g["n"].to_numpy(),
+            y=g[column].to_numpy(),
+            mode="lines+markers",
+            name=g["label"].iloc[0],
+            line=dict(color=colours.get(mode, "#222222"), width=_line(style)),
+            hovertemplate="n = %{x:,}<br>%{y:.4s}<extra>%{fullData.name}</extra>",
+        )
+        for mode, g in df.groupby("mode", sort=False)
+    ]
+    layout = base_layout(
+        title,
+        style,
+        _height(style, 400),
+        legend=LEGEND_BELOW,
+        xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n")), **n_ticks(df["n"])),
+        yaxis=dict(type="log", exponentformat="SI", title=dict(text=axis), **log_ticks(df[column])),
+    )
     return _half(data, layout, style)
 
 
@@ -184,14 +300,41 @@ def heads_figure(df: pd.DataFrame, current: int, title: str, style: Style = Styl
     head count marked."""
     names = df.attrs["names"]
     styles = {"total": ("#D55E00", "solid"), "per_head": ("#0072B2", "dash"), "note": ("#555555", "dot")}
-    data = [dict(type="scatter", x=df["heads"].to_numpy(), y=df[col].to_numpy(), mode="lines+markers",
-                 name=names[col], line=dict(color=styles[col][0], dash=styles[col][1], width=_line(style) + 1),
-                 hovertemplate="h = %{x}<br>%{y:.4s}<extra>%{fullData.name}</extra>")
-            for col in ("total", "per_head", "note")]  # fmt: skip
-    shapes = [dict(type="line", x0=current, x1=current, y0=0, y1=1, yref="paper",
-                   line=dict(color="#009E73", dash="dash", width=_line(style)))]  # fmt: skip
-    layout = base_layout(title, style, _height(style, 420), legend=LEGEND_BELOW, shapes=shapes,
-                         xaxis=dict(type="log", title=dict(text=style.t("cx.axis_heads")),
-                                    tickvals=df["heads"].tolist(), ticktext=[str(h) for h in df["heads"]]),
-                         yaxis=dict(type="log", exponentformat="SI", title=dict(text=style.t("cx.axis_flops"))))  # fmt: skip
+    data = [
+        dict(
+            type="scatter",
+            x=df["heads"].to_numpy(),
+            y=df[col].to_numpy(),
+            mode="lines+markers",
+            name=names[col],
+            line=dict(color=styles[col][0], dash=styles[col][1], width=_line(style) + 1),
+            hovertemplate="h = %{x}<br>%{y:.4s}<extra>%{fullData.name}</extra>",
+        )
+        for col in ("total", "per_head", "note")
+    ]
+    shapes = [
+        dict(
+            type="line",
+            x0=current,
+            x1=current,
+            y0=0,
+            y1=1,
+            yref="paper",
+            line=dict(color="#009E73", dash="dash", width=_line(style)),
+        )
+    ]
+    layout = base_layout(
+        title,
+        style,
+        _height(style, 420),
+        legend=LEGEND_BELOW,
+        shapes=shapes,
+        xaxis=dict(
+            type="log",
+            title=dict(text=style.t("cx.axis_heads")),
+            tickvals=df["heads"].tolist(),
+            ticktext=[str(h) for h in df["heads"]],
+        ),
+        yaxis=dict(type="log", exponentformat="SI", title=dict(text=style.t("cx.axis_flops"))),
+    )
     return plain_figure(data, layout, style)

@@ -25,58 +25,115 @@ def _marks(x: float, colour: str, dash: str = "dot") -> dict:
 
 
 # ---------------------------------------------------------------- 1-D
-def score_figure(pos: np.ndarray, scores: np.ndarray, query: int, shift: int, alpha: float,
-                 style: Style = Style()) -> go.Figure:  # fmt: skip
+def score_figure(
+    pos: np.ndarray, scores: np.ndarray, query: int, shift: int, alpha: float, style: Style = Style()
+) -> go.Figure:
     """The head's score of every key against the key position: a parabola with its top at query + Δ."""
     t = style.t
-    data = [dict(type="scatter", x=pos, y=scores.astype(np.float64), mode="lines+markers", name=t("conv.fig_score"),
-                 line=dict(color=GROUP_COLORS[0], width=_width(style)), marker=dict(size=6),
-                 hovertemplate=t("conv.hover_key") + " %{x}<br>%{y:.4g}<extra></extra>")]  # fmt: skip
-    layout = base_layout(t("conv.fig_score_title", a=f"{alpha:g}", s=shift, q=query), style, 380,
-                         xaxis=dict(title=dict(text=t("conv.axis_key_pos"))),
-                         yaxis=dict(title=dict(text=t("conv.axis_score"))), showlegend=False,
-                         shapes=[_marks(query, QUERY_COLOR), _marks(query + shift, TARGET_COLOR, "dash")])  # fmt: skip
+    data = [
+        dict(
+            type="scatter",
+            x=pos,
+            y=scores.astype(np.float64),
+            mode="lines+markers",
+            name=t("conv.fig_score"),
+            line=dict(color=GROUP_COLORS[0], width=_width(style)),
+            marker=dict(size=6),
+            hovertemplate=t("conv.hover_key") + " %{x}<br>%{y:.4g}<extra></extra>",
+        )
+    ]
+    layout = base_layout(
+        t("conv.fig_score_title", a=f"{alpha:g}", s=shift, q=query),
+        style,
+        380,
+        xaxis=dict(title=dict(text=t("conv.axis_key_pos"))),
+        yaxis=dict(title=dict(text=t("conv.axis_score"))),
+        showlegend=False,
+        shapes=[_marks(query, QUERY_COLOR), _marks(query + shift, TARGET_COLOR, "dash")],
+    )
     return plain_figure(data, layout, style)
 
 
-def window_figure(pos: np.ndarray, weights: np.ndarray, query: int, shift: int, alpha: float,
-                  style: Style = Style()) -> go.Figure:  # fmt: skip
+def window_figure(
+    pos: np.ndarray, weights: np.ndarray, query: int, shift: int, alpha: float, style: Style = Style()
+) -> go.Figure:
     """The head's softmax weights over the keys (bars), the Gaussian window exp(−α(δ − Δ)²)/Z (line)."""
     t = style.t
     fine = np.linspace(pos[0], pos[-1], 8 * len(pos))
     z = np.exp(-alpha * (pos - query - shift) ** 2.0).sum()
     gauss = np.exp(-alpha * (fine - query - shift) ** 2.0) / z
-    data = [dict(type="bar", x=pos, y=weights.astype(np.float64), name=t("conv.fig_weights"),
-                 marker=dict(color=GROUP_COLORS[0]), hovertemplate=t("conv.hover_key") + " %{x}<br>%{y:.4f}<extra></extra>"),
-            dict(type="scatter", x=fine, y=gauss, mode="lines", name=t("conv.fig_gauss"), hoverinfo="skip",
-                 line=dict(color=TARGET_COLOR, width=2, dash="dash"))]  # fmt: skip
-    layout = base_layout(t("conv.fig_window_title", a=f"{alpha:g}", s=shift, q=query), style, 380,
-                         xaxis=dict(title=dict(text=t("conv.axis_key_pos"))),
-                         yaxis=dict(title=dict(text=t("conv.axis_weight")), range=[0, 1.05]),
-                         shapes=[_marks(query, QUERY_COLOR)],
-                         legend=dict(orientation="h", yanchor="top", y=-0.22, x=0))  # fmt: skip
+    data = [
+        dict(
+            type="bar",
+            x=pos,
+            y=weights.astype(np.float64),
+            name=t("conv.fig_weights"),
+            marker=dict(color=GROUP_COLORS[0]),
+            hovertemplate=t("conv.hover_key") + " %{x}<br>%{y:.4f}<extra></extra>",
+        ),
+        dict(
+            type="scatter",
+            x=fine,
+            y=gauss,
+            mode="lines",
+            name=t("conv.fig_gauss"),
+            hoverinfo="skip",
+            line=dict(color=TARGET_COLOR, width=2, dash="dash"),
+        ),
+    ]
+    layout = base_layout(
+        t("conv.fig_window_title", a=f"{alpha:g}", s=shift, q=query),
+        style,
+        380,
+        xaxis=dict(title=dict(text=t("conv.axis_key_pos"))),
+        yaxis=dict(title=dict(text=t("conv.axis_weight")), range=[0, 1.05]),
+        shapes=[_marks(query, QUERY_COLOR)],
+        legend=dict(orientation="h", yanchor="top", y=-0.22, x=0),
+    )
     return plain_figure(data, layout, style)
 
 
-def heads_1d_figure(pos: np.ndarray, weights: np.ndarray, shifts: Sequence[int], query: int, alpha: float,
-                    style: Style = Style()) -> go.Figure:  # fmt: skip
+def heads_1d_figure(
+    pos: np.ndarray, weights: np.ndarray, shifts: Sequence[int], query: int, alpha: float, style: Style = Style()
+) -> go.Figure:
     """The K heads' weights ``[K, N]`` of the same query, one line per shift Δ."""
     t = style.t
-    data = [dict(type="scatter", x=pos, y=w.astype(np.float64), mode="lines+markers", name=f"Δ = {s:+d}",
-                 line=dict(color=GROUP_COLORS[i % len(GROUP_COLORS)], width=_width(style)), marker=dict(size=5),
-                 hovertemplate=t("conv.hover_key") + " %{x}<br>%{y:.4f}<extra>Δ = " + f"{s:+d}</extra>")
-            for i, (s, w) in enumerate(zip(shifts, weights, strict=True))]  # fmt: skip
-    layout = base_layout(t("conv.fig_heads_title", k=len(shifts), q=query, a=f"{alpha:g}"), style, 400,
-                         xaxis=dict(title=dict(text=t("conv.axis_key_pos"))),
-                         yaxis=dict(title=dict(text=t("conv.axis_weight")), range=[0, 1.05]),
-                         shapes=[_marks(query, QUERY_COLOR)],
-                         legend=dict(orientation="h", yanchor="top", y=-0.22, x=0))  # fmt: skip
+    data = [
+        dict(
+            type="scatter",
+            x=pos,
+            y=w.astype(np.float64),
+            mode="lines+markers",
+            name=f"Δ = {s:+d}",
+            line=dict(color=GROUP_COLORS[i % len(GROUP_COLORS)], width=_width(style)),
+            marker=dict(size=5),
+            hovertemplate=t("conv.hover_key") + " %{x}<br>%{y:.4f}<extra>Δ = " + f"{s:+d}</extra>",
+        )
+        for i, (s, w) in enumerate(zip(shifts, weights, strict=True))
+    ]
+    layout = base_layout(
+        t("conv.fig_heads_title", k=len(shifts), q=query, a=f"{alpha:g}"),
+        style,
+        400,
+        xaxis=dict(title=dict(text=t("conv.axis_key_pos"))),
+        yaxis=dict(title=dict(text=t("conv.axis_weight")), range=[0, 1.05]),
+        shapes=[_marks(query, QUERY_COLOR)],
+        legend=dict(orientation="h", yanchor="top", y=-0.22, x=0),
+    )
     return plain_figure(data, layout, style)
 
 
 # ---------------------------------------------------------------- 2-D
-def head_maps_figure(maps: np.ndarray, k: int, query: tuple[int, int], rows: np.ndarray, cols: np.ndarray,
-                     image_hw: tuple[int, int], note: str = "", style: Style = Style()) -> go.Figure:  # fmt: skip
+def head_maps_figure(
+    maps: np.ndarray,
+    k: int,
+    query: tuple[int, int],
+    rows: np.ndarray,
+    cols: np.ndarray,
+    image_hw: tuple[int, int],
+    note: str = "",
+    style: Style = Style(),
+) -> go.Figure:
     """The K² heads' weights of one query pixel over key pixels ``maps`` ``[K², R, C]``, laid out as the kernel's
     taps (head (a, b) in row a, column b); the query outlined, the image's edge dotted where the keys include the
     zero padding. ``rows``/``cols``: the drawn key pixels' row and column numbers (a window of them: ``note``)."""
@@ -89,36 +146,102 @@ def head_maps_figure(maps: np.ndarray, k: int, query: tuple[int, int], rows: np.
         a, b = divmod(i, k)
         n = "" if i == 0 else str(i + 1)
         x0, y1 = b * (side + gap), 1 - a * (side + gap)
-        layout_axes[f"xaxis{n}"] = dict(domain=[x0, x0 + side], anchor=f"y{n}", showticklabels=False, ticks="",
-                                        showgrid=False, zeroline=False, range=[cols[0] - 0.5, cols[-1] + 0.5])  # fmt: skip
-        layout_axes[f"yaxis{n}"] = dict(domain=[y1 - side, y1], anchor=f"x{n}", showticklabels=False, ticks="",
-                                        showgrid=False, zeroline=False, range=[rows[-1] + 0.5, rows[0] - 0.5],
-                                        scaleanchor=f"x{n}")  # fmt: skip
+        layout_axes[f"xaxis{n}"] = dict(
+            domain=[x0, x0 + side],
+            anchor=f"y{n}",
+            showticklabels=False,
+            ticks="",
+            showgrid=False,
+            zeroline=False,
+            range=[cols[0] - 0.5, cols[-1] + 0.5],
+        )
+        layout_axes[f"yaxis{n}"] = dict(
+            domain=[y1 - side, y1],
+            anchor=f"x{n}",
+            showticklabels=False,
+            ticks="",
+            showgrid=False,
+            zeroline=False,
+            range=[rows[-1] + 0.5, rows[0] - 0.5],
+            scaleanchor=f"x{n}",
+        )
         d = (a - k // 2, b - k // 2)
-        data.append(dict(type="heatmap", z=maps[i].astype(np.float32), x=cols, y=rows, xaxis=f"x{n}", yaxis=f"y{n}",
-                         coloraxis="coloraxis", hovertemplate=t("conv.hover_pixel") +
-                         " (%{y}, %{x})<br>%{z:.4f}<extra>Δ = " + f"({d[0]}, {d[1]})</extra>"))  # fmt: skip
-        data.append(dict(type="scatter", x=[qc], y=[qr], xaxis=f"x{n}", yaxis=f"y{n}", mode="markers",
-                         marker=dict(symbol="square-open", size=8 if k > 5 else 10, color=QUERY_COLOR,
-                                     line=dict(width=2, color=QUERY_COLOR)), hoverinfo="skip", showlegend=False))  # fmt: skip
-        notes.append(dict(text=f"Δ=({d[0]},{d[1]})", x=x0 + side / 2, y=y1, xref="paper", yref="paper",
-                          yanchor="bottom", showarrow=False, font=dict(size=style.font - (2 if k > 5 else 0))))  # fmt: skip
+        data.append(
+            dict(
+                type="heatmap",
+                z=maps[i].astype(np.float32),
+                x=cols,
+                y=rows,
+                xaxis=f"x{n}",
+                yaxis=f"y{n}",
+                coloraxis="coloraxis",
+                hovertemplate=t("conv.hover_pixel")
+                + " (%{y}, %{x})<br>%{z:.4f}<extra>Δ = "
+                + f"({d[0]}, {d[1]})</extra>",
+            )
+        )
+        data.append(
+            dict(
+                type="scatter",
+                x=[qc],
+                y=[qr],
+                xaxis=f"x{n}",
+                yaxis=f"y{n}",
+                mode="markers",
+                marker=dict(
+                    symbol="square-open",
+                    size=8 if k > 5 else 10,
+                    color=QUERY_COLOR,
+                    line=dict(width=2, color=QUERY_COLOR),
+                ),
+                hoverinfo="skip",
+                showlegend=False,
+            )
+        )
+        notes.append(
+            dict(
+                text=f"Δ=({d[0]},{d[1]})",
+                x=x0 + side / 2,
+                y=y1,
+                xref="paper",
+                yref="paper",
+                yanchor="bottom",
+                showarrow=False,
+                font=dict(size=style.font - (2 if k > 5 else 0)),
+            )
+        )
         if min(rows[0], cols[0]) < 0 or rows[-1] >= h or cols[-1] >= w:  # zero-padding keys drawn: outline the image
-            shapes.append(dict(type="rect", xref=f"x{n}", yref=f"y{n}", x0=-0.5, x1=w - 0.5, y0=-0.5, y1=h - 0.5,
-                               line=dict(color="#ffffff", width=1, dash="dot")))  # fmt: skip
+            shapes.append(
+                dict(
+                    type="rect",
+                    xref=f"x{n}",
+                    yref=f"y{n}",
+                    x0=-0.5,
+                    x1=w - 0.5,
+                    y0=-0.5,
+                    y1=h - 0.5,
+                    line=dict(color="#ffffff", width=1, dash="dot"),
+                )
+            )
     px = k * MAP_PANEL_PX.get(k, 110) + (30 if style.present else 0)
     title = t("conv.fig_maps_title", n=k * k, k=k, r=qr, c=qc) + (f"<br><sub>{note}</sub>" if note else "")
-    layout = base_layout(title, style, px + 90 + (20 if note else 0), showlegend=False,
-                         annotations=notes, shapes=shapes,
-                         coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0,
-                                        colorbar=dict(title=dict(text=t("conv.axis_weight")))),
-                         margin=dict(l=10, r=10, t=(90 if style.present else 70) + (28 if note else 0), b=10),
-                         **layout_axes)  # fmt: skip
+    layout = base_layout(
+        title,
+        style,
+        px + 90 + (20 if note else 0),
+        showlegend=False,
+        annotations=notes,
+        shapes=shapes,
+        coloraxis=dict(
+            colorscale=style.weight_scale, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=t("conv.axis_weight")))
+        ),
+        margin=dict(l=10, r=10, t=(90 if style.present else 70) + (28 if note else 0), b=10),
+        **layout_axes,
+    )
     return plain_figure(data, layout, style)
 
 
-def image_figure(img: np.ndarray, title: str, kind: str, lim: float | None = None,
-                 style: Style = Style()) -> go.Figure:  # fmt: skip
+def image_figure(img: np.ndarray, title: str, kind: str, lim: float | None = None, style: Style = Style()) -> go.Figure:
     """One channel ``[H, W]``: ``grey`` (0..1, black to white) or ``signed`` (diverging, ±``lim``, centred at 0)."""
     t = style.t
     z = img.astype(np.float32)
@@ -127,53 +250,117 @@ def image_figure(img: np.ndarray, title: str, kind: str, lim: float | None = Non
     else:
         top = float(lim if lim is not None else np.max(np.abs(z), initial=0.0)) or 1.0
         caxis = dict(colorscale=DIVERGING_SCALE, cmin=-top, cmax=top, cmid=0.0)
-    data = [dict(type="heatmap", z=z, coloraxis="coloraxis",
-                 hovertemplate=t("conv.hover_pixel") + " (%{y}, %{x})<br>%{z:.4g}<extra></extra>")]  # fmt: skip
-    layout = base_layout(title, style, 400 if style.present else 360, coloraxis=caxis,
-                         xaxis=dict(title=dict(text=t("conv.axis_col")), constrain="domain"),
-                         yaxis=dict(title=dict(text=t("conv.axis_row")), autorange="reversed", scaleanchor="x",
-                                    constrain="domain"))  # fmt: skip
+    data = [
+        dict(
+            type="heatmap",
+            z=z,
+            coloraxis="coloraxis",
+            hovertemplate=t("conv.hover_pixel") + " (%{y}, %{x})<br>%{z:.4g}<extra></extra>",
+        )
+    ]
+    layout = base_layout(
+        title,
+        style,
+        400 if style.present else 360,
+        coloraxis=caxis,
+        xaxis=dict(title=dict(text=t("conv.axis_col")), constrain="domain"),
+        yaxis=dict(title=dict(text=t("conv.axis_row")), autorange="reversed", scaleanchor="x", constrain="domain"),
+    )
     return plain_figure(data, layout, style)
 
 
 # ---------------------------------------------------------------- α sweep
-def sweep_figure(alphas: np.ndarray, diffs: np.ndarray, tol: float, below_at: float | None, alpha: float,
-                 style: Style = Style()) -> go.Figure:  # fmt: skip
+def sweep_figure(
+    alphas: np.ndarray, diffs: np.ndarray, tol: float, below_at: float | None, alpha: float, style: Style = Style()
+) -> go.Figure:
     """The largest |attention − conv2d| against α (log-log), the tolerance, where it is first below it, the
     user's α."""
     t = style.t
     y = np.maximum(diffs.astype(np.float64), 1e-17)  # an exact 0 on a log axis
-    data = [dict(type="scatter", x=alphas.astype(np.float64), y=y, mode="lines+markers", name=t("conv.fig_diff"),
-                 line=dict(color=GROUP_COLORS[0], width=_width(style)), marker=dict(size=7),
-                 hovertemplate="α = %{x:.3g}<br>%{y:.3e}<extra></extra>")]  # fmt: skip
-    shapes = [dict(type="line", x0=0, x1=1, xref="paper", y0=tol, y1=tol, line=dict(color="#555555", dash="dash")),
-              _marks(alpha, QUERY_COLOR)]  # fmt: skip
-    notes = [dict(x=np.log10(alpha), y=1, yref="paper", text=t("conv.fig_your_alpha", a=f"{alpha:g}"),
-                  showarrow=False, yanchor="bottom", font=dict(color=QUERY_COLOR, size=style.font))]  # fmt: skip
+    data = [
+        dict(
+            type="scatter",
+            x=alphas.astype(np.float64),
+            y=y,
+            mode="lines+markers",
+            name=t("conv.fig_diff"),
+            line=dict(color=GROUP_COLORS[0], width=_width(style)),
+            marker=dict(size=7),
+            hovertemplate="α = %{x:.3g}<br>%{y:.3e}<extra></extra>",
+        )
+    ]
+    shapes = [
+        dict(type="line", x0=0, x1=1, xref="paper", y0=tol, y1=tol, line=dict(color="#555555", dash="dash")),
+        _marks(alpha, QUERY_COLOR),
+    ]
+    notes = [
+        dict(
+            x=np.log10(alpha),
+            y=1,
+            yref="paper",
+            text=t("conv.fig_your_alpha", a=f"{alpha:g}"),
+            showarrow=False,
+            yanchor="bottom",
+            font=dict(color=QUERY_COLOR, size=style.font),
+        )
+    ]
     if below_at is not None:
         shapes.append(_marks(below_at, TARGET_COLOR, "dash"))
-        notes.append(dict(x=np.log10(below_at), y=np.log10(tol), text=t("conv.fig_below", a=f"{below_at:.3g}",
-                                                                       tol=f"{tol:g}"),
-                          showarrow=True, arrowhead=2, ax=60, ay=-50, font=dict(color=TARGET_COLOR, size=style.font)))  # fmt: skip
+        notes.append(
+            dict(
+                x=np.log10(below_at),
+                y=np.log10(tol),
+                text=t("conv.fig_below", a=f"{below_at:.3g}", tol=f"{tol:g}"),
+                showarrow=True,
+                arrowhead=2,
+                ax=60,
+                ay=-50,
+                font=dict(color=TARGET_COLOR, size=style.font),
+            )
+        )
     lo = min(np.log10(max(float(y.min()), 1e-17)), np.log10(tol))
-    layout = base_layout(t("conv.fig_sweep_title"), style, 460 if style.present else 420, showlegend=False,
-                         xaxis=dict(type="log", title=dict(text="α")),
-                         yaxis=dict(type="log", title=dict(text=t("conv.axis_diff")),
-                                    range=[lo - 0.5, np.log10(max(float(y.max()), tol)) + 0.5]),
-                         shapes=shapes, annotations=notes)  # fmt: skip
+    layout = base_layout(
+        t("conv.fig_sweep_title"),
+        style,
+        460 if style.present else 420,
+        showlegend=False,
+        xaxis=dict(type="log", title=dict(text="α")),
+        yaxis=dict(
+            type="log", title=dict(text=t("conv.axis_diff")), range=[lo - 0.5, np.log10(max(float(y.max()), tol)) + 0.5]
+        ),
+        shapes=shapes,
+        annotations=notes,
+    )
     return plain_figure(data, layout, style)
 
 
 # ---------------------------------------------------------------- the analogy
-def analogy_figure(header: Sequence[str], rows: Sequence[Sequence[str]], title: str,
-                   style: Style = Style()) -> go.Figure:  # fmt: skip
+def analogy_figure(
+    header: Sequence[str], rows: Sequence[Sequence[str]], title: str, style: Style = Style()
+) -> go.Figure:
     """The analogy as a table (exportable as a slide)."""
     cols = [list(c) for c in zip(*rows, strict=True)]
     size = style.font + 1
-    data = [dict(type="table", columnwidth=[1, 1.3, 1.3],
-                 header=dict(values=[f"<b>{h}</b>" for h in header], fill=dict(color="#e8eef7"), align="left",
-                             font=dict(size=size), height=size * 2.2),
-                 cells=dict(values=cols, align="left", font=dict(size=size), height=size * 2.2,
-                            fill=dict(color="#ffffff"), line=dict(color="#cccccc")))]  # fmt: skip
+    data = [
+        dict(
+            type="table",
+            columnwidth=[1, 1.3, 1.3],
+            header=dict(
+                values=[f"<b>{h}</b>" for h in header],
+                fill=dict(color="#e8eef7"),
+                align="left",
+                font=dict(size=size),
+                height=size * 2.2,
+            ),
+            cells=dict(
+                values=cols,
+                align="left",
+                font=dict(size=size),
+                height=size * 2.2,
+                fill=dict(color="#ffffff"),
+                line=dict(color="#cccccc"),
+            ),
+        )
+    ]
     layout = base_layout(title, style, 140 + len(rows) * (size * 4 + 8))
     return plain_figure(data, layout, style)

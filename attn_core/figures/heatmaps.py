@@ -213,15 +213,29 @@ def _geometry(grid: HeadGrid, style: Style) -> _Geometry:
     gx = max(1, round(GAP_PX * sx / cell_w)) if plan.ncols > 1 else 0
     gy = int(np.ceil(title_px * sy / cell_h - 1e-9)) if nrows > 1 else 0
     plot_h = int(round(nrows * plan.panel_h + (nrows - 1) * gy * cell_h / sy))
-    return _Geometry(plan, nrows, title_px, plot_h, sx, sy, gx, gy,
-                     _categories(grid.labels_k, plan.ncols, sx, gx), _categories(grid.labels_q, nrows, sy, gy))  # fmt: skip
+    return _Geometry(
+        plan,
+        nrows,
+        title_px,
+        plot_h,
+        sx,
+        sy,
+        gx,
+        gy,
+        _categories(grid.labels_k, plan.ncols, sx, gx),
+        _categories(grid.labels_q, nrows, sy, gy),
+    )
 
 
 def _ticks(labels: list[str], ticks: Ticks, starts: list[int], sub: int, names: list[str]) -> dict:
     """Tick settings of one axis: every ``ticks.step``-th label of each panel starting at ``starts``, shortened."""
     picked = range(0, len(labels), ticks.step)
-    return dict(tickmode="array", tickvals=[names[s + m * sub + sub // 2] for s in starts for m in picked],
-                ticktext=[short_label(labels[m]) for _ in starts for m in picked], tickfont=dict(size=ticks.font))  # fmt: skip
+    return dict(
+        tickmode="array",
+        tickvals=[names[s + m * sub + sub // 2] for s in starts for m in picked],
+        ticktext=[short_label(labels[m]) for _ in starts for m in picked],
+        tickfont=dict(size=ticks.font),
+    )
 
 
 def _tiled(grid: HeadGrid, geo: _Geometry) -> np.ndarray:
@@ -251,8 +265,16 @@ def _frames(i: int, grid: HeadGrid, geo: _Geometry, style: Style, masked: bool) 
     shapes.append(dict(panel, line=dict(color=color, width=4 if style.present else 3), layer="above"))
     wide = geo.plan.ncols < 8  # eight panels a row leave no room for the word "head"
     text = f"<b>{style.t('fig.head')} {head}</b> · KV {group}" if wide else f"<b>{head}</b> · KV {group}"
-    title = dict(x=x0 + c * geo.sx / 2, y=y0, xref="x", yref="y", yanchor="bottom", showarrow=False, text=text,
-                 font=dict(color=group_text_color(group), size=style.font if wide else style.font - 1))  # fmt: skip
+    title = dict(
+        x=x0 + c * geo.sx / 2,
+        y=y0,
+        xref="x",
+        yref="y",
+        yanchor="bottom",
+        showarrow=False,
+        text=text,
+        font=dict(color=group_text_color(group), size=style.font if wide else style.font - 1),
+    )
     return shapes, title
 
 
@@ -277,12 +299,19 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
     hs, r, c = grid.weights.shape
     grid = replace(grid, weights=np.ascontiguousarray(grid.weights, dtype=np.float32))
     geo = _geometry(grid, style)
-    words = dict(head=style.t("fig.head"), query=style.t("fig.query"), key=style.t("fig.key"),
-                 value=grid.value_label or style.t("fig.weight"), masked=style.t("fig.masked"),
-                 block_top=style.t("fig.block_top"), click=style.t("fig.click_open"),
-                 block=style.t("fig.click_block"))  # fmt: skip
-    title = grid.title or style.t("fig.grid_title", heads=style.count(hs, "query_head"),
-                                  groups=style.count(grid.n_kv_heads, "kv_group"))  # fmt: skip
+    words = dict(
+        head=style.t("fig.head"),
+        query=style.t("fig.query"),
+        key=style.t("fig.key"),
+        value=grid.value_label or style.t("fig.weight"),
+        masked=style.t("fig.masked"),
+        block_top=style.t("fig.block_top"),
+        click=style.t("fig.click_open"),
+        block=style.t("fig.click_block"),
+    )
+    title = grid.title or style.t(
+        "fig.grid_title", heads=style.count(hs, "query_head"), groups=style.count(grid.n_kv_heads, "kv_group")
+    )
     thinned = thinned_note(style, geo.plan.y, geo.plan.x, words["query"], words["key"])
     title += f"<br><sub>{thinned}</sub>" if thinned else ""
     masked = bool(np.isnan(grid.weights).any())
@@ -291,8 +320,18 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
     hover = f"{words['query']} %{{y}}<br>{words['key']} %{{x}}<br>{words['value']} %{{z:.4f}}<extra></extra>"
     if hs == 1:
         hover = f"<b>{words['head']} {grid.heads[0]}</b> · KV {groups[0]}<br>" + hover
-    data = [dict(type="heatmap", z=_tiled(grid, geo), x=geo.xs, y=geo.ys, coloraxis="coloraxis", hoverongaps=False,
-                 name=words["head"], hovertemplate=hover)]  # fmt: skip
+    data = [
+        dict(
+            type="heatmap",
+            z=_tiled(grid, geo),
+            x=geo.xs,
+            y=geo.ys,
+            coloraxis="coloraxis",
+            hoverongaps=False,
+            name=words["head"],
+            hovertemplate=hover,
+        )
+    ]
     shapes, annotations = [], []
     for i in range(hs):
         frames, panel_title = _frames(i, grid, geo, style, masked)
@@ -314,8 +353,12 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
         font=dict(size=style.font),
         xaxis=x_axis,
         yaxis=y_axis,
-        coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=grid.cmax,
-                       colorbar=dict(title=dict(text=words["value"], font=tick_font), tickfont=tick_font)),
+        coloraxis=dict(
+            colorscale=style.weight_scale,
+            cmin=0.0,
+            cmax=grid.cmax,
+            colorbar=dict(title=dict(text=words["value"], font=tick_font), tickfont=tick_font),
+        ),
         shapes=shapes,
         annotations=annotations,
         height=int(top_margin + geo.plot_h + label_room),
@@ -323,15 +366,28 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
         plot_bgcolor="rgba(0,0,0,0)",
         hoverlabel=dict(font=dict(size=max(12, style.font - 2))),
         uirevision="grid",
-    )  # fmt: skip
+    )
     # The room the browser gives the key labels, their title and the colour bar (reserved here, so it lays the
     # grid out once): taller by what the bottom margin grows, the panels keep the height their labels need.
     reserve_margins({"data": data, "layout": layout})
     layout["height"] += layout["margin"]["b"] - label_room
     # built from plain dicts without plotly's per-property validation (the shapes are fixed here and covered
     # by the tests); the meta says where the panels are and that apply_fonts has nothing left to do
-    layout["meta"] = {FONTS_SET: style.font, PINNED: ["xaxis", "yaxis"], GRID_META: dict(
-        heads=list(grid.heads), groups=groups, ncols=geo.plan.ncols, rows=r, cols=c, sx=geo.sx, sy=geo.sy, gx=geo.gx, gy=geo.gy)}  # fmt: skip
+    layout["meta"] = {
+        FONTS_SET: style.font,
+        PINNED: ["xaxis", "yaxis"],
+        GRID_META: dict(
+            heads=list(grid.heads),
+            groups=groups,
+            ncols=geo.plan.ncols,
+            rows=r,
+            cols=c,
+            sx=geo.sx,
+            sy=geo.sy,
+            gx=geo.gx,
+            gy=geo.gy,
+        ),
+    }
     return PlainFigure(data, layout)
 
 
@@ -346,10 +402,23 @@ def _axes(grid: HeadGrid, geo: _Geometry, words: dict[str, str], style: Style) -
     longest = max((len(s) for s in x_ticks["ticktext"]), default=4)
     label_room = int(min(200, 30 + (10 if style.present else 0) + 0.5 * geo.plan.x.font * longest))
     axis_font = dict(size=style.font + 2)
-    x_axis = dict(type="category", range=[-0.5, len(geo.xs) - 0.5], tickangle=-60, showgrid=False, zeroline=False,
-                  title=dict(text=words["key"], font=axis_font), **x_ticks)  # fmt: skip
-    y_axis = dict(type="category", range=[len(geo.ys) - 0.5, -0.5], showgrid=False, zeroline=False,  # first query on top
-                  title=dict(text=words["query"], font=axis_font), **y_ticks)  # fmt: skip
+    x_axis = dict(
+        type="category",
+        range=[-0.5, len(geo.xs) - 0.5],
+        tickangle=-60,
+        showgrid=False,
+        zeroline=False,
+        title=dict(text=words["key"], font=axis_font),
+        **x_ticks,
+    )
+    y_axis = dict(
+        type="category",
+        range=[len(geo.ys) - 0.5, -0.5],
+        showgrid=False,
+        zeroline=False,  # first query on top
+        title=dict(text=words["query"], font=axis_font),
+        **y_ticks,
+    )
     return x_axis, y_axis, label_room
 
 
@@ -399,8 +468,10 @@ class MatrixSpec:
 def _matrix_traces(spec: MatrixSpec, z: np.ndarray, style: Style) -> tuple[list[dict], dict]:
     """The matrix's heatmap (values printed in small maps), the grey layer of its masked cells, its colour axis."""
     rows_u, cols_u = [str(x) for x in spec.row_labels], [str(x) for x in spec.col_labels]
-    hover = (f"{spec.row_title or style.t('fig.query')} %{{y}}<br>{spec.col_title or style.t('fig.key')} %{{x}}"
-             "<br>%{z:.4g}<extra></extra>")  # fmt: skip
+    hover = (
+        f"{spec.row_title or style.t('fig.query')} %{{y}}<br>{spec.col_title or style.t('fig.key')} %{{x}}"
+        "<br>%{z:.4g}<extra></extra>"
+    )
     if spec.kind == "weights":
         caxis = dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0)
     else:
@@ -409,17 +480,23 @@ def _matrix_traces(spec: MatrixSpec, z: np.ndarray, style: Style) -> tuple[list[
         lim = lim if lim > 0 else 1.0
         caxis = dict(colorscale=DIVERGING_SCALE, cmin=-lim, cmax=lim, cmid=0.0)
     caxis["colorbar"] = dict(tickfont=dict(size=style.font), title=dict(font=dict(size=style.font)))
-    trace = dict(type="heatmap", z=z, x=cols_u, y=rows_u, coloraxis="coloraxis", hoverongaps=False,
-                 hovertemplate=hover)  # fmt: skip
+    trace = dict(type="heatmap", z=z, x=cols_u, y=rows_u, coloraxis="coloraxis", hoverongaps=False, hovertemplate=hover)
     if z.shape[0] * z.shape[1] <= 144 and z.shape[1] <= 16:
         trace.update(texttemplate="%{z:.2f}", textfont=dict(size=max(9, style.font - 3)))
     data = [trace]
     if spec.mask is not None and not np.all(spec.mask):
         data.append(
-            dict(type="heatmap", z=np.where(spec.mask, np.nan, 1.0).astype(np.float32), x=cols_u, y=rows_u,
-                 showscale=False, colorscale=[[0, MASK_GREY], [1, MASK_GREY]], hoverongaps=False,
-                 hovertemplate=style.t("fig.masked") + "<extra></extra>")
-        )  # fmt: skip
+            dict(
+                type="heatmap",
+                z=np.where(spec.mask, np.nan, 1.0).astype(np.float32),
+                x=cols_u,
+                y=rows_u,
+                showscale=False,
+                colorscale=[[0, MASK_GREY], [1, MASK_GREY]],
+                hoverongaps=False,
+                hovertemplate=style.t("fig.masked") + "<extra></extra>",
+            )
+        )
     return data, caxis
 
 
@@ -458,12 +535,18 @@ def matrix_figure(spec: MatrixSpec, style: Style = Style()) -> go.Figure:
         plot_bgcolor="rgba(0,0,0,0)",
         hoverlabel=dict(font=dict(size=max(12, style.font - 2))),
         legend=dict(font=font),
-        xaxis=dict(title=dict(text=col_title, font=axis_font), tickangle=-60, type="category", automargin=True,
-                   **x_axis),
-        yaxis=dict(title=dict(text=row_title, font=axis_font), autorange="reversed", type="category",
-                   automargin=True, **tick_axis(rows_u, y_ticks)),
+        xaxis=dict(
+            title=dict(text=col_title, font=axis_font), tickangle=-60, type="category", automargin=True, **x_axis
+        ),
+        yaxis=dict(
+            title=dict(text=row_title, font=axis_font),
+            autorange="reversed",
+            type="category",
+            automargin=True,
+            **tick_axis(rows_u, y_ticks),
+        ),
         meta={FONTS_SET: style.font},
-    )  # fmt: skip
+    )
     reserve_margins({"data": data, "layout": layout})  # what apply_fonts would add (it skips FONTS_SET figures)
     # eight of these per step-by-step view: plain dicts, no per-property validation (see heatmap_grid)
     return PlainFigure(data, layout)

@@ -84,9 +84,17 @@ def _link_traces(owner: Sequence[int], n_kv_heads: int, xs_kv: list[float], widt
             xs += [h, xs_kv[g], None]
             ys += [1, 0, None]
         traces.append(
-            go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False, name=f"KV {g}",
-                       line=dict(color=group_color(g), width=width), meta={"kv_head": g, "query_heads": members})
-        )  # fmt: skip
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                hoverinfo="skip",
+                showlegend=False,
+                name=f"KV {g}",
+                line=dict(color=group_color(g), width=width),
+                meta={"kv_head": g, "query_heads": members},
+            )
+        )
     return traces
 
 
@@ -99,19 +107,31 @@ def _node_traces(owner: Sequence[int], n_kv_heads: int, xs_kv: list[float], styl
     edge = dict(width=1, color="#222222")
     readers = [", ".join(str(h) for h, o in enumerate(owner) if o == g) for g in range(n_kv_heads)]
     queries = go.Scatter(
-        x=list(range(n_heads)), y=[1] * n_heads, mode="markers+text", textposition="top center", textfont=font,
-        text=[f"Q{h}" if not big else str(h) for h in range(n_heads)], showlegend=False, name="query heads",
+        x=list(range(n_heads)),
+        y=[1] * n_heads,
+        mode="markers+text",
+        textposition="top center",
+        textfont=font,
+        text=[f"Q{h}" if not big else str(h) for h in range(n_heads)],
+        showlegend=False,
+        name="query heads",
         marker=dict(size=node, color=[group_color(g) for g in owner], line=edge),
         customdata=[[h, owner[h]] for h in range(n_heads)],
         hovertemplate=style.t("kvfig.q_hover") + "<extra></extra>",
-    )  # fmt: skip
+    )
     kv_nodes = go.Scatter(
-        x=xs_kv, y=[0] * n_kv_heads, mode="markers+text", textposition="bottom center", textfont=font,
-        text=[f"KV{g}" if n_kv_heads <= 16 else str(g) for g in range(n_kv_heads)], showlegend=False,
-        name="KV heads", customdata=[[g, readers[g]] for g in range(n_kv_heads)],
+        x=xs_kv,
+        y=[0] * n_kv_heads,
+        mode="markers+text",
+        textposition="bottom center",
+        textfont=font,
+        text=[f"KV{g}" if n_kv_heads <= 16 else str(g) for g in range(n_kv_heads)],
+        showlegend=False,
+        name="KV heads",
+        customdata=[[g, readers[g]] for g in range(n_kv_heads)],
         marker=dict(size=node + 4, symbol="square", color=[group_color(g) for g in range(n_kv_heads)], line=edge),
         hovertemplate=style.t("kvfig.kv_hover") + "<extra></extra>",
-    )  # fmt: skip
+    )
     return [queries, kv_nodes]
 
 
@@ -135,11 +155,17 @@ def kv_diagram(owner: Sequence[int], n_kv_heads: int, style: Style = Style(), ti
     title = slide_title(title, HALF_SLIDE_TITLE) if style.present else title  # beside repeat_kv on a slide
     ticks = [style.t("kvfig.q_row", h=n_heads), style.t("kvfig.kv_row", kv=n_kv_heads)]
     fig.update_layout(
-        **base_layout(title, style, 300 if not style.present else 380, margin=margin(style),
-                      xaxis=dict(visible=False, range=[-1, n_heads], fixedrange=True),
-                      yaxis=dict(tickvals=[1, 0], fixedrange=True, range=[-0.45, 1.45], zeroline=False, showgrid=False,
-                                 ticktext=ticks))
-    )  # fmt: skip
+        **base_layout(
+            title,
+            style,
+            300 if not style.present else 380,
+            margin=margin(style),
+            xaxis=dict(visible=False, range=[-1, n_heads], fixedrange=True),
+            yaxis=dict(
+                tickvals=[1, 0], fixedrange=True, range=[-0.45, 1.45], zeroline=False, showgrid=False, ticktext=ticks
+            ),
+        )
+    )
     return apply_fonts(fig, style)
 
 
@@ -149,8 +175,17 @@ HALF_SLIDE_TITLE = 34  # Latin characters of 26 px title a chart on half a 1024 
 
 
 def _block(x0: float, x1: float, y0: float, y1: float, colour: str) -> dict:
-    return dict(type="rect", x0=x0, x1=x1, y0=y0, y1=y1, fillcolor=colour, line=dict(color="#222222", width=1),
-                opacity=0.9, layer="below")  # fmt: skip
+    return dict(
+        type="rect",
+        x0=x0,
+        x1=x1,
+        y0=y0,
+        y1=y1,
+        fillcolor=colour,
+        line=dict(color="#222222", width=1),
+        opacity=0.9,
+        layer="below",
+    )
 
 
 def _repeat_blocks(n_heads: int, n_kv_heads: int, shape: tuple[int, int], style: Style) -> tuple[list, list]:
@@ -182,10 +217,16 @@ def _repeat_annotations(labels: list, n_heads: int, n_kv_heads: int, dims: tuple
     n_rep, h, hk = n_heads // n_kv_heads, n_heads, n_kv_heads
     size = max(9, style.font - (3 if h > 16 else 0) - (4 if style.present else 0))  # a slide: half its width
     out = [
-        dict(x=lx0 - 0.1 if x < 3 else rx1 + 0.1, y=y, text=text, showarrow=False,
-             xanchor="right" if x < 3 else "left", font=dict(size=size))
+        dict(
+            x=lx0 - 0.1 if x < 3 else rx1 + 0.1,
+            y=y,
+            text=text,
+            showarrow=False,
+            xanchor="right" if x < 3 else "left",
+            font=dict(size=size),
+        )
         for x, y, text, _ in labels
-    ]  # fmt: skip
+    ]
     under = dict(y=-0.15, yanchor="bottom", showarrow=False, font=dict(size=style.font))
     heads = [style.t("kvfig.block_left", b=b, hk=hk, t=t, d=d), style.t("kvfig.block_right", b=b, h=h, t=t, d=d)]
     if style.present:  # three short lines each, or the two shapes run into each other on half a slide
@@ -193,9 +234,15 @@ def _repeat_annotations(labels: list, n_heads: int, n_kv_heads: int, dims: tuple
     out += [
         dict(x=(lx0 + lx1) / 2, text=heads[0], **under),
         dict(x=(rx0 + rx1) / 2, text=heads[1], **under),
-        dict(x=(lx1 + rx0) / 2, y=h / 2, showarrow=False, font=dict(size=style.font + 2),
-             text=f"<b>× {n_rep}</b>" if n_rep > 1 else style.t("kvfig.no_repeat"), bgcolor="rgba(255,255,255,0.8)"),
-    ]  # fmt: skip
+        dict(
+            x=(lx1 + rx0) / 2,
+            y=h / 2,
+            showarrow=False,
+            font=dict(size=style.font + 2),
+            text=f"<b>× {n_rep}</b>" if n_rep > 1 else style.t("kvfig.no_repeat"),
+            bgcolor="rgba(255,255,255,0.8)",
+        ),
+    ]
     return out
 
 
@@ -212,10 +259,16 @@ def repeat_kv_figure(
     check_kv_heads(n_heads, n_kv_heads)
     shapes, labels = _repeat_blocks(n_heads, n_kv_heads, (seq_len, head_dim), style)
     hover = dict(
-        type="scatter", x=[x for x, _, _, _ in labels], y=[y for _, y, _, _ in labels], mode="markers",
-        marker=dict(size=1, opacity=0), customdata=[hv for _, _, _, hv in labels],
-        hovertemplate="%{customdata}<extra></extra>", showlegend=False, name="blocks",
-    )  # fmt: skip
+        type="scatter",
+        x=[x for x, _, _, _ in labels],
+        y=[y for _, y, _, _ in labels],
+        mode="markers",
+        marker=dict(size=1, opacity=0),
+        customdata=[hv for _, _, _, hv in labels],
+        hovertemplate="%{customdata}<extra></extra>",
+        showlegend=False,
+        name="blocks",
+    )
     annotations = _repeat_annotations(labels, n_heads, n_kv_heads, (batch, seq_len, head_dim), style)
     row_px = max(11, min(30, 520 // max(n_heads, 1)))
     height = int(min(1000, max(320, row_px * n_heads + (170 if style.present else 140))))
@@ -223,10 +276,16 @@ def repeat_kv_figure(
     main = slide_title(main, HALF_SLIDE_TITLE) if style.present else main
     title = main + "<br><sup>" + style.t("kvfig.block_sub") + "</sup>"
     # plain dicts, as plain_figure takes them: rebuilt on every move of d_k, so no per-property validation
-    layout = base_layout(title, style, height, margin=margin(style, (70, 125)), shapes=shapes, annotations=annotations,
-                         xaxis=dict(visible=False, range=[-3.2, 11.2 if style.present else 10.2], fixedrange=True),
-                         yaxis=dict(visible=False, range=[n_heads + 0.2, -1.6 if not style.present else -2.6],
-                                    fixedrange=True))  # fmt: skip
+    layout = base_layout(
+        title,
+        style,
+        height,
+        margin=margin(style, (70, 125)),
+        shapes=shapes,
+        annotations=annotations,
+        xaxis=dict(visible=False, range=[-3.2, 11.2 if style.present else 10.2], fixedrange=True),
+        yaxis=dict(visible=False, range=[n_heads + 0.2, -1.6 if not style.present else -2.6], fixedrange=True),
+    )
     return plain_figure([hover], layout, style)
 
 
@@ -376,8 +435,9 @@ def _hover_cells(rows: list[str], cols: list[str], joiner: str, suffix: str) -> 
     return np.char.add(cells, suffix)
 
 
-def _place(cv: _Canvas, panel: tuple[int, int, np.ndarray, int | str], g: int, p: MapPanels, lay: MapsLayout,
-           style: Style) -> None:  # fmt: skip
+def _place(
+    cv: _Canvas, panel: tuple[int, int, np.ndarray, int | str], g: int, p: MapPanels, lay: MapsLayout, style: Style
+) -> None:
     """Put one panel on the canvas: its cells, its hover labels, its frame and its label."""
     slot, y0, mat, what = panel
     x0, (nr, nc) = slot * (p.side[1] + lay.gap), mat.shape
@@ -399,11 +459,21 @@ def _place(cv: _Canvas, panel: tuple[int, int, np.ndarray, int | str], g: int, p
             )
     col = group_color(g)
     line = dict(color=col, width=4 if style.present else 3, dash="dot" if what in ("K", "V") else "solid")
-    cv.shapes.append(dict(type="rect", x0=x0 - 0.5, x1=x0 + nc - 0.5, y0=y0 - 0.5, y1=y0 + nr - 0.5, line=line,
-                          layer="above"))  # fmt: skip
-    cv.annotations.append(dict(x=x0 + (nc - 1) / 2, y=y0 - 0.6, xref="x", yref="y", yanchor="bottom",
-                               showarrow=False, text=f"<b>{label}</b>",
-                               font=dict(color=group_text_color(g), size=style.font)))  # fmt: skip
+    cv.shapes.append(
+        dict(type="rect", x0=x0 - 0.5, x1=x0 + nc - 0.5, y0=y0 - 0.5, y1=y0 + nr - 0.5, line=line, layer="above")
+    )
+    cv.annotations.append(
+        dict(
+            x=x0 + (nc - 1) / 2,
+            y=y0 - 0.6,
+            xref="x",
+            yref="y",
+            yanchor="bottom",
+            showarrow=False,
+            text=f"<b>{label}</b>",
+            font=dict(color=group_text_color(g), size=style.font),
+        )
+    )
 
 
 def _json_chars(text: np.ndarray) -> int:
@@ -435,15 +505,26 @@ def _paint(p: MapPanels, lay: MapsLayout, style: Style) -> _Canvas:
 
 def _maps_traces(cv: _Canvas, kv_x0: int, style: Style) -> list[go.Heatmap]:
     weights = go.Heatmap(
-        z=cv.w, coloraxis="coloraxis", hoverongaps=False, text=cv.text_w, name="weights",
-        hovertemplate=("%{text}<br>" if cv.text_w is not None else "") + style.t("fig.weight")
+        z=cv.w,
+        coloraxis="coloraxis",
+        hoverongaps=False,
+        text=cv.text_w,
+        name="weights",
+        hovertemplate=("%{text}<br>" if cv.text_w is not None else "")
+        + style.t("fig.weight")
         + " %{z:.4f}<extra></extra>",
-    )  # fmt: skip
+    )
     kv = go.Heatmap(
-        z=cv.kv, x0=kv_x0, coloraxis="coloraxis2", hoverongaps=False, text=cv.text_kv, name="kv",
-        hovertemplate=("%{text}<br>" if cv.text_kv is not None else "") + style.t("kvfig.value")
+        z=cv.kv,
+        x0=kv_x0,
+        coloraxis="coloraxis2",
+        hoverongaps=False,
+        text=cv.text_kv,
+        name="kv",
+        hovertemplate=("%{text}<br>" if cv.text_kv is not None else "")
+        + style.t("kvfig.value")
         + " %{z:.4g}<extra></extra>",
-    )  # fmt: skip
+    )
     return [weights, kv]
 
 
@@ -464,9 +545,10 @@ def _map_axes(x: tuple[list, list[str]], y: tuple[list, list[str]], x_title: str
     common = dict(showgrid=False, zeroline=False, constrain="domain")
     return dict(
         xaxis=dict(tickvals=x[0], ticktext=x[1], tickangle=-60, title=dict(text=x_title), **common),
-        yaxis=dict(tickvals=y[0], ticktext=y[1], autorange="reversed", scaleanchor="x",
-                   title=dict(text=y_title), **common),
-    )  # fmt: skip
+        yaxis=dict(
+            tickvals=y[0], ticktext=y[1], autorange="reversed", scaleanchor="x", title=dict(text=y_title), **common
+        ),
+    )
 
 
 def maps_figure(p: MapPanels, style: Style = Style()) -> go.Figure:
@@ -493,15 +575,33 @@ def maps_figure(p: MapPanels, style: Style = Style()) -> go.Figure:
     x_ticks = ([col * (c + lay.gap) + j for col in range(lay.per_line + 2) for j in xt], xl * (lay.per_line + 2))
     bar = dict(x=1.0, len=0.45)
     layout = base_layout(
-        _maps_title(p, lay.dd, style), style, int(min(3000, max(360, lay.height * lay.cell_px + 200))),
-        margin=margin(style), shapes=cv.shapes, annotations=cv.annotations, uirevision="kvmaps",
-        coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0,
-                       colorbar=dict(title=dict(text=style.t("fig.weight")), y=0.78, **bar)),
-        coloraxis2=dict(colorscale=DIVERGING_SCALE, cmin=-lim, cmax=lim, cmid=0.0,
-                        colorbar=dict(title=dict(text=style.t("kvfig.kv_scale", lim=f"{lim:.3g}")), y=0.25, **bar)),
-        **_map_axes(x_ticks, (cv.ytick_vals, cv.ytick_text), style.t("fig.key"),
-                    "" if style.present else style.t("kvfig.maps_y")),  # a slide: too short for it
-    )  # fmt: skip
+        _maps_title(p, lay.dd, style),
+        style,
+        int(min(3000, max(360, lay.height * lay.cell_px + 200))),
+        margin=margin(style),
+        shapes=cv.shapes,
+        annotations=cv.annotations,
+        uirevision="kvmaps",
+        coloraxis=dict(
+            colorscale=style.weight_scale,
+            cmin=0.0,
+            cmax=1.0,
+            colorbar=dict(title=dict(text=style.t("fig.weight")), y=0.78, **bar),
+        ),
+        coloraxis2=dict(
+            colorscale=DIVERGING_SCALE,
+            cmin=-lim,
+            cmax=lim,
+            cmid=0.0,
+            colorbar=dict(title=dict(text=style.t("kvfig.kv_scale", lim=f"{lim:.3g}")), y=0.25, **bar),
+        ),
+        **_map_axes(
+            x_ticks,
+            (cv.ytick_vals, cv.ytick_text),
+            style.t("fig.key"),
+            "" if style.present else style.t("kvfig.maps_y"),
+        ),  # a slide: too short for it
+    )
     fig = go.Figure(_maps_traces(cv, lay.kv_x0, style))
     fig.update_layout(**layout)
     return apply_fonts(fig, style)
@@ -530,8 +630,18 @@ def grouped_maps_figure(
     kt = pool_mean_last(np.swapaxes(k[:, :, :dk], 1, 2), f)  # (H_kv, dk, c)
     vt = pool_mean_last(np.swapaxes(v[:, :, :dk], 1, 2), f)
     groups = tuple(range(n_kv)) if groups is None else tuple(groups)
-    panels = MapPanels(dict(enumerate(w)), dict(enumerate(kt)), dict(enumerate(vt)), h_all, n_kv, groups, f,
-                       tuple(tokens_q), tuple(tokens_k), k.shape[-1])  # fmt: skip
+    panels = MapPanels(
+        dict(enumerate(w)),
+        dict(enumerate(kt)),
+        dict(enumerate(vt)),
+        h_all,
+        n_kv,
+        groups,
+        f,
+        tuple(tokens_q),
+        tuple(tokens_k),
+        k.shape[-1],
+    )
     return maps_figure(panels, style)
 
 
@@ -549,36 +659,62 @@ def mismatch_figure(
     n = len(kl)
     pairs = list(zip(built, run, strict=True))
     bars = go.Bar(
-        x=[f"{style.t('fig.head')} {h}" for h in range(n)], y=np.asarray(kl, dtype=float), name="KL",
+        x=[f"{style.t('fig.head')} {h}" for h in range(n)],
+        y=np.asarray(kl, dtype=float),
+        name="KL",
         marker=dict(color=[group_color(g) for g in built], line=dict(color="#222222", width=1)),
-        text=[f"KV {a}→{b}" if a != b else style.t("kvfig.same_kv") for a, b in pairs], textposition="outside",
-        customdata=[[a, b] for a, b in pairs], hovertemplate="%{x}<br>" + style.t("kvfig.mismatch_hover") + "<extra></extra>",
-    )  # fmt: skip
+        text=[f"KV {a}→{b}" if a != b else style.t("kvfig.same_kv") for a, b in pairs],
+        textposition="outside",
+        customdata=[[a, b] for a, b in pairs],
+        hovertemplate="%{x}<br>" + style.t("kvfig.mismatch_hover") + "<extra></extra>",
+    )
     top = float(np.max(kl)) if n else 1.0
     sub = style.t("kvfig.mismatch_sub") + (f" · {note}" if note else "")
     title = style.t("kvfig.mismatch_title", n=sum(a != b for a, b in pairs), h=n) + "<br><sup>" + sub + "</sup>"
     fig = go.Figure(bars)
     fig.update_layout(
-        **base_layout(title, style, 360 if not style.present else 440, margin=margin(style), showlegend=False,
-                      xaxis=dict(title=dict(text=style.t("kvfig.query_head")), type="category",
-                                 tickangle=-45 if n > 16 else 0),
-                      yaxis=dict(title=dict(text=style.t("kvfig.kl_axis")), range=[0, max(top, 1e-3) * 1.25],
-                                 rangemode="tozero"))
-    )  # fmt: skip
+        **base_layout(
+            title,
+            style,
+            360 if not style.present else 440,
+            margin=margin(style),
+            showlegend=False,
+            xaxis=dict(title=dict(text=style.t("kvfig.query_head")), type="category", tickangle=-45 if n > 16 else 0),
+            yaxis=dict(title=dict(text=style.t("kvfig.kl_axis")), range=[0, max(top, 1e-3) * 1.25], rangemode="tozero"),
+        )
+    )
     return apply_fonts(fig, style)
 
 
-def _pair_frames(titles: tuple[str, str], colours: tuple[str, str], inks: tuple[str, str], c: int, r: int, gap: int,
-                 style: Style) -> tuple:  # fmt: skip
+def _pair_frames(
+    titles: tuple[str, str], colours: tuple[str, str], inks: tuple[str, str], c: int, r: int, gap: int, style: Style
+) -> tuple:
     """(shapes, annotations): a frame in the colour of the KV head each map reads, and its title above it (in the
     hue's text colour ``inks``, :func:`~attn_core.figures.base.group_text_color`)."""
     shapes, annotations = [], []
     for i, (title, col, ink) in enumerate(zip(titles, colours, inks, strict=True)):
         x0 = i * (c + gap)
-        shapes.append(dict(type="rect", x0=x0 - 0.5, x1=x0 + c - 0.5, y0=-0.5, y1=r - 0.5, layer="above",
-                           line=dict(color=col, width=4 if style.present else 3)))  # fmt: skip
-        annotations.append(dict(x=x0 + (c - 1) / 2, y=-0.6, yanchor="bottom", showarrow=False, text=f"<b>{title}</b>",
-                                font=dict(color=ink, size=style.font)))  # fmt: skip
+        shapes.append(
+            dict(
+                type="rect",
+                x0=x0 - 0.5,
+                x1=x0 + c - 0.5,
+                y0=-0.5,
+                y1=r - 0.5,
+                layer="above",
+                line=dict(color=col, width=4 if style.present else 3),
+            )
+        )
+        annotations.append(
+            dict(
+                x=x0 + (c - 1) / 2,
+                y=-0.6,
+                yanchor="bottom",
+                showarrow=False,
+                text=f"<b>{title}</b>",
+                font=dict(color=ink, size=style.font),
+            )
+        )
     return shapes, annotations
 
 
@@ -602,9 +738,14 @@ def pair_maps_figure(
         qk = _hover_cells(labels, labels, " → ", "")
         text = np.full(big.shape, "", dtype=object)
         text[:, :c], text[:, c + gap :] = qk, qk
-    heat = go.Heatmap(z=big, coloraxis="coloraxis", hoverongaps=False, text=text, name="weights",
-                      hovertemplate=("%{text}<br>" if text is not None else "") + style.t("fig.weight")
-                      + " %{z:.4f}<extra></extra>")  # fmt: skip
+    heat = go.Heatmap(
+        z=big,
+        coloraxis="coloraxis",
+        hoverongaps=False,
+        text=text,
+        name="weights",
+        hovertemplate=("%{text}<br>" if text is not None else "") + style.t("fig.weight") + " %{z:.4f}<extra></extra>",
+    )
     colours = (group_color(pair.kv_built), group_color(pair.kv_run))
     inks = (group_text_color(pair.kv_built), group_text_color(pair.kv_run))
     shapes, annotations = _pair_frames(titles, colours, inks, c, r, gap, style)
@@ -616,13 +757,25 @@ def pair_maps_figure(
     cell_px = max(6, min(32, 560 // max(c, 1)))
     fig = go.Figure(heat)
     fig.update_layout(
-        **base_layout(title, style, int(min(1200, max(340, r * cell_px + 200))), margin=margin(style),
-                      coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0,
-                                     colorbar=dict(title=dict(text=style.t("fig.weight")))),
-                      shapes=shapes, annotations=annotations, uirevision="pair",
-                      **_map_axes((xt + [c + gap + j for j in xt], xl * 2), _ticks(r, tokens, f, 32),
-                                  style.t("fig.key"), style.t("fig.query")))
-    )  # fmt: skip
+        **base_layout(
+            title,
+            style,
+            int(min(1200, max(340, r * cell_px + 200))),
+            margin=margin(style),
+            coloraxis=dict(
+                colorscale=style.weight_scale, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=style.t("fig.weight")))
+            ),
+            shapes=shapes,
+            annotations=annotations,
+            uirevision="pair",
+            **_map_axes(
+                (xt + [c + gap + j for j in xt], xl * 2),
+                _ticks(r, tokens, f, 32),
+                style.t("fig.key"),
+                style.t("fig.query"),
+            ),
+        )
+    )
     return apply_fonts(fig, style)
 
 
@@ -642,20 +795,31 @@ def kv_bytes_figure(
     """
     size, name = unit
     bars = go.Bar(
-        x=[kv_label(n_heads, d) for d in n_kv], y=[bt / size for bt in kv_bytes], name="kv",
-        marker=dict(color=["#0072B2" if d == current else "rgba(0,114,178,0.35)" for d in n_kv],
-                    line=dict(color="#222222", width=1)),
-        text=[f"{bt / size:.4g} {name}" for bt in kv_bytes], textposition="outside", customdata=list(kv_bytes),
+        x=[kv_label(n_heads, d) for d in n_kv],
+        y=[bt / size for bt in kv_bytes],
+        name="kv",
+        marker=dict(
+            color=["#0072B2" if d == current else "rgba(0,114,178,0.35)" for d in n_kv],
+            line=dict(color="#222222", width=1),
+        ),
+        text=[f"{bt / size:.4g} {name}" for bt in kv_bytes],
+        textposition="outside",
+        customdata=list(kv_bytes),
         hovertemplate="n_kv_heads = %{x}<br>%{customdata:,} B<extra></extra>",
-    )  # fmt: skip
+    )
     top = max(kv_bytes) / size if len(kv_bytes) else 1
     fig = go.Figure(bars)
     fig.update_layout(
-        **base_layout(style.t("kvfig.bytes_title"), style, 360 if not style.present else 440, margin=margin(style),
-                      xaxis=dict(title=dict(text=style.t("ctl.n_kv_heads")), type="category"),
-                      yaxis=dict(title=dict(text=style.t("kvfig.bytes_axis", unit=name)), range=[0, top * 1.2]),
-                      showlegend=False)
-    )  # fmt: skip
+        **base_layout(
+            style.t("kvfig.bytes_title"),
+            style,
+            360 if not style.present else 440,
+            margin=margin(style),
+            xaxis=dict(title=dict(text=style.t("ctl.n_kv_heads")), type="category"),
+            yaxis=dict(title=dict(text=style.t("kvfig.bytes_axis", unit=name)), range=[0, top * 1.2]),
+            showlegend=False,
+        )
+    )
     return apply_fonts(fig, style)
 
 
@@ -663,11 +827,16 @@ def _method_line(method: str, labels: list[str], y: np.ndarray, first: bool, sty
     """One conversion method's line in one panel (colour, dash and marker of :data:`METHOD_STYLE`)."""
     how, name = METHOD_STYLE[method], style.t(f"opt.conv_method.{method}")
     return go.Scatter(
-        x=labels, y=np.asarray(y, dtype=float), mode="lines+markers", name=name, legendgroup=method, showlegend=first,
+        x=labels,
+        y=np.asarray(y, dtype=float),
+        mode="lines+markers",
+        name=name,
+        legendgroup=method,
+        showlegend=first,
         line=dict(color=how["color"], dash=how["dash"], width=4 if style.present else 2.5),
         marker=dict(symbol=how["symbol"], size=12 if style.present else 9, color=how["color"]),
         hovertemplate=f"{name}<br>n_kv_heads = %{{x}}<br>%{{y:.4f}}<extra></extra>",
-    )  # fmt: skip
+    )
 
 
 def conversion_figure(
@@ -695,8 +864,9 @@ def conversion_figure(
     if current is not None and current in n_kv:
         i = list(n_kv).index(current)
         for col in (1, 2):
-            fig.add_vrect(x0=i - 0.4, x1=i + 0.4, row=1, col=col, fillcolor="rgba(128,128,128,0.15)", line_width=0,
-                          layer="below")  # fmt: skip
+            fig.add_vrect(
+                x0=i - 0.4, x1=i + 0.4, row=1, col=col, fillcolor="rgba(128,128,128,0.15)", line_width=0, layer="below"
+            )
     fig.update_xaxes(type="category", title=dict(text=style.t("ctl.n_kv_heads")))
     fig.update_yaxes(rangemode="tozero")
     fig.update_yaxes(title=dict(text=style.t("kvfig.l2_axis")), row=1, col=1)
@@ -705,6 +875,7 @@ def conversion_figure(
     title = style.t("kvfig.conv_title", heads=style.count(n_heads, "head"), h=n_heads)
     title += "<br><sup>" + style.t("kvfig.conv_sub") + (f" · {note}" if note else "") + "</sup>"
     legend = dict(orientation="h", y=-0.25, x=0.5, xanchor="center", font=dict(size=style.font))
-    fig.update_layout(**base_layout(title, style, 440 if not style.present else 540, legend=legend,
-                                    margin=margin(style, (90, 110))))  # fmt: skip
+    fig.update_layout(
+        **base_layout(title, style, 440 if not style.present else 540, legend=legend, margin=margin(style, (90, 110)))
+    )
     return apply_fonts(fig, style)

@@ -100,19 +100,48 @@ def _static_panel(fill: CacheFill, i: int, style: Style) -> list[dict]:
     for y0, y1 in (K_BLOCK, V_BLOCK):
         x, y = _rect(x0, x0 + 1, y0, y1)
         ex, ey = ex + x, ey + y
-    out = [dict(type="scatter", x=sx, y=sy, mode="lines", fill="toself", fillcolor="#f7f7f7", hoverinfo="skip",
-                line=dict(color="#c4c4c4", width=1), showlegend=False),
-           dict(type="scatter", x=ex, y=ey, mode="lines", fill="toself", fillcolor=EMPTY_FILL, hoverinfo="skip",
-                line=dict(color=EMPTY_LINE, width=1), showlegend=False)]  # fmt: skip
+    out = [
+        dict(
+            type="scatter",
+            x=sx,
+            y=sy,
+            mode="lines",
+            fill="toself",
+            fillcolor="#f7f7f7",
+            hoverinfo="skip",
+            line=dict(color="#c4c4c4", width=1),
+            showlegend=False,
+        ),
+        dict(
+            type="scatter",
+            x=ex,
+            y=ey,
+            mode="lines",
+            fill="toself",
+            fillcolor=EMPTY_FILL,
+            hoverinfo="skip",
+            line=dict(color=EMPTY_LINE, width=1),
+            showlegend=False,
+        ),
+    ]
     groups = fill.reads(i)
     n_rep = fill.n_heads // lay.n_kv_heads
     hover = [style.t("kvtensor.head_hover", h=h, g=g, rep=n_rep) for h, g in enumerate(groups)]
     size = max(5, min(14, int(360 / fill.n_heads)))
-    out.append(dict(type="scatter", x=[_head_x(x0, h, fill.n_heads) for h in range(fill.n_heads)],
-                    y=[Q_Y] * fill.n_heads, mode="markers", showlegend=False, hovertext=hover,
-                    hovertemplate="%{hovertext}<extra></extra>",
-                    marker=dict(size=size, symbol="square", color=[group_color(g) for g in groups],
-                                line=dict(color="white", width=1))))  # fmt: skip
+    out.append(
+        dict(
+            type="scatter",
+            x=[_head_x(x0, h, fill.n_heads) for h in range(fill.n_heads)],
+            y=[Q_Y] * fill.n_heads,
+            mode="markers",
+            showlegend=False,
+            hovertext=hover,
+            hovertemplate="%{hovertext}<extra></extra>",
+            marker=dict(
+                size=size, symbol="square", color=[group_color(g) for g in groups], line=dict(color="white", width=1)
+            ),
+        )
+    )
     return out
 
 
@@ -124,8 +153,9 @@ def _row_lines(fill: CacheFill, i: int) -> dict:
             for g in range(1, n_kv):
                 y = _r(y0 + g * (y1 - y0) / n_kv)
                 xs, ys = xs + [x0, x0 + 1, None], ys + [y, y, None]
-    return dict(type="scatter", x=xs, y=ys, mode="lines", line=dict(color="white", width=1), hoverinfo="skip",
-                showlegend=False)  # fmt: skip
+    return dict(
+        type="scatter", x=xs, y=ys, mode="lines", line=dict(color="white", width=1), hoverinfo="skip", showlegend=False
+    )
 
 
 def _moving(fill: CacheFill, f: int, lookups: list[tuple[list, list]]) -> tuple[list[tuple[list, list]], int]:
@@ -144,8 +174,10 @@ def _moving(fill: CacheFill, f: int, lookups: list[tuple[list, list]]) -> tuple[
 def _bars(fill: CacheFill, f: int, t: int) -> dict:
     """Frame ``f``'s bytes bars: the bytes so far of each layout, their text, and the formula in the hover."""
     sizes = fill.bytes[f]
-    hover = [kv_formula(lay.n_layers, lay.n_kv_heads, lay.k_dim, t, fill.batch, fill.dtype, v_head_dim=lay.v_dim)[1]
-             for lay in fill.layouts]  # fmt: skip
+    hover = [
+        kv_formula(lay.n_layers, lay.n_kv_heads, lay.k_dim, t, fill.batch, fill.dtype, v_head_dim=lay.v_dim)[1]
+        for lay in fill.layouts
+    ]
     return dict(x=list(sizes), text=[f"{format_bytes(b)} ({b:,} B)" for b in sizes], hovertext=hover)
 
 
@@ -163,13 +195,30 @@ def _full_traces(fill: CacheFill, f: int, style: Style) -> list[dict]:
     out = []
     for j, (x, y) in enumerate(lines):
         colour, kind = LAYOUT_COLORS[fill.layouts[j // 3].kind], j % 3  # filled, newest, lookups
-        how = (dict(line=dict(color=READ_LINE, width=1.2)) if kind == 2 else
-               dict(fill="toself", fillcolor=colour, opacity=0.45 if kind == 0 else 1.0, line=dict(width=0)))  # fmt: skip
+        how = (
+            dict(line=dict(color=READ_LINE, width=1.2))
+            if kind == 2
+            else dict(fill="toself", fillcolor=colour, opacity=0.45 if kind == 0 else 1.0, line=dict(width=0))
+        )
         out.append(dict(type="scatter", x=x, y=y, mode="lines", hoverinfo="skip", showlegend=False, **how))
     colours = [LAYOUT_COLORS[lay.kind] for lay in fill.layouts]
-    out.append(dict(type="bar", orientation="h", y=names, xaxis="x2", yaxis="y2", textposition="outside",
-                    textfont=dict(size=style.font), constraintext="none", cliponaxis=False, marker=dict(color=colours),
-                    hovertemplate="%{y}<br>%{hovertext}<extra></extra>", showlegend=False, **_bars(fill, f, t)))  # fmt: skip
+    out.append(
+        dict(
+            type="bar",
+            orientation="h",
+            y=names,
+            xaxis="x2",
+            yaxis="y2",
+            textposition="outside",
+            textfont=dict(size=style.font),
+            constraintext="none",
+            cliponaxis=False,
+            marker=dict(color=colours),
+            hovertemplate="%{y}<br>%{hovertext}<extra></extra>",
+            showlegend=False,
+            **_bars(fill, f, t),
+        )
+    )
     return out
 
 
@@ -186,24 +235,70 @@ def _panel_notes(fill: CacheFill, style: Style) -> list[dict]:
         # on a slide the chart is squeezed to the screen: the headings hang from the plot's top by pixels (in the
         # top margin), not by data units, which shrink under them
         where = dict(yref="y domain", y=1.0, yshift=4) if style.present else dict(y=Q_Y + 0.06)
-        notes.append(dict(x=x0 + 0.5, text=f"{head}<br>[{shape}]<br>{rule}", showarrow=False, **where,
-                          xanchor="center", yanchor="bottom", font=dict(size=size, color=LAYOUT_COLORS[lay.kind])))  # fmt: skip
+        notes.append(
+            dict(
+                x=x0 + 0.5,
+                text=f"{head}<br>[{shape}]<br>{rule}",
+                showarrow=False,
+                **where,
+                xanchor="center",
+                yanchor="bottom",
+                font=dict(size=size, color=LAYOUT_COLORS[lay.kind]),
+            )
+        )
         for text, y in (("K", sum(K_BLOCK) / 2), ("V", sum(V_BLOCK) / 2)):
-            notes.append(dict(x=x0 - 0.02, y=y, text=f"<b>{text}</b>", showarrow=False, xanchor="right",
-                              font=dict(size=size + 2)))  # fmt: skip
-        notes.append(dict(x=x0, y=V_BLOCK[0] - 0.02, text="0", showarrow=False, xanchor="left", yanchor="top",
-                          font=dict(size=size - 1, color="#444444")))  # fmt: skip
-        notes.append(dict(x=x0 + 1, y=V_BLOCK[0] - 0.02, text=f"S = {fill.seq_len:,}", showarrow=False,
-                          xanchor="right", yanchor="top", font=dict(size=size - 1, color="#444444")))  # fmt: skip
+            notes.append(
+                dict(
+                    x=x0 - 0.02, y=y, text=f"<b>{text}</b>", showarrow=False, xanchor="right", font=dict(size=size + 2)
+                )
+            )
+        notes.append(
+            dict(
+                x=x0,
+                y=V_BLOCK[0] - 0.02,
+                text="0",
+                showarrow=False,
+                xanchor="left",
+                yanchor="top",
+                font=dict(size=size - 1, color="#444444"),
+            )
+        )
+        notes.append(
+            dict(
+                x=x0 + 1,
+                y=V_BLOCK[0] - 0.02,
+                text=f"S = {fill.seq_len:,}",
+                showarrow=False,
+                xanchor="right",
+                yanchor="top",
+                font=dict(size=size - 1, color="#444444"),
+            )
+        )
     lay = fill.layouts[0]
     key = "kvtensor.legend" if lay.k_dim == lay.v_dim else "kvtensor.legend_kv"
     others = style.t("kvtensor.others") if lay.n_layers > 1 else ""
-    text = style.t(key, L=f"{lay.n_layers:,}", others=others, cell=style.count(lay.k_dim, "element"),
-                   dv=style.count(lay.v_dim, "element"))  # fmt: skip
+    text = style.t(
+        key,
+        L=f"{lay.n_layers:,}",
+        others=others,
+        cell=style.count(lay.k_dim, "element"),
+        dv=style.count(lay.v_dim, "element"),
+    )
     width = len(fill.layouts) * PANEL_STEP - (PANEL_STEP - 1)
     if not style.present:  # a slide has the buffers' axes in its subtitle (tensor_title), no room for more
-        notes.append(dict(x=width / 2, y=LEGEND_Y, xref="x", yref="paper", text=text, showarrow=False,
-                          xanchor="center", yanchor="top", font=dict(size=size - 1, color="#444444")))  # fmt: skip
+        notes.append(
+            dict(
+                x=width / 2,
+                y=LEGEND_Y,
+                xref="x",
+                yref="paper",
+                text=text,
+                showarrow=False,
+                xanchor="center",
+                yanchor="top",
+                font=dict(size=size - 1, color="#444444"),
+            )
+        )
     return notes
 
 
@@ -211,24 +306,55 @@ def _controls(fill: CacheFill, style: Style) -> dict:
     """Play and pause buttons and the token slider (the frame label: tokens in the cache)."""
     play = [None, dict(frame=dict(duration=FRAME_MS, redraw=True), fromcurrent=True, transition=dict(duration=0))]
     pause = [[None], dict(frame=dict(duration=0, redraw=False), mode="immediate", transition=dict(duration=0))]
-    steps = [dict(method="animate", label=f"{t:,}", args=[[str(t)], dict(mode="immediate", frame=dict(duration=0,
-                  redraw=True), transition=dict(duration=0))]) for t in fill.tokens]  # fmt: skip
+    steps = [
+        dict(
+            method="animate",
+            label=f"{t:,}",
+            args=[[str(t)], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))],
+        )
+        for t in fill.tokens
+    ]
     return dict(
-        updatemenus=[dict(type="buttons", direction="left", x=0, y=0, xanchor="left", yanchor="top", pad=dict(t=8),
-                          showactive=False, font=dict(size=style.font),
-                          buttons=[dict(label="▶ " + style.t("kvtensor.play"), method="animate", args=play),
-                                   dict(label="⏸ " + style.t("kvtensor.pause"), method="animate", args=pause)])],
-        sliders=[dict(active=0, x=0.24, y=0, xanchor="left", yanchor="top", len=0.76, pad=dict(t=4),
-                      currentvalue=dict(prefix=style.t("kvtensor.slider_prefix"), font=dict(size=style.font)),
-                      font=dict(size=max(10, style.font - 3)), steps=steps)],
-    )  # fmt: skip
+        updatemenus=[
+            dict(
+                type="buttons",
+                direction="left",
+                x=0,
+                y=0,
+                xanchor="left",
+                yanchor="top",
+                pad=dict(t=8),
+                showactive=False,
+                font=dict(size=style.font),
+                buttons=[
+                    dict(label="▶ " + style.t("kvtensor.play"), method="animate", args=play),
+                    dict(label="⏸ " + style.t("kvtensor.pause"), method="animate", args=pause),
+                ],
+            )
+        ],
+        sliders=[
+            dict(
+                active=0,
+                x=0.24,
+                y=0,
+                xanchor="left",
+                yanchor="top",
+                len=0.76,
+                pad=dict(t=4),
+                currentvalue=dict(prefix=style.t("kvtensor.slider_prefix"), font=dict(size=style.font)),
+                font=dict(size=max(10, style.font - 3)),
+                steps=steps,
+            )
+        ],
+    )
 
 
 def tensor_title(fill: CacheFill, style: Style, at: int | None) -> str:
     """The title and the line under it: what is drawn and, for long sequences, which token counts."""
     names = ", ".join(lay.label for lay in fill.layouts)
-    title = style.t("kvtensor.title", layouts=names, heads=style.count(fill.n_heads, "query_head"), dtype=fill.dtype,
-                    b=fill.batch)  # fmt: skip
+    title = style.t(
+        "kvtensor.title", layouts=names, heads=style.count(fill.n_heads, "query_head"), dtype=fill.dtype, b=fill.batch
+    )
     if fill.thinned:
         n, s = len(fill.tokens), fill.seq_len
         key = "kvtensor.thinned_every" if s % n == 0 else "kvtensor.thinned"
@@ -261,23 +387,41 @@ def tensor_figure(fill: CacheFill, style: Style = Style(), at: int | None = None
     width = n_panels * PANEL_STEP - (PANEL_STEP - 1)
     extra = {} if at is not None else _controls(fill, style)
     layout = base_layout(
-        tensor_title(fill, style, at), style, (600 if style.present else 620) + (0 if at is not None else 90),
+        tensor_title(fill, style, at),
+        style,
+        (600 if style.present else 620) + (0 if at is not None else 90),
         xaxis=dict(range=[-0.12, width + 0.1], visible=False, fixedrange=True),
-        yaxis=dict(range=[-0.06, Q_Y + (0.1 if style.present else 0.42)], visible=False, fixedrange=True,
-                   domain=list(MAIN_DOMAIN)),
+        yaxis=dict(
+            range=[-0.06, Q_Y + (0.1 if style.present else 0.42)],
+            visible=False,
+            fixedrange=True,
+            domain=list(MAIN_DOMAIN),
+        ),
         xaxis2=dict(domain=[0, 0.55], anchor="y2", range=[0, peak * 1.02], visible=False, fixedrange=True),
-        yaxis2=dict(domain=list(SLIDE_BARS_DOMAIN if style.present else BARS_DOMAIN), anchor="x2",
-                    autorange="reversed", fixedrange=True, automargin=True,
-                    tickmode="linear", tick0=0, dtick=1),  # every bar named (plotly skips some when short)
-        annotations=_panel_notes(fill, style), showlegend=False, hovermode="closest", bargap=0.3, uirevision="kv_tensors",
+        yaxis2=dict(
+            domain=list(SLIDE_BARS_DOMAIN if style.present else BARS_DOMAIN),
+            anchor="x2",
+            autorange="reversed",
+            fixedrange=True,
+            automargin=True,
+            tickmode="linear",
+            tick0=0,
+            dtick=1,
+        ),  # every bar named (plotly skips some when short)
+        annotations=_panel_notes(fill, style),
+        showlegend=False,
+        hovermode="closest",
+        bargap=0.3,
+        uirevision="kv_tensors",
         margin=dict(l=10, r=10, t=(120 + int(4.2 * style.font)) if style.present else 90, b=90 if at is None else 10),
         **extra,
-    )  # fmt: skip
+    )
     if style.present:  # the title at the top of the margin, the panels' headings under it
         layout["title"].update(yref="container", y=1.0, yanchor="top", pad=dict(t=36))
     frames = None
     if at is None:
         lookups = [_lookups(fill, i) for i in range(n_panels)]
-        frames = [dict(name=str(t), traces=moving_ids, data=_frame_data(fill, f, lookups))
-                  for f, t in enumerate(fill.tokens)]  # fmt: skip
+        frames = [
+            dict(name=str(t), traces=moving_ids, data=_frame_data(fill, f, lookups)) for f, t in enumerate(fill.tokens)
+        ]
     return plain_figure(data, layout, style, frames=frames)

@@ -20,8 +20,16 @@ def _rgba(hex_colour: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
-def curves_figure(df: pd.DataFrame, groups: Sequence[str], labels: Sequence[str], column: str, x_max: int,
-                  title: str, style: Style = Style(), mark: int | None = None) -> go.Figure:  # fmt: skip
+def curves_figure(
+    df: pd.DataFrame,
+    groups: Sequence[str],
+    labels: Sequence[str],
+    column: str,
+    x_max: int,
+    title: str,
+    style: Style = Style(),
+    mark: int | None = None,
+) -> go.Figure:
     """``column`` against the step for every group: the mean over its seeds (a line) and min..max (shaded); a dotted
     line at step ``mark`` (where the page's sentence compares the curves, or where a conversion starts)."""
     data = []
@@ -33,13 +41,30 @@ def curves_figure(df: pd.DataFrame, groups: Sequence[str], labels: Sequence[str]
         stats = rows.groupby("step")[column].agg(["mean", "min", "max", "count"])
         x = stats.index.to_numpy()
         if int(stats["count"].max()) > 1:
-            data.append(dict(type="scatter", x=np.concatenate([x, x[::-1]]),
-                             y=np.concatenate([stats["max"].to_numpy(), stats["min"].to_numpy()[::-1]]),
-                             fill="toself", fillcolor=_rgba(colour, 0.18), line=dict(width=0), hoverinfo="skip",
-                             showlegend=False, name=label))  # fmt: skip
-        data.append(dict(type="scatter", x=x, y=stats["mean"].to_numpy(), mode="lines", name=label,
-                         line=dict(color=colour, width=3 if style.present else 2),
-                         hovertemplate="%{x}: %{y:.3f}<extra>%{fullData.name}</extra>"))  # fmt: skip
+            data.append(
+                dict(
+                    type="scatter",
+                    x=np.concatenate([x, x[::-1]]),
+                    y=np.concatenate([stats["max"].to_numpy(), stats["min"].to_numpy()[::-1]]),
+                    fill="toself",
+                    fillcolor=_rgba(colour, 0.18),
+                    line=dict(width=0),
+                    hoverinfo="skip",
+                    showlegend=False,
+                    name=label,
+                )
+            )
+        data.append(
+            dict(
+                type="scatter",
+                x=x,
+                y=stats["mean"].to_numpy(),
+                mode="lines",
+                name=label,
+                line=dict(color=colour, width=3 if style.present else 2),
+                hovertemplate="%{x}: %{y:.3f}<extra>%{fullData.name}</extra>",
+            )
+        )
     t = style.t
     layout = base_layout(
         title,
@@ -52,8 +77,18 @@ def curves_figure(df: pd.DataFrame, groups: Sequence[str], labels: Sequence[str]
         margin=dict(l=10, r=24, t=80 if style.present else 60, b=10),
     )  # r: room for the last x tick
     if mark is not None:
-        layout["shapes"] = [dict(type="line", x0=mark, x1=mark, y0=0, y1=1, xref="x", yref="paper",
-                                 line=dict(color="#666666", dash="dot", width=2))]  # fmt: skip
+        layout["shapes"] = [
+            dict(
+                type="line",
+                x0=mark,
+                x1=mark,
+                y0=0,
+                y1=1,
+                xref="x",
+                yref="paper",
+                line=dict(color="#666666", dash="dot", width=2),
+            )
+        ]
     return plain_figure(data, layout, style)
 
 
@@ -62,22 +97,41 @@ def tradeoff_figure(kf: pd.DataFrame, at: int, style: Style = Style()) -> go.Fig
     t = style.t
     text = [style.count(int(k), "kv_head") for k in kf.kv_heads]
     hover = [f"{tx}<br>{format_bytes(int(b))}/token" for tx, b in zip(text, kf.bytes_per_token, strict=True)]
-    data = [dict(type="scatter", x=kf.bytes_per_token.to_numpy(), y=kf.loss_at.to_numpy(), mode="markers+text+lines",
-                 text=text, textposition="top center", customdata=hover, name=t("lab.axis_loss"),
-                 marker=dict(size=14 if style.present else 11, color=GROUP_COLORS[0]),
-                 line=dict(color=GROUP_COLORS[0], dash="dot"),
-                 hovertemplate="%{customdata}<br>%{y:.3f}<extra></extra>")]  # fmt: skip
+    data = [
+        dict(
+            type="scatter",
+            x=kf.bytes_per_token.to_numpy(),
+            y=kf.loss_at.to_numpy(),
+            mode="markers+text+lines",
+            text=text,
+            textposition="top center",
+            customdata=hover,
+            name=t("lab.axis_loss"),
+            marker=dict(size=14 if style.present else 11, color=GROUP_COLORS[0]),
+            line=dict(color=GROUP_COLORS[0], dash="dot"),
+            hovertemplate="%{customdata}<br>%{y:.3f}<extra></extra>",
+        )
+    ]
     hi = float(np.nanmax(kf.loss_at)) if kf.loss_at.notna().any() else 1.0
-    layout = base_layout(t("lab.tradeoff_title", at=at), style, GRAPH_HEIGHT,
-                         xaxis=dict(type="log", title=dict(text=t("lab.axis_bytes")), tickvals=kf.bytes_per_token.tolist(),
-                                    ticktext=[format_bytes(int(b)) for b in kf.bytes_per_token]),
-                         yaxis=dict(range=[0, hi * 1.2 + 1e-9], title=dict(text=t("lab.axis_loss_at", at=at))),
-                         showlegend=False)  # fmt: skip
+    layout = base_layout(
+        t("lab.tradeoff_title", at=at),
+        style,
+        GRAPH_HEIGHT,
+        xaxis=dict(
+            type="log",
+            title=dict(text=t("lab.axis_bytes")),
+            tickvals=kf.bytes_per_token.tolist(),
+            ticktext=[format_bytes(int(b)) for b in kf.bytes_per_token],
+        ),
+        yaxis=dict(range=[0, hi * 1.2 + 1e-9], title=dict(text=t("lab.axis_loss_at", at=at))),
+        showlegend=False,
+    )
     return plain_figure(data, layout, style)
 
 
-def heads_figure(maps: np.ndarray, tokens: Sequence[str], labels: Sequence[Sequence[str]], title: str,
-                 style: Style = Style()) -> go.Figure:  # fmt: skip
+def heads_figure(
+    maps: np.ndarray, tokens: Sequence[str], labels: Sequence[Sequence[str]], title: str, style: Style = Style()
+) -> go.Figure:
     """``maps`` ``[L, H, T, T]`` as an L × H grid of heatmaps (shared 0..1 scale), each titled by ``labels``."""
     n_l, n_h, n_t = maps.shape[0], maps.shape[1], maps.shape[2]
     gap = 0.04
@@ -89,20 +143,55 @@ def heads_figure(maps: np.ndarray, tokens: Sequence[str], labels: Sequence[Seque
             k = la * n_h + hd + 1
             xa, ya = f"x{k if k > 1 else ''}", f"y{k if k > 1 else ''}"
             z = np.where(np.tril(np.ones((n_t, n_t), dtype=bool)), maps[la, hd], np.nan).astype(np.float32)
-            data.append(dict(type="heatmap", z=z, xaxis=xa, yaxis=ya, zmin=0, zmax=1, coloraxis="coloraxis",
-                             hovertemplate="q %{y} → k %{x}: %{z:.3f}<extra></extra>"))  # fmt: skip
+            data.append(
+                dict(
+                    type="heatmap",
+                    z=z,
+                    xaxis=xa,
+                    yaxis=ya,
+                    zmin=0,
+                    zmax=1,
+                    coloraxis="coloraxis",
+                    hovertemplate="q %{y} → k %{x}: %{z:.3f}<extra></extra>",
+                )
+            )
             x0, y1 = hd * (w + gap), 1 - la * (h + 0.12)
             tick = dict(tickvals=ticks, ticktext=[tokens[i] for i in ticks], title=dict(text=""), tickangle=0)
-            layout_axes[f"xaxis{k if k > 1 else ''}"] = dict(domain=[round(x0, 6), round(min(1.0, x0 + w), 6)],
-                                                              anchor=ya, showticklabels=la == n_l - 1, **tick)  # fmt: skip
-            layout_axes[f"yaxis{k if k > 1 else ''}"] = dict(domain=[round(max(0.0, y1 - h), 6), round(y1, 6)],
-                                                              anchor=xa, autorange="reversed", showticklabels=hd == 0,
-                                                              **tick)  # fmt: skip
-            notes.append(dict(text=labels[la][hd], x=x0 + w / 2, y=y1 + 0.01, xref="paper", yref="paper",
-                              showarrow=False, yanchor="bottom", font=dict(size=style.font)))  # fmt: skip
+            layout_axes[f"xaxis{k if k > 1 else ''}"] = dict(
+                domain=[round(x0, 6), round(min(1.0, x0 + w), 6)], anchor=ya, showticklabels=la == n_l - 1, **tick
+            )
+            layout_axes[f"yaxis{k if k > 1 else ''}"] = dict(
+                domain=[round(max(0.0, y1 - h), 6), round(y1, 6)],
+                anchor=xa,
+                autorange="reversed",
+                showticklabels=hd == 0,
+                **tick,
+            )
+            notes.append(
+                dict(
+                    text=labels[la][hd],
+                    x=x0 + w / 2,
+                    y=y1 + 0.01,
+                    xref="paper",
+                    yref="paper",
+                    showarrow=False,
+                    yanchor="bottom",
+                    font=dict(size=style.font),
+                )
+            )
     height = 300 * n_l + 120
-    layout = base_layout(title, style, height, annotations=notes,
-                         coloraxis=dict(colorscale=[list(s) for s in style.weight_scale], cmin=0, cmax=1,
-                                        colorbar=dict(title=dict(text=style.t("lab.weight")))),
-                         margin=dict(l=10, r=10, t=110, b=10), **layout_axes)  # fmt: skip
+    layout = base_layout(
+        title,
+        style,
+        height,
+        annotations=notes,
+        coloraxis=dict(
+            colorscale=[list(s) for s in style.weight_scale],
+            cmin=0,
+            cmax=1,
+            colorbar=dict(title=dict(text=style.t("lab.weight"))),
+        ),
+        margin=dict(l=10, r=10, t=110, b=10),
+        **layout_axes,
+    )
     return plain_figure(data, layout, style)

@@ -65,8 +65,9 @@ def short_label(label: str, chars: int = LABEL_CHARS) -> str:
 def tick_axis(labels: list[str], ticks: Ticks) -> dict:
     """Plotly axis settings that draw every ``ticks.step``-th label (shortened) at ``ticks.font`` px."""
     vals = labels[:: ticks.step]
-    return dict(tickmode="array", tickvals=vals, ticktext=[short_label(v) for v in vals],
-                tickfont=dict(size=ticks.font))  # fmt: skip
+    return dict(
+        tickmode="array", tickvals=vals, ticktext=[short_label(v) for v in vals], tickfont=dict(size=ticks.font)
+    )
 
 
 def thinned_note(style: Style, rows: Ticks, cols: Ticks, row_word: str, col_word: str) -> str:

@@ -35,11 +35,36 @@ _ASCII = (
     "515 786 513 476 539 303 350 303 497 500 542 504 553 456 555 496 292 504 544 246 247 495 255 829 547 542 555 "
     "555 347 419 338 544 467 719 446 467 425 303 241 303 497"
 )
-_WIDTHS = {chr(32 + i): int(v) / 1000 for i, v in enumerate(_ASCII.split())} | {
-    "−": 0.497, "–": 0.48, "—": 0.8, "·": 0.249, "√": 0.557, "‖": 0.391, "∂": 0.528, "μ": 0.562, "×": 0.497,
-    "±": 0.497, "…": 0.948, "‘": 0.249, "’": 0.249, "“": 0.426, "”": 0.426, "τ": 0.458, "π": 0.586, "σ": 0.546,
-    "≈": 0.497, "≤": 0.497, "≥": 0.497, "→": 0.619, "°": 0.331, "\u200b": 0.0,
-} | {c: 0.367 for c in "₀₁₂₃₄₅₆₇₈₉⁰¹²³⁴⁵⁶⁷⁸⁹⁻"}  # fmt: skip
+_WIDTHS = (
+    {chr(32 + i): int(v) / 1000 for i, v in enumerate(_ASCII.split())}
+    | {
+        "−": 0.497,
+        "–": 0.48,
+        "—": 0.8,
+        "·": 0.249,
+        "√": 0.557,
+        "‖": 0.391,
+        "∂": 0.528,
+        "μ": 0.562,
+        "×": 0.497,
+        "±": 0.497,
+        "…": 0.948,
+        "‘": 0.249,
+        "’": 0.249,
+        "“": 0.426,
+        "”": 0.426,
+        "τ": 0.458,
+        "π": 0.586,
+        "σ": 0.546,
+        "≈": 0.497,
+        "≤": 0.497,
+        "≥": 0.497,
+        "→": 0.619,
+        "°": 0.331,
+        "\u200b": 0.0,
+    }
+    | {c: 0.367 for c in "₀₁₂₃₄₅₆₇₈₉⁰¹²³⁴⁵⁶⁷⁸⁹⁻"}
+)
 _DEFAULT_EM = 0.6  # any other character: wider than most
 _SUPERSCRIPT = 1.0  # plotly's <sup> (the exponent of 10⁻⁵): as wide as full-size text, measured
 _TAG = re.compile(r"<[^>]+>")
@@ -317,11 +342,26 @@ def pin_axes(layout: dict, data: list[dict], names: Iterable[str], width: float 
         shift = -(depth + float(title.get("standoff", _STANDOFF[letter])) + px + per_font * size)
         ref, anchor = letter + name[5:], str(ax.get("anchor") or ("y" if letter == "x" else "x"))
         if letter == "x":
-            at = dict(xref=f"{ref} domain", x=0.5, yref=f"{anchor} domain", y=0.0, xanchor="center", yanchor="top",
-                      yshift=shift)  # fmt: skip
+            at = dict(
+                xref=f"{ref} domain",
+                x=0.5,
+                yref=f"{anchor} domain",
+                y=0.0,
+                xanchor="center",
+                yanchor="top",
+                yshift=shift,
+            )
         else:
-            at = dict(xref=f"{anchor} domain", x=0.0, yref=f"{ref} domain", y=0.5, xanchor="right", yanchor="middle",
-                      xshift=shift, textangle=-90)  # fmt: skip
+            at = dict(
+                xref=f"{anchor} domain",
+                x=0.0,
+                yref=f"{ref} domain",
+                y=0.5,
+                xanchor="right",
+                yanchor="middle",
+                xshift=shift,
+                textangle=-90,
+            )
         notes.append(dict(text=text, **at, showarrow=False, font=font))
     if notes:
         out["annotations"] = notes

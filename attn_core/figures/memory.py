@@ -98,9 +98,16 @@ class MemoryChart:
 
 def _weights_trace(curves: MemoryCurves, y_log: bool, style: Style) -> dict:
     w, max_seq = int(curves.weights or 0), int(curves.tokens[-1])
-    trace = dict(type="scatter", x=[1, max_seq], y=[w, w], mode="lines", name=style.t("kvmem.weights", size=format_bytes(w)),
-                 line=dict(color=WEIGHTS_COLOR, width=2), fillcolor="rgba(138,138,138,0.25)",
-                 hovertemplate=style.t("kvmem.weights_hover", exact=format_bytes_exact(w)) + "<extra></extra>")  # fmt: skip
+    trace = dict(
+        type="scatter",
+        x=[1, max_seq],
+        y=[w, w],
+        mode="lines",
+        name=style.t("kvmem.weights", size=format_bytes(w)),
+        line=dict(color=WEIGHTS_COLOR, width=2),
+        fillcolor="rgba(138,138,138,0.25)",
+        hovertemplate=style.t("kvmem.weights_hover", exact=format_bytes_exact(w)) + "<extra></extra>",
+    )
     if not y_log:
         trace["fill"] = "tozeroy"
     return trace
@@ -121,18 +128,39 @@ def _layout_traces(curves: MemoryCurves, style: Style) -> list[dict]:
         if curves.weights is not None:
             hover += "<br>" + style.t("kvmem.plus_weights") + " %{y:,.0f} B"
         dash = "solid" if lay.native else ("longdash" if lay.kind == "MLA-naive" else "dash")
-        out.append(dict(type="scatter", x=curves.tokens, y=(curves.cache[i] + w).astype(np.float64), mode="lines",
-                        name=f"{name} · {fits_text}", line=dict(color=color, width=wide if lay.native else thin, dash=dash),
-                        customdata=[format_bytes_exact(int(c)) for c in curves.cache[i]],
-                        hovertemplate=hover + "<extra></extra>", legendgroup=lay.kind))  # fmt: skip
+        out.append(
+            dict(
+                type="scatter",
+                x=curves.tokens,
+                y=(curves.cache[i] + w).astype(np.float64),
+                mode="lines",
+                name=f"{name} · {fits_text}",
+                line=dict(color=color, width=wide if lay.native else thin, dash=dash),
+                customdata=[format_bytes_exact(int(c)) for c in curves.cache[i]],
+                hovertemplate=hover + "<extra></extra>",
+                legendgroup=lay.kind,
+            )
+        )
         if 1 <= fits <= max_seq:
             at = curves.fit_totals[i]
             fit_hover = style.t("kvmem.max_fit_hover", tokens=style.count(fits, "token_long"))
-            out.append(dict(type="scatter", x=[fits], y=[float(at)], mode="markers", showlegend=False,
-                            legendgroup=lay.kind,
-                            marker=dict(color=color, size=14 if style.present else 11, symbol="diamond",
-                                        line=dict(color="white", width=1.5)),
-                            hovertemplate=f"<b>{name}</b><br>{fit_hover}<br>{format_bytes_exact(at)}<extra></extra>"))  # fmt: skip
+            out.append(
+                dict(
+                    type="scatter",
+                    x=[fits],
+                    y=[float(at)],
+                    mode="markers",
+                    showlegend=False,
+                    legendgroup=lay.kind,
+                    marker=dict(
+                        color=color,
+                        size=14 if style.present else 11,
+                        symbol="diamond",
+                        line=dict(color="white", width=1.5),
+                    ),
+                    hovertemplate=f"<b>{name}</b><br>{fit_hover}<br>{format_bytes_exact(at)}<extra></extra>",
+                )
+            )
     return out
 
 
@@ -150,10 +178,23 @@ def fit_labels(curves: MemoryCurves, y_log: bool, style: Style) -> list[dict]:
             continue
         above = r % 2 == 0
         right = not above and math.log2(max_seq / fits) >= LABEL_OCTAVES
-        out.append(dict(x=math.log10(fits), y=math.log10(at) if y_log else at, xref="x", yref="y", showarrow=False,
-                        text=f"{fits:,}", xanchor="left" if right else "right", yanchor="bottom" if above else "top",
-                        xshift=6 if right else -6, yshift=5 if above else -5, bgcolor=LABEL_BOX, borderpad=1,
-                        font=dict(color=LAYOUT_COLORS[curves.layouts[i].kind], size=style.font)))  # fmt: skip
+        out.append(
+            dict(
+                x=math.log10(fits),
+                y=math.log10(at) if y_log else at,
+                xref="x",
+                yref="y",
+                showarrow=False,
+                text=f"{fits:,}",
+                xanchor="left" if right else "right",
+                yanchor="bottom" if above else "top",
+                xshift=6 if right else -6,
+                yshift=5 if above else -5,
+                bgcolor=LABEL_BOX,
+                borderpad=1,
+                font=dict(color=LAYOUT_COLORS[curves.layouts[i].kind], size=style.font),
+            )
+        )
     return out
 
 
@@ -174,15 +215,39 @@ def _vertical_markers(chart: MemoryChart, y_range: tuple[float, float], style: S
     on a log axis is log10 of the value)."""
     traces, notes = [], []
     max_text = style.t("kvmem.max_positions", n=f"{chart.max_positions:,}") if chart.max_positions else ""
-    for x, text, dash, top in ((chart.seq_len, f"S = {chart.seq_len:,}" if chart.seq_len else "", "solid", True),
-                               (chart.max_positions, max_text, "dashdot", False)):  # fmt: skip
+    for x, text, dash, top in (
+        (chart.seq_len, f"S = {chart.seq_len:,}" if chart.seq_len else "", "solid", True),
+        (chart.max_positions, max_text, "dashdot", False),
+    ):
         if not x:
             continue
-        traces.append(dict(type="scatter", x=[x, x], y=list(y_range), mode="lines", showlegend=False, hoverinfo="skip",
-                           line=dict(color=MARKER_LINE_COLOR, width=2 if style.present else 1.5, dash=dash)))  # fmt: skip
-        notes.append(dict(x=math.log10(x), y=1.0 if top else 0.0, xref="x", yref="paper", text=text, showarrow=False,
-                          xanchor="left", yanchor="top" if top else "bottom", xshift=4, yshift=-2 if top else 2,
-                          font=dict(size=max(11, style.font - 1), color="#333333"), bgcolor=LABEL_BOX))  # fmt: skip
+        traces.append(
+            dict(
+                type="scatter",
+                x=[x, x],
+                y=list(y_range),
+                mode="lines",
+                showlegend=False,
+                hoverinfo="skip",
+                line=dict(color=MARKER_LINE_COLOR, width=2 if style.present else 1.5, dash=dash),
+            )
+        )
+        notes.append(
+            dict(
+                x=math.log10(x),
+                y=1.0 if top else 0.0,
+                xref="x",
+                yref="paper",
+                text=text,
+                showarrow=False,
+                xanchor="left",
+                yanchor="top" if top else "bottom",
+                xshift=4,
+                yshift=-2 if top else 2,
+                font=dict(size=max(11, style.font - 1), color="#333333"),
+                bgcolor=LABEL_BOX,
+            )
+        )
     return traces, notes
 
 
@@ -198,10 +263,17 @@ def memory_figure(curves: MemoryCurves, chart: MemoryChart, style: Style = Style
     max_seq, dev = int(curves.tokens[-1]), float(curves.device_bytes)
     data = [] if curves.weights is None else [_weights_trace(curves, chart.y_log, style)]
     data += _layout_traces(curves, style)
-    data.append(dict(type="scatter", x=[1, max_seq], y=[dev, dev], mode="lines",
-                     name=style.t("kvmem.device_line", label=chart.device_label, size=format_bytes(curves.device_bytes)),
-                     line=dict(color=DEVICE_COLOR, width=3 if style.present else 2, dash="dot"),
-                     hovertemplate=f"{chart.device_label}<br>{format_bytes_exact(curves.device_bytes)}<extra></extra>"))  # fmt: skip
+    data.append(
+        dict(
+            type="scatter",
+            x=[1, max_seq],
+            y=[dev, dev],
+            mode="lines",
+            name=style.t("kvmem.device_line", label=chart.device_label, size=format_bytes(curves.device_bytes)),
+            line=dict(color=DEVICE_COLOR, width=3 if style.present else 2, dash="dot"),
+            hovertemplate=f"{chart.device_label}<br>{format_bytes_exact(curves.device_bytes)}<extra></extra>",
+        )
+    )
     w = int(curves.weights or 0)
     lows = [dev, *(curves.cache[:, 0] + w).tolist()] + ([w] if curves.weights is not None else [])
     highs = [dev, *(curves.cache[:, -1] + w).tolist()]  # the device line is always in view
@@ -212,13 +284,23 @@ def memory_figure(curves: MemoryCurves, chart: MemoryChart, style: Style = Style
     xt, xl = token_ticks(max_seq)
     title = style.t("kvmem.mem_title", model=chart.model_name, batch=curves.batch, dtype=curves.dtype)
     layout = base_layout(
-        title, style, 560 if style.present else 500,
-        xaxis=dict(type="log", range=[0, math.log10(max_seq)], tickvals=xt, ticktext=xl,
-                   title=dict(text=style.t("kvmem.seq_axis"))),
-        yaxis=yaxis, annotations=notes + fit_labels(curves, chart.y_log, style), hovermode="closest",
-        uirevision="kv_memory", legend=dict(orientation="h", yanchor="top", y=-0.16, x=0),
+        title,
+        style,
+        560 if style.present else 500,
+        xaxis=dict(
+            type="log",
+            range=[0, math.log10(max_seq)],
+            tickvals=xt,
+            ticktext=xl,
+            title=dict(text=style.t("kvmem.seq_axis")),
+        ),
+        yaxis=yaxis,
+        annotations=notes + fit_labels(curves, chart.y_log, style),
+        hovermode="closest",
+        uirevision="kv_memory",
+        legend=dict(orientation="h", yanchor="top", y=-0.16, x=0),
         margin=dict(l=10, r=10, t=90 if style.present else 70, b=10),
-    )  # fmt: skip
+    )
     return plain_figure(data, layout, style)
 
 
@@ -230,17 +312,33 @@ def comparison_figure(table: pd.DataFrame, title: str, kinds: Sequence[str], sty
     font_color = [color] + [["#222222"] * len(table)] * (n_cols - 1)
     align = ["left"] + ["right"] * (n_cols - 1)
     head_h, row_h = 2.4 * style.font + 12, 1.6 * style.font + 10
-    data = [dict(type="table", columnwidth=[1.7, 1.7, 1.0, 1.0, 1.5, 0.8, 1.7][:n_cols],
-                 header=dict(values=[f"<b>{c}</b>" for c in table.columns], fill=dict(color="#e9eef4"),
-                             line=dict(color="#c8d0d9"), align=align, font=dict(size=style.font, color="#222222"),
-                             height=head_h),
-                 cells=dict(values=[table[c].tolist() for c in table.columns], fill=dict(color="white"),
-                            line=dict(color="#dde3ea"), align=align, font=dict(size=style.font, color=font_color),
-                            height=row_h))]  # fmt: skip
+    data = [
+        dict(
+            type="table",
+            columnwidth=[1.7, 1.7, 1.0, 1.0, 1.5, 0.8, 1.7][:n_cols],
+            header=dict(
+                values=[f"<b>{c}</b>" for c in table.columns],
+                fill=dict(color="#e9eef4"),
+                line=dict(color="#c8d0d9"),
+                align=align,
+                font=dict(size=style.font, color="#222222"),
+                height=head_h,
+            ),
+            cells=dict(
+                values=[table[c].tolist() for c in table.columns],
+                fill=dict(color="white"),
+                line=dict(color="#dde3ea"),
+                align=align,
+                font=dict(size=style.font, color=font_color),
+                height=row_h,
+            ),
+        )
+    ]
     top = 80 if style.present else 60
     height = int(top + head_h + len(table) * row_h + 30)
-    layout = base_layout(title, style, height, margin=dict(l=10, r=10, t=top, b=10),
-                         xaxis=dict(visible=False), yaxis=dict(visible=False))  # fmt: skip
+    layout = base_layout(
+        title, style, height, margin=dict(l=10, r=10, t=top, b=10), xaxis=dict(visible=False), yaxis=dict(visible=False)
+    )
     return plain_figure(data, layout, style)
 
 
@@ -275,32 +373,75 @@ def decode_memory_figure(s: DecodeSeries, style: Style = Style()) -> go.Figure:
     hover = "S = %{x:,}<br>%{customdata}<extra>%{fullData.name}</extra>"
 
     def line(name: str, xs: object, values: Sequence[int], **how: object) -> dict:
-        return dict(type="scatter", x=xs, y=np.asarray(values, dtype=np.float64) / div, name=name, hovertemplate=hover,
-                    customdata=[format_bytes_exact(int(b)) for b in values], **how)  # fmt: skip
+        return dict(
+            type="scatter",
+            x=xs,
+            y=np.asarray(values, dtype=np.float64) / div,
+            name=name,
+            hovertemplate=hover,
+            customdata=[format_bytes_exact(int(b)) for b in values],
+            **how,
+        )
 
     wrong = s.correct is not None
     done = x[: len(s.measured)]  # the steps measured so far (none before the run: the formula's prediction alone)
     data = []
     if s.allocated:
-        data.append(line(style.t("kvmem.allocated"), [0, s.x_max], [s.allocated] * 2, mode="lines",
-                         line=dict(color="#888888", width=2, dash="dot")))  # fmt: skip
+        data.append(
+            line(
+                style.t("kvmem.allocated"),
+                [0, s.x_max],
+                [s.allocated] * 2,
+                mode="lines",
+                line=dict(color="#888888", width=2, dash="dot"),
+            )
+        )
     if wrong:
-        data.append(line(style.t("kvmem.correct_cache"), x, s.correct, mode="lines",
-                         line=dict(color=CACHED_COLOR, width=3, dash="dash")))  # fmt: skip
-    data.append(line(style.t("kvmem.formula"), x, s.formula, mode="lines",
-                     line=dict(color=FORMULA_COLOR, width=4 if style.present else 3)))  # fmt: skip
-    data.append(line(style.t("kvmem.measured_wrong" if wrong else "kvmem.measured"), done, s.measured, mode="markers",
-                     marker=dict(color=WRONG_COLOR if wrong else CACHED_COLOR, size=8 if style.present else 6,
-                                 symbol="circle-open", line=dict(width=2))))  # fmt: skip
+        data.append(
+            line(
+                style.t("kvmem.correct_cache"),
+                x,
+                s.correct,
+                mode="lines",
+                line=dict(color=CACHED_COLOR, width=3, dash="dash"),
+            )
+        )
+    data.append(
+        line(
+            style.t("kvmem.formula"),
+            x,
+            s.formula,
+            mode="lines",
+            line=dict(color=FORMULA_COLOR, width=4 if style.present else 3),
+        )
+    )
+    data.append(
+        line(
+            style.t("kvmem.measured_wrong" if wrong else "kvmem.measured"),
+            done,
+            s.measured,
+            mode="markers",
+            marker=dict(
+                color=WRONG_COLOR if wrong else CACHED_COLOR,
+                size=8 if style.present else 6,
+                symbol="circle-open",
+                line=dict(width=2),
+            ),
+        )
+    )
     if s.cuda is not None:
         data.append(line(style.t("kvmem.cuda"), done, s.cuda, mode="lines", line=dict(color=CUDA_COLOR, width=2)))
     layout = base_layout(
-        style.t("kvmem.live_mem_title" if len(s.measured) else "kvmem.live_mem_plan"), style, 480 if style.present else 430,
+        style.t("kvmem.live_mem_title" if len(s.measured) else "kvmem.live_mem_plan"),
+        style,
+        480 if style.present else 430,
         xaxis=dict(range=[0, s.x_max * 1.02 + 1], title=dict(text=style.t("kvmem.tokens_in_cache"))),
-        yaxis=dict(range=[0, s.y_max / div * 1.08], title=dict(text=style.t("kvmem.bytes_axis", unit=unit)),
-                   rangemode="tozero"),
-        legend=dict(orientation="h", yanchor="top", y=-0.3, x=0), uirevision="kv_live_mem",
-    )  # fmt: skip
+        yaxis=dict(
+            range=[0, s.y_max / div * 1.08], title=dict(text=style.t("kvmem.bytes_axis", unit=unit)), rangemode="tozero"
+        ),
+        legend=dict(orientation="h", yanchor="top", y=-0.3, x=0),
+        uirevision="kv_live_mem",
+    )
     return plain_figure(data, layout, style)
 
 
@@ -323,17 +464,28 @@ def decode_time_figure(
     series = [("kvmem.with_cache", cached_ms, CACHED_COLOR)]
     if recompute_ms is not None:
         series.append(("kvmem.recompute", recompute_ms, RECOMPUTE_COLOR))
-    data = [dict(type="scatter", x=x, y=np.asarray(values, dtype=np.float64), mode="lines+markers", name=style.t(key),
-                 line=dict(color=color, width=3 if style.present else 2), marker=dict(size=4),
-                 hovertemplate="S = %{x:,}<br>%{y:.3f} ms<extra>%{fullData.name}</extra>")
-            for key, values, color in series]  # fmt: skip
+    data = [
+        dict(
+            type="scatter",
+            x=x,
+            y=np.asarray(values, dtype=np.float64),
+            mode="lines+markers",
+            name=style.t(key),
+            line=dict(color=color, width=3 if style.present else 2),
+            marker=dict(size=4),
+            hovertemplate="S = %{x:,}<br>%{y:.3f} ms<extra>%{fullData.name}</extra>",
+        )
+        for key, values, color in series
+    ]
     layout = base_layout(
         title or style.t("kvmem.live_time_title" if repeats > 1 else "kvmem.live_time_title_one", k=repeats),
-        style, 420 if style.present else 380,
+        style,
+        420 if style.present else 380,
         xaxis=dict(range=[0, x_max * 1.02 + 1], title=dict(text=style.t("kvmem.tokens_in_context"))),
         yaxis=dict(title=dict(text=style.t("kvmem.ms_axis")), rangemode="tozero"),
-        legend=dict(orientation="h", yanchor="top", y=-0.3, x=0), uirevision="kv_live_time",
-    )  # fmt: skip
+        legend=dict(orientation="h", yanchor="top", y=-0.3, x=0),
+        uirevision="kv_live_time",
+    )
     return plain_figure(data, layout, style)
 
 
@@ -343,15 +495,30 @@ def prefill_decode_figure(n_tokens: int, prefill_s: float, decode_s: float, styl
     labels = [style.t("kvmem.prefill_bar", n=n_tokens), style.t("kvmem.decode_bar", n=n_tokens)]
     ms = [prefill_s * 1e3, decode_s * 1e3]
     per = [v / n_tokens for v in ms]
-    text = [style.t("kvmem.bar_text", ms=f"{m:.3g}", per=f"{p:.3g}", rate=f"{n_tokens / (m / 1e3):,.0f}")
-            for m, p in zip(ms, per, strict=True)]  # fmt: skip
-    data = [dict(type="bar", x=labels, y=ms, text=text, textposition="outside", customdata=per, cliponaxis=False,
-                 marker=dict(color=[CACHED_COLOR, RECOMPUTE_COLOR]),
-                 hovertemplate="%{x}<br>%{y:.4f} ms<br>%{customdata:.4f} ms / token<extra></extra>")]  # fmt: skip
+    text = [
+        style.t("kvmem.bar_text", ms=f"{m:.3g}", per=f"{p:.3g}", rate=f"{n_tokens / (m / 1e3):,.0f}")
+        for m, p in zip(ms, per, strict=True)
+    ]
+    data = [
+        dict(
+            type="bar",
+            x=labels,
+            y=ms,
+            text=text,
+            textposition="outside",
+            customdata=per,
+            cliponaxis=False,
+            marker=dict(color=[CACHED_COLOR, RECOMPUTE_COLOR]),
+            hovertemplate="%{x}<br>%{y:.4f} ms<br>%{customdata:.4f} ms / token<extra></extra>",
+        )
+    ]
     ratio = decode_s / prefill_s if prefill_s > 0 else float("nan")
     layout = base_layout(
-        style.t("kvmem.pd_title", n=n_tokens, ratio=f"{ratio:.1f}"), style, 420 if style.present else 360,
+        style.t("kvmem.pd_title", n=n_tokens, ratio=f"{ratio:.1f}"),
+        style,
+        420 if style.present else 360,
         yaxis=dict(title=dict(text=style.t("kvmem.ms_total_axis")), rangemode="tozero", range=[0, max(ms) * 1.25]),
-        xaxis=dict(), showlegend=False,
-    )  # fmt: skip
+        xaxis=dict(),
+        showlegend=False,
+    )
     return plain_figure(data, layout, style)

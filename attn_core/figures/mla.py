@@ -36,11 +36,16 @@ def flow_tensors(c: MLAConfig, mode: str) -> list[tuple[str, str, bool]]:
     rows = [("h", f"[{c.d_model}]", False)]
     if c.q_lora_rank:
         rows.append(("c_Q = RMSNorm(W_DQ h)", f"[{c.q_lora_rank}]", False))
-    rows += [("q_C = W_UQ c_Q", f"[{h} × {dh}]", False), ("q_R = RoPE(W_QR c_Q)", f"[{h} × {dr}]", False),
-             ("c_KV = RMSNorm(W_DKV h)", f"[{dc}]", absorb), ("k_R = RoPE(W_KR h)", f"[{dr}]", absorb),
-             ("k_C = W_UK c_KV", f"[{h} × {dh}]", False),
-             ("k = [k_C ; k_R]", f"[{h} × {dh + dr}]", naive), ("v = W_UV c_KV", f"[{h} × {dv}]", not absorb),
-             ("o = W_O [o_1 … o_H]", f"[{c.d_model}]", False)]  # fmt: skip
+    rows += [
+        ("q_C = W_UQ c_Q", f"[{h} × {dh}]", False),
+        ("q_R = RoPE(W_QR c_Q)", f"[{h} × {dr}]", False),
+        ("c_KV = RMSNorm(W_DKV h)", f"[{dc}]", absorb),
+        ("k_R = RoPE(W_KR h)", f"[{dr}]", absorb),
+        ("k_C = W_UK c_KV", f"[{h} × {dh}]", False),
+        ("k = [k_C ; k_R]", f"[{h} × {dh + dr}]", naive),
+        ("v = W_UV c_KV", f"[{h} × {dv}]", not absorb),
+        ("o = W_O [o_1 … o_H]", f"[{c.d_model}]", False),
+    ]
     if mode == "rope_on_latent":
         rows[-3] = ("k = RoPE(k_C)", f"[{h} × {dh}]", True)
     return rows
@@ -51,8 +56,11 @@ def _boxes(c: MLAConfig, mode: str, t) -> list[tuple[float, float, str, str]]:
     h, dh, dr, dv, dc = c.n_heads, c.qk_nope_head_dim, c.qk_rope_head_dim, c.v_head_dim, c.kv_lora_rank
     kc = {"naive": "tensor", "absorb": "absorbed", "rope_on_latent": "wrong"}[mode]
     cq = f"c_Q [{c.q_lora_rank}]" if c.q_lora_rank else t("mla.fig_no_cq")
-    att = {"naive": t("mla.fig_att_naive", h=h, d=dh + dr), "absorb": t("mla.fig_att_absorb", h=h, d=dc + dr),
-           "rope_on_latent": t("mla.fig_att_wrong", h=h, d=dh)}[mode]  # fmt: skip
+    att = {
+        "naive": t("mla.fig_att_naive", h=h, d=dh + dr),
+        "absorb": t("mla.fig_att_absorb", h=h, d=dc + dr),
+        "rope_on_latent": t("mla.fig_att_wrong", h=h, d=dh),
+    }[mode]
     cached_abs = "cached" if mode == "absorb" else "tensor"
     up = "cached" if mode != "absorb" else "absorbed"
     return [
@@ -80,22 +88,62 @@ def flow_figure(c: MLAConfig, mode: str, style: Style = Style()) -> go.Figure:
     w, hgt = 0.44, 0.34
     shapes, notes = [], []
     for x, y, label, kind in boxes:
-        shapes.append(dict(type="rect", x0=x - w, x1=x + w, y0=y - hgt, y1=y + hgt, fillcolor=FILL[kind],
-                           line=dict(color=EDGE[kind], width=4 if kind == "cached" else 2), layer="below"))  # fmt: skip
+        shapes.append(
+            dict(
+                type="rect",
+                x0=x - w,
+                x1=x + w,
+                y0=y - hgt,
+                y1=y + hgt,
+                fillcolor=FILL[kind],
+                line=dict(color=EDGE[kind], width=4 if kind == "cached" else 2),
+                layer="below",
+            )
+        )
         # dark text on the light block: a card, dark in either scheme (ui.chart_theme.darkened finds the block)
         notes.append(dict(x=x, y=y, text=label, showarrow=False, font=dict(size=style.font, color=CARD_TEXT)))
     for a, b in ARROWS:
         (xa, ya, *_), (xb, yb, *_) = boxes[a], boxes[b]
         sx, sy = (xa, ya - hgt) if b == 5 else (xa + w, ya)  # h to k_R leaves h's bottom, passing under c_KV
-        notes.append(dict(x=xb - w, y=yb, ax=sx, ay=sy, xref="x", yref="y", axref="x", ayref="y", text="",
-                          showarrow=True, arrowhead=2, arrowwidth=2, arrowcolor="#888888"))  # fmt: skip
-    legend = [dict(type="scatter", x=[None], y=[None], mode="markers", name=t(f"mla.fig_kind_{k}"),
-                   marker=dict(symbol="square", size=16, color=FILL[k], line=dict(color=EDGE[k], width=2)))
-              for k in ("cached", "absorbed", "wrong") if any(b[3] == k for b in boxes)]  # fmt: skip
-    layout = base_layout(t(f"mla.fig_flow_{mode}"), style, 520 if style.present else 460,
-                         xaxis=dict(visible=False, range=[-0.55, 4.55]), yaxis=dict(visible=False, range=[-0.35, 4.35]),
-                         shapes=shapes, annotations=notes,
-                         legend=dict(orientation="h", yanchor="top", y=-0.02, x=0))  # fmt: skip
+        notes.append(
+            dict(
+                x=xb - w,
+                y=yb,
+                ax=sx,
+                ay=sy,
+                xref="x",
+                yref="y",
+                axref="x",
+                ayref="y",
+                text="",
+                showarrow=True,
+                arrowhead=2,
+                arrowwidth=2,
+                arrowcolor="#888888",
+            )
+        )
+    legend = [
+        dict(
+            type="scatter",
+            x=[None],
+            y=[None],
+            mode="markers",
+            name=t(f"mla.fig_kind_{k}"),
+            marker=dict(symbol="square", size=16, color=FILL[k], line=dict(color=EDGE[k], width=2)),
+        )
+        for k in ("cached", "absorbed", "wrong")
+        if any(b[3] == k for b in boxes)
+    ]
+    layout = base_layout(
+        t(f"mla.fig_flow_{mode}"),
+        style,
+        520 if style.present else 460,
+        xaxis=dict(visible=False, range=[-0.55, 4.55]),
+        yaxis=dict(visible=False, range=[-0.35, 4.35]),
+        shapes=shapes,
+        annotations=notes,
+        legend=dict(orientation="h", yanchor="top", y=-0.02, x=0),
+    )
     return plain_figure(legend, layout, style)
 
 
@@ -127,36 +175,108 @@ def agree_figure(a: np.ndarray, b: np.ndarray, labels: Sequence[str], head: int,
     for i, (mat, name) in enumerate(zip((a, b, diff), names, strict=True)):
         ax = "" if i == 0 else str(i + 1)
         z = np.where(mask, mat, np.nan).astype(np.float32)
-        data.append(dict(type="heatmap", z=z, x=labels, y=labels, xaxis=f"x{ax}", yaxis="y", hoverongaps=False,
-                         coloraxis="coloraxis2" if i == 2 else "coloraxis", hovertemplate=hover, meta=name))  # fmt: skip
-        data.append(dict(type="heatmap", z=grey, x=labels, y=labels, xaxis=f"x{ax}", yaxis="y", showscale=False,
-                         colorscale=[[0, MASK_GREY], [1, MASK_GREY]], hoverongaps=False,
-                         hovertemplate=t("fig.masked") + "<extra></extra>"))  # fmt: skip
-        layout[f"xaxis{ax}"] = dict(domain=list(_PANELS[i]), anchor="y", type="category", tickangle=-60,
-                                    title=dict(text=t("fig.key"), font=axis_font), **tick_axis(labels, x_ticks))  # fmt: skip
+        data.append(
+            dict(
+                type="heatmap",
+                z=z,
+                x=labels,
+                y=labels,
+                xaxis=f"x{ax}",
+                yaxis="y",
+                hoverongaps=False,
+                coloraxis="coloraxis2" if i == 2 else "coloraxis",
+                hovertemplate=hover,
+                meta=name,
+            )
+        )
+        data.append(
+            dict(
+                type="heatmap",
+                z=grey,
+                x=labels,
+                y=labels,
+                xaxis=f"x{ax}",
+                yaxis="y",
+                showscale=False,
+                colorscale=[[0, MASK_GREY], [1, MASK_GREY]],
+                hoverongaps=False,
+                hovertemplate=t("fig.masked") + "<extra></extra>",
+            )
+        )
+        layout[f"xaxis{ax}"] = dict(
+            domain=list(_PANELS[i]),
+            anchor="y",
+            type="category",
+            tickangle=-60,
+            title=dict(text=t("fig.key"), font=axis_font),
+            **tick_axis(labels, x_ticks),
+        )
     longest = max((len(s) for s in layout["xaxis"]["ticktext"]), default=4)
     bottom = int(40 + 0.6 * x_ticks.font * longest)
     note = thinned_note(style, y_ticks, x_ticks, t("fig.query"), t("fig.key"))
     bar = dict(thickness=14, len=0.9, y=0.5, xanchor="left", xpad=4, tickfont=dict(size=style.font))
     top_px = (90 if style.present else 70) + (26 if note else 0)
-    layout.update(base_layout(
-        t("mla.agree_title", h=head), style,
-        int((SLIDE_MAP_PX if style.present else area_h) + bottom + top_px),
-        margin=dict(l=10, r=70 if style.present else 56, t=top_px, b=10),
-        plot_bgcolor="rgba(0,0,0,0)", meta={FONTS_SET: style.font, PINNED: ["xaxis", "xaxis2", "xaxis3", "yaxis"]},
-        yaxis=dict(title=dict(text=t("fig.query"), font=axis_font), autorange="reversed", type="category",
-                   **tick_axis(labels, y_ticks)),
-        coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0,
-                       colorbar=dict(x=_BARS[0], title=dict(text=t("fig.weight"), font=dict(size=style.font)), **bar)),
-        coloraxis2=dict(colorscale=DIFF_SCALE, cmin=0.0, cmax=top if top > 0 else 1.0,
-                        colorbar=dict(x=_BARS[1], tickformat=".1e", title=dict(font=dict(size=style.font)), **bar)),
-        annotations=[dict(text=f"<b>{name}</b>", x=sum(_PANELS[i]) / 2, y=1.0, xref="paper", yref="paper",
-                          xanchor="center", yanchor="bottom", yshift=6, showarrow=False,
-                          font=dict(size=style.font))
-                     for i, name in enumerate(names)]
-                    + ([dict(text=note, x=0.0, y=1.0, xref="paper", yref="paper", xanchor="left", yanchor="bottom",
-                             yshift=style.font + 12, showarrow=False, font=dict(size=style.font - 3))] if note else []),
-    ))  # fmt: skip
+    layout.update(
+        base_layout(
+            t("mla.agree_title", h=head),
+            style,
+            int((SLIDE_MAP_PX if style.present else area_h) + bottom + top_px),
+            margin=dict(l=10, r=70 if style.present else 56, t=top_px, b=10),
+            plot_bgcolor="rgba(0,0,0,0)",
+            meta={FONTS_SET: style.font, PINNED: ["xaxis", "xaxis2", "xaxis3", "yaxis"]},
+            yaxis=dict(
+                title=dict(text=t("fig.query"), font=axis_font),
+                autorange="reversed",
+                type="category",
+                **tick_axis(labels, y_ticks),
+            ),
+            coloraxis=dict(
+                colorscale=style.weight_scale,
+                cmin=0.0,
+                cmax=1.0,
+                colorbar=dict(x=_BARS[0], title=dict(text=t("fig.weight"), font=dict(size=style.font)), **bar),
+            ),
+            coloraxis2=dict(
+                colorscale=DIFF_SCALE,
+                cmin=0.0,
+                cmax=top if top > 0 else 1.0,
+                colorbar=dict(x=_BARS[1], tickformat=".1e", title=dict(font=dict(size=style.font)), **bar),
+            ),
+            annotations=[
+                dict(
+                    text=f"<b>{name}</b>",
+                    x=sum(_PANELS[i]) / 2,
+                    y=1.0,
+                    xref="paper",
+                    yref="paper",
+                    xanchor="center",
+                    yanchor="bottom",
+                    yshift=6,
+                    showarrow=False,
+                    font=dict(size=style.font),
+                )
+                for i, name in enumerate(names)
+            ]
+            + (
+                [
+                    dict(
+                        text=note,
+                        x=0.0,
+                        y=1.0,
+                        xref="paper",
+                        yref="paper",
+                        xanchor="left",
+                        yanchor="bottom",
+                        yshift=style.font + 12,
+                        showarrow=False,
+                        font=dict(size=style.font - 3),
+                    )
+                ]
+                if note
+                else []
+            ),
+        )
+    )
     # just above the panels' names, wherever a slide's height puts the plot
     layout["title"].update(
         yref="paper", y=1.0, yanchor="bottom", pad=dict(b=2 * style.font + 14 if note else style.font + 16)
@@ -172,16 +292,27 @@ def cache_bars(
     """Cached values per token and layer of each layout (log axis), bytes in ``dtype`` in the hover and labels."""
     kinds = [lab.split("-")[0] if not lab.startswith("MLA") else lab for lab in labels]
     nbytes = [elements_to_bytes(int(v), dtype) for v in values]
-    data = [dict(type="bar", x=list(labels), y=[int(v) for v in values],
-                 marker=dict(color=[LAYOUT_COLORS.get(k, "#888888") for k in kinds]),
-                 text=[f"{int(v):,} · {format_bytes(b)}" for v, b in zip(values, nbytes, strict=True)],
-                 textposition="outside", cliponaxis=False,
-                 hovertemplate="%{x}<br>%{y:,} values<br>%{customdata}<extra></extra>",
-                 customdata=[format_bytes_exact(b) + f" ({dtype})" for b in nbytes])]  # fmt: skip
-    layout = base_layout(title, style, 440 if style.present else 380, showlegend=False,
-                         yaxis=dict(type="log", title=dict(text=style.t("mla.axis_values")),
-                                    range=[0, np.log10(max(values)) + 0.6]),
-                         xaxis=dict(title=dict(text=style.t("mla.axis_layout"))))  # fmt: skip
+    data = [
+        dict(
+            type="bar",
+            x=list(labels),
+            y=[int(v) for v in values],
+            marker=dict(color=[LAYOUT_COLORS.get(k, "#888888") for k in kinds]),
+            text=[f"{int(v):,} · {format_bytes(b)}" for v, b in zip(values, nbytes, strict=True)],
+            textposition="outside",
+            cliponaxis=False,
+            hovertemplate="%{x}<br>%{y:,} values<br>%{customdata}<extra></extra>",
+            customdata=[format_bytes_exact(b) + f" ({dtype})" for b in nbytes],
+        )
+    ]
+    layout = base_layout(
+        title,
+        style,
+        440 if style.present else 380,
+        showlegend=False,
+        yaxis=dict(type="log", title=dict(text=style.t("mla.axis_values")), range=[0, np.log10(max(values)) + 0.6]),
+        xaxis=dict(title=dict(text=style.t("mla.axis_layout"))),
+    )
     return plain_figure(data, layout, style)
 
 
@@ -194,32 +325,67 @@ def decode_bytes_figure(df: pd.DataFrame, x_max: int, y_max: int, style: Style =
     for path in ("naive", "absorb"):
         color = PATH_COLORS[path]
         formula, measured = df[f"{path}_bytes_formula"].to_numpy(), df[f"{path}_bytes_measured"].to_numpy()
-        data.append(dict(type="scatter", x=x, y=formula / div, mode="lines", name=t(f"mla.dec_formula_{path}"),
-                         line=dict(color=color, width=4 if style.present else 3),
-                         customdata=[format_bytes_exact(int(b)) for b in formula],
-                         hovertemplate="S = %{x:,}<br>%{customdata}<extra>%{fullData.name}</extra>"))  # fmt: skip
-        data.append(dict(type="scatter", x=x, y=measured / div, mode="markers", name=t(f"mla.dec_measured_{path}"),
-                         marker=dict(color="#222222", size=7, symbol="circle-open", line=dict(width=2)),
-                         customdata=[format_bytes_exact(int(b)) for b in measured],
-                         hovertemplate="S = %{x:,}<br>%{customdata}<extra>%{fullData.name}</extra>"))  # fmt: skip
-    layout = base_layout(t("mla.dec_bytes_title"), style, 460 if style.present else 420,
-                         xaxis=dict(range=[0, x_max * 1.02 + 1], title=dict(text=t("kvmem.tokens_in_cache"))),
-                         yaxis=dict(range=[0, y_max / div * 1.08], title=dict(text=t("kvmem.bytes_axis", unit=unit))),
-                         legend=dict(orientation="h", yanchor="top", y=-0.25, x=0), uirevision="mla_dec_bytes")  # fmt: skip
+        data.append(
+            dict(
+                type="scatter",
+                x=x,
+                y=formula / div,
+                mode="lines",
+                name=t(f"mla.dec_formula_{path}"),
+                line=dict(color=color, width=4 if style.present else 3),
+                customdata=[format_bytes_exact(int(b)) for b in formula],
+                hovertemplate="S = %{x:,}<br>%{customdata}<extra>%{fullData.name}</extra>",
+            )
+        )
+        data.append(
+            dict(
+                type="scatter",
+                x=x,
+                y=measured / div,
+                mode="markers",
+                name=t(f"mla.dec_measured_{path}"),
+                marker=dict(color="#222222", size=7, symbol="circle-open", line=dict(width=2)),
+                customdata=[format_bytes_exact(int(b)) for b in measured],
+                hovertemplate="S = %{x:,}<br>%{customdata}<extra>%{fullData.name}</extra>",
+            )
+        )
+    layout = base_layout(
+        t("mla.dec_bytes_title"),
+        style,
+        460 if style.present else 420,
+        xaxis=dict(range=[0, x_max * 1.02 + 1], title=dict(text=t("kvmem.tokens_in_cache"))),
+        yaxis=dict(range=[0, y_max / div * 1.08], title=dict(text=t("kvmem.bytes_axis", unit=unit))),
+        legend=dict(orientation="h", yanchor="top", y=-0.25, x=0),
+        uirevision="mla_dec_bytes",
+    )
     return plain_figure(data, layout, style)
 
 
 def decode_time_figure(df: pd.DataFrame, x_max: int, style: Style = Style()) -> go.Figure:
     """Wall time of each decode step of both paths (the first point is the prefill) against the tokens cached."""
     t = style.t
-    data = [dict(type="scatter", x=df["tokens_cached"].to_numpy(), y=df[f"{p}_ms"].to_numpy(), mode="lines+markers",
-                 name=t(f"mla.path_{p}"), line=dict(color=PATH_COLORS[p], width=3 if style.present else 2),
-                 marker=dict(size=4), hovertemplate="S = %{x:,}<br>%{y:.3f} ms<extra>%{fullData.name}</extra>")
-            for p in ("naive", "absorb")]  # fmt: skip
-    layout = base_layout(t("mla.dec_time_title"), style, 420 if style.present else 380,
-                         xaxis=dict(range=[0, x_max * 1.02 + 1], title=dict(text=t("kvmem.tokens_in_cache"))),
-                         yaxis=dict(title=dict(text=t("kvmem.ms_axis")), rangemode="tozero"),
-                         legend=dict(orientation="h", yanchor="top", y=-0.25, x=0), uirevision="mla_dec_time")  # fmt: skip
+    data = [
+        dict(
+            type="scatter",
+            x=df["tokens_cached"].to_numpy(),
+            y=df[f"{p}_ms"].to_numpy(),
+            mode="lines+markers",
+            name=t(f"mla.path_{p}"),
+            line=dict(color=PATH_COLORS[p], width=3 if style.present else 2),
+            marker=dict(size=4),
+            hovertemplate="S = %{x:,}<br>%{y:.3f} ms<extra>%{fullData.name}</extra>",
+        )
+        for p in ("naive", "absorb")
+    ]
+    layout = base_layout(
+        t("mla.dec_time_title"),
+        style,
+        420 if style.present else 380,
+        xaxis=dict(range=[0, x_max * 1.02 + 1], title=dict(text=t("kvmem.tokens_in_cache"))),
+        yaxis=dict(title=dict(text=t("kvmem.ms_axis")), rangemode="tozero"),
+        legend=dict(orientation="h", yanchor="top", y=-0.25, x=0),
+        uirevision="mla_dec_time",
+    )
     return plain_figure(data, layout, style)
 
 
@@ -234,15 +400,30 @@ def cost_figure(df: pd.DataFrame, column: str, mark: int, style: Style = Style()
         if column != "flops" and path == "latent":
             continue  # reads what the absorbed path reads
         name = t(f"mla.path_{path}") if column == "flops" or path == "naive" else t("mla.path_latent_reads")
-        data.append(dict(type="scatter", x=part.cached.to_numpy(), y=part[column].to_numpy(), mode="lines+markers",
-                         name=name, line=dict(color=PATH_COLORS[path], width=3 if style.present else 2),
-                         hovertemplate="S = %{x:,}<br>%{y:.4s}<extra>%{fullData.name}</extra>"))  # fmt: skip
+        data.append(
+            dict(
+                type="scatter",
+                x=part.cached.to_numpy(),
+                y=part[column].to_numpy(),
+                mode="lines+markers",
+                name=name,
+                line=dict(color=PATH_COLORS[path], width=3 if style.present else 2),
+                hovertemplate="S = %{x:,}<br>%{y:.4s}<extra>%{fullData.name}</extra>",
+            )
+        )
     top = float(df[column].max())
     shapes = [dict(type="line", x0=mark, x1=mark, y0=0, y1=1, yref="paper", line=dict(color="#555555", dash="dot"))]
-    layout = base_layout(t(f"mla.cost_title_{'flops' if column == 'flops' else 'bytes'}", s=format_tokens(mark)),
-                         style, 420 if style.present else 380,
-                         xaxis=dict(type="log", title=dict(text=t("mla.axis_cached"))),
-                         yaxis=dict(type="log", title=dict(text=t(f"mla.axis_{'flops' if column == 'flops' else 'bytes'}")),
-                                    range=[0, np.log10(max(top, 10)) + 0.2]),
-                         shapes=shapes, legend=dict(orientation="h", yanchor="top", y=-0.25, x=0))  # fmt: skip
+    layout = base_layout(
+        t(f"mla.cost_title_{'flops' if column == 'flops' else 'bytes'}", s=format_tokens(mark)),
+        style,
+        420 if style.present else 380,
+        xaxis=dict(type="log", title=dict(text=t("mla.axis_cached"))),
+        yaxis=dict(
+            type="log",
+            title=dict(text=t(f"mla.axis_{'flops' if column == 'flops' else 'bytes'}")),
+            range=[0, np.log10(max(top, 10)) + 0.2],
+        ),
+        shapes=shapes,
+        legend=dict(orientation="h", yanchor="top", y=-0.25, x=0),
+    )
     return plain_figure(data, layout, style)

@@ -28,17 +28,34 @@ def _group_frames(n_heads: int, n_kv_heads: int, n_rows: int, width: int) -> lis
     n_rep = n_heads // n_kv_heads
     if n_rep == 1:
         return []
-    return [dict(type="rect", xref="x", yref="y", x0=g * n_rep - 0.5, x1=(g + 1) * n_rep - 0.5, y0=-0.5,
-                 y1=n_rows - 0.5, line=dict(color=group_color(g), width=width), fillcolor="rgba(0,0,0,0)")
-            for g in range(n_kv_heads)]  # fmt: skip
+    return [
+        dict(
+            type="rect",
+            xref="x",
+            yref="y",
+            x0=g * n_rep - 0.5,
+            x1=(g + 1) * n_rep - 0.5,
+            y0=-0.5,
+            y1=n_rows - 0.5,
+            line=dict(color=group_color(g), width=width),
+            fillcolor="rgba(0,0,0,0)",
+        )
+        for g in range(n_kv_heads)
+    ]
 
 
 def roles_figure(mat: np.ndarray, n_kv_heads: int, value_label: str, title: str, style: Style = Style()) -> go.Figure:
     """A role score ``mat`` ``[L, H]`` (0..1) as layers × heads, each KV group framed in its colour."""
     n_layers, n_heads = mat.shape
-    spec = MatrixSpec(mat, [f"L{i}" for i in range(n_layers)], head_labels(n_heads, n_kv_heads), title,
-                      kind="weights", row_title=style.t("models.axis_layer"),
-                      col_title=style.t("models.axis_head"))  # fmt: skip
+    spec = MatrixSpec(
+        mat,
+        [f"L{i}" for i in range(n_layers)],
+        head_labels(n_heads, n_kv_heads),
+        title,
+        kind="weights",
+        row_title=style.t("models.axis_layer"),
+        col_title=style.t("models.axis_head"),
+    )
     fig = matrix_figure(spec, style)
     fig.data[0].hovertemplate = f"%{{y}} · %{{x}}<br>{value_label} %{{z:.3f}}<extra></extra>"
     fig.layout.shapes = _group_frames(n_heads, n_kv_heads, n_layers, 4 if style.present else 3)
@@ -46,22 +63,35 @@ def roles_figure(mat: np.ndarray, n_kv_heads: int, value_label: str, title: str,
     return fig
 
 
-def newest_row_figure(rows: np.ndarray, context: list[str], layer: int, token: str, n_kv_heads: int,
-                      style: Style = Style()) -> go.Figure:  # fmt: skip
+def newest_row_figure(
+    rows: np.ndarray, context: list[str], layer: int, token: str, n_kv_heads: int, style: Style = Style()
+) -> go.Figure:
     """The newest position's weights ``rows`` ``[H, S]`` over the context in ``layer``, a row per head (with its KV head)."""
     labels = [f"{tok} ({i})" for i, tok in enumerate(context)]
     shown = token.strip() or repr(token)
-    spec = MatrixSpec(rows, head_labels(rows.shape[0], n_kv_heads), labels,
-                      style.t("models.newest_title", layer=layer, token=shown), kind="weights",
-                      row_title=style.t("models.axis_head"), col_title=style.t("fig.key"))  # fmt: skip
+    spec = MatrixSpec(
+        rows,
+        head_labels(rows.shape[0], n_kv_heads),
+        labels,
+        style.t("models.newest_title", layer=layer, token=shown),
+        kind="weights",
+        row_title=style.t("models.axis_head"),
+        col_title=style.t("fig.key"),
+    )
     return matrix_figure(spec, style)
 
 
 def _line(x: list[int], y: list[float], name: str, color: str, style: Style, dash: str = "solid") -> dict:
-    return dict(type="scatter", x=x, y=y, mode="lines+markers" if dash == "solid" else "lines", name=name,
-                line=dict(color=color, width=4 if style.present else 2.5, dash=dash),
-                marker=dict(size=8 if style.present else 6, color=color),
-                hovertemplate=f"{name}<br>L%{{x}}: %{{y:.4g}}<extra></extra>")  # fmt: skip
+    return dict(
+        type="scatter",
+        x=x,
+        y=y,
+        mode="lines+markers" if dash == "solid" else "lines",
+        name=name,
+        line=dict(color=color, width=4 if style.present else 2.5, dash=dash),
+        marker=dict(size=8 if style.present else 6, color=color),
+        hovertemplate=f"{name}<br>L%{{x}}: %{{y:.4g}}<extra></extra>",
+    )
 
 
 def variance_figure(res: ScaleResult, style: Style = Style()) -> go.Figure:
@@ -76,10 +106,14 @@ def variance_figure(res: ScaleResult, style: Style = Style()) -> go.Figure:
         _line(span, [float(rnd.score_var)] * 2, t("models.var_raw_random"), RANDOM_COLOR, style, "dash"),
         _line(span, [float(rnd.scaled_var)] * 2, t("models.var_scaled_random"), MODEL_COLOR, style, "dash"),
     ]
-    layout = base_layout(t("models.var_title", t=res.n_tokens), style, 460 if style.present else 400,
-                         xaxis=dict(title=dict(text=t("models.axis_layer")), dtick=max(1, len(x) // 15)),
-                         yaxis=dict(title=dict(text=t("models.var_axis")), type="log"),
-                         legend=dict(orientation="h", yanchor="top", y=-0.22, x=0))  # fmt: skip
+    layout = base_layout(
+        t("models.var_title", t=res.n_tokens),
+        style,
+        460 if style.present else 400,
+        xaxis=dict(title=dict(text=t("models.axis_layer")), dtick=max(1, len(x) // 15)),
+        yaxis=dict(title=dict(text=t("models.var_axis")), type="log"),
+        legend=dict(orientation="h", yanchor="top", y=-0.22, x=0),
+    )
     return plain_figure(data, layout, style)
 
 
@@ -94,10 +128,17 @@ def peak_figure(res: ScaleResult, style: Style = Style()) -> go.Figure:
     for col, color in PEAK_COLORS.items():
         data.append(_line(x, [float(v) for v in tab[col]], t(f"models.peak_{col}"), color, style))
     for col, color in PEAK_COLORS.items():
-        data.append(_line(span, [float(rnd[col])] * 2, t("models.random_of", what=t(f"models.peak_{col}")), color,
-                          style, "dash"))  # fmt: skip
-    layout = base_layout(t("models.peak_title", t=res.n_tokens), style, 460 if style.present else 400,
-                         xaxis=dict(title=dict(text=t("models.axis_layer")), dtick=max(1, len(x) // 15)),
-                         yaxis=dict(title=dict(text=t("models.peak_axis")), range=[0, 1.05]),
-                         legend=dict(orientation="h", yanchor="top", y=-0.22, x=0))  # fmt: skip
+        data.append(
+            _line(
+                span, [float(rnd[col])] * 2, t("models.random_of", what=t(f"models.peak_{col}")), color, style, "dash"
+            )
+        )
+    layout = base_layout(
+        t("models.peak_title", t=res.n_tokens),
+        style,
+        460 if style.present else 400,
+        xaxis=dict(title=dict(text=t("models.axis_layer")), dtick=max(1, len(x) // 15)),
+        yaxis=dict(title=dict(text=t("models.peak_axis")), range=[0, 1.05]),
+        legend=dict(orientation="h", yanchor="top", y=-0.22, x=0),
+    )
     return plain_figure(data, layout, style)

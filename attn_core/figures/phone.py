@@ -90,23 +90,47 @@ def one_panel(spec: dict, index: int, style: Style, width: int = PHONE_PX) -> di
         plot_h = max(160.0, min(1.25 * plot_w, plot_w * len(ys) / max(len(xs), 1)))
         y_ticks = tick_plan(len(ys), plot_h, style)
         # the colour bar lies under the panel (a bar at its right would take a third of a phone's width)
-        bar = dict((lay.get("coloraxis") or {}).get("colorbar") or {}, orientation="h", thickness=12, len=0.75, ypad=4,
-                   x=0.5, xanchor="center", yref="container", y=0.0, yanchor="bottom")  # fmt: skip
+        bar = dict(
+            (lay.get("coloraxis") or {}).get("colorbar") or {},
+            orientation="h",
+            thickness=12,
+            len=0.75,
+            ypad=4,
+            x=0.5,
+            xanchor="center",
+            yref="container",
+            y=0.0,
+            yanchor="bottom",
+        )
         bar["title"] = {**(bar.get("title") or {}), "side": "right"}
         layout = {
             **{k: v for k, v in lay.items() if not re.fullmatch(r"[xy]axis\d*", k) and k != "meta"},
             "title": {"text": ""},
-            "xaxis": {**x_axis, "domain": [0, 1], "anchor": "y", "range": [-0.5, len(xs) - 0.5],
-                      "showticklabels": True, "title": lay["xaxis"].get("title") or {}, **tick_axis(xs, x_ticks)},
-            "yaxis": {**y_axis, "domain": [0, 1], "anchor": "x", "range": [len(ys) - 0.5, -0.5],
-                      "showticklabels": True, "title": lay["yaxis"].get("title") or {}, **tick_axis(ys, y_ticks)},
+            "xaxis": {
+                **x_axis,
+                "domain": [0, 1],
+                "anchor": "y",
+                "range": [-0.5, len(xs) - 0.5],
+                "showticklabels": True,
+                "title": lay["xaxis"].get("title") or {},
+                **tick_axis(xs, x_ticks),
+            },
+            "yaxis": {
+                **y_axis,
+                "domain": [0, 1],
+                "anchor": "x",
+                "range": [len(ys) - 0.5, -0.5],
+                "showticklabels": True,
+                "title": lay["yaxis"].get("title") or {},
+                **tick_axis(ys, y_ticks),
+            },
             "coloraxis": {**(lay.get("coloraxis") or {}), "colorbar": bar},
             "shapes": shapes,
             "annotations": [title],
             "margin": {"l": 10, "r": 10, "t": _PANEL_TOP, "b": 10},
             "height": int(_PANEL_TOP + plot_h + 10),
             "dragmode": False,
-        }  # fmt: skip
+        }
         note = thinned_note(style, y_ticks, x_ticks, style.t("fig.query"), style.t("fig.key"))
         if note:  # too many tokens for a phone's width: every k-th labelled, as the panel says
             layout["annotations"] = [{**title, "text": f"{title['text']}<br><sub>{note}</sub>"}]

@@ -95,9 +95,18 @@ def _grid(
             layout[ykey] = {"anchor": xref, "domain": [y0, y1]}
             if i <= len(titles):
                 annotations.append(
-                    dict(text=titles[i - 1], x=(x0 + x1) / 2, y=y1, xref="paper", yref="paper", xanchor="center",
-                         yanchor="bottom", showarrow=False, font=dict(size=16))
-                )  # fmt: skip
+                    dict(
+                        text=titles[i - 1],
+                        x=(x0 + x1) / 2,
+                        y=y1,
+                        xref="paper",
+                        yref="paper",
+                        xanchor="center",
+                        yanchor="bottom",
+                        showarrow=False,
+                        font=dict(size=16),
+                    )
+                )
             x0 = x1 + h
     layout["annotations"] = annotations
     return layout
@@ -180,13 +189,25 @@ def score_distribution_figure(sample: ScoreSample, style: Style = Style()) -> go
     d = sample.d_k
     sq = math.sqrt(d)
     panels = [
-        (sample.raw_density, sample.raw_edges, float(d), UNSCALED_COLOR,
-         style.t("sat.fig.dist_raw", var=f"{sample.raw_var:.4g}", d=d), style.t("sat.fig.dist_raw_axis"),
-         style.t("sat.fig.raw_name")),
-        (sample.scaled_density, sample.scaled_edges, 1.0, SCALED_COLOR,
-         style.t("sat.fig.dist_scaled", var=f"{sample.scaled_var:.4g}", sq=f"{sq:.4g}"),
-         style.t("sat.fig.dist_scaled_axis"), style.t("sat.fig.scaled_name")),
-    ]  # fmt: skip
+        (
+            sample.raw_density,
+            sample.raw_edges,
+            float(d),
+            UNSCALED_COLOR,
+            style.t("sat.fig.dist_raw", var=f"{sample.raw_var:.4g}", d=d),
+            style.t("sat.fig.dist_raw_axis"),
+            style.t("sat.fig.raw_name"),
+        ),
+        (
+            sample.scaled_density,
+            sample.scaled_edges,
+            1.0,
+            SCALED_COLOR,
+            style.t("sat.fig.dist_scaled", var=f"{sample.scaled_var:.4g}", sq=f"{sq:.4g}"),
+            style.t("sat.fig.dist_scaled_axis"),
+            style.t("sat.fig.scaled_name"),
+        ),
+    ]
     layout = _grid(1, 2, [p[4] for p in panels], h_space=0.08)
     data = []
     lw = _line_width(style)
@@ -195,24 +216,38 @@ def score_distribution_figure(sample: ScoreSample, style: Style = Style()) -> go
         edges = np.asarray(edges, dtype=np.float64)
         data.append(
             dict(
-                type="bar", x=_f32((edges[:-1] + edges[1:]) / 2.0), y=_f32(density), width=_f32(np.diff(edges)),
-                marker=dict(color=color, line=dict(width=0)), opacity=0.8, name=name, showlegend=True,
-                customdata=_f32(np.stack([edges[:-1], edges[1:]], axis=-1)), xaxis=xref, yaxis=yref,
+                type="bar",
+                x=_f32((edges[:-1] + edges[1:]) / 2.0),
+                y=_f32(density),
+                width=_f32(np.diff(edges)),
+                marker=dict(color=color, line=dict(width=0)),
+                opacity=0.8,
+                name=name,
+                showlegend=True,
+                customdata=_f32(np.stack([edges[:-1], edges[1:]], axis=-1)),
+                xaxis=xref,
+                yaxis=yref,
                 hovertemplate=(
                     style.t("sat.fig.bin_hover") + " [%{customdata[0]:.4g}, %{customdata[1]:.4g})"
                     "<br>" + style.t("sat.fig.density") + " %{y:.4g}<extra>" + name + "</extra>"
                 ),
             )
-        )  # fmt: skip
+        )
         x = np.linspace(float(edges[0]), float(edges[-1]), 241)
         theory_name = style.t("sat.fig.theory_curve", var=f"{theory_var:g}")
         data.append(
             dict(
-                type="scatter", x=_f32(x), y=_f32(_normal_pdf(x, theory_var)), mode="lines", name=theory_name,
-                line=dict(color=THEORY_COLOR, width=lw, dash="dash"), xaxis=xref, yaxis=yref,
+                type="scatter",
+                x=_f32(x),
+                y=_f32(_normal_pdf(x, theory_var)),
+                mode="lines",
+                name=theory_name,
+                line=dict(color=THEORY_COLOR, width=lw, dash="dash"),
+                xaxis=xref,
+                yaxis=yref,
                 hovertemplate="%{x:.4g} → %{y:.4g}<extra>" + theory_name + "</extra>",
             )
-        )  # fmt: skip
+        )
         layout[xkey]["title"] = dict(text=axis)
         layout[ykey].update(title=dict(text=style.t("sat.fig.density_axis")), rangemode="tozero")
     layout.update(bargap=0, barmode="overlay")
@@ -247,37 +282,59 @@ def scaled_unscaled_figure(maps: ExampleMaps, labels: list[str], style: Style = 
         ticks = _key_ticks(labels, range(t))
         custom = None if maps.raw is None else _f32(maps.raw)
         hover = (
-            style.t("fig.query") + " %{y} → " + style.t("fig.key") + " %{x}<br>q·k = %{customdata:.4g}<br>"
-            + style.t("fig.weight") + " %{z:.4f}<extra>{name}</extra>"
-        )  # fmt: skip
+            style.t("fig.query")
+            + " %{y} → "
+            + style.t("fig.key")
+            + " %{x}<br>q·k = %{customdata:.4g}<br>"
+            + style.t("fig.weight")
+            + " %{z:.4f}<extra>{name}</extra>"
+        )
     else:
         ticks = _block_ranges(maps.unscaled.shape[0], f, t)
         custom = None
         hover = (
-            style.t("fig.query") + " %{y} → " + style.t("fig.key") + " %{x}<br>"
-            + style.t("sat.fig.block_max") + " %{z:.4f}<extra>{name}</extra>"
-        )  # fmt: skip
+            style.t("fig.query")
+            + " %{y} → "
+            + style.t("fig.key")
+            + " %{x}<br>"
+            + style.t("sat.fig.block_max")
+            + " %{z:.4f}<extra>{name}</extra>"
+        )
     data = []
-    for i, (w, name) in enumerate(((maps.unscaled, style.t("sat.fig.unscaled")),
-                                   (maps.scaled, style.t("sat.fig.scaled"))), start=1):  # fmt: skip
+    for i, (w, name) in enumerate(
+        ((maps.unscaled, style.t("sat.fig.unscaled")), (maps.scaled, style.t("sat.fig.scaled"))), start=1
+    ):
         xref, yref, xkey, ykey = _axes(i)
         trace = dict(
-            type="heatmap", z=_f32(w), x=ticks, y=ticks, coloraxis="coloraxis", name=name, xaxis=xref, yaxis=yref,
-            hovertemplate=hover.replace("{name}", name), hoverongaps=False,
-        )  # fmt: skip
+            type="heatmap",
+            z=_f32(w),
+            x=ticks,
+            y=ticks,
+            coloraxis="coloraxis",
+            name=name,
+            xaxis=xref,
+            yaxis=yref,
+            hovertemplate=hover.replace("{name}", name),
+            hoverongaps=False,
+        )
         if custom is not None:
             trace["customdata"] = custom
         data.append(trace)
         layout[xkey].update(title=dict(text=style.t("fig.key")), type="category", tickangle=-60)
         # the rows are the same queries in both maps: their labels and title left of the first map only (the
         # second map's would sit in the gap, over the first map's right edge)
-        layout[ykey].update(title=dict(text=style.t("fig.query") if i == 1 else ""), type="category",
-                            autorange="reversed", showticklabels=i == 1)  # fmt: skip
+        layout[ykey].update(
+            title=dict(text=style.t("fig.query") if i == 1 else ""),
+            type="category",
+            autorange="reversed",
+            showticklabels=i == 1,
+        )
     layout.update(
-        coloraxis=dict(colorscale=style.weight_scale, cmin=0.0, cmax=1.0,
-                       colorbar=dict(title=dict(text=style.t("fig.weight")))),
+        coloraxis=dict(
+            colorscale=style.weight_scale, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=style.t("fig.weight")))
+        ),
         plot_bgcolor="rgba(0,0,0,0)",
-    )  # fmt: skip
+    )
     title = style.t("sat.fig.map_title", t=t, d=d_k)
     if f > 1:
         n = maps.unscaled.shape[0]
@@ -299,8 +356,11 @@ CURVE_PANELS = (
 # The gradient figure: one row per per-row norm of the sweep (stats.ROW_NORMS, with its symbol), one column
 # per statistic of it (column suffix, title key, y scale).
 GRADIENT_NORMS = (("jacobian_norm", "‖J‖_F"), ("grad_norm", "‖∂L/∂z‖"), ("grad_q_norm", "‖∂L/∂q‖"))
-GRADIENT_STATS = (("", "sat.fig.g_mean", "norm"), ("_median", "sat.fig.g_median", "norm"),
-                  ("_small", "sat.fig.g_small", "share"))  # fmt: skip
+GRADIENT_STATS = (
+    ("", "sat.fig.g_mean", "norm"),
+    ("_median", "sat.fig.g_median", "norm"),
+    ("_small", "sat.fig.g_small", "share"),
+)
 
 
 def _sweep_arrays(sweep: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, dict[bool, dict[str, np.ndarray]]]:
@@ -362,35 +422,59 @@ def _panel(
         shown[flag] = values if kind == "share" else np.where(values > 0, values, lo)
         data.append(
             dict(
-                type="scatter", x=_f32(a["d_k"]), y=_f32(shown[flag]), customdata=_f32(values),
-                mode="lines+markers", name=names[flag], legendgroup=names[flag], showlegend=legend,
+                type="scatter",
+                x=_f32(a["d_k"]),
+                y=_f32(shown[flag]),
+                customdata=_f32(values),
+                mode="lines+markers",
+                name=names[flag],
+                legendgroup=names[flag],
+                showlegend=legend,
                 legendrank=1 + int(flag),
-                xaxis=xref, yaxis=yref, line=dict(color=colors[flag], width=lw, dash="solid" if flag else "dash"),
+                xaxis=xref,
+                yaxis=yref,
+                line=dict(color=colors[flag], width=lw, dash="solid" if flag else "dash"),
                 marker=dict(size=ms // 2 + 1, color=colors[flag]),
                 hovertemplate="d_k = %{x}<br>%{customdata:.4g}<extra>" + names[flag] + "</extra>",
             )
-        )  # fmt: skip
+        )
     data.append(
         dict(
-            type="scatter", x=[d_k, d_k], y=[lo, hi], mode="lines", name="current_line", showlegend=False,
-            hoverinfo="skip", line=dict(color=THEORY_COLOR, width=max(1, lw - 1), dash="dot"), xaxis=xref, yaxis=yref,
+            type="scatter",
+            x=[d_k, d_k],
+            y=[lo, hi],
+            mode="lines",
+            name="current_line",
+            showlegend=False,
+            hoverinfo="skip",
+            line=dict(color=THEORY_COLOR, width=max(1, lw - 1), dash="dot"),
+            xaxis=xref,
+            yaxis=yref,
         )
-    )  # fmt: skip
+    )
     hits = {flag: np.flatnonzero(arrays[flag]["d_k"] == d_k) for flag in (False, True)}
     if all(len(h) for h in hits.values()):
         data.append(
             dict(
-                type="scatter", x=[d_k, d_k], y=[float(shown[f][hits[f][0]]) for f in (False, True)],
-                mode="markers", name="current", showlegend=False, xaxis=xref, yaxis=yref,
+                type="scatter",
+                x=[d_k, d_k],
+                y=[float(shown[f][hits[f][0]]) for f in (False, True)],
+                mode="markers",
+                name="current",
+                showlegend=False,
+                xaxis=xref,
+                yaxis=yref,
                 marker=dict(
-                    size=ms, color=[UNSCALED_COLOR, SCALED_COLOR], line=dict(color="#000000", width=2),
+                    size=ms,
+                    color=[UNSCALED_COLOR, SCALED_COLOR],
+                    line=dict(color="#000000", width=2),
                     symbol=["circle-open" if use_scaling else "circle", "circle" if use_scaling else "circle-open"],
                 ),
                 customdata=[[names[f], float(arrays[f][column][hits[f][0]])] for f in (False, True)],
                 hovertemplate=style.t("sat.fig.current", d=d_k) + "<br>%{customdata[0]}: %{customdata[1]:.4g}"
                 "<extra></extra>",
             )
-        )  # fmt: skip
+        )
     if kind == "share":
         layout[ykey].update(range=[lo, hi])
     else:
@@ -407,21 +491,40 @@ def _theory_lines(data: list[dict], d_values: list[int], style: Style) -> None:
     line = dict(color=THEORY_COLOR, width=max(1, lw - 1), dash="dot")
     data.append(
         dict(
-            type="scatter", x=_f32(d_values), y=_f32(d_values), mode="lines", name=theory, legendgroup=theory,
-            showlegend=True, legendrank=3, line=line, xaxis="x", yaxis="y",
+            type="scatter",
+            x=_f32(d_values),
+            y=_f32(d_values),
+            mode="lines",
+            name=theory,
+            legendgroup=theory,
+            showlegend=True,
+            legendrank=3,
+            line=line,
+            xaxis="x",
+            yaxis="y",
             hovertemplate="d_k = %{x}<br>" + style.t("sat.fig.theory_var") + " %{y}<extra></extra>",
         )
-    )  # fmt: skip
+    )
     data.append(
         dict(
-            type="scatter", x=[d_values[0], d_values[-1]], y=[1.0, 1.0], mode="lines", name=theory,
-            legendgroup=theory, showlegend=False, hoverinfo="skip", xaxis="x", yaxis="y", line=line,
+            type="scatter",
+            x=[d_values[0], d_values[-1]],
+            y=[1.0, 1.0],
+            mode="lines",
+            name=theory,
+            legendgroup=theory,
+            showlegend=False,
+            hoverinfo="skip",
+            xaxis="x",
+            yaxis="y",
+            line=line,
         )
-    )  # fmt: skip
+    )
 
 
-def _sweep_title(key: str, sweep: pd.DataFrame, n_samples: int, seq_len: int, temperature: float, d_k: int,
-                 style: Style) -> str:  # fmt: skip
+def _sweep_title(
+    key: str, sweep: pd.DataFrame, n_samples: int, seq_len: int, temperature: float, d_k: int, style: Style
+) -> str:
     title = style.t(key, n=n_samples, t=seq_len, tau=f"{temperature:g}", d=d_k)
     if "measured_rows" in sweep.columns and len(sweep):
         title += _measured(style, int(sweep["measured_rows"].iloc[0]), int(sweep["total_rows"].iloc[0]))
@@ -483,8 +586,7 @@ def gradient_curves_figure(
     norms = GRADIENT_NORMS[-1:] if style.present else GRADIENT_NORMS
     columns = [norm + suffix for norm, _ in norms for suffix, _, _ in GRADIENT_STATS]
     _, arrays = _sweep_arrays(sweep, columns)
-    titles = [style.t(key, x=symbol, thr=f"{SMALL_NORM:g}") for _, symbol in norms
-              for _, key, _ in GRADIENT_STATS]  # fmt: skip
+    titles = [style.t(key, x=symbol, thr=f"{SMALL_NORM:g}") for _, symbol in norms for _, key, _ in GRADIENT_STATS]
     layout = _grid(len(norms), len(GRADIENT_STATS), titles, h_space=0.08, v_space=0.13)
     data: list[dict] = []
     curves = _Curves(arrays, d_k, use_scaling, style)
@@ -512,9 +614,15 @@ def _weight_bars(p: np.ndarray, z: np.ndarray, labels: list[str], style: Style, 
     """Bars of one row's weights: one labelled bar per key, or against the key position for long rows."""
     t = len(p)
     bar = dict(
-        type="bar", y=_f32(p), customdata=_f32(z), marker=dict(color=SCALED_COLOR), name=style.t("fig.weight"),
-        showlegend=False, xaxis=xref, yaxis=yref,
-    )  # fmt: skip
+        type="bar",
+        y=_f32(p),
+        customdata=_f32(z),
+        marker=dict(color=SCALED_COLOR),
+        name=style.t("fig.weight"),
+        showlegend=False,
+        xaxis=xref,
+        yaxis=yref,
+    )
     if t <= MAX_LABELLED_KEYS:
         bar["x"] = _key_ticks(labels, range(t))
         bar["hovertemplate"] = style.t("fig.key") + " %{x}<br>z = %{customdata:.4g}<br>p = %{y:.5f}<extra></extra>"
@@ -550,10 +658,17 @@ def row_figure(
     data = [
         _weight_bars(row.p, row.z, labels, style, "x", "y"),
         dict(
-            type="heatmap", z=_f32(row.jacobian), x=jt, y=jt, coloraxis="coloraxis", name="J", xaxis="x2", yaxis="y2",
+            type="heatmap",
+            z=_f32(row.jacobian),
+            x=jt,
+            y=jt,
+            coloraxis="coloraxis",
+            name="J",
+            xaxis="x2",
+            yaxis="y2",
             hovertemplate="∂p(%{y}) / ∂z(%{x}) = %{z:.3e}<extra></extra>",
         ),
-    ]  # fmt: skip
+    ]
     if t <= MAX_LABELLED_KEYS:
         layout["xaxis"].update(title=dict(text=style.t("fig.key")), type="category", tickangle=-60)
     else:
@@ -563,11 +678,14 @@ def row_figure(
     layout["yaxis2"].update(title=dict(text=style.t("sat.fig.jac_y")), type="category", autorange="reversed")
     layout.update(
         coloraxis=dict(
-            colorscale=DIVERGING_SCALE, cmin=-JACOBIAN_LIMIT, cmax=JACOBIAN_LIMIT, cmid=0.0,
+            colorscale=DIVERGING_SCALE,
+            cmin=-JACOBIAN_LIMIT,
+            cmax=JACOBIAN_LIMIT,
+            cmid=0.0,
             colorbar=dict(title=dict(text=style.t("sat.fig.jac_scale"))),
         ),
         plot_bgcolor="rgba(0,0,0,0)",
-    )  # fmt: skip
+    )
     title = formula
     if len(row.keys) < t:
         title += "<br>" + style.t("sat.fig.jac_top", k=len(row.keys), t=t)
@@ -589,36 +707,58 @@ def _float16_bars(demo: Float16Demo, keys: np.ndarray, ticks: list[str], style: 
     naive = demo.naive[keys]
     data = [
         dict(
-            type="bar", x=ticks, y=_f32(demo.stable[keys]), name=style.t("sat.fig.fp16_stable"),
-            marker=dict(color=SCALED_COLOR), xaxis="x", yaxis="y",
+            type="bar",
+            x=ticks,
+            y=_f32(demo.stable[keys]),
+            name=style.t("sat.fig.fp16_stable"),
+            marker=dict(color=SCALED_COLOR),
+            xaxis="x",
+            yaxis="y",
             customdata=_f32(np.stack([demo.scores16[keys], demo.reference[keys]], axis=-1)),
             hovertemplate=(
-                style.t("fig.key") + " %{x}<br>q·k (float16) = %{customdata[0]:.5g}<br>"
-                + style.t("sat.fig.fp16_stable") + " %{y:.5f}<br>float64: %{customdata[1]:.5f}<extra></extra>"
+                style.t("fig.key")
+                + " %{x}<br>q·k (float16) = %{customdata[0]:.5g}<br>"
+                + style.t("sat.fig.fp16_stable")
+                + " %{y:.5f}<br>float64: %{customdata[1]:.5f}<extra></extra>"
             ),
         ),
         dict(
-            type="bar", x=ticks, y=_f32(np.where(np.isfinite(naive), naive, np.nan)),
-            name=style.t("sat.fig.fp16_naive"), marker=dict(color=UNSCALED_COLOR), xaxis="x", yaxis="y",
+            type="bar",
+            x=ticks,
+            y=_f32(np.where(np.isfinite(naive), naive, np.nan)),
+            name=style.t("sat.fig.fp16_naive"),
+            marker=dict(color=UNSCALED_COLOR),
+            xaxis="x",
+            yaxis="y",
             hovertemplate=style.t("fig.key") + " %{x}<br>" + style.t("sat.fig.fp16_naive") + " %{y:.5f}<extra></extra>",
         ),
-    ]  # fmt: skip
+    ]
     bad = np.flatnonzero(~np.isfinite(naive))
     if len(bad):
         words = np.where(np.isnan(naive), "NaN", np.where(naive > 0, "inf", "−inf"))
         data.append(
             dict(
-                type="scatter", x=[ticks[i] for i in bad], y=_f32(np.full(len(bad), NON_FINITE_Y)),
-                mode="markers+text", text=[str(words[i]) for i in bad], textposition="top center",
-                name="non-finite", marker=dict(symbol="x", size=_marker_size(style), color=UNSCALED_COLOR),
-                showlegend=False, textfont=dict(color=UNSCALED_COLOR, size=style.font), xaxis="x", yaxis="y",
+                type="scatter",
+                x=[ticks[i] for i in bad],
+                y=_f32(np.full(len(bad), NON_FINITE_Y)),
+                mode="markers+text",
+                text=[str(words[i]) for i in bad],
+                textposition="top center",
+                name="non-finite",
+                marker=dict(symbol="x", size=_marker_size(style), color=UNSCALED_COLOR),
+                showlegend=False,
+                textfont=dict(color=UNSCALED_COLOR, size=style.font),
+                xaxis="x",
+                yaxis="y",
                 customdata=[_fmt_special(float(demo.exp_naive[keys[i]])) for i in bad],
                 hovertemplate=(
-                    style.t("fig.key") + " %{x}<br>exp(q·k) float16 = %{customdata}<br>"
-                    + style.t("sat.fig.fp16_naive") + " = %{text}<extra></extra>"
+                    style.t("fig.key")
+                    + " %{x}<br>exp(q·k) float16 = %{customdata}<br>"
+                    + style.t("sat.fig.fp16_naive")
+                    + " = %{text}<extra></extra>"
                 ),
             )
-        )  # fmt: skip
+        )
     return data
 
 
@@ -633,28 +773,49 @@ def _float16_failures(sweep: pd.DataFrame, d_k: int, style: Style) -> tuple[list
     )
     data = [
         dict(
-            type="scatter", x=_f32(a["d_k"]), y=_f32(a[column]), mode="lines+markers", name=name,
-            line=dict(color=color, width=lw, dash=dash), marker=dict(size=ms // 2 + 1, color=color),
-            hovertemplate="d_k = %{x}<br>%{y:.2%}<extra>" + name + "</extra>", xaxis="x2", yaxis="y2",
+            type="scatter",
+            x=_f32(a["d_k"]),
+            y=_f32(a[column]),
+            mode="lines+markers",
+            name=name,
+            line=dict(color=color, width=lw, dash=dash),
+            marker=dict(size=ms // 2 + 1, color=color),
+            hovertemplate="d_k = %{x}<br>%{y:.2%}<extra>" + name + "</extra>",
+            xaxis="x2",
+            yaxis="y2",
         )
         for a, column, color, dash, name in curves
-    ]  # fmt: skip
+    ]
     data.append(
         dict(
-            type="scatter", x=[d_k, d_k], y=[0.0, 1.05], mode="lines", name="current_line", showlegend=False,
-            hoverinfo="skip", line=dict(color=THEORY_COLOR, width=max(1, lw - 1), dash="dot"), xaxis="x2", yaxis="y2",
+            type="scatter",
+            x=[d_k, d_k],
+            y=[0.0, 1.05],
+            mode="lines",
+            name="current_line",
+            showlegend=False,
+            hoverinfo="skip",
+            line=dict(color=THEORY_COLOR, width=max(1, lw - 1), dash="dot"),
+            xaxis="x2",
+            yaxis="y2",
         )
-    )  # fmt: skip
+    )
     hit = np.flatnonzero(arrays[False]["d_k"] == d_k)
     if len(hit):
         data.append(
             dict(
-                type="scatter", x=[d_k], y=[float(arrays[False]["fp16_naive_fail"][hit[0]])], mode="markers",
-                name="current", showlegend=False, xaxis="x2", yaxis="y2",
+                type="scatter",
+                x=[d_k],
+                y=[float(arrays[False]["fp16_naive_fail"][hit[0]])],
+                mode="markers",
+                name="current",
+                showlegend=False,
+                xaxis="x2",
+                yaxis="y2",
                 marker=dict(size=ms, color=UNSCALED_COLOR, line=dict(color="#000000", width=2)),
                 hovertemplate=style.t("sat.fig.current", d=d_k) + "<br>%{y:.2%}<extra></extra>",
             )
-        )  # fmt: skip
+        )
     return data, [int(d) for d in d_values_arr]
 
 
@@ -684,8 +845,9 @@ def float16_figure(
     data = _float16_bars(demo, keys, ticks, style) + curves
     layout["xaxis"].update(title=dict(text=style.t("fig.key")), type="category", tickangle=-60)
     # weights live in 0..1; the band above holds the inf/NaN flags of the naive softmax
-    layout["yaxis"].update(title=dict(text=style.t("sat.fig.weight_axis")), range=[0, 1.22],
-                           tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1])  # fmt: skip
+    layout["yaxis"].update(
+        title=dict(text=style.t("sat.fig.weight_axis")), range=[0, 1.22], tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1]
+    )
     layout["xaxis2"].update(_d_k_axis(style, d_values))
     layout["yaxis2"].update(title=dict(text=style.t("sat.fig.fp16_axis")), range=[0, 1.05], tickformat=".0%")
     layout.update(barmode="group")

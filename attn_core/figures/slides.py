@@ -66,9 +66,19 @@ def fit_figure(fig: go.Figure, preset: ExportPreset, style: Style = Style()) -> 
     _set_fonts(out, preset.font, preset.font)
     title_font = round(preset.font * 1.25)
     title = _wrap(str(out.layout.title.text or ""), title_font, preset.width - 60)
-    out.update_layout(width=preset.width, height=height, autosize=False, font=dict(size=preset.font),
-                      title=dict(text=title, font=dict(size=title_font), yref="container", yanchor="middle",
-                                 y=1 - (12 + 0.65 * title_font * (1 + title.count("<br>"))) / height))  # fmt: skip
+    out.update_layout(
+        width=preset.width,
+        height=height,
+        autosize=False,
+        font=dict(size=preset.font),
+        title=dict(
+            text=title,
+            font=dict(size=title_font),
+            yref="container",
+            yanchor="middle",
+            y=1 - (12 + 0.65 * title_font * (1 + title.count("<br>"))) / height,
+        ),
+    )
     for trace in out.data:  # numbers printed in cells grow with the rest
         size = getattr(getattr(trace, "textfont", None), "size", None)
         if size:
@@ -88,9 +98,18 @@ def fit_figure(fig: go.Figure, preset: ExportPreset, style: Style = Style()) -> 
     if thinned:  # said on the figure, as the page's charts do
         words = {"x": style.t("fig.key"), "y": style.t("fig.query")}
         parts = " · ".join(style.t("fig.ticks_axis", what=words[a], k=k) for a, k in sorted(thinned.items()))
-        out.add_annotation(text=style.t("fig.ticks_thinned", parts=parts), xref="paper", yref="paper", x=0, y=0,
-                           yshift=-out.layout.margin.b + 4, xanchor="left", yanchor="bottom", showarrow=False,
-                           font=dict(size=max(MIN_TICK_FONT, preset.font * 2 // 3)))  # fmt: skip
+        out.add_annotation(
+            text=style.t("fig.ticks_thinned", parts=parts),
+            xref="paper",
+            yref="paper",
+            x=0,
+            y=0,
+            yshift=-out.layout.margin.b + 4,
+            xanchor="left",
+            yanchor="bottom",
+            showarrow=False,
+            font=dict(size=max(MIN_TICK_FONT, preset.font * 2 // 3)),
+        )
     out.layout.meta = {FONTS_SET: preset.font}
     return out
 

@@ -100,9 +100,15 @@ def click_layer(panels: list[ClickPanel], words: dict[str, str]) -> list[dict]:
     if s > 1:  # one point per block: its middle cell names it, the hover says how large it is
         where += words["block"].format(n=s) + "<br>"
     size = float(max(6.0, min(400.0, size_px * s * 1.45)))  # circles that cover their block's corners
-    base = dict(type="scatter", mode="markers", showlegend=False,
-                marker=dict(size=size, color="rgba(0,0,0,0)", opacity=0.0, maxdisplayed=1), selected=dict(marker=dict(opacity=0.0)),
-                unselected=dict(marker=dict(opacity=0.0)), name="click")  # fmt: skip
+    base = dict(
+        type="scatter",
+        mode="markers",
+        showlegend=False,
+        marker=dict(size=size, color="rgba(0,0,0,0)", opacity=0.0, maxdisplayed=1),
+        selected=dict(marker=dict(opacity=0.0)),
+        unselected=dict(marker=dict(opacity=0.0)),
+        name="click",
+    )
     traces = []
     for m in (False, True):
         keep = np.flatnonzero(masked == m)
@@ -111,19 +117,38 @@ def click_layer(panels: list[ClickPanel], words: dict[str, str]) -> list[dict]:
         hover = where + (
             words["masked"] if m else (words["block_top"] if s > 1 else words["value"]) + " %{customdata[1]:.4f}"
         )
-        traces.append(dict(base, x=[xs[k] for k in keep], y=[ys[k] for k in keep], customdata=[cds[k] for k in keep],
-                           hovertemplate=hover + f"<br><i>{words['click']}</i><extra></extra>"))  # fmt: skip
+        traces.append(
+            dict(
+                base,
+                x=[xs[k] for k in keep],
+                y=[ys[k] for k in keep],
+                customdata=[cds[k] for k in keep],
+                hovertemplate=hover + f"<br><i>{words['click']}</i><extra></extra>",
+            )
+        )
     return traces
 
 
 def row_outline(x: tuple[float, float], y: tuple[float, float], present: bool = False) -> list[dict]:
     """Two rectangles around one query row of a panel, from ``x[0]`` to ``x[1]`` and ``y[0]`` to ``y[1]`` on the
     axes ``x``/``y`` (cell edges): a white band, a black line."""
-    rect = dict(type="rect", xref="x", yref="y", x0=x[0], x1=x[1], y0=y[0], y1=y[1],
-                layer="above", fillcolor="rgba(0,0,0,0)", name="focus")  # fmt: skip
+    rect = dict(
+        type="rect",
+        xref="x",
+        yref="y",
+        x0=x[0],
+        x1=x[1],
+        y0=y[0],
+        y1=y[1],
+        layer="above",
+        fillcolor="rgba(0,0,0,0)",
+        name="focus",
+    )
     wide = 7 if present else 5
-    return [dict(rect, line=dict(color=OUTLINE_COLOURS[0], width=wide)),
-            dict(rect, line=dict(color=OUTLINE_COLOURS[1], width=wide / 2.5))]  # fmt: skip
+    return [
+        dict(rect, line=dict(color=OUTLINE_COLOURS[0], width=wide)),
+        dict(rect, line=dict(color=OUTLINE_COLOURS[1], width=wide / 2.5)),
+    ]
 
 
 def head_colour(group: int, k: int, n: int) -> str:
@@ -157,32 +182,72 @@ def _lines_panel(i: int, spec: TokenLines, style: Style, words: dict[str, str]) 
     colour = head_colour(spec.group, head % spec.n_rep, spec.n_rep)
     w = spec.weights[i]
     q_label = spec.labels_q[spec.query]
-    axes = dict(xaxis=f"x{n}", yaxis=f"y{n}", type="scatter", mode="markers+text", showlegend=False,
-                cliponaxis=False, textfont=dict(size=style.font))  # fmt: skip
+    axes = dict(
+        xaxis=f"x{n}",
+        yaxis=f"y{n}",
+        type="scatter",
+        mode="markers+text",
+        showlegend=False,
+        cliponaxis=False,
+        textfont=dict(size=style.font),
+    )
     q_text = [
         f"<b>{short_label(lab)}</b>" if j == spec.query else short_label(lab) for j, lab in enumerate(spec.labels_q)
     ]
     q_col = ["#000000" if j == spec.query else "#6b6b6b" for j in range(len(spec.labels_q))]
-    queries = dict(axes, x=[0.0] * len(q_text), y=list(range(len(q_text))), text=q_text, textposition="middle left",
-                   textfont=dict(size=style.font, color=q_col), name=f"queries {head}",
-                   marker=dict(size=[14 if j == spec.query else 9 for j in range(len(q_text))],
-                               color=[colour if j == spec.query else "rgba(0,0,0,0.08)" for j in range(len(q_text))]),
-                   customdata=[[head, j, lab, "q"] for j, lab in enumerate(spec.labels_q)],
-                   hovertemplate=f"{words['query']} %{{customdata[2]}}<br><i>{words['follow']}</i><extra></extra>")  # fmt: skip
+    queries = dict(
+        axes,
+        x=[0.0] * len(q_text),
+        y=list(range(len(q_text))),
+        text=q_text,
+        textposition="middle left",
+        textfont=dict(size=style.font, color=q_col),
+        name=f"queries {head}",
+        marker=dict(
+            size=[14 if j == spec.query else 9 for j in range(len(q_text))],
+            color=[colour if j == spec.query else "rgba(0,0,0,0.08)" for j in range(len(q_text))],
+        ),
+        customdata=[[head, j, lab, "q"] for j, lab in enumerate(spec.labels_q)],
+        hovertemplate=f"{words['query']} %{{customdata[2]}}<br><i>{words['follow']}</i><extra></extra>",
+    )
     shown = [f"{w[j]:.4f}" if np.isfinite(w[j]) else words["masked"] for j in range(len(spec.labels_k))]
-    keys = dict(axes, x=[1.0] * len(spec.labels_k), y=list(range(len(spec.labels_k))),
-                text=[short_label(lab) for lab in spec.labels_k], textposition="middle right", name=f"keys {head}",
-                textfont=dict(size=style.font, color=["#000000" if np.isfinite(v) else "#9a9a9a" for v in w]),
-                marker=dict(size=9, color=[colour if np.isfinite(v) else "#b8b8b8" for v in w],
-                            opacity=[0.25 + 0.75 * float(v) if np.isfinite(v) else 0.5 for v in w]),
-                customdata=[[head, j, lab, "k", shown[j]] for j, lab in enumerate(spec.labels_k)],
-                hovertemplate=(f"<b>{words['head']} {head}</b> · KV {spec.group}<br>{words['query']} {q_label}<br>"
-                               f"{words['key']} %{{customdata[2]}}<br>{words['weight']} %{{customdata[4]}}"
-                               "<extra></extra>"))  # fmt: skip
-    lines = [dict(type="line", xref=f"x{n}", yref=f"y{n}", x0=0, y0=spec.query, x1=1, y1=j, layer="below",
-                  line=dict(color=colour, width=LINE_MAX_PX * float(v)), opacity=float(min(1.0, 0.3 + 0.7 * v)),
-                  name=f"w {head} {j}")
-             for j, v in enumerate(w) if np.isfinite(v) and v > 0]  # fmt: skip
+    keys = dict(
+        axes,
+        x=[1.0] * len(spec.labels_k),
+        y=list(range(len(spec.labels_k))),
+        text=[short_label(lab) for lab in spec.labels_k],
+        textposition="middle right",
+        name=f"keys {head}",
+        textfont=dict(size=style.font, color=["#000000" if np.isfinite(v) else "#9a9a9a" for v in w]),
+        marker=dict(
+            size=9,
+            color=[colour if np.isfinite(v) else "#b8b8b8" for v in w],
+            opacity=[0.25 + 0.75 * float(v) if np.isfinite(v) else 0.5 for v in w],
+        ),
+        customdata=[[head, j, lab, "k", shown[j]] for j, lab in enumerate(spec.labels_k)],
+        hovertemplate=(
+            f"<b>{words['head']} {head}</b> · KV {spec.group}<br>{words['query']} {q_label}<br>"
+            f"{words['key']} %{{customdata[2]}}<br>{words['weight']} %{{customdata[4]}}"
+            "<extra></extra>"
+        ),
+    )
+    lines = [
+        dict(
+            type="line",
+            xref=f"x{n}",
+            yref=f"y{n}",
+            x0=0,
+            y0=spec.query,
+            x1=1,
+            y1=j,
+            layer="below",
+            line=dict(color=colour, width=LINE_MAX_PX * float(v)),
+            opacity=float(min(1.0, 0.3 + 0.7 * v)),
+            name=f"w {head} {j}",
+        )
+        for j, v in enumerate(w)
+        if np.isfinite(v) and v > 0
+    ]
     return [queries, keys], lines
 
 
@@ -200,8 +265,14 @@ def token_lines_figure(spec: TokenLines, style: Style = Style()) -> go.Figure:
     t = max(len(spec.labels_q), len(spec.labels_k))
     panel_h, title_px = max(120, t * rows_px), 34 if style.present else 26
     plot_h = nrows * panel_h + (nrows - 1) * title_px
-    words = dict(head=style.t("fig.head"), query=style.t("fig.query"), key=style.t("fig.key"),
-                 weight=style.t("fig.weight"), masked=style.t("fig.masked"), follow=style.t("fig.focus_follow"))  # fmt: skip
+    words = dict(
+        head=style.t("fig.head"),
+        query=style.t("fig.query"),
+        key=style.t("fig.key"),
+        weight=style.t("fig.weight"),
+        masked=style.t("fig.masked"),
+        follow=style.t("fig.focus_follow"),
+    )
     data, shapes, annotations, layout = [], [], [], {}
     gap = 0.08
     width = (1 - gap * (ncols - 1)) / ncols
@@ -214,27 +285,63 @@ def token_lines_figure(spec: TokenLines, style: Style = Style()) -> go.Figure:
         top = 1 - row * (panel_h + title_px) / plot_h
         x0 = col * (width + gap)
         layout[f"xaxis{ax}"] = dict(domain=[x0, x0 + width], range=[-0.75, 1.75], visible=False, fixedrange=True)
-        layout[f"yaxis{ax}"] = dict(domain=[max(0.0, top - panel_h / plot_h), top], range=[t - 0.5, -0.5],
-                                    visible=False, fixedrange=True)  # fmt: skip
+        layout[f"yaxis{ax}"] = dict(
+            domain=[max(0.0, top - panel_h / plot_h), top], range=[t - 0.5, -0.5], visible=False, fixedrange=True
+        )
         head = spec.heads[i]
-        annotations.append(dict(x=0.5, y=1.0, xref=f"x{ax} domain", yref=f"y{ax} domain", yanchor="bottom",
-                                showarrow=False, text=f"<b>{words['head']} {head}</b> · KV {spec.group}",
-                                font=dict(size=style.font, color=head_colour(spec.group, head % spec.n_rep,
-                                                                             spec.n_rep))))  # fmt: skip
+        annotations.append(
+            dict(
+                x=0.5,
+                y=1.0,
+                xref=f"x{ax} domain",
+                yref=f"y{ax} domain",
+                yanchor="bottom",
+                showarrow=False,
+                text=f"<b>{words['head']} {head}</b> · KV {spec.group}",
+                font=dict(size=style.font, color=head_colour(spec.group, head % spec.n_rep, spec.n_rep)),
+            )
+        )
     # one title line hanging from the top, the note under it, then the panels' titles
     note_px = int(1.6 * style.font) if spec.note else 0
     top_margin = int(12 + 1.6 * style.title_font + note_px + title_px + 8)
     if spec.note:
-        annotations.append(dict(x=0, y=1, xref="paper", yref="paper", xanchor="left", yanchor="bottom",
-                                yshift=title_px + 6, showarrow=False, text=spec.note,
-                                font=dict(size=max(11, style.font - 1), color="#555555")))  # fmt: skip
+        annotations.append(
+            dict(
+                x=0,
+                y=1,
+                xref="paper",
+                yref="paper",
+                xanchor="left",
+                yanchor="bottom",
+                yshift=title_px + 6,
+                showarrow=False,
+                text=spec.note,
+                font=dict(size=max(11, style.font - 1), color="#555555"),
+            )
+        )
     layout.update(
-        title=dict(text=spec.title, font=dict(size=style.title_font), yref="container", y=1, yanchor="top", xref="paper", x=0, xanchor="left",
-                   pad=dict(t=12)),
-        font=dict(size=style.font), shapes=shapes, annotations=annotations, showlegend=False,
-        height=int(top_margin + plot_h + 20), margin=dict(l=10, r=10, t=top_margin, b=20),
-        plot_bgcolor="rgba(0,0,0,0)", hovermode="closest", dragmode=False,
-        hoverlabel=dict(font=dict(size=max(12, style.font - 2))), meta={FONTS_SET: style.font},
-    )  # fmt: skip
+        title=dict(
+            text=spec.title,
+            font=dict(size=style.title_font),
+            yref="container",
+            y=1,
+            yanchor="top",
+            xref="paper",
+            x=0,
+            xanchor="left",
+            pad=dict(t=12),
+        ),
+        font=dict(size=style.font),
+        shapes=shapes,
+        annotations=annotations,
+        showlegend=False,
+        height=int(top_margin + plot_h + 20),
+        margin=dict(l=10, r=10, t=top_margin, b=20),
+        plot_bgcolor="rgba(0,0,0,0)",
+        hovermode="closest",
+        dragmode=False,
+        hoverlabel=dict(font=dict(size=max(12, style.font - 2))),
+        meta={FONTS_SET: style.font},
+    )
     reserve_margins({"data": data, "layout": layout})
     return PlainFigure(data, layout)

@@ -84,8 +84,13 @@ def _exact_fits(cfg: AttentionConfig, t_q: int, t_k: int) -> bool:
 
 def _source_config(source: AttentionSource) -> AttentionConfig:
     """The shape of ``source`` as a config (``d_model`` the source's own, else ``n_heads × d_k``), checked."""
-    cfg = AttentionConfig(n_heads=source.n_heads, n_kv_heads=source.n_kv_heads, head_dim=source.head_dim,
-                          d_model=getattr(source, "d_model", None), seq_len=max(1, len(source.tokens_q)))  # fmt: skip
+    cfg = AttentionConfig(
+        n_heads=source.n_heads,
+        n_kv_heads=source.n_kv_heads,
+        head_dim=source.head_dim,
+        d_model=getattr(source, "d_model", None),
+        seq_len=max(1, len(source.tokens_q)),
+    )
     cfg.validate()
     return cfg
 
@@ -787,8 +792,9 @@ class MhaSpec:
     seed: int = 0
 
     def build(self) -> GroupedQueryAttention:
-        return build_source(self.kind, self.d_model, self.n_heads, self.head_dim, seed=self.seed, n_base=self.n_base,
-                            noise=self.noise)  # fmt: skip
+        return build_source(
+            self.kind, self.d_model, self.n_heads, self.head_dim, seed=self.seed, n_base=self.n_base, noise=self.noise
+        )
 
 
 def conversion_on_tokens(spec: MhaSpec, tokens: Sequence[str], device: str | torch.device = "cpu") -> ConversionStudy:

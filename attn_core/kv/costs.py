@@ -88,9 +88,15 @@ def _checked(
     """The shape of :func:`attention_costs` checked (:class:`ConfigError` naming the field), as ints."""
     values = [
         check_int(name, value, 1)
-        for name, value in (("d_model", d_model), ("n_heads", n_heads), ("n_kv_heads", n_kv_heads),
-                            ("head_dim", head_dim), ("seq_len", seq_len), ("bytes_per_element", bytes_per_element))
-    ]  # fmt: skip
+        for name, value in (
+            ("d_model", d_model),
+            ("n_heads", n_heads),
+            ("n_kv_heads", n_kv_heads),
+            ("head_dim", head_dim),
+            ("seq_len", seq_len),
+            ("bytes_per_element", bytes_per_element),
+        )
+    ]
     if values[2] > values[1]:
         raise ConfigError(
             f"n_kv_heads ({values[2]}) cannot exceed n_heads ({values[1]})",

@@ -546,12 +546,22 @@ def memory_curves(
         lay.bytes(int(tokens.max(initial=0)), batch, dtype)
     bits, counts = dtype_bits(dtype), [int(s) * batch for s in tokens]
     # what CacheLayout.bytes gives at each point: elements_to_bytes of elements per token x tokens x batch
-    cache = np.array([[(lay.elements_per_token() * n * bits + 7) // 8 for n in counts] for lay in layouts],
-                     dtype=np.int64)  # fmt: skip
+    cache = np.array(
+        [[(lay.elements_per_token() * n * bits + 7) // 8 for n in counts] for lay in layouts], dtype=np.int64
+    )
     fits = tuple(lay.max_context(budget, batch, dtype) for lay in layouts)
     totals = tuple(lay.bytes(n, batch, dtype) + w if n else 0 for lay, n in zip(layouts, fits, strict=True))
-    return MemoryCurves(tuple(layouts), tokens, cache.reshape(len(layouts), len(tokens)), fits, totals,
-                        int(device_bytes), weights, batch, dtype)  # fmt: skip
+    return MemoryCurves(
+        tuple(layouts),
+        tokens,
+        cache.reshape(len(layouts), len(tokens)),
+        fits,
+        totals,
+        int(device_bytes),
+        weights,
+        batch,
+        dtype,
+    )
 
 
 # ---------------------------------------------------------------- the cache as tensors, filling token by token

@@ -68,8 +68,14 @@ class Task:
         check_int("length", self.length, 2, MAX_LENGTH)
         if self.name == "recall" and self.length > self.vocab // 2 - 1:
             n, v = self.length, self.vocab
-            raise ConfigError(f"recall needs vocab ≥ 2·length + 2 (vocab {v}, length {n})", "vocab", "lab_recall_vocab",
-                              vocab=v, length=n, need=2 * n + 2)  # fmt: skip
+            raise ConfigError(
+                f"recall needs vocab ≥ 2·length + 2 (vocab {v}, length {n})",
+                "vocab",
+                "lab_recall_vocab",
+                vocab=v,
+                length=n,
+                need=2 * n + 2,
+            )
         return self
 
     @property
@@ -167,8 +173,12 @@ class LabSpec:
         if self.position not in POSITIONS:
             raise unknown_option("position", self.position, POSITIONS)
         if self.position == "rope" and self.head_dim % 2:
-            raise ConfigError(f"RoPE rotates pairs: head_dim ({self.head_dim}) must be even", "head_dim",
-                              "lab_rope_odd", d=self.head_dim)  # fmt: skip
+            raise ConfigError(
+                f"RoPE rotates pairs: head_dim ({self.head_dim}) must be even",
+                "head_dim",
+                "lab_rope_odd",
+                d=self.head_dim,
+            )
         return self
 
     @property
@@ -192,8 +202,9 @@ class Block(nn.Module):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(spec.d_model), nn.LayerNorm(spec.d_model)
         self.attn = GroupedQueryAttention(spec.d_model, spec.n_heads, spec.n_kv_heads, spec.head_dim)
-        self.mlp = nn.Sequential(nn.Linear(spec.d_model, 4 * spec.d_model), nn.GELU(),
-                                 nn.Linear(4 * spec.d_model, spec.d_model))  # fmt: skip
+        self.mlp = nn.Sequential(
+            nn.Linear(spec.d_model, 4 * spec.d_model), nn.GELU(), nn.Linear(4 * spec.d_model, spec.d_model)
+        )
         self.rope, self.factor = spec.position == "rope", spec.factor
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -257,8 +268,9 @@ def train_bytes(spec: LabSpec, task: Task, batch: int) -> int:
 
 def check_run(spec: LabSpec, task: Task, steps: int, batch: int) -> None:
     """Refuse a run over the memory budget (``err.budget``) or over :data:`MAX_TRAIN_FLOPS` (``err.lab_time``)."""
-    check_budget(train_bytes(spec, task, batch), f"training with batch {batch}", "use a smaller batch or model",
-                 "batch")  # fmt: skip
+    check_budget(
+        train_bytes(spec, task, batch), f"training with batch {batch}", "use a smaller batch or model", "batch"
+    )
     check_flops(train_flops(spec, task, steps, batch), "steps")
 
 
@@ -266,9 +278,15 @@ def check_flops(flops: float, field: str) -> None:
     """Refuse ``flops`` of training over :data:`MAX_TRAIN_FLOPS` (``err.lab_time``, naming ``field``)."""
     if flops > MAX_TRAIN_FLOPS:
         s = flops / CPU_FLOPS
-        raise ConfigError(f"this run needs about {flops:.2g} FLOPs (about {s:.0f} s on a CPU), more than the lab's "
-                          f"{MAX_TRAIN_FLOPS:.2g}; use fewer steps, a smaller batch or a smaller model", field,
-                          "lab_time", flops=f"{flops:.2g}", seconds=f"{s:.0f}", limit=f"{MAX_TRAIN_FLOPS:.2g}")  # fmt: skip
+        raise ConfigError(
+            f"this run needs about {flops:.2g} FLOPs (about {s:.0f} s on a CPU), more than the lab's "
+            f"{MAX_TRAIN_FLOPS:.2g}; use fewer steps, a smaller batch or a smaller model",
+            field,
+            "lab_time",
+            flops=f"{flops:.2g}",
+            seconds=f"{s:.0f}",
+            limit=f"{MAX_TRAIN_FLOPS:.2g}",
+        )
 
 
 # ---------------------------------------------------------------- training
@@ -396,8 +414,17 @@ def _steps(loop: _Loop) -> Iterator[Record]:
         maps, top = None, math.nan
         if last or (run.probe_every and step % run.probe_every == 0):
             maps, top = probe(model, ids)
-        ckpt = Checkpoint(model.spec, loop.task, {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
-                          step, run.seed) if last else None  # fmt: skip
+        ckpt = (
+            Checkpoint(
+                model.spec,
+                loop.task,
+                {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
+                step,
+                run.seed,
+            )
+            if last
+            else None
+        )
         yield Record(step, float(loss.detach()), ev, acc, time.perf_counter() - start, maps, top, ckpt)
 
 
@@ -416,8 +443,16 @@ def start_record(loop: _Loop) -> Record:
     return Record(0, ev, ev, acc, 0.0, maps, top)
 
 
-def train(spec: LabSpec, task: str | Task = "induction", steps: int = 200, batch: int = 64, lr: float = 3e-3,
-          seed: int = 0, device: str | torch.device = "cpu", run: RunSpec | None = None) -> Iterator[Record]:  # fmt: skip
+def train(
+    spec: LabSpec,
+    task: str | Task = "induction",
+    steps: int = 200,
+    batch: int = 64,
+    lr: float = 3e-3,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    run: RunSpec | None = None,
+) -> Iterator[Record]:
     """Train a new :class:`LabModel` from ``seed``: a generator of :class:`Record` s, step 0 (before any update:
     its loss is the held-out loss) then one per step, stoppable between steps (close the generator).
 
@@ -458,8 +493,14 @@ def convert(ckpt: Checkpoint, n_kv_heads: int, method: str = "mean", seed: int =
     return gqa
 
 
-def convert_and_uptrain(mha_state: Checkpoint, n_kv_heads: int, method: str = "mean", steps: int = 10,
-                        device: str | torch.device = "cpu", run: RunSpec | None = None) -> Iterator[Record]:  # fmt: skip
+def convert_and_uptrain(
+    mha_state: Checkpoint,
+    n_kv_heads: int,
+    method: str = "mean",
+    steps: int = 10,
+    device: str | torch.device = "cpu",
+    run: RunSpec | None = None,
+) -> Iterator[Record]:
     """Convert ``mha_state`` (:func:`convert`) and train on: records from step 0 (the held-out loss right after the
     conversion) to ``steps``. Every method reads the same uptraining data (seed + :data:`UPTRAIN_SEED`) and is
     measured on the checkpoint's held-out batches; ``run`` sets lr, batch and cadence (its seed is the checkpoint's).
@@ -494,8 +535,12 @@ def head_roles(model: LabModel, task: str | Task, seed: int = 0) -> pd.DataFrame
     for layer, w in enumerate(maps):
         scores = role_scores(w.float().cpu(), n, 0, causal=True)
         for h in range(spec.n_heads):
-            row = {"layer": layer, "head": h, "kv_head": h // (spec.n_heads // spec.n_kv_heads),
-                   **{s: float(scores[s][h]) for s in SCORES}}  # fmt: skip
+            row = {
+                "layer": layer,
+                "head": h,
+                "kv_head": h // (spec.n_heads // spec.n_kv_heads),
+                **{s: float(scores[s][h]) for s in SCORES},
+            }
             best = max(("previous_token", "induction"), key=lambda s: row[s])
             row["role"] = best if row[best] >= ROLE_THRESHOLD else ""
             rows.append(row)

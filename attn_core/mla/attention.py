@@ -78,13 +78,18 @@ class MLAConfig:
             check_int(name, getattr(self, name), 1, MAX_DIM)
         check_int("q_lora_rank", self.q_lora_rank, 0, MAX_DIM)
         if self.qk_rope_head_dim % 2:
-            raise ConfigError(f"qk_rope_head_dim ({self.qk_rope_head_dim}) must be even: RoPE rotates pairs",
-                              "qk_rope_head_dim", "mla_rope_even", name="qk_rope_head_dim",
-                              value=self.qk_rope_head_dim)  # fmt: skip
+            raise ConfigError(
+                f"qk_rope_head_dim ({self.qk_rope_head_dim}) must be even: RoPE rotates pairs",
+                "qk_rope_head_dim",
+                "mla_rope_even",
+                name="qk_rope_head_dim",
+                value=self.qk_rope_head_dim,
+            )
         theta = self.rope_theta
         if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not math.isfinite(theta) or theta <= 1:
-            raise ConfigError(f"rope_theta must be a number above 1, got {theta!r}", "rope_theta", "mla_theta",
-                              value=repr(theta))  # fmt: skip
+            raise ConfigError(
+                f"rope_theta must be a number above 1, got {theta!r}", "rope_theta", "mla_theta", value=repr(theta)
+            )
         return self
 
     @property
@@ -120,8 +125,7 @@ class MLAConfig:
     def n_params(self) -> int:
         """Parameters of the layer (the RMSNorm weights included)."""
         h, d = self.n_heads, self.d_model
-        q = d * h * self.qk_head_dim if not self.q_lora_rank else \
-            self.q_lora_rank * (d + 1 + h * self.qk_head_dim)  # fmt: skip
+        q = d * h * self.qk_head_dim if not self.q_lora_rank else self.q_lora_rank * (d + 1 + h * self.qk_head_dim)
         kv = d * self.absorbed_elements + self.kv_lora_rank * (1 + h * (self.qk_nope_head_dim + self.v_head_dim))
         return q + kv + h * self.v_head_dim * d
 
@@ -157,8 +161,9 @@ def load_mla_presets(path: str | Path | None = None) -> dict[str, MLAPreset]:
     return {p.id: p for p in _load(str(path or PRESET_FILE))}
 
 
-def cache_bytes(cfg: MLAConfig, seq_len: int, mode: str, batch: int = 1, dtype: str = "fp32", *,
-                n_layers: int = 1) -> int:  # fmt: skip
+def cache_bytes(
+    cfg: MLAConfig, seq_len: int, mode: str, batch: int = 1, dtype: str = "fp32", *, n_layers: int = 1
+) -> int:
     """Exact cache bytes of ``mode`` for ``seq_len`` tokens, from :mod:`attn_core.kv.memory`'s formulas.
 
     ``absorb``: :func:`~attn_core.kv.memory.mla_cache_bytes` (d_c + d_R per token); ``naive``:
@@ -244,8 +249,13 @@ class MLAOutput:
 def check_rotatable(c: MLAConfig) -> None:
     """rope_on_latent rotates the d_h dims: they must pair up (:class:`ConfigError` otherwise)."""
     if c.qk_nope_head_dim % 2:
-        raise ConfigError(f"qk_nope_head_dim ({c.qk_nope_head_dim}) must be even to rotate it", "qk_nope_head_dim",
-                          "mla_rope_even", name="qk_nope_head_dim", value=c.qk_nope_head_dim)  # fmt: skip
+        raise ConfigError(
+            f"qk_nope_head_dim ({c.qk_nope_head_dim}) must be even to rotate it",
+            "qk_nope_head_dim",
+            "mla_rope_even",
+            name="qk_nope_head_dim",
+            value=c.qk_nope_head_dim,
+        )
 
 
 def _check_mode(mode: str) -> None:
@@ -309,14 +319,16 @@ class MultiHeadLatentAttention(nn.Module):
         return kv.split([c.qk_nope_head_dim, c.v_head_dim], dim=-1)
 
     # -- forward
-    def forward(self, x: torch.Tensor, *, mode: str = "naive", cache: MLACache | None = None,
-                causal: bool = True) -> MLAOutput:  # fmt: skip
+    def forward(
+        self, x: torch.Tensor, *, mode: str = "naive", cache: MLACache | None = None, causal: bool = True
+    ) -> MLAOutput:
         """Attend ``x`` ``[B, T, d_model]`` (positions from the cache's length on) in ``mode``."""
         _check_mode(mode)
         cache = cache if cache is not None else MLACache(mode)
         if cache.mode != mode:
-            raise ConfigError(f"a {cache.mode} cache cannot serve mode {mode}", "mode", "mla_cache_mode",
-                              cache=cache.mode, mode=mode)  # fmt: skip
+            raise ConfigError(
+                f"a {cache.mode} cache cannot serve mode {mode}", "mode", "mla_cache_mode", cache=cache.mode, mode=mode
+            )
         start, t = cache.length, x.shape[1]
         pos = torch.arange(start, start + t, device=x.device)
         run = {"naive": self._naive, "absorb": self._absorb}.get(mode, self._rope_on_latent)
@@ -345,8 +357,9 @@ class MultiHeadLatentAttention(nn.Module):
         c_kv, k_pe = self.latents(x, pos)
         held = cache.append(kv=c_kv, pe=k_pe)  # (B, S, d_c), (B, S, d_R)
         q_lat = torch.einsum("bthd,hdc->bthc", q_nope, self.w_uk())  # W_UK absorbed into the query: (B, T, H, d_c)
-        scores = (torch.einsum("bthc,bsc->bhts", q_lat, held["kv"])
-                  + torch.einsum("bthr,bsr->bhts", q_pe, held["pe"])) * c.scale  # fmt: skip
+        scores = (
+            torch.einsum("bthc,bsc->bhts", q_lat, held["kv"]) + torch.einsum("bthr,bsr->bhts", q_pe, held["pe"])
+        ) * c.scale
 
         def finish(w: torch.Tensor) -> torch.Tensor:
             o_lat = torch.einsum("bhts,bsc->bthc", w, held["kv"])  # weighted latents (B, T, H, d_c)
@@ -366,8 +379,9 @@ class MultiHeadLatentAttention(nn.Module):
             held = cache.append(kv=c_kv)
             q_lat = torch.einsum("bthd,hdc->bthc", q_rot, self.w_uk())
             scores = torch.einsum("bthc,bsc->bhts", q_lat, held["kv"]) * scale
-            return scores, lambda w: torch.einsum("bthc,hdc->bthd", torch.einsum("bhts,bsc->bthc", w, held["kv"]),
-                                                  self.w_uv())  # fmt: skip
+            return scores, lambda w: torch.einsum(
+                "bthc,hdc->bthd", torch.einsum("bhts,bsc->bthc", w, held["kv"]), self.w_uv()
+            )
         k_nope, v = self.up(c_kv)
         held = cache.append(k=apply_rope(k_nope, pos, c.rope_theta), v=v)
         scores = torch.einsum("bthd,bshd->bhts", q_rot, held["k"]) * scale
@@ -397,13 +411,15 @@ def agreement(layer: MultiHeadLatentAttention, x: torch.Tensor, a: str = "naive"
     """Run ``x`` ``[1, T, d_model]`` causally in modes ``a`` and ``b`` (prefill) and compare."""
     ra, rb = layer(x, mode=a), layer(x, mode=b)
     wa, wb = ra.weights[0].cpu().numpy(), rb.weights[0].cpu().numpy()
-    return Agreement(wa, wb, float(np.abs(wa - wb).max()), float((ra.output - rb.output).abs().max()),
-                     float(ra.output.abs().max()))  # fmt: skip
+    return Agreement(
+        wa, wb, float(np.abs(wa - wb).max()), float((ra.output - rb.output).abs().max()), float(ra.output.abs().max())
+    )
 
 
 @torch.no_grad()
-def attention_source(layer: MultiHeadLatentAttention, x: torch.Tensor, tokens: tuple[str, ...],
-                     mode: str = "naive") -> TensorLayer:  # fmt: skip
+def attention_source(
+    layer: MultiHeadLatentAttention, x: torch.Tensor, tokens: tuple[str, ...], mode: str = "naive"
+) -> TensorLayer:
     """The layer's causal attention on ``x`` ``[1, T, d_model]`` as a :class:`TensorLayer`.
 
     ``naive``: H query heads and H key heads of d_h + d_R, values d_v. ``absorb``: the same weights as an
@@ -418,8 +434,9 @@ def attention_source(layer: MultiHeadLatentAttention, x: torch.Tensor, tokens: t
     q_nope, q_pe = layer.queries(x, pos)
     c_kv, k_pe = layer.latents(x, pos)
     if mode in ("absorb", "rope_on_latent_absorb"):
-        q_lat = torch.einsum("bthd,hdc->bthc", q_nope if mode == "absorb" else apply_rope(q_nope, pos, c.rope_theta),
-                             layer.w_uk())  # fmt: skip
+        q_lat = torch.einsum(
+            "bthd,hdc->bthc", q_nope if mode == "absorb" else apply_rope(q_nope, pos, c.rope_theta), layer.w_uk()
+        )
         if mode == "absorb":
             q, k = torch.cat([q_lat, q_pe], -1)[0].transpose(0, 1), torch.cat([c_kv, k_pe], -1)  # (H, T, D), (1, T, D)
         else:
@@ -496,10 +513,17 @@ def decode_steps(spec: DecodeSpec, *, device: str = "cpu", repeats: int = 1) -> 
             res[m], secs[m] = _timed(layer, chunk, m, caches[m], repeats)
             caches[m] = res[m].cache
         s = caches["naive"].length
-        yield DecodeStep(i, s, caches["naive"].nbytes, caches["absorb"].nbytes,
-                         cache_bytes(spec.cfg, s, "naive", spec.batch), cache_bytes(spec.cfg, s, "absorb", spec.batch),
-                         secs["naive"], secs["absorb"],
-                         float((res["naive"].output - res["absorb"].output).abs().max()))  # fmt: skip
+        yield DecodeStep(
+            i,
+            s,
+            caches["naive"].nbytes,
+            caches["absorb"].nbytes,
+            cache_bytes(spec.cfg, s, "naive", spec.batch),
+            cache_bytes(spec.cfg, s, "absorb", spec.batch),
+            secs["naive"],
+            secs["absorb"],
+            float((res["naive"].output - res["absorb"].output).abs().max()),
+        )
 
 
 @torch.no_grad()

@@ -152,8 +152,9 @@ class LoadedModel:
         if not isinstance(text, str) or not text.strip():
             raise ConfigError("the text has no tokens; type some words", "text", "no_tokens")
         n_text = len(self.tokenizer(text, add_special_tokens=True, verbose=False)["input_ids"])  # no length warning
-        enc = self.tokenizer(text, add_special_tokens=True, truncation=True, max_length=self.max_positions,
-                             return_offsets_mapping=True)  # fmt: skip
+        enc = self.tokenizer(
+            text, add_special_tokens=True, truncation=True, max_length=self.max_positions, return_offsets_mapping=True
+        )
         return list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]], n_text
 
     def tokenize(self, text: str) -> list[str]:
@@ -186,13 +187,16 @@ def _not_a_model(path: str, why: str, detail: str = "") -> ConfigError:
     """The error for a folder or file that is not a model: ``why`` is ``config`` (no config.json),
     ``weights`` (no weight files) or ``unreadable`` (with the reader's ``detail``)."""
     if why == "config":
-        return ConfigError(f"{path} has no config.json: it is not a Hugging Face model folder", "model",
-                           "model_no_config", path=path)  # fmt: skip
+        return ConfigError(
+            f"{path} has no config.json: it is not a Hugging Face model folder", "model", "model_no_config", path=path
+        )
     if why == "weights":
-        return ConfigError(f"{path} has no weights (*.safetensors or pytorch_model.bin)", "model",
-                           "model_no_weights", path=path)  # fmt: skip
-    return ConfigError(f"{path} could not be read as a model: {detail}", "model", "model_unreadable",
-                       path=path, detail=detail)  # fmt: skip
+        return ConfigError(
+            f"{path} has no weights (*.safetensors or pytorch_model.bin)", "model", "model_no_weights", path=path
+        )
+    return ConfigError(
+        f"{path} could not be read as a model: {detail}", "model", "model_unreadable", path=path, detail=detail
+    )
 
 
 def _unsupported(path: str, arch: str) -> ConfigError:
@@ -374,8 +378,9 @@ def load_model(name_or_path: str, device: str | torch.device | None = None) -> L
     dev = torch.device(device) if device is not None else pick_device()
     auto = hf.AutoModel if cfg.model_type in ENCODERS else hf.AutoModelForCausalLM
     try:
-        module = auto.from_pretrained(str(folder), dtype=torch.float32, attn_implementation=CAPTURE_IMPL,
-                                      local_files_only=True)  # fmt: skip
+        module = auto.from_pretrained(
+            str(folder), dtype=torch.float32, attn_implementation=CAPTURE_IMPL, local_files_only=True
+        )
         tokenizer = hf.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         raise _not_a_model(label, "unreadable", str(exc)) from exc
@@ -384,10 +389,19 @@ def load_model(name_or_path: str, device: str | torch.device | None = None) -> L
     quant = json.loads(quant_file.read_text(encoding="utf-8"))["quantization"] if quant_file.is_file() else None
     shape = _shape_of(cfg)
     source = shipped.source if shipped else path.as_uri()
-    return LoadedModel(name=shipped.key if shipped else str(path), title=title, path=str(folder), arch=cfg.model_type,
-                       n_params=n_params, quantization=quant, device=str(dev),
-                       preset=_preset(title, source, shape, n_params), module=module, tokenizer=tokenizer,
-                       **shape)  # fmt: skip
+    return LoadedModel(
+        name=shipped.key if shipped else str(path),
+        title=title,
+        path=str(folder),
+        arch=cfg.model_type,
+        n_params=n_params,
+        quantization=quant,
+        device=str(dev),
+        preset=_preset(title, source, shape, n_params),
+        module=module,
+        tokenizer=tokenizer,
+        **shape,
+    )
 
 
 # ---------------------------------------------------------------- readable token labels
@@ -509,8 +523,9 @@ def _run(model: LoadedModel, ids: torch.Tensor, recorder: Any) -> None:
         except _Stop:
             pass
     if recorder.calls != recorder.expected:  # every layer must have gone through the capture function
-        raise RuntimeError(f"the model ran {recorder.calls} attention layers through the capture, "
-                           f"not {recorder.expected}")  # fmt: skip
+        raise RuntimeError(
+            f"the model ran {recorder.calls} attention layers through the capture, not {recorder.expected}"
+        )
 
 
 def _causal_mask(t_q: int, t_k: int, device: torch.device | str = "cpu") -> torch.Tensor:
@@ -557,17 +572,28 @@ class ModelAttention:
     def index(self, layer: int) -> int:
         """The position of the model's layer ``layer`` in :attr:`layers`."""
         if layer not in self.layers:
-            raise ConfigError(f"Layer {layer} was not captured; captured: {list(self.layers)}", "layer",
-                              "model_layer_not_captured", layer=layer, layers=str(list(self.layers)))  # fmt: skip
+            raise ConfigError(
+                f"Layer {layer} was not captured; captured: {list(self.layers)}",
+                "layer",
+                "model_layer_not_captured",
+                layer=layer,
+                layers=str(list(self.layers)),
+            )
         return self.layers.index(layer)
 
     def source(self, layer: int) -> TensorLayer:
         """The model's layer ``layer`` as an attention source for :mod:`attn_core.attention.longmaps` and the views."""
         j = self.index(layer)
         d = self.q.shape[-1]
-        return TensorLayer(q=self.q[j], k=self.k[j], v=self.v[j], scale=self.scales[j], tokens_q=self.tokens,
-                           mask_kind="causal" if self.causal else "none",
-                           temperature=(d**-0.5) / self.scales[j])  # fmt: skip
+        return TensorLayer(
+            q=self.q[j],
+            k=self.k[j],
+            v=self.v[j],
+            scale=self.scales[j],
+            tokens_q=self.tokens,
+            mask_kind="causal" if self.causal else "none",
+            temperature=(d**-0.5) / self.scales[j],
+        )
 
 
 def _layers(model: LoadedModel, layers: Sequence[int] | int | None) -> tuple[int, ...]:
@@ -623,8 +649,12 @@ def model_attention(
     chosen = _layers(model, layers)
     t = len(ids)
     want = with_weights if with_weights is not None else 4 * len(chosen) * model.n_heads * t * t <= MAX_WEIGHTS_BYTES
-    check_budget(attention_bytes(model, t, len(chosen), want), f"{t} tokens through {len(chosen)} layers",
-                 "shorten the text, pick fewer layers or leave out the full weights", "text")  # fmt: skip
+    check_budget(
+        attention_bytes(model, t, len(chosen), want),
+        f"{t} tokens through {len(chosen)} layers",
+        "shorten the text, pick fewer layers or leave out the full weights",
+        "text",
+    )
     recorder = _QKVRecorder(model, chosen, t)
     _run(model, torch.tensor([ids]), recorder)
     weights = None
@@ -634,9 +664,19 @@ def model_attention(
             for j in range(len(chosen)):
                 q, k = torch.from_numpy(recorder.q[j])[None], torch.from_numpy(recorder.k[j])[None]
                 weights[j] = layer_weights(q, k, recorder.scales[j], model.causal)[0].numpy()
-    return ModelAttention(model=model.name, tokens=tuple(token_labels(model.tokenizer, ids, spans)), ids=tuple(ids),
-                          layers=chosen, q=recorder.q, k=recorder.k, v=recorder.v, scales=tuple(recorder.scales),
-                          causal=model.causal, weights=weights, n_text_tokens=n_text)  # fmt: skip
+    return ModelAttention(
+        model=model.name,
+        tokens=tuple(token_labels(model.tokenizer, ids, spans)),
+        ids=tuple(ids),
+        layers=chosen,
+        q=recorder.q,
+        k=recorder.k,
+        v=recorder.v,
+        scales=tuple(recorder.scales),
+        causal=model.causal,
+        weights=weights,
+        n_text_tokens=n_text,
+    )
 
 
 # ---------------------------------------------------------------- score scale
@@ -656,8 +696,15 @@ def _scale_block(q: torch.Tensor, k: torch.Tensor, scale: float, rows: range, ca
     keep = n_keys > 1  # a row with one key says nothing about spread
     ent = -torch.special.xlogy(w, w).sum(-1)[:, keep] / n_keys[keep].float().log()
     top = w.amax(-1)[:, keep]
-    return {"n": picked.numel(), "s1": float(picked.sum()), "s2": float((picked**2).sum()), "rows": int(top.numel()),
-            "max": float(top.sum()), "sat": float((top > SATURATION_THRESHOLD).sum()), "ent": float(ent.sum())}  # fmt: skip
+    return {
+        "n": picked.numel(),
+        "s1": float(picked.sum()),
+        "s2": float((picked**2).sum()),
+        "rows": int(top.numel()),
+        "max": float(top.sum()),
+        "sat": float((top > SATURATION_THRESHOLD).sum()),
+        "ent": float(ent.sum()),
+    }
 
 
 @dataclass(frozen=True)
@@ -695,9 +742,16 @@ def score_scale(att: ModelAttention) -> pd.DataFrame:
             mean = tot["s1"] / tot["n"]
             var = max(0.0, tot["s2"] / tot["n"] - mean**2)
             n_rows = max(1, tot["rows"])
-            rows_out.append({"layer": layer, "score_var": var, "scaled_var": var * att.scales[j] ** 2,
-                             "max_weight": tot["max"] / n_rows, "saturated": tot["sat"] / n_rows,
-                             "entropy": tot["ent"] / n_rows})  # fmt: skip
+            rows_out.append(
+                {
+                    "layer": layer,
+                    "score_var": var,
+                    "scaled_var": var * att.scales[j] ** 2,
+                    "max_weight": tot["max"] / n_rows,
+                    "saturated": tot["sat"] / n_rows,
+                    "entropy": tot["ent"] / n_rows,
+                }
+            )
     return pd.DataFrame(rows_out, columns=["layer", "score_var", "scaled_var", "max_weight", "saturated", "entropy"])
 
 
@@ -711,9 +765,19 @@ def seeded_attention(n_heads: int, n_kv_heads: int, head_dim: int, t: int, causa
         q, k, v = layer.qkv(list(range(n_heads)), torch.device("cpu"), values=True)
         ks = torch.stack([k[g] for g in range(n_kv_heads)]).numpy()[None]
         vs = torch.stack([v[g] for g in range(n_kv_heads)]).numpy()[None]
-        return ModelAttention(model="random", tokens=labels, ids=tuple(range(t)), layers=(0,), q=q.numpy()[None],
-                              k=ks, v=vs, scales=(layer.scale,), causal=causal, weights=None,
-                              n_text_tokens=t)  # fmt: skip
+        return ModelAttention(
+            model="random",
+            tokens=labels,
+            ids=tuple(range(t)),
+            layers=(0,),
+            q=q.numpy()[None],
+            k=ks,
+            v=vs,
+            scales=(layer.scale,),
+            causal=causal,
+            weights=None,
+            n_text_tokens=t,
+        )
 
 
 # ---------------------------------------------------------------- head roles
@@ -760,8 +824,14 @@ class _ScoreRecorder:
         w = layer_weights(q.float(), k.float(), scale, self.causal)  # (B, H, T, T)
         scores = role_scores(w, self.n, self.o, self.causal)
         for h in range(w.shape[1]):
-            self.rows.append({"layer": layer, "head": h, "kv_head": self.kv_of[h],
-                              **{name: float(s[h]) for name, s in scores.items()}})  # fmt: skip
+            self.rows.append(
+                {
+                    "layer": layer,
+                    "head": h,
+                    "kv_head": self.kv_of[h],
+                    **{name: float(s[h]) for name, s in scores.items()},
+                }
+            )
 
 
 def role_scores(w: torch.Tensor, n: int, offset: int, causal: bool) -> dict[str, torch.Tensor]:
@@ -788,8 +858,11 @@ def _normalised_entropy(w: torch.Tensor, causal: bool) -> torch.Tensor:
     # row i allows i + 1 keys in a causal model (row 0, one key, left out), all t in an encoder (none kept at t = 1);
     # made on the weights' device, and sliced, not masked, so no step depends on the data
     first = 1 if causal else (0 if t > 1 else t)
-    allowed = torch.arange(first + 1, t + 1, dtype=w.dtype, device=w.device) if causal else torch.full(
-        (t - first,), float(t), dtype=w.dtype, device=w.device)  # fmt: skip
+    allowed = (
+        torch.arange(first + 1, t + 1, dtype=w.dtype, device=w.device)
+        if causal
+        else torch.full((t - first,), float(t), dtype=w.dtype, device=w.device)
+    )
     return (h[..., first:] / allowed.log()).mean(dim=(0, 2))
 
 
@@ -908,22 +981,28 @@ def generate(
     generator may be closed at any time, which frees the cache.
     """
     if not model.causal:
-        raise ConfigError(f"{model.name} is an encoder: it does not generate text", "model",
-                          "model_not_decoder", name=model.name)  # fmt: skip
+        raise ConfigError(
+            f"{model.name} is an encoder: it does not generate text", "model", "model_not_decoder", name=model.name
+        )
     ids = [int(i) for i in prompt_ids] if prompt_ids is not None else model.encode(prompt)[0]
     if not ids:
         raise ConfigError("the text has no tokens; type some words", "text", "no_tokens")
     room = model.max_positions - len(ids)
     if room < 1:
-        raise ConfigError(f"The prompt fills the model's {model.max_positions} positions; shorten it", "prompt",
-                          "model_prompt_full", max=model.max_positions)  # fmt: skip
+        raise ConfigError(
+            f"The prompt fills the model's {model.max_positions} positions; shorten it",
+            "prompt",
+            "model_prompt_full",
+            max=model.max_positions,
+        )
     n_new = check_int("max_new_tokens", max_new_tokens, 1, min(MAX_NEW_TOKENS, room))
     s = len(ids) + n_new
     cache = kv_cache_bytes(model.n_layers, model.n_kv_heads, model.head_dim, s, 1, "fp32") if use_cache else 0
     logits = 4 * int(model.module.config.vocab_size) * 4
     need = cache + forward_bytes(model, len(ids) if use_cache else s) + 4 * model.n_layers * model.n_heads * s
-    check_budget(need + logits, f"generating {n_new} tokens after {len(ids)}", "generate fewer tokens",
-                 "max_new_tokens")  # fmt: skip
+    check_budget(
+        need + logits, f"generating {n_new} tokens after {len(ids)}", "generate fewer tokens", "max_new_tokens"
+    )
     return _steps(model, ids, n_new, (greedy, use_cache, seed, rows))
 
 
@@ -946,8 +1025,13 @@ def _steps(model: LoadedModel, ids: list[int], n_new: int, how: tuple[bool, bool
             recorder = _RowRecorder(model, len(seq)) if rows else None
             with torch.inference_mode():
                 t0 = time.perf_counter()
-                out = model.module(input_ids=feed.to(model.device), past_key_values=cache, use_cache=use_cache,
-                                   logits_to_keep=1, **({_RECORDER_KW: recorder} if rows else {}))  # fmt: skip
+                out = model.module(
+                    input_ids=feed.to(model.device),
+                    past_key_values=cache,
+                    use_cache=use_cache,
+                    logits_to_keep=1,
+                    **({_RECORDER_KW: recorder} if rows else {}),
+                )
                 token = _pick(out.logits[0, -1], greedy, gen)
                 if recorder is not None and recorder.calls != recorder.expected:
                     raise RuntimeError(f"{recorder.calls} of {recorder.expected} attention layers were captured")
@@ -958,10 +1042,18 @@ def _steps(model: LoadedModel, ids: list[int], n_new: int, how: tuple[bool, bool
             formula = kv_cache_bytes(model.n_layers, model.n_kv_heads, model.head_dim, held, 1, "fp32") if held else 0
             context = len(seq)
             seq.append(token)
-            yield GenStep(step=step, token_id=token, token=token_labels(model.tokenizer, [token])[0],
-                          text=model.tokenizer.decode(seq[len(ids):]), seq_len=context,
-                          cache_bytes=cache_bytes(cache), formula_bytes=formula, seconds=seconds,
-                          attention=recorder.collect() if recorder is not None else None, eos=token in eos)  # fmt: skip
+            yield GenStep(
+                step=step,
+                token_id=token,
+                token=token_labels(model.tokenizer, [token])[0],
+                text=model.tokenizer.decode(seq[len(ids) :]),
+                seq_len=context,
+                cache_bytes=cache_bytes(cache),
+                formula_bytes=formula,
+                seconds=seconds,
+                attention=recorder.collect() if recorder is not None else None,
+                eos=token in eos,
+            )
             if token in eos:
                 return
             feed = torch.tensor([[token]]) if use_cache else torch.tensor([seq])

@@ -70,7 +70,7 @@ SHIPPED: dict[str, Shipped] = {
             "model.zip",
             "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2",
         ),
-    )  # fmt: skip
+    )
 }
 
 

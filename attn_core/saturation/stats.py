@@ -65,10 +65,26 @@ _MAP_SLOTS = 8
 # measured rows (``<prefix>``), median (``<prefix>_median``) and share of rows below SMALL_NORM (``<prefix>_small``).
 ROW_NORMS = ("jacobian_norm", "grad_norm", "grad_q_norm")
 _SWEEP_COLUMNS = (
-    "d_k", "scaled", "score_var", "max_weight", "entropy", "saturated_frac", "jacobian_norm", "grad_norm",
-    "grad_q_norm", "jacobian_norm_median", "grad_norm_median", "grad_q_norm_median", "jacobian_norm_small",
-    "grad_norm_small", "grad_q_norm_small", "fp16_naive_fail", "fp16_stable_fail", "measured_rows", "total_rows",
-)  # fmt: skip
+    "d_k",
+    "scaled",
+    "score_var",
+    "max_weight",
+    "entropy",
+    "saturated_frac",
+    "jacobian_norm",
+    "grad_norm",
+    "grad_q_norm",
+    "jacobian_norm_median",
+    "grad_norm_median",
+    "grad_q_norm_median",
+    "jacobian_norm_small",
+    "grad_norm_small",
+    "grad_q_norm_small",
+    "fp16_naive_fail",
+    "fp16_stable_fail",
+    "measured_rows",
+    "total_rows",
+)
 
 
 # ---------------------------------------------------------------- row statistics
@@ -738,8 +754,13 @@ def _sweep_rows(
         medians, smalls = _norm_summaries([norms[i][s][key] for s in (0, 1) for key in ROW_NORMS])
         for scaled in (False, True):
             factor = 1.0 / math.sqrt(d) if scaled else 1.0
-            row = {"d_k": d, "scaled": scaled, "score_var": moments[i].var * factor * factor,
-                   "measured_rows": plan.rows, "total_rows": plan.total_rows}  # fmt: skip
+            row = {
+                "d_k": d,
+                "scaled": scaled,
+                "score_var": moments[i].var * factor * factor,
+                "measured_rows": plan.rows,
+                "total_rows": plan.total_rows,
+            }
             row.update({key: float(sums[i, int(scaled), j]) / plan.rows for j, key in enumerate(_ROW_SUMS)})
             for j, key in enumerate(ROW_NORMS, start=int(scaled) * len(ROW_NORMS)):
                 row.update({f"{key}_median": float(medians[j]), f"{key}_small": float(smalls[j])})
@@ -950,8 +971,10 @@ def weight_summary(
         top = torch.softmax(s * scale, dim=-1).max(dim=-1).values  # (2, rows)
         sums += torch.stack([top.double().sum(-1), (top > SATURATION_THRESHOLD).sum(-1).double()], 1).cpu().numpy()
         del s, top
-    return {scaled: {c: float(sums[int(scaled), j]) / plan.rows for j, c in enumerate(WEIGHT_COLUMNS)}
-            for scaled in (False, True)}  # fmt: skip
+    return {
+        scaled: {c: float(sums[int(scaled), j]) / plan.rows for j, c in enumerate(WEIGHT_COLUMNS)}
+        for scaled in (False, True)
+    }
 
 
 def sweep_at(sweep: pd.DataFrame, d_k: int) -> dict[bool, dict[str, float]] | None:

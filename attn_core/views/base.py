@@ -242,11 +242,22 @@ class TokenInput:
     """
 
     source: str = control("text", "choice", options=("text", "synthetic"), cli_help="text or synthetic tokens")
-    text: str = control(DEFAULT_TEXT, "text", hi=MAX_TEXT_CHARS, cli_help="input text; its tokens become the sequence",
-                        implies=(("source", "text"),))  # fmt: skip
-    seq_len: int = control(16, "int", lo=1, hi=MAX_SEQ_LEN, help="help.seq_len_long",
-                           cli_help="synthetic tokens (with --source synthetic, implied when no --text is given)",
-                           implies=(("source", "synthetic"),))  # fmt: skip
+    text: str = control(
+        DEFAULT_TEXT,
+        "text",
+        hi=MAX_TEXT_CHARS,
+        cli_help="input text; its tokens become the sequence",
+        implies=(("source", "text"),),
+    )
+    seq_len: int = control(
+        16,
+        "int",
+        lo=1,
+        hi=MAX_SEQ_LEN,
+        help="help.seq_len_long",
+        cli_help="synthetic tokens (with --source synthetic, implied when no --text is given)",
+        implies=(("source", "synthetic"),),
+    )
 
     @property
     def input_tokens(self) -> tuple[str, ...]:

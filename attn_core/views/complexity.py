@@ -43,15 +43,26 @@ class Params:
     """Everything the page's controls set; the field names are the URL keys, the controls the widgets and flags."""
 
     view: str = control("counted", "choice", options=PAGE_VIEWS)
-    seq_len: int = control(4096, "pow2", lo=SWEEP_FROM, hi=MAX_SEQ_LEN, help="help.cx_seq_len",
-                           cli_help="tokens n of the counts; the measured sweep runs n = 64 .. this")  # fmt: skip
+    seq_len: int = control(
+        4096,
+        "pow2",
+        lo=SWEEP_FROM,
+        hi=MAX_SEQ_LEN,
+        help="help.cx_seq_len",
+        cli_help="tokens n of the counts; the measured sweep runs n = 64 .. this",
+    )
     d_model: int = control(256, "int", lo=16, hi=4096, help="help.cx_d_model", cli_help="model width d")
     n_heads: int = control(4, "int", lo=1, hi=64, help="help.cx_n_heads", cli_help="query heads h")
     n_kv_heads: int = control(4, "kv_heads", cli_help="key/value heads (a divisor of n_heads)")
     head_dim: int = control(64, "int", lo=4, hi=256, help="help.cx_head_dim", cli_help="head width d_h")
     causal: bool = control(False, "bool", help="help.cx_causal", cli_help="count and run with a causal mask")
-    run_on: str = control("auto", "choice", options=DEVICES, help="help.cx_device",
-                          cli_help="where the sweep runs: auto (the app's device), cpu or cuda")  # fmt: skip
+    run_on: str = control(
+        "auto",
+        "choice",
+        options=DEVICES,
+        help="help.cx_device",
+        cli_help="where the sweep runs: auto (the app's device), cpu or cuda",
+    )
     seed: int = control(0, "seed", cli_help="the seed of the measured layer's inputs and weights")
 
     def __post_init__(self) -> None:
@@ -69,8 +80,15 @@ class Params:
 
     def flops(self, n: int | None = None, mlp: bool = False) -> dict[str, int]:
         s = self.shape
-        return cx.flops_by_stage(n or self.seq_len, s.d_model, s.n_heads, s.n_kv_heads, s.head_dim, s.causal,
-                                 MLP_FACTOR * s.d_model if mlp else None)  # fmt: skip
+        return cx.flops_by_stage(
+            n or self.seq_len,
+            s.d_model,
+            s.n_heads,
+            s.n_kv_heads,
+            s.head_dim,
+            s.causal,
+            MLP_FACTOR * s.d_model if mlp else None,
+        )
 
 
 def run_device(choice: str, session: str) -> str:
@@ -78,8 +96,12 @@ def run_device(choice: str, session: str) -> str:
     if choice == "auto":
         return session
     if choice == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("device 'cuda' was requested but is not available on this machine", "device",
-                          "device_missing", device="cuda")  # fmt: skip
+        raise ConfigError(
+            "device 'cuda' was requested but is not available on this machine",
+            "device",
+            "device_missing",
+            device="cuda",
+        )
     return choice
 
 
@@ -115,11 +137,19 @@ def formula_lines(p: Params) -> list[tuple[str, str]]:
     nn = r"\tfrac{n(n+1)}{2}" if s.causal else "n^2"
     nv = f"{n * (n + 1) // 2:,}" if s.causal else f"{n:,}^2"
     h, kv, dh, d = s.n_heads, s.n_kv_heads, s.head_dim, s.d_model
-    return [("qkv_projection", rf"2\,n\,d\,(h\,d_h + 2\,h_{{kv}} d_h) = 2 \cdot {n:,} \cdot {d} \cdot ({h}\cdot{dh} + 2\cdot{kv}\cdot{dh}) = {f['qkv_projection']}"),
-            ("scores", rf"2\,{nn}\,h\,d_h = 2 \cdot {nv} \cdot {h} \cdot {dh} = {f['scores']}"),
-            ("softmax", rf"3\,h\,{nn} = 3 \cdot {h} \cdot {nv} = {f['softmax']}"),
-            ("weighted_sum", rf"2\,{nn}\,h\,d_h = 2 \cdot {nv} \cdot {h} \cdot {dh} = {f['weighted_sum']}"),
-            ("output_projection", rf"2\,n\,h\,d_h\,d = 2 \cdot {n:,} \cdot {h}\cdot{dh} \cdot {d} = {f['output_projection']}")]  # fmt: skip
+    return [
+        (
+            "qkv_projection",
+            rf"2\,n\,d\,(h\,d_h + 2\,h_{{kv}} d_h) = 2 \cdot {n:,} \cdot {d} \cdot ({h}\cdot{dh} + 2\cdot{kv}\cdot{dh}) = {f['qkv_projection']}",
+        ),
+        ("scores", rf"2\,{nn}\,h\,d_h = 2 \cdot {nv} \cdot {h} \cdot {dh} = {f['scores']}"),
+        ("softmax", rf"3\,h\,{nn} = 3 \cdot {h} \cdot {nv} = {f['softmax']}"),
+        ("weighted_sum", rf"2\,{nn}\,h\,d_h = 2 \cdot {nv} \cdot {h} \cdot {dh} = {f['weighted_sum']}"),
+        (
+            "output_projection",
+            rf"2\,n\,h\,d_h\,d = 2 \cdot {n:,} \cdot {h}\cdot{dh} \cdot {d} = {f['output_projection']}",
+        ),
+    ]
 
 
 def formulas_markdown(p: Params, style: Style) -> str:
@@ -142,8 +172,16 @@ def crossover_sentence(p: Params, style: Style) -> str:
     a, w = cx.crossover_n(s), cx.crossover_n(s, MLP_FACTOR * s.d_model)
     n = p.seq_len
     where = "cx.cross_past" if n > a else "cx.cross_before"
-    return style.t(where, a=f"{a:,.0f}", w=f"{w:,.0f}", n=f"{n:,}", d=s.d_model, ra=f"{a / s.d_model:.2g}",
-                   rw=f"{w / s.d_model:.2g}", mask=style.t("cx.mask_causal" if s.causal else "cx.mask_none"))  # fmt: skip
+    return style.t(
+        where,
+        a=f"{a:,.0f}",
+        w=f"{w:,.0f}",
+        n=f"{n:,}",
+        d=s.d_model,
+        ra=f"{a / s.d_model:.2g}",
+        rw=f"{w / s.d_model:.2g}",
+        mask=style.t("cx.mask_causal" if s.causal else "cx.mask_none"),
+    )
 
 
 def shipped_frame(style: Style) -> pd.DataFrame:
@@ -151,11 +189,17 @@ def shipped_frame(style: Style) -> pd.DataFrame:
     t, rows = style.t, []
     for m in cx.SHIPPED_SHAPES.values():
         s = m.shape
-        rows.append({t("cx.col_model"): m.name, "d": m.d_model, "h : h_kv": f"{m.n_heads} : {m.n_kv_heads}",
-                     t("cx.col_cross_attn"): f"{cx.crossover_n(s):,.0f}",
-                     t("cx.col_cross_layer"): f"{cx.crossover_n(s, MLP_FACTOR * m.d_model):,.0f}",
-                     t("cx.col_cross_real"): f"{cx.crossover_n(s, m.mlp_width, m.mlp_matrices):,.0f}",
-                     t("cx.col_context"): f"{m.context:,}"})  # fmt: skip
+        rows.append(
+            {
+                t("cx.col_model"): m.name,
+                "d": m.d_model,
+                "h : h_kv": f"{m.n_heads} : {m.n_kv_heads}",
+                t("cx.col_cross_attn"): f"{cx.crossover_n(s):,.0f}",
+                t("cx.col_cross_layer"): f"{cx.crossover_n(s, MLP_FACTOR * m.d_model):,.0f}",
+                t("cx.col_cross_real"): f"{cx.crossover_n(s, m.mlp_width, m.mlp_matrices):,.0f}",
+                t("cx.col_context"): f"{m.context:,}",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -164,22 +208,41 @@ def memory_frame(p: Params, style: Style) -> pd.DataFrame:
     s, n, t = p.shape, p.seq_len, style.t
     e = cx.memory_by_stage(n, s.d_model, s.n_heads, s.n_kv_heads, s.head_dim, "eager")
     f = cx.memory_by_stage(n, s.d_model, s.n_heads, s.n_kv_heads, s.head_dim, "fused")
-    fused = {"qkv_projection": f["qkv_projection"], "scores": 0, "softmax": 0, "weighted_sum": f["attention"],
-             "output_projection": f["output_projection"]}  # fmt: skip
-    shapes = {"qkv_projection": f"Q [{s.n_heads}, n, {s.head_dim}], K, V [{s.n_kv_heads}, n, {s.head_dim}]",
-              "scores": f"[{s.n_heads}, n, n]", "softmax": f"[{s.n_heads}, n, n]",
-              "weighted_sum": f"[{s.n_heads}, n, {s.head_dim}]", "output_projection": f"[n, {s.d_model}]"}  # fmt: skip
-    return pd.DataFrame({t("cx.col_stage"): [stage_name(style, k) for k in cx.STAGES],
-                         t("cx.col_tensor"): [shapes[k] for k in cx.STAGES],
-                         t("cx.col_eager"): [format_bytes(e[k]) for k in cx.STAGES],
-                         t("cx.col_fused"): [format_bytes(fused[k]) if fused[k] else "—" for k in cx.STAGES]})  # fmt: skip
+    fused = {
+        "qkv_projection": f["qkv_projection"],
+        "scores": 0,
+        "softmax": 0,
+        "weighted_sum": f["attention"],
+        "output_projection": f["output_projection"],
+    }
+    shapes = {
+        "qkv_projection": f"Q [{s.n_heads}, n, {s.head_dim}], K, V [{s.n_kv_heads}, n, {s.head_dim}]",
+        "scores": f"[{s.n_heads}, n, n]",
+        "softmax": f"[{s.n_heads}, n, n]",
+        "weighted_sum": f"[{s.n_heads}, n, {s.head_dim}]",
+        "output_projection": f"[n, {s.d_model}]",
+    }
+    return pd.DataFrame(
+        {
+            t("cx.col_stage"): [stage_name(style, k) for k in cx.STAGES],
+            t("cx.col_tensor"): [shapes[k] for k in cx.STAGES],
+            t("cx.col_eager"): [format_bytes(e[k]) for k in cx.STAGES],
+            t("cx.col_fused"): [format_bytes(fused[k]) if fused[k] else "—" for k in cx.STAGES],
+        }
+    )
 
 
 def memory_sentence(p: Params, style: Style) -> str:
     s = p.shape
     e, f = (cx.peak_bytes(p.seq_len, s, path) for path in cx.PATHS)
-    return style.t("cx.memory_line", n=f"{p.seq_len:,}", h=s.n_heads, eager=format_bytes(e), fused=format_bytes(f),
-                   ratio=f"{e / f:,.0f}")  # fmt: skip
+    return style.t(
+        "cx.memory_line",
+        n=f"{p.seq_len:,}",
+        h=s.n_heads,
+        eager=format_bytes(e),
+        fused=format_bytes(f),
+        ratio=f"{e / f:,.0f}",
+    )
 
 
 # ---------------------------------------------------------------- counted
@@ -192,10 +255,16 @@ def stage_view(p: Params, style: Style) -> View:
         one["qkv_projection"] = many["qkv_projection"]
     cols = [style.t("cx.col_heads", h=s.n_heads, dh=s.head_dim), style.t("cx.col_one_head", w=s.n_heads * s.head_dim)]
     stacks = {k: [many[k], one[k]] for k in cx.STAGES}
-    fig = cfig.stage_bars(cols, stacks, {k: stage_name(style, k) for k in cx.STAGES},
-                          style.t("cx.bars_title", n=f"{n:,}"), style)  # fmt: skip
-    df = pd.DataFrame({"stage": list(cx.STAGES), "flops_h_heads": [many[k] for k in cx.STAGES],
-                       "flops_one_head": [one[k] for k in cx.STAGES]})  # fmt: skip
+    fig = cfig.stage_bars(
+        cols, stacks, {k: stage_name(style, k) for k in cx.STAGES}, style.t("cx.bars_title", n=f"{n:,}"), style
+    )
+    df = pd.DataFrame(
+        {
+            "stage": list(cx.STAGES),
+            "flops_h_heads": [many[k] for k in cx.STAGES],
+            "flops_one_head": [one[k] for k in cx.STAGES],
+        }
+    )
     return View(f"complexity_stages_n{n}_h{s.n_heads}_kv{s.n_kv_heads}{'_causal' if s.causal else ''}", fig, df)
 
 
@@ -204,9 +273,15 @@ def heads_sentence(p: Params, style: Style) -> str:
     one = cx.flops_by_stage(n, s.d_model, 1, 1, s.n_heads * s.head_dim, s.causal)
     many = p.flops()
     mat = sum(many[k] for k in ("scores", "weighted_sum"))
-    return style.t("cx.heads_line", h=s.n_heads, w=s.n_heads * s.head_dim, mat=si(mat),
-                   same="=" if mat == one["scores"] + one["weighted_sum"] else "≠",
-                   sm=si(many["softmax"]), sm1=si(one["softmax"]))  # fmt: skip
+    return style.t(
+        "cx.heads_line",
+        h=s.n_heads,
+        w=s.n_heads * s.head_dim,
+        mat=si(mat),
+        same="=" if mat == one["scores"] + one["weighted_sum"] else "≠",
+        sm=si(many["softmax"]),
+        sm1=si(one["softmax"]),
+    )
 
 
 def curve_frame(p: Params, style: Style) -> pd.DataFrame:
@@ -217,8 +292,11 @@ def curve_frame(p: Params, style: Style) -> pd.DataFrame:
         quad = sum(f[k] for k in cx.N2_STAGES)
         rows.append({"n": n, "linear": lin, "quadratic": quad, "total": lin + quad})
     df = pd.DataFrame(rows)
-    df.attrs["names"] = {"linear": style.t("cx.curve_linear"), "quadratic": style.t("cx.curve_quad"),
-                         "total": style.t("cx.curve_total")}  # fmt: skip
+    df.attrs["names"] = {
+        "linear": style.t("cx.curve_linear"),
+        "quadratic": style.t("cx.curve_quad"),
+        "total": style.t("cx.curve_total"),
+    }
     return df
 
 
@@ -229,8 +307,11 @@ def curve_view(p: Params, style: Style) -> View:
     df = curve_frame(p, style)
     fig = cfig.flops_curve(df, marks, p.seq_len, style.t("cx.curve_title"), style)
     causal = "_causal" if s.causal else ""
-    return View(f"complexity_flops_d{s.d_model}_h{s.n_heads}_kv{s.n_kv_heads}_dh{s.head_dim}{causal}", fig,
-                pd.DataFrame(df.to_dict("list")))  # fmt: skip
+    return View(
+        f"complexity_flops_d{s.d_model}_h{s.n_heads}_kv{s.n_kv_heads}_dh{s.head_dim}{causal}",
+        fig,
+        pd.DataFrame(df.to_dict("list")),
+    )
 
 
 # ---------------------------------------------------------------- measured
@@ -245,11 +326,27 @@ def sweep_frame(steps: Sequence[cx.Measured], shape: cx.LayerShape, style: Style
             flops = sum(f[k] for k in cx.STAGES) if part == "total" else f[part]
             lo = sum(m.min_s.values()) if part == "total" else m.min_s[part]
             hi = sum(m.max_s.values()) if part == "total" else m.max_s[part]
-            label = style.t(f"cx.path_{m.path}") + " · " + (style.t("cx.part_total") if part == "total"
-                                                            else stage_name(style, part))  # fmt: skip
-            rows.append({"n": m.n, "path": m.path, "part": part, "label": label, "ms": sec * 1e3, "ms_min": lo * 1e3,
-                         "ms_max": hi * 1e3, "flops": flops, "gflop_per_s": flops / sec / 1e9 if sec > 0 else 0.0,
-                         "peak_bytes": m.peak_bytes, "peak_kind": m.peak_kind, "backend": m.backend})  # fmt: skip
+            label = (
+                style.t(f"cx.path_{m.path}")
+                + " · "
+                + (style.t("cx.part_total") if part == "total" else stage_name(style, part))
+            )
+            rows.append(
+                {
+                    "n": m.n,
+                    "path": m.path,
+                    "part": part,
+                    "label": label,
+                    "ms": sec * 1e3,
+                    "ms_min": lo * 1e3,
+                    "ms_max": hi * 1e3,
+                    "flops": flops,
+                    "gflop_per_s": flops / sec / 1e9 if sec > 0 else 0.0,
+                    "peak_bytes": m.peak_bytes,
+                    "peak_kind": m.peak_kind,
+                    "backend": m.backend,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -263,12 +360,15 @@ def measured_views(steps: Sequence[cx.Measured], spec: cx.SweepSpec, style: Styl
     """Time against n and peak memory against n of a sweep (so far)."""
     df = sweep_frame(steps, spec.shape, style)
     tag = f"d{spec.shape.d_model}_h{spec.shape.n_heads}_kv{spec.shape.n_kv_heads}_n{max(spec.seq_lens)}"
-    time_view = View(f"complexity_time_{tag}", cfig.measured_time(time_frame(df), style.t("cx.time_title"), style),
-                     time_frame(df))  # fmt: skip
+    time_view = View(
+        f"complexity_time_{tag}", cfig.measured_time(time_frame(df), style.t("cx.time_title"), style), time_frame(df)
+    )
     mem = df[df.part == "total"][["n", "path", "peak_bytes", "peak_kind"]].reset_index(drop=True)
     mem["formula_bytes"] = [cx.peak_bytes(int(n), spec.shape, path) for n, path in zip(mem.n, mem.path, strict=True)]
-    mem["label"] = [style.t(f"cx.mem_measured_{k}", path=style.t(f"cx.path_{p}")) for p, k in
-                    zip(mem.path, mem.peak_kind, strict=True)]  # fmt: skip
+    mem["label"] = [
+        style.t(f"cx.mem_measured_{k}", path=style.t(f"cx.path_{p}"))
+        for p, k in zip(mem.path, mem.peak_kind, strict=True)
+    ]
     mem["formula_label"] = [style.t("cx.mem_formula", path=style.t(f"cx.path_{p}")) for p in mem.path]
     mem_view = View(f"complexity_memory_{tag}", cfig.measured_memory(mem, style.t("cx.mem_title"), style), mem)
     return [time_view, mem_view]
@@ -290,10 +390,15 @@ def slopes_frame(steps: Sequence[cx.Measured], spec: cx.SweepSpec, style: Style)
     for (_path, part), g in df[df.part != "total"].groupby(["path", "part"], sort=False):
         fit = cx.fit_slope(g.n, g.ms_min)
         last = g[g.n == top]
-        rows.append({t("cx.col_part"): g["label"].iloc[0], t("cx.col_expect"): "2" if part in (*cx.N2_STAGES,
-                     "attention") else "1", t("cx.col_slope"): f"{fit.slope:.2f}" if fit else "—",
-                     t("cx.col_range"): f"{fit.n_lo:,} … {fit.n_hi:,}" if fit else "—",
-                     t("cx.col_gflops", n=f"{top:,}"): f"{last.gflop_per_s.iloc[0]:.3g}" if len(last) else "—"})  # fmt: skip
+        rows.append(
+            {
+                t("cx.col_part"): g["label"].iloc[0],
+                t("cx.col_expect"): "2" if part in (*cx.N2_STAGES, "attention") else "1",
+                t("cx.col_slope"): f"{fit.slope:.2f}" if fit else "—",
+                t("cx.col_range"): f"{fit.n_lo:,} … {fit.n_hi:,}" if fit else "—",
+                t("cx.col_gflops", n=f"{top:,}"): f"{last.gflop_per_s.iloc[0]:.3g}" if len(last) else "—",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -306,14 +411,20 @@ def measured_sentences(steps: Sequence[cx.Measured], spec: cx.SweepSpec, device:
         return []
     top = int(df.n.max())
     backends = sorted({b for b in df.backend if b})
-    out = [t("cx.backend_line", backend=", ".join(backends) or "—", device=device,
-             threads=torch.get_num_threads())]  # fmt: skip
+    out = [t("cx.backend_line", backend=", ".join(backends) or "—", device=device, threads=torch.get_num_threads())]
     eager = df[(df.path == "eager") & (df.n == top)].set_index("part")
     if {"scores", "softmax"} <= set(eager.index) and eager.gflop_per_s["scores"] > 0:
         r = eager.gflop_per_s["softmax"] / eager.gflop_per_s["scores"]
         key = "cx.softmax_bound" if r < SOFTMAX_BOUND else "cx.softmax_not_bound"
-        out.append(t(key, sm=f"{eager.gflop_per_s['softmax']:.3g}", mm=f"{eager.gflop_per_s['scores']:.3g}",
-                     r=f"{r:.0%}", n=f"{top:,}"))  # fmt: skip
+        out.append(
+            t(
+                key,
+                sm=f"{eager.gflop_per_s['softmax']:.3g}",
+                mm=f"{eager.gflop_per_s['scores']:.3g}",
+                r=f"{r:.0%}",
+                n=f"{top:,}",
+            )
+        )
     for stage in cx.N2_STAGES:
         g = df[(df.path == "eager") & (df.part == stage)]
         fit = cx.fit_slope(g.n, g.ms_min)
@@ -322,13 +433,30 @@ def measured_sentences(steps: Sequence[cx.Measured], spec: cx.SweepSpec, device:
             break
         if not SLOPE_LOW <= fit.slope <= SLOPE_HIGH:
             key = "cx.slope_low" if fit.slope < SLOPE_LOW else "cx.slope_high"
-            out.append(t(key, stage=stage_name(style, stage), s=f"{fit.slope:.2f}", lo=f"{fit.n_lo:,}",
-                         hi=f"{fit.n_hi:,}", threads=torch.get_num_threads()))  # fmt: skip
+            out.append(
+                t(
+                    key,
+                    stage=stage_name(style, stage),
+                    s=f"{fit.slope:.2f}",
+                    lo=f"{fit.n_lo:,}",
+                    hi=f"{fit.n_hi:,}",
+                    threads=torch.get_num_threads(),
+                )
+            )
     tot = df[(df.part == "total") & (df.n == top)].set_index("path")
     if {"eager", "fused"} <= set(tot.index):
         e, f = tot.loc["eager"], tot.loc["fused"]
-        out.append(t("cx.fused_line", n=f"{top:,}", te=f"{e.ms:.3g}", tf=f"{f.ms:.3g}", me=format_bytes(int(e.peak_bytes)),
-                     mf=format_bytes(int(f.peak_bytes)), faster=f"{e.ms / f.ms:.2g}" if f.ms > 0 else "—"))  # fmt: skip
+        out.append(
+            t(
+                "cx.fused_line",
+                n=f"{top:,}",
+                te=f"{e.ms:.3g}",
+                tf=f"{f.ms:.3g}",
+                me=format_bytes(int(e.peak_bytes)),
+                mf=format_bytes(int(f.peak_bytes)),
+                faster=f"{e.ms / f.ms:.2g}" if f.ms > 0 else "—",
+            )
+        )
     return out
 
 
@@ -361,11 +489,24 @@ def pd_counted(p: Params, style: Style) -> pd.DataFrame:
     for n in sorted({*(x for x in CURVE_POINTS if x <= p.seq_len), p.seq_len}):
         f = cx.flops_by_stage(n, s.d_model, s.n_heads, s.n_kv_heads, s.head_dim, True)
         kv = 2 * s.n_kv_heads * n * s.head_dim * cx.BYTES
-        rows.append({"n": n, "mode": "prefill", "label": style.t("cx.pd_prefill"), "flops_per_token": sum(f.values()) / n,
-                     "bytes_per_token": (wbytes + kv) / n})  # fmt: skip
-        rows.append({"n": n, "mode": "decode", "label": style.t("cx.pd_decode"),
-                     "flops_per_token": lin + (4 * s.n_heads * s.head_dim + cx.SOFTMAX_FLOPS * s.n_heads) * n,
-                     "bytes_per_token": wbytes + kv})  # fmt: skip
+        rows.append(
+            {
+                "n": n,
+                "mode": "prefill",
+                "label": style.t("cx.pd_prefill"),
+                "flops_per_token": sum(f.values()) / n,
+                "bytes_per_token": (wbytes + kv) / n,
+            }
+        )
+        rows.append(
+            {
+                "n": n,
+                "mode": "decode",
+                "label": style.t("cx.pd_decode"),
+                "flops_per_token": lin + (4 * s.n_heads * s.head_dim + cx.SOFTMAX_FLOPS * s.n_heads) * n,
+                "bytes_per_token": wbytes + kv,
+            }
+        )
     df = pd.DataFrame(rows)
     df["flop_per_byte"] = df.flops_per_token / df.bytes_per_token
     return df
@@ -375,14 +516,24 @@ def pd_views(p: Params, measured: pd.DataFrame | None, style: Style) -> list[Vie
     s = p.shape
     tag = f"d{s.d_model}_h{s.n_heads}_kv{s.n_kv_heads}_n{p.seq_len}"
     df = pd_counted(p, style)
-    out = [View(f"complexity_pd_flops_{tag}", cfig.per_token(df, "flops_per_token", style.t("cx.axis_flops_token"),
-                                                             style.t("cx.pd_flops_title"), style), df)]  # fmt: skip
+    out = [
+        View(
+            f"complexity_pd_flops_{tag}",
+            cfig.per_token(df, "flops_per_token", style.t("cx.axis_flops_token"), style.t("cx.pd_flops_title"), style),
+            df,
+        )
+    ]
     if measured is not None and len(measured):
         m = measured.copy()
         m["label"] = [style.t(f"cx.pd_{x}") for x in m["mode"]]
         m["us_per_token"] = m.s_per_token * 1e6
-        out.append(View(f"complexity_pd_time_{tag}", cfig.per_token(m, "us_per_token", style.t("cx.axis_us_token"),
-                                                                    style.t("cx.pd_time_title"), style), m))  # fmt: skip
+        out.append(
+            View(
+                f"complexity_pd_time_{tag}",
+                cfig.per_token(m, "us_per_token", style.t("cx.axis_us_token"), style.t("cx.pd_time_title"), style),
+                m,
+            )
+        )
     return out
 
 
@@ -391,14 +542,29 @@ def pd_sentences(p: Params, measured: pd.DataFrame | None, style: Style) -> list
     n = p.seq_len
     pre, dec = (df[(df.n == n) & (df["mode"] == m)].iloc[0] for m in ("prefill", "decode"))
     key = "cx.pd_counted" if dec.flop_per_byte < pre.flop_per_byte else "cx.pd_counted_even"
-    out = [style.t(key, n=f"{n:,}", fp=si(pre.flops_per_token), fd=si(dec.flops_per_token),
-                   ip=f"{pre.flop_per_byte:.3g}", id=f"{dec.flop_per_byte:.3g}")]  # fmt: skip
+    out = [
+        style.t(
+            key,
+            n=f"{n:,}",
+            fp=si(pre.flops_per_token),
+            fd=si(dec.flops_per_token),
+            ip=f"{pre.flop_per_byte:.3g}",
+            id=f"{dec.flop_per_byte:.3g}",
+        )
+    ]
     if measured is not None and len(measured):
         top = int(measured.n.max())
         m = measured[measured.n == top].set_index("mode").s_per_token
         key = "cx.pd_measured_slower" if m["decode"] > m["prefill"] else "cx.pd_measured_faster"
-        out.append(style.t(key, n=f"{top:,}", tp=f"{m['prefill'] * 1e6:.3g}", td=f"{m['decode'] * 1e6:.3g}",
-                           r=f"{m['decode'] / m['prefill']:.2g}"))  # fmt: skip
+        out.append(
+            style.t(
+                key,
+                n=f"{top:,}",
+                tp=f"{m['prefill'] * 1e6:.3g}",
+                td=f"{m['decode'] * 1e6:.3g}",
+                r=f"{m['decode'] / m['prefill']:.2g}",
+            )
+        )
     return out
 
 
@@ -407,31 +573,58 @@ def note_numbers(p: Params) -> dict[str, int]:
     """One head's n² matmuls, all h heads', the note's n²·d/h and the whole counted layer, for the current n."""
     s, n = p.shape, p.seq_len
     f = cx.flops_by_stage(n, s.d_model, s.n_heads, s.n_kv_heads, s.head_dim)
-    return {"per_head": 4 * n * n * s.head_dim, "total": f["scores"] + f["weighted_sum"],
-            "note_quad": n * n * s.d_model // s.n_heads, "note_linear": n * s.d_model**2,
-            "linear": f["qkv_projection"] + f["output_projection"], "all": sum(f.values())}  # fmt: skip
+    return {
+        "per_head": 4 * n * n * s.head_dim,
+        "total": f["scores"] + f["weighted_sum"],
+        "note_quad": n * n * s.d_model // s.n_heads,
+        "note_linear": n * s.d_model**2,
+        "linear": f["qkv_projection"] + f["output_projection"],
+        "all": sum(f.values()),
+    }
 
 
 def note_frame(p: Params, style: Style) -> pd.DataFrame:
     s, n, v, t = p.shape, p.seq_len, note_numbers(p), style.t
-    rows = [(t("cx.note_row_head"), f"4·n²·d_h = 4 · {n:,}² · {s.head_dim}", v["per_head"]),
-            (t("cx.note_row_total", h=s.n_heads), f"4·n²·h·d_h = 4 · {n:,}² · {s.n_heads} · {s.head_dim}", v["total"]),
-            (t("cx.note_row_note"), f"n²·d/h = {n:,}² · {s.d_model} / {s.n_heads}", v["note_quad"]),
-            (t("cx.note_row_linear"), f"2·n·d·(2·h·d_h + 2·h_kv·d_h) = 2 · {n:,} · {s.d_model} · "
-             f"{2 * s.n_heads * s.head_dim + 2 * s.n_kv_heads * s.head_dim}", v["linear"]),
-            (t("cx.note_row_note_linear"), f"n·d² = {n:,} · {s.d_model}²", v["note_linear"])]  # fmt: skip
-    return pd.DataFrame({t("cx.col_term"): [r[0] for r in rows], t("cx.col_formula"): [r[1] for r in rows],
-                         t("cx.col_flops"): [f"{r[2]:,}" for r in rows], "≈": [si(r[2]) for r in rows]})  # fmt: skip
+    rows = [
+        (t("cx.note_row_head"), f"4·n²·d_h = 4 · {n:,}² · {s.head_dim}", v["per_head"]),
+        (t("cx.note_row_total", h=s.n_heads), f"4·n²·h·d_h = 4 · {n:,}² · {s.n_heads} · {s.head_dim}", v["total"]),
+        (t("cx.note_row_note"), f"n²·d/h = {n:,}² · {s.d_model} / {s.n_heads}", v["note_quad"]),
+        (
+            t("cx.note_row_linear"),
+            f"2·n·d·(2·h·d_h + 2·h_kv·d_h) = 2 · {n:,} · {s.d_model} · "
+            f"{2 * s.n_heads * s.head_dim + 2 * s.n_kv_heads * s.head_dim}",
+            v["linear"],
+        ),
+        (t("cx.note_row_note_linear"), f"n·d² = {n:,} · {s.d_model}²", v["note_linear"]),
+    ]
+    return pd.DataFrame(
+        {
+            t("cx.col_term"): [r[0] for r in rows],
+            t("cx.col_formula"): [r[1] for r in rows],
+            t("cx.col_flops"): [f"{r[2]:,}" for r in rows],
+            "≈": [si(r[2]) for r in rows],
+        }
+    )
 
 
 def note_sentence(p: Params, style: Style) -> str:
     s, v = p.shape, note_numbers(p)
     ratio = v["total"] / v["note_quad"]
     key = "cx.note_wrong" if s.n_heads > 1 else "cx.note_one_head"
-    width = style.t("cx.note_width_eq" if s.n_heads * s.head_dim == s.d_model else "cx.note_width_ne",
-                    hd=s.n_heads * s.head_dim, d=s.d_model)  # fmt: skip
-    return style.t(key, h=s.n_heads, total=si(v["total"]), head=si(v["per_head"]), note=si(v["note_quad"]),
-                   r=f"{ratio:,.3g}", width=width)  # fmt: skip
+    width = style.t(
+        "cx.note_width_eq" if s.n_heads * s.head_dim == s.d_model else "cx.note_width_ne",
+        hd=s.n_heads * s.head_dim,
+        d=s.d_model,
+    )
+    return style.t(
+        key,
+        h=s.n_heads,
+        total=si(v["total"]),
+        head=si(v["per_head"]),
+        note=si(v["note_quad"]),
+        r=f"{ratio:,.3g}",
+        width=width,
+    )
 
 
 def heads_view(p: Params, style: Style) -> View:
@@ -439,11 +632,20 @@ def heads_view(p: Params, style: Style) -> View:
     s, n = p.shape, p.seq_len
     width = s.n_heads * s.head_dim
     heads = sorted({h for h in (*HEAD_COUNTS, s.n_heads) if width % h == 0})
-    df = pd.DataFrame({"heads": heads, "head_dim": [width // h for h in heads],
-                       "total": [4 * n * n * width for _ in heads], "per_head": [4 * n * n * (width // h) for h in heads],
-                       "note": [n * n * s.d_model // h for h in heads]})  # fmt: skip
-    df.attrs["names"] = {"total": style.t("cx.heads_total"), "per_head": style.t("cx.heads_one"),
-                         "note": style.t("cx.heads_note")}  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "heads": heads,
+            "head_dim": [width // h for h in heads],
+            "total": [4 * n * n * width for _ in heads],
+            "per_head": [4 * n * n * (width // h) for h in heads],
+            "note": [n * n * s.d_model // h for h in heads],
+        }
+    )
+    df.attrs["names"] = {
+        "total": style.t("cx.heads_total"),
+        "per_head": style.t("cx.heads_one"),
+        "note": style.t("cx.heads_note"),
+    }
     fig = cfig.heads_figure(df, s.n_heads, style.t("cx.heads_title", n=f"{n:,}", w=width), style)
     return View(f"complexity_note_n{n}_w{width}", fig, pd.DataFrame(df.to_dict("list")))
 

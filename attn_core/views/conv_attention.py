@@ -34,29 +34,67 @@ class Params:
     """Everything the page's controls set; the field names are the URL keys, the controls the widgets and flags."""
 
     view: str = control("line", "choice", options=PAGE_VIEWS)
-    alpha: float = control(1.0, "float", lo=0.05, hi=10.0, step=0.05, help="help.conv_alpha",
-                           cli_help="α, the inverse width of every head's window (> 0)")  # fmt: skip
-    k: int = control(3, "int", lo=1, hi=eng.MAX_K, step=2, help="help.conv_k",
-                     cli_help="kernel size K (odd): K heads in 1-D, K² in 2-D")  # fmt: skip
+    alpha: float = control(
+        1.0,
+        "float",
+        lo=0.05,
+        hi=10.0,
+        step=0.05,
+        help="help.conv_alpha",
+        cli_help="α, the inverse width of every head's window (> 0)",
+    )
+    k: int = control(
+        3,
+        "int",
+        lo=1,
+        hi=eng.MAX_K,
+        step=2,
+        help="help.conv_k",
+        cli_help="kernel size K (odd): K heads in 1-D, K² in 2-D",
+    )
     seq_len: int = control(24, "int", lo=5, hi=64, help="help.conv_seq_len", cli_help="positions of the 1-D sequence")
     query: int = control(12, "int", lo=0, hi=63, data=True, help="help.conv_query", cli_help="the 1-D query position")
     shift: int = control(1, "int", lo=-3, hi=3, help="help.conv_shift", cli_help="the 1-D head's shift Δ")
-    pattern: str = control("glyph", "choice", options=eng.PATTERNS, help="help.conv_pattern",
-                           cli_help="built-in image: checker, glyph or gradient")  # fmt: skip
-    image_size: int = control(16, "int", lo=8, hi=eng.MAX_SIDE, help="help.conv_image_size",
-                              cli_help="pixels a side of the built-in image")  # fmt: skip
-    kernel: str = control("blur", "choice", options=eng.KERNELS, help="help.conv_kernel",
-                          cli_help="blur, sobel, sharpen, shift or custom (--kernel-text)")  # fmt: skip
-    kernel_text: str = control("0 1 0; 1 -4 1; 0 1 0", "text", hi=400, help="help.conv_kernel_text",
-                               cli_help="a typed kernel: rows separated by ';' (with --kernel custom)")  # fmt: skip
-    padding: str = control("zeros", "choice", options=eng.PADDINGS, help="help.conv_padding",
-                           cli_help="zeros (padding pixels are keys of value 0) or existing (only the image's keys)")  # fmt: skip
-    q_row: int = control(8, "int", lo=0, hi=eng.MAX_SIDE - 1, data=True, help="help.conv_q_pixel",
-                         cli_help="the query pixel's row")  # fmt: skip
-    q_col: int = control(8, "int", lo=0, hi=eng.MAX_SIDE - 1, data=True, help="help.conv_q_pixel",
-                         cli_help="the query pixel's column")  # fmt: skip
-    channel: int = control(0, "int", lo=0, hi=2, data=True, help="help.conv_channel",
-                           cli_help="the colour channel drawn (RGB images)")  # fmt: skip
+    pattern: str = control(
+        "glyph",
+        "choice",
+        options=eng.PATTERNS,
+        help="help.conv_pattern",
+        cli_help="built-in image: checker, glyph or gradient",
+    )
+    image_size: int = control(
+        16, "int", lo=8, hi=eng.MAX_SIDE, help="help.conv_image_size", cli_help="pixels a side of the built-in image"
+    )
+    kernel: str = control(
+        "blur",
+        "choice",
+        options=eng.KERNELS,
+        help="help.conv_kernel",
+        cli_help="blur, sobel, sharpen, shift or custom (--kernel-text)",
+    )
+    kernel_text: str = control(
+        "0 1 0; 1 -4 1; 0 1 0",
+        "text",
+        hi=400,
+        help="help.conv_kernel_text",
+        cli_help="a typed kernel: rows separated by ';' (with --kernel custom)",
+    )
+    padding: str = control(
+        "zeros",
+        "choice",
+        options=eng.PADDINGS,
+        help="help.conv_padding",
+        cli_help="zeros (padding pixels are keys of value 0) or existing (only the image's keys)",
+    )
+    q_row: int = control(
+        8, "int", lo=0, hi=eng.MAX_SIDE - 1, data=True, help="help.conv_q_pixel", cli_help="the query pixel's row"
+    )
+    q_col: int = control(
+        8, "int", lo=0, hi=eng.MAX_SIDE - 1, data=True, help="help.conv_q_pixel", cli_help="the query pixel's column"
+    )
+    channel: int = control(
+        0, "int", lo=0, hi=2, data=True, help="help.conv_channel", cli_help="the colour channel drawn (RGB images)"
+    )
     image: str = control("", "text", hi=4096, cli_only=True, cli_help="a PNG or JPEG file instead of the pattern")
 
     def __post_init__(self) -> None:
@@ -116,9 +154,18 @@ def line_step(seq_len: int, query: int, shift: int, alpha: float, k: int, *, dev
     w = eng.quadratic_weights_1d(seq_len, shift, alpha)[q].numpy()
     pos = np.arange(seq_len)
     mean = float((w * (pos - q)).sum())
-    return LineResult(pos, eng.scores_1d(seq_len, shift, alpha)[q].numpy(), w,
-                      np.stack([eng.quadratic_weights_1d(seq_len, s, alpha)[q].numpy() for s in shifts]), shifts, q,
-                      shift, float(alpha), mean, float((w * (pos - q - mean) ** 2).sum()))  # fmt: skip
+    return LineResult(
+        pos,
+        eng.scores_1d(seq_len, shift, alpha)[q].numpy(),
+        w,
+        np.stack([eng.quadratic_weights_1d(seq_len, s, alpha)[q].numpy() for s in shifts]),
+        shifts,
+        q,
+        shift,
+        float(alpha),
+        mean,
+        float((w * (pos - q - mean) ** 2).sum()),
+    )
 
 
 @dataclass(frozen=True)
@@ -149,8 +196,9 @@ class ImageResult:
         return float(inner.max()) if inner.size else 0.0
 
 
-def image_step(image: np.ndarray, kernel2d: np.ndarray, alpha: float, padding: str, q_row: int, q_col: int, *,
-               device: str = "cpu") -> ImageResult:  # fmt: skip
+def image_step(
+    image: np.ndarray, kernel2d: np.ndarray, alpha: float, padding: str, q_row: int, q_col: int, *, device: str = "cpu"
+) -> ImageResult:
     """The K² heads' rows of the query pixel (full attention) and the layer against ``conv2d`` (zero padding)."""
     c, h, w = image.shape
     k = check_size(kernel2d, image)
@@ -163,8 +211,18 @@ def image_step(image: np.ndarray, kernel2d: np.ndarray, alpha: float, padding: s
     kernel = eng.per_channel(kernel2d, c)
     att = eng.conv_as_attention(image, kernel, alpha, padding=padding).numpy()
     ref = eng.reference_conv(image, kernel, "zeros").numpy()
-    return ImageResult(image, rows.numpy().reshape(k * k, hk, wk).astype(np.float32), np.arange(-p, h + p),
-                       np.arange(-p, w + p), att, ref, k, float(alpha), padding, (qr, qc))  # fmt: skip
+    return ImageResult(
+        image,
+        rows.numpy().reshape(k * k, hk, wk).astype(np.float32),
+        np.arange(-p, h + p),
+        np.arange(-p, w + p),
+        att,
+        ref,
+        k,
+        float(alpha),
+        padding,
+        (qr, qc),
+    )
 
 
 def sweep_step(image: np.ndarray, kernel2d: np.ndarray, padding: str, *, device: str = "cpu") -> eng.Sweep:
@@ -176,31 +234,49 @@ def sweep_step(image: np.ndarray, kernel2d: np.ndarray, padding: str, *, device:
 # ---------------------------------------------------------------- the 1-D view
 def line_views(res: LineResult, style: figures.Style) -> list[View]:
     tag = f"n{len(res.pos)}_q{res.query}_a{res.alpha:g}"
-    frame = pd.DataFrame({"key": res.pos, "score": res.scores, "weight": res.weights,
-                          **{f"weight_shift{s:+d}": w for s, w in zip(res.shifts, res.heads, strict=True)}})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "key": res.pos,
+            "score": res.scores,
+            "weight": res.weights,
+            **{f"weight_shift{s:+d}": w for s, w in zip(res.shifts, res.heads, strict=True)},
+        }
+    )
     return [
-        View(f"conv_score_s{res.shift}_{tag}", cfig.score_figure(res.pos, res.scores, res.query, res.shift, res.alpha,
-                                                                  style), frame),
-        View(f"conv_window_s{res.shift}_{tag}", cfig.window_figure(res.pos, res.weights, res.query, res.shift,
-                                                                    res.alpha, style), frame),
-        View(f"conv_heads{len(res.shifts)}_{tag}", cfig.heads_1d_figure(res.pos, res.heads, res.shifts, res.query,
-                                                                         res.alpha, style), frame),
-    ]  # fmt: skip
+        View(
+            f"conv_score_s{res.shift}_{tag}",
+            cfig.score_figure(res.pos, res.scores, res.query, res.shift, res.alpha, style),
+            frame,
+        ),
+        View(
+            f"conv_window_s{res.shift}_{tag}",
+            cfig.window_figure(res.pos, res.weights, res.query, res.shift, res.alpha, style),
+            frame,
+        ),
+        View(
+            f"conv_heads{len(res.shifts)}_{tag}",
+            cfig.heads_1d_figure(res.pos, res.heads, res.shifts, res.query, res.alpha, style),
+            frame,
+        ),
+    ]
 
 
 def line_formula(res: LineResult) -> str:
     """The score with the user's numbers (LaTeX)."""
     a, s = f"{res.alpha:g}", res.shift
-    return (rf"A_{{q,k}} = v \cdot r_\delta = -{a}\,(\delta^2 - 2\cdot({s})\,\delta) = -{a}\,\big((\delta - ({s}))^2 - {s * s}\big)"
-            rf",\quad \delta = k - q")  # fmt: skip
+    return (
+        rf"A_{{q,k}} = v \cdot r_\delta = -{a}\,(\delta^2 - 2\cdot({s})\,\delta) = -{a}\,\big((\delta - ({s}))^2 - {s * s}\big)"
+        rf",\quad \delta = k - q"
+    )
 
 
 def line_sentence(res: LineResult, style: figures.Style) -> tuple[str, str]:
     """(kind, text): the window's measured mean and variance against Δ and 1/(2α), or that the ends cut it."""
     t, target = style.t, 1 / (2 * res.alpha)
     peak = float(res.weights[res.query + res.shift]) if 0 <= res.query + res.shift < len(res.pos) else 0.0
-    kw = dict(s=res.shift, m=f"{res.mean:.3g}", v=f"{res.var:.3g}", t=f"{target:.3g}", p=f"{peak:.1%}",
-              a=f"{res.alpha:g}")  # fmt: skip
+    kw = dict(
+        s=res.shift, m=f"{res.mean:.3g}", v=f"{res.var:.3g}", t=f"{target:.3g}", p=f"{peak:.1%}", a=f"{res.alpha:g}"
+    )
     centre, reach = res.query + res.shift, 3 * np.sqrt(target)  # the window's centre and ±3σ
     if centre - reach < 0 or centre + reach > len(res.pos) - 1:
         return "warning", t("conv.line_cut", **kw)
@@ -237,9 +313,16 @@ def window_note(res: ImageResult, style: figures.Style) -> str:
     if (r0, r1, c0, c1) == (0, n_r, 0, n_c):
         return ""
     outside = max(0.0, 1 - float(res.maps[:, r0:r1, c0:c1].sum(axis=(1, 2)).min()))
-    return style.t("conv.maps_window", r0=int(res.key_rows[r0]), r1=int(res.key_rows[r1 - 1]),
-                   c0=int(res.key_cols[c0]), c1=int(res.key_cols[c1 - 1]), hk=n_r, wk=n_c,
-                   out=f"{outside:.1e}" if outside >= 1e-6 else "1e-6")  # fmt: skip
+    return style.t(
+        "conv.maps_window",
+        r0=int(res.key_rows[r0]),
+        r1=int(res.key_rows[r1 - 1]),
+        c0=int(res.key_cols[c0]),
+        c1=int(res.key_cols[c1 - 1]),
+        hk=n_r,
+        wk=n_c,
+        out=f"{outside:.1e}" if outside >= 1e-6 else "1e-6",
+    )
 
 
 def image_views(res: ImageResult, channel: int, style: figures.Style) -> list[View]:
@@ -257,30 +340,58 @@ def image_views(res: ImageResult, channel: int, style: figures.Style) -> list[Vi
 
     r0, r1, c0, c1 = map_window(res)
     maps = res.maps.reshape(res.k * res.k, -1)
-    maps_frame = pd.DataFrame({"head": np.repeat(np.arange(res.k * res.k), maps.shape[1]),
-                               "key_row": np.tile(np.repeat(res.key_rows, len(res.key_cols)), res.k * res.k),
-                               "key_col": np.tile(np.tile(res.key_cols, len(res.key_rows)), res.k * res.k),
-                               "weight": maps.reshape(-1).astype(np.float64)})  # fmt: skip
+    maps_frame = pd.DataFrame(
+        {
+            "head": np.repeat(np.arange(res.k * res.k), maps.shape[1]),
+            "key_row": np.tile(np.repeat(res.key_rows, len(res.key_cols)), res.k * res.k),
+            "key_col": np.tile(np.tile(res.key_cols, len(res.key_rows)), res.k * res.k),
+            "weight": maps.reshape(-1).astype(np.float64),
+        }
+    )
     return [
-        View(f"conv_input_c{c}", cfig.image_figure(res.image[c], t("conv.fig_input", ch=name), "grey", style=style),
-             frame(res.image[c], "value")),
-        View(f"conv_maps_{tag}_q{res.query[0]}-{res.query[1]}",
-             cfig.head_maps_figure(res.maps[:, r0:r1, c0:c1], res.k, res.query, res.key_rows[r0:r1],
-                                   res.key_cols[c0:c1], res.image.shape[1:], window_note(res, style), style), maps_frame),
-        View(f"conv_attention_{tag}", cfig.image_figure(res.attention[c], t("conv.fig_att", n=res.k**2, ch=name),
-                                                         "signed", lim, style), frame(res.attention[c], "attention")),
-        View(f"conv_conv2d_{tag}", cfig.image_figure(res.conv[c], t("conv.fig_conv", k=res.k, ch=name), "signed", lim,
-                                                      style), frame(res.conv[c], "conv2d")),
-        View(f"conv_diff_{tag}", cfig.image_figure(diff, t("conv.fig_diff_map", d=f"{np.abs(diff).max():.2e}"),
-                                                    "signed", style=style), frame(diff, "difference")),
-    ]  # fmt: skip
+        View(
+            f"conv_input_c{c}",
+            cfig.image_figure(res.image[c], t("conv.fig_input", ch=name), "grey", style=style),
+            frame(res.image[c], "value"),
+        ),
+        View(
+            f"conv_maps_{tag}_q{res.query[0]}-{res.query[1]}",
+            cfig.head_maps_figure(
+                res.maps[:, r0:r1, c0:c1],
+                res.k,
+                res.query,
+                res.key_rows[r0:r1],
+                res.key_cols[c0:c1],
+                res.image.shape[1:],
+                window_note(res, style),
+                style,
+            ),
+            maps_frame,
+        ),
+        View(
+            f"conv_attention_{tag}",
+            cfig.image_figure(res.attention[c], t("conv.fig_att", n=res.k**2, ch=name), "signed", lim, style),
+            frame(res.attention[c], "attention"),
+        ),
+        View(
+            f"conv_conv2d_{tag}",
+            cfig.image_figure(res.conv[c], t("conv.fig_conv", k=res.k, ch=name), "signed", lim, style),
+            frame(res.conv[c], "conv2d"),
+        ),
+        View(
+            f"conv_diff_{tag}",
+            cfig.image_figure(diff, t("conv.fig_diff_map", d=f"{np.abs(diff).max():.2e}"), "signed", style=style),
+            frame(diff, "difference"),
+        ),
+    ]
 
 
 def image_sentence(res: ImageResult, style: figures.Style) -> tuple[str, str]:
     """(kind, text): whether the layer matches conv2d within :data:`TOL`, and where it differs when not."""
     t = style.t
-    kw = dict(d=f"{res.max_diff:.2e}", tol=f"{TOL:g}", a=f"{res.alpha:g}", n=res.k**2, k=res.k,
-              b=f"{res.border_diff:.2e}")  # fmt: skip
+    kw = dict(
+        d=f"{res.max_diff:.2e}", tol=f"{TOL:g}", a=f"{res.alpha:g}", n=res.k**2, k=res.k, b=f"{res.border_diff:.2e}"
+    )
     if res.max_diff < TOL:
         return "success", t("conv.image_match", **kw)
     if res.padding == "existing" and res.border_diff < TOL:
@@ -291,21 +402,35 @@ def image_sentence(res: ImageResult, style: figures.Style) -> tuple[str, str]:
 def image_note(res: ImageResult, style: figures.Style) -> str:
     """What is computed as full attention, with the sizes."""
     h, w = res.image.shape[1:]
-    return style.t(f"conv.full_note_{res.padding}", n=h * w, nk=res.maps.shape[1] * res.maps.shape[2], h=h, w=w,
-                   hk=res.maps.shape[1], wk=res.maps.shape[2], heads=res.k**2)  # fmt: skip
+    return style.t(
+        f"conv.full_note_{res.padding}",
+        n=h * w,
+        nk=res.maps.shape[1] * res.maps.shape[2],
+        h=h,
+        w=w,
+        hk=res.maps.shape[1],
+        wk=res.maps.shape[2],
+        heads=res.k**2,
+    )
 
 
 # ---------------------------------------------------------------- the α sweep
 def sweep_view(sw: eng.Sweep, alpha: float, padding: str, style: figures.Style) -> View:
     data = pd.DataFrame({"alpha": sw.alphas, "max_abs_diff": sw.max_diff})
-    return View(f"conv_sweep_{padding}", cfig.sweep_figure(sw.alphas, sw.max_diff, sw.tol, sw.below_at, alpha, style),
-                data)  # fmt: skip
+    return View(
+        f"conv_sweep_{padding}", cfig.sweep_figure(sw.alphas, sw.max_diff, sw.tol, sw.below_at, alpha, style), data
+    )
 
 
 def sweep_sentence(sw: eng.Sweep, padding: str, style: figures.Style) -> tuple[str, str]:
     t = style.t
-    kw = dict(tol=f"{sw.tol:g}", lo=f"{sw.alphas[0]:g}", hi=f"{sw.alphas[-1]:g}", d0=f"{sw.max_diff[0]:.2e}",
-              d1=f"{sw.max_diff[-1]:.2e}")  # fmt: skip
+    kw = dict(
+        tol=f"{sw.tol:g}",
+        lo=f"{sw.alphas[0]:g}",
+        hi=f"{sw.alphas[-1]:g}",
+        d0=f"{sw.max_diff[0]:.2e}",
+        d1=f"{sw.max_diff[-1]:.2e}",
+    )
     if sw.below_at is not None:
         return "success", t("conv.sweep_below", a=f"{sw.below_at:.3g}", **kw)
     key = "conv.sweep_border" if padding == "existing" else "conv.sweep_never"
@@ -316,9 +441,14 @@ def sweep_sentence(sw: eng.Sweep, padding: str, style: figures.Style) -> tuple[s
 def analogy_rows(k: int, channels: int, style: figures.Style) -> tuple[list[str], list[list[str]]]:
     t = style.t
     header = [t("conv.col_attention"), t("conv.col_conv"), t("conv.col_here")]
-    rows = [[t(f"conv.row_{name}_att"), t(f"conv.row_{name}_conv"), t(f"conv.row_{name}_here", k=k, n=k * k, r=k // 2,
-                                                                        c=channels)]
-            for name in ("head", "concat", "wo", "alpha", "count", "global")]  # fmt: skip
+    rows = [
+        [
+            t(f"conv.row_{name}_att"),
+            t(f"conv.row_{name}_conv"),
+            t(f"conv.row_{name}_here", k=k, n=k * k, r=k // 2, c=channels),
+        ]
+        for name in ("head", "concat", "wo", "alpha", "count", "global")
+    ]
     return header, rows
 
 

@@ -65,33 +65,91 @@ class Params(TokenInput):
     cross: bool = control(
         False, "bool", help="help.cross", cli_help="cross-attention: keys and values from --cross-text"
     )
-    cross_text: str = control(DEFAULT_CROSS, "text", hi=MAX_TEXT_CHARS, cli_help="the key/value text of cross-attention",
-                              implies=(("cross", True),))  # fmt: skip
+    cross_text: str = control(
+        DEFAULT_CROSS,
+        "text",
+        hi=MAX_TEXT_CHARS,
+        cli_help="the key/value text of cross-attention",
+        implies=(("cross", True),),
+    )
     n_heads: int = control(8, "int", lo=1, hi=MAX_HEADS, help="help.n_heads", cli_help="query heads")
     n_kv_heads: int = control(2, "kv_heads", cli_help="KV heads (a divisor of n_heads)")
     head_dim: int = control(16, "int", lo=1, hi=256, help="help.head_dim", cli="--d-k", cli_help="head dimension d_k")
     mask: str = control("none", "choice", options=MASK_KINDS, help="help.mask", cli_help="none, causal or padding")
     scaling: bool = control(True, "bool", help="help.scaling", cli_help="do not divide the scores by sqrt(d_k)")
-    temperature: float = control(1.0, "float", lo=0.1, hi=5.0, step=0.1, help="help.temperature",
-                                 cli_help="softmax temperature τ")  # fmt: skip
-    pad_len: int | None = control(None, "int", lo=1, hi=MAX_SEQ_LEN, data=True, help="help.pad_len",
-                                  cli_help="real keys of --mask padding (default 3/4 of them)")  # fmt: skip
+    temperature: float = control(
+        1.0, "float", lo=0.1, hi=5.0, step=0.1, help="help.temperature", cli_help="softmax temperature τ"
+    )
+    pad_len: int | None = control(
+        None,
+        "int",
+        lo=1,
+        hi=MAX_SEQ_LEN,
+        data=True,
+        help="help.pad_len",
+        cli_help="real keys of --mask padding (default 3/4 of them)",
+    )
     view: str = control("grid", "choice", options=PAGE_VIEWS)
-    cscale: str | None = control(None, "choice", options=("fixed", "fit"), help="help.cscale",
-                                 cli_help="fixed (0..1) or fit; default: fit from 64 keys on")  # fmt: skip
+    cscale: str | None = control(
+        None,
+        "choice",
+        options=("fixed", "fit"),
+        help="help.cscale",
+        cli_help="fixed (0..1) or fit; default: fit from 64 keys on",
+    )
     pool: str = control("max", "choice", options=REDUCES, help="help.pool", cli_help="what a pooled cell shows")
-    head: int = control(0, "int", lo=0, hi=MAX_HEADS - 1, data=True, help="help.head",
-                        cli_help="the head of the zoom and step-by-step views")  # fmt: skip
-    zoom_size: int | None = control(None, "pow2", lo=16, hi=MAX_SEQ_LEN, data=True, help="help.zoom_size",
-                                    cli_help="zoom window, tokens a side (default: all)")  # fmt: skip
-    q_start: int = control(0, "int", lo=0, hi=MAX_SEQ_LEN - 1, data=True, help="help.q_start",
-                           cli_help="first query row of the zoom/steps window")  # fmt: skip
-    k_start: int = control(0, "int", lo=0, hi=MAX_SEQ_LEN - 1, data=True, help="help.k_start",
-                           cli_help="first key of the zoom/steps window")  # fmt: skip
-    attn_from: str = control("seeded", "choice", options=ATTN_FROM, help="help.attn_from",
-                             cli_help="seeded (the shape flags) or a pretrained model's layer: smollm2-135m, minilm-l6")  # fmt: skip
-    model_layer: int | None = control(None, "int", lo=0, hi=255, data=True, help="help.model_layer",
-                                      cli_help="the model's layer (default: the middle one)")  # fmt: skip
+    head: int = control(
+        0,
+        "int",
+        lo=0,
+        hi=MAX_HEADS - 1,
+        data=True,
+        help="help.head",
+        cli_help="the head of the zoom and step-by-step views",
+    )
+    zoom_size: int | None = control(
+        None,
+        "pow2",
+        lo=16,
+        hi=MAX_SEQ_LEN,
+        data=True,
+        help="help.zoom_size",
+        cli_help="zoom window, tokens a side (default: all)",
+    )
+    q_start: int = control(
+        0,
+        "int",
+        lo=0,
+        hi=MAX_SEQ_LEN - 1,
+        data=True,
+        help="help.q_start",
+        cli_help="first query row of the zoom/steps window",
+    )
+    k_start: int = control(
+        0,
+        "int",
+        lo=0,
+        hi=MAX_SEQ_LEN - 1,
+        data=True,
+        help="help.k_start",
+        cli_help="first key of the zoom/steps window",
+    )
+    attn_from: str = control(
+        "seeded",
+        "choice",
+        options=ATTN_FROM,
+        help="help.attn_from",
+        cli_help="seeded (the shape flags) or a pretrained model's layer: smollm2-135m, minilm-l6",
+    )
+    model_layer: int | None = control(
+        None,
+        "int",
+        lo=0,
+        hi=255,
+        data=True,
+        help="help.model_layer",
+        cli_help="the model's layer (default: the middle one)",
+    )
     seed: int = control(0, "seed", cli_help="the layer's seed")
     model_tokens: tuple[str, ...] | None = field(default=None, repr=False)  # the model's tokens (:func:`for_model`)
     model_hidden: int | None = field(default=None, repr=False)  # the model's d_model (:func:`for_model`)
@@ -147,15 +205,30 @@ class Params(TokenInput):
         return self.config().kind
 
     def config(self) -> AttentionConfig:
-        return AttentionConfig(n_heads=self.n_heads, n_kv_heads=self.n_kv_heads, head_dim=self.head_dim,
-                               seq_len=max(1, self.t_q), use_scaling=self.scaling, seed=self.seed,
-                               d_model=self.model_hidden)  # fmt: skip
+        return AttentionConfig(
+            n_heads=self.n_heads,
+            n_kv_heads=self.n_kv_heads,
+            head_dim=self.head_dim,
+            seq_len=max(1, self.t_q),
+            use_scaling=self.scaling,
+            seed=self.seed,
+            d_model=self.model_hidden,
+        )
 
     def layer(self) -> SeededLayer:
         """The attention source every view draws from; :class:`ConfigError` naming the field when invalid."""
-        return SeededLayer(self.n_heads, self.n_kv_heads, self.head_dim, self.tokens_q, self.tokens_k,
-                           mask_kind=self.mask, pad_len=self.pad, use_scaling=self.scaling,
-                           temperature=self.temperature, seed=self.seed)  # fmt: skip
+        return SeededLayer(
+            self.n_heads,
+            self.n_kv_heads,
+            self.head_dim,
+            self.tokens_q,
+            self.tokens_k,
+            mask_kind=self.mask,
+            pad_len=self.pad,
+            use_scaling=self.scaling,
+            temperature=self.temperature,
+            seed=self.seed,
+        )
 
     @property
     def whole_zoom(self) -> int:
@@ -196,10 +269,21 @@ def for_model(p: Params, model: LoadedModel, att: ModelAttention) -> Params:
     sentence and window of the page is the model's (the URL keeps the seeded layer's settings)."""
     layer = att.layers[0]
     tau = round((model.head_dim**-0.5) / att.scales[0], 6)  # 1 when the model scales by 1/√d_k
-    return with_values(p, n_heads=model.n_heads, n_kv_heads=model.n_kv_heads, head_dim=model.head_dim,
-                       mask="causal" if model.causal else "none", scaling=True, temperature=tau, cross=False,
-                       pad_len=None, model_layer=layer, model_tokens=att.tokens, model_hidden=model.hidden_size,
-                       head=min(max(0, p.head), model.n_heads - 1))  # fmt: skip
+    return with_values(
+        p,
+        n_heads=model.n_heads,
+        n_kv_heads=model.n_kv_heads,
+        head_dim=model.head_dim,
+        mask="causal" if model.causal else "none",
+        scaling=True,
+        temperature=tau,
+        cross=False,
+        pad_len=None,
+        model_layer=layer,
+        model_tokens=att.tokens,
+        model_hidden=model.hidden_size,
+        head=min(max(0, p.head), model.n_heads - 1),
+    )
 
 
 def model_source(att: ModelAttention) -> TensorLayer:
@@ -209,8 +293,11 @@ def model_source(att: ModelAttention) -> TensorLayer:
 
 def model_notes(model: LoadedModel, att: ModelAttention, style: figures.Style) -> list[str]:
     """Where the weights come from (in place of the random-weights note), and the text cut to the model's limit."""
-    notes = [style.t("heatmap.model_source", title=model.title, url=model.preset.source, layer=att.layers[0],
-                     t=len(att.tokens))]  # fmt: skip
+    notes = [
+        style.t(
+            "heatmap.model_source", title=model.title, url=model.preset.source, layer=att.layers[0], t=len(att.tokens)
+        )
+    ]
     if att.truncated:
         notes.append(style.t("models.cut", n=f"{att.n_text_tokens:,}", max=f"{model.max_positions:,}"))
     return notes
@@ -220,8 +307,17 @@ def model_shapes_note(p: Params, model: LoadedModel, style: figures.Style) -> st
     """The legend under a model layer's shapes table: its numbers, and whether it keeps a K/V cache."""
     c = style.count
     key = "heatmap.shapes_model_decoder" if model.causal else "heatmap.shapes_model_encoder"
-    return style.t(key, title=model.title, layer=p.model_layer, b=1, tokens=c(p.t_q, "token"), dm=model.hidden_size,
-                   heads=c(p.n_heads, "query_head"), kvs=c(p.n_kv_heads, "kv_head"), d=p.head_dim)  # fmt: skip
+    return style.t(
+        key,
+        title=model.title,
+        layer=p.model_layer,
+        b=1,
+        tokens=c(p.t_q, "token"),
+        dm=model.hidden_size,
+        heads=c(p.n_heads, "query_head"),
+        kvs=c(p.n_kv_heads, "kv_head"),
+        d=p.head_dim,
+    )
 
 
 # ---------------------------------------------------------------- steps (cacheable: source and plain values in)
@@ -335,10 +431,20 @@ def grid_view(pm: PooledMaps, style: figures.Style, fit: bool = False, focus: tu
     cmax = 1.0 if top is None else top
     if top is not None:
         title += "<br><sub>" + style.t("fig.fit_note", top=f"{cmax:.3g}", pct=f"{FIT_PERCENTILE:g}") + "</sub>"
-    grid = figures.HeadGrid(pm.weights, tuple(pm.heads), pm.n_heads, pm.n_kv_heads,
-                            figures.block_labels(pm.tokens_q, q0, q1, f), figures.block_labels(pm.tokens_k, k0, k1, f),
-                            title=title, value_label=value, panel_px=panel_px, cmax=cmax,
-                            clickable=whole and hs == pm.n_heads, **focus_outline(pm, focus))  # fmt: skip
+    grid = figures.HeadGrid(
+        pm.weights,
+        tuple(pm.heads),
+        pm.n_heads,
+        pm.n_kv_heads,
+        figures.block_labels(pm.tokens_q, q0, q1, f),
+        figures.block_labels(pm.tokens_k, k0, k1, f),
+        title=title,
+        value_label=value,
+        panel_px=panel_px,
+        cmax=cmax,
+        clickable=whole and hs == pm.n_heads,
+        **focus_outline(pm, focus),
+    )
     fig = figures.heatmap_grid(grid, style)
     return View(name, fig, lambda: pooled_frame(pm))
 
@@ -395,11 +501,18 @@ def lines_view(rows: PooledMaps, style: figures.Style) -> View:
 
     def frame() -> pd.DataFrame:
         n, t_k = w.shape
-        return pd.DataFrame({"head": np.repeat(np.asarray(heads), t_k), "kv_group": group, "query_pos": q,
-                             "query": rows.tokens_q[q], "key_pos": np.tile(np.arange(t_k), n),
-                             "key": np.tile(np.asarray(rows.tokens_k, dtype=object), n),
-                             "weight": np.nan_to_num(w.reshape(-1).astype(np.float64), nan=0.0),
-                             "masked": np.isnan(w.reshape(-1))})  # fmt: skip
+        return pd.DataFrame(
+            {
+                "head": np.repeat(np.asarray(heads), t_k),
+                "kv_group": group,
+                "query_pos": q,
+                "query": rows.tokens_q[q],
+                "key_pos": np.tile(np.arange(t_k), n),
+                "key": np.tile(np.asarray(rows.tokens_k, dtype=object), n),
+                "weight": np.nan_to_num(w.reshape(-1).astype(np.float64), nan=0.0),
+                "masked": np.isnan(w.reshape(-1)),
+            }
+        )
 
     return View(f"token{q}_kv{group}_lines", fig, frame)
 
@@ -546,11 +659,24 @@ def summary(p: Params, style: figures.Style) -> str:
     """The line under the controls: the sharing, the shape and the score factor as it is applied."""
     t, c = style.t, style.count
     # × 1/√d_k ÷ τ, or ÷ τ alone with the scaling off
-    scale_line = t("heatmap.scale_on" if p.scaling else "heatmap.scale_off", d=p.head_dim,
-                   sqrt=f"{np.sqrt(p.head_dim):.4g}", tau=f"{p.temperature:g}", scale=f"{p.scale:.4g}")  # fmt: skip
-    return t("heatmap.summary", kind=p.kind, heads=c(p.n_heads, "query_head"), kvs=c(p.n_kv_heads, "kv_head"),
-             per=c(p.n_rep, "query_head"), d=p.head_dim, queries=c(p.t_q, "query"), keys=c(p.t_k, "key"),
-             scale=scale_line)  # fmt: skip
+    scale_line = t(
+        "heatmap.scale_on" if p.scaling else "heatmap.scale_off",
+        d=p.head_dim,
+        sqrt=f"{np.sqrt(p.head_dim):.4g}",
+        tau=f"{p.temperature:g}",
+        scale=f"{p.scale:.4g}",
+    )
+    return t(
+        "heatmap.summary",
+        kind=p.kind,
+        heads=c(p.n_heads, "query_head"),
+        kvs=c(p.n_kv_heads, "kv_head"),
+        per=c(p.n_rep, "query_head"),
+        d=p.head_dim,
+        queries=c(p.t_q, "query"),
+        keys=c(p.t_k, "key"),
+        scale=scale_line,
+    )
 
 
 def read_help(pm: PooledMaps, fit: bool, style: figures.Style) -> str:
@@ -602,9 +728,18 @@ def model_line(model: LoadedModel, style: figures.Style) -> str:
     """The model's shape in one line: layers, query heads sharing KV heads, d_k, positions, quantization."""
     t = style.t
     kind = "MHA" if model.n_kv_heads == model.n_heads else ("MQA" if model.n_kv_heads == 1 else "GQA")
-    line = t("models.shape", title=model.title, layers=model.n_layers, heads=model.n_heads, kv=model.n_kv_heads,
-             kind=kind, per=style.count(model.n_rep, "query_head"), d=model.head_dim, pos=f"{model.max_positions:,}",
-             how=t("models.decoder" if model.causal else "models.encoder"))  # fmt: skip
+    line = t(
+        "models.shape",
+        title=model.title,
+        layers=model.n_layers,
+        heads=model.n_heads,
+        kv=model.n_kv_heads,
+        kind=kind,
+        per=style.count(model.n_rep, "query_head"),
+        d=model.head_dim,
+        pos=f"{model.max_positions:,}",
+        how=t("models.decoder" if model.causal else "models.encoder"),
+    )
     if model.quantization:
         line += " " + t("models.quantized", q=model.quantization)
     return line
@@ -649,8 +784,14 @@ def step_texts(model: LoadedModel, att: ModelAttention, hw: HeadWindow, style: f
     for i in range(3):
         sentences[i] = style.t(f"models.explain{i + 1}_{how}", **kv)
     raw, scaled = head_score_variance(att, hw.head, model.n_rep)
-    sentences[4] = style.t("models.explain5", d=model.head_dim, scale=f"{att.scales[0]:.4g}", raw=f"{raw:.3g}",
-                           scaled=f"{scaled:.3g}", t=len(att.tokens))  # fmt: skip
+    sentences[4] = style.t(
+        "models.explain5",
+        d=model.head_dim,
+        scale=f"{att.scales[0]:.4g}",
+        raw=f"{raw:.3g}",
+        scaled=f"{scaled:.3g}",
+        t=len(att.tokens),
+    )
     return step_notes(facts, hw, style), sentences
 
 
@@ -672,9 +813,20 @@ def step_notes(p: Params, hw: HeadWindow, style: figures.Style) -> list[str]:
         notes = [t("heatmap.step_head_own", head=hw.head, group=hw.group)]
     if not hw.complete:
         mass = hw.row_mass
-        notes.append(t("heatmap.step_window", q0=hw.q0, q1=hw.q0 + len(hw.tokens_q) - 1, k0=hw.k0,
-                       k1=hw.k0 + len(hw.tokens_k) - 1, tq=p.t_q, tk=p.t_k, keys=style.count(p.t_k, "key"),
-                       lo=f"{mass.min():.3f}", hi=f"{mass.max():.3f}"))  # fmt: skip
+        notes.append(
+            t(
+                "heatmap.step_window",
+                q0=hw.q0,
+                q1=hw.q0 + len(hw.tokens_q) - 1,
+                k0=hw.k0,
+                k1=hw.k0 + len(hw.tokens_k) - 1,
+                tq=p.t_q,
+                tk=p.t_k,
+                keys=style.count(p.t_k, "key"),
+                lo=f"{mass.min():.3f}",
+                hi=f"{mass.max():.3f}",
+            )
+        )
     return notes
 
 
@@ -701,8 +853,9 @@ def shapes_note(p: Params, style: figures.Style, model: LoadedModel | None = Non
     if model is not None:
         return model_shapes_note(p, model, style)
     c = style.count
-    counts = dict(b=1, dm=p.config().d_model, heads=c(p.n_heads, "query_head"), kvs=c(p.n_kv_heads, "kv_head"),
-                  d=p.head_dim)  # fmt: skip
+    counts = dict(
+        b=1, dm=p.config().d_model, heads=c(p.n_heads, "query_head"), kvs=c(p.n_kv_heads, "kv_head"), d=p.head_dim
+    )
     if p.cross:
         return style.t("shapes.note_cross", tq=c(p.t_q, "token"), tk=c(p.t_k, "token"), **counts)
     return style.t("shapes.note", tokens=c(p.t_q, "token"), **counts)

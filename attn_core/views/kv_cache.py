@@ -70,49 +70,89 @@ VIEW_NAMES = ("layouts", "memory", "tensors")
 class Params:
     """Everything the page's controls set; the field names are the URL keys, the controls the widgets and flags."""
 
-    model: str = control(DEFAULT_MODEL, "choice", options=MODELS, help="help.model",
-                         cli_help="a model preset id (assets/model_presets.json) or custom "
-                                  "(then --n-heads, --n-kv-heads, --d-k and --layers)")  # fmt: skip
+    model: str = control(
+        DEFAULT_MODEL,
+        "choice",
+        options=MODELS,
+        help="help.model",
+        cli_help="a model preset id (assets/model_presets.json) or custom "
+        "(then --n-heads, --n-kv-heads, --d-k and --layers)",
+    )
     n_heads: int = control(8, "int", lo=1, hi=128, help="help.kv_n_heads", cli_help="query heads of a custom model")
     n_kv_heads: int = control(2, "kv_heads", cli_help="KV heads of a custom model (a divisor of n_heads)")
-    head_dim: int = control(16, "int", lo=1, hi=256, help="help.kv_head_dim", cli="--d-k",
-                            cli_help="head dimension d_k of a custom model")  # fmt: skip
-    n_layers: int = control(12, "int", lo=1, hi=128, help="help.n_layers", cli="--layers",
-                            cli_help="layers of a custom model")  # fmt: skip
+    head_dim: int = control(
+        16, "int", lo=1, hi=256, help="help.kv_head_dim", cli="--d-k", cli_help="head dimension d_k of a custom model"
+    )
+    n_layers: int = control(
+        12, "int", lo=1, hi=128, help="help.n_layers", cli="--layers", cli_help="layers of a custom model"
+    )
     dtype: str = control("fp16", "choice", options=DTYPES, help="help.dtype", cli_help="KV-cache element type")
     batch: int = control(1, "int", lo=1, hi=256, help="help.batch", cli_help="sequences in the batch")
-    seq_len: int = control(4096, "pow2", lo=1, hi=MAX_CALC_SEQ_LEN, help="help.kv_seq_len",
-                           cli_help="the tokens S of the layouts table and the chart's marker")  # fmt: skip
-    device_gib: int | None = control(None, "int", lo=1, hi=MAX_DEVICE_GIB, data=True, help="help.device_gib",
-                                     cli_help="device memory in GiB (default: the GPU's own with --device cuda, "
-                                              f"else {DEFAULT_DEVICE_GIB})")  # fmt: skip
-    stack_weights: bool = control(False, "bool", help="help.stack_weights",
-                                  cli_help="put the preset's weights under the cache")  # fmt: skip
-    weights_dtype: str = control("bf16", "choice", options=DTYPES, help="help.weights_dtype",
-                                 cli_help="element type of the stacked weights")  # fmt: skip
+    seq_len: int = control(
+        4096,
+        "pow2",
+        lo=1,
+        hi=MAX_CALC_SEQ_LEN,
+        help="help.kv_seq_len",
+        cli_help="the tokens S of the layouts table and the chart's marker",
+    )
+    device_gib: int | None = control(
+        None,
+        "int",
+        lo=1,
+        hi=MAX_DEVICE_GIB,
+        data=True,
+        help="help.device_gib",
+        cli_help=f"device memory in GiB (default: the GPU's own with --device cuda, else {DEFAULT_DEVICE_GIB})",
+    )
+    stack_weights: bool = control(
+        False, "bool", help="help.stack_weights", cli_help="put the preset's weights under the cache"
+    )
+    weights_dtype: str = control(
+        "bf16", "choice", options=DTYPES, help="help.weights_dtype", cli_help="element type of the stacked weights"
+    )
     y_scale: str = control("log", "choice", options=Y_SCALES, cli_help="memory axis: log or linear")
-    decode: bool = control(False, "bool", cli_only=True,
-                           cli_help="run a complete live decode and add its memory and time charts")  # fmt: skip
-    dec_layers: int = control(2, "int", lo=1, hi=kvc.MAX_DECODE_LAYERS, help="help.dec_layers",
-                              cli_help="layers of the decode model")  # fmt: skip
-    dec_steps: int = control(128, "int", lo=2, hi=MAX_DEC_STEPS, help="help.dec_steps",
-                             cli_help="tokens the decode generates")  # fmt: skip
-    dec_prompt: int = control(16, "int", lo=1, hi=MAX_DEC_PROMPT, help="help.dec_prompt",
-                              cli_help="prompt tokens of the decode")  # fmt: skip
-    dec_batch: int = control(1, "int", lo=1, hi=kvc.MAX_DECODE_BATCH, help="help.dec_batch",
-                             cli_help="sequences decoded at once")  # fmt: skip
-    dec_dtype: str = control("fp16", "choice", options=kvc.DECODE_DTYPES, help="help.dec_dtype",
-                             cli_help="the decode's cache element type: fp32, fp16, bf16")  # fmt: skip
-    dec_wrong: bool = control(False, "bool", help="help.dec_wrong",
-                              cli_help="cache K and V after repeat_kv (the mistake)")  # fmt: skip
-    dec_real: bool = control(False, "bool", help="help.dec_real",
-                             cli_help="decode with the real model (a shipped decoder: smollm2-135m)")  # fmt: skip
-    dec_recompute: bool = control(True, "bool", help="help.dec_recompute", cli="--no-recompute",
-                                  cli_help="do not also decode without the cache (no recompute times)")  # fmt: skip
-    prefill_decode: bool = control(False, "bool", cli_only=True,
-                                   cli_help="time prefill against decode with the decode model")  # fmt: skip
-    pd_tokens: int = control(64, "int", lo=2, hi=MAX_PD_TOKENS, help="help.pd_tokens",
-                             cli_help="tokens of prefill against decode")  # fmt: skip
+    decode: bool = control(
+        False, "bool", cli_only=True, cli_help="run a complete live decode and add its memory and time charts"
+    )
+    dec_layers: int = control(
+        2, "int", lo=1, hi=kvc.MAX_DECODE_LAYERS, help="help.dec_layers", cli_help="layers of the decode model"
+    )
+    dec_steps: int = control(
+        128, "int", lo=2, hi=MAX_DEC_STEPS, help="help.dec_steps", cli_help="tokens the decode generates"
+    )
+    dec_prompt: int = control(
+        16, "int", lo=1, hi=MAX_DEC_PROMPT, help="help.dec_prompt", cli_help="prompt tokens of the decode"
+    )
+    dec_batch: int = control(
+        1, "int", lo=1, hi=kvc.MAX_DECODE_BATCH, help="help.dec_batch", cli_help="sequences decoded at once"
+    )
+    dec_dtype: str = control(
+        "fp16",
+        "choice",
+        options=kvc.DECODE_DTYPES,
+        help="help.dec_dtype",
+        cli_help="the decode's cache element type: fp32, fp16, bf16",
+    )
+    dec_wrong: bool = control(
+        False, "bool", help="help.dec_wrong", cli_help="cache K and V after repeat_kv (the mistake)"
+    )
+    dec_real: bool = control(
+        False, "bool", help="help.dec_real", cli_help="decode with the real model (a shipped decoder: smollm2-135m)"
+    )
+    dec_recompute: bool = control(
+        True,
+        "bool",
+        help="help.dec_recompute",
+        cli="--no-recompute",
+        cli_help="do not also decode without the cache (no recompute times)",
+    )
+    prefill_decode: bool = control(
+        False, "bool", cli_only=True, cli_help="time prefill against decode with the decode model"
+    )
+    pd_tokens: int = control(
+        64, "int", lo=2, hi=MAX_PD_TOKENS, help="help.pd_tokens", cli_help="tokens of prefill against decode"
+    )
     seed: int = control(0, "seed", cli_help="the decode model's seed")
 
     @property
@@ -268,13 +308,26 @@ def comparison_data(
     for lay in layouts:
         mla, size = lay.kind == "MLA", lay.bytes(seq_len, batch, dtype)
         na = pd.NA
-        rows.append(dict(layout=lay.label, this_model=lay.native, kv_heads=na if mla else lay.n_kv_heads,
-                         k_dim=na if mla else lay.k_dim, v_dim=na if mla else lay.v_dim,
-                         kv_lora_rank=lay.kv_lora_rank if mla else na, rope_dim=lay.rope_dim if mla else na,
-                         elements_per_token_layer=lay.per_layer()[1], bytes_per_token=lay.bytes(1, 1, dtype),
-                         seq_len=seq_len, batch=batch, dtype=dtype, cache_bytes=size,
-                         vs_mha=size / mha if mha else float("nan"), budget_bytes=budget_bytes,
-                         max_context_tokens=lay.max_context(budget_bytes, batch, dtype)))  # fmt: skip
+        rows.append(
+            dict(
+                layout=lay.label,
+                this_model=lay.native,
+                kv_heads=na if mla else lay.n_kv_heads,
+                k_dim=na if mla else lay.k_dim,
+                v_dim=na if mla else lay.v_dim,
+                kv_lora_rank=lay.kv_lora_rank if mla else na,
+                rope_dim=lay.rope_dim if mla else na,
+                elements_per_token_layer=lay.per_layer()[1],
+                bytes_per_token=lay.bytes(1, 1, dtype),
+                seq_len=seq_len,
+                batch=batch,
+                dtype=dtype,
+                cache_bytes=size,
+                vs_mha=size / mha if mha else float("nan"),
+                budget_bytes=budget_bytes,
+                max_context_tokens=lay.max_context(budget_bytes, batch, dtype),
+            )
+        )
     cols = {k: [r[k] for r in rows] for k in rows[0]}
     for c in ("kv_heads", "k_dim", "v_dim", "kv_lora_rank", "rope_dim"):  # nullable integers: MLA has no heads
         cols[c] = pd.array(cols[c], dtype="Int64")  # built typed: DataFrame.astype costs ~2 ms a run
@@ -330,8 +383,16 @@ def decode_shape(p: Params) -> tuple[int, int, int]:
 def decode_config(p: Params, cache_after_repeat: bool = False) -> kvc.DecodeConfig:
     """The small decoder of the live decode and of prefill against decode, with the model's attention shape."""
     heads, kv, dim = decode_shape(p)
-    return kvc.DecodeConfig(n_heads=heads, n_kv_heads=kv, head_dim=dim, n_layers=p.dec_layers, batch=p.dec_batch,
-                            dtype=p.dec_dtype, seed=p.seed, cache_after_repeat=cache_after_repeat)  # fmt: skip
+    return kvc.DecodeConfig(
+        n_heads=heads,
+        n_kv_heads=kv,
+        head_dim=dim,
+        n_layers=p.dec_layers,
+        batch=p.dec_batch,
+        dtype=p.dec_dtype,
+        seed=p.seed,
+        cache_after_repeat=cache_after_repeat,
+    )
 
 
 def check_decode(p: Params, decode: bool = True) -> None:
@@ -408,9 +469,16 @@ def decode_spec(p: Params, model: LoadedModel | None = None) -> DecodeSpec | Rea
     if model is None or not p.real:
         return DecodeSpec(decode_config(p, p.dec_wrong), p.dec_prompt, p.dec_steps, p.dec_recompute)
     check_int("dec_prompt", p.dec_prompt, 1, MAX_DEC_PROMPT)
-    return RealDecodeSpec(model.name, model.title, model.n_layers, model.n_kv_heads, model.head_dim,
-                          real_prompt(model, p.dec_prompt), check_int("dec_steps", p.dec_steps, 2, MAX_DEC_STEPS),
-                          bool(p.dec_recompute))  # fmt: skip
+    return RealDecodeSpec(
+        model.name,
+        model.title,
+        model.n_layers,
+        model.n_kv_heads,
+        model.head_dim,
+        real_prompt(model, p.dec_prompt),
+        check_int("dec_steps", p.dec_steps, 2, MAX_DEC_STEPS),
+        bool(p.dec_recompute),
+    )
 
 
 def real_decode_steps(spec: RealDecodeSpec, model: LoadedModel) -> Iterator[GenPair]:
@@ -423,18 +491,27 @@ def real_decode_figures(pairs: Sequence[GenPair], spec: RealDecodeSpec, style: S
     """(memory figure, time figure) of the model's decode so far: measured bytes against the formula, in float32."""
     steps = [p.cached for p in pairs]
     whole = kvc.kv_cache_bytes(spec.n_layers, spec.n_kv_heads, spec.head_dim, spec.x_max, 1, REAL_DTYPE)
-    series = mf.DecodeSeries([s.seq_len for s in steps], [s.cache_bytes for s in steps],
-                             [s.formula_bytes for s in steps], spec.x_max, whole)  # fmt: skip
+    series = mf.DecodeSeries(
+        [s.seq_len for s in steps], [s.cache_bytes for s in steps], [s.formula_bytes for s in steps], spec.x_max, whole
+    )
     recompute = [p.recomputed.seconds * 1e3 for p in pairs] if pairs and pairs[0].recomputed else None
-    time_fig = mf.decode_time_figure([s.seq_len for s in steps], [s.seconds * 1e3 for s in steps], recompute,
-                                     x_max=spec.x_max, style=style)  # fmt: skip
+    time_fig = mf.decode_time_figure(
+        [s.seq_len for s in steps], [s.seconds * 1e3 for s in steps], recompute, x_max=spec.x_max, style=style
+    )
     return mf.decode_memory_figure(series, style), time_fig
 
 
 def real_intro(spec: RealDecodeSpec, style: Style) -> str:
     """What the model's own decode runs and measures."""
-    return style.t("kvcache.real_intro", model=spec.title, L=spec.n_layers, kv=spec.n_kv_heads, d=spec.head_dim,
-                   p=spec.prompt_len, n=spec.n_new)  # fmt: skip
+    return style.t(
+        "kvcache.real_intro",
+        model=spec.title,
+        L=spec.n_layers,
+        kv=spec.n_kv_heads,
+        d=spec.head_dim,
+        p=spec.prompt_len,
+        n=spec.n_new,
+    )
 
 
 def decode_tag(cfg: kvc.DecodeConfig) -> str:
@@ -455,15 +532,17 @@ def comparison_table(data: pd.DataFrame, style: Style) -> pd.DataFrame:
     mha = int(data["cache_bytes"].iloc[0])
     rows = []
     for r in data.itertuples(index=False):
-        rows.append({
-            t("kvcache.col_layout"): mf.layout_name(r.layout, bool(r.this_model), style),
-            t("kvcache.col_per_layer"): per_layer_text(r),
-            t("kvcache.col_per_token"): format_bytes(int(r.bytes_per_token)),
-            t("kvcache.col_total", s=f"{int(r.seq_len):,}"): format_bytes(int(r.cache_bytes)),
-            t("kvcache.col_bytes"): f"{int(r.cache_bytes):,}",
-            t("kvcache.col_vs_mha"): ratio_text(int(r.cache_bytes), mha),
-            t("kvcache.col_fits"): f"{int(r.max_context_tokens):,}",
-        })  # fmt: skip
+        rows.append(
+            {
+                t("kvcache.col_layout"): mf.layout_name(r.layout, bool(r.this_model), style),
+                t("kvcache.col_per_layer"): per_layer_text(r),
+                t("kvcache.col_per_token"): format_bytes(int(r.bytes_per_token)),
+                t("kvcache.col_total", s=f"{int(r.seq_len):,}"): format_bytes(int(r.cache_bytes)),
+                t("kvcache.col_bytes"): f"{int(r.cache_bytes):,}",
+                t("kvcache.col_vs_mha"): ratio_text(int(r.cache_bytes), mha),
+                t("kvcache.col_fits"): f"{int(r.max_context_tokens):,}",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -490,8 +569,14 @@ def per_layer_text(r: object) -> str:
 def comparison_view(p: Params, calc: Calculator, style: Style) -> View:
     """The layouts compared: the page's table as a figure, with :func:`comparison_data` as its data."""
     data = comparison(p, calc)
-    title = style.t("kvmem.table_title", model=p.model_name(style), tokens=style.count(p.seq_len, "token_long"),
-                    batch=p.batch, dtype=p.dtype, budget=format_bytes(calc.budget))  # fmt: skip
+    title = style.t(
+        "kvmem.table_title",
+        model=p.model_name(style),
+        tokens=style.count(p.seq_len, "token_long"),
+        batch=p.batch,
+        dtype=p.dtype,
+        budget=format_bytes(calc.budget),
+    )
     fig = mf.comparison_figure(comparison_table(data, style), title, [lay.kind for lay in calc.layouts], style)
     return View(f"kv_layouts_{p.tag}_{p.dtype}_b{p.batch}_s{p.seq_len}", fig, data)
 
@@ -509,8 +594,13 @@ def curves_frame(c: MemoryCurves) -> pd.DataFrame:
 def memory_view(p: Params, calc: Calculator, style: Style) -> View:
     """Memory against sequence length for ``p``, with :func:`curves_frame` as its data."""
     c = curves(p, calc)
-    chart = mf.MemoryChart(p.model_name(style), device_label(calc.device, style), p.seq_len,
-                           calc.preset.max_positions if calc.preset is not None else None, p.y_scale == "log")  # fmt: skip
+    chart = mf.MemoryChart(
+        p.model_name(style),
+        device_label(calc.device, style),
+        p.seq_len,
+        calc.preset.max_positions if calc.preset is not None else None,
+        p.y_scale == "log",
+    )
     return View(f"kv_cache_{p.tag}_{p.dtype}_b{p.batch}", mf.memory_figure(c, chart, style), lambda: curves_frame(c))
 
 
@@ -529,9 +619,25 @@ def tensor_data(fill: CacheFill) -> pd.DataFrame:
     for f, t in enumerate(fill.tokens):
         for i, lay in enumerate(fill.layouts):
             L, two, B, H, S, d = fill.shape(i)
-            rows.append(dict(frame=f, tokens=t, layout=lay.label, this_model=lay.native, query_heads=fill.n_heads,
-                             kv_heads=H, query_heads_per_kv_head=fill.n_heads // H, layers=L, kv=two, batch=B,
-                             positions=S, k_dim=d, v_dim=lay.v_dim, dtype=fill.dtype, bytes=fill.bytes[f][i]))  # fmt: skip
+            rows.append(
+                dict(
+                    frame=f,
+                    tokens=t,
+                    layout=lay.label,
+                    this_model=lay.native,
+                    query_heads=fill.n_heads,
+                    kv_heads=H,
+                    query_heads_per_kv_head=fill.n_heads // H,
+                    layers=L,
+                    kv=two,
+                    batch=B,
+                    positions=S,
+                    k_dim=d,
+                    v_dim=lay.v_dim,
+                    dtype=fill.dtype,
+                    bytes=fill.bytes[f][i],
+                )
+            )
     return pd.DataFrame(rows)
 
 
@@ -548,8 +654,14 @@ def tensor_caption(fill: CacheFill, style: Style) -> str:
     lay0 = fill.layouts[0]
     rest = lay0.n_layers - 1
     stack = style.t("kvtensor.stack", rest=style.count(rest, "layer")) if rest else ""
-    parts = [style.t("kvtensor.drawn", stack=stack, cell=style.count(lay0.k_dim, "element"),
-                     layers=style.count(lay0.n_layers, "layer"))]  # fmt: skip
+    parts = [
+        style.t(
+            "kvtensor.drawn",
+            stack=stack,
+            cell=style.count(lay0.k_dim, "element"),
+            layers=style.count(lay0.n_layers, "layer"),
+        )
+    ]
     gqa = next((lay for lay in fill.layouts if lay.kind == "GQA"), None)
     if fill.n_heads == 1:
         parts.append(style.t("kvtensor.one_head"))
@@ -560,8 +672,10 @@ def tensor_caption(fill: CacheFill, style: Style) -> str:
             style.t("kvtensor.gqa_chosen", g=gqa.n_kv_heads, h=fill.n_heads, rep=fill.n_heads // gqa.n_kv_heads)
         )
     full = fill.bytes[-1]
-    sizes = [f"{lay.label} {format_bytes_exact(b)}" + ("" if i == 0 else f" ({ratio_text(b, full[0])})")
-             for i, (lay, b) in enumerate(zip(fill.layouts, full, strict=True))]  # fmt: skip
+    sizes = [
+        f"{lay.label} {format_bytes_exact(b)}" + ("" if i == 0 else f" ({ratio_text(b, full[0])})")
+        for i, (lay, b) in enumerate(zip(fill.layouts, full, strict=True))
+    ]
     parts.append(
         style.t(
             "kvtensor.at_s",
@@ -578,9 +692,16 @@ def decode_series(steps: Sequence[kvc.DecodeStep], spec: DecodeSpec) -> mf.Decod
     whole = kvc.kv_cache_bytes(cfg.n_layers, cfg.cache_heads, cfg.head_dim, spec.x_max, cfg.batch, cfg.dtype)
     allocated = steps[0].allocated_bytes if steps else None
     cuda = [s.cuda_bytes for s in steps] if steps and steps[0].cuda_bytes is not None else None
-    return mf.DecodeSeries([s.seq_len for s in steps], [s.cache_bytes for s in steps],
-                           [s.formula_bytes for s in steps], spec.x_max, max(whole, allocated or 0),
-                           [s.correct_bytes for s in steps] if cfg.cache_after_repeat else None, cuda, allocated)  # fmt: skip
+    return mf.DecodeSeries(
+        [s.seq_len for s in steps],
+        [s.cache_bytes for s in steps],
+        [s.formula_bytes for s in steps],
+        spec.x_max,
+        max(whole, allocated or 0),
+        [s.correct_bytes for s in steps] if cfg.cache_after_repeat else None,
+        cuda,
+        allocated,
+    )
 
 
 def planned_series(spec: DecodeSpec | RealDecodeSpec) -> mf.DecodeSeries:
@@ -619,25 +740,33 @@ def decode_figures(steps: Sequence, spec: DecodeSpec | RealDecodeSpec, style: St
         return real_decode_figures(steps, spec, style)
     mem = mf.decode_memory_figure(decode_series(steps, spec), style)
     recompute = [s.time_recompute_s * 1e3 for s in steps] if steps and steps[0].time_recompute_s is not None else None
-    time_fig = mf.decode_time_figure([s.seq_len for s in steps], [s.time_cached_s * 1e3 for s in steps], recompute,
-                                     x_max=spec.x_max, repeats=DECODE_REPEATS, style=style)  # fmt: skip
+    time_fig = mf.decode_time_figure(
+        [s.seq_len for s in steps],
+        [s.time_cached_s * 1e3 for s in steps],
+        recompute,
+        x_max=spec.x_max,
+        repeats=DECODE_REPEATS,
+        style=style,
+    )
     return mem, time_fig
 
 
 def decode_data(steps: Sequence[kvc.DecodeStep]) -> pd.DataFrame:
     """The numbers behind the decode figures, one row per generated token."""
-    return pd.DataFrame({
-        "step": [s.step for s in steps],
-        "tokens in cache": [s.seq_len for s in steps],
-        "token (cache)": [s.token for s in steps],
-        "token (recompute)": [s.token_recompute for s in steps],
-        "measured cache (bytes)": [s.cache_bytes for s in steps],
-        "formula (bytes)": [s.formula_bytes for s in steps],
-        "correct cache (bytes)": [s.correct_bytes for s in steps],
-        "cuda memory_allocated growth (bytes)": [s.cuda_bytes for s in steps],
-        "time with cache (ms)": [s.time_cached_s * 1e3 for s in steps],
-        "time recompute (ms)": [None if s.time_recompute_s is None else s.time_recompute_s * 1e3 for s in steps],
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "step": [s.step for s in steps],
+            "tokens in cache": [s.seq_len for s in steps],
+            "token (cache)": [s.token for s in steps],
+            "token (recompute)": [s.token_recompute for s in steps],
+            "measured cache (bytes)": [s.cache_bytes for s in steps],
+            "formula (bytes)": [s.formula_bytes for s in steps],
+            "correct cache (bytes)": [s.correct_bytes for s in steps],
+            "cuda memory_allocated growth (bytes)": [s.cuda_bytes for s in steps],
+            "time with cache (ms)": [s.time_cached_s * 1e3 for s in steps],
+            "time recompute (ms)": [None if s.time_recompute_s is None else s.time_recompute_s * 1e3 for s in steps],
+        }
+    )
 
 
 def decode_views(steps: Sequence, spec: DecodeSpec | RealDecodeSpec, style: Style) -> list[View]:
@@ -653,12 +782,14 @@ def decode_views(steps: Sequence, spec: DecodeSpec | RealDecodeSpec, style: Styl
 def prefill_decode_view(timing: kvc.PrefillDecodeTiming, spec: PrefillSpec, style: Style) -> View:
     """The bars of a prefill-against-decode measurement, with its totals and per-token times as data."""
     fig = mf.prefill_decode_figure(timing.n_tokens, timing.prefill_s, timing.decode_s, style=style)
-    data = pd.DataFrame({
-        "phase": ["prefill", "decode"],
-        "tokens": [timing.n_tokens] * 2,
-        "total (ms)": [timing.prefill_s * 1e3, timing.decode_s * 1e3],
-        "per token (ms)": [timing.prefill_per_token_s * 1e3, timing.decode_per_token_s * 1e3],
-    })  # fmt: skip
+    data = pd.DataFrame(
+        {
+            "phase": ["prefill", "decode"],
+            "tokens": [timing.n_tokens] * 2,
+            "total (ms)": [timing.prefill_s * 1e3, timing.decode_s * 1e3],
+            "per token (ms)": [timing.prefill_per_token_s * 1e3, timing.decode_per_token_s * 1e3],
+        }
+    )
     return View(f"kv_prefill_decode_{decode_tag(spec.cfg)}_n{timing.n_tokens}", fig, data)
 
 
@@ -668,8 +799,11 @@ def views(p: Params, style: Style, which: str | Sequence[str] | None = None, dev
     with ``p.decode`` a complete live decode's memory and time; with ``p.prefill_decode`` its timing.
     ``which`` picks among :data:`VIEW_NAMES` (all by default; the decode's charts follow their flags)."""
     calc = calculator(p, device=device)
-    makers = {"layouts": lambda: comparison_view(p, calc, style), "memory": lambda: memory_view(p, calc, style),
-              "tensors": lambda: tensor_view(tensor_fill(p, calc), p.tag, style)}  # fmt: skip
+    makers = {
+        "layouts": lambda: comparison_view(p, calc, style),
+        "memory": lambda: memory_view(p, calc, style),
+        "tensors": lambda: tensor_view(tensor_fill(p, calc), p.tag, style),
+    }
     out = [makers[name]() for name in view_list(which, VIEW_NAMES, VIEW_NAMES)]
     if p.decode or p.prefill_decode:
         check_decode(p, p.decode)
@@ -686,11 +820,22 @@ def views(p: Params, style: Style, which: str | Sequence[str] | None = None, dev
 # ---------------------------------------------------------------- what the page says about the current settings
 def preset_line(preset: ModelPreset, style: Style) -> str:
     """The preset's shape as its config gives it (an MLA model: its latent and RoPE key, no KV heads)."""
-    common = dict(L=preset.n_layers, d=f"{preset.hidden_size:,}", h=preset.n_heads, max=f"{preset.max_positions:,}",
-                  params=f"{preset.n_params:,}")  # fmt: skip
+    common = dict(
+        L=preset.n_layers,
+        d=f"{preset.hidden_size:,}",
+        h=preset.n_heads,
+        max=f"{preset.max_positions:,}",
+        params=f"{preset.n_params:,}",
+    )
     if preset.is_mla:  # no KV heads: the latent and the RoPE key are shared by all heads
-        return style.t("kvcache.preset_shape_mla", **common, nope=preset.qk_nope_head_dim,
-                       rope=preset.qk_rope_head_dim, dv=preset.v_head_dim, r=preset.kv_lora_rank)  # fmt: skip
+        return style.t(
+            "kvcache.preset_shape_mla",
+            **common,
+            nope=preset.qk_nope_head_dim,
+            rope=preset.qk_rope_head_dim,
+            dv=preset.v_head_dim,
+            r=preset.kv_lora_rank,
+        )
     return style.t("kvcache.preset_shape", **common, kv=preset.n_kv_heads, dk=preset.head_dim)
 
 
@@ -720,8 +865,11 @@ def result(p: Params, calc: Calculator, style: Style) -> tuple[str, str, str]:
     """(metric label, its value in binary units, the exact line) of the model's own cache at ``p``'s settings."""
     native = calc.native
     total = native.bytes(p.seq_len, p.batch, p.dtype)
-    exact = style.t("kvcache.result_exact", bytes=style.count(total, "byte"),
-                    per_token=format_bytes_exact(native.bytes(1, 1, p.dtype)))  # fmt: skip
+    exact = style.t(
+        "kvcache.result_exact",
+        bytes=style.count(total, "byte"),
+        per_token=format_bytes_exact(native.bytes(1, 1, p.dtype)),
+    )
     return style.t("kvcache.result_label", kind=native.label), format_bytes(total), exact
 
 
@@ -756,9 +904,19 @@ def weights_notes(p: Params, calc: Calculator, style: Style) -> list[Notice]:
     w = calc.weights
     if w is None or calc.preset is None:
         return []
-    out = [("caption", style.t("kvcache.weights_line", params=f"{calc.preset.n_params:,}",
-                               b=bytes_per_element_text(p.weights_dtype), size=format_bytes_exact(w),
-                               dtype=p.weights_dtype), "")]  # fmt: skip
+    out = [
+        (
+            "caption",
+            style.t(
+                "kvcache.weights_line",
+                params=f"{calc.preset.n_params:,}",
+                b=bytes_per_element_text(p.weights_dtype),
+                size=format_bytes_exact(w),
+                dtype=p.weights_dtype,
+            ),
+            "",
+        )
+    ]
     if w >= calc.device.bytes:
         text = style.t("kvcache.weights_exceed", w=format_bytes(w), dev=format_bytes(calc.device.bytes))
         out.append(("warning", text, "⚠️"))
@@ -773,10 +931,22 @@ def mla_help_numbers(calc: Calculator, style: Style) -> dict[str, str] | None:
         return None
     mha, mqa, naive, mla = (by_kind[k] for k in ("MHA", "MQA", "MLA-naive", "MLA"))
     mla_n, mha_n, naive_n = mla.per_layer()[1], mha.per_layer()[1], naive.per_layer()[1]
-    return dict(r=f"{mla.kv_lora_rank:,}", rope=f"{mla.rope_dim:,}", mla=f"{mla_n:,}", h=f"{mha.n_kv_heads:,}",
-                dh=f"{mha.k_dim:,}", mha=f"{mha_n:,}", ratio=f"{mha_n / mla_n:.1f}", mqa=f"{mqa.per_layer()[1]:,}",
-                naive=style.t("kvmem.layout_naive"), nope=f"{calc.preset.qk_nope_head_dim:,}", dk=f"{naive.k_dim:,}",
-                dv=f"{naive.v_dim:,}", naive_n=f"{naive_n:,}", naive_ratio=f"{naive_n / mla_n:.1f}")  # fmt: skip
+    return dict(
+        r=f"{mla.kv_lora_rank:,}",
+        rope=f"{mla.rope_dim:,}",
+        mla=f"{mla_n:,}",
+        h=f"{mha.n_kv_heads:,}",
+        dh=f"{mha.k_dim:,}",
+        mha=f"{mha_n:,}",
+        ratio=f"{mha_n / mla_n:.1f}",
+        mqa=f"{mqa.per_layer()[1]:,}",
+        naive=style.t("kvmem.layout_naive"),
+        nope=f"{calc.preset.qk_nope_head_dim:,}",
+        dk=f"{naive.k_dim:,}",
+        dv=f"{naive.v_dim:,}",
+        naive_n=f"{naive_n:,}",
+        naive_ratio=f"{naive_n / mla_n:.1f}",
+    )
 
 
 def live_mla(p: Params, calc: Calculator, style: Style) -> str | None:
@@ -795,9 +965,19 @@ def live_intro(p: Params, spec: DecodeSpec | RealDecodeSpec, style: Style) -> st
     buf_b, buf_h, buf_s, buf_d = cfg.cache_shape(spec.x_max)  # what the buffers really hold
     key = "kvcache.live_buffers_wrong" if cfg.cache_heads != cfg.n_kv_heads else "kvcache.live_buffers"
     buffers = style.t(key, dtype=cfg.dtype, B=buf_b, H=buf_h, S=f"{buf_s:,}", d=buf_d, kv=cfg.n_kv_heads)
-    return style.t("kvcache.live_intro", h=cfg.n_heads, kv=cfg.n_kv_heads, d=cfg.head_dim, L=cfg.n_layers,
-                   dm=cfg.d_model, p=spec.prompt_len, n=spec.n_new, B=cfg.batch, seed=cfg.seed,
-                   buffers=buffers)  # fmt: skip
+    return style.t(
+        "kvcache.live_intro",
+        h=cfg.n_heads,
+        kv=cfg.n_kv_heads,
+        d=cfg.head_dim,
+        L=cfg.n_layers,
+        dm=cfg.d_model,
+        p=spec.prompt_len,
+        n=spec.n_new,
+        B=cfg.batch,
+        seed=cfg.seed,
+        buffers=buffers,
+    )
 
 
 def wrong_notice(spec: DecodeSpec | RealDecodeSpec, style: Style) -> Notice | None:

@@ -68,28 +68,71 @@ class Params(TokenInput):
     head_dim: int = control(16, "int", lo=1, hi=256, help="help.head_dim", cli="--d-k", cli_help="head dimension d_k")
     d_model: int = control(128, "int", lo=8, hi=4096, step=8, help="help.d_model", cli_help="model width d_model")
     kv_view: str = control("diagram", "choice", options=VIEW_NAMES)
-    kv_dtype: str = control("fp16", "choice", options=DTYPES, help="help.kv_dtype", cli="--dtype",
-                            cli_help="KV-cache element type of the costs view: fp32, fp16 or int8")  # fmt: skip
-    built_with: str = control("contiguous", "choice", options=MAPPINGS, help="help.built_with",
-                              cli_help="the mapping the checkpoint of the mapping view was trained with")  # fmt: skip
-    head: int | None = control(None, "int", lo=0, hi=MAX_HEADS - 1, data=True, help="help.kv_head",
-                               cli_help="the head whose maps the mapping view compares "
-                                        "(default: the first that reads another KV head)")  # fmt: skip
-    conv_source: str = control("correlated", "choice", options=CONV_SOURCES, help="help.conv_source",
-                               cli_help="the MHA layer the convert view converts")  # fmt: skip
-    n_base: int | None = control(None, "int", lo=1, hi=MAX_HEADS, data=True, help="help.n_base",
-                                 cli_help="base heads of a correlated source (default min(2, n_heads))")  # fmt: skip
-    noise: float = control(0.3, "float", lo=0.0, hi=1.0, step=0.05, help="help.noise",
-                           cli_help="noise of a correlated source's copies")  # fmt: skip
-    kv_first: int = control(0, "int", lo=0, hi=MAX_HEADS - MAX_GROUPS_SHOWN, data=True, help="help.kv_first",
-                            cli_help="first KV group of the maps view when there are more than 8")  # fmt: skip
+    kv_dtype: str = control(
+        "fp16",
+        "choice",
+        options=DTYPES,
+        help="help.kv_dtype",
+        cli="--dtype",
+        cli_help="KV-cache element type of the costs view: fp32, fp16 or int8",
+    )
+    built_with: str = control(
+        "contiguous",
+        "choice",
+        options=MAPPINGS,
+        help="help.built_with",
+        cli_help="the mapping the checkpoint of the mapping view was trained with",
+    )
+    head: int | None = control(
+        None,
+        "int",
+        lo=0,
+        hi=MAX_HEADS - 1,
+        data=True,
+        help="help.kv_head",
+        cli_help="the head whose maps the mapping view compares (default: the first that reads another KV head)",
+    )
+    conv_source: str = control(
+        "correlated",
+        "choice",
+        options=CONV_SOURCES,
+        help="help.conv_source",
+        cli_help="the MHA layer the convert view converts",
+    )
+    n_base: int | None = control(
+        None,
+        "int",
+        lo=1,
+        hi=MAX_HEADS,
+        data=True,
+        help="help.n_base",
+        cli_help="base heads of a correlated source (default min(2, n_heads))",
+    )
+    noise: float = control(
+        0.3, "float", lo=0.0, hi=1.0, step=0.05, help="help.noise", cli_help="noise of a correlated source's copies"
+    )
+    kv_first: int = control(
+        0,
+        "int",
+        lo=0,
+        hi=MAX_HEADS - MAX_GROUPS_SHOWN,
+        data=True,
+        help="help.kv_first",
+        cli_help="first KV group of the maps view when there are more than 8",
+    )
     seed: int = control(0, "seed", cli_help="the layer's seed")
 
     def __post_init__(self) -> None:
         if self.kv_dtype not in DTYPES:
             options = ", ".join(DTYPES)
-            raise ConfigError(f"dtype '{self.kv_dtype}' is not offered here; use one of: {options}", "kv_dtype",
-                              "not_offered", name="dtype", value=self.kv_dtype, options=options)  # fmt: skip
+            raise ConfigError(
+                f"dtype '{self.kv_dtype}' is not offered here; use one of: {options}",
+                "kv_dtype",
+                "not_offered",
+                name="dtype",
+                value=self.kv_dtype,
+                options=options,
+            )
         check_choices(self)
 
     @property
@@ -117,8 +160,14 @@ class Params(TokenInput):
         """The layer's shape, checked with every setting: :class:`ConfigError` naming the field when one is wrong."""
         if not self.tokens:
             raise ConfigError("the text has no tokens; type some words", "text", "no_tokens")
-        cfg = AttentionConfig(n_heads=self.n_heads, n_kv_heads=self.n_kv_heads, head_dim=self.head_dim,
-                              seq_len=self.t, d_model=self.d_model, seed=self.seed)  # fmt: skip
+        cfg = AttentionConfig(
+            n_heads=self.n_heads,
+            n_kv_heads=self.n_kv_heads,
+            head_dim=self.head_dim,
+            seq_len=self.t,
+            d_model=self.d_model,
+            seed=self.seed,
+        )
         cfg.validate()
         if self.head is not None:
             check_int("head", self.head, 0, self.n_heads - 1)
@@ -128,8 +177,9 @@ class Params(TokenInput):
     def layer(self) -> SeededLayer:
         """The attention source of the maps and mapping views; :class:`ConfigError` when too large to simulate."""
         check_sim_size(self.d_model, self.n_heads, self.head_dim)
-        return SeededLayer(self.n_heads, self.n_kv_heads, self.head_dim, self.tokens, d_model=self.d_model,
-                           seed=self.seed)  # fmt: skip
+        return SeededLayer(
+            self.n_heads, self.n_kv_heads, self.head_dim, self.tokens, d_model=self.d_model, seed=self.seed
+        )
 
     def mha(self) -> MhaSpec:
         """The MHA layer the conversion view converts, with the page's rules for its base heads and noise.
@@ -145,8 +195,9 @@ class Params(TokenInput):
             n_base = min(2, self.n_heads)
         n_base = check_int("n_base", n_base, 1, self.n_heads)
         if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not math.isfinite(noise) or noise < 0:
-            raise ConfigError(f"noise must be a number ≥ 0, got {noise!r}", "noise", "not_negative", name="noise",
-                              value=repr(noise))  # fmt: skip
+            raise ConfigError(
+                f"noise must be a number ≥ 0, got {noise!r}", "noise", "not_negative", name="noise", value=repr(noise)
+            )
         noise = round(float(noise), 4)
         return MhaSpec("correlated", self.d_model, self.n_heads, self.head_dim, n_base, noise, self.seed)
 
@@ -169,10 +220,20 @@ def nbytes(value: int) -> str:
 def summary(p: Params, style: Style) -> str:
     """The sharing, the shapes and the K/V elements per token, for the current settings."""
     c = style.count
-    return style.t("kv.summary", kind=p.kind, qh=c(p.n_heads, "query_head"), kvh=c(p.n_kv_heads, "kv_head"),
-                   kv=p.n_kv_heads, rep_q=c(p.n_rep, "query_head"), d=p.head_dim, dm=p.d_model, toks=c(p.t, "token"),
-                   elems=nice(2 * p.n_kv_heads * p.head_dim), mha=nice(2 * p.n_heads * p.head_dim),
-                   pct=f"{100 * p.n_kv_heads / p.n_heads:.4g}")  # fmt: skip
+    return style.t(
+        "kv.summary",
+        kind=p.kind,
+        qh=c(p.n_heads, "query_head"),
+        kvh=c(p.n_kv_heads, "kv_head"),
+        kv=p.n_kv_heads,
+        rep_q=c(p.n_rep, "query_head"),
+        d=p.head_dim,
+        dm=p.d_model,
+        toks=c(p.t, "token"),
+        elems=nice(2 * p.n_kv_heads * p.head_dim),
+        mha=nice(2 * p.n_heads * p.head_dim),
+        pct=f"{100 * p.n_kv_heads / p.n_heads:.4g}",
+    )
 
 
 def dmodel_note(p: Params, style: Style) -> str | None:
@@ -225,13 +286,25 @@ def group_lines(p: Params, style: Style) -> str:
 
 def repeat_note(p: Params, style: Style) -> str:
     """The caption under the blocks: the cache kept against the copies ``repeat_kv`` makes."""
-    return style.t("kv.repeat_note", hk=p.n_kv_heads, h=p.n_heads, t=p.t, d=p.head_dim, rep=p.n_rep,
-                   cache=nice(2 * p.n_kv_heads * p.t * p.head_dim), full=nice(2 * p.n_heads * p.t * p.head_dim))  # fmt: skip
+    return style.t(
+        "kv.repeat_note",
+        hk=p.n_kv_heads,
+        h=p.n_heads,
+        t=p.t,
+        d=p.head_dim,
+        rep=p.n_rep,
+        cache=nice(2 * p.n_kv_heads * p.t * p.head_dim),
+        full=nice(2 * p.n_heads * p.t * p.head_dim),
+    )
 
 
 def diagram_help(p: Params, style: Style) -> str:
-    return style.t("kv.diagram_help.body", rep=p.n_rep, qh=style.count(p.n_heads, "query_head"),
-                   kvh=style.count(p.n_kv_heads, "kv_head"))  # fmt: skip
+    return style.t(
+        "kv.diagram_help.body",
+        rep=p.n_rep,
+        qh=style.count(p.n_heads, "query_head"),
+        kvh=style.count(p.n_kv_heads, "kv_head"),
+    )
 
 
 # ---------------------------------------------------------------- maps view
@@ -263,9 +336,18 @@ class GroupMaps:
     def panels(self) -> kvfig.MapPanels:
         """The figure's input: each head's map and each group's Kᵀ, Vᵀ by index."""
         pm = self.maps
-        return kvfig.MapPanels(dict(zip(pm.heads, pm.weights, strict=True)), dict(zip(self.groups, self.kt, strict=True)),
-                               dict(zip(self.groups, self.vt, strict=True)), pm.n_heads, pm.n_kv_heads, self.groups,
-                               pm.factor, pm.tokens_q, pm.tokens_k, self.head_dim)  # fmt: skip
+        return kvfig.MapPanels(
+            dict(zip(pm.heads, pm.weights, strict=True)),
+            dict(zip(self.groups, self.kt, strict=True)),
+            dict(zip(self.groups, self.vt, strict=True)),
+            pm.n_heads,
+            pm.n_kv_heads,
+            self.groups,
+            pm.factor,
+            pm.tokens_q,
+            pm.tokens_k,
+            self.head_dim,
+        )
 
 
 def maps_groups(n_kv_heads: int, kv_first: int = 0) -> list[int]:
@@ -315,8 +397,9 @@ def group_maps(
     groups = tuple(range(layer.n_kv_heads)) if groups is None else tuple(int(g) for g in groups)
     for g in groups:
         check_int("kv_group", g, 0, layer.n_kv_heads - 1)
-    pm = pooled_attention(layer, max_side=max_side, heads=[h for g in groups for h in range(g * n_rep, (g + 1) * n_rep)],
-                          device=device)  # fmt: skip
+    pm = pooled_attention(
+        layer, max_side=max_side, heads=[h for g in groups for h in range(g * n_rep, (g + 1) * n_rep)], device=device
+    )
     _, k, v = layer.qkv([g * n_rep for g in groups], device, values=True)  # one query head per group brings its K, V
     dk = min(layer.head_dim, kvfig.MAX_DIMS)
 
@@ -337,8 +420,15 @@ def maps_frame(pm: PooledMaps) -> pd.DataFrame:
     w, f, n_rep = pm.weights, pm.factor, pm.n_heads // pm.n_kv_heads
     lq, lk = block_labels(pm.tokens_q, 0, len(pm.tokens_q), f), block_labels(pm.tokens_k, 0, len(pm.tokens_k), f)
     hh, qq, kk = np.meshgrid(np.array(pm.heads), np.arange(w.shape[1]), np.arange(w.shape[2]), indexing="ij")
-    return pd.DataFrame({"head": hh.ravel(), "kv_head": hh.ravel() // n_rep, "query": np.array(lq, dtype=object)[qq.ravel()],
-                         "key": np.array(lk, dtype=object)[kk.ravel()], "weight": w.ravel()})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "head": hh.ravel(),
+            "kv_head": hh.ravel() // n_rep,
+            "query": np.array(lq, dtype=object)[qq.ravel()],
+            "key": np.array(lk, dtype=object)[kk.ravel()],
+            "weight": w.ravel(),
+        }
+    )
 
 
 def maps_table(gm: GroupMaps, layer: SeededLayer) -> pd.DataFrame:
@@ -485,8 +575,15 @@ def cost_notes(p: Params, frame: pd.DataFrame, style: Style) -> list[str]:
         saved = nbytes(cols["mha"]["kv_bytes_per_token"] - cur["kv_bytes_per_token"])
         pct = f"{100 * p.n_kv_heads / p.n_heads:.4g}"
         ratio = style.t("kv.cost_ratio", kind=p.kind, pct=pct, kv=p.n_kv_heads, h=p.n_heads, saved=saved)
-    flops = style.t("kv.flops_note", h=p.n_heads, t=p.t, keys=style.count(p.t, "key"),
-                    before=style.count(p.t - 1, "token"), d=p.head_dim, attn=nice(_cost_value(cur, "flops_attn")))  # fmt: skip
+    flops = style.t(
+        "kv.flops_note",
+        h=p.n_heads,
+        t=p.t,
+        keys=style.count(p.t, "key"),
+        before=style.count(p.t - 1, "token"),
+        d=p.head_dim,
+        attn=nice(_cost_value(cur, "flops_attn")),
+    )
     return [ratio, flops]
 
 
@@ -498,11 +595,13 @@ def mapping_diagram_views(p: Params, style: Style) -> list[View]:
         "interleaved": style.t("kv.map_interleaved", kv=p.n_kv_heads),
     }
     return [
-        View(f"mapping_{m}_{_tag(p.n_heads, p.n_kv_heads)}",
-             kvfig.kv_diagram(kv_map(p.n_heads, p.n_kv_heads, m), p.n_kv_heads, style, titles[m]),
-             links_frame(p.n_heads, p.n_kv_heads, m))
+        View(
+            f"mapping_{m}_{_tag(p.n_heads, p.n_kv_heads)}",
+            kvfig.kv_diagram(kv_map(p.n_heads, p.n_kv_heads, m), p.n_kv_heads, style, titles[m]),
+            links_frame(p.n_heads, p.n_kv_heads, m),
+        )
         for m in MAPPINGS
-    ]  # fmt: skip
+    ]
 
 
 def mapping_code(p: Params, style: Style) -> str:
@@ -552,8 +651,15 @@ def mismatch_view(mm: MappingMismatch, style: Style) -> View:
     n = len(mm.built)
     note = rows_note(mm.kl_rows, mm.t_q, mm.row_step, style) if mm.subset else None
     fig = kvfig.mismatch_figure(mm.kl, mm.built, mm.run, style=style, note=note)
-    data = pd.DataFrame({"query_head": range(n), "kv_head_built": mm.built, "kv_head_run": mm.run,
-                         "mean_kl_nats": mm.kl, "query_rows_measured": mm.kl_rows})  # fmt: skip
+    data = pd.DataFrame(
+        {
+            "query_head": range(n),
+            "kv_head_built": mm.built,
+            "kv_head_run": mm.run,
+            "mean_kl_nats": mm.kl,
+            "query_rows_measured": mm.kl_rows,
+        }
+    )
     return View(f"mapping_mismatch_{mm.built_with}_{_tag(n, len(set(mm.built)))}", fig, data)
 
 
@@ -574,14 +680,21 @@ def pair_view(mm: MappingMismatch, head: int, tokens: Sequence[str], style: Styl
             f"the pair maps are of head {pair.head}, not {head}", "head", "pair_head", got=pair.head, head=head
         )
     a, b, f = pair.kv_built, pair.kv_run, pair.factor
-    titles = (style.t("kv.pair_built", h=head, g=a, m=style.t(f"opt.built_with.{mm.built_with}")),
-              style.t("kv.pair_run", h=head, g=b, m=style.t(f"opt.built_with.{mm.run_with}")))  # fmt: skip
+    titles = (
+        style.t("kv.pair_built", h=head, g=a, m=style.t(f"opt.built_with.{mm.built_with}")),
+        style.t("kv.pair_run", h=head, g=b, m=style.t(f"opt.built_with.{mm.run_with}")),
+    )
     fig = kvfig.pair_maps_figure(pair, tokens, titles, style, PAIR_SIDE)
     labels_q = np.array(block_labels(tuple(tokens), 0, pair.t_q, f), dtype=object)  # positions of blocks when pooled
     labels_k = np.array(block_labels(tuple(tokens), 0, pair.t_k, f), dtype=object)
-    data = pd.DataFrame({"query": np.repeat(labels_q, len(labels_k)), "key": np.tile(labels_k, len(labels_q)),
-                         f"weight_{mm.built_with}_kv{a}": pair.weights_built.ravel(),
-                         f"weight_{mm.run_with}_kv{b}": pair.weights_run.ravel()})  # fmt: skip
+    data = pd.DataFrame(
+        {
+            "query": np.repeat(labels_q, len(labels_k)),
+            "key": np.tile(labels_k, len(labels_q)),
+            f"weight_{mm.built_with}_kv{a}": pair.weights_built.ravel(),
+            f"weight_{mm.run_with}_kv{b}": pair.weights_run.ravel(),
+        }
+    )
     return View(f"mapping_head{head}_{mm.built_with}_{_tag(n, len(set(mm.built)))}", fig, data)
 
 
@@ -618,8 +731,14 @@ def conversion_view(study: ConversionStudy, p: Params, style: Style) -> View:
     """Conversion view: output error and map KL of MHA -> GQA for every ``n_kv_heads``, per method."""
     note = rows_note(study.n_rows, study.t_q, study.row_step, style) if study.subset else None
     fig = kvfig.conversion_figure(study.n_kv, study.rel_l2, study.kl, p.n_heads, p.n_kv_heads, style, note)
-    data = pd.DataFrame({"n_kv_heads": list(study.n_kv), **{f"rel_l2_{m}": study.rel_l2[m] for m in study.rel_l2},
-                         **{f"mean_kl_{m}": study.kl[m] for m in study.kl}, "query_rows_measured": study.n_rows})  # fmt: skip
+    data = pd.DataFrame(
+        {
+            "n_kv_heads": list(study.n_kv),
+            **{f"rel_l2_{m}": study.rel_l2[m] for m in study.rel_l2},
+            **{f"mean_kl_{m}": study.kl[m] for m in study.kl},
+            "query_rows_measured": study.n_rows,
+        }
+    )
     spec = p.mha()
     name = f"mha_to_gqa_{study.source}_h{p.n_heads}"
     if study.source == "correlated":
@@ -631,9 +750,17 @@ def conversion_now(p: Params, study: ConversionStudy, style: Style) -> str:
     """The errors of the page's own ``n_kv_heads``, per method."""
     i = list(study.n_kv).index(p.n_kv_heads)
     l2, kl = study.rel_l2, study.kl
-    return style.t("kv.conv_now", kv=p.n_kv_heads, kind=p.kind, mean=f"{l2['mean'][i]:.3f}", first=f"{l2['first'][i]:.3f}",
-                   rnd=f"{l2['random'][i]:.3f}", kl_mean=f"{kl['mean'][i]:.4f}", kl_first=f"{kl['first'][i]:.4f}",
-                   kl_rnd=f"{kl['random'][i]:.4f}")  # fmt: skip
+    return style.t(
+        "kv.conv_now",
+        kv=p.n_kv_heads,
+        kind=p.kind,
+        mean=f"{l2['mean'][i]:.3f}",
+        first=f"{l2['first'][i]:.3f}",
+        rnd=f"{l2['random'][i]:.3f}",
+        kl_mean=f"{kl['mean'][i]:.4f}",
+        kl_first=f"{kl['first'][i]:.4f}",
+        kl_rnd=f"{kl['random'][i]:.4f}",
+    )
 
 
 def conversion_rows(p: Params, study: ConversionStudy, style: Style) -> str | None:
@@ -656,8 +783,13 @@ def source_note(p: Params, style: Style) -> str:
         groups = style.t("kv.conv_groups_mixed", kv=p.n_kv_heads, m=mixed, g=p.n_kv_heads)
     else:
         groups = style.t("kv.conv_groups_pure", kv=p.n_kv_heads)
-    return style.t("kv.conv_source_correlated", heads=heads, bases=style.count(spec.n_base, "base_head"),
-                   noise=f"{spec.noise:g}", groups=groups)  # fmt: skip
+    return style.t(
+        "kv.conv_source_correlated",
+        heads=heads,
+        bases=style.count(spec.n_base, "base_head"),
+        noise=f"{spec.noise:g}",
+        groups=groups,
+    )
 
 
 def ranking(values: dict[str, float], decimals: int, style: Style) -> tuple[str, bool]:
@@ -729,8 +861,9 @@ def wanted_views(which: str | Sequence[str] | None) -> list[str]:
     unknown = [v for v in asked if v not in VIEW_NAMES]
     if unknown or not asked:
         shown, options = ", ".join(unknown) or "(none)", ", ".join(VIEW_NAMES)
-        raise ConfigError(f"view {shown} is not known; use: {options}", "view", "unknown_view", value=shown,
-                          options=options)  # fmt: skip
+        raise ConfigError(
+            f"view {shown} is not known; use: {options}", "view", "unknown_view", value=shown, options=options
+        )
     return [v for v in VIEW_NAMES if v in asked]
 
 

@@ -42,12 +42,22 @@ KEPT_RUNS = 6  # finished runs a session keeps (per experiment and device): a ru
 class Params:
     """Everything the page's controls set; the field names are the URL keys."""
 
-    experiment: str = control("scaling", "choice", options=EXPERIMENTS, help="help.lab_experiment",
-                              cli_help="a preset experiment or custom")  # fmt: skip
-    lab_steps: int = control(0, "int", lo=0, hi=1000, step=5, data=True, help="help.lab_steps",
-                             cli_help="training steps per model (0: the experiment's default)")  # fmt: skip
-    lab_seeds: int = control(0, "int", lo=0, hi=5, data=True, help="help.lab_seeds",
-                             cli_help="seeds per model (0: the experiment's default)")  # fmt: skip
+    experiment: str = control(
+        "scaling", "choice", options=EXPERIMENTS, help="help.lab_experiment", cli_help="a preset experiment or custom"
+    )
+    lab_steps: int = control(
+        0,
+        "int",
+        lo=0,
+        hi=1000,
+        step=5,
+        data=True,
+        help="help.lab_steps",
+        cli_help="training steps per model (0: the experiment's default)",
+    )
+    lab_seeds: int = control(
+        0, "int", lo=0, hi=5, data=True, help="help.lab_seeds", cli_help="seeds per model (0: the experiment's default)"
+    )
     lab_task: str = control("induction", "choice", options=eng.TASKS, help="help.lab_task", cli_help="task (custom)")
     lab_vocab: int = control(16, "int", lo=8, hi=128, help="help.lab_vocab", cli_help="vocabulary (custom)")
     lab_length: int = control(8, "int", lo=2, hi=32, help="help.lab_length", cli_help="task size n (custom)")
@@ -56,14 +66,27 @@ class Params:
     lab_heads: int = control(4, "int", lo=1, hi=8, help="help.lab_heads", cli_help="query heads (custom)")
     lab_kv_heads: int = control(4, "kv_heads", help="help.lab_kv_heads", cli_help="KV heads (custom)")
     lab_head_dim: int = control(16, "pow2", lo=2, hi=256, help="help.lab_head_dim", cli_help="d_k (custom)")
-    lab_scale: str = control("sqrt", "choice", options=("sqrt", "mup", "none"), help="help.lab_scale",
-                             cli_help="1/sqrt(d_k), 1/d_k (muP) or none (custom)")  # fmt: skip
-    lab_position: str = control("rope", "choice", options=eng.POSITIONS, help="help.lab_position",
-                                cli_help="RoPE or learned positions (custom)")  # fmt: skip
+    lab_scale: str = control(
+        "sqrt",
+        "choice",
+        options=("sqrt", "mup", "none"),
+        help="help.lab_scale",
+        cli_help="1/sqrt(d_k), 1/d_k (muP) or none (custom)",
+    )
+    lab_position: str = control(
+        "rope", "choice", options=eng.POSITIONS, help="help.lab_position", cli_help="RoPE or learned positions (custom)"
+    )
     lab_batch: int = control(32, "pow2", lo=4, hi=128, help="help.lab_batch", cli_help="batch (custom)")
     lab_lr: float = control(0.01, "float", lo=0.001, hi=0.05, step=0.001, help="help.lab_lr", cli_help="Adam lr")
-    lab_frame: int = control(0, "int", lo=0, hi=PROBES, data=True, help="help.lab_frame",
-                             cli_help="time-lapse snapshot of the heads experiment (0: the last)")  # fmt: skip
+    lab_frame: int = control(
+        0,
+        "int",
+        lo=0,
+        hi=PROBES,
+        data=True,
+        help="help.lab_frame",
+        cli_help="time-lapse snapshot of the heads experiment (0: the last)",
+    )
     seed: int = control(0, "seed", cli_help="the seed of the weights and data")
 
     def __post_init__(self) -> None:
@@ -137,8 +160,16 @@ def experiment(p: Params) -> Experiment:
         task = eng.Task("induction", 16, 8)
         arms.append(Arm("heads", "heads", eng.LabSpec(), task, _run(p, n, p.seed, lr=1e-2, probe=True)))
     else:
-        spec = eng.LabSpec(p.lab_layers, p.lab_d_model, p.lab_heads, p.lab_kv_heads, p.lab_head_dim,
-                           p.lab_scale != "none", "mup" if p.lab_scale == "mup" else "sqrt", p.lab_position)  # fmt: skip
+        spec = eng.LabSpec(
+            p.lab_layers,
+            p.lab_d_model,
+            p.lab_heads,
+            p.lab_kv_heads,
+            p.lab_head_dim,
+            p.lab_scale != "none",
+            "mup" if p.lab_scale == "mup" else "sqrt",
+            p.lab_position,
+        )
         task = eng.Task(p.lab_task, p.lab_vocab, p.lab_length)
         arms += [Arm(f"custom_s{s}", "custom", spec, task, _run(p, n, s, p.lab_batch, p.lab_lr, True)) for s in seeds]
     for a in arms:
@@ -181,11 +212,22 @@ def curve_frame(points: Sequence[Point], exp: Experiment) -> pd.DataFrame:
     rows = []
     for pt in points:
         a, r = exp.arms[pt.arm], pt.rec
-        rows.append({"arm": a.code, "group": a.group, "seed": a.run.seed, "step": r.step + a.offset, "loss": r.loss,
-                     "eval_loss": r.eval_loss, "accuracy": r.accuracy, "max_weight": r.max_weight,
-                     "seconds": r.seconds})  # fmt: skip
-    return pd.DataFrame(rows, columns=["arm", "group", "seed", "step", "loss", "eval_loss", "accuracy",
-                                       "max_weight", "seconds"])  # fmt: skip
+        rows.append(
+            {
+                "arm": a.code,
+                "group": a.group,
+                "seed": a.run.seed,
+                "step": r.step + a.offset,
+                "loss": r.loss,
+                "eval_loss": r.eval_loss,
+                "accuracy": r.accuracy,
+                "max_weight": r.max_weight,
+                "seconds": r.seconds,
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["arm", "group", "seed", "step", "loss", "eval_loss", "accuracy", "max_weight", "seconds"]
+    )
 
 
 def progress(exp: Experiment, points: Sequence[Point], style: figures.Style) -> tuple[float, str]:
@@ -207,9 +249,16 @@ def group_label(code: str, style: figures.Style) -> str:
 def loss_view(df: pd.DataFrame, exp: Experiment, style: figures.Style, column: str = "loss") -> View:
     groups = list(dict.fromkeys(a.group for a in exp.arms))
     x_max = max(a.run.steps + a.offset for a in exp.arms)
-    fig = lfig.curves_figure(df, groups, [group_label(g, style) for g in groups], column, x_max,
-                             style.t(f"lab.title_{column}", exp=style.t(f"opt.experiment.{exp.name}")), style,
-                             mark_step(exp))  # fmt: skip
+    fig = lfig.curves_figure(
+        df,
+        groups,
+        [group_label(g, style) for g in groups],
+        column,
+        x_max,
+        style.t(f"lab.title_{column}", exp=style.t(f"opt.experiment.{exp.name}")),
+        style,
+        mark_step(exp),
+    )
     return View(f"lab_{exp.name}_{column}", fig, df)
 
 
@@ -230,9 +279,14 @@ def kv_frame(df: pd.DataFrame, exp: Experiment, at: int) -> pd.DataFrame:
         mean = df[df.group == g].groupby("step").loss.mean()
         hit = mean[mean <= TARGET_LOSS]
         n = kv_elements_per_token(arm.spec.n_layers, arm.spec.n_kv_heads, arm.spec.head_dim)
-        rows.append({"kv_heads": arm.spec.n_kv_heads, "bytes_per_token": elements_to_bytes(n, "fp16"),
-                     "loss_at": float(mean.get(at, math.nan)), "steps_to_target": float(hit.index[0]) if len(hit)
-                     else math.nan})  # fmt: skip
+        rows.append(
+            {
+                "kv_heads": arm.spec.n_kv_heads,
+                "bytes_per_token": elements_to_bytes(n, "fp16"),
+                "loss_at": float(mean.get(at, math.nan)),
+                "steps_to_target": float(hit.index[0]) if len(hit) else math.nan,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -260,9 +314,15 @@ def heads_view(points: Sequence[Point], frame: int, exp: Experiment, style: figu
     ]
     fig = lfig.heads_figure(pt.rec.maps, tokens, labels, style.t("lab.heads_title", step=pt.rec.step), style)
     mats = pt.rec.maps
-    data = pd.DataFrame([{"step": pt.rec.step, "layer": la, "head": h, "query": i, "key": j, "weight": float(mats[la, h, i, j])}
-                         for la in range(mats.shape[0]) for h in range(mats.shape[1])
-                         for i in range(mats.shape[2]) for j in range(i + 1)])  # fmt: skip
+    data = pd.DataFrame(
+        [
+            {"step": pt.rec.step, "layer": la, "head": h, "query": i, "key": j, "weight": float(mats[la, h, i, j])}
+            for la in range(mats.shape[0])
+            for h in range(mats.shape[1])
+            for i in range(mats.shape[2])
+            for j in range(i + 1)
+        ]
+    )
     return View(f"lab_heads_step{pt.rec.step}", fig, data)
 
 
@@ -306,21 +366,40 @@ def summary(points: Sequence[Point], exp: Experiment, style: figures.Style) -> l
         if kf.empty:
             return []
         best, worst = kf.loc[kf.loss_at.idxmin()], kf.loc[kf.loss_at.idxmax()]
-        return [t("lab.kv_line", at=at, best=style.count(int(best.kv_heads), "kv_head"), bl=f"{best.loss_at:.2f}",
-                  bb=format_bytes(int(best.bytes_per_token)), worst=style.count(int(worst.kv_heads), "kv_head"), wl=f"{worst.loss_at:.2f}",
-                  wb=format_bytes(int(worst.bytes_per_token)), target=f"{TARGET_LOSS:g}")]  # fmt: skip
+        return [
+            t(
+                "lab.kv_line",
+                at=at,
+                best=style.count(int(best.kv_heads), "kv_head"),
+                bl=f"{best.loss_at:.2f}",
+                bb=format_bytes(int(best.bytes_per_token)),
+                worst=style.count(int(worst.kv_heads), "kv_head"),
+                wl=f"{worst.loss_at:.2f}",
+                wb=format_bytes(int(worst.bytes_per_token)),
+                target=f"{TARGET_LOSS:g}",
+            )
+        ]
     if exp.name == "convert":
         return _convert_lines(df, exp, style)
     step = int(df.step.max())
     ev = df[df.accuracy.notna()]
     at = int(ev.step.max())
-    out = [t("lab.final_line", loss=f"{df[df.step == step].loss.mean():.3f}", step=step, at=at,
-             acc=f"{ev[ev.step == at].accuracy.mean():.0%}")]  # fmt: skip
+    out = [
+        t(
+            "lab.final_line",
+            loss=f"{df[df.step == step].loss.mean():.3f}",
+            step=step,
+            at=at,
+            acc=f"{ev[ev.step == at].accuracy.mean():.0%}",
+        )
+    ]
     roles = next((q.roles for q in points if q.roles is not None), None)
     if roles is not None:
         found = roles[roles.role != ""]
-        heads = ", ".join(f"{t('lab.head_name', layer=int(r.layer), head=int(r['head']))} "
-                          f"{t(f'opt.score.{r.role}')} {r[r.role]:.2f}" for _, r in found.iterrows())  # fmt: skip
+        heads = ", ".join(
+            f"{t('lab.head_name', layer=int(r.layer), head=int(r['head']))} {t(f'opt.score.{r.role}')} {r[r.role]:.2f}"
+            for _, r in found.iterrows()
+        )
         th = f"{eng.ROLE_THRESHOLD:g}"
         out.append(t("lab.roles_found", heads=heads, th=th) if len(found) else t("lab.roles_none", th=th))
     return out
@@ -358,10 +437,22 @@ def _convert_lines(df: pd.DataFrame, exp: Experiment, style: figures.Style) -> l
 
 def intro(p: Params, exp: Experiment, style: figures.Style) -> str:
     a = exp.arms[0]
-    return style.t(f"lab.intro_{exp.name}", n=p.steps, seeds=p.seeds, arms=len(exp.arms), task=style.t(f"opt.lab_task.{a.task.name}"),
-                   vocab=a.task.vocab, length=a.task.length, L=a.spec.n_layers, d=a.spec.d_model, h=a.spec.n_heads,
-                   dk=a.spec.head_dim, up=exp.arms[1].run.steps if len(exp.arms) > 1 else 0,
-                   batch=a.run.batch, lr=f"{a.run.lr:g}")  # fmt: skip
+    return style.t(
+        f"lab.intro_{exp.name}",
+        n=p.steps,
+        seeds=p.seeds,
+        arms=len(exp.arms),
+        task=style.t(f"opt.lab_task.{a.task.name}"),
+        vocab=a.task.vocab,
+        length=a.task.length,
+        L=a.spec.n_layers,
+        d=a.spec.d_model,
+        h=a.spec.n_heads,
+        dk=a.spec.head_dim,
+        up=exp.arms[1].run.steps if len(exp.arms) > 1 else 0,
+        batch=a.run.batch,
+        lr=f"{a.run.lr:g}",
+    )
 
 
 # ---------------------------------------------------------------- the command line's charts

@@ -39,25 +39,42 @@ COST_POINTS = tuple(2**k for k in range(0, 18))  # cached tokens of the cost cha
 class Params:
     """Everything the page's controls set; the field names are the URL keys, the controls the widgets and flags."""
 
-    preset: str = control("small", "choice", options=PRESETS, help="help.mla_preset",
-                          cli_help="a DeepSeek shape, small (scaled down) or custom (the dimensions below)")  # fmt: skip
+    preset: str = control(
+        "small",
+        "choice",
+        options=PRESETS,
+        help="help.mla_preset",
+        cli_help="a DeepSeek shape, small (scaled down) or custom (the dimensions below)",
+    )
     d_model: int = control(256, "int", lo=8, hi=2048, help="help.mla_d_model", cli_help="model width (custom)")
     n_heads: int = control(8, "int", lo=1, hi=32, help="help.mla_n_heads", cli_help="attention heads (custom)")
     kv_lora_rank: int = control(64, "int", lo=2, hi=512, help="help.mla_kv_lora", cli_help="latent width d_c (custom)")
     qk_nope: int = control(32, "int", lo=2, hi=256, help="help.mla_nope", cli_help="per-head key width d_h (custom)")
     qk_rope: int = control(16, "int", lo=2, hi=128, help="help.mla_rope", cli_help="RoPE key width d_R (custom)")
     v_dim: int = control(32, "int", lo=1, hi=256, help="help.mla_v", cli_help="per-head value width (custom)")
-    q_lora_rank: int = control(64, "int", lo=0, hi=1024, help="help.mla_q_lora",
-                               cli_help="query latent width, 0 = no compression (custom)")  # fmt: skip
+    q_lora_rank: int = control(
+        64, "int", lo=0, hi=1024, help="help.mla_q_lora", cli_help="query latent width, 0 = no compression (custom)"
+    )
     n_layers: int = control(4, "int", lo=1, hi=128, help="help.mla_layers", cli_help="layers (custom)")
     view: str = control("flow", "choice", options=PAGE_VIEWS)
-    mode: str = control("absorb", "choice", options=RUN_MODES, help="help.mla_mode",
-                        cli_help="the path drawn: naive, absorb or rope_on_latent")  # fmt: skip
+    mode: str = control(
+        "absorb",
+        "choice",
+        options=RUN_MODES,
+        help="help.mla_mode",
+        cli_help="the path drawn: naive, absorb or rope_on_latent",
+    )
     seq_len: int = control(12, "int", lo=2, hi=64, help="help.mla_seq_len", cli_help="tokens of the compared maps")
     head: int = control(0, "int", lo=0, hi=127, data=True, help="help.head", cli_help="the head compared")
     n_kv_heads: int = control(8, "kv_heads", help="help.mla_groups", cli_help="GQA groups in the cache comparison")
-    cache_len: int = control(4096, "pow2", lo=1, hi=1 << 20, help="help.mla_cache_len",
-                             cli_help="cached tokens for the whole-model sizes and the costs")  # fmt: skip
+    cache_len: int = control(
+        4096,
+        "pow2",
+        lo=1,
+        hi=1 << 20,
+        help="help.mla_cache_len",
+        cli_help="cached tokens for the whole-model sizes and the costs",
+    )
     dtype: str = control("bf16", "choice", options=DTYPES, help="help.dtype", cli_help="cache dtype of the sizes")
     dec_steps: int = control(48, "int", lo=1, hi=512, help="help.mla_dec_steps", cli_help="tokens decoded live")
     dec_prompt: int = control(16, "int", lo=1, hi=256, help="help.mla_dec_prompt", cli_help="prompt tokens")
@@ -75,8 +92,9 @@ class Params:
         """The layer's shape: the preset's, or the dimensions (checked: :class:`ConfigError` names the field)."""
         if not self.custom:
             return eng.load_mla_presets()[self.preset].config
-        return eng.MLAConfig(self.d_model, self.n_heads, self.kv_lora_rank, self.qk_nope, self.qk_rope, self.v_dim,
-                             self.q_lora_rank).validate()  # fmt: skip
+        return eng.MLAConfig(
+            self.d_model, self.n_heads, self.kv_lora_rank, self.qk_nope, self.qk_rope, self.v_dim, self.q_lora_rank
+        ).validate()
 
     @property
     def layers(self) -> int:
@@ -128,8 +146,9 @@ def compare(
     layer = layer if layer is not None else eng.MultiHeadLatentAttention(cfg, seed)
     x = eng.hidden_states(cfg, seq_len, seed)
     right = eng.agreement(layer, x, "naive", "absorb")
-    wrong = eng.agreement(layer, x, "rope_on_latent", "rope_on_latent_absorb") if cfg.qk_nope_head_dim % 2 == 0 \
-        else None  # fmt: skip
+    wrong = (
+        eng.agreement(layer, x, "rope_on_latent", "rope_on_latent_absorb") if cfg.qk_nope_head_dim % 2 == 0 else None
+    )
     return Compared(right, wrong, cfg.n_heads)
 
 
@@ -151,8 +170,11 @@ def grid(
 
 def timings(cfg: eng.MLAConfig, seed: int, *, device: str = "cpu") -> pd.DataFrame:
     """Measured ms of one decode step of each path at :data:`TIMED_LENGTHS` cached tokens (best of 5)."""
-    rows = [{"cached": n, "path": m, "ms": eng.time_step(cfg, n, m, device=device, seed=seed) * 1e3}
-            for n in TIMED_LENGTHS for m in ("naive", "absorb")]  # fmt: skip
+    rows = [
+        {"cached": n, "path": m, "ms": eng.time_step(cfg, n, m, device=device, seed=seed) * 1e3}
+        for n in TIMED_LENGTHS
+        for m in ("naive", "absorb")
+    ]
     return pd.DataFrame(rows)
 
 
@@ -168,9 +190,19 @@ def decode_steps(spec: eng.DecodeSpec, *, device: str = "cpu") -> Iterator[eng.D
 def shape_line(p: Params, style: figures.Style) -> str:
     c = p.config
     q = style.t("mla.q_lora", r=c.q_lora_rank) if c.q_lora_rank else style.t("mla.no_q_lora")
-    return style.t("mla.shape", name=p.name, L=p.layers, d=c.d_model, h=c.n_heads, dc=c.kv_lora_rank,
-                   dh=c.qk_nope_head_dim, dr=c.qk_rope_head_dim, dv=c.v_head_dim, q=q,
-                   scale=f"1/√{c.qk_head_dim}")  # fmt: skip
+    return style.t(
+        "mla.shape",
+        name=p.name,
+        L=p.layers,
+        d=c.d_model,
+        h=c.n_heads,
+        dc=c.kv_lora_rank,
+        dh=c.qk_nope_head_dim,
+        dr=c.qk_rope_head_dim,
+        dv=c.v_head_dim,
+        q=q,
+        scale=f"1/√{c.qk_head_dim}",
+    )
 
 
 def run_note(p: Params, style: figures.Style) -> str | None:
@@ -191,8 +223,16 @@ def flow_view(p: Params, style: figures.Style) -> View:
 def flow_sentence(p: Params, style: figures.Style) -> str:
     c = p.config
     n = c.elements(p.mode)
-    return style.t(f"mla.flow_{p.mode}", n=f"{n:,}", h=c.n_heads, dh=c.qk_head_dim, dv=c.v_head_dim,
-                   dc=c.kv_lora_rank, dr=c.qk_rope_head_dim, nope=c.qk_nope_head_dim)  # fmt: skip
+    return style.t(
+        f"mla.flow_{p.mode}",
+        n=f"{n:,}",
+        h=c.n_heads,
+        dh=c.qk_head_dim,
+        dv=c.v_head_dim,
+        dc=c.kv_lora_rank,
+        dr=c.qk_rope_head_dim,
+        nope=c.qk_nope_head_dim,
+    )
 
 
 def agree_views(res: Compared, head: int, tokens: Sequence[str], style: figures.Style) -> list[View]:
@@ -203,8 +243,10 @@ def agree_views(res: Compared, head: int, tokens: Sequence[str], style: figures.
     fig = mfig.agree_figure(a, b, labels, h, style)
 
     def table() -> pd.DataFrame:
-        cells = {name: hm.matrix_frame(mat, labels, labels, "query", "key", name)
-                 for name, mat in (("naive", a), ("absorbed", b), ("abs_diff", np.abs(a.astype(np.float64) - b)))}  # fmt: skip
+        cells = {
+            name: hm.matrix_frame(mat, labels, labels, "query", "key", name)
+            for name, mat in (("naive", a), ("absorbed", b), ("abs_diff", np.abs(a.astype(np.float64) - b)))
+        }
         return cells["naive"].assign(absorbed=cells["absorbed"]["absorbed"], abs_diff=cells["abs_diff"]["abs_diff"])
 
     return [View(f"mla_head{h}_agree", fig, table)]
@@ -213,27 +255,48 @@ def agree_views(res: Compared, head: int, tokens: Sequence[str], style: figures.
 def agree_table(res: Compared, style: figures.Style) -> pd.DataFrame:
     t = style.t
     rows = [(t("mla.pair_right"), res.right)] + ([(t("mla.pair_wrong"), res.wrong)] if res.wrong else [])
-    return pd.DataFrame({t("mla.col_pair"): [r[0] for r in rows],
-                         t("mla.col_dw"): [f"{r[1].max_weight_diff:.2e}" for r in rows],
-                         t("mla.col_do"): [f"{r[1].max_output_diff:.2e}" for r in rows],
-                         t("mla.col_tol"): [f"{r[1].max_output_diff / TOLERANCE:,.2f}×" for r in rows]})  # fmt: skip
+    return pd.DataFrame(
+        {
+            t("mla.col_pair"): [r[0] for r in rows],
+            t("mla.col_dw"): [f"{r[1].max_weight_diff:.2e}" for r in rows],
+            t("mla.col_do"): [f"{r[1].max_output_diff:.2e}" for r in rows],
+            t("mla.col_tol"): [f"{r[1].max_output_diff / TOLERANCE:,.2f}×" for r in rows],
+        }
+    )
 
 
 def agree_sentences(res: Compared, style: figures.Style) -> list[tuple[str, str]]:
     """(kind, text): whether the paths agree, and how far rope_on_latent's absorbed form is off, from the numbers."""
     r, t = res.right, style.t
     ok = max(r.max_weight_diff, r.max_output_diff) <= TOLERANCE
-    out = [("success" if ok else "warning", t("mla.agree_yes" if ok else "mla.agree_no", dw=f"{r.max_weight_diff:.1e}",
-                                              do=f"{r.max_output_diff:.1e}", tol=f"{TOLERANCE:.0e}"))]  # fmt: skip
+    out = [
+        (
+            "success" if ok else "warning",
+            t(
+                "mla.agree_yes" if ok else "mla.agree_no",
+                dw=f"{r.max_weight_diff:.1e}",
+                do=f"{r.max_output_diff:.1e}",
+                tol=f"{TOLERANCE:.0e}",
+            ),
+        )
+    ]
     if res.wrong is None:
         out.append(("info", t("mla.wrong_odd")))
     else:
         w = res.wrong
         far = w.max_output_diff > 100 * TOLERANCE
-        out.append(("warning" if far else "info", t("mla.wrong_far" if far else "mla.wrong_close",
-                                                  dw=f"{w.max_weight_diff:.3g}", do=f"{w.max_output_diff:.3g}",
-                                                  x=f"{w.max_output_diff / TOLERANCE:,.0f}",
-                                                  rel=f"{w.max_output_diff / max(w.output_scale, 1e-30):.0%}")))  # fmt: skip
+        out.append(
+            (
+                "warning" if far else "info",
+                t(
+                    "mla.wrong_far" if far else "mla.wrong_close",
+                    dw=f"{w.max_weight_diff:.3g}",
+                    do=f"{w.max_output_diff:.3g}",
+                    x=f"{w.max_output_diff / TOLERANCE:,.0f}",
+                    rel=f"{w.max_output_diff / max(w.output_scale, 1e-30):.0%}",
+                ),
+            )
+        )
     return out
 
 
@@ -248,8 +311,15 @@ def layouts(p: Params) -> list[CacheLayout]:
     """MHA, GQA (``n_kv_heads`` groups), MQA, MLA-naive and MLA at the same width, as the KV-cache page counts them."""
     c = p.config
     check_kv_heads(c.n_heads, p.n_kv_heads)
-    out = cache_layouts(p.layers, c.n_heads, c.n_heads, c.qk_head_dim, v_head_dim=c.v_head_dim,
-                        kv_lora_rank=c.kv_lora_rank, rope_dim=c.qk_rope_head_dim)  # fmt: skip
+    out = cache_layouts(
+        p.layers,
+        c.n_heads,
+        c.n_heads,
+        c.qk_head_dim,
+        v_head_dim=c.v_head_dim,
+        kv_lora_rank=c.kv_lora_rank,
+        rope_dim=c.qk_rope_head_dim,
+    )
     if 1 < p.n_kv_heads < c.n_heads:
         out.insert(1, CacheLayout("GQA", p.layers, p.n_kv_heads, c.qk_nope_head_dim, c.v_head_dim))
     return out
@@ -264,10 +334,16 @@ def cache_frame(p: Params, style: figures.Style) -> pd.DataFrame:
     for lay in lays:
         formula, n = lay.per_layer()
         total = lay.bytes(p.cache_len, 1, p.dtype)
-        rows.append({t("mla.col_layout"): lay.label, t("mla.col_formula"): formula, t("mla.col_values"): n,
-                     t("mla.col_bytes_tok"): format_bytes(elements_to_bytes(n, p.dtype)),
-                     t("mla.col_model", s=format_tokens(p.cache_len)): format_bytes(total),
-                     t("mla.col_ratio"): f"{total / mla:,.1f}×"})  # fmt: skip
+        rows.append(
+            {
+                t("mla.col_layout"): lay.label,
+                t("mla.col_formula"): formula,
+                t("mla.col_values"): n,
+                t("mla.col_bytes_tok"): format_bytes(elements_to_bytes(n, p.dtype)),
+                t("mla.col_model", s=format_tokens(p.cache_len)): format_bytes(total),
+                t("mla.col_ratio"): f"{total / mla:,.1f}×",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -283,9 +359,18 @@ def gqa_line(p: Params, style: figures.Style) -> str:
     c = p.config
     mla, per_group = c.absorbed_elements, c.qk_nope_head_dim + c.v_head_dim
     mha = c.n_heads * per_group
-    return style.t("mla.gqa_line", dc=c.kv_lora_rank, dr=c.qk_rope_head_dim, mla=f"{mla:,}", dh=c.qk_nope_head_dim,
-                   dv=c.v_head_dim, g=f"{mla / per_group:.3g}", h=c.n_heads, mha=f"{mha:,}",
-                   ratio=f"{mha / mla:.1f}")  # fmt: skip
+    return style.t(
+        "mla.gqa_line",
+        dc=c.kv_lora_rank,
+        dr=c.qk_rope_head_dim,
+        mla=f"{mla:,}",
+        dh=c.qk_nope_head_dim,
+        dv=c.v_head_dim,
+        g=f"{mla / per_group:.3g}",
+        h=c.n_heads,
+        mha=f"{mha:,}",
+        ratio=f"{mha / mla:.1f}",
+    )
 
 
 def presets_frame(p: Params, style: figures.Style) -> pd.DataFrame:
@@ -299,25 +384,35 @@ def presets_frame(p: Params, style: figures.Style) -> pd.DataFrame:
             p.cache_len, 1, p.dtype
         )
         mla = pre.cache_bytes(p.cache_len, "absorb", dtype=p.dtype)
-        rows.append({t("mla.col_model_name"): pre.name, t("mla.col_mla_tok"): f"{c.absorbed_elements:,}",
-                     t("mla.col_mha_tok"): f"{c.n_heads * (c.qk_nope_head_dim + c.v_head_dim):,}",
-                     t("mla.col_mla_total", s=format_tokens(p.cache_len)): format_bytes(mla),
-                     t("mla.col_mha_total"): format_bytes(mha),
-                     t("mla.col_naive_total"): format_bytes(pre.cache_bytes(p.cache_len, "naive", dtype=p.dtype)),
-                     t("mla.col_ratio"): f"{mha / mla:.1f}×"})  # fmt: skip
+        rows.append(
+            {
+                t("mla.col_model_name"): pre.name,
+                t("mla.col_mla_tok"): f"{c.absorbed_elements:,}",
+                t("mla.col_mha_tok"): f"{c.n_heads * (c.qk_nope_head_dim + c.v_head_dim):,}",
+                t("mla.col_mla_total", s=format_tokens(p.cache_len)): format_bytes(mla),
+                t("mla.col_mha_total"): format_bytes(mha),
+                t("mla.col_naive_total"): format_bytes(pre.cache_bytes(p.cache_len, "naive", dtype=p.dtype)),
+                t("mla.col_ratio"): f"{mha / mla:.1f}×",
+            }
+        )
     return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------- live decode
 def decode_frame(steps: Sequence[eng.DecodeStep]) -> pd.DataFrame:
-    return pd.DataFrame({
-        "step": [s.step for s in steps], "tokens_cached": [s.seq_len for s in steps],
-        "naive_bytes_measured": [s.naive_bytes for s in steps], "naive_bytes_formula": [s.naive_formula for s in steps],
-        "absorb_bytes_measured": [s.absorb_bytes for s in steps],
-        "absorb_bytes_formula": [s.absorb_formula for s in steps],
-        "naive_ms": [s.naive_s * 1e3 for s in steps], "absorb_ms": [s.absorb_s * 1e3 for s in steps],
-        "max_output_diff": [s.max_diff for s in steps],
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "step": [s.step for s in steps],
+            "tokens_cached": [s.seq_len for s in steps],
+            "naive_bytes_measured": [s.naive_bytes for s in steps],
+            "naive_bytes_formula": [s.naive_formula for s in steps],
+            "absorb_bytes_measured": [s.absorb_bytes for s in steps],
+            "absorb_bytes_formula": [s.absorb_formula for s in steps],
+            "naive_ms": [s.naive_s * 1e3 for s in steps],
+            "absorb_ms": [s.absorb_s * 1e3 for s in steps],
+            "max_output_diff": [s.max_diff for s in steps],
+        }
+    )
 
 
 def decode_views(steps: Sequence[eng.DecodeStep], spec: eng.DecodeSpec, style: figures.Style) -> list[View]:
@@ -325,8 +420,10 @@ def decode_views(steps: Sequence[eng.DecodeStep], spec: eng.DecodeSpec, style: f
     data = decode_frame(steps)
     y_max = eng.cache_bytes(spec.cfg, x_max, "naive")
     tag = f"p{spec.prompt}_n{spec.steps}"
-    return [View(f"mla_decode_bytes_{tag}", mfig.decode_bytes_figure(data, x_max, y_max, style), data),
-            View(f"mla_decode_time_{tag}", mfig.decode_time_figure(data, x_max, style), data)]  # fmt: skip
+    return [
+        View(f"mla_decode_bytes_{tag}", mfig.decode_bytes_figure(data, x_max, y_max, style), data),
+        View(f"mla_decode_time_{tag}", mfig.decode_time_figure(data, x_max, style), data),
+    ]
 
 
 def decode_progress(spec: eng.DecodeSpec, steps: Sequence, style: figures.Style) -> tuple[float, str]:
@@ -342,14 +439,23 @@ def decode_summary(spec: eng.DecodeSpec, steps: Sequence[eng.DecodeStep], style:
     timed = steps[1:] or steps
     naive_ms = float(np.median([s.naive_s for s in timed])) * 1e3
     absorb_ms = float(np.median([s.absorb_s for s in timed])) * 1e3
-    faster = style.t("mla.faster_absorb" if absorb_ms < naive_ms else "mla.faster_naive",
-                     r=f"{max(naive_ms, absorb_ms) / max(min(naive_ms, absorb_ms), 1e-9):.2f}")  # fmt: skip
+    faster = style.t(
+        "mla.faster_absorb" if absorb_ms < naive_ms else "mla.faster_naive",
+        r=f"{max(naive_ms, absorb_ms) / max(min(naive_ms, absorb_ms), 1e-9):.2f}",
+    )
     ok = exact and worst <= TOLERANCE
     return ("success" if ok else "warning"), style.t(
-        "mla.dec_summary_ok" if ok else "mla.dec_summary_off", n=len(steps) - 1, s=last.seq_len,
-        nb=format_bytes(last.naive_bytes), ab=format_bytes(last.absorb_bytes),
-        r=f"{last.naive_bytes / last.absorb_bytes:.1f}", d=f"{worst:.1e}", tn=f"{naive_ms:.3g}",
-        ta=f"{absorb_ms:.3g}", faster=faster)  # fmt: skip
+        "mla.dec_summary_ok" if ok else "mla.dec_summary_off",
+        n=len(steps) - 1,
+        s=last.seq_len,
+        nb=format_bytes(last.naive_bytes),
+        ab=format_bytes(last.absorb_bytes),
+        r=f"{last.naive_bytes / last.absorb_bytes:.1f}",
+        d=f"{worst:.1e}",
+        tn=f"{naive_ms:.3g}",
+        ta=f"{absorb_ms:.3g}",
+        faster=faster,
+    )
 
 
 # ---------------------------------------------------------------- cost of absorbing
@@ -365,8 +471,10 @@ def cost_frame(cfg: eng.MLAConfig) -> pd.DataFrame:
 def cost_views(p: Params, style: figures.Style) -> list[View]:
     data = cost_frame(p.config)
     tag = f"mla_cost_{p.preset}"
-    return [View(f"{tag}_flops", mfig.cost_figure(data, "flops", p.cache_len, style), data),
-            View(f"{tag}_bytes", mfig.cost_figure(data, "bytes_read_bf16", p.cache_len, style), data)]  # fmt: skip
+    return [
+        View(f"{tag}_flops", mfig.cost_figure(data, "flops", p.cache_len, style), data),
+        View(f"{tag}_bytes", mfig.cost_figure(data, "bytes_read_bf16", p.cache_len, style), data),
+    ]
 
 
 def cost_formulas(p: Params, style: figures.Style) -> list[tuple[str, str]]:
@@ -381,8 +489,13 @@ def cost_formulas(p: Params, style: figures.Style) -> list[tuple[str, str]]:
     out = []
     for path in eng.PATHS:
         cost = eng.path_cost(c, path)
-        label = style.t("mla.formula_label", path=style.t(f"mla.path_{path}"), v=f"{cost.values:,}", s=f"{s:,}",
-                        n=f"{cost.values * s:,}")  # fmt: skip
+        label = style.t(
+            "mla.formula_label",
+            path=style.t(f"mla.path_{path}"),
+            v=f"{cost.values:,}",
+            s=f"{s:,}",
+            n=f"{cost.values * s:,}",
+        )
         out.append((label, flops[path] + rf" = {cost.flops(s):,}"))
     return out
 
@@ -390,9 +503,14 @@ def cost_formulas(p: Params, style: figures.Style) -> list[tuple[str, str]]:
 def cost_sentence(p: Params, style: figures.Style) -> str:
     c, s = p.config, p.cache_len
     n, a, lat = (eng.path_cost(c, x) for x in eng.PATHS)
-    return style.t("mla.cost_line", s=format_tokens(s), f=f"{a.flops(s) / n.flops(s):.2f}",
-                   b=f"{n.read(s) / a.read(s):.1f}", lat=f"{lat.flops(s) / a.flops(s):,.0f}",
-                   ft=f"{a.per_token / n.per_token:.2f}")  # fmt: skip
+    return style.t(
+        "mla.cost_line",
+        s=format_tokens(s),
+        f=f"{a.flops(s) / n.flops(s):.2f}",
+        b=f"{n.read(s) / a.read(s):.1f}",
+        lat=f"{lat.flops(s) / a.flops(s):,.0f}",
+        ft=f"{a.per_token / n.per_token:.2f}",
+    )
 
 
 def timing_sentence(df: pd.DataFrame, cfg: eng.MLAConfig, style: figures.Style) -> str:
@@ -400,16 +518,27 @@ def timing_sentence(df: pd.DataFrame, cfg: eng.MLAConfig, style: figures.Style) 
     top = max(TIMED_LENGTHS)
     at = df[df.cached == top].set_index("path").ms
     key = "mla.time_absorb_faster" if at["absorb"] < at["naive"] else "mla.time_naive_faster"
-    return style.t(key, s=format_tokens(top), a=f"{at['absorb']:.3g}", n=f"{at['naive']:.3g}",
-                   r=f"{max(at) / max(min(at), 1e-9):.2f}", h=cfg.n_heads, dc=cfg.kv_lora_rank)  # fmt: skip
+    return style.t(
+        key,
+        s=format_tokens(top),
+        a=f"{at['absorb']:.3g}",
+        n=f"{at['naive']:.3g}",
+        r=f"{max(at) / max(min(at), 1e-9):.2f}",
+        h=cfg.n_heads,
+        dc=cfg.kv_lora_rank,
+    )
 
 
 def timing_table(df: pd.DataFrame, style: figures.Style) -> pd.DataFrame:
     wide = df.pivot(index="cached", columns="path", values="ms").reset_index()
     t = style.t
-    return pd.DataFrame({t("mla.col_cached"): [f"{int(v):,}" for v in wide["cached"]],
-                         t("mla.col_naive_ms"): [f"{v:.3g}" for v in wide["naive"]],
-                         t("mla.col_absorb_ms"): [f"{v:.3g}" for v in wide["absorb"]]})  # fmt: skip
+    return pd.DataFrame(
+        {
+            t("mla.col_cached"): [f"{int(v):,}" for v in wide["cached"]],
+            t("mla.col_naive_ms"): [f"{v:.3g}" for v in wide["naive"]],
+            t("mla.col_absorb_ms"): [f"{v:.3g}" for v in wide["absorb"]],
+        }
+    )
 
 
 # ---------------------------------------------------------------- the command line's charts

@@ -64,34 +64,74 @@ LOW_IS_STRONG = ("entropy",)  # a low entropy marks a focused head
 class Params:
     """Everything the page's controls set; the field names are the URL keys, the controls the widgets and flags."""
 
-    model: str = control("smollm2-135m", "choice", options=MODELS, help="help.model_pick",
-                         cli_help="smollm2-135m, minilm-l6, or local (with --model-path)")  # fmt: skip
-    model_path: str = control("", "text", hi=400, cli_help="a local model folder or .gguf file",
-                              implies=(("model", "local"),))  # fmt: skip
-    example: str = control("english", "choice", options=EXAMPLES, help="help.model_example",
-                           cli_help="english, chinese, repeated (random tokens twice) or own (--text)")  # fmt: skip
-    text: str = control(EXAMPLE_TEXTS["english"], "text", hi=MODEL_TEXT_CHARS, cli_help="your own text",
-                        implies=(("example", "own"),))  # fmt: skip
-    repeat_len: int = control(24, "int", lo=2, hi=MAX_REPEAT, help="help.repeat_len",
-                              cli_help="random tokens before they repeat (example repeated)")  # fmt: skip
+    model: str = control(
+        "smollm2-135m",
+        "choice",
+        options=MODELS,
+        help="help.model_pick",
+        cli_help="smollm2-135m, minilm-l6, or local (with --model-path)",
+    )
+    model_path: str = control(
+        "", "text", hi=400, cli_help="a local model folder or .gguf file", implies=(("model", "local"),)
+    )
+    example: str = control(
+        "english",
+        "choice",
+        options=EXAMPLES,
+        help="help.model_example",
+        cli_help="english, chinese, repeated (random tokens twice) or own (--text)",
+    )
+    text: str = control(
+        EXAMPLE_TEXTS["english"], "text", hi=MODEL_TEXT_CHARS, cli_help="your own text", implies=(("example", "own"),)
+    )
+    repeat_len: int = control(
+        24,
+        "int",
+        lo=2,
+        hi=MAX_REPEAT,
+        help="help.repeat_len",
+        cli_help="random tokens before they repeat (example repeated)",
+    )
     view: str = control("roles", "choice", options=PAGE_VIEWS)
-    score: str = control("induction", "choice", options=SCORE_CODES, help="help.role_score",
-                         cli_help="the head-roles score drawn")  # fmt: skip
-    layer: int | None = control(None, "int", lo=0, hi=MAX_LAYERS - 1, data=True, help="help.model_layer",
-                                cli_help="the layer drawn (default: the middle one)")  # fmt: skip
-    head: int = control(0, "int", lo=0, hi=MAX_HEADS - 1, data=True, help="help.head",
-                        cli_help="the head of the zoom and step-by-step views")  # fmt: skip
-    q_start: int = control(0, "int", lo=0, hi=8191, data=True, help="help.q_start",
-                           cli_help="first query row of the step-by-step window")  # fmt: skip
-    k_start: int = control(0, "int", lo=0, hi=8191, data=True, help="help.k_start",
-                           cli_help="first key of the step-by-step window")  # fmt: skip
-    cscale: str | None = control(None, "choice", options=("fixed", "fit"), help="help.cscale",
-                                 cli_help="fixed (0..1) or fit; default: fit from 64 keys on")  # fmt: skip
+    score: str = control(
+        "induction", "choice", options=SCORE_CODES, help="help.role_score", cli_help="the head-roles score drawn"
+    )
+    layer: int | None = control(
+        None,
+        "int",
+        lo=0,
+        hi=MAX_LAYERS - 1,
+        data=True,
+        help="help.model_layer",
+        cli_help="the layer drawn (default: the middle one)",
+    )
+    head: int = control(
+        0,
+        "int",
+        lo=0,
+        hi=MAX_HEADS - 1,
+        data=True,
+        help="help.head",
+        cli_help="the head of the zoom and step-by-step views",
+    )
+    q_start: int = control(
+        0, "int", lo=0, hi=8191, data=True, help="help.q_start", cli_help="first query row of the step-by-step window"
+    )
+    k_start: int = control(
+        0, "int", lo=0, hi=8191, data=True, help="help.k_start", cli_help="first key of the step-by-step window"
+    )
+    cscale: str | None = control(
+        None,
+        "choice",
+        options=("fixed", "fit"),
+        help="help.cscale",
+        cli_help="fixed (0..1) or fit; default: fit from 64 keys on",
+    )
     pool: str = control("max", "choice", options=hm.REDUCES, help="help.pool", cli_help="what a pooled cell shows")
-    gen_tokens: int = control(32, "int", lo=1, hi=MAX_GEN_TOKENS, help="help.gen_tokens",
-                              cli_help="tokens to generate")  # fmt: skip
-    gen_compare: bool = control(True, "bool", help="help.gen_compare",
-                                cli_help="do not also time recomputing without the cache")  # fmt: skip
+    gen_tokens: int = control(32, "int", lo=1, hi=MAX_GEN_TOKENS, help="help.gen_tokens", cli_help="tokens to generate")
+    gen_compare: bool = control(
+        True, "bool", help="help.gen_compare", cli_help="do not also time recomputing without the cache"
+    )
     seed: int = control(0, "seed", cli_help="the seed of the random tokens")
 
     def __post_init__(self) -> None:
@@ -207,8 +247,11 @@ def gen_steps(model: LoadedModel, spec: GenSpec) -> Iterator[GenPair]:
     """
     ids = spec.inp.ids
     cached = generate(model, spec.inp.text, spec.n_new, use_cache=True, rows=True, prompt_ids=ids)
-    plain = generate(model, spec.inp.text, spec.n_new, use_cache=False, rows=False, prompt_ids=ids) if spec.compare \
-        else None  # fmt: skip
+    plain = (
+        generate(model, spec.inp.text, spec.n_new, use_cache=False, rows=False, prompt_ids=ids)
+        if spec.compare
+        else None
+    )
     prev: GenPair | None = None
     try:
         for step in cached:
@@ -256,9 +299,15 @@ def role_table(df: pd.DataFrame, style: figures.Style) -> pd.DataFrame:
     for score in SCORE_CODES:
         top = df.nsmallest(TOP_HEADS, score) if score in LOW_IS_STRONG else df.nlargest(TOP_HEADS, score)
         for r in top.itertuples():
-            rows.append({style.t("models.col_role"): style.t(f"opt.score.{score}"), style.t("models.col_layer"):
-                         int(r.layer), style.t("models.col_head"): int(r.head),
-                         style.t("models.col_kv"): int(r.kv_head), style.t("models.col_score"): round(getattr(r, score), 3)})  # fmt: skip
+            rows.append(
+                {
+                    style.t("models.col_role"): style.t(f"opt.score.{score}"),
+                    style.t("models.col_layer"): int(r.layer),
+                    style.t("models.col_head"): int(r.head),
+                    style.t("models.col_kv"): int(r.kv_head),
+                    style.t("models.col_score"): round(getattr(r, score), 3),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -270,8 +319,10 @@ def strongest(df: pd.DataFrame, score: str, n: int = TOP_HEADS) -> list[tuple[in
 
 def open_choices(model: LoadedModel, df: pd.DataFrame, score: str, style: figures.Style) -> dict[tuple[int, int], str]:
     """The strongest heads of ``score`` as ``{(layer, head): label}``, the page's "open a head" choices."""
-    return {(layer, head): style.t("models.open_label", layer=layer, head=head, kv=model.kv_head(head), v=f"{v:.2f}")
-            for layer, head, v in strongest(df, score)}  # fmt: skip
+    return {
+        (layer, head): style.t("models.open_label", layer=layer, head=head, kv=model.kv_head(head), v=f"{v:.2f}")
+        for layer, head, v in strongest(df, score)
+    }
 
 
 def group_similarity(df: pd.DataFrame, score: str) -> tuple[float, float] | None:
@@ -303,14 +354,29 @@ def gqa_note(model: LoadedModel, df: pd.DataFrame, score: str, style: figures.St
     kv = model.kv_head(head)
     mates = df[(df.layer == layer) & (df.kv_head == kv)].sort_values("head")
     mates_text = ", ".join(f"{int(r.head)}: {getattr(r, score):.2f}" for r in mates.itertuples())
-    return t(f"models.gqa_{verdict}", score=name, within=f"{within:.3f}", between=f"{between:.3f}",
-             ratio=f"{ratio:.2f}", per=model.n_rep, layer=layer, head=head, kv=kv, value=f"{value:.2f}",
-             mates=mates_text)  # fmt: skip
+    return t(
+        f"models.gqa_{verdict}",
+        score=name,
+        within=f"{within:.3f}",
+        between=f"{between:.3f}",
+        ratio=f"{ratio:.2f}",
+        per=model.n_rep,
+        layer=layer,
+        head=head,
+        kv=kv,
+        value=f"{value:.2f}",
+        mates=mates_text,
+    )
 
 
 def roles_method(model: LoadedModel, df: pd.DataFrame, style: figures.Style) -> str:
-    return style.t("models.roles_method", n=df.attrs.get("seq_len", ROLE_SEQ_LEN), k=df.attrs.get("n_seqs", ROLE_SEQS),
-                   seed=df.attrs.get("seed", 0), title=model.title)  # fmt: skip
+    return style.t(
+        "models.roles_method",
+        n=df.attrs.get("seq_len", ROLE_SEQ_LEN),
+        k=df.attrs.get("n_seqs", ROLE_SEQS),
+        seed=df.attrs.get("seed", 0),
+        title=model.title,
+    )
 
 
 def scale_summary(res: ScaleResult, style: figures.Style) -> str:
@@ -318,19 +384,34 @@ def scale_summary(res: ScaleResult, style: figures.Style) -> str:
     tab, rnd = res.table, res.random.iloc[0]
     hi = tab.loc[tab.scaled_var.idxmax()]
     peakier = int((tab.max_weight > rnd.max_weight).sum())
-    return style.t("models.scale_summary", t=res.n_tokens, lo=f"{tab.scaled_var.min():.3g}",
-                   hi=f"{tab.scaled_var.max():.3g}", hi_layer=int(hi.layer), rnd=f"{rnd.scaled_var:.3g}",
-                   raw_rnd=f"{rnd.score_var:.3g}", d=res.head_dim, mw_lo=f"{tab.max_weight.min():.2f}",
-                   mw_hi=f"{tab.max_weight.max():.2f}", mw_rnd=f"{rnd.max_weight:.2f}", peakier=peakier,
-                   n=len(tab))  # fmt: skip
+    return style.t(
+        "models.scale_summary",
+        t=res.n_tokens,
+        lo=f"{tab.scaled_var.min():.3g}",
+        hi=f"{tab.scaled_var.max():.3g}",
+        hi_layer=int(hi.layer),
+        rnd=f"{rnd.scaled_var:.3g}",
+        raw_rnd=f"{rnd.score_var:.3g}",
+        d=res.head_dim,
+        mw_lo=f"{tab.max_weight.min():.2f}",
+        mw_hi=f"{tab.max_weight.max():.2f}",
+        mw_rnd=f"{rnd.max_weight:.2f}",
+        peakier=peakier,
+        n=len(tab),
+    )
 
 
 # ---------------------------------------------------------------- generation: numbers and sentences
 def gen_series(pairs: Sequence[GenPair], x_max: int) -> mf.DecodeSeries:
     steps = [p.cached for p in pairs]
     y_max = max([s.formula_bytes for s in steps] + [1])
-    return mf.DecodeSeries([s.seq_len for s in steps], [s.cache_bytes for s in steps],
-                           [s.formula_bytes for s in steps], x_max=x_max, y_max=y_max)  # fmt: skip
+    return mf.DecodeSeries(
+        [s.seq_len for s in steps],
+        [s.cache_bytes for s in steps],
+        [s.formula_bytes for s in steps],
+        x_max=x_max,
+        y_max=y_max,
+    )
 
 
 def gen_x_max(spec: GenSpec, n_prompt: int) -> int:
@@ -355,8 +436,14 @@ def gen_summary(pairs: Sequence[GenPair], spec: GenSpec, stopped: bool, style: f
     if pairs:
         equal = all(p.cached.cache_bytes == p.cached.formula_bytes for p in pairs)
         last = pairs[-1].cached
-        parts.append(t("models.gen_equal" if equal else "models.gen_unequal", n=n, s=last.seq_len,
-                       b=format_bytes_exact(last.cache_bytes)))  # fmt: skip
+        parts.append(
+            t(
+                "models.gen_equal" if equal else "models.gen_unequal",
+                n=n,
+                s=last.seq_len,
+                b=format_bytes_exact(last.cache_bytes),
+            )
+        )
         if pairs[-1].cached.eos:
             parts.append(t("models.gen_eos", n=n))
         with_c, without = speed(pairs)
@@ -395,29 +482,38 @@ def gen_text(model: LoadedModel, inp: ModelText, pairs: Sequence[GenPair]) -> st
 
 def gen_frame(pairs: Sequence[GenPair]) -> pd.DataFrame:
     """One row per generated token: the token, the context, the measured and formula cache bytes, the times."""
-    return pd.DataFrame({
-        "step": [p.cached.step for p in pairs],
-        "token": [p.cached.token for p in pairs],
-        "token_id": [p.cached.token_id for p in pairs],
-        "context_tokens": [p.cached.seq_len for p in pairs],
-        "cache_bytes_measured": [p.cached.cache_bytes for p in pairs],
-        "cache_bytes_formula": [p.cached.formula_bytes for p in pairs],
-        "ms_with_cache": [p.cached.seconds * 1e3 for p in pairs],
-        "ms_recomputing": [p.recomputed.seconds * 1e3 if p.recomputed else None for p in pairs],
-        "token_recomputing": [p.recomputed.token if p.recomputed else None for p in pairs],
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "step": [p.cached.step for p in pairs],
+            "token": [p.cached.token for p in pairs],
+            "token_id": [p.cached.token_id for p in pairs],
+            "context_tokens": [p.cached.seq_len for p in pairs],
+            "cache_bytes_measured": [p.cached.cache_bytes for p in pairs],
+            "cache_bytes_formula": [p.cached.formula_bytes for p in pairs],
+            "ms_with_cache": [p.cached.seconds * 1e3 for p in pairs],
+            "ms_recomputing": [p.recomputed.seconds * 1e3 if p.recomputed else None for p in pairs],
+            "token_recomputing": [p.recomputed.token if p.recomputed else None for p in pairs],
+        }
+    )
 
 
-def gen_views(pairs: Sequence[GenPair], spec: GenSpec, prompt: Sequence[str], shape: tuple[int, int],
-              style: figures.Style) -> list[View]:  # fmt: skip
+def gen_views(
+    pairs: Sequence[GenPair], spec: GenSpec, prompt: Sequence[str], shape: tuple[int, int], style: figures.Style
+) -> list[View]:
     """The cache against the formula, the time per token, and the newest token's attention row in layer
     ``shape[0]`` (the model has ``shape[1]`` KV heads)."""
     x_max = gen_x_max(spec, len(prompt))
     data = gen_frame(pairs)
     mem = mf.decode_memory_figure(gen_series(pairs, x_max), style)
     recompute = [p.recomputed.seconds * 1e3 for p in pairs] if pairs and pairs[0].recomputed else None
-    time_fig = mf.decode_time_figure([p.cached.seq_len for p in pairs], [p.cached.seconds * 1e3 for p in pairs],
-                                     recompute, x_max=x_max, style=style, title=style.t("models.time_title"))  # fmt: skip
+    time_fig = mf.decode_time_figure(
+        [p.cached.seq_len for p in pairs],
+        [p.cached.seconds * 1e3 for p in pairs],
+        recompute,
+        x_max=x_max,
+        style=style,
+        title=style.t("models.time_title"),
+    )
     out = [View("gen_cache", mem, data), View("gen_time", time_fig, data)]
     last = pairs[-1].cached if pairs else None
     if last is not None and last.attention is not None:
@@ -441,9 +537,20 @@ def newest_row_view(step: GenStep, context: Sequence[str], layer: int, n_kv_head
 
 # ---------------------------------------------------------------- the heatmaps page's steps, on a real layer
 grid_maps, zoom_maps, step_window, grid_view, step_views, step_columns = (
-    hm.grid_maps, hm.zoom_maps, hm.step_window, hm.grid_view, hm.step_views, hm.step_columns)  # fmt: skip
+    hm.grid_maps,
+    hm.zoom_maps,
+    hm.step_window,
+    hm.grid_view,
+    hm.step_views,
+    hm.step_columns,
+)
 read_help, is_pooled, default_cscale, ZOOM_SIDE, STEP_WINDOW = (
-    hm.read_help, hm.is_pooled, hm.default_cscale, hm.ZOOM_SIDE, hm.STEP_WINDOW)  # fmt: skip
+    hm.read_help,
+    hm.is_pooled,
+    hm.default_cscale,
+    hm.ZOOM_SIDE,
+    hm.STEP_WINDOW,
+)
 grid_side = figures.grid_side
 model_line, step_texts = hm.model_line, hm.step_texts  # the models page shows the heatmaps page's steps
 
@@ -462,17 +569,23 @@ def source_line(model: LoadedModel, style: figures.Style) -> str:
 def roles_view(df: pd.DataFrame, model: LoadedModel, score: str, style: figures.Style) -> View:
     """The layers × heads map of one role score, heads framed by the KV head they share."""
     mat = df.pivot(index="layer", columns="head", values=score).to_numpy(dtype=np.float32)
-    fig = modfig.roles_figure(mat, model.n_kv_heads, style.t(f"opt.score.{score}"),
-                              style.t("models.roles_title", score=style.t(f"opt.score.{score}"), title=model.title),
-                              style)  # fmt: skip
+    fig = modfig.roles_figure(
+        mat,
+        model.n_kv_heads,
+        style.t(f"opt.score.{score}"),
+        style.t("models.roles_title", score=style.t(f"opt.score.{score}"), title=model.title),
+        style,
+    )
     return View(f"head_roles_{score}", fig, df)
 
 
 def scale_views(res: ScaleResult, style: figures.Style) -> list[View]:
     """Per layer: the variance of q·k and of the scaled scores; the largest weight, saturated rows and entropy."""
     data = res.table.assign(**{f"random_{c}": float(res.random.iloc[0][c]) for c in res.table.columns if c != "layer"})
-    return [View("score_variance", modfig.variance_figure(res, style), data),
-            View("softmax_peak", modfig.peak_figure(res, style), data)]  # fmt: skip
+    return [
+        View("score_variance", modfig.variance_figure(res, style), data),
+        View("softmax_peak", modfig.peak_figure(res, style), data),
+    ]
 
 
 # ---------------------------------------------------------------- the command line's charts

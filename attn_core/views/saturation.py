@@ -54,21 +54,38 @@ class Draw:
 class Params:
     """Everything the page's controls set; the field names are the URL keys, the controls the widgets and flags."""
 
-    head_dim: int = control(DEFAULT_D_K, "pow2", lo=1, hi=MAX_HEAD_DIM, help="help.sat_d_k", cli="--d-k",
-                            cli_help="head dimension d_k")  # fmt: skip
+    head_dim: int = control(
+        DEFAULT_D_K, "pow2", lo=1, hi=MAX_HEAD_DIM, help="help.sat_d_k", cli="--d-k", cli_help="head dimension d_k"
+    )
     scaling: bool = control(True, "bool", help="help.scaling", cli_help="do not divide the scores by sqrt(d_k)")
-    seq_len: int = control(16, "int", lo=2, hi=stats.MAX_SEQ_LEN, help="help.sat_seq_len",
-                           cli_help="keys (and queries) of each sampled sequence")  # fmt: skip
+    seq_len: int = control(
+        16,
+        "int",
+        lo=2,
+        hi=stats.MAX_SEQ_LEN,
+        help="help.sat_seq_len",
+        cli_help="keys (and queries) of each sampled sequence",
+    )
     samples: int = control(256, "pow2", lo=16, hi=16384, help="help.samples", cli_help="random sequences per d_k")
-    temperature: float = control(1.0, "float", lo=0.1, hi=5.0, step=0.1, help="help.temperature",
-                                 cli_help="softmax temperature τ")  # fmt: skip
-    dist: str = control("normal", "choice", options=stats.DISTRIBUTIONS, help="help.dist",
-                        cli_help="q/k entries: normal or projected")  # fmt: skip
-    row: int = control(0, "int", lo=0, hi=stats.MAX_SEQ_LEN - 1, data=True, help="help.row",
-                       cli_help="the query row of the row and float16 views")  # fmt: skip
+    temperature: float = control(
+        1.0, "float", lo=0.1, hi=5.0, step=0.1, help="help.temperature", cli_help="softmax temperature τ"
+    )
+    dist: str = control(
+        "normal", "choice", options=stats.DISTRIBUTIONS, help="help.dist", cli_help="q/k entries: normal or projected"
+    )
+    row: int = control(
+        0,
+        "int",
+        lo=0,
+        hi=stats.MAX_SEQ_LEN - 1,
+        data=True,
+        help="help.row",
+        cli_help="the query row of the row and float16 views",
+    )
     seed: int = control(0, "seed", cli_help="the sample's seed")
-    text: str | None = control(None, "text", hi=MAX_TEXT_CHARS, cli_only=True,
-                               cli_help="sets --seq-len to its number of words (at least 2)")  # fmt: skip
+    text: str | None = control(
+        None, "text", hi=MAX_TEXT_CHARS, cli_only=True, cli_help="sets --seq-len to its number of words (at least 2)"
+    )
 
     def __post_init__(self) -> None:
         check_choices(self)
@@ -108,8 +125,9 @@ def saturation_sweep(
 ) -> pd.DataFrame:
     """Saturation and gradients at every d_k of :data:`attn_core.saturation.stats.SWEEP_D_K`, unscaled and scaled;
     from ``scores`` (:func:`sweep_scores` of ``draw``) when given, so a τ move does not sample again."""
-    return stats.saturation_sweep(stats.SWEEP_D_K, draw.seq_len, draw.samples, draw.seed, device, draw.dist,
-                                  temperature, scores)  # fmt: skip
+    return stats.saturation_sweep(
+        stats.SWEEP_D_K, draw.seq_len, draw.samples, draw.seed, device, draw.dist, temperature, scores
+    )
 
 
 #: Work (scores measured × their d_k) above which the page shows a spinner while a step computes. The default
@@ -162,8 +180,9 @@ def example_maps(
     :data:`~attn_core.figures.saturation.MAX_HEATMAP_CELLS`; from ``qk`` (:func:`first_sequence` of ``draw`` and
     ``d_k``) when given, so nothing is drawn."""
     if qk is None:
-        return stats.example_maps(d_k, draw.seq_len, draw.samples, draw.seed, draw.dist, temperature,
-                                  fs.MAX_HEATMAP_CELLS, device)  # fmt: skip
+        return stats.example_maps(
+            d_k, draw.seq_len, draw.samples, draw.seed, draw.dist, temperature, fs.MAX_HEATMAP_CELLS, device
+        )
     if qk[0].shape != (draw.seq_len, d_k):
         raise ValueError(f"qk holds q {qk[0].shape}, not the first sequence's ({draw.seq_len}, {d_k})")
     return stats.sequence_maps(qk[0], qk[1], temperature, fs.MAX_HEATMAP_CELLS, device)
@@ -283,8 +302,12 @@ def row_view(p: Params, result: stats.RowSoftmax, style: Style = Style()) -> Vie
     """View 5: query ``p.row`` as softmax bars with its Jacobian (``result`` of :func:`row_softmax`)."""
     labels = synthetic_tokens(len(result.p))
     q = f"{labels[p.row]} ({p.row})"
-    formula = style.t("sat.row_formula_on" if p.scaling else "sat.row_formula_off", q=q, sq=f"{p.sqrt_d:.4g}",
-                      tau=f"{p.temperature:g}")  # fmt: skip
+    formula = style.t(
+        "sat.row_formula_on" if p.scaling else "sat.row_formula_off",
+        q=q,
+        sq=f"{p.sqrt_d:.4g}",
+        tau=f"{p.temperature:g}",
+    )
     fig = fs.row_figure(result, labels, q, formula, style)
     return View(f"row{p.row}_dk{p.head_dim}", fig, partial(row_data, result))
 
@@ -308,8 +331,15 @@ def float16_table(p: Params, demo: stats.Float16Demo, style: Style) -> tuple[str
 # ---------------------------------------------------------------- what the page says about the current settings
 def summary(p: Params, sample: stats.ScoreSample, style: Style) -> str:
     """The measured variances at ``p``'s d_k against the theory."""
-    return style.t("sat.summary", d=p.head_dim, sq=f"{p.sqrt_d:.4g}", inv=f"{1 / p.sqrt_d:.4g}",
-                   n=f"{sample.n_scores:,}", var=f"{sample.raw_var:.4g}", svar=f"{sample.scaled_var:.4g}")  # fmt: skip
+    return style.t(
+        "sat.summary",
+        d=p.head_dim,
+        sq=f"{p.sqrt_d:.4g}",
+        inv=f"{1 / p.sqrt_d:.4g}",
+        n=f"{sample.n_scores:,}",
+        var=f"{sample.raw_var:.4g}",
+        svar=f"{sample.scaled_var:.4g}",
+    )
 
 
 def measured_note(p: Params, style: Style) -> str | None:
@@ -321,15 +351,27 @@ def measured_note(p: Params, style: Style) -> str | None:
         key, note = "sat.measured_queries", "projected_queries"
     else:
         key, note = ("sat.measured_seq1" if plan.sequences == 1 else "sat.measured_seqs"), "projected_seqs"
-    rows = style.t(key, rows=f"{plan.rows:,}", total=f"{plan.total_rows:,}", m=f"{plan.sequences:,}",
-                   n=f"{plan.n_samples:,}", t=f"{plan.seq_len:,}", scores=f"{plan.scores:,}")  # fmt: skip
+    rows = style.t(
+        key,
+        rows=f"{plan.rows:,}",
+        total=f"{plan.total_rows:,}",
+        m=f"{plan.sequences:,}",
+        n=f"{plan.n_samples:,}",
+        t=f"{plan.seq_len:,}",
+        scores=f"{plan.scores:,}",
+    )
     return rows + " " + style.t("sat.sample_note." + ("normal" if p.dist == "normal" else note))
 
 
 def current_line(p: Params, style: Style) -> str:
     """What softmax receives with the current scaling and τ: the factor applied to q·k."""
-    return style.t("sat.current_on" if p.scaling else "sat.current_off", d=p.head_dim, sq=f"{p.sqrt_d:.4g}",
-                   tau=f"{p.temperature:g}", c=f"{p.factor / p.temperature:.4g}")  # fmt: skip
+    return style.t(
+        "sat.current_on" if p.scaling else "sat.current_off",
+        d=p.head_dim,
+        sq=f"{p.sqrt_d:.4g}",
+        tau=f"{p.temperature:g}",
+        c=f"{p.factor / p.temperature:.4g}",
+    )
 
 
 def maps_caption(p: Params, cur: dict[bool, dict[str, float]], style: Style) -> str:
@@ -354,8 +396,9 @@ def gradient_sentences(p: Params, cur: dict[bool, dict[str, float]], style: Styl
     u, s = cur[False], cur[True]
     f = stats.gradient_findings(cur)
     g, t = "{:.3g}".format, style.t
-    small = dict(small_u=f"{u['grad_q_norm_small']:.1%}", small_s=f"{s['grad_q_norm_small']:.1%}",
-                 thr=f"{stats.SMALL_NORM:g}")  # fmt: skip
+    small = dict(
+        small_u=f"{u['grad_q_norm_small']:.1%}", small_s=f"{s['grad_q_norm_small']:.1%}", thr=f"{stats.SMALL_NORM:g}"
+    )
     med_u, med_s = u["grad_q_norm_median"], s["grad_q_norm_median"]
     if f.identical:
         return [t("sat.grad.identical", mean_u=g(u["grad_q_norm"]), med_u=g(med_u), **small)]
@@ -369,11 +412,19 @@ def gradient_sentences(p: Params, cur: dict[bool, dict[str, float]], style: Styl
     else:
         out.append(t("sat.grad.mean", **means))
     out.append(
-        t("sat.grad.z", cmp_mean=t(f"sat.grad.cmp.{f.mean_z}"), cmp_median=t(f"sat.grad.cmp.{f.median_z}"),
-          cmp_j=t(f"sat.grad.cmp.{f.mean_j}"), zu=g(u["grad_norm"]), zs=g(s["grad_norm"]),
-          zmu=g(u["grad_norm_median"]), zms=g(s["grad_norm_median"]), ju=g(u["jacobian_norm"]),
-          js=g(s["jacobian_norm"]))
-    )  # fmt: skip
+        t(
+            "sat.grad.z",
+            cmp_mean=t(f"sat.grad.cmp.{f.mean_z}"),
+            cmp_median=t(f"sat.grad.cmp.{f.median_z}"),
+            cmp_j=t(f"sat.grad.cmp.{f.mean_j}"),
+            zu=g(u["grad_norm"]),
+            zs=g(s["grad_norm"]),
+            zmu=g(u["grad_norm_median"]),
+            zms=g(s["grad_norm_median"]),
+            ju=g(u["jacobian_norm"]),
+            js=g(s["jacobian_norm"]),
+        )
+    )
     if f.mean_j == "higher":
         out.append(t("sat.grad.spread", t=f"{p.seq_len:,}", u=g(even_jacobian(p.seq_len)), js=g(s["jacobian_norm"])))
     return out
@@ -381,8 +432,14 @@ def gradient_sentences(p: Params, cur: dict[bool, dict[str, float]], style: Styl
 
 def grad_how(p: Params, style: Style) -> str:
     """How the gradients are measured, with ``p``'s d_k and τ and the factors c they give."""
-    return style.t("sat.grad_how.body", d=p.head_dim, tau=f"{p.temperature:g}", sq=f"{p.sqrt_d:.4g}",
-                   cs=f"{1 / (p.sqrt_d * p.temperature):.4g}", cu=f"{1 / p.temperature:.4g}")  # fmt: skip
+    return style.t(
+        "sat.grad_how.body",
+        d=p.head_dim,
+        tau=f"{p.temperature:g}",
+        sq=f"{p.sqrt_d:.4g}",
+        cs=f"{1 / (p.sqrt_d * p.temperature):.4g}",
+        cu=f"{1 / p.temperature:.4g}",
+    )
 
 
 def float16_caption(style: Style) -> str:
@@ -397,17 +454,30 @@ def float16_verdict(p: Params, demo: stats.Float16Demo, style: Style) -> str:
 
 def why_var(p: Params, sample: stats.ScoreSample | None, style: Style) -> str:
     """Why Var(q·k) = d_k, with ``p``'s d_k and the measured variances (— when they could not be measured)."""
-    return style.t("sat.why_var.body", d=p.head_dim, sq=f"{p.sqrt_d:.4g}", inv=f"{1 / p.sqrt_d:.4g}",
-                   var="—" if sample is None else f"{sample.raw_var:.4g}",
-                   svar="—" if sample is None else f"{sample.scaled_var:.4g}")  # fmt: skip
+    return style.t(
+        "sat.why_var.body",
+        d=p.head_dim,
+        sq=f"{p.sqrt_d:.4g}",
+        inv=f"{1 / p.sqrt_d:.4g}",
+        var="—" if sample is None else f"{sample.raw_var:.4g}",
+        svar="—" if sample is None else f"{sample.scaled_var:.4g}",
+    )
 
 
 def saturation_cost(p: Params, cur: dict[bool, dict[str, float]], style: Style) -> str:
     """What saturation does to the gradient, with the measured largest weights and saturated rows at ``p``'s d_k."""
     u, s = cur[False], cur[True]
-    return style.t("sat.cost.body", d=p.head_dim, thr=f"{stats.SMALL_NORM:g}", t=f"{p.seq_len:,}",
-                   u=f"{even_jacobian(p.seq_len):.3g}", mw_u=f"{u['max_weight']:.3f}", mw_s=f"{s['max_weight']:.3f}",
-                   sat_u=f"{u['saturated_frac']:.1%}", sat_s=f"{s['saturated_frac']:.1%}")  # fmt: skip
+    return style.t(
+        "sat.cost.body",
+        d=p.head_dim,
+        thr=f"{stats.SMALL_NORM:g}",
+        t=f"{p.seq_len:,}",
+        u=f"{even_jacobian(p.seq_len):.3g}",
+        mw_u=f"{u['max_weight']:.3f}",
+        mw_s=f"{s['max_weight']:.3f}",
+        sat_u=f"{u['saturated_frac']:.1%}",
+        sat_s=f"{s['saturated_frac']:.1%}",
+    )
 
 
 # ---------------------------------------------------------------- the command line's charts

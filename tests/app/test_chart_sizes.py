@@ -19,10 +19,20 @@ CASES = [
     ("pages/heatmaps.py", {**LONG, "view": "steps", "head_dim": "256", "n_heads": "16", "n_kv_heads": "16"}),
     ("pages/heatmaps.py", {**LONG, "view": "entropy", "n_heads": "64", "n_kv_heads": "1"}),
     ("pages/kv_cache.py", {"model": "deepseek-v3", "seq_len": "1048576", "batch": "256", "stack_weights": "true"}),
-    ("pages/kv_cache.py", {"model": "custom", "n_heads": "128", "n_kv_heads": "128", "head_dim": "256",
-                           "n_layers": "128", "seq_len": "1048576", "y_scale": "linear"}),
+    (
+        "pages/kv_cache.py",
+        {
+            "model": "custom",
+            "n_heads": "128",
+            "n_kv_heads": "128",
+            "head_dim": "256",
+            "n_layers": "128",
+            "seq_len": "1048576",
+            "y_scale": "linear",
+        },
+    ),
     ("pages/conv_attention.py", {"view": "image", "image_size": "64", "k": "7", "alpha": "0.05"}),  # 49 heads' maps
-]  # fmt: skip
+]
 # and every registered page as it opens, so a new page is measured as soon as it exists
 CASES += [(p.script, {}) for p in PAGES]
 

@@ -19,8 +19,9 @@ from ui import chart_theme as ct
 
 def grid_spec() -> dict:
     p = hm.Params()
-    fig = figures.apply_fonts(hm.grid_view(hm.grid_maps(p.layer(), p.pool), figures.Style(), p.fit).figure,
-                              figures.Style())  # fmt: skip
+    fig = figures.apply_fonts(
+        hm.grid_view(hm.grid_maps(p.layer(), p.pool), figures.Style(), p.fit).figure, figures.Style()
+    )
     return figures.figure_spec(fig)
 
 
@@ -116,11 +117,22 @@ def test_near_black_lines_take_the_text_colour_and_dark_greys_are_mirrored_in_th
 
 @pytest.mark.parametrize(
     ("colour", "dark"),
-    [("#222222", "TEXT"), ("#333333", "#cccccc"), ("#444", "#bbbbbb"), ("#666666", "#999999"),
-     ("#777777", "#777777"), ("#9a9a9a", "#9a9a9a"), ("#0072B2", "#0072B2"), ("rgba(60,60,60,0.55)",
-     "rgba(195,195,195,0.55)"), ("rgba(0,0,0,0)", "rgba(0,0,0,0)"), ("rgba(200,200,200,0.5)", "rgba(200,200,200,0.5)"),
-     ("white", "white"), (None, None), (["#222222"], ["#222222"])],
-)  # fmt: skip
+    [
+        ("#222222", "TEXT"),
+        ("#333333", "#cccccc"),
+        ("#444", "#bbbbbb"),
+        ("#666666", "#999999"),
+        ("#777777", "#777777"),
+        ("#9a9a9a", "#9a9a9a"),
+        ("#0072B2", "#0072B2"),
+        ("rgba(60,60,60,0.55)", "rgba(195,195,195,0.55)"),
+        ("rgba(0,0,0,0)", "rgba(0,0,0,0)"),
+        ("rgba(200,200,200,0.5)", "rgba(200,200,200,0.5)"),
+        ("white", "white"),
+        (None, None),
+        (["#222222"], ["#222222"]),
+    ],
+)
 def test_mirrored_greys(colour, dark):
     text = ct.themes()["dark"]["layout"]["font"]["color"]
     assert ct.mirrored(colour, text) == (text if dark == "TEXT" else dark)
@@ -128,9 +140,17 @@ def test_mirrored_greys(colour, dark):
 
 @pytest.mark.parametrize(
     ("colour", "dark"),
-    [("#f7f7f7", "#262626"), ("#eeeeee", "#2f2f2f"), ("#ffffff", "#1e1e1e"), ("#dddddd", "#404040"),
-     ("#dcdcdc", "#dcdcdc"), ("#fde3a7", "#fde3a7"), ("rgba(238,238,238,0.5)", "rgba(238,238,238,0.5)"), (None, None)],
-)  # fmt: skip
+    [
+        ("#f7f7f7", "#262626"),
+        ("#eeeeee", "#2f2f2f"),
+        ("#ffffff", "#1e1e1e"),
+        ("#dddddd", "#404040"),
+        ("#dcdcdc", "#dcdcdc"),
+        ("#fde3a7", "#fde3a7"),
+        ("rgba(238,238,238,0.5)", "rgba(238,238,238,0.5)"),
+        (None, None),
+    ],
+)
 def test_light_grey_fills_are_dark_in_the_dark_scheme(colour, dark):
     """Opaque light greys from #dddddd up (255 - v + 0x1e): a slab drawn for white paper is a dark slab on dark
     paper; a colour, a see-through fill or a mid grey stays."""
@@ -186,8 +206,16 @@ def test_annotations_drawn_for_a_white_background_read_on_the_dark_one():
     spec = {"data": [], "layout": {"annotations": notes, "shapes": shapes}}
     dark = ct.browser_spec(spec, dark=True)["layout"]
     got = [(n.get("bgcolor"), n.get("font", {}).get("color")) for n in dark["annotations"]]
-    assert got == [(halo, "#cccccc"), (halo, "#D55E00"), (halo.replace("0.85", "0.8"), None),
-                   ("#fde3a7", ct.INK), ("#f2f2f2", ct.INK), (None, "#bbbbbb"), (None, ct.INK), (None, None)]  # fmt: skip
+    assert got == [
+        (halo, "#cccccc"),
+        (halo, "#D55E00"),
+        (halo.replace("0.85", "0.8"), None),
+        ("#fde3a7", ct.INK),
+        ("#f2f2f2", ct.INK),
+        (None, "#bbbbbb"),
+        (None, ct.INK),
+        (None, None),
+    ]
     assert dark["annotations"][-1]["arrowcolor"] == "#888888" and dark["shapes"][0]["line"]["color"] == "#aaaaaa"
     assert dark["shapes"][1] == {**block, "line": {"color": "#999999"}}  # the block keeps its fill
     light = ct.browser_spec(spec)["layout"]
@@ -235,8 +263,10 @@ def test_a_figure_that_names_pinned_axes_gets_them_pinned_in_the_browser():
 
 
 def test_y_axes_draw_every_label_and_x_axes_keep_plotlys_default():
-    spec = {"data": [{"type": "scatter", "x": [1, 2], "y": [3, 4], "yaxis": "y2"}],
-            "layout": {"yaxis2": {"ticklabeloverflow": "hide past domain"}, "xaxis": {"title": {"text": "n"}}}}  # fmt: skip
+    spec = {
+        "data": [{"type": "scatter", "x": [1, 2], "y": [3, 4], "yaxis": "y2"}],
+        "layout": {"yaxis2": {"ticklabeloverflow": "hide past domain"}, "xaxis": {"title": {"text": "n"}}},
+    }
     lay = ct.browser_spec(spec)["layout"]
     assert lay["yaxis"]["ticklabeloverflow"] == ct.Y_OVERFLOW == "allow"  # plotly's first y axis, themed
     assert lay["yaxis2"]["ticklabeloverflow"] == "hide past domain"  # a figure's own choice wins

@@ -116,8 +116,17 @@ def test_bad_url_values_say_what_to_change(app_test):
 
 
 def test_prefill_decode_measured_on_request(app_test):
-    at = app_test(PAGE, query={"view": "prefill_decode", "seq_len": "256", "d_model": "64", "n_heads": "2",
-                               "n_kv_heads": "1", "head_dim": "32"})  # fmt: skip
+    at = app_test(
+        PAGE,
+        query={
+            "view": "prefill_decode",
+            "seq_len": "256",
+            "d_model": "64",
+            "n_heads": "2",
+            "n_kv_heads": "1",
+            "head_dim": "32",
+        },
+    )
     at.toggle(key="cx_pd_measure").set_value(True).run()
     no_exception(at)
     flops, timed = chart_specs(at)

@@ -31,8 +31,9 @@ def test_line_view_draws_the_softmax_rows_and_measures_the_window(app_test):
     at = app_test(PAGE, query={"seq_len": "30", "query": "14", "shift": "-2", "alpha": "0.5", "k": "5"})
     no_exception(at)
     score, window, heads = chart_specs(at)
-    np.testing.assert_allclose(arr(window["data"][0]["y"]), ca.quadratic_weights_1d(30, -2, 0.5)[14].numpy(),
-                               rtol=1e-12, atol=1e-15)  # fmt: skip
+    np.testing.assert_allclose(
+        arr(window["data"][0]["y"]), ca.quadratic_weights_1d(30, -2, 0.5)[14].numpy(), rtol=1e-12, atol=1e-15
+    )
     np.testing.assert_allclose(arr(score["data"][0]["y"]), -0.5 * ((np.arange(30) - 14 + 2) ** 2 - 4), rtol=1e-12)
     assert [d["name"] for d in heads["data"]] == ["Δ = -2", "Δ = -1", "Δ = +0", "Δ = +1", "Δ = +2"]
     for i, s in enumerate(range(-2, 3)):
@@ -43,8 +44,15 @@ def test_line_view_draws_the_softmax_rows_and_measures_the_window(app_test):
 
 
 def test_image_view_maps_peak_at_query_plus_shift_and_the_output_is_conv2d(app_test):
-    q = {"view": "image", "pattern": "gradient", "image_size": "12", "kernel": "sharpen", "alpha": "10",
-         "q_row": "5", "q_col": "6"}  # fmt: skip
+    q = {
+        "view": "image",
+        "pattern": "gradient",
+        "image_size": "12",
+        "kernel": "sharpen",
+        "alpha": "10",
+        "q_row": "5",
+        "q_col": "6",
+    }
     at = app_test(PAGE, query=q)
     no_exception(at)
     maps, image, att, conv, diff = chart_specs(at)

@@ -188,7 +188,7 @@ def test_fuzz_text_widget_values(app_test):
 WIDGET_STEPS_OF = {
     "pages/saturation.py": 8,  # each of its runs measures up to 16384 rows of 8192 keys
     "pages/heatmaps.py": 25,  # its moves reach 8192 tokens and 64 heads
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("page", list(PAGES))
@@ -257,8 +257,16 @@ SATURATION_CASES = [
 ]
 KV_CACHE_CASES = [
     {"model": "custom", "n_heads": "1", "n_kv_heads": "1", "head_dim": "1", "n_layers": "1", "seq_len": "1"},
-    {"model": "custom", "n_heads": "128", "n_kv_heads": "128", "head_dim": "256", "n_layers": "128",
-     "batch": "256", "seq_len": "1048576", "dtype": "fp32"},
+    {
+        "model": "custom",
+        "n_heads": "128",
+        "n_kv_heads": "128",
+        "head_dim": "256",
+        "n_layers": "128",
+        "batch": "256",
+        "seq_len": "1048576",
+        "dtype": "fp32",
+    },
     {"model": "custom", "n_heads": "128", "n_kv_heads": "1", "dtype": "int4", "y_scale": "linear"},
     {"model": "deepseek-v3", "batch": "256", "seq_len": "1048576", "stack_weights": "true"},
     {"model": "deepseek-v2-lite", "dec_wrong": "true", "dec_steps": "2", "dec_prompt": "1"},
@@ -271,7 +279,7 @@ KV_CACHE_CASES = [
     # the cache as tensors: no GQA divisor (6 has 2 and 3: GQA-2 chosen; 2 has none), a slide past the last token
     {"model": "custom", "n_heads": "6", "n_kv_heads": "6", "seq_len": "2", "present": "true", "slide": "99"},
     {"model": "custom", "n_heads": "2", "n_kv_heads": "2", "seq_len": "64", "slide": "abc", "present": "true"},
-]  # fmt: skip
+]
 
 
 MODEL_SHAPES = [
@@ -286,25 +294,57 @@ MODEL_SHAPES = [
 # the MLA page: every view at the smallest custom layer, the largest preset and the longest inputs
 MLA_SHAPES = [
     {},
-    {"preset": "custom", "d_model": "8", "n_heads": "1", "kv_lora_rank": "2", "qk_nope": "2", "qk_rope": "2",
-     "v_dim": "1", "q_lora_rank": "0", "n_layers": "1", "seq_len": "2", "dec_steps": "1", "dec_prompt": "1"},
+    {
+        "preset": "custom",
+        "d_model": "8",
+        "n_heads": "1",
+        "kv_lora_rank": "2",
+        "qk_nope": "2",
+        "qk_rope": "2",
+        "v_dim": "1",
+        "q_lora_rank": "0",
+        "n_layers": "1",
+        "seq_len": "2",
+        "dec_steps": "1",
+        "dec_prompt": "1",
+    },
     {"preset": "deepseek-v3", "seq_len": "64", "head": "127", "cache_len": "1048576", "n_kv_heads": "1"},
     {"preset": "custom", "qk_nope": "3", "mode": "rope_on_latent", "n_heads": "32", "n_kv_heads": "5"},
-]  # fmt: skip
+]
 # the training lab: every experiment at the smallest and the largest custom model, and one over the time budget
 LAB_SHAPES = [
     {},
-    {"experiment": "custom", "lab_task": "recall", "lab_vocab": "8", "lab_length": "32", "lab_layers": "1",
-     "lab_d_model": "16", "lab_heads": "1", "lab_head_dim": "2", "lab_steps": "5", "lab_seeds": "5"},
-    {"experiment": "custom", "lab_layers": "4", "lab_d_model": "256", "lab_heads": "8", "lab_kv_heads": "1",
-     "lab_head_dim": "256", "lab_batch": "128", "lab_steps": "1000", "lab_position": "learned", "lab_scale": "mup"},
-]  # fmt: skip
+    {
+        "experiment": "custom",
+        "lab_task": "recall",
+        "lab_vocab": "8",
+        "lab_length": "32",
+        "lab_layers": "1",
+        "lab_d_model": "16",
+        "lab_heads": "1",
+        "lab_head_dim": "2",
+        "lab_steps": "5",
+        "lab_seeds": "5",
+    },
+    {
+        "experiment": "custom",
+        "lab_layers": "4",
+        "lab_d_model": "256",
+        "lab_heads": "8",
+        "lab_kv_heads": "1",
+        "lab_head_dim": "256",
+        "lab_batch": "128",
+        "lab_steps": "1000",
+        "lab_position": "learned",
+        "lab_scale": "mup",
+    },
+]
 # the cost page: every view at the smallest layer and the largest (whose sweep the memory budget refuses)
 COMPLEXITY_SHAPES = [
     {},
     {"seq_len": "64", "d_model": "16", "n_heads": "1", "n_kv_heads": "1", "head_dim": "4"},
     {"seq_len": "8192", "d_model": "4096", "n_heads": "64", "n_kv_heads": "1", "head_dim": "256", "causal": "true"},
-]  # fmt: skip
+]
 # attention as convolution: the largest layer (64×64, 7×7 = 49 heads), the smallest (K = 1), a typed kernel
 CONV_SHAPES = [
     {},

@@ -85,8 +85,19 @@ def test_live_decode_with_the_real_model_matches_the_formula_at_every_step(app_t
 
 def test_the_command_line_decodes_with_the_real_model():
     spec = page("kv_cache")
-    argv = ["--page", "kv_cache", "--model", "smollm2-135m", "--decode", "--dec-real", "--dec-steps", "3",
-            "--dec-prompt", "2", "--no-recompute"]  # fmt: skip
+    argv = [
+        "--page",
+        "kv_cache",
+        "--model",
+        "smollm2-135m",
+        "--decode",
+        "--dec-real",
+        "--dec-steps",
+        "3",
+        "--dec-prompt",
+        "2",
+        "--no-recompute",
+    ]
     params, _ = export.params_from(spec, argv)
     views = spec.views(params, Style())
     assert len(views) == 5 and views[3].name == "kv_decode_memory_smollm2-135m_p2_n3_fp32"

@@ -108,8 +108,9 @@ def test_the_plan_says_where_its_settings_come_from(lang):
     assert ("layers 5" if lang == "en" else "层数 5") in closed and closed != opened
     assert closed.endswith(
         "These are the defaults of the “Live decode” section: open it to change them."
-        if lang == "en" else "这些是“实时解码”部分的默认值：展开该部分即可修改。"
-    )  # fmt: skip
+        if lang == "en"
+        else "这些是“实时解码”部分的默认值：展开该部分即可修改。"
+    )
 
 
 def test_preset_switch_updates_formula_result_and_chart(app_test):
@@ -377,8 +378,15 @@ def test_the_speed_sentence_follows_the_measured_medians(app_test, cached, recom
 
 
 def test_a_count_of_one_is_singular_on_the_page(app_test):
-    query = {"model": "custom", "n_heads": "1", "n_kv_heads": "1", "head_dim": "1", "n_layers": "1",
-             "seq_len": "1", "dtype": "int4"}  # fmt: skip
+    query = {
+        "model": "custom",
+        "n_heads": "1",
+        "n_kv_heads": "1",
+        "head_dim": "1",
+        "n_layers": "1",
+        "seq_len": "1",
+        "dtype": "int4",
+    }
     at = app_test(PAGE, query=query)
     no_exception(at)
     assert "**1 byte** in all" in texts(at)  # 2 x 1 x 1 x 1 x 1 x 1 x 0.5 B
@@ -409,16 +417,55 @@ PARITY = [
     # the defaults (the calculator's charts; a default live decode takes minutes on a shared CPU), in Chinese, large
     ({"slide": "2"}, {"lang": "zh", "present": True}, ["--lang", "zh", "--present"]),  # slide 2: the chart
     (
-        {"model": "deepseek-v3", "seq_len": "1048576", "batch": "256", "stack_weights": "true",
-         "weights_dtype": "fp8", "device_gib": "2048", "y_scale": "linear", "dec_layers": "1", "dec_steps": "4",
-         "dec_prompt": "3", "dec_batch": "2", "dec_dtype": "bf16", "dec_wrong": "true", "seed": "3"},
+        {
+            "model": "deepseek-v3",
+            "seq_len": "1048576",
+            "batch": "256",
+            "stack_weights": "true",
+            "weights_dtype": "fp8",
+            "device_gib": "2048",
+            "y_scale": "linear",
+            "dec_layers": "1",
+            "dec_steps": "4",
+            "dec_prompt": "3",
+            "dec_batch": "2",
+            "dec_dtype": "bf16",
+            "dec_wrong": "true",
+            "seed": "3",
+        },
         {},
-        ["--model", "deepseek-v3", "--seq-len", "1048576", "--batch", "256", "--stack-weights", "--weights-dtype",
-         "fp8", "--device-gib", "2048", "--y-scale", "linear", "--dec-layers", "1", "--dec-steps", "4",
-         "--dec-prompt", "3", "--dec-batch", "2", "--dec-dtype", "bf16", "--dec-wrong", "--seed", "3", "--decode"],
+        [
+            "--model",
+            "deepseek-v3",
+            "--seq-len",
+            "1048576",
+            "--batch",
+            "256",
+            "--stack-weights",
+            "--weights-dtype",
+            "fp8",
+            "--device-gib",
+            "2048",
+            "--y-scale",
+            "linear",
+            "--dec-layers",
+            "1",
+            "--dec-steps",
+            "4",
+            "--dec-prompt",
+            "3",
+            "--dec-batch",
+            "2",
+            "--dec-dtype",
+            "bf16",
+            "--dec-wrong",
+            "--seed",
+            "3",
+            "--decode",
+        ],
     ),  # the longest context, the largest batch and preset, weights stacked, a live decode (AppTest cannot click
     # a button of a Chinese page with select boxes: it formats their options in English outside the script run)
-]  # fmt: skip
+]
 
 
 def trace_numbers(spec: dict) -> list[tuple]:

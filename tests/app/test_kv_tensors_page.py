@@ -22,8 +22,16 @@ def engine_fill(query: dict):
 
 
 def test_the_largest_cache_in_chinese_plays_every_frame_with_the_engine_s_bytes(app_test):
-    query = {"model": "custom", "n_heads": "128", "n_kv_heads": "128", "head_dim": "256", "n_layers": "128",
-             "seq_len": "1048576", "batch": "256", "dtype": "fp32"}  # fmt: skip
+    query = {
+        "model": "custom",
+        "n_heads": "128",
+        "n_kv_heads": "128",
+        "head_dim": "256",
+        "n_layers": "128",
+        "seq_len": "1048576",
+        "batch": "256",
+        "dtype": "fp32",
+    }
     at = app_test(PAGE, query=query, session={"lang": "zh"})
     no_exception(at)
     assert not at.error

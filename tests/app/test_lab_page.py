@@ -41,8 +41,13 @@ def test_scaling_curves_are_the_engines_losses_and_the_sentence_follows_them(app
     loss, top = chart_specs(at)
     names = [d["name"] for d in loss["data"]]
     assert names == ["d_k 16, scaled", "d_k 16, unscaled", "d_k 256, scaled", "d_k 256, unscaled"]
-    recs = list(lab.train(lab.LabSpec(n_heads=2, n_kv_heads=2, head_dim=256, scaled=False), lab.Task("copy", 64, 16),
-                          run=lab.RunSpec(5, 32, 3e-3, 0, eval_every=1, probe_every=1)))  # fmt: skip
+    recs = list(
+        lab.train(
+            lab.LabSpec(n_heads=2, n_kv_heads=2, head_dim=256, scaled=False),
+            lab.Task("copy", 64, 16),
+            run=lab.RunSpec(5, 32, 3e-3, 0, eval_every=1, probe_every=1),
+        )
+    )
     np.testing.assert_allclose(arr(loss["data"][3]["y"]), [r.loss for r in recs], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(arr(top["data"][3]["y"]), [r.max_weight for r in recs], rtol=1e-5, atol=1e-6)
     for dk in (16, 256):
@@ -82,8 +87,14 @@ def test_a_finished_run_is_kept_across_page_switches(app_test):
 
 
 def test_an_over_budget_run_is_refused_with_a_message(app_test):
-    query = {"experiment": "custom", "lab_steps": "1000", "lab_layers": "4", "lab_d_model": "256",
-             "lab_head_dim": "256", "lab_batch": "128"}  # fmt: skip
+    query = {
+        "experiment": "custom",
+        "lab_steps": "1000",
+        "lab_layers": "4",
+        "lab_d_model": "256",
+        "lab_head_dim": "256",
+        "lab_batch": "128",
+    }
     at = app_test(PAGE, query=query)
     no_exception(at)
     assert "FLOPs" in at.error[0].value and "fewer steps" in at.error[0].value

@@ -54,9 +54,15 @@ def test_exports_name_the_page_view_shape_mask_and_language(app_test, monkeypatc
     assert f"{chinese[0]}.png" == cli_file(argv, "attention_weights", "png")  # the command line names it the same
 
 
-@pytest.mark.parametrize("url, local", [("http://localhost:8501/x", True), ("http://127.0.0.1:8501/", True),
-                                        ("http://10.0.0.5:8501/heatmaps?n_heads=8", False),
-                                        ("https://attention.example.edu/kv_cache", False)])  # fmt: skip
+@pytest.mark.parametrize(
+    "url, local",
+    [
+        ("http://localhost:8501/x", True),
+        ("http://127.0.0.1:8501/", True),
+        ("http://10.0.0.5:8501/heatmaps?n_heads=8", False),
+        ("https://attention.example.edu/kv_cache", False),
+    ],
+)
 def test_a_link_to_this_computer_only_is_told_apart(url, local):
     assert ui.frame.local_only(url) is local
 

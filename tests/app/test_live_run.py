@@ -145,8 +145,10 @@ def waiting_script():
 
 
 def test_a_waiting_run_says_how_many_are_ahead_in_the_user_s_language():
-    for lang, want in (("en", "Waiting for the server: 1 run ahead of yours (it computes 1 run at a time)"),
-                       ("zh", "正在等待服务器：你前面还有 1 个运行（服务器一次计算 1 个运行）")):  # fmt: skip
+    for lang, want in (
+        ("en", "Waiting for the server: 1 run ahead of yours (it computes 1 run at a time)"),
+        ("zh", "正在等待服务器：你前面还有 1 个运行（服务器一次计算 1 个运行）"),
+    ):
         at = AppTest.from_function(waiting_script, default_timeout=60)
         at.session_state["lang"] = lang
         at.run()

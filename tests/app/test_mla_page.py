@@ -44,8 +44,11 @@ def test_agree_view_shows_torch_weights_and_concludes_from_the_differences(app_t
     x = eng.hidden_states(layer.cfg, 6, 0)
     naive, absorb = layer(x, mode="naive").weights[0, 3].numpy(), layer(x, mode="absorb").weights[0, 3].numpy()
     maps = [t for t in specs[0]["data"] if t.get("coloraxis")]  # less the grey layers of the masked cells
-    assert [(t["xaxis"], t["coloraxis"]) for t in maps] == [("x", "coloraxis"), ("x2", "coloraxis"),
-                                                             ("x3", "coloraxis2")]  # fmt: skip
+    assert [(t["xaxis"], t["coloraxis"]) for t in maps] == [
+        ("x", "coloraxis"),
+        ("x2", "coloraxis"),
+        ("x3", "coloraxis2"),
+    ]
     drawn = [np.nan_to_num(arr(t["z"])) for t in maps]
     lower = np.tril(np.ones((6, 6), dtype=bool))
     np.testing.assert_allclose(drawn[0], np.where(lower, naive, 0), rtol=1e-5, atol=1e-6)

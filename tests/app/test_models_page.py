@@ -87,8 +87,12 @@ def test_one_layer_grid_equals_the_recomputed_weights(app_test, smollm2):
     (spec,) = chart_specs(at, phone=False)  # less the phone's one-head copy (tests/app/test_responsive.py)
     heat = grid_heads(spec)
     assert len(heat) == 9
-    w = torch.softmax((torch.from_numpy(att.q[0]) @ torch.from_numpy(att.k[0]).repeat_interleave(3, 0).transpose(1, 2))
-                      * att.scales[0] + torch.full((len(att.tokens),) * 2, float("-inf")).triu(1), -1)  # fmt: skip
+    w = torch.softmax(
+        (torch.from_numpy(att.q[0]) @ torch.from_numpy(att.k[0]).repeat_interleave(3, 0).transpose(1, 2))
+        * att.scales[0]
+        + torch.full((len(att.tokens),) * 2, float("-inf")).triu(1),
+        -1,
+    )
     for h, z in enumerate(heat):
         np.testing.assert_allclose(np.nan_to_num(z), w[h].numpy(), rtol=1e-5, atol=1e-6)
 
@@ -147,8 +151,9 @@ def test_repeated_random_tokens_show_induction_in_the_zoom(app_test, smollm2):
     """On random tokens repeated, a strong induction head looks at the token after the earlier copy."""
     df = mv.roles(smollm2, 0)
     layer, head, _ = mv.strongest(df, "induction", 1)[0]
-    at = app_test(PAGE, query={"example": "repeated", "repeat_len": "20", "view": "head", "layer": str(layer),
-                               "head": str(head)})  # fmt: skip
+    at = app_test(
+        PAGE, query={"example": "repeated", "repeat_len": "20", "view": "head", "layer": str(layer), "head": str(head)}
+    )
     no_exception(at)
     assert "20 random tokens, then the same 20 again" in texts(at)
     zoom = arr(chart_specs(at)[0]["data"][0]["z"])  # two copies of 20 after the special tokens, if any

@@ -12,11 +12,15 @@ from tests.util import assert_same_charts, cli_specs
 
 CASES = [
     ({}, []),
-    ({"seq_len": "512", "n_heads": "8", "n_kv_heads": "2", "head_dim": "32", "causal": "true"},
-     ["--seq-len", "512", "--n-heads", "8", "--n-kv-heads", "2", "--head-dim", "32", "--causal"]),
-    ({"view": "formula", "d_model": "384", "n_heads": "6"},
-     ["--view", "formula", "--d-model", "384", "--n-heads", "6", "--n-kv-heads", "6"]),
-]  # fmt: skip
+    (
+        {"seq_len": "512", "n_heads": "8", "n_kv_heads": "2", "head_dim": "32", "causal": "true"},
+        ["--seq-len", "512", "--n-heads", "8", "--n-kv-heads", "2", "--head-dim", "32", "--causal"],
+    ),
+    (
+        {"view": "formula", "d_model": "384", "n_heads": "6"},
+        ["--view", "formula", "--d-model", "384", "--n-heads", "6", "--n-kv-heads", "6"],
+    ),
+]
 
 
 @pytest.mark.parametrize("query,argv", CASES, ids=[",".join(q) or "defaults" for q, _ in CASES])

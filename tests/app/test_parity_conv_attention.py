@@ -12,18 +12,45 @@ from tests.util import assert_same_charts, cli_specs
 
 CASES = [
     ({}, []),
-    ({"seq_len": "20", "query": "3", "shift": "-2", "alpha": "0.3", "k": "5"},
-     ["--seq-len", "20", "--query", "3", "--shift", "-2", "--alpha", "0.3", "--k", "5"]),
-    ({"view": "image", "pattern": "checker", "image_size": "10", "kernel": "sobel", "q_row": "2", "q_col": "7",
-      "padding": "existing"},
-     ["--view", "image", "--pattern", "checker", "--image-size", "10", "--kernel", "sobel", "--q-row", "2",
-      "--q-col", "7", "--padding", "existing"]),
-    ({"view": "sweep", "kernel": "custom", "kernel_text": "0 1 0; 1 -4 1; 0 1 0", "image_size": "9"},
-     ["--view", "sweep", "--kernel", "custom", "--kernel-text", "0 1 0; 1 -4 1; 0 1 0", "--image-size", "9"]),
+    (
+        {"seq_len": "20", "query": "3", "shift": "-2", "alpha": "0.3", "k": "5"},
+        ["--seq-len", "20", "--query", "3", "--shift", "-2", "--alpha", "0.3", "--k", "5"],
+    ),
+    (
+        {
+            "view": "image",
+            "pattern": "checker",
+            "image_size": "10",
+            "kernel": "sobel",
+            "q_row": "2",
+            "q_col": "7",
+            "padding": "existing",
+        },
+        [
+            "--view",
+            "image",
+            "--pattern",
+            "checker",
+            "--image-size",
+            "10",
+            "--kernel",
+            "sobel",
+            "--q-row",
+            "2",
+            "--q-col",
+            "7",
+            "--padding",
+            "existing",
+        ],
+    ),
+    (
+        {"view": "sweep", "kernel": "custom", "kernel_text": "0 1 0; 1 -4 1; 0 1 0", "image_size": "9"},
+        ["--view", "sweep", "--kernel", "custom", "--kernel-text", "0 1 0; 1 -4 1; 0 1 0", "--image-size", "9"],
+    ),
     ({"view": "analogy", "k": "7"}, ["--view", "analogy", "--k", "7"]),
     ({"seq_len": "9", "view": "line"}, ["--seq-len", "9"]),  # the query's default clamped alike
     ({"view": "image", "image_size": "8"}, ["--view", "image", "--image-size", "8"]),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("query,argv", CASES, ids=[",".join(q) or "defaults" for q, _ in CASES])

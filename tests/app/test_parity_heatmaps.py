@@ -19,17 +19,25 @@ SPEC = page("heatmaps")
 CASES = [
     ({}, []),
     ({"source": "synthetic", "seq_len": "1024"}, ["--seq-len", "1024"]),
-    ({"source": "synthetic", "seq_len": "1024", "cscale": "fixed", "pool": "mean"},
-     ["--seq-len", "1024", "--cscale", "fixed", "--pool", "mean"]),
-    ({"view": "steps", "mask": "causal", "n_heads": "4", "head": "3"},
-     ["--view", "steps", "--mask", "causal", "--n-heads", "4", "--head", "3"]),
-    ({"view": "zoom", "source": "synthetic", "seq_len": "300", "zoom_size": "64", "q_start": "100", "k_start": "50"},
-     ["--view", "zoom", "--seq-len", "300", "--zoom-size", "64", "--q-start", "100", "--k-start", "50"]),
+    (
+        {"source": "synthetic", "seq_len": "1024", "cscale": "fixed", "pool": "mean"},
+        ["--seq-len", "1024", "--cscale", "fixed", "--pool", "mean"],
+    ),
+    (
+        {"view": "steps", "mask": "causal", "n_heads": "4", "head": "3"},
+        ["--view", "steps", "--mask", "causal", "--n-heads", "4", "--head", "3"],
+    ),
+    (
+        {"view": "zoom", "source": "synthetic", "seq_len": "300", "zoom_size": "64", "q_start": "100", "k_start": "50"},
+        ["--view", "zoom", "--seq-len", "300", "--zoom-size", "64", "--q-start", "100", "--k-start", "50"],
+    ),
     ({"view": "entropy", "cross": "true"}, ["--view", "entropy", "--cross"]),
     ({"attn_from": "smollm2-135m", "model_layer": "17"}, ["--attn-from", "smollm2-135m", "--model-layer", "17"]),
-    ({"attn_from": "minilm-l6", "view": "steps", "head": "11"}, ["--attn-from", "minilm-l6", "--view", "steps",
-                                                                 "--head", "11"]),
-]  # fmt: skip
+    (
+        {"attn_from": "minilm-l6", "view": "steps", "head": "11"},
+        ["--attn-from", "minilm-l6", "--view", "steps", "--head", "11"],
+    ),
+]
 
 
 @pytest.mark.parametrize("query,argv", CASES, ids=[",".join(q) or "defaults" for q, _ in CASES])

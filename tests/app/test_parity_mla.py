@@ -13,13 +13,19 @@ SPEC = page("mla")
 CASES = [
     ({}, []),
     ({"mode": "rope_on_latent"}, ["--mode", "rope_on_latent"]),
-    ({"view": "agree", "seq_len": "7", "head": "5", "mode": "naive"},
-     ["--view", "agree", "--seq-len", "7", "--head", "5", "--mode", "naive"]),
-    ({"view": "cache", "preset": "deepseek-v2", "n_kv_heads": "16", "dtype": "fp8"},
-     ["--view", "cache", "--preset", "deepseek-v2", "--n-kv-heads", "16", "--dtype", "fp8"]),
-    ({"view": "cost", "preset": "custom", "n_heads": "4", "cache_len": "1024"},
-     ["--view", "cost", "--preset", "custom", "--n-heads", "4", "--cache-len", "1024"]),
-]  # fmt: skip
+    (
+        {"view": "agree", "seq_len": "7", "head": "5", "mode": "naive"},
+        ["--view", "agree", "--seq-len", "7", "--head", "5", "--mode", "naive"],
+    ),
+    (
+        {"view": "cache", "preset": "deepseek-v2", "n_kv_heads": "16", "dtype": "fp8"},
+        ["--view", "cache", "--preset", "deepseek-v2", "--n-kv-heads", "16", "--dtype", "fp8"],
+    ),
+    (
+        {"view": "cost", "preset": "custom", "n_heads": "4", "cache_len": "1024"},
+        ["--view", "cost", "--preset", "custom", "--n-heads", "4", "--cache-len", "1024"],
+    ),
+]
 
 
 @pytest.mark.parametrize("query,argv", CASES, ids=[",".join(q) or "defaults" for q, _ in CASES])

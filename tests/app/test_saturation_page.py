@@ -103,12 +103,12 @@ def test_d_k_moves_the_marker_and_changes_the_maps(app_test):
     assert all(m["x"] == [512, 512] for m in markers)
     df = sweep().set_index(["d_k", "scaled"])
     # panel 2 (mean max weight): the markers sit on the unscaled and scaled values at d_k = 512
-    np.testing.assert_allclose(arr(markers[1]["y"]), [df.loc[(512, False), "max_weight"],
-                                                      df.loc[(512, True), "max_weight"]], rtol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        arr(markers[1]["y"]), [df.loc[(512, False), "max_weight"], df.loc[(512, True), "max_weight"]], rtol=1e-6
+    )
     assert df.loc[(512, False), "max_weight"] > 0.9
     example = stats.example_scores(512, 16, 256, 0)
-    np.testing.assert_allclose(arr(specs["sat_maps"]["data"][0]["z"]), stats.softmax_weights(example, 1.0),
-                               atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(arr(specs["sat_maps"]["data"][0]["z"]), stats.softmax_weights(example, 1.0), atol=1e-6)
     assert traces(specs["sat_fp16"], "current")[0]["x"] == [512]
     assert "d_k = **512**" in at.markdown[0].value
     # unscaled scores at d_k = 512 break the naive float16 softmax of this row
@@ -125,16 +125,16 @@ def test_scaling_and_temperature_change_the_row_and_the_marker(app_test):
     at.toggle(key="scaling").set_value(False).run()
     no_exception(at)
     specs = charts(at)
-    np.testing.assert_allclose(arr(specs["sat_row"]["data"][0]["y"]), stats.row_softmax(example[0], 1.0).p,
-                               atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(arr(specs["sat_row"]["data"][0]["y"]), stats.row_softmax(example[0], 1.0).p, atol=1e-6)
     symbols = traces(specs["sat_curves"], "current")[0]["marker"]["symbol"]
     assert symbols == ["circle", "circle-open"]  # the unscaled marker is filled now
     assert "**off**" in at.markdown[1].value
     at.slider(key="temperature").set_value(0.5).run()
     no_exception(at)
     specs = charts(at)
-    np.testing.assert_allclose(arr(specs["sat_row"]["data"][0]["y"]),
-                               stats.row_softmax(example[0], 1.0, 0.5).p, atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        arr(specs["sat_row"]["data"][0]["y"]), stats.row_softmax(example[0], 1.0, 0.5).p, atol=1e-6
+    )
     df = sweep(temperature=0.5)
     np.testing.assert_allclose(curve(specs["sat_curves"], 1, "unscaled"), df[~df["scaled"]]["max_weight"], rtol=1e-6)
 
@@ -148,8 +148,9 @@ def test_a_temperature_move_measures_from_the_kept_scores(app_test, monkeypatch)
     no_exception(at)
     assert drawn == []  # no q and k sampled again: only the softmax and the gradients were measured
     df = sweep(temperature=0.35)
-    np.testing.assert_allclose(curve(charts(at)["sat_curves"], 1, "unscaled"), df[~df["scaled"]]["max_weight"],
-                               rtol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        curve(charts(at)["sat_curves"], 1, "unscaled"), df[~df["scaled"]]["max_weight"], rtol=1e-6
+    )
 
 
 def test_keys_samples_distribution_row_and_seed_change_the_numbers(app_test):
@@ -162,15 +163,17 @@ def test_keys_samples_distribution_row_and_seed_change_the_numbers(app_test):
     assert f"{64 * 8 * 8:,} scores" in at.markdown[0].value
     at.slider(key="row").set_value(5).run()
     example = stats.example_scores(64, 8, 64, 0)
-    np.testing.assert_allclose(arr(charts(at)["sat_row"]["data"][0]["y"]),
-                               stats.row_softmax(example[5], 1 / 8).p, atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        arr(charts(at)["sat_row"]["data"][0]["y"]), stats.row_softmax(example[5], 1 / 8).p, atol=1e-6
+    )
     at.segmented_control(key="dist").set_value("projected").run()
     no_exception(at)
     projected = stats.score_sample(64, 8, 64, 0, distribution="projected")
     assert f"{projected.raw_var:.4g}" in at.markdown[0].value
     df = sweep(8, 64, 0, "projected")
-    np.testing.assert_allclose(curve(charts(at)["sat_curves"], 0, "unscaled"), df[~df["scaled"]]["score_var"],
-                               rtol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        curve(charts(at)["sat_curves"], 0, "unscaled"), df[~df["scaled"]]["score_var"], rtol=1e-6
+    )
     # the global seed (sidebar) resamples everything
     at.session_state["seed"] = 7
     at.run()
@@ -413,14 +416,35 @@ def test_the_maps_caption_says_what_the_measured_weights_show(app_test, query, v
     [
         ({}, []),
         (
-            {"head_dim": "256", "seq_len": "100", "samples": "64", "dist": "projected", "scaling": "false",
-             "temperature": "0.7", "row": "7", "lang": "zh"},
-            ["--d-k", "256", "--seq-len", "100", "--samples", "64", "--dist", "projected", "--no-scaling",
-             "--temperature", "0.7", "--row", "7"],
+            {
+                "head_dim": "256",
+                "seq_len": "100",
+                "samples": "64",
+                "dist": "projected",
+                "scaling": "false",
+                "temperature": "0.7",
+                "row": "7",
+                "lang": "zh",
+            },
+            [
+                "--d-k",
+                "256",
+                "--seq-len",
+                "100",
+                "--samples",
+                "64",
+                "--dist",
+                "projected",
+                "--no-scaling",
+                "--temperature",
+                "0.7",
+                "--row",
+                "7",
+            ],
         ),
     ],
     ids=["defaults", "long-unscaled-projected-zh"],
-)  # fmt: skip
+)
 def test_the_page_draws_what_the_command_line_exports(query, argv):
     """Page = CLI: every chart of the page is the exporter's figure for the same settings, number for number."""
     import plotly.io as pio

@@ -24,8 +24,9 @@ def select(at, key: str, points: list) -> None:
     states = at._tree.get_widget_states()
     state = states.widgets.add()
     state.id = chart.proto.id
-    state.string_value = json.dumps({"selection": {"points": points, "point_indices": [0] * len(points), "box": [],
-                                                   "lasso": []}})  # fmt: skip
+    state.string_value = json.dumps(
+        {"selection": {"points": points, "point_indices": [0] * len(points), "box": [], "lasso": []}}
+    )
     at._run(states)
 
 
@@ -35,8 +36,14 @@ def spec_of(at, key: str) -> dict:
 
 def test_click_on_a_panel_opens_its_head_in_the_zoom(app_test):
     at = app_test(PAGE)
-    bad = [[], [{"customdata": []}], [{"customdata": [8, 0.1]}], [{"customdata": ["3"]}], [{"customdata": [-2]}],
-           [{"x": "cat (1)", "y": "The (0)"}]]  # fmt: skip
+    bad = [
+        [],
+        [{"customdata": []}],
+        [{"customdata": [8, 0.1]}],
+        [{"customdata": ["3"]}],
+        [{"customdata": [-2]}],
+        [{"x": "cat (1)", "y": "The (0)"}],
+    ]
     for points in bad:  # empty, malformed or out of range: the grid stays, nothing raised
         select(at, "grid", points)
         no_exception(at)
@@ -99,9 +106,10 @@ def test_a_followed_token_goes_into_the_link_and_a_link_opens_it(app_test):
 
 
 def test_a_bad_followed_token_in_a_link_says_so_and_follows_none(app_test):
-    for raw, lang, want in (("99", "en", "focus_token=99 is not valid (expected a whole number from 0 to 10); "
-                                         "using none instead"),
-                            ("x", "zh", "focus_token=x 无效（应为 0 到 10 之间的整数），已改用 不跟随")):  # fmt: skip
+    for raw, lang, want in (
+        ("99", "en", "focus_token=99 is not valid (expected a whole number from 0 to 10); using none instead"),
+        ("x", "zh", "focus_token=x 无效（应为 0 到 10 之间的整数），已改用 不跟随"),
+    ):
         at = app_test(PAGE, query={"focus_token": raw, "lang": lang})
         no_exception(at)
         assert any(want in w.value for w in at.warning), [w.value for w in at.warning]
@@ -115,8 +123,10 @@ def test_a_bad_followed_token_in_a_link_says_so_and_follows_none(app_test):
 def test_long_maps_say_why_no_token_can_be_followed(app_test):
     at = app_test(PAGE, query={"source": "synthetic", "seq_len": "80"})
     no_exception(at)
-    assert any("Following one token works up to 64 tokens a side (this map has 80 queries and 80 keys)" in c.value
-               for c in at.caption)  # fmt: skip
+    assert any(
+        "Following one token works up to 64 tokens a side (this map has 80 queries and 80 keys)" in c.value
+        for c in at.caption
+    )
     assert not [s for s in at.selectbox if s.key == "focus_token"] and len(grid_z(at)) == 8
 
 

@@ -22,8 +22,13 @@ def test_burst_adds_the_class_hall_with_quick_presses_and_its_target():
     assert halls[:3] == TARGETS
     burst, cls = halls[3], TARGETS[0]
     assert (burst.students, burst.think, burst.moves, burst.ramp, burst.measure, burst.limit_s) == (
-        cls.students, cls.think, cls.moves, cls.ramp, cls.measure, cls.limit_s,
-    )  # fmt: skip
+        cls.students,
+        cls.think,
+        cls.moves,
+        cls.ramp,
+        cls.measure,
+        cls.limit_s,
+    )
     assert burst.burst == 3 and burst.label == "class, bursts of 3" and not burst.same_link
     spec = hall_spec("http://127.0.0.1:1", "heatmaps", burst, quick=True, seed_base=7)
     assert (spec.burst, spec.students, spec.seed_base, spec.label) == (3, 10, 7, "class, bursts of 3")

@@ -10,8 +10,15 @@ MAIN, OTHER = (1, 10), (1, 11)
 
 
 def ev(name, ts_ms, dur_ms, thread=MAIN, **data):
-    return {"ph": "X", "name": name, "ts": ts_ms * 1000, "dur": dur_ms * 1000, "pid": thread[0], "tid": thread[1],
-            "args": {"data": data} if data else {}}  # fmt: skip
+    return {
+        "ph": "X",
+        "name": name,
+        "ts": ts_ms * 1000,
+        "dur": dur_ms * 1000,
+        "pid": thread[0],
+        "tid": thread[1],
+        "args": {"data": data} if data else {},
+    }
 
 
 def trace():
@@ -20,14 +27,20 @@ def trace():
         {"ph": "M", "name": "thread_name", "pid": 1, "tid": 11, "args": {"name": "Compositor"}},
     ]
     return names + [
-        ev("RunTask", 5, 3), ev("EventDispatch", 5.5, 1, type="mousemove"),  # before the key press: not listed
-        ev("RunTask", 100, 2), ev("EventDispatch", 100.2, 1.5, type="keydown"),
-        ev("RunTask", 110, 30), ev("FunctionCall", 111, 25, url="http://h/static/js/react-dom.abc.js"),
+        ev("RunTask", 5, 3),
+        ev("EventDispatch", 5.5, 1, type="mousemove"),  # before the key press: not listed
+        ev("RunTask", 100, 2),
+        ev("EventDispatch", 100.2, 1.5, type="keydown"),
+        ev("RunTask", 110, 30),
+        ev("FunctionCall", 111, 25, url="http://h/static/js/react-dom.abc.js"),
         ev("UpdateLayoutTree", 137, 2),
         ev("RunTask", 150, 1),  # shorter than the threshold
-        ev("RunTask", 160, 50), ev("TimerFire", 160.1, 49), ev("RunMicrotasks", 161, 48), ev("Layout", 190, 3),
+        ev("RunTask", 160, 50),
+        ev("TimerFire", 160.1, 49),
+        ev("RunMicrotasks", 161, 48),
+        ev("Layout", 190, 3),
         ev("RunTask", 120, 90, thread=OTHER),  # another thread's task, overlapping: ignored
-    ]  # fmt: skip
+    ]
 
 
 def test_only_the_main_threads_complete_events_in_time_order():

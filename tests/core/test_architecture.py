@@ -25,14 +25,22 @@ def modules(folder: Path, pattern: str = "*.py") -> list[Path]:
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("attn_core.runtime",),
     ("attn_core.attention",),
-    ("attn_core.kv", "attn_core.saturation", "attn_core.mla", "attn_core.conv", "attn_core.complexity",
-     "attn_core.pretrained", "attn_core.lab", "attn_core.decks"),
+    (
+        "attn_core.kv",
+        "attn_core.saturation",
+        "attn_core.mla",
+        "attn_core.conv",
+        "attn_core.complexity",
+        "attn_core.pretrained",
+        "attn_core.lab",
+        "attn_core.decks",
+    ),
     ("attn_core.i18n", "attn_core.figures"),
     ("attn_core.views",),
     ("attn_core.render", "attn_core.export"),
     ("ui",),
     ("pages", "app", "server"),
-)  # fmt: skip
+)
 #: engine modules: computations only (no plotly, figures, views, text catalogs, streamlit)
 ENGINE_LAYERS = 3
 
@@ -93,8 +101,13 @@ def uses(found: set[str], name: str) -> bool:
 
 def project_files() -> list[Path]:
     """Every module of the app: the engine, ui, the pages and the entry points."""
-    return [*modules(ENGINE, "**/*.py"), *modules(ROOT / "ui"), *modules(ROOT / "pages"), ROOT / "app.py",
-            ROOT / "server.py"]  # fmt: skip
+    return [
+        *modules(ENGINE, "**/*.py"),
+        *modules(ROOT / "ui"),
+        *modules(ROOT / "pages"),
+        ROOT / "app.py",
+        ROOT / "server.py",
+    ]
 
 
 def resolve(name: str, known: set[str]) -> str | None:

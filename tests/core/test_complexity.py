@@ -70,8 +70,9 @@ def test_fused_memory_is_output_and_row_statistics():
     n = 11
     layer = cx.make_layer(n, shape)
     q, k, v = cx._project(layer, shape)
-    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q[None], k.repeat_interleave(2, 0)[None],
-                                                                          v.repeat_interleave(2, 0)[None])[:2]  # fmt: skip
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+        q[None], k.repeat_interleave(2, 0)[None], v.repeat_interleave(2, 0)[None]
+    )[:2]
     m = cx.memory_by_stage(n, 24, 4, 2, 6, "fused")
     assert m["attention"] == out.nbytes + lse.nbytes  # the CPU flash kernel's output and log-sum-exp [h, n]
     assert m["qkv_projection"] == q.nbytes + k.nbytes + v.nbytes

@@ -145,9 +145,14 @@ def test_bad_values_are_refused_with_the_fix():
 
 def test_typed_kernels_and_presets():
     np.testing.assert_array_equal(ca.parse_kernel("1 2 1; 2, 4, 2\n1 2 1"), [[1, 2, 1], [2, 4, 2], [1, 2, 1]])
-    for text, key in (("1 2; 3 4", "conv_k_even"), ("1 2 3; 4 5", "conv_kernel_square"), ("a b c", "conv_kernel_numbers"),
-                      ("", "conv_kernel_square"), ("1 nan 1; 1 1 1; 1 1 1", "conv_kernel_numbers"),
-                      (";".join(["1 " * 9] * 9), "conv_k_max")):  # fmt: skip
+    for text, key in (
+        ("1 2; 3 4", "conv_k_even"),
+        ("1 2 3; 4 5", "conv_kernel_square"),
+        ("a b c", "conv_kernel_numbers"),
+        ("", "conv_kernel_square"),
+        ("1 nan 1; 1 1 1; 1 1 1", "conv_kernel_numbers"),
+        (";".join(["1 " * 9] * 9), "conv_k_max"),
+    ):
         with pytest.raises(ConfigError) as e:
             ca.parse_kernel(text)
         assert e.value.key == key, text
@@ -156,8 +161,9 @@ def test_typed_kernels_and_presets():
     x = rand(1, 6, 6)
     shifted = ca.reference_conv(x, ca.per_channel(ca.kernel_preset("shift", 3), 1))
     np.testing.assert_array_equal(shifted[0, :, :-1].numpy(), x[0, :, 1:].numpy())  # output at x = input at x + 1
-    sobel = ca.reference_conv(torch.arange(36.0, dtype=torch.float64).view(1, 6, 6), ca.per_channel(
-        ca.kernel_preset("sobel", 5), 1))  # fmt: skip
+    sobel = ca.reference_conv(
+        torch.arange(36.0, dtype=torch.float64).view(1, 6, 6), ca.per_channel(ca.kernel_preset("sobel", 5), 1)
+    )
     assert sobel[0, 2, 2].item() == pytest.approx(8.0)  # a ramp of slope 1 along columns: (1 + 2 + 1) · 2
     w = ca.per_channel(np.ones((3, 3)), 3)
     assert w.shape == (3, 3, 3, 3) and w[0, 1].sum() == 0 and w[2, 2].sum() == 9

@@ -316,8 +316,10 @@ def test_conversion_by_chunks_equals_the_full_study_and_on_rows_the_rows_by_hand
                 out = mha_to_gqa(m, kv, method)(x)
                 a, b = ref.output[0, list(rows)], out.output[0, list(rows)]
                 rel = float(torch.linalg.vector_norm(b - a) / torch.linalg.vector_norm(a))
-                kl = mean_kl(torch.log_softmax(ref.scores[:, :, list(rows)], -1),
-                             torch.log_softmax(out.scores[:, :, list(rows)], -1))  # fmt: skip
+                kl = mean_kl(
+                    torch.log_softmax(ref.scores[:, :, list(rows)], -1),
+                    torch.log_softmax(out.scores[:, :, list(rows)], -1),
+                )
                 assert some.rel_l2[method][i] == pytest.approx(rel, rel=1e-5, abs=1e-6)
                 assert some.kl[method][i] == pytest.approx(kl, rel=1e-4, abs=1e-6)
 

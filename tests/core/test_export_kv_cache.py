@@ -41,8 +41,26 @@ def written_figures(monkeypatch) -> dict[str, dict]:
 
 def test_cli_writes_every_view_as_csv_and_svg(tmp_path):
     need_chromium()
-    argv = ["--page", "kv_cache", "--model", "llama-3-8b", "--decode", "--dec-steps", "3", "--dec-prompt", "2",
-            "--prefill-decode", "--pd-tokens", "4", "--format", "csv,svg", "--lang", "zh", "--out", str(tmp_path)]  # fmt: skip
+    argv = [
+        "--page",
+        "kv_cache",
+        "--model",
+        "llama-3-8b",
+        "--decode",
+        "--dec-steps",
+        "3",
+        "--dec-prompt",
+        "2",
+        "--prefill-decode",
+        "--pd-tokens",
+        "4",
+        "--format",
+        "csv,svg",
+        "--lang",
+        "zh",
+        "--out",
+        str(tmp_path),
+    ]
     paths = export.run(argv)
     names = [
         "kv_layouts_llama-3-8b_fp16_b1_s4096",
@@ -75,9 +93,11 @@ def test_cli_default_model_is_the_page_s_gqa_model(tmp_path):
 def test_curves_and_table_csv_equal_the_formula_by_hand(tmp_path):
     argv = ["--page", "kv_cache", "--model", "llama-2-7b", "--format", "csv", "--out", str(tmp_path)]
     paths = export.run(argv)
-    assert [p.name for p in paths] == [cli_file(argv, "kv_layouts_llama-2-7b_fp16_b1_s4096", "csv"),
-                                       cli_file(argv, "kv_cache_llama-2-7b_fp16_b1", "csv"),
-                                       cli_file(argv, "kv_tensors_llama-2-7b_fp16_b1_s4096", "csv")]  # fmt: skip
+    assert [p.name for p in paths] == [
+        cli_file(argv, "kv_layouts_llama-2-7b_fp16_b1_s4096", "csv"),
+        cli_file(argv, "kv_cache_llama-2-7b_fp16_b1", "csv"),
+        cli_file(argv, "kv_tensors_llama-2-7b_fp16_b1_s4096", "csv"),
+    ]
     curves = read(paths, "kv_cache_llama-2-7b_fp16_b1")
     assert list(curves.columns) == ["tokens", "MHA cache (bytes)", "MQA cache (bytes)"]
     s = curves["tokens"].to_numpy()
@@ -99,9 +119,32 @@ def test_curves_and_table_csv_equal_the_formula_by_hand(tmp_path):
 
 
 def test_custom_model_batch_dtype_and_stacked_weights_by_hand(tmp_path, capsys):
-    argv = ["--page", "kv_cache", "--model", "custom", "--n-heads", "12", "--n-kv-heads", "4", "--d-k", "64",
-            "--layers", "6", "--batch", "3", "--dtype", "int4", "--seq-len", "1000", "--device-gib", "1",
-            "--format", "csv", "--out", str(tmp_path)]  # fmt: skip
+    argv = [
+        "--page",
+        "kv_cache",
+        "--model",
+        "custom",
+        "--n-heads",
+        "12",
+        "--n-kv-heads",
+        "4",
+        "--d-k",
+        "64",
+        "--layers",
+        "6",
+        "--batch",
+        "3",
+        "--dtype",
+        "int4",
+        "--seq-len",
+        "1000",
+        "--device-gib",
+        "1",
+        "--format",
+        "csv",
+        "--out",
+        str(tmp_path),
+    ]
     paths = export.run(argv)
     table = read(paths, "kv_layouts_custom_h12_kv4_d64_L6_int4_b3_s1000")
     assert table["layout"].tolist() == ["MHA", "GQA-4", "MQA"] and table["this_model"].tolist() == [False, True, False]
@@ -111,8 +154,23 @@ def test_custom_model_batch_dtype_and_stacked_weights_by_hand(tmp_path, capsys):
     curves = read(paths, "kv_cache_custom_h12_kv4_d64_L6_int4_b3")
     assert curves["GQA-4 cache (bytes)"].tolist() == [2 * 6 * 3 * 4 * int(n) * 64 // 2 for n in curves["tokens"]]
 
-    argv = ["--page", "kv_cache", "--model", "deepseek-v3", "--stack-weights", "--weights-dtype", "fp8",
-            "--device-gib", "1024", "--dtype", "bf16", "--format", "csv", "--out", str(tmp_path)]  # fmt: skip
+    argv = [
+        "--page",
+        "kv_cache",
+        "--model",
+        "deepseek-v3",
+        "--stack-weights",
+        "--weights-dtype",
+        "fp8",
+        "--device-gib",
+        "1024",
+        "--dtype",
+        "bf16",
+        "--format",
+        "csv",
+        "--out",
+        str(tmp_path),
+    ]
     paths = export.run(argv)
     v3 = load_presets()["deepseek-v3"]
     curves = read(paths, "kv_cache_deepseek-v3_bf16_b1")
@@ -136,21 +194,65 @@ def test_custom_model_batch_dtype_and_stacked_weights_by_hand(tmp_path, capsys):
     [
         ({}, {}, []),  # the page's defaults against the exporter's
         (
-            {"model": "llama-3-8b", "dtype": "bf16", "batch": "4", "seq_len": "16384", "device_gib": "24",
-             "stack_weights": "true", "weights_dtype": "fp8", "y_scale": "linear"},
+            {
+                "model": "llama-3-8b",
+                "dtype": "bf16",
+                "batch": "4",
+                "seq_len": "16384",
+                "device_gib": "24",
+                "stack_weights": "true",
+                "weights_dtype": "fp8",
+                "y_scale": "linear",
+            },
             {"lang": "zh", "present": True},
-            ["--model", "llama-3-8b", "--dtype", "bf16", "--batch", "4", "--seq-len", "16384", "--device-gib", "24",
-             "--stack-weights", "--weights-dtype", "fp8", "--y-scale", "linear", "--lang", "zh", "--present"],
+            [
+                "--model",
+                "llama-3-8b",
+                "--dtype",
+                "bf16",
+                "--batch",
+                "4",
+                "--seq-len",
+                "16384",
+                "--device-gib",
+                "24",
+                "--stack-weights",
+                "--weights-dtype",
+                "fp8",
+                "--y-scale",
+                "linear",
+                "--lang",
+                "zh",
+                "--present",
+            ],
         ),
         (
-            {"model": "custom", "n_heads": "16", "n_kv_heads": "4", "head_dim": "64", "n_layers": "24",
-             "seq_len": "2048"},
+            {
+                "model": "custom",
+                "n_heads": "16",
+                "n_kv_heads": "4",
+                "head_dim": "64",
+                "n_layers": "24",
+                "seq_len": "2048",
+            },
             {},
-            ["--model", "custom", "--n-heads", "16", "--n-kv-heads", "4", "--d-k", "64", "--layers", "24",
-             "--seq-len", "2048"],
+            [
+                "--model",
+                "custom",
+                "--n-heads",
+                "16",
+                "--n-kv-heads",
+                "4",
+                "--d-k",
+                "64",
+                "--layers",
+                "24",
+                "--seq-len",
+                "2048",
+            ],
         ),
     ],
-)  # fmt: skip
+)
 def test_memory_figure_and_table_equal_the_page(app_test, monkeypatch, tmp_path, query, session, argv):
     at = app_test(PAGE, query=query, session=session)
     assert not at.exception and not at.error
@@ -173,15 +275,38 @@ def test_memory_figure_and_table_equal_the_page(app_test, monkeypatch, tmp_path,
 
 
 def test_decode_memory_figure_equals_the_page_and_measured_equals_formula(app_test, monkeypatch, tmp_path):
-    query = {"model": "llama-3-8b", "dec_steps": "5", "dec_prompt": "3", "dec_batch": "2", "dec_dtype": "fp32",
-             "dec_recompute": "false"}  # fmt: skip
+    query = {
+        "model": "llama-3-8b",
+        "dec_steps": "5",
+        "dec_prompt": "3",
+        "dec_batch": "2",
+        "dec_dtype": "fp32",
+        "dec_recompute": "false",
+    }
     at = app_test(PAGE, query=query)
     at.button(key="kv_run").click().run()
     assert not at.exception and not at.error
     seen = written_figures(monkeypatch)
-    argv = ["--page", "kv_cache", "--model", "llama-3-8b", "--decode", "--dec-steps", "5", "--dec-prompt", "3",
-            "--dec-batch", "2", "--dec-dtype", "fp32", "--no-recompute", "--format", "csv,html",
-            "--out", str(tmp_path)]  # fmt: skip
+    argv = [
+        "--page",
+        "kv_cache",
+        "--model",
+        "llama-3-8b",
+        "--decode",
+        "--dec-steps",
+        "5",
+        "--dec-prompt",
+        "3",
+        "--dec-batch",
+        "2",
+        "--dec-dtype",
+        "fp32",
+        "--no-recompute",
+        "--format",
+        "csv,html",
+        "--out",
+        str(tmp_path),
+    ]
     paths = export.run(argv)
     page = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem")
     assert decoded(seen["7.html"]) == decoded(
@@ -201,8 +326,24 @@ def test_decode_memory_figure_equals_the_page_and_measured_equals_formula(app_te
 
 
 def test_decode_after_repeat_kv_measures_n_rep_times_the_formula(tmp_path):
-    argv = ["--page", "kv_cache", "--model", "mistral-7b", "--decode", "--dec-steps", "4", "--dec-prompt", "2",
-            "--dec-wrong", "--dec-layers", "1", "--format", "csv", "--out", str(tmp_path)]  # fmt: skip
+    argv = [
+        "--page",
+        "kv_cache",
+        "--model",
+        "mistral-7b",
+        "--decode",
+        "--dec-steps",
+        "4",
+        "--dec-prompt",
+        "2",
+        "--dec-wrong",
+        "--dec-layers",
+        "1",
+        "--format",
+        "csv",
+        "--out",
+        str(tmp_path),
+    ]
     paths = export.run(argv)
     df = read(paths, "kv_decode_memory_h32_kv8_d128_L1_b1_fp16_after_repeat_kv")
     s = df["tokens in cache"].to_numpy()
@@ -246,10 +387,12 @@ def test_seq_len_default_is_the_page_s_and_other_pages_keep_theirs(tmp_path):
         (["--weights-dtype", "fp64", "--stack-weights"], "weights_dtype 'fp64' is not known"),
         (["--decode", "--dec-steps", "1"], "dec_steps (1) must be between 2 and 1024"),
         (["--decode", "--dec-dtype", "int8"], "dec_dtype 'int8' is not supported"),
-        (["--decode", "--model", "deepseek-v3", "--dec-batch", "16", "--dec-steps", "1024", "--dec-prompt", "256"],
-         "the live decode needs about"),
+        (
+            ["--decode", "--model", "deepseek-v3", "--dec-batch", "16", "--dec-steps", "1024", "--dec-prompt", "256"],
+            "the live decode needs about",
+        ),
     ],
-)  # fmt: skip
+)
 def test_cli_rejects_bad_input(tmp_path, capsys, argv, needle):
     assert export.main(["--page", "kv_cache", *argv, "--format", "csv", "--out", str(tmp_path)]) == 2
     assert needle in capsys.readouterr().err

@@ -28,9 +28,32 @@ T = len(TOKS)  # 11
 
 # Not the page's defaults, so that a parameter the exporter drops shows up.
 H, KV, D, DM, SEED = 12, 3, 8, 64, 2
-ARGS = ["--page", "kv_sharing", "--text", TEXT, "--n-heads", str(H), "--n-kv-heads", str(KV), "--d-k", str(D),
-        "--d-model", str(DM), "--seed", str(SEED), "--dtype", "fp32", "--built-with", "interleaved", "--head", "5",
-        "--n-base", "3", "--noise", "0.1"]  # fmt: skip
+ARGS = [
+    "--page",
+    "kv_sharing",
+    "--text",
+    TEXT,
+    "--n-heads",
+    str(H),
+    "--n-kv-heads",
+    str(KV),
+    "--d-k",
+    str(D),
+    "--d-model",
+    str(DM),
+    "--seed",
+    str(SEED),
+    "--dtype",
+    "fp32",
+    "--built-with",
+    "interleaved",
+    "--head",
+    "5",
+    "--n-base",
+    "3",
+    "--noise",
+    "0.1",
+]
 NAMES = [
     "kv_diagram_h12_kv3",
     "repeat_kv_h12_kv3_t11_d8",
@@ -119,8 +142,9 @@ def test_maps_mapping_and_conversion_csv_equal_attn_core(csv_paths):
     )
 
     conv = read(csv_paths, "mha_to_gqa_correlated_h12_base3_noise0.1")
-    study = conversion_study(build_source("correlated", DM, H, D, seed=SEED, n_base=3, noise=0.1),
-                             embed(TOKS, DM, SEED)[None], seed=SEED)  # fmt: skip
+    study = conversion_study(
+        build_source("correlated", DM, H, D, seed=SEED, n_base=3, noise=0.1), embed(TOKS, DM, SEED)[None], seed=SEED
+    )
     assert tuple(conv["n_kv_heads"]) == study.n_kv
     for method in ("mean", "first", "random"):
         np.testing.assert_allclose(conv[f"rel_l2_{method}"], study.rel_l2[method], rtol=1e-9)
@@ -147,10 +171,18 @@ def test_cli_figures_equal_the_page_figures(app_test, view, extra, session):
     assert not at.exception and not at.error and not at.warning
     style = figures.Style(present=session.get("present", False), lang=session.get("lang", "en"))
     params = kv.Params(
-        n_heads=H, n_kv_heads=KV, head_dim=D, d_model=DM, text=TEXT, seed=SEED, kv_dtype=extra.get("kv_dtype", "fp16"),
-        built_with=extra.get("built_with", "contiguous"), head=int(extra["head"]) if "head" in extra else None,
-        n_base=int(extra.get("n_base", 2)), noise=float(extra.get("noise", 0.3)),
-    )  # fmt: skip
+        n_heads=H,
+        n_kv_heads=KV,
+        head_dim=D,
+        d_model=DM,
+        text=TEXT,
+        seed=SEED,
+        kv_dtype=extra.get("kv_dtype", "fp16"),
+        built_with=extra.get("built_with", "contiguous"),
+        head=int(extra["head"]) if "head" in extra else None,
+        n_base=int(extra.get("n_base", 2)),
+        noise=float(extra.get("noise", 0.3)),
+    )
     views = kv.views(params, style, [view])
     specs = chart_specs(at)
     assert len(specs) == len(views) >= 1
@@ -165,8 +197,24 @@ def test_default_head_and_kv_groups_from_the_cli(tmp_path):
     paths = export.run(argv)
     assert [p.name for p in paths][-1] == cli_file(argv, "mapping_head1_contiguous_h8_kv2", "csv")
     # More than 8 KV groups: the maps view shows 8 of them, from --kv-first on.
-    argv = ["--page", "kv_sharing", "--view", "maps", "--n-heads", "16", "--n-kv-heads", "16", "--seq-len", "4",
-            "--kv-first", "8", "--format", "csv", "--out", str(tmp_path)]  # fmt: skip
+    argv = [
+        "--page",
+        "kv_sharing",
+        "--view",
+        "maps",
+        "--n-heads",
+        "16",
+        "--n-kv-heads",
+        "16",
+        "--seq-len",
+        "4",
+        "--kv-first",
+        "8",
+        "--format",
+        "csv",
+        "--out",
+        str(tmp_path),
+    ]
     paths = export.run(argv)
     assert [p.name for p in paths] == [cli_file(argv, "kv_maps_h16_kv16_d16_t4_groups8-15", "csv")]
     df = pd.read_csv(paths[0], encoding="utf-8-sig")
@@ -193,12 +241,30 @@ def test_cli_rejects_bad_input(tmp_path, capsys, argv, needle):
 
 
 def test_a_layer_too_large_to_simulate_still_exports_diagram_and_costs(tmp_path):
-    argv = ["--page", "kv_sharing", "--d-model", "4096", "--n-heads", "64", "--d-k", "256", "--n-kv-heads", "8",
-            "--view", "diagram,costs", "--format", "csv", "--out", str(tmp_path)]  # fmt: skip
+    argv = [
+        "--page",
+        "kv_sharing",
+        "--d-model",
+        "4096",
+        "--n-heads",
+        "64",
+        "--d-k",
+        "256",
+        "--n-kv-heads",
+        "8",
+        "--view",
+        "diagram,costs",
+        "--format",
+        "csv",
+        "--out",
+        str(tmp_path),
+    ]
     names = [p.name for p in export.run(argv)]
     # the command line's default sequence is the page's: its default text, 11 tokens (it was 16 synthetic tokens)
-    assert names == [cli_file(argv, v, "csv") for v in ("kv_diagram_h64_kv8", f"repeat_kv_h64_kv8_t{T}_d256",
-                                                         "kv_bytes_h64_kv8_d256_fp16")]  # fmt: skip
+    assert names == [
+        cli_file(argv, v, "csv")
+        for v in ("kv_diagram_h64_kv8", f"repeat_kv_h64_kv8_t{T}_d256", "kv_bytes_h64_kv8_d256_fp16")
+    ]
     costs = pd.read_csv(tmp_path / names[-1], encoding="utf-8-sig").set_index("n_kv_heads")
     assert costs.loc[8, "params_q"] == 4096 * 64 * 256 and costs.loc[8, "kv_bytes_per_token"] == 2 * 8 * 256 * 2
 
@@ -229,10 +295,12 @@ def same_charts(page_specs: list[dict], views: list, style: figures.Style) -> No
         ({}, []),  # the page's defaults: the diagram
         *[({"kv_view": v}, []) for v in ("maps", "costs", "mapping", "convert")],
         # long: 2048 synthetic tokens, pooled maps, chunked studies (the conversion on a subset of the rows)
-        *[({"source": "synthetic", "seq_len": "2048", "kv_view": v}, ["--seq-len", "2048"])
-          for v in ("maps", "mapping", "convert")],
+        *[
+            ({"source": "synthetic", "seq_len": "2048", "kv_view": v}, ["--seq-len", "2048"])
+            for v in ("maps", "mapping", "convert")
+        ],
     ],
-)  # fmt: skip
+)
 def test_page_equals_the_cli_at_its_defaults_and_at_a_long_setting(app_test, query, argv):
     at = app_test(PAGE, query=query)
     assert not at.exception and not at.error and not at.warning

@@ -9,8 +9,25 @@ from attn_core.saturation import stats
 from tests.util import cli_file
 
 # Not the page's defaults, so that a flag the exporter drops shows up.
-ARGS = ["--page", "saturation", "--d-k", "128", "--seq-len", "8", "--samples", "32", "--seed", "4", "--no-scaling",
-        "--temperature", "0.5", "--row", "2", "--dist", "projected"]  # fmt: skip
+ARGS = [
+    "--page",
+    "saturation",
+    "--d-k",
+    "128",
+    "--seq-len",
+    "8",
+    "--samples",
+    "32",
+    "--seed",
+    "4",
+    "--no-scaling",
+    "--temperature",
+    "0.5",
+    "--row",
+    "2",
+    "--dist",
+    "projected",
+]
 NAMES = ["scores_dk128", "maps_dk128", "saturation_sweep", "gradient_sweep", "row2_dk128", "float16_row2_dk128"]
 
 
@@ -43,8 +60,22 @@ def test_the_cli_follows_the_page_defaults(tmp_path):
 
 
 def test_text_sets_the_number_of_keys(tmp_path):
-    paths = export.run(["--page", "saturation", "--text", "the cat sat on the mat", "--seq-len", "100",
-                        "--view", "row", "--format", "csv", "--out", str(tmp_path)])  # fmt: skip
+    paths = export.run(
+        [
+            "--page",
+            "saturation",
+            "--text",
+            "the cat sat on the mat",
+            "--seq-len",
+            "100",
+            "--view",
+            "row",
+            "--format",
+            "csv",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert len(read(paths, "row0_dk64")) == 6
 
 

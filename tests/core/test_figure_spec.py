@@ -149,7 +149,7 @@ def test_a_figure_of_plain_lists_skips_the_encoding_walk(monkeypatch):
                 text=("a", "b", "c"),
                 marker=dict(size=4),
             )
-        ],  # fmt: skip
+        ],
         dict(title=dict(text="t"), xaxis=dict(range=[0, 2])),
         [dict(name="1", traces=[0], data=[dict(type="scatter", x=[1.0, 2.0, 3.0])])],
     )

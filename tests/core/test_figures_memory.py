@@ -24,8 +24,20 @@ def traces_by_name(s: dict) -> dict[str, dict]:
     return {t.get("name", ""): t for t in s["data"]}
 
 
-def memory_figure(layouts, *, batch, dtype, device_bytes, device_label, model_name, weights=None, seq_len=None,
-                  max_positions=None, y_log=True, style=Style()):  # fmt: skip
+def memory_figure(
+    layouts,
+    *,
+    batch,
+    dtype,
+    device_bytes,
+    device_label,
+    model_name,
+    weights=None,
+    seq_len=None,
+    max_positions=None,
+    y_log=True,
+    style=Style(),
+):
     """The memory chart of these layouts, computed (attn_core.kv.memory.memory_curves) then drawn."""
     curves = memory_curves(layouts, batch, dtype, seq_points(), device_bytes, weights)
     return mf.memory_figure(curves, mf.MemoryChart(model_name, device_label, seq_len, max_positions, y_log), style)
@@ -203,8 +215,15 @@ def test_fit_labels_sit_where_their_own_line_is_not_and_stay_in_the_chart():
     p = load_presets()["llama-3-8b"]
 
     def labels(device_gib, y_log=True):
-        fig = memory_figure(preset_layouts(p), batch=1, dtype="fp16", device_bytes=device_gib * GiB,
-                            device_label="device", model_name=p.name, y_log=y_log)  # fmt: skip
+        fig = memory_figure(
+            preset_layouts(p),
+            batch=1,
+            dtype="fp16",
+            device_bytes=device_gib * GiB,
+            device_label="device",
+            model_name=p.name,
+            y_log=y_log,
+        )
         return {a["text"]: a for a in spec(fig)["layout"]["annotations"] if a.get("yref") == "y"}
 
     got = labels(80)

@@ -81,7 +81,7 @@ def test_curves_mark_the_current_d_k_and_fill_the_current_scaling(sweep):
     row = sweep[sweep["d_k"] == 16].set_index("scaled")
     np.testing.assert_allclose(
         arr(markers[3]["y"]), [row.loc[False, "saturated_frac"], row.loc[True, "saturated_frac"]]
-    )  # fmt: skip
+    )
     assert all(s["layout"][f"xaxis{i if i > 1 else ''}"]["type"] == "log" for i in range(1, 5))
     scaled_marker = spec(fs.saturation_curves_figure(sweep, 64, True, 8, 32, 1.0))
     m = [t for t in scaled_marker["data"] if t.get("name") == "current"][0]
@@ -110,7 +110,7 @@ def test_gradient_figure_plots_mean_median_and_tiny_rows_of_each_norm():
     markers = [t for t in s["data"] if t.get("name") == "current"]
     assert len(markers) == 9 and markers[7]["customdata"][0][1] == pytest.approx(
         by.loc[(False, 512), "grad_q_norm_median"]
-    )  # fmt: skip
+    )
 
 
 def test_a_zero_norm_is_drawn_at_the_bottom_of_its_log_axis_and_hovers_as_zero():
@@ -135,8 +135,10 @@ def test_row_figure_shows_the_jacobian_of_the_top_32_keys_on_a_fixed_scale():
     np.testing.assert_allclose(arr(s["data"][0]["y"]), p.numpy(), atol=1e-7)
     assert len(arr(s["data"][0]["y"])) == 100 and s["data"][0]["x"][99] == "t99 (99)"
     assert (s["layout"]["coloraxis"]["cmin"], s["layout"]["coloraxis"]["cmax"], s["layout"]["coloraxis"]["cmid"]) == (
-        -0.25, 0.25, 0.0
-    )  # fmt: skip
+        -0.25,
+        0.25,
+        0.0,
+    )
     assert "32 largest of 100" in s["layout"]["title"]["text"]
 
 
@@ -198,13 +200,17 @@ def test_presentation_mode_and_chinese(sweep):
 
 
 def test_subplots_are_laid_out_as_make_subplots_does():
-    for rows, cols, kw in ((1, 2, {"horizontal_spacing": 0.08}), (2, 2, {"horizontal_spacing": 0.1,
-                           "vertical_spacing": 0.22}), (3, 3, {"horizontal_spacing": 0.08, "vertical_spacing": 0.13}),
-                           (1, 2, {"column_widths": [0.55, 0.45], "horizontal_spacing": 0.1})):  # fmt: skip
+    for rows, cols, kw in (
+        (1, 2, {"horizontal_spacing": 0.08}),
+        (2, 2, {"horizontal_spacing": 0.1, "vertical_spacing": 0.22}),
+        (3, 3, {"horizontal_spacing": 0.08, "vertical_spacing": 0.13}),
+        (1, 2, {"column_widths": [0.55, 0.45], "horizontal_spacing": 0.1}),
+    ):
         titles = [f"p{i}" for i in range(rows * cols)]
         ref = make_subplots(rows=rows, cols=cols, subplot_titles=titles, **kw).to_dict()["layout"]
-        ours = fs._grid(rows, cols, titles, kw.get("column_widths"), kw.get("horizontal_spacing"),
-                        kw.get("vertical_spacing"))  # fmt: skip
+        ours = fs._grid(
+            rows, cols, titles, kw.get("column_widths"), kw.get("horizontal_spacing"), kw.get("vertical_spacing")
+        )
         for key, axis in ref.items():
             if key.startswith(("xaxis", "yaxis")):
                 assert ours[key]["anchor"] == axis["anchor"]

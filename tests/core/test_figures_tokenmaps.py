@@ -22,8 +22,9 @@ SENTENCE = tokenize("The cat sat on the mat because it was tired .")
 
 
 def grid_of(n_heads=8, n_kv=2, tokens=SENTENCE, mask="none", **kw) -> PooledMaps:
-    return seeded(pooled_attention, n_heads, n_kv, 8, list(tokens), mask_kind=mask,
-                  max_side=figures.grid_side(n_heads), **kw)  # fmt: skip
+    return seeded(
+        pooled_attention, n_heads, n_kv, 8, list(tokens), mask_kind=mask, max_side=figures.grid_side(n_heads), **kw
+    )
 
 
 def spec_of(pm, focus=None, style=figures.Style()) -> dict:
@@ -171,8 +172,19 @@ def test_focus_sentence_is_chosen_from_the_numbers():
 def test_clicked_points_are_checked():
     ok = [{"curve_number": 9, "customdata": [5, 0.25]}]
     assert hm.clicked(ok, 0, None, 8) == 5
-    bad = [None, [], "x", [{}], [{"customdata": []}], [{"customdata": ["5"]}], [{"customdata": [8]}],
-           [{"customdata": [-1]}], [{"customdata": [True]}], [{"customdata": [2.5]}], [{"customdata": None}]]  # fmt: skip
+    bad = [
+        None,
+        [],
+        "x",
+        [{}],
+        [{"customdata": []}],
+        [{"customdata": ["5"]}],
+        [{"customdata": [8]}],
+        [{"customdata": [-1]}],
+        [{"customdata": [True]}],
+        [{"customdata": [2.5]}],
+        [{"customdata": None}],
+    ]
     assert all(hm.clicked(b, 0, None, 8) is None for b in bad)
     assert hm.clicked([{"customdata": [4, 3, "on (3)", "q"]}], 1, "q", 11) == 3
     assert hm.clicked([{"customdata": [4, 3, "on (3)", "k", "0.1"]}], 1, "q", 11) is None  # a key, not a query

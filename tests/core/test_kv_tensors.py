@@ -31,7 +31,10 @@ def bars(s: dict) -> dict:
 def test_bytes_per_frame_by_hand():
     fill = cache_fill(12, 8, 2, (16, 16), 4096, batch=1, dtype="fp16")
     assert [(lay.kind, lay.n_kv_heads, lay.native) for lay in fill.layouts] == [
-        ("MHA", 8, False), ("GQA", 2, True), ("MQA", 1, False)]  # fmt: skip
+        ("MHA", 8, False),
+        ("GQA", 2, True),
+        ("MQA", 1, False),
+    ]
     assert fill.tokens == tuple(range(64, 4097, 64)) and fill.thinned and not fill.gqa_chosen
     # 2 (K and V) x 12 layers x 1 sequence x H_kv heads x 64 tokens x 16 elements x 2 bytes
     assert fill.bytes[0] == (2 * 12 * 8 * 64 * 16 * 2, 2 * 12 * 2 * 64 * 16 * 2, 2 * 12 * 1 * 64 * 16 * 2)
@@ -128,8 +131,10 @@ def test_each_query_head_s_lookup_ends_on_its_kv_head_s_row_at_the_newest_token(
 
 
 def test_the_payload_stays_small_at_the_page_s_extremes():
-    for fill, style in ((cache_fill(128, 128, 128, (256, 256), MAX_CALC_SEQ_LEN, batch=256, dtype="fp32"), Style()),
-                        (cache_fill(128, 128, 1, (256, 256), MAX_CALC_SEQ_LEN, 256, "int4"), Style(True, "zh"))):  # fmt: skip
+    for fill, style in (
+        (cache_fill(128, 128, 128, (256, 256), MAX_CALC_SEQ_LEN, batch=256, dtype="fp32"), Style()),
+        (cache_fill(128, 128, 1, (256, 256), MAX_CALC_SEQ_LEN, 256, "int4"), Style(True, "zh")),
+    ):
         text = pio.to_json(apply_fonts(kt.tensor_figure(fill, style), style), validate=False)
         assert len(text.encode("utf-8")) < 1_000_000
 
@@ -145,8 +150,13 @@ def test_the_view_follows_the_page_s_model():
     assert not any(lay.native for lay in fill.layouts) and fill.layouts[0].k_dim == 128
     zh = kc.tensor_caption(fill, Style(lang="zh"))
     assert "32 个 KV 头" in zh and "(1/4)" in zh
-    en = kc.tensor_caption(kc.tensor_fill(kc.Params(model="custom", n_heads=7, n_kv_heads=7),
-                                          kc.calculator(kc.Params(model="custom", n_heads=7, n_kv_heads=7))), Style())  # fmt: skip
+    en = kc.tensor_caption(
+        kc.tensor_fill(
+            kc.Params(model="custom", n_heads=7, n_kv_heads=7),
+            kc.calculator(kc.Params(model="custom", n_heads=7, n_kv_heads=7)),
+        ),
+        Style(),
+    )
     assert "No GQA layout" in en
 
 

@@ -108,8 +108,13 @@ def test_unscaled_attention_trains_slower_at_dk_256():
     spec = lab.LabSpec(n_heads=1, n_kv_heads=1, head_dim=256)
     losses = {}
     for scaled in (True, False):
-        recs = list(lab.train(dataclasses.replace(spec, scaled=scaled), lab.Task("copy", 64, 16),
-                              run=lab.RunSpec(20, 32, 3e-3, 0, eval_every=0)))  # fmt: skip
+        recs = list(
+            lab.train(
+                dataclasses.replace(spec, scaled=scaled),
+                lab.Task("copy", 64, 16),
+                run=lab.RunSpec(20, 32, 3e-3, 0, eval_every=0),
+            )
+        )
         losses[scaled] = recs[-1].loss
     assert losses[False] > losses[True] + 0.2, losses
 
@@ -160,6 +165,8 @@ def test_right_after_conversion_the_preset_orders_mean_first_random():
     (measured while building the lab), so this checks the preset the page shows, with its seed."""
     task = lab.Task("induction", 16, 8)
     ckpt = run(spec=lab.LabSpec(), task=task, steps=100, batch=32, lr=1e-2, eval_every=0)[-1].checkpoint
-    start = {m: next(lab.convert_and_uptrain(ckpt, 1, m, 1, run=lab.RunSpec(batch=32, lr=1e-2))).eval_loss
-             for m in lab.METHODS}  # fmt: skip
+    start = {
+        m: next(lab.convert_and_uptrain(ckpt, 1, m, 1, run=lab.RunSpec(batch=32, lr=1e-2))).eval_loss
+        for m in lab.METHODS
+    }
     assert start["mean"] + 0.05 < start["first"] < start["random"] - 0.05, start

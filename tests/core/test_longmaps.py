@@ -122,9 +122,14 @@ def test_head_window_equals_the_full_computation():
 
 @pytest.mark.parametrize(
     "kw,field",
-    [({"reduce": "median"}, "pool"), ({"heads": [8]}, "head"), ({"window": (5, 5, 0, 11)}, "q_end"),
-     ({"mask_kind": "diagonal"}, "mask"), ({"temperature": 0.0}, "temperature")],
-)  # fmt: skip
+    [
+        ({"reduce": "median"}, "pool"),
+        ({"heads": [8]}, "head"),
+        ({"window": (5, 5, 0, 11)}, "q_end"),
+        ({"mask_kind": "diagonal"}, "mask"),
+        ({"temperature": 0.0}, "temperature"),
+    ],
+)
 def test_bad_arguments_name_the_field(kw, field):
     with pytest.raises(ConfigError) as err:
         seeded(pooled_attention, 8, 2, 16, TOKS, **kw)

@@ -205,8 +205,22 @@ def test_grid_of_64_pooled_heads_serializes_under_2_mb():
     w = np.random.default_rng(0).random((64, side, side)).astype(np.float32)
     toks = tuple(f"t{i}" for i in range(8192))
     f = -(-8192 // side)
-    pm = PooledMaps(w, np.ones((side, side), bool), None, f, "max", tuple(range(64)), 64, 8, toks, toks,
-                    (0, 8192), (0, 8192), 0.25, "cpu")  # fmt: skip
+    pm = PooledMaps(
+        w,
+        np.ones((side, side), bool),
+        None,
+        f,
+        "max",
+        tuple(range(64)),
+        64,
+        8,
+        toks,
+        toks,
+        (0, 8192),
+        (0, 8192),
+        0.25,
+        "cpu",
+    )
     fig = views.grid_view(pm, figures.Style(present=True)).figure
     figures.apply_fonts(fig, figures.Style(present=True))
     assert len(fig.to_json()) < 2_000_000

@@ -77,8 +77,10 @@ def test_longer_labels_and_larger_fonts_get_more_room():
         trace = {"type": "bar", "x": ["a", "b"], "y": [label, label + "!"]}
         return {"layout": {"margin": {"l": 10, "r": 10, "t": 10, "b": 10}, "yaxis": axis}, "data": [trace]}
 
-    short, long_, big = (reserve_margins(spec(t, s))["layout"]["margin"]["l"] for t, s in [("ab", 13),
-                         ("a much longer label", 13), ("ab", 26)])  # fmt: skip
+    short, long_, big = (
+        reserve_margins(spec(t, s))["layout"]["margin"]["l"]
+        for t, s in [("ab", 13), ("a much longer label", 13), ("ab", 26)]
+    )
     assert short < big and short < long_
     assert long_ - short == pytest.approx(text_width("a much longer label!", 13) - text_width("ab!", 13), abs=1)
 
@@ -100,25 +102,37 @@ def test_the_grid_grows_by_its_bottom_margin_so_its_panels_keep_their_height():
 
 def test_an_odd_figure_keeps_its_margins_and_never_fails():
     odd = {
-        "layout": {"margin": {"l": 10, "r": 10, "t": 10, "b": 10}, "xaxis": {"type": "log", "range": [None, "x"]},
-                   "yaxis": {"tickfont": {"size": "big"}}},
+        "layout": {
+            "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
+            "xaxis": {"type": "log", "range": [None, "x"]},
+            "yaxis": {"tickfont": {"size": "big"}},
+        },
         "data": [{"type": "heatmap", "z": [[None, "a"]], "showscale": True}],
-    }  # fmt: skip
+    }
     assert reserve_margins(odd)["layout"]["margin"] == {"l": 10, "r": 10, "t": 10, "b": 10}
     assert reserve_margins({"data": []}) == {"data": []}
 
 
 def _rotated_layout(labels: list[str]) -> tuple[dict, list[dict]]:
     """Two panels of rotated key labels and one query axis, with Streamlit's title standoffs written in."""
-    data = [dict(type="heatmap", z=[[0.0] * len(labels)] * 2, x=labels, y=["a", "b"], xaxis=f"x{s}", yaxis="y")
-            for s in ("", "2")]  # fmt: skip
+    data = [
+        dict(type="heatmap", z=[[0.0] * len(labels)] * 2, x=labels, y=["a", "b"], xaxis=f"x{s}", yaxis="y")
+        for s in ("", "2")
+    ]
     axis = dict(type="category", tickangle=-60, tickfont=dict(size=13), anchor="y")
     title = dict(text="key", font=dict(size=15, color="#31333F"), standoff=20)
-    layout = dict(font=dict(size=13), xaxis=dict(axis, domain=[0.0, 0.45], title=title, automargin=True),
-                  xaxis2=dict(axis, domain=[0.55, 1.0], title=title, automargin=True),
-                  yaxis=dict(type="category", tickfont=dict(size=13), automargin=True,
-                             title=dict(text="query", font=dict(size=15), standoff=24)),
-                  annotations=[dict(text="panel", x=0.2, y=1.0, xref="paper", yref="paper")])  # fmt: skip
+    layout = dict(
+        font=dict(size=13),
+        xaxis=dict(axis, domain=[0.0, 0.45], title=title, automargin=True),
+        xaxis2=dict(axis, domain=[0.55, 1.0], title=title, automargin=True),
+        yaxis=dict(
+            type="category",
+            tickfont=dict(size=13),
+            automargin=True,
+            title=dict(text="query", font=dict(size=15), standoff=24),
+        ),
+        annotations=[dict(text="panel", x=0.2, y=1.0, xref="paper", yref="paper")],
+    )
     return layout, data
 
 

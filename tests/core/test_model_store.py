@@ -113,8 +113,16 @@ def test_concurrent_processes_extract_a_zip_once(cache, tmp_path):
     script.write_text(SCRIPT.format(root=str(ROOT)))
     start = str(time.time() + 2.0)  # both start extracting at the same moment
     env = {**os.environ, model_store.CACHE_ENV: str(cache)}
-    procs = [subprocess.Popen([sys.executable, str(script), start, str(archive)], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), start, str(archive)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
     lines = {o[0].strip() for o in outs}

@@ -56,8 +56,14 @@ def reference_attentions(eager_model, ids):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_shape_read_from_the_config(loaded, family):
     m = loaded[family]
-    want = {"llama": (2, 4, 2), "qwen2": (2, 4, 1), "qwen3": (2, 4, 2), "mistral": (2, 4, 2), "gpt2": (2, 4, 4),
-            "bert": (2, 4, 4)}  # fmt: skip
+    want = {
+        "llama": (2, 4, 2),
+        "qwen2": (2, 4, 1),
+        "qwen3": (2, 4, 2),
+        "mistral": (2, 4, 2),
+        "gpt2": (2, 4, 4),
+        "bert": (2, 4, 4),
+    }
     assert (m.n_layers, m.n_heads, m.n_kv_heads) == want[family]
     assert m.head_dim == {"gpt2": 8, "bert": 8, "qwen3": 8}.get(family, 16)
     assert m.causal is (family != "bert")
@@ -65,7 +71,12 @@ def test_shape_read_from_the_config(loaded, family):
     assert m.n_params == sum(p.numel() for p in m.module.parameters())
     p = m.preset
     assert (p.n_layers, p.n_heads, p.n_kv_heads, p.head_dim, p.max_positions) == (
-        m.n_layers, m.n_heads, m.n_kv_heads, m.head_dim, m.max_positions)  # fmt: skip
+        m.n_layers,
+        m.n_heads,
+        m.n_kv_heads,
+        m.head_dim,
+        m.max_positions,
+    )
     assert p.attention == {"llama": "GQA", "mistral": "GQA", "qwen3": "GQA", "qwen2": "MQA"}.get(family, "MHA")
 
 
@@ -257,8 +268,12 @@ def test_head_scores_match_scores_from_the_eager_weights(loaded, eager):
         first = w[:, :, 1:, 0].mean(axis=(0, 2))
         dup = np.mean([w[:, :, o + n + i, o + i] for i in range(n)], axis=(0, 1))
         ind = np.mean([w[:, :, o + n + i, o + i + 1] for i in range(n)], axis=(0, 1))
-        for name, want in (("previous_token", prev), ("first_token", first), ("duplicate_token", dup),
-                           ("induction", ind)):  # fmt: skip
+        for name, want in (
+            ("previous_token", prev),
+            ("first_token", first),
+            ("duplicate_token", dup),
+            ("induction", ind),
+        ):
             np.testing.assert_allclose(row[name].to_numpy(), want, rtol=1e-4, atol=1e-6)
         rows = []
         for i in range(1, w.shape[-1]):

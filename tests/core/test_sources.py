@@ -44,8 +44,17 @@ def test_captured_tensors_give_the_same_maps_in_every_view(kw):
     full computation's weights through the pooled path, the zoom window and the step-by-step window."""
     m = full(**kw)
     layer = SeededLayer(6, 2, 8, TOKS, seed=4, **kw)
-    captured = TensorLayer(m.q, m.k, m.v, layer.scale, TOKS, mask_kind=kw.get("mask_kind", "none"),
-                           pad_len=layer.pad_len, use_scaling=layer.use_scaling, temperature=layer.temperature)  # fmt: skip
+    captured = TensorLayer(
+        m.q,
+        m.k,
+        m.v,
+        layer.scale,
+        TOKS,
+        mask_kind=kw.get("mask_kind", "none"),
+        pad_len=layer.pad_len,
+        use_scaling=layer.use_scaling,
+        temperature=layer.temperature,
+    )
     want = np.where(m.mask, m.weights, np.nan)
     pm = pooled_attention(captured, entropy=True)
     np.testing.assert_allclose(pm.weights, want, rtol=1e-5, atol=1e-6, equal_nan=True)
@@ -86,8 +95,14 @@ def test_a_long_captured_layer_is_pooled_like_the_seeded_one():
     toks = tuple(synthetic_tokens(300))
     layer = SeededLayer(4, 2, 8, toks, mask_kind="causal", seed=1)
     q, k, v = layer.qkv(range(4), torch.device("cpu"), values=True)
-    captured = TensorLayer(q.numpy(), torch.stack([k[0], k[1]]).numpy(), torch.stack([v[0], v[1]]).numpy(),
-                           layer.scale, toks, mask_kind="causal")  # fmt: skip
+    captured = TensorLayer(
+        q.numpy(),
+        torch.stack([k[0], k[1]]).numpy(),
+        torch.stack([v[0], v[1]]).numpy(),
+        layer.scale,
+        toks,
+        mask_kind="causal",
+    )
     a = pooled_attention(layer, max_side=32, reduce="mean")
     b = pooled_attention(captured, max_side=32, reduce="mean")
     assert a.factor == b.factor == 10

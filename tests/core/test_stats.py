@@ -129,10 +129,22 @@ def test_sweep_columns_match_independent_recomputation():
     d_values, t, n, seed, tau = (4, 64), 6, 32, 3, 0.7
     df = stats.saturation_sweep(d_values, t, n, seed, "cpu", "normal", tau)
     assert list(df.columns[:15]) == [
-        "d_k", "scaled", "score_var", "max_weight", "entropy", "saturated_frac", "jacobian_norm", "grad_norm",
-        "grad_q_norm", "jacobian_norm_median", "grad_norm_median", "grad_q_norm_median", "jacobian_norm_small",
-        "grad_norm_small", "grad_q_norm_small",
-    ]  # fmt: skip
+        "d_k",
+        "scaled",
+        "score_var",
+        "max_weight",
+        "entropy",
+        "saturated_frac",
+        "jacobian_norm",
+        "grad_norm",
+        "grad_q_norm",
+        "jacobian_norm_median",
+        "grad_norm_median",
+        "grad_q_norm_median",
+        "jacobian_norm_small",
+        "grad_norm_small",
+        "grad_q_norm_small",
+    ]
     assert len(df) == 4 and df["d_k"].tolist() == [4, 4, 64, 64] and df["scaled"].tolist() == [False, True] * 2
     assert (df["measured_rows"] == n * t).all() and (df["total_rows"] == n * t).all()
     g = stats.downstream_weights(t, n, seed)  # (N, T, T)
@@ -304,8 +316,9 @@ def test_keys_that_are_linearly_dependent_are_factorised_by_qr():
     g = torch.randn(8, 3, 6, generator=gen, dtype=torch.float64)
     basis = stats._key_basis(k)
     assert torch.isfinite(basis).all()
-    torch.testing.assert_close(stats._grad_q_norm(g.float(), basis).double(), (g @ kd).norm(dim=-1), rtol=1e-5,
-                               atol=1e-5)  # fmt: skip
+    torch.testing.assert_close(
+        stats._grad_q_norm(g.float(), basis).double(), (g @ kd).norm(dim=-1), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_score_variance_matches_theory_at_20000_samples():
@@ -366,8 +379,11 @@ def test_saturation_makes_the_query_gradient_vanish_for_most_rows_while_its_mean
     assert u["grad_norm_median"] < 0.01 * s["grad_norm_median"] and u["grad_norm_small"] > 0.3
     findings = stats.gradient_findings({flag: df.loc[flag].to_dict() for flag in (False, True)})
     assert (findings.median_q, findings.mean_q, findings.vanished, findings.concentrated) == (
-        "lower", "higher", True, True
-    )  # fmt: skip
+        "lower",
+        "higher",
+        True,
+        True,
+    )
 
 
 def test_long_sequences_reverse_the_comparison_at_d_k_64():
@@ -380,8 +396,11 @@ def test_long_sequences_reverse_the_comparison_at_d_k_64():
     assert s["jacobian_norm"] == pytest.approx(math.sqrt(1023) / 1024, rel=0.7)
     findings = stats.gradient_findings({flag: df.loc[flag].to_dict() for flag in (False, True)})
     assert (findings.median_q, findings.mean_z, findings.mean_j, findings.vanished) == (
-        "higher", "higher", "higher", False
-    )  # fmt: skip
+        "higher",
+        "higher",
+        "higher",
+        False,
+    )
 
 
 def test_gradient_findings_by_hand():
@@ -494,8 +513,10 @@ def test_example_maps_are_the_pooled_softmax_of_the_first_sequence(monkeypatch, 
     monkeypatch.setattr(stats, "CHUNK_SCORES", 1000)  # many chunks of query rows
     maps = stats.example_maps(16, t, 32, seed=1, temperature=0.5)
     raw = stats.example_scores(16, t, 32, seed=1)  # [T, T], the first sequence
-    for got, mean_max, factor in ((maps.unscaled, maps.mean_max_unscaled, 2.0),
-                                  (maps.scaled, maps.mean_max_scaled, 2.0 / math.sqrt(16))):  # fmt: skip
+    for got, mean_max, factor in (
+        (maps.unscaled, maps.mean_max_unscaled, 2.0),
+        (maps.scaled, maps.mean_max_scaled, 2.0 / math.sqrt(16)),
+    ):
         w = stats.softmax_weights(raw, factor)  # (T, T)
         pooled, f = pool_max(w[None], 64)
         assert f == maps.factor == (1 if t <= 64 else 4) and got.shape == pooled[0].shape
@@ -599,8 +620,9 @@ def test_float16_demo_row():
 @pytest.mark.parametrize("t", [1, 2, 16, 1000, 8192])
 def test_float16_failures_run_only_on_risky_rows_and_count_as_running_every_row(t):
     gen = torch.Generator().manual_seed(t)
-    centres = torch.tensor([-7e4, -1e4, -40.0, -17.0, -9.0, -8.2, -7.9, 0.0, 5.0, 8.0, 9.5, 10.5, 11.0, 11.2,
-                            20.0, 6.5e4, 7e4])  # fmt: skip
+    centres = torch.tensor(
+        [-7e4, -1e4, -40.0, -17.0, -9.0, -8.2, -7.9, 0.0, 5.0, 8.0, 9.5, 10.5, 11.0, 11.2, 20.0, 6.5e4, 7e4]
+    )
     spreads = torch.tensor([0.0, 0.3, 3.0, 30.0])
     # every (centre, spread) pair is one row: its largest score sits near the centre, the others below it
     rows = centres.repeat_interleave(4)[:, None] - spreads.repeat(17)[:, None] * torch.rand(68, t, generator=gen)
@@ -631,7 +653,7 @@ def test_estimate_bytes_by_hand(monkeypatch):
     scores, rows = 256 * 16 * 16, 256 * 16
     assert stats.estimate_bytes(64, 16, 256) == 4 * (
         2 * 256 * 16 * 64 + 2 * scores + scores + 6 * rows + 16 * scores + rows * 64
-    )  # fmt: skip
+    )
     # more pairs at once only within the budget: 16 chunks' pairs under 1 GiB (2^20 scores), 1 when nothing is left
     plan = stats.row_plan(16, 256)
     assert stats._pairs_per_batch(plan, 64, "normal") == 16
@@ -647,7 +669,7 @@ def test_estimate_bytes_by_hand(monkeypatch):
     rows = stats.MAX_MEASURED_SCORES // 8192
     assert stats.estimate_bytes(1024, 8192, 16384) == 4 * (
         2 * 8192 * 1024 + rows * 1024 + 3 * rows * 8192 + 6 * rows + 16 * 2**20 + 128 * 1024
-    )  # fmt: skip
+    )
 
 
 def test_estimate_stops_growing_with_samples_and_fits_the_budget_at_every_page_setting():
@@ -720,8 +742,9 @@ def test_score_sample_rejects_d_k_zero():
 def test_sweep_on_cuda_matches_cpu():
     cpu = stats.saturation_sweep((4, 256), 16, 64, 0, "cpu")
     gpu = stats.saturation_sweep((4, 256), 16, 64, 0, "cuda")
-    np.testing.assert_allclose(gpu.drop(columns=["scaled"]).to_numpy(float), cpu.drop(columns=["scaled"]).to_numpy(float),
-                               rtol=1e-3, atol=1e-4)  # fmt: skip
+    np.testing.assert_allclose(
+        gpu.drop(columns=["scaled"]).to_numpy(float), cpu.drop(columns=["scaled"]).to_numpy(float), rtol=1e-3, atol=1e-4
+    )
 
 
 # ---------------------------------------------------------------- issue 13: the constants the figures name, one sweep row

@@ -107,8 +107,12 @@ def test_run_device_and_the_views_of_the_command_line():
             cv.run_device("cuda", "cpu")
         assert err.value.key == "device_missing"
     assert cv.run_device("auto", "cpu") == "cpu"
-    names = [v.name for v in cv.views(cv.Params(seq_len=128, d_model=32, n_heads=2, n_kv_heads=1, head_dim=16), S,
-                                      "counted,formula")]  # fmt: skip
+    names = [
+        v.name
+        for v in cv.views(
+            cv.Params(seq_len=128, d_model=32, n_heads=2, n_kv_heads=1, head_dim=16), S, "counted,formula"
+        )
+    ]
     assert names == ["complexity_stages_n128_h2_kv1", "complexity_flops_d32_h2_kv1_dh16", "complexity_note_n128_w32"]
 
 

@@ -16,8 +16,9 @@ S = Style()
 
 def test_kernels_come_from_the_preset_at_k_or_the_typed_numbers():
     assert cv.Params(kernel="blur", k=5).kernel2d.shape == (5, 5)
-    np.testing.assert_array_equal(cv.Params(kernel="custom", kernel_text="1 2 3;4 5 6;7 8 9").kernel2d,
-                                  np.arange(1, 10).reshape(3, 3))  # fmt: skip
+    np.testing.assert_array_equal(
+        cv.Params(kernel="custom", kernel_text="1 2 3;4 5 6;7 8 9").kernel2d, np.arange(1, 10).reshape(3, 3)
+    )
     with pytest.raises(ConfigError):
         cv.Params(kernel="custom", kernel_text="1 2; 3 4").kernel2d  # noqa: B018 - the property raises
     with pytest.raises(ConfigError) as e:

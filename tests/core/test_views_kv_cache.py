@@ -14,9 +14,30 @@ from attn_core.views import page
 from attn_core.views.base import cli_flag, controls, defaults
 
 ROOT = Path(__file__).resolve().parents[2]
-URL_KEYS = ["model", "n_heads", "n_kv_heads", "head_dim", "n_layers", "dtype", "batch", "seq_len", "device_gib",
-            "stack_weights", "weights_dtype", "y_scale", "dec_layers", "dec_steps", "dec_prompt", "dec_batch",
-            "dec_dtype", "dec_wrong", "dec_real", "dec_recompute", "pd_tokens", "seed"]  # fmt: skip
+URL_KEYS = [
+    "model",
+    "n_heads",
+    "n_kv_heads",
+    "head_dim",
+    "n_layers",
+    "dtype",
+    "batch",
+    "seq_len",
+    "device_gib",
+    "stack_weights",
+    "weights_dtype",
+    "y_scale",
+    "dec_layers",
+    "dec_steps",
+    "dec_prompt",
+    "dec_batch",
+    "dec_dtype",
+    "dec_wrong",
+    "dec_real",
+    "dec_recompute",
+    "pd_tokens",
+    "seed",
+]
 GiB = 1024**3
 
 
@@ -28,7 +49,10 @@ def test_params_are_the_page_s_url_keys_and_two_command_line_switches():
     # the command line keeps the flags it had before the page's Params made them
     assert (flags["head_dim"], flags["n_layers"], flags["dec_recompute"]) == ("--d-k", "--layers", "--no-recompute")
     assert (flags["decode"], flags["prefill_decode"], flags["stack_weights"]) == (
-        "--decode", "--prefill-decode", "--stack-weights")  # fmt: skip
+        "--decode",
+        "--prefill-decode",
+        "--stack-weights",
+    )
 
 
 def test_the_command_line_reads_into_the_page_s_params():
@@ -56,9 +80,15 @@ def test_the_calculator_leaves_the_weights_room_and_refuses_bad_values():
     assert calc.weights == n_params and calc.budget == 24 * GiB - n_params  # fp8: one byte a parameter
     table = kc.comparison(p, calc)
     assert table["max_context_tokens"].tolist()[0] == (24 * GiB - n_params) // (2 * 32 * 32 * 128 * 2)
-    for bad, field in ((dict(model="gpt-5"), "model"), (dict(seq_len=0), "seq_len"), (dict(dtype="fp64"), "dtype"),
-                       (dict(y_scale="ln"), "y_scale"), (dict(device_gib=0), "device_gib"),
-                       (dict(model="custom", stack_weights=True), "stack_weights"), (dict(batch=0), "batch")):  # fmt: skip
+    for bad, field in (
+        (dict(model="gpt-5"), "model"),
+        (dict(seq_len=0), "seq_len"),
+        (dict(dtype="fp64"), "dtype"),
+        (dict(y_scale="ln"), "y_scale"),
+        (dict(device_gib=0), "device_gib"),
+        (dict(model="custom", stack_weights=True), "stack_weights"),
+        (dict(batch=0), "batch"),
+    ):
         with pytest.raises(ConfigError) as err:
             kc.calculator(kc.Params(**bad))
         assert err.value.field == field
@@ -86,7 +116,7 @@ def test_the_decode_s_buffers_and_sentences_follow_its_settings():
         "attn_core/kv/cache.py",
         "pages/kv_cache.py",
         "ui/compute.py",
-    ],  # fmt: skip
+    ],
 )
 def test_functions_are_short_and_take_few_parameters(path):
     """At most 80 lines and 8 parameters (``self`` aside) per function: a spec dataclass carries the rest."""

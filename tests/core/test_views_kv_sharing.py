@@ -111,8 +111,23 @@ def test_the_command_line_keeps_every_flag_of_the_page():
     from attn_core.views import page
 
     flags = {s for a in parser(page("kv_sharing"))._actions for s in a.option_strings}
-    old = {"--n-heads", "--n-kv-heads", "--d-k", "--seq-len", "--text", "--seed", "--view", "--head", "--d-model",
-           "--dtype", "--built-with", "--conv-source", "--n-base", "--noise", "--kv-first"}  # fmt: skip
+    old = {
+        "--n-heads",
+        "--n-kv-heads",
+        "--d-k",
+        "--seq-len",
+        "--text",
+        "--seed",
+        "--view",
+        "--head",
+        "--d-model",
+        "--dtype",
+        "--built-with",
+        "--conv-source",
+        "--n-base",
+        "--noise",
+        "--kv-first",
+    }
     assert old <= flags
     assert "--kv-view" not in flags  # --view picks the views
 

@@ -64,8 +64,15 @@ def test_kv_tradeoff_counts_cache_bytes_by_hand_and_steps_to_target():
 def test_scaling_sentence_follows_the_numbers():
     exp = lv.experiment(lv.Params(lab_steps=20, lab_seeds=1))
     flat = [4.0] * 21
-    pts = fake(exp, {"dk16_scaled": flat, "dk16_unscaled": flat, "dk256_scaled": [4.0] * 20 + [3.5],
-                     "dk256_unscaled": [4.0] * 20 + [3.9]})  # fmt: skip
+    pts = fake(
+        exp,
+        {
+            "dk16_scaled": flat,
+            "dk16_unscaled": flat,
+            "dk256_scaled": [4.0] * 20 + [3.5],
+            "dk256_unscaled": [4.0] * 20 + [3.9],
+        },
+    )
     lines = lv.summary(pts, exp, EN)
     assert "no clear difference" in lines[0] and "training started slower" in lines[1] and "**3.90**" in lines[1]
 

@@ -90,8 +90,13 @@ def test_decode_summary_and_timing_sentence_choose_from_numbers():
     steps[1] = eng.DecodeStep(1, 3, 11, 2, 10, 2, 0.001, 0.003, 1e-7)
     kind, text = mv.decode_summary(spec, steps, S)
     assert kind == "warning" and "naive was" in text
-    df = pd.DataFrame([{"cached": n, "path": m, "ms": (1.0 if m == "absorb" else 3.0)}
-                       for n in mv.TIMED_LENGTHS for m in ("naive", "absorb")])  # fmt: skip
+    df = pd.DataFrame(
+        [
+            {"cached": n, "path": m, "ms": (1.0 if m == "absorb" else 3.0)}
+            for n in mv.TIMED_LENGTHS
+            for m in ("naive", "absorb")
+        ]
+    )
     assert "absorbed is 3.00× faster" in mv.timing_sentence(df, spec.cfg, S)
 
 

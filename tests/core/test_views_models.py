@@ -68,8 +68,9 @@ def test_group_similarity_by_hand():
 
 
 def test_gqa_note_is_chosen_from_the_measured_ratio(llama):
-    alike = pd.DataFrame({"layer": [0] * 4, "head": [0, 1, 2, 3], "kv_head": [0, 0, 1, 1],
-                          "induction": [0.9, 0.8, 0.1, 0.1]})  # fmt: skip
+    alike = pd.DataFrame(
+        {"layer": [0] * 4, "head": [0, 1, 2, 3], "kv_head": [0, 0, 1, 1], "induction": [0.9, 0.8, 0.1, 0.1]}
+    )
     unlike = alike.assign(induction=[0.9, 0.1, 0.8, 0.2])
     assert mv.gqa_note(llama, alike, "induction", Style()).startswith("**Heads sharing a KV head score alike")
     assert "differ more on induction" in mv.gqa_note(llama, unlike, "induction", Style())
@@ -77,8 +78,15 @@ def test_gqa_note_is_chosen_from_the_measured_ratio(llama):
 
 
 def test_strongest_entropy_is_the_lowest():
-    df = pd.DataFrame({"layer": [0, 0, 1], "head": [0, 1, 0], "kv_head": [0, 0, 0], "entropy": [0.5, 0.1, 0.9],
-                       "induction": [0.5, 0.1, 0.9]})  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "layer": [0, 0, 1],
+            "head": [0, 1, 0],
+            "kv_head": [0, 0, 0],
+            "entropy": [0.5, 0.1, 0.9],
+            "induction": [0.5, 0.1, 0.9],
+        }
+    )
     assert mv.strongest(df, "entropy", 1) == [(0, 1, 0.1)]
     assert mv.strongest(df, "induction", 1) == [(1, 0, 0.9)]
 

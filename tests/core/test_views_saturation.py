@@ -22,8 +22,14 @@ def spec(fig) -> dict:
 def test_saturation_views_build_every_view_with_its_numbers():
     p = sat.Params(head_dim=128, seq_len=8, samples=32, seed=4, scaling=False, temperature=0.5, row=2)
     views = sat.views(p, Style())
-    assert [v.name for v in views] == ["scores_dk128", "maps_dk128", "saturation_sweep", "gradient_sweep",
-                                       "row2_dk128", "float16_row2_dk128"]  # fmt: skip
+    assert [v.name for v in views] == [
+        "scores_dk128",
+        "maps_dk128",
+        "saturation_sweep",
+        "gradient_sweep",
+        "row2_dk128",
+        "float16_row2_dk128",
+    ]
     example = stats.example_scores(128, 8, 32, seed=4)
     maps = views[1].data
     assert len(maps) == 64
@@ -67,8 +73,17 @@ def test_figures_carry_the_fonts_of_apply_fonts(style):
 
 
 def test_params_hold_the_pages_defaults_and_url_keys():
-    assert defaults(sat.Params) == {"head_dim": 64, "scaling": True, "seq_len": 16, "samples": 256,
-                                    "temperature": 1.0, "dist": "normal", "row": 0, "seed": 0, "text": None}  # fmt: skip
+    assert defaults(sat.Params) == {
+        "head_dim": 64,
+        "scaling": True,
+        "seq_len": 16,
+        "samples": 256,
+        "temperature": 1.0,
+        "dist": "normal",
+        "row": 0,
+        "seed": 0,
+        "text": None,
+    }
     with pytest.raises(ConfigError, match="uniform"):
         sat.Params(dist="uniform")
 

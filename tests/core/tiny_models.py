@@ -60,15 +60,28 @@ def wordpiece_tokenizer():
         single="[CLS] $A [SEP]", special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])]
     )
     tok.decoder = decoders.WordPiece()
-    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]",
-                                   pad_token="[PAD]", mask_token="[MASK]")  # fmt: skip
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        pad_token="[PAD]",
+        mask_token="[MASK]",
+    )
 
 
 def _config(family: str):
     import transformers as tf
 
-    decoder = {"vocab_size": 258, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
-               "max_position_embeddings": 128, "initializer_range": 0.2, "eos_token_id": 256}  # fmt: skip
+    decoder = {
+        "vocab_size": 258,
+        "hidden_size": 64,
+        "intermediate_size": 96,
+        "num_hidden_layers": 2,
+        "max_position_embeddings": 128,
+        "initializer_range": 0.2,
+        "eos_token_id": 256,
+    }
     if family == "llama":  # GQA: 4 query heads share 2 KV heads
         return tf.LlamaConfig(**decoder, num_attention_heads=4, num_key_value_heads=2, bos_token_id=257)
     if family == "qwen2":  # MQA: 4 query heads share 1 KV head
@@ -78,12 +91,27 @@ def _config(family: str):
     if family == "mistral":  # a sliding window shorter than the position table
         return tf.MistralConfig(**decoder, num_attention_heads=4, num_key_value_heads=2, sliding_window=32)
     if family == "gpt2":
-        return tf.GPT2Config(vocab_size=258, n_embd=32, n_layer=2, n_head=4, n_positions=128, initializer_range=0.2,
-                             bos_token_id=256, eos_token_id=256)  # fmt: skip
+        return tf.GPT2Config(
+            vocab_size=258,
+            n_embd=32,
+            n_layer=2,
+            n_head=4,
+            n_positions=128,
+            initializer_range=0.2,
+            bos_token_id=256,
+            eos_token_id=256,
+        )
     if family == "bert":
         n_vocab = len(wordpiece_tokenizer())
-        return tf.BertConfig(vocab_size=n_vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                             intermediate_size=64, max_position_embeddings=16, initializer_range=0.2)  # fmt: skip
+        return tf.BertConfig(
+            vocab_size=n_vocab,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=16,
+            initializer_range=0.2,
+        )
     raise ValueError(family)
 
 

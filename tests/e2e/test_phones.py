@@ -18,8 +18,13 @@ pytestmark = pytest.mark.e2e
 
 # A phone's own User-Agent (Chrome on Android): the server sends head grids' phone copies only to phones.
 PHONE_AGENT = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36"
-PHONE = dict(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True, device_scale_factor=3,
-             user_agent=PHONE_AGENT)  # fmt: skip
+PHONE = dict(
+    viewport={"width": 390, "height": 844},
+    is_mobile=True,
+    has_touch=True,
+    device_scale_factor=3,
+    user_agent=PHONE_AGENT,
+)
 LAPTOP = dict(viewport={"width": 1280, "height": 800})
 # every page as it opens (the models page at its grid of heads), and the KV-sharing maps (KV groups side by side)
 VIEW = {"models": "?view=layer"}

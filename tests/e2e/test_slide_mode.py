@@ -22,13 +22,26 @@ NO_CHART = {"kv_cache"}  # its first slide is the calculator: the headline numbe
 # note get about 90 px each at 1280×720 (tight for 11 row labels; a known limit), single charts 200 px and more
 MIN_PLOT_PX = 80
 # slides past each page's first: the other steps of the pages split into slides, and views with their own controls
-MORE = ["?view=steps", "?view=zoom", "saturation?slide=2", "saturation?slide=3", "saturation?slide=4",
-        "saturation?slide=6", "kv_cache?slide=2", "kv_cache?slide=3", "conv_attention?view=image",
-        "conv_attention?view=image&slide=2", "mla?view=agree&slide=2", "mla?view=agree&slide=3",
-        # deck slides (the deck's bar and sentence over the page): a two-row grid, the curves, the KV-group maps,
-        # the cache as tensors under two steppers
-        "?deck=attention_from_scratch&deck_at=8", "?deck=attention_from_scratch&deck_at=5",
-        "?deck=gqa_and_the_kv_cache&deck_at=4", "?deck=gqa_and_the_kv_cache&deck_at=7"]  # fmt: skip
+MORE = [
+    "?view=steps",
+    "?view=zoom",
+    "saturation?slide=2",
+    "saturation?slide=3",
+    "saturation?slide=4",
+    "saturation?slide=6",
+    "kv_cache?slide=2",
+    "kv_cache?slide=3",
+    "conv_attention?view=image",
+    "conv_attention?view=image&slide=2",
+    "mla?view=agree&slide=2",
+    "mla?view=agree&slide=3",
+    # deck slides (the deck's bar and sentence over the page): a two-row grid, the curves, the KV-group maps,
+    # the cache as tensors under two steppers
+    "?deck=attention_from_scratch&deck_at=8",
+    "?deck=attention_from_scratch&deck_at=5",
+    "?deck=gqa_and_the_kv_cache&deck_at=4",
+    "?deck=gqa_and_the_kv_cache&deck_at=7",
+]
 
 # Boxes (left, top, right, bottom) of what a slide shows. Sentences: visible text of the main column, less the
 # controls (the folded bar, the view buttons, widget labels, buttons) and the deck's bar; the title's box is its
