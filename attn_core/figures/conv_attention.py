@@ -146,25 +146,7 @@ def head_maps_figure(
         a, b = divmod(i, k)
         n = "" if i == 0 else str(i + 1)
         x0, y1 = b * (side + gap), 1 - a * (side + gap)
-        layout_axes[f"xaxis{n}"] = dict(
-            domain=[x0, x0 + side],
-            anchor=f"y{n}",
-            showticklabels=False,
-            ticks="",
-            showgrid=False,
-            zeroline=False,
-            range=[cols[0] - 0.5, cols[-1] + 0.5],
-        )
-        layout_axes[f"yaxis{n}"] = dict(
-            domain=[y1 - side, y1],
-            anchor=f"x{n}",
-            showticklabels=False,
-            ticks="",
-            showgrid=False,
-            zeroline=False,
-            range=[rows[-1] + 0.5, rows[0] - 0.5],
-            scaleanchor=f"x{n}",
-        )
+        layout_axes |= _panel_axes(n, (x0, y1, side), rows, cols)
         d = (a - k // 2, b - k // 2)
         data.append(
             dict(
@@ -180,24 +162,7 @@ def head_maps_figure(
                 + f"({d[0]}, {d[1]})</extra>",
             )
         )
-        data.append(
-            dict(
-                type="scatter",
-                x=[qc],
-                y=[qr],
-                xaxis=f"x{n}",
-                yaxis=f"y{n}",
-                mode="markers",
-                marker=dict(
-                    symbol="square-open",
-                    size=8 if k > 5 else 10,
-                    color=QUERY_COLOR,
-                    line=dict(width=2, color=QUERY_COLOR),
-                ),
-                hoverinfo="skip",
-                showlegend=False,
-            )
-        )
+        data.append(_query_marker(n, query, k))
         notes.append(
             dict(
                 text=f"Δ=({d[0]},{d[1]})",
@@ -239,6 +204,35 @@ def head_maps_figure(
         **layout_axes,
     )
     return plain_figure(data, layout, style)
+
+
+def _panel_axes(n: str, box: tuple[float, float, float], rows: np.ndarray, cols: np.ndarray) -> dict:
+    """The x and y axes of one tap's panel: ``box`` = (left, top, side) in paper units, no ticks, pixels square."""
+    x0, y1, side = box
+    bare = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False)
+    return {
+        f"xaxis{n}": dict(domain=[x0, x0 + side], anchor=f"y{n}", range=[cols[0] - 0.5, cols[-1] + 0.5], **bare),
+        f"yaxis{n}": dict(
+            domain=[y1 - side, y1], anchor=f"x{n}", range=[rows[-1] + 0.5, rows[0] - 0.5], scaleanchor=f"x{n}", **bare
+        ),
+    }
+
+
+def _query_marker(n: str, query: tuple[int, int], k: int) -> dict:
+    """The query pixel outlined in one tap's panel."""
+    return dict(
+        type="scatter",
+        x=[query[1]],
+        y=[query[0]],
+        xaxis=f"x{n}",
+        yaxis=f"y{n}",
+        mode="markers",
+        marker=dict(
+            symbol="square-open", size=8 if k > 5 else 10, color=QUERY_COLOR, line=dict(width=2, color=QUERY_COLOR)
+        ),
+        hoverinfo="skip",
+        showlegend=False,
+    )
 
 
 def image_figure(img: np.ndarray, title: str, kind: str, lim: float | None = None, style: Style = Style()) -> go.Figure:

@@ -296,19 +296,10 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
     height (``panel_px`` at least) and the tick fonts; where labels must be thinned the title says so.
     The key labels are under the last row of panels, the query labels left of the first column.
     """
-    hs, r, c = grid.weights.shape
+    hs = grid.weights.shape[0]
     grid = replace(grid, weights=np.ascontiguousarray(grid.weights, dtype=np.float32))
     geo = _geometry(grid, style)
-    words = dict(
-        head=style.t("fig.head"),
-        query=style.t("fig.query"),
-        key=style.t("fig.key"),
-        value=grid.value_label or style.t("fig.weight"),
-        masked=style.t("fig.masked"),
-        block_top=style.t("fig.block_top"),
-        click=style.t("fig.click_open"),
-        block=style.t("fig.click_block"),
-    )
+    words = _grid_words(grid, style)
     title = grid.title or style.t(
         "fig.grid_title", heads=style.count(hs, "query_head"), groups=style.count(grid.n_kv_heads, "kv_group")
     )
@@ -340,6 +331,50 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
     clicks, outlines = _click_and_focus(grid, geo, style, words)
     data += clicks
     shapes += outlines
+    layout = _grid_layout(grid, geo, style, words, title, shapes, annotations)
+    # The room the browser gives the key labels, their title and the colour bar (reserved here, so it lays the
+    # grid out once): taller by what the bottom margin grows, the panels keep the height their labels need.
+    label_room = layout["margin"]["b"]
+    reserve_margins({"data": data, "layout": layout})
+    layout["height"] += layout["margin"]["b"] - label_room
+    # built from plain dicts without plotly's per-property validation (the shapes are fixed here and covered
+    # by the tests); the meta says where the panels are and that apply_fonts has nothing left to do
+    layout["meta"] = {
+        FONTS_SET: style.font,
+        PINNED: ["xaxis", "yaxis"],
+        GRID_META: dict(
+            heads=list(grid.heads),
+            groups=groups,
+            ncols=geo.plan.ncols,
+            rows=grid.weights.shape[1],
+            cols=grid.weights.shape[2],
+            sx=geo.sx,
+            sy=geo.sy,
+            gx=geo.gx,
+            gy=geo.gy,
+        ),
+    }
+    return PlainFigure(data, layout)
+
+
+def _grid_words(grid: HeadGrid, style: Style) -> dict[str, str]:
+    """The words of a head grid's hover, titles and click hints, in the style's language."""
+    return dict(
+        head=style.t("fig.head"),
+        query=style.t("fig.query"),
+        key=style.t("fig.key"),
+        value=grid.value_label or style.t("fig.weight"),
+        masked=style.t("fig.masked"),
+        block_top=style.t("fig.block_top"),
+        click=style.t("fig.click_open"),
+        block=style.t("fig.click_block"),
+    )
+
+
+def _grid_layout(
+    grid: HeadGrid, geo: _Geometry, style: Style, words: dict[str, str], title: str, shapes: list, annotations: list
+) -> dict:
+    """A head grid's layout: its axes, shared colour scale, frames and panel titles, sized to its panels."""
     x_axis, y_axis, label_room = _axes(grid, geo, words, style)
     # the title hangs from the top; each note line under it (<sub>, about 0.8 of the title's size) takes
     # one line height, and the first row's panel titles sit below them all
@@ -348,7 +383,7 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
         16 + 1.4 * style.title_font * (1 + 0.85 * lines) + min(geo.title_px, 30) + (24 if style.present else 16)
     )
     tick_font = dict(size=style.font)
-    layout = dict(
+    return dict(
         title=dict(text=title, font=dict(size=style.title_font), yref="container", y=1, yanchor="top", pad=dict(t=16)),
         font=dict(size=style.font),
         xaxis=x_axis,
@@ -367,28 +402,6 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
         hoverlabel=dict(font=dict(size=max(12, style.font - 2))),
         uirevision="grid",
     )
-    # The room the browser gives the key labels, their title and the colour bar (reserved here, so it lays the
-    # grid out once): taller by what the bottom margin grows, the panels keep the height their labels need.
-    reserve_margins({"data": data, "layout": layout})
-    layout["height"] += layout["margin"]["b"] - label_room
-    # built from plain dicts without plotly's per-property validation (the shapes are fixed here and covered
-    # by the tests); the meta says where the panels are and that apply_fonts has nothing left to do
-    layout["meta"] = {
-        FONTS_SET: style.font,
-        PINNED: ["xaxis", "yaxis"],
-        GRID_META: dict(
-            heads=list(grid.heads),
-            groups=groups,
-            ncols=geo.plan.ncols,
-            rows=r,
-            cols=c,
-            sx=geo.sx,
-            sy=geo.sy,
-            gx=geo.gx,
-            gy=geo.gy,
-        ),
-    }
-    return PlainFigure(data, layout)
 
 
 def _axes(grid: HeadGrid, geo: _Geometry, words: dict[str, str], style: Style) -> tuple[dict, dict, int]:

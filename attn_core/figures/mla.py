@@ -169,40 +169,11 @@ def agree_figure(a: np.ndarray, b: np.ndarray, labels: Sequence[str], head: int,
     panel_px = (_PANELS[0][1] - _PANELS[0][0]) * PLOT_PX[style.present]
     y_ticks, x_ticks = tick_plan(n, y_px, style), tick_plan(n, panel_px, style)
     grey = np.where(mask, np.nan, 1.0).astype(np.float32)
-    hover = f"{t('fig.query')} %{{y}}<br>{t('fig.key')} %{{x}}<br>%{{z:.4g}}<extra>%{{meta}}</extra>"
     names = (t("mla.panel_naive"), t("mla.panel_absorb"), t("mla.panel_diff", d=f"{top:.2g}"))
     data, layout, axis_font = [], {}, dict(size=style.font + 2)
     for i, (mat, name) in enumerate(zip((a, b, diff), names, strict=True)):
         ax = "" if i == 0 else str(i + 1)
-        z = np.where(mask, mat, np.nan).astype(np.float32)
-        data.append(
-            dict(
-                type="heatmap",
-                z=z,
-                x=labels,
-                y=labels,
-                xaxis=f"x{ax}",
-                yaxis="y",
-                hoverongaps=False,
-                coloraxis="coloraxis2" if i == 2 else "coloraxis",
-                hovertemplate=hover,
-                meta=name,
-            )
-        )
-        data.append(
-            dict(
-                type="heatmap",
-                z=grey,
-                x=labels,
-                y=labels,
-                xaxis=f"x{ax}",
-                yaxis="y",
-                showscale=False,
-                colorscale=[[0, MASK_GREY], [1, MASK_GREY]],
-                hoverongaps=False,
-                hovertemplate=t("fig.masked") + "<extra></extra>",
-            )
-        )
+        data += _agree_traces(np.where(mask, mat, np.nan).astype(np.float32), grey, labels, (ax, i, name), style)
         layout[f"xaxis{ax}"] = dict(
             domain=list(_PANELS[i]),
             anchor="y",
@@ -214,7 +185,6 @@ def agree_figure(a: np.ndarray, b: np.ndarray, labels: Sequence[str], head: int,
     longest = max((len(s) for s in layout["xaxis"]["ticktext"]), default=4)
     bottom = int(40 + 0.6 * x_ticks.font * longest)
     note = thinned_note(style, y_ticks, x_ticks, t("fig.query"), t("fig.key"))
-    bar = dict(thickness=14, len=0.9, y=0.5, xanchor="left", xpad=4, tickfont=dict(size=style.font))
     top_px = (90 if style.present else 70) + (26 if note else 0)
     layout.update(
         base_layout(
@@ -230,51 +200,8 @@ def agree_figure(a: np.ndarray, b: np.ndarray, labels: Sequence[str], head: int,
                 type="category",
                 **tick_axis(labels, y_ticks),
             ),
-            coloraxis=dict(
-                colorscale=style.weight_scale,
-                cmin=0.0,
-                cmax=1.0,
-                colorbar=dict(x=_BARS[0], title=dict(text=t("fig.weight"), font=dict(size=style.font)), **bar),
-            ),
-            coloraxis2=dict(
-                colorscale=DIFF_SCALE,
-                cmin=0.0,
-                cmax=top if top > 0 else 1.0,
-                colorbar=dict(x=_BARS[1], tickformat=".1e", title=dict(font=dict(size=style.font)), **bar),
-            ),
-            annotations=[
-                dict(
-                    text=f"<b>{name}</b>",
-                    x=sum(_PANELS[i]) / 2,
-                    y=1.0,
-                    xref="paper",
-                    yref="paper",
-                    xanchor="center",
-                    yanchor="bottom",
-                    yshift=6,
-                    showarrow=False,
-                    font=dict(size=style.font),
-                )
-                for i, name in enumerate(names)
-            ]
-            + (
-                [
-                    dict(
-                        text=note,
-                        x=0.0,
-                        y=1.0,
-                        xref="paper",
-                        yref="paper",
-                        xanchor="left",
-                        yanchor="bottom",
-                        yshift=style.font + 12,
-                        showarrow=False,
-                        font=dict(size=style.font - 3),
-                    )
-                ]
-                if note
-                else []
-            ),
+            **_agree_colour_axes(top, style),
+            annotations=_agree_annotations(names, note, style),
         )
     )
     # just above the panels' names, wherever a slide's height puts the plot
@@ -283,6 +210,81 @@ def agree_figure(a: np.ndarray, b: np.ndarray, labels: Sequence[str], head: int,
     )
     reserve_margins({"data": data, "layout": layout})  # fonts set here (plain_figure would reset the tick fonts)
     return PlainFigure(data, layout)
+
+
+def _agree_traces(z: np.ndarray, grey: np.ndarray, labels: list[str], panel: tuple, style: Style) -> list[dict]:
+    """One panel's heatmap ``z`` (NaN where causal masking hides a cell) and the grey over the masked cells;
+    ``panel`` = (axis suffix, index, name)."""
+    ax, i, name = panel
+    t = style.t
+    hover = f"{t('fig.query')} %{{y}}<br>{t('fig.key')} %{{x}}<br>%{{z:.4g}}<extra>%{{meta}}</extra>"
+    cells = dict(x=labels, y=labels, xaxis=f"x{ax}", yaxis="y", hoverongaps=False)
+    return [
+        dict(type="heatmap", z=z, coloraxis="coloraxis2" if i == 2 else "coloraxis", hovertemplate=hover, meta=name)
+        | cells,
+        dict(
+            type="heatmap",
+            z=grey,
+            showscale=False,
+            colorscale=[[0, MASK_GREY], [1, MASK_GREY]],
+            hovertemplate=t("fig.masked") + "<extra></extra>",
+        )
+        | cells,
+    ]
+
+
+def _agree_colour_axes(top: float, style: Style) -> dict:
+    """The weights' 0..1 colour bar and the difference's own, up to its largest value ``top``."""
+    bar = dict(thickness=14, len=0.9, y=0.5, xanchor="left", xpad=4, tickfont=dict(size=style.font))
+    return dict(
+        coloraxis=dict(
+            colorscale=style.weight_scale,
+            cmin=0.0,
+            cmax=1.0,
+            colorbar=dict(x=_BARS[0], title=dict(text=style.t("fig.weight"), font=dict(size=style.font)), **bar),
+        ),
+        coloraxis2=dict(
+            colorscale=DIFF_SCALE,
+            cmin=0.0,
+            cmax=top if top > 0 else 1.0,
+            colorbar=dict(x=_BARS[1], tickformat=".1e", title=dict(font=dict(size=style.font)), **bar),
+        ),
+    )
+
+
+def _agree_annotations(names: Sequence[str], note: str, style: Style) -> list[dict]:
+    """The three panels' names above them and, when labels were thinned, the note above the names."""
+    marks = [
+        dict(
+            text=f"<b>{name}</b>",
+            x=sum(_PANELS[i]) / 2,
+            y=1.0,
+            xref="paper",
+            yref="paper",
+            xanchor="center",
+            yanchor="bottom",
+            yshift=6,
+            showarrow=False,
+            font=dict(size=style.font),
+        )
+        for i, name in enumerate(names)
+    ]
+    if note:
+        marks.append(
+            dict(
+                text=note,
+                x=0.0,
+                y=1.0,
+                xref="paper",
+                yref="paper",
+                xanchor="left",
+                yanchor="bottom",
+                yshift=style.font + 12,
+                showarrow=False,
+                font=dict(size=style.font - 3),
+            )
+        )
+    return marks
 
 
 # ---------------------------------------------------------------- cache per token

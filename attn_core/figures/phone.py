@@ -71,15 +71,7 @@ def one_panel(spec: dict, index: int, style: Style, width: int = PHONE_PX) -> di
         hover = f"<b>{style.t('fig.head')} {head}</b> · KV {group}<br>" + hover
     cells = _as_list(z) if z.size <= PLAIN_ARRAYS_MAX else _typed_array(z)  # as figure_spec sends it
     data = [{**heat, "z": cells, "x": xs, "y": ys, "hovertemplate": hover}]
-    frame = next(s for s in lay.get("shapes") or [] if s.get("layer") == "above")  # every panel's frame is alike
-    panel = dict(type="rect", xref="x domain", yref="y domain", x0=0, x1=1, y0=0, y1=1)
-    shapes = [dict(panel, fillcolor=MASK_GREY, line=dict(width=0), layer="below")] if np.isnan(z).any() else []
-    shapes.append(dict(panel, line=dict(frame["line"], color=group_color(group)), layer="above"))
-    for focus in lay.get("shapes") or []:  # a followed query's row outlined in this panel: on the lone panel too
-        inside = focus.get("x0") == x0 - 0.5 and y0 - 0.5 <= focus.get("y0", -1) < y0 + r * sy - 0.5
-        if focus.get("name") == "focus" and inside:
-            q = round((focus["y0"] + 0.5 - y0) / sy)
-            shapes.append(dict(focus, xref="x domain", x0=0, x1=1, yref="y", y0=q - 0.5, y1=q + 0.5))
+    shapes = _panel_shapes(lay, z, group, (x0, y0), r * sy, sy)
     title = dict(lay["annotations"][index], x=0.5, y=1.0, xref="x domain", yref="y domain")
     keep = ("type", "tickangle", "showgrid", "zeroline")
     x_axis = {k: v for k, v in lay["xaxis"].items() if k in keep}
@@ -89,20 +81,7 @@ def one_panel(spec: dict, index: int, style: Style, width: int = PHONE_PX) -> di
         x_ticks = tick_plan(len(xs), plot_w, style)
         plot_h = max(160.0, min(1.25 * plot_w, plot_w * len(ys) / max(len(xs), 1)))
         y_ticks = tick_plan(len(ys), plot_h, style)
-        # the colour bar lies under the panel (a bar at its right would take a third of a phone's width)
-        bar = dict(
-            (lay.get("coloraxis") or {}).get("colorbar") or {},
-            orientation="h",
-            thickness=12,
-            len=0.75,
-            ypad=4,
-            x=0.5,
-            xanchor="center",
-            yref="container",
-            y=0.0,
-            yanchor="bottom",
-        )
-        bar["title"] = {**(bar.get("title") or {}), "side": "right"}
+        bar = _bar_below(lay)
         layout = {
             **{k: v for k, v in lay.items() if not re.fullmatch(r"[xy]axis\d*", k) and k != "meta"},
             "title": {"text": ""},
@@ -142,6 +121,40 @@ def one_panel(spec: dict, index: int, style: Style, width: int = PHONE_PX) -> di
     m["b"] += _BAR_ROOM
     out["layout"]["height"] = int(m["t"] + plot_h + m["b"])
     return out
+
+
+def _panel_shapes(lay: dict, z: np.ndarray, group: int, origin: tuple[int, int], height: int, sy: int) -> list[dict]:
+    """One panel's shapes: the grey under masked cells, its KV group's frame and a followed query's row outline,
+    moved from the grid's cells (``origin``: the panel's first column and row, ``height`` its rows × ``sy``)."""
+    x0, y0 = origin
+    frame = next(s for s in lay.get("shapes") or [] if s.get("layer") == "above")  # every panel's frame is alike
+    panel = dict(type="rect", xref="x domain", yref="y domain", x0=0, x1=1, y0=0, y1=1)
+    shapes = [dict(panel, fillcolor=MASK_GREY, line=dict(width=0), layer="below")] if np.isnan(z).any() else []
+    shapes.append(dict(panel, line=dict(frame["line"], color=group_color(group)), layer="above"))
+    for focus in lay.get("shapes") or []:  # a followed query's row outlined in this panel: on the lone panel too
+        inside = focus.get("x0") == x0 - 0.5 and y0 - 0.5 <= focus.get("y0", -1) < y0 + height - 0.5
+        if focus.get("name") == "focus" and inside:
+            q = round((focus["y0"] + 0.5 - y0) / sy)
+            shapes.append(dict(focus, xref="x domain", x0=0, x1=1, yref="y", y0=q - 0.5, y1=q + 0.5))
+    return shapes
+
+
+def _bar_below(lay: dict) -> dict:
+    """The grid's colour bar, laid under the panel: a bar at its right would take a third of a phone's width."""
+    bar = dict(
+        (lay.get("coloraxis") or {}).get("colorbar") or {},
+        orientation="h",
+        thickness=12,
+        len=0.75,
+        ypad=4,
+        x=0.5,
+        xanchor="center",
+        yref="container",
+        y=0.0,
+        yanchor="bottom",
+    )
+    bar["title"] = {**(bar.get("title") or {}), "side": "right"}
+    return bar
 
 
 def title_text(spec: dict) -> str:

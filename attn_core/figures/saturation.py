@@ -261,6 +261,21 @@ def _block_ranges(n: int, f: int, t: int) -> list[str]:
     return [f"{i * f}–{min((i + 1) * f, t) - 1}" for i in range(n)]
 
 
+def _map_ticks_and_hover(
+    maps: ExampleMaps, labels: list[str], style: Style
+) -> tuple[list[str], np.ndarray | None, str]:
+    """The two maps' tick labels, the raw q·k for the hover (None when pooled) and the hover template: tokens
+    and q·k for a map of every key, key ranges and block maxima for a pooled one."""
+    t, f = maps.seq_len, maps.factor
+    where = style.t("fig.query") + " %{y} → " + style.t("fig.key") + " %{x}<br>"
+    if f == 1:
+        custom = None if maps.raw is None else _f32(maps.raw)
+        hover = where + "q·k = %{customdata:.4g}<br>" + style.t("fig.weight") + " %{z:.4f}<extra>{name}</extra>"
+        return _key_ticks(labels, range(t)), custom, hover
+    hover = where + style.t("sat.fig.block_max") + " %{z:.4f}<extra>{name}</extra>"
+    return _block_ranges(maps.unscaled.shape[0], f, t), None, hover
+
+
 def scaled_unscaled_figure(maps: ExampleMaps, labels: list[str], style: Style = Style()) -> go.Figure:
     """The weights of one sequence without and with 1/sqrt(d_k), side by side on one fixed 0..1 scale.
 
@@ -278,28 +293,7 @@ def scaled_unscaled_figure(maps: ExampleMaps, labels: list[str], style: Style = 
     if style.present:  # two lines each: a slide's panels are about 330 px wide at 1024 px across
         titles = [title.replace(" · ", "<br>", 1) for title in titles]
     layout = _grid(1, 2, titles, h_space=0.05)
-    if f == 1:
-        ticks = _key_ticks(labels, range(t))
-        custom = None if maps.raw is None else _f32(maps.raw)
-        hover = (
-            style.t("fig.query")
-            + " %{y} → "
-            + style.t("fig.key")
-            + " %{x}<br>q·k = %{customdata:.4g}<br>"
-            + style.t("fig.weight")
-            + " %{z:.4f}<extra>{name}</extra>"
-        )
-    else:
-        ticks = _block_ranges(maps.unscaled.shape[0], f, t)
-        custom = None
-        hover = (
-            style.t("fig.query")
-            + " %{y} → "
-            + style.t("fig.key")
-            + " %{x}<br>"
-            + style.t("sat.fig.block_max")
-            + " %{z:.4f}<extra>{name}</extra>"
-        )
+    ticks, custom, hover = _map_ticks_and_hover(maps, labels, style)
     data = []
     for i, (w, name) in enumerate(
         ((maps.unscaled, style.t("sat.fig.unscaled")), (maps.scaled, style.t("sat.fig.scaled"))), start=1
@@ -408,7 +402,7 @@ def _panel(
     On log panels a value of exactly 0 is drawn at the bottom of the axis; hover always
     shows the measured value (``customdata``).
     """
-    arrays, d_k, use_scaling, style = curves.arrays, curves.d_k, curves.use_scaling, curves.style
+    arrays, d_k, style = curves.arrays, curves.d_k, curves.style
     legend = i == 1
     xref, yref, xkey, ykey = _axes(i)
     lw, ms = _line_width(style), _marker_size(style)
@@ -452,29 +446,7 @@ def _panel(
             yaxis=yref,
         )
     )
-    hits = {flag: np.flatnonzero(arrays[flag]["d_k"] == d_k) for flag in (False, True)}
-    if all(len(h) for h in hits.values()):
-        data.append(
-            dict(
-                type="scatter",
-                x=[d_k, d_k],
-                y=[float(shown[f][hits[f][0]]) for f in (False, True)],
-                mode="markers",
-                name="current",
-                showlegend=False,
-                xaxis=xref,
-                yaxis=yref,
-                marker=dict(
-                    size=ms,
-                    color=[UNSCALED_COLOR, SCALED_COLOR],
-                    line=dict(color="#000000", width=2),
-                    symbol=["circle-open" if use_scaling else "circle", "circle" if use_scaling else "circle-open"],
-                ),
-                customdata=[[names[f], float(arrays[f][column][hits[f][0]])] for f in (False, True)],
-                hovertemplate=style.t("sat.fig.current", d=d_k) + "<br>%{customdata[0]}: %{customdata[1]:.4g}"
-                "<extra></extra>",
-            )
-        )
+    data += _current_marks(curves, column, shown, (xref, yref))
     if kind == "share":
         layout[ykey].update(range=[lo, hi])
     else:
@@ -482,6 +454,37 @@ def _panel(
         if kind == "norm":  # 10⁻⁴ rather than 100µ
             layout[ykey]["exponentformat"] = "power"
     layout[xkey].update(_d_k_axis(style, [int(d) for d in arrays[False]["d_k"]]))
+
+
+def _current_marks(curves: _Curves, column: str, shown: dict, refs: tuple[str, str]) -> list[dict]:
+    """The current d_k's point on both curves of ``column`` (filled for the page's setting, open for the other),
+    or nothing when the sweep did not measure that d_k."""
+    arrays, d_k, use_scaling, style = curves.arrays, curves.d_k, curves.use_scaling, curves.style
+    names = {False: style.t("sat.fig.unscaled"), True: style.t("sat.fig.scaled")}
+    hits = {flag: np.flatnonzero(arrays[flag]["d_k"] == d_k) for flag in (False, True)}
+    if not all(len(h) for h in hits.values()):
+        return []
+    return [
+        dict(
+            type="scatter",
+            x=[d_k, d_k],
+            y=[float(shown[f][hits[f][0]]) for f in (False, True)],
+            mode="markers",
+            name="current",
+            showlegend=False,
+            xaxis=refs[0],
+            yaxis=refs[1],
+            marker=dict(
+                size=_marker_size(style),
+                color=[UNSCALED_COLOR, SCALED_COLOR],
+                line=dict(color="#000000", width=2),
+                symbol=["circle-open" if use_scaling else "circle", "circle" if use_scaling else "circle-open"],
+            ),
+            customdata=[[names[f], float(arrays[f][column][hits[f][0]])] for f in (False, True)],
+            hovertemplate=style.t("sat.fig.current", d=d_k) + "<br>%{customdata[0]}: %{customdata[1]:.4g}"
+            "<extra></extra>",
+        )
+    ]
 
 
 def _theory_lines(data: list[dict], d_values: list[int], style: Style) -> None:

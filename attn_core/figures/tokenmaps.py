@@ -251,6 +251,22 @@ def _lines_panel(i: int, spec: TokenLines, style: Style, words: dict[str, str]) 
     return [queries, keys], lines
 
 
+def _note_line(note: str, title_px: int, style: Style) -> dict:
+    """The figure's note, one line under its title and above the panels' titles."""
+    return dict(
+        x=0,
+        y=1,
+        xref="paper",
+        yref="paper",
+        xanchor="left",
+        yanchor="bottom",
+        yshift=title_px + 6,
+        showarrow=False,
+        text=note,
+        font=dict(size=max(11, style.font - 1), color="#555555"),
+    )
+
+
 def token_lines_figure(spec: TokenLines, style: Style = Style()) -> go.Figure:
     """Where one query token attends in each head of a KV group, BertViz-style: per head a panel with
     the queries (left), the keys (right) and a line from the chosen query to every key it may read,
@@ -265,14 +281,8 @@ def token_lines_figure(spec: TokenLines, style: Style = Style()) -> go.Figure:
     t = max(len(spec.labels_q), len(spec.labels_k))
     panel_h, title_px = max(120, t * rows_px), 34 if style.present else 26
     plot_h = nrows * panel_h + (nrows - 1) * title_px
-    words = dict(
-        head=style.t("fig.head"),
-        query=style.t("fig.query"),
-        key=style.t("fig.key"),
-        weight=style.t("fig.weight"),
-        masked=style.t("fig.masked"),
-        follow=style.t("fig.focus_follow"),
-    )
+    words = {w: style.t(f"fig.{w}") for w in ("head", "query", "key", "weight", "masked")}
+    words["follow"] = style.t("fig.focus_follow")
     data, shapes, annotations, layout = [], [], [], {}
     gap = 0.08
     width = (1 - gap * (ncols - 1)) / ncols
@@ -305,20 +315,7 @@ def token_lines_figure(spec: TokenLines, style: Style = Style()) -> go.Figure:
     note_px = int(1.6 * style.font) if spec.note else 0
     top_margin = int(12 + 1.6 * style.title_font + note_px + title_px + 8)
     if spec.note:
-        annotations.append(
-            dict(
-                x=0,
-                y=1,
-                xref="paper",
-                yref="paper",
-                xanchor="left",
-                yanchor="bottom",
-                yshift=title_px + 6,
-                showarrow=False,
-                text=spec.note,
-                font=dict(size=max(11, style.font - 1), color="#555555"),
-            )
-        )
+        annotations.append(_note_line(spec.note, title_px, style))
     layout.update(
         title=dict(
             text=spec.title,

@@ -1,5 +1,6 @@
 """attn_core.complexity.stages: FLOPs and bytes by stage against hand arithmetic, torch's flop counter and the tensors
-the eager path holds; fused against eager; the budget refusal; the measured slope of the score stage."""
+the eager path holds; fused against eager; the budget refusal. The measured slope of the score stage is a wall-clock
+figure: bench/complexity_slope.py."""
 
 from __future__ import annotations
 
@@ -186,23 +187,3 @@ def test_bad_values_name_the_field():
     assert err.value.field == "seq_len"
     with pytest.raises(ConfigError):
         cx.memory_by_stage(8, 32, 4, 4, 8, "flash")
-
-
-def test_score_stage_grows_as_n_squared():
-    """The measured eager QKᵀ over n = 256..2048: fitted log-log slope in 1.6..2.4 (fastest of 18 repeats)."""
-    shape = cx.LayerShape(128, 1, 1, 128)  # one wide head: the matmul, not the writing of n² scores, dominates
-    ns = (256, 362, 512, 724, 1024, 1448, 2048)
-    spec = cx.SweepSpec(ns, shape, paths=("eager",), repeats=9, warmup=1)
-    # two sweeps, the fastest time at each n of either: a burst of load on a shared CI machine slows some
-    # repeats of one n, rarely every repeat of both sweeps
-    # on one thread: beside another pytest worker a multi-threaded matmul waits for its preempted threads at each
-    # barrier, which slows the large n most and bends the slope; one thread's times all stretch alike
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        runs = [list(cx.measure_sweep(spec)) for _ in range(2)]
-    finally:
-        torch.set_num_threads(threads)
-    fastest = [min(a.min_s["scores"], b.min_s["scores"]) for a, b in zip(*runs, strict=True)]
-    fit = cx.fit_slope([m.n for m in runs[0]], fastest, n_min=256)
-    assert 1.6 <= fit.slope <= 2.4, fit
