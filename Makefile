@@ -6,7 +6,7 @@ PORT ?= 8501
 WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 TEST_WORKERS ?= 2  # make test: pytest-xdist workers, for everything but the browser tests, then for those (a file each)
 
-.PHONY: run serve serve-workers nginx-conf test lint unit e2e portable bench bench-concurrency bench-hall bench-soak bench-live-turns deck-shots install install-dev browser nginx clean
+.PHONY: run serve serve-workers nginx-conf test check lint unit e2e portable bench bench-concurrency bench-hall bench-soak bench-live-turns deck-shots install install-dev browser nginx clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is needed: set PYTHON=/path/to/python3.11"; exit 1; }
@@ -47,6 +47,11 @@ nginx-conf: | $(BIN)/python
 lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# The fast loop while working (under 3 minutes on two cores): lint, then the engine, figure and view-model tests
+# (tests/core) but the few marked slow (fresh processes, peak memory, the largest settings). No browser, no server.
+check: lint
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) tests/core -m "not slow"
 
 unit: install-dev
 	$(BIN)/python -m pytest tests/core tests/app -q
