@@ -28,11 +28,11 @@ except ImportError:  # run as a script: its folder comes first on the path, and 
 
 
 def case_of(page: str) -> B.SliderCase:
-    """The benchmark's case of ``page`` (its first slider in :data:`bench.PAGE_SLIDERS`)."""
+    """The benchmark's case of ``page`` (its first slider: PageChecks.slider)."""
     for case in B.page_cases():
         if case.label.split(" · ")[0] == page:
             return case
-    raise SystemExit(f"ab.py: no page {page!r}; one of {sorted(B.PAGE_SLIDERS)}")
+    raise SystemExit(f"ab.py: no page {page!r}; one of {sorted(c.label.split(' · ')[0] for c in B.page_cases())}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,68 +34,22 @@ os.environ.setdefault("ATTN_DEVICE", "auto")  # pages and the server compute whe
 from harness import WS_TAP_JS  # noqa: E402 - the websocket tap the browser tests use too
 
 # ---------------------------------------------------------------- what is measured (edit here)
-#: Page scenarios: (page name in attn_core.views.PAGES, scenario, URL query parameters,
-#: (widget key, value A, value B) alternated between reruns so both values are cached, target median ms).
-#: Every registered page must have a "defaults" scenario (checked at start).
-#: "largest" is each page's largest settings; a value the app does not accept yet is clamped with a
-#: notice (listed under the table), not an error.
-PAGE_SCENARIOS: list[tuple[str, str, dict[str, str], tuple[str, object, object], float]] = [
-    ("heatmaps", "defaults", {}, ("head_dim", 17, 16), 100),
-    (
-        "heatmaps",
-        "largest",
-        {"source": "synthetic", "seq_len": "8192", "n_heads": "64", "n_kv_heads": "8"},
-        ("head_dim", 17, 16),
-        600,
-    ),
-    ("saturation", "defaults", {}, ("temperature", 1.1, 1.0), 100),
-    (
-        "saturation",
-        "largest",
-        {"seq_len": "8192", "samples": "16384", "head_dim": "1024"},
-        ("temperature", 1.1, 1.0),
-        600,
-    ),
-    ("kv_sharing", "defaults", {}, ("head_dim", 17, 16), 100),
-    (
-        "kv_sharing",
-        "largest",
-        {"source": "synthetic", "seq_len": "8192", "n_heads": "64", "n_kv_heads": "8", "kv_view": "maps"},
-        ("head_dim", 17, 16),
-        600,
-    ),
-    ("kv_cache", "defaults", {}, ("batch", 2, 1), 100),
-    # a real model: SmolLM2's layer 17 captured once (cached), a head change redraws the zoom and the steps
-    ("models", "defaults", {"view": "head", "layer": "17"}, ("head", 4, 3), 100),
-    (
-        # SmolLM2's 8192 positions: 4095 random tokens twice, every head of the last layer, pooled
-        "models",
-        "largest",
-        {"view": "layer", "example": "repeated", "repeat_len": "4095", "layer": "29"},
-        ("cscale", "fixed", "fit"),
-        600,
-    ),
-    # MLA: the data flow redrawn for another path; both paths compared on DeepSeek-V3's widths, 64 tokens
-    ("mla", "defaults", {}, ("mode", "naive", "absorb"), 100),
-    ("mla", "agree", {"view": "agree"}, ("seq_len", 13, 12), 100),
-    ("mla", "largest", {"view": "agree", "preset": "deepseek-v3", "seq_len": "64"}, ("head", 1, 0), 600),
-    # cost and complexity: the counts and their charts redrawn for another head width (pure arithmetic)
-    ("complexity", "defaults", {}, ("head_dim", 65, 64), 100),
-    # attention as convolution: the 1-D head at another α; the 2-D view's largest layer (64×64, K = 5 and 7)
-    ("conv_attention", "defaults", {}, ("alpha", 1.05, 1.0), 100),
-    ("conv_attention", "image", {"view": "image", "image_size": "64", "k": "5"}, ("alpha", 2.05, 2.0), 1000),
-    ("conv_attention", "largest", {"view": "image", "image_size": "64", "k": "7"}, ("alpha", 2.05, 2.0), 1000),
-    # the training lab while idle (no run): the steps slider moved, the empty axes redrawn
-    ("lab", "defaults", {}, ("lab_steps", 35, 30), 100),
-    (
-        # largest preset (671B parameters, 61 layers), the calculator's longest context (2^20) and largest batch
-        "kv_cache",
-        "largest",
-        {"model": "deepseek-v3", "seq_len": "1048576", "batch": "256", "stack_weights": "true"},
-        ("batch", 255, 256),
-        600,
-    ),
-]
+#: Page scenarios come from the registry: each page's PageChecks.scenarios (attn_core/views/<page>.py, CHECKS):
+#: the page opened at a URL query, one widget alternated between two values between reruns (so both are
+#: cached), against a target median. "largest" is a page's largest settings; a value the app does not accept
+#: yet is clamped with a notice (listed under the table), not an error.
+
+
+def page_scenarios() -> list[tuple[str, str, dict[str, str], tuple[str, object, object], float]]:
+    """(page, scenario, URL query, (widget key, value A, value B), target median ms) of every registered page."""
+    from attn_core.views import PAGES
+
+    return [
+        (p.name, sc.name, dict(sc.query), (sc.slider, *sc.move), sc.target_ms)
+        for p in PAGES
+        for sc in p.checks.scenarios
+    ]
+
 
 #: Core timings: attention at batch 1, 16 heads, 1024 tokens, head_dim 64; the live decode at 1024 tokens
 #: of context with the page's default live-decode model (the default preset's attention shape, 2 layers,
@@ -124,23 +78,6 @@ class SliderCase:
 
 TRIVIAL_APP = "bench/trivial_app.py"  # one st.slider (key n) and one small plotly chart (key chart)
 TRIVIAL = SliderCase("trivial app", True, "", (), "n", "chart")
-#: Every registered page at its defaults in the browser: (slider moved, the chart it changes). Checked at start.
-PAGE_SLIDERS: dict[str, list[tuple[str, str]]] = {
-    "heatmaps": [("head_dim", "grid")],
-    "saturation": [("temperature", "sat_maps"), ("head_dim", "sat_dist")],
-    "kv_sharing": [("head_dim", "repeat_kv")],
-    "kv_cache": [("batch", "kv_memory")],
-    "models": [("head", "mdl_zoom")],
-    "mla": [("seq_len", "mla_agree")],  # its grid of every head is drawn while its section is open
-    "complexity": [("head_dim", "cx_stages")],
-    "conv_attention": [("alpha", "conv_heads")],
-    "lab": [("lab_steps", "lab_lab_kv_heads_loss")],
-}
-PAGE_QUERY = {
-    "models": "?view=head&layer=17",
-    "mla": "?view=agree",
-    "lab": "?experiment=kv_heads",  # its dotted line marks the last step, so the steps slider moves it
-}  # the page's view with that slider, when it opens on another
 #: More browser scenarios, measured like the pages' but with no ratio target.
 EXTRA_CASES = [
     SliderCase(
@@ -297,15 +234,8 @@ def bench_pages(args) -> tuple[list[PageResult], list[str]]:
     t0 = time.perf_counter()
     AppTest.from_file(str(ROOT / "app.py"), default_timeout=args.timeout).run()
     warm = time.perf_counter() - t0
-    from attn_core.views import PAGES
-
-    missing = {p.name for p in PAGES} - {sc[0] for sc in PAGE_SCENARIOS if sc[1] == "defaults"}
-    if missing:
-        raise SystemExit(
-            f"bench.py: no 'defaults' scenario for the page(s) {sorted(missing)}: add one to PAGE_SCENARIOS"
-        )
     results = []
-    for sc in PAGE_SCENARIOS:
+    for sc in page_scenarios():
         log(f"pages: {sc[0]} · {sc[1]} {sc[2] or ''}")
         try:
             res = run_page_scenario(sc, args.repeats, args.page_budget, args.timeout)
@@ -757,18 +687,14 @@ def move_once(sess: Session, timeout_ms: int) -> None:
 
 
 def page_cases() -> list[SliderCase]:
-    """Every registered page at its defaults with the slider :data:`PAGE_SLIDERS` names for it."""
+    """Every registered page at its defaults with its benchmark sliders (PageChecks: slider and chart, then the
+    other sliders), on the view that holds them."""
     from attn_core.views import PAGES
 
-    missing = {p.name for p in PAGES} - set(PAGE_SLIDERS)
-    if missing:
-        raise SystemExit(f"bench.py: no browser slider for the page(s) {sorted(missing)}: add one to PAGE_SLIDERS")
     return [
-        SliderCase(
-            f"{p.name} · {slider}", False, "" if p.default else p.name + PAGE_QUERY.get(p.name, ""), (), slider, chart
-        )
+        SliderCase(f"{p.name} · {slider}", False, ("" if p.default else p.name) + p.checks.url_tail, (), slider, chart)
         for p in PAGES
-        for slider, chart in PAGE_SLIDERS[p.name]
+        for slider, chart in ((p.checks.slider, p.checks.chart), *p.checks.other_sliders)
     ]
 
 

@@ -45,25 +45,15 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 from websockets.asyncio.client import ClientConnection, connect  # noqa: E402
 from websockets.exceptions import ConnectionClosed, InvalidHandshake  # noqa: E402
 
+from attn_core.views import PAGES  # noqa: E402
 from ui.plotly_live import NAME as LIVE_PLOT  # noqa: E402 - the component a browser's charts come in
 
 # ---------------------------------------------------------------- limits and defaults (edit here)
 MAX_STUDENTS, MAX_MOVES, MAX_SECONDS = 500, 100, 3600
-#: The slider each page's students move unless --widget says otherwise (the one bench/bench.py alternates).
-DEFAULT_WIDGET = {
-    "heatmaps": "head_dim",
-    "saturation": "temperature",
-    "kv_sharing": "head_dim",
-    "kv_cache": "batch",
-    "models": "head",
-    "mla": "seq_len",
-    "complexity": "head_dim",
-    "conv_attention": "alpha",
-    "lab": "lab_steps",
-}
-#: The view each page opens on when the students' slider is on another view (bench/bench.py's PAGE_QUERY);
-#: --query adds to it.
-DEFAULT_QUERY = {"models": "view=head&layer=17", "mla": "view=agree", "lab": "experiment=kv_heads"}
+#: The slider each page's students move unless --widget says otherwise, and the view each page opens on when that
+#: slider is on another view (--query adds to it): the page's PageChecks, as the browser benchmark uses them.
+DEFAULT_WIDGET = {p.name: p.checks.slider for p in PAGES}
+DEFAULT_QUERY = {p.name: p.checks.query for p in PAGES if p.checks.query}
 #: Values a student moves through: the next slider positions after the one it opened with (never the default).
 MOVE_SPAN = 32
 #: the share link in the sidebar's html (ui.frame.link_box)

@@ -1,6 +1,6 @@
 """Where one browser move's time goes: the page's main-thread tasks from the key press to the chart painted.
 
-Opens one benchmark case (a page's slider and chart from :data:`bench.PAGE_SLIDERS`, or the trivial app), makes two
+Opens one benchmark case (a page's slider and chart from its PageChecks, or the trivial app), makes two
 unmeasured moves, then traces ``--moves`` moves with Chrome's tracing (Playwright, Debian's chromium) and prints,
 for each, the benchmark's own times (rerun asked, finished, painted; ms from the key press) and every main-thread
 task longer than ``--min-ms`` in order: its start, its length and what it ran (the longest events inside it,
@@ -148,7 +148,9 @@ def trace_moves(case: B.SliderCase, moves: int, min_ms: float, timeout_ms: int) 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("page", help="a page of attn_core.views.PAGES, or 'trivial' (the trivial app)")
-    ap.add_argument("--slider", help="another of the page's benchmark sliders (bench.PAGE_SLIDERS), e.g. head_dim")
+    ap.add_argument(
+        "--slider", help="another of the page's benchmark sliders (PageChecks.other_sliders), e.g. head_dim"
+    )
     ap.add_argument("--moves", type=int, default=2, help="traced moves (after 2 unmeasured)")
     ap.add_argument("--min-ms", type=float, default=1.5, help="shortest task listed")
     ap.add_argument("--timeout", type=float, default=120, help="seconds any browser wait may take")
@@ -158,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.slider and not case.trivial:
         cases = [c for c in B.page_cases() if c.label == f"{args.page} · {args.slider}"]
         if not cases:
-            ap.error(f"no benchmark case {args.page} · {args.slider}; see bench.PAGE_SLIDERS")
+            ap.error(f"no benchmark case {args.page} · {args.slider}; see the page's PageChecks")
         case = cases[0]
     for i, (times, found) in enumerate(trace_moves(case, args.moves, args.min_ms, int(args.timeout * 1000))):
         print(f"{case.label}, move {i + 1} (ms from the key press): " + ", ".join(f"{k} {v}" for k, v in times.items()))

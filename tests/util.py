@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from attn_core.views import PAGES
+
 _DTYPES = {
     "f4": np.float32,
     "f8": np.float64,
@@ -71,17 +73,7 @@ def seeded(fn, n_heads, n_kv_heads, head_dim, tokens_q, tokens_k=None, **kw):
 
 # Small settings that draw every view of each page through the exporter, which uses the same builders as the pages
 # (attn_core.views): the colour-scale and contrast tests walk every chart the app can show.
-PAGE_ARGS = {
-    "heatmaps": "--n-heads 4 --n-kv-heads 2 --d-k 8 --seq-len 8 --mask causal --view all",
-    "saturation": "--d-k 16 --seq-len 8 --samples 16",
-    "kv_sharing": "--n-heads 4 --n-kv-heads 2 --d-k 8 --seq-len 8 --view all",
-    "kv_cache": "--model llama-3-8b --seq-len 1024 --view all",
-    "models": "--model smollm2-135m --example repeated --repeat-len 8 --gen-tokens 2 --view all",
-    "mla": "--seq-len 6 --dec-steps 2 --dec-prompt 2 --view all",
-    "complexity": "--seq-len 128 --d-model 32 --n-heads 2 --n-kv-heads 1 --head-dim 16 --view all",
-    "conv_attention": "--image-size 8 --seq-len 9 --query 4 --view all",
-    "lab": "--view heads --lab-steps 3",
-}
+PAGE_ARGS = {p.name: p.checks.cli for p in PAGES}
 
 
 def cli_specs(page_name: str, argv: list[str]) -> list[dict]:

@@ -130,6 +130,68 @@ def cli_flag(name: str, ctl: Control, default: Any) -> str:
 
 
 @dataclass(frozen=True)
+class Scenario:
+    """A benchmark scenario of a page (``bench/bench.py``, AppTest): the page opened at ``query``, then the
+    control ``slider`` moved between ``move[0]`` and ``move[1]``; ``target_ms`` is the median rerun it should stay
+    under."""
+
+    name: str
+    query: dict[str, str]
+    slider: str
+    move: tuple[Any, Any]
+    target_ms: float = 100
+
+
+#: URL states at the extremes of a seeded layer's shape (one head, MQA and MHA at the most heads, d_k 1 and the
+#: largest, the shortest and longest sequence, each mask): the heatmaps and KV sharing pages' fuzz extremes
+HEAD_SHAPES: tuple[dict[str, str], ...] = (
+    {},
+    {"n_heads": "1", "n_kv_heads": "1", "head_dim": "1", "source": "synthetic", "seq_len": "1"},
+    {"n_heads": "64", "n_kv_heads": "1"},
+    {"n_heads": "64", "n_kv_heads": "64"},
+    {"head_dim": "256"},
+    {"source": "synthetic", "seq_len": "8192"},
+    {"mask": "causal", "source": "synthetic", "seq_len": "2"},
+    {"mask": "padding", "source": "synthetic", "seq_len": "1"},
+    {"n_heads": "64", "n_kv_heads": "64", "head_dim": "256", "source": "synthetic", "seq_len": "64"},
+)
+
+
+@dataclass(frozen=True)
+class PageChecks:
+    """What the tests and the benchmarks do with a page, kept with its view model (``CHECKS``), so that adding a
+    page to :data:`attn_core.views.PAGES` adds it to the browser test, the fuzz, the colour checks, the
+    benchmark and the simulated class.
+
+    ``slider`` is a slider that redraws the chart ``chart`` on the view ``query`` opens (a URL query without
+    ``?``; empty for the page's first view): the browser test presses it ``presses`` times, the browser benchmark
+    and the class hall (``bench/hall.py``) move it; ``other_sliders`` are more (slider, chart) pairs the browser
+    benchmark can time. ``scenarios`` are the AppTest benchmark's (the first at the defaults). ``cli``: the
+    command-line arguments that draw every view small (colour scales, contrast). The fuzz crosses each value of
+    the page's view control with each of ``extremes`` (URL states at the page's limits), tries ``sub_choices``
+    (view -> control -> values) at the first extremes, and ``cases`` as they are; ``fuzz_sets`` random URL sets
+    and ``widget_steps`` random widget moves (fewer where each run is slow)."""
+
+    slider: str
+    chart: str
+    scenarios: tuple[Scenario, ...]
+    cli: str
+    query: str = ""
+    presses: int = 2
+    other_sliders: tuple[tuple[str, str], ...] = ()
+    extremes: tuple[dict[str, str], ...] = ()
+    sub_choices: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    cases: tuple[dict[str, str], ...] = ()
+    fuzz_sets: int = 30
+    widget_steps: int = 40
+
+    @property
+    def url_tail(self) -> str:
+        """``?query`` of the slider's view, or "" when the page opens on it."""
+        return f"?{self.query}" if self.query else ""
+
+
+@dataclass(frozen=True)
 class PageSpec:
     """One page of the app, listed once in :data:`attn_core.views.PAGES`.
 
@@ -165,6 +227,11 @@ class PageSpec:
     @property
     def view_names(self) -> tuple[str, ...]:
         return tuple(getattr(self.module, "VIEW_NAMES", ()))
+
+    @property
+    def checks(self) -> PageChecks:
+        """What the tests and benchmarks do with the page (its view model's ``CHECKS``)."""
+        return self.module.CHECKS
 
     def views(self, params: Any, style: Any, which: Any = None, device: str = "cpu") -> list[View]:
         """The page's charts for ``params`` (what the command line writes)."""

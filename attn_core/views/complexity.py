@@ -22,7 +22,7 @@ from attn_core.figures import complexity as cfig
 from attn_core.runtime.config import MAX_SEQ_LEN, ConfigError
 from attn_core.runtime.guard import stays_on_device
 from attn_core.runtime.units import format_bytes
-from attn_core.views.base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
+from attn_core.views.base import PageChecks, Scenario, View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
 
 VIEW_FIELD = "view"
 PAGE_VIEWS = ("counted", "measured", "prefill_decode", "formula")
@@ -666,3 +666,18 @@ def views(p: Params, style: Style, which: str | Sequence[str] | None = None, dev
         else:
             out.append(heads_view(p, style))
     return out
+
+
+#: The cost page in the browser test, the fuzz, the colour checks and the benchmarks (PageChecks).
+CHECKS = PageChecks(
+    slider="head_dim",
+    chart="cx_stages",
+    scenarios=(Scenario("defaults", {}, "head_dim", (65, 64)),),  # the counts and their charts: pure arithmetic
+    cli="--seq-len 128 --d-model 32 --n-heads 2 --n-kv-heads 1 --head-dim 16 --view all",
+    extremes=(
+        {},
+        {"seq_len": "64", "d_model": "16", "n_heads": "1", "n_kv_heads": "1", "head_dim": "4"},
+        {"seq_len": "8192", "d_model": "4096", "n_heads": "64", "n_kv_heads": "1", "head_dim": "256", "causal": "true"},
+    ),
+    fuzz_sets=25,  # the sweep waits for its Start
+)

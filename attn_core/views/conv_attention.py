@@ -18,7 +18,16 @@ import torch
 from attn_core import figures
 from attn_core.conv import attention as eng
 from attn_core.figures import conv_attention as cfig
-from attn_core.views.base import View, check_choices, control, matrix_frame, view_list, with_values  # noqa: F401 - for the page
+from attn_core.views.base import (  # noqa: F401 - for the page
+    PageChecks,
+    Scenario,
+    View,
+    check_choices,
+    control,
+    matrix_frame,
+    view_list,
+    with_values,
+)
 
 VIEW_FIELD = "view"
 PAGE_VIEWS = ("line", "image", "sweep", "analogy")
@@ -473,3 +482,32 @@ def views(p: Params, style: figures.Style, which: str | Sequence[str] | None = N
         else:
             out.append(sweep_view(sweep_step(image_of(p), p.kernel2d, p.padding), p.alpha, p.padding, style))
     return out
+
+
+#: The convolution page in the browser test, the fuzz, the colour checks and the benchmarks (PageChecks).
+CHECKS = PageChecks(
+    slider="alpha",
+    chart="conv_heads",
+    presses=3,
+    scenarios=(
+        Scenario("defaults", {}, "alpha", (1.05, 1.0)),  # the 1-D head at another α
+        Scenario("image", {"view": "image", "image_size": "64", "k": "5"}, "alpha", (2.05, 2.0), 1000),
+        Scenario("largest", {"view": "image", "image_size": "64", "k": "7"}, "alpha", (2.05, 2.0), 1000),
+    ),
+    cli="--image-size 8 --seq-len 9 --query 4 --view all",
+    extremes=(
+        {},
+        {"image_size": "64", "k": "7", "alpha": "0.05", "q_row": "63", "q_col": "0", "pattern": "gradient"},
+        {
+            "image_size": "8",
+            "k": "1",
+            "alpha": "10",
+            "seq_len": "5",
+            "query": "4",
+            "shift": "-3",
+            "padding": "existing",
+        },
+        {"kernel": "custom", "kernel_text": "1 2; 3 4"},
+    ),
+    fuzz_sets=25,
+)

@@ -33,10 +33,13 @@ from attn_core.attention.tokens import MAX_TEXT_CHARS, MAX_TEXT_TOKENS, syntheti
 from attn_core.pretrained.models import LoadedModel, ModelAttention, load_model, model_attention
 from attn_core.runtime.config import MAX_HEADS, MAX_SEQ_LEN, AttentionConfig
 from attn_core.runtime.guard import stays_on_device
-from attn_core.views.base import (  # noqa: F401
-    DEFAULT_TEXT,
+from attn_core.views.base import (
+    HEAD_SHAPES,
+    PageChecks,
+    Scenario,
     TokenInput,
     View,
+    # noqa: F401     DEFAULT_TEXT,
     check_choices,
     control,
     matrix_frame,
@@ -884,3 +887,37 @@ def views(p: Params, style: figures.Style, which: str | Sequence[str] | None = N
             pm = entropy_maps(layer, device=device)
             out.append(entropy_view(pm.entropy, pm.tokens_q, p.n_heads, p.n_kv_heads, style))
     return out
+
+
+#: The heatmaps page in the browser test, the fuzz, the colour checks and the benchmarks (PageChecks).
+CHECKS = PageChecks(
+    slider="head_dim",
+    chart="grid",
+    presses=3,
+    scenarios=(
+        Scenario("defaults", {}, "head_dim", (17, 16)),
+        Scenario(
+            "largest",
+            {"source": "synthetic", "seq_len": "8192", "n_heads": "64", "n_kv_heads": "8"},
+            "head_dim",
+            (17, 16),
+            600,
+        ),
+    ),
+    cli="--n-heads 4 --n-kv-heads 2 --d-k 8 --seq-len 8 --mask causal --view all",
+    extremes=(
+        *HEAD_SHAPES,
+        {"cross": "true"},
+        {"cross": "true", "n_heads": "1", "n_kv_heads": "1", "cross_text": "x", "mask": "padding"},
+        {"cross": "true", "source": "synthetic", "seq_len": "8192", "cross_text": "x"},
+    ),
+    sub_choices={"grid": {"cscale": ("fixed", "fit"), "pool": ("max", "mean")}, "zoom": {"cscale": ("fixed", "fit")}},
+    cases=(
+        *({"attn_from": m, "view": v} for m in ("smollm2-135m", "minilm-l6") for v in PAGE_VIEWS),
+        {"attn_from": "smollm2-135m", "model_layer": "29", "source": "synthetic", "seq_len": "1"},
+        {"attn_from": "smollm2-135m", "model_layer": "99", "head": "63", "n_heads": "64", "mask": "padding"},
+        {"attn_from": "minilm-l6", "source": "synthetic", "seq_len": "8192"},
+        {"attn_from": "minilm-l6", "text": "小猫坐在垫子上。", "cross": "true"},
+    ),
+    widget_steps=25,
+)

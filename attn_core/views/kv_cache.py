@@ -41,7 +41,7 @@ from attn_core.pretrained.models import LoadedModel, load_model, model_preset
 from attn_core.runtime.config import ConfigError, check_int
 from attn_core.runtime.device import total_memory
 from attn_core.runtime.units import format_bytes, format_bytes_exact
-from attn_core.views.base import View, control, view_list, with_values  # noqa: F401 - with_values for the page
+from attn_core.views.base import PageChecks, Scenario, View, control, view_list, with_values  # noqa: F401 - with_values for the page
 from attn_core.views.models import EXAMPLE_TEXTS, GenPair, GenSpec, ModelText, gen_frame, gen_steps, gen_summary
 
 DEFAULT_MODEL = "llama-3-8b"  # a GQA model, so the comparison has MHA, GQA and MQA rows
@@ -1054,3 +1054,49 @@ def prefill_plan(spec: PrefillSpec, from_live: bool, style: Style) -> str:
 def prefill_caption(spec: PrefillSpec, device: str, style: Style) -> str:
     """The model and device a prefill-against-decode measurement ran with."""
     return style.t("kvcache.pd_caption", **_pd_model(spec), device=device)
+
+
+#: The KV cache page in the browser test, the fuzz, the colour checks and the benchmarks (PageChecks).
+CHECKS = PageChecks(
+    slider="batch",
+    chart="kv_memory",
+    presses=3,
+    scenarios=(
+        Scenario("defaults", {}, "batch", (2, 1)),
+        Scenario(
+            # the largest preset (671B parameters, 61 layers), the longest context (2^20) and the largest batch
+            "largest",
+            {"model": "deepseek-v3", "seq_len": "1048576", "batch": "256", "stack_weights": "true"},
+            "batch",
+            (255, 256),
+            600,
+        ),
+    ),
+    cli="--model llama-3-8b --seq-len 1024 --view all",
+    cases=(
+        *({"model": m} for m in ("custom", "gpt2", "llama-2-7b", "llama-3-8b", "falcon-7b", "deepseek-v3")),
+        {"model": "custom", "n_heads": "1", "n_kv_heads": "1", "head_dim": "1", "n_layers": "1", "seq_len": "1"},
+        {
+            "model": "custom",
+            "n_heads": "128",
+            "n_kv_heads": "128",
+            "head_dim": "256",
+            "n_layers": "128",
+            "batch": "256",
+            "seq_len": "1048576",
+            "dtype": "fp32",
+        },
+        {"model": "custom", "n_heads": "128", "n_kv_heads": "1", "dtype": "int4", "y_scale": "linear"},
+        {"model": "deepseek-v3", "batch": "256", "seq_len": "1048576", "stack_weights": "true"},
+        {"model": "deepseek-v2-lite", "dec_wrong": "true", "dec_steps": "2", "dec_prompt": "1"},
+        {"model": "falcon-7b", "dec_wrong": "true", "dtype": "fp8", "weights_dtype": "int4", "stack_weights": "true"},
+        {"model": "gpt2", "seq_len": "1", "device_gib": "1", "stack_weights": "true"},
+        # the shipped pretrained models: the real decoder's own decode at its extremes, the encoder
+        {"model": "smollm2-135m", "dec_real": "true", "dec_steps": "2", "dec_prompt": "1", "dec_layers": "8"},
+        {"model": "smollm2-135m", "dec_real": "true", "dec_wrong": "true", "dec_batch": "16", "seq_len": "1048576"},
+        {"model": "minilm-l6", "dec_real": "true", "stack_weights": "true", "dtype": "int4"},
+        # the cache as tensors: no GQA divisor (6 has 2 and 3; 2 has none), a slide past the last token
+        {"model": "custom", "n_heads": "6", "n_kv_heads": "6", "seq_len": "2", "present": "true", "slide": "99"},
+        {"model": "custom", "n_heads": "2", "n_kv_heads": "2", "seq_len": "64", "slide": "abc", "present": "true"},
+    ),
+)

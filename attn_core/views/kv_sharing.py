@@ -48,7 +48,18 @@ from attn_core.kv.costs import attention_costs
 from attn_core.kv.memory import dtype_bits
 from attn_core.runtime.config import MAX_HEADS, AttentionConfig, ConfigError, attention_kind, check_int, divisors
 from attn_core.runtime.units import binary_unit, format_bytes
-from attn_core.views.base import DEFAULT_TEXT, TokenInput, View, check_choices, control, view_list, with_values  # noqa: F401
+from attn_core.views.base import (  # noqa: F401
+    DEFAULT_TEXT,
+    HEAD_SHAPES,
+    PageChecks,
+    Scenario,
+    TokenInput,
+    View,
+    check_choices,
+    control,
+    view_list,
+    with_values,
+)
 
 VIEW_FIELD = "kv_view"
 VIEW_NAMES = ("diagram", "maps", "costs", "mapping", "convert")  # the page's views, in its order
@@ -878,3 +889,26 @@ def views(p: Params, style: Style, which: str | Sequence[str] | None = None, dev
     for name in wanted:
         out += VIEW_BUILDERS[name](p, style, device)
     return out
+
+
+#: The KV sharing page in the browser test, the fuzz, the colour checks and the benchmarks (PageChecks).
+CHECKS = PageChecks(
+    slider="head_dim",
+    chart="repeat_kv",
+    scenarios=(
+        Scenario("defaults", {}, "head_dim", (17, 16)),
+        Scenario(
+            "largest",
+            {"source": "synthetic", "seq_len": "8192", "n_heads": "64", "n_kv_heads": "8", "kv_view": "maps"},
+            "head_dim",
+            (17, 16),
+            600,
+        ),
+    ),
+    cli="--n-heads 4 --n-kv-heads 2 --d-k 8 --seq-len 8 --view all",
+    extremes=(*HEAD_SHAPES, {"d_model": "8"}, {"d_model": "4096", "n_heads": "64", "n_kv_heads": "8"}),
+    sub_choices={
+        "mapping": {"built_with": ("contiguous", "interleaved")},
+        "convert": {"conv_source": ("correlated", "random")},
+    },
+)

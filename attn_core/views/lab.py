@@ -23,7 +23,7 @@ from attn_core.kv.memory import elements_to_bytes, kv_elements_per_token
 from attn_core.lab import training as eng
 from attn_core.runtime.config import divisors
 from attn_core.runtime.units import format_bytes
-from attn_core.views.base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
+from attn_core.views.base import PageChecks, Scenario, View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
 
 EXPERIMENTS = ("scaling", "kv_heads", "convert", "heads", "custom")
 VIEW_FIELD = "experiment"
@@ -464,3 +464,41 @@ def views(p: Params, style: figures.Style, which: str | Sequence[str] | None = N
         exp = experiment(q)
         out.extend(result_views(list(experiment_steps(exp, device=device)), exp, q.lab_frame, style))
     return out
+
+
+#: The training lab in the browser test, the fuzz, the colour checks and the benchmarks (PageChecks).
+CHECKS = PageChecks(
+    slider="lab_steps",
+    chart="lab_lab_kv_heads_loss",
+    query="experiment=kv_heads",  # its dotted line marks the last step, so the steps slider moves it
+    scenarios=(Scenario("defaults", {}, "lab_steps", (35, 30)),),  # idle (no run): the empty axes redrawn
+    cli="--view heads --lab-steps 3",
+    extremes=(
+        {},
+        {
+            "experiment": "custom",
+            "lab_task": "recall",
+            "lab_vocab": "8",
+            "lab_length": "32",
+            "lab_layers": "1",
+            "lab_d_model": "16",
+            "lab_heads": "1",
+            "lab_head_dim": "2",
+            "lab_steps": "5",
+            "lab_seeds": "5",
+        },
+        {
+            "experiment": "custom",
+            "lab_layers": "4",
+            "lab_d_model": "256",
+            "lab_heads": "8",
+            "lab_kv_heads": "1",
+            "lab_head_dim": "256",
+            "lab_batch": "128",
+            "lab_steps": "1000",
+            "lab_position": "learned",
+            "lab_scale": "mup",
+        },
+    ),
+    fuzz_sets=25,
+)

@@ -22,7 +22,7 @@ from attn_core.mla import attention as eng
 from attn_core.runtime.config import check_kv_heads
 from attn_core.runtime.units import format_bytes, format_tokens
 from attn_core.views import heatmaps as hm
-from attn_core.views.base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
+from attn_core.views.base import PageChecks, Scenario, View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
 
 PRESETS = (*eng.load_mla_presets(), "custom")
 RUN_MODES = ("naive", "absorb", "rope_on_latent")
@@ -560,3 +560,36 @@ def views(p: Params, style: figures.Style, which: str | Sequence[str] | None = N
         else:
             out.extend(cost_views(p, style))
     return out
+
+
+#: The MLA page in the browser test, the fuzz, the colour checks and the benchmarks (PageChecks).
+CHECKS = PageChecks(
+    slider="seq_len",
+    chart="mla_agree",  # its grid of every head is drawn while its section is open
+    query="view=agree",
+    scenarios=(
+        Scenario("defaults", {}, "mode", ("naive", "absorb")),  # the data flow redrawn for another path
+        Scenario("agree", {"view": "agree"}, "seq_len", (13, 12)),
+        Scenario("largest", {"view": "agree", "preset": "deepseek-v3", "seq_len": "64"}, "head", (1, 0), 600),
+    ),
+    cli="--seq-len 6 --dec-steps 2 --dec-prompt 2 --view all",
+    extremes=(
+        {},
+        {
+            "preset": "custom",
+            "d_model": "8",
+            "n_heads": "1",
+            "kv_lora_rank": "2",
+            "qk_nope": "2",
+            "qk_rope": "2",
+            "v_dim": "1",
+            "q_lora_rank": "0",
+            "n_layers": "1",
+            "seq_len": "2",
+            "dec_steps": "1",
+            "dec_prompt": "1",
+        },
+        {"preset": "deepseek-v3", "seq_len": "64", "head": "127", "cache_len": "1048576", "n_kv_heads": "1"},
+        {"preset": "custom", "qk_nope": "3", "mode": "rope_on_latent", "n_heads": "32", "n_kv_heads": "5"},
+    ),
+)

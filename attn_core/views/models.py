@@ -39,7 +39,7 @@ from attn_core.runtime.config import MAX_HEADS, ConfigError, check_int
 from attn_core.runtime.guard import stays_on_device
 from attn_core.runtime.units import format_bytes_exact
 from attn_core.views import heatmaps as hm
-from attn_core.views.base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
+from attn_core.views.base import PageChecks, Scenario, View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
 
 MODELS = ("smollm2-135m", "minilm-l6", "local")
 EXAMPLES = ("english", "chinese", "repeated", "own")
@@ -617,3 +617,38 @@ def views(p: Params, style: figures.Style, which: str | Sequence[str] | None = N
                 hw = hm.step_window(src, head, p.q_start, p.k_start)
                 out.extend(hm.step_views(hw, style, hm.step_columns(hw, style)))
     return out
+
+
+#: The pretrained-models page in the browser test, the fuzz, the colour checks and the benchmarks (PageChecks).
+CHECKS = PageChecks(
+    slider="head",
+    chart="mdl_zoom",
+    query="view=head&layer=17",  # SmolLM2's layer 17 captured once (cached): a head change redraws zoom and steps
+    scenarios=(
+        Scenario("defaults", {"view": "head", "layer": "17"}, "head", (4, 3)),
+        Scenario(
+            # SmolLM2's 8192 positions: 4095 random tokens twice, every head of the last layer, pooled
+            "largest",
+            {"view": "layer", "example": "repeated", "repeat_len": "4095", "layer": "29"},
+            "cscale",
+            ("fixed", "fit"),
+            600,
+        ),
+    ),
+    cli="--model smollm2-135m --example repeated --repeat-len 8 --gen-tokens 2 --view all",
+    extremes=(
+        {},
+        {"model": "minilm-l6"},
+        {"example": "repeated", "repeat_len": "2"},
+        {"example": "own", "text": "x"},
+        {"example": "chinese", "layer": "29", "head": "8"},
+        {"model": "minilm-l6", "example": "repeated", "repeat_len": "255", "layer": "5", "head": "11"},
+        {"model": "local", "model_path": "/nonexistent"},
+    ),
+    cases=(
+        {"view": "layer", "example": "repeated", "repeat_len": "1024", "cscale": "fixed", "pool": "mean"},
+        {"view": "head", "example": "repeated", "repeat_len": "100", "q_start": "199", "k_start": "0"},
+        {"view": "generate", "model": "minilm-l6", "gen_tokens": "256"},
+    ),
+    fuzz_sets=25,  # each new text is a forward pass of a real model
+)

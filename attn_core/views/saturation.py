@@ -32,7 +32,7 @@ from attn_core.figures import Style
 from attn_core.figures import saturation as fs
 from attn_core.runtime.config import MAX_HEAD_DIM, check_int
 from attn_core.saturation import stats
-from attn_core.views.base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
+from attn_core.views.base import PageChecks, Scenario, View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
 
 DEFAULT_D_K = 64
 # The page's views, top to bottom; the chart keys of the page are ``sat_<name>``.
@@ -500,3 +500,28 @@ def views(p: Params, style: Style, which: str | Sequence[str] | None = None, dev
         "fp16": lambda: float16_view(p, float16_demo(raw), sweep, style),
     }
     return [build[name]() for name in names]
+
+
+#: The saturation page in the browser test, the fuzz, the colour checks and the benchmarks (PageChecks).
+CHECKS = PageChecks(
+    slider="temperature",
+    chart="sat_maps",
+    other_sliders=(("head_dim", "sat_dist"),),
+    scenarios=(
+        Scenario("defaults", {}, "temperature", (1.1, 1.0)),
+        Scenario(
+            "largest", {"seq_len": "8192", "samples": "16384", "head_dim": "1024"}, "temperature", (1.1, 1.0), 600
+        ),
+    ),
+    cli="--d-k 16 --seq-len 8 --samples 16",
+    cases=(
+        {"head_dim": "1"},
+        {"head_dim": "1024", "scaling": "false"},
+        {"seq_len": "2", "samples": "16"},
+        {"seq_len": "8192", "samples": "16384", "head_dim": "1024"},
+        {"seq_len": "8192", "row": "8191", "temperature": "0.1"},
+        {"dist": "projected", "head_dim": "1", "temperature": "5"},
+        {"dist": "projected", "seq_len": "2", "row": "1"},
+    ),
+    widget_steps=8,  # each of its runs measures up to 16384 rows of 8192 keys
+)

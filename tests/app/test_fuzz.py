@@ -127,14 +127,8 @@ def check(at, query: dict[str, str]) -> None:
         assert key in text or shown in text, f"{key}={raw!r} became {value!r} without a notice; notices: {text!r}"
 
 
-# a real model's page: each new text is a forward pass, so fewer sets (its extremes are listed below);
-N_SETS_OF = {
-    "pages/models.py": 25,
-    "pages/mla.py": 30,  # MLA: few free-form fields; its extremes are listed
-    "pages/complexity.py": 25,  # counts are arithmetic; the sweep waits for its Start
-    "pages/conv_attention.py": 25,
-    "pages/lab.py": 25,  # its extremes are listed
-}
+# fewer sets on the pages whose runs are slow (a real model's forward pass): PageChecks.fuzz_sets
+N_SETS_OF = {p.script: p.checks.fuzz_sets for p in REGISTRY}
 
 
 def param_sets(page: str, keys: list[str]):
@@ -183,12 +177,8 @@ def test_fuzz_text_widget_values(app_test):
         assert at.get("plotly_chart") or at.error, text[:20]
 
 
-# saturation: a move to 8192 keys or 16,384 samples re-measures the whole sweep (seconds); its extremes are
-# covered view by view in test_every_view_at_the_extremes
-WIDGET_STEPS_OF = {
-    "pages/saturation.py": 8,  # each of its runs measures up to 16384 rows of 8192 keys
-    "pages/heatmaps.py": 25,  # its moves reach 8192 tokens and 64 heads
-}
+# fewer moves where each run is slow (saturation re-measures its sweep): PageChecks.widget_steps
+WIDGET_STEPS_OF = {p.script: p.checks.widget_steps for p in REGISTRY}
 
 
 @pytest.mark.parametrize("page", list(PAGES))
@@ -211,199 +201,33 @@ def test_fuzz_widget_values(app_test, page):
 
 # ---------------------------------------------------------------- every view of every page at the extremes
 # Each page's view choices (every value of every view or tab control) crossed with the extremes of its shape
-# controls: one head, MQA and MHA at the most heads, d_k 1 and the largest, the shortest and longest sequence,
+# controls (each page's PageChecks.extremes): one head, MQA and MHA at the most heads, d_k 1 and the largest, the shortest and longest sequence,
 # cross-attention. A slider built from the data (head, window start, row, pad_len) collapses to one value at
 # these extremes, which is where pages used to crash.
 VIEWS = {p.script: {p.view_field: list(controls(p.params)[p.view_field].options)} for p in REGISTRY if p.view_field}
-# sub-choices shown inside one view, each of their values tried in that view
-SUB_CHOICES = {
-    ("pages/heatmaps.py", "grid"): {"cscale": ["fixed", "fit"], "pool": ["max", "mean"]},
-    ("pages/heatmaps.py", "zoom"): {"cscale": ["fixed", "fit"]},
-    ("pages/kv_sharing.py", "mapping"): {"built_with": ["contiguous", "interleaved"]},
-    ("pages/kv_sharing.py", "convert"): {"conv_source": ["correlated", "random"]},
-}
-SHAPES = [  # one head, d_k 1 and one token are each covered by the smallest shape (all three at once)
-    {},
-    {"n_heads": "1", "n_kv_heads": "1", "head_dim": "1", "source": "synthetic", "seq_len": "1"},
-    {"n_heads": "64", "n_kv_heads": "1"},
-    {"n_heads": "64", "n_kv_heads": "64"},
-    {"head_dim": "256"},
-    {"source": "synthetic", "seq_len": "8192"},
-    {"mask": "causal", "source": "synthetic", "seq_len": "2"},
-    {"mask": "padding", "source": "synthetic", "seq_len": "1"},
-    {"n_heads": "64", "n_kv_heads": "64", "head_dim": "256", "source": "synthetic", "seq_len": "64"},
-]
-CROSS_SHAPES = [
-    {"cross": "true"},
-    {"cross": "true", "n_heads": "1", "n_kv_heads": "1", "cross_text": "x", "mask": "padding"},
-    {"cross": "true", "source": "synthetic", "seq_len": "8192", "cross_text": "x"},
-]
-# the heatmaps page on a pretrained model's layer (issue 15): every view, and its extremes
-MODEL_SHAPES = [
-    {"attn_from": "smollm2-135m", "model_layer": "29", "source": "synthetic", "seq_len": "1"},
-    {"attn_from": "smollm2-135m", "model_layer": "99", "head": "63", "n_heads": "64", "mask": "padding"},
-    {"attn_from": "minilm-l6", "source": "synthetic", "seq_len": "8192"},
-    {"attn_from": "minilm-l6", "text": "小猫坐在垫子上。", "cross": "true"},
-]
-KV_SHARING_SHAPES = [{"d_model": "8"}, {"d_model": "4096", "n_heads": "64", "n_kv_heads": "8"}]
-SATURATION_CASES = [
-    {"head_dim": "1"},
-    {"head_dim": "1024", "scaling": "false"},
-    {"seq_len": "2", "samples": "16"},
-    {"seq_len": "8192", "samples": "16384", "head_dim": "1024"},
-    {"seq_len": "8192", "row": "8191", "temperature": "0.1"},
-    {"dist": "projected", "head_dim": "1", "temperature": "5"},
-    {"dist": "projected", "seq_len": "2", "row": "1"},
-]
-KV_CACHE_CASES = [
-    {"model": "custom", "n_heads": "1", "n_kv_heads": "1", "head_dim": "1", "n_layers": "1", "seq_len": "1"},
-    {
-        "model": "custom",
-        "n_heads": "128",
-        "n_kv_heads": "128",
-        "head_dim": "256",
-        "n_layers": "128",
-        "batch": "256",
-        "seq_len": "1048576",
-        "dtype": "fp32",
-    },
-    {"model": "custom", "n_heads": "128", "n_kv_heads": "1", "dtype": "int4", "y_scale": "linear"},
-    {"model": "deepseek-v3", "batch": "256", "seq_len": "1048576", "stack_weights": "true"},
-    {"model": "deepseek-v2-lite", "dec_wrong": "true", "dec_steps": "2", "dec_prompt": "1"},
-    {"model": "falcon-7b", "dec_wrong": "true", "dtype": "fp8", "weights_dtype": "int4", "stack_weights": "true"},
-    {"model": "gpt2", "seq_len": "1", "device_gib": "1", "stack_weights": "true"},
-    # the shipped pretrained models (issue 15): the real decoder's own decode at its extremes, the encoder
-    {"model": "smollm2-135m", "dec_real": "true", "dec_steps": "2", "dec_prompt": "1", "dec_layers": "8"},
-    {"model": "smollm2-135m", "dec_real": "true", "dec_wrong": "true", "dec_batch": "16", "seq_len": "1048576"},
-    {"model": "minilm-l6", "dec_real": "true", "stack_weights": "true", "dtype": "int4"},
-    # the cache as tensors: no GQA divisor (6 has 2 and 3: GQA-2 chosen; 2 has none), a slide past the last token
-    {"model": "custom", "n_heads": "6", "n_kv_heads": "6", "seq_len": "2", "present": "true", "slide": "99"},
-    {"model": "custom", "n_heads": "2", "n_kv_heads": "2", "seq_len": "64", "slide": "abc", "present": "true"},
-]
 
 
-MODEL_SHAPES = [
-    {},
-    {"model": "minilm-l6"},
-    {"example": "repeated", "repeat_len": "2"},
-    {"example": "own", "text": "x"},
-    {"example": "chinese", "layer": "29", "head": "8"},
-    {"model": "minilm-l6", "example": "repeated", "repeat_len": "255", "layer": "5", "head": "11"},
-    {"model": "local", "model_path": "/nonexistent"},
-]
-# the MLA page: every view at the smallest custom layer, the largest preset and the longest inputs
-MLA_SHAPES = [
-    {},
-    {
-        "preset": "custom",
-        "d_model": "8",
-        "n_heads": "1",
-        "kv_lora_rank": "2",
-        "qk_nope": "2",
-        "qk_rope": "2",
-        "v_dim": "1",
-        "q_lora_rank": "0",
-        "n_layers": "1",
-        "seq_len": "2",
-        "dec_steps": "1",
-        "dec_prompt": "1",
-    },
-    {"preset": "deepseek-v3", "seq_len": "64", "head": "127", "cache_len": "1048576", "n_kv_heads": "1"},
-    {"preset": "custom", "qk_nope": "3", "mode": "rope_on_latent", "n_heads": "32", "n_kv_heads": "5"},
-]
-# the training lab: every experiment at the smallest and the largest custom model, and one over the time budget
-LAB_SHAPES = [
-    {},
-    {
-        "experiment": "custom",
-        "lab_task": "recall",
-        "lab_vocab": "8",
-        "lab_length": "32",
-        "lab_layers": "1",
-        "lab_d_model": "16",
-        "lab_heads": "1",
-        "lab_head_dim": "2",
-        "lab_steps": "5",
-        "lab_seeds": "5",
-    },
-    {
-        "experiment": "custom",
-        "lab_layers": "4",
-        "lab_d_model": "256",
-        "lab_heads": "8",
-        "lab_kv_heads": "1",
-        "lab_head_dim": "256",
-        "lab_batch": "128",
-        "lab_steps": "1000",
-        "lab_position": "learned",
-        "lab_scale": "mup",
-    },
-]
-# the cost page: every view at the smallest layer and the largest (whose sweep the memory budget refuses)
-COMPLEXITY_SHAPES = [
-    {},
-    {"seq_len": "64", "d_model": "16", "n_heads": "1", "n_kv_heads": "1", "head_dim": "4"},
-    {"seq_len": "8192", "d_model": "4096", "n_heads": "64", "n_kv_heads": "1", "head_dim": "256", "causal": "true"},
-]
-# attention as convolution: the largest layer (64×64, 7×7 = 49 heads), the smallest (K = 1), a typed kernel
-CONV_SHAPES = [
-    {},
-    {"image_size": "64", "k": "7", "alpha": "0.05", "q_row": "63", "q_col": "0", "pattern": "gradient"},
-    {"image_size": "8", "k": "1", "alpha": "10", "seq_len": "5", "query": "4", "shift": "-3", "padding": "existing"},
-    {"kernel": "custom", "kernel_text": "1 2; 3 4"},
-]
-OWN_SHAPES = {
-    "pages/mla.py": MLA_SHAPES,
-    "pages/complexity.py": COMPLEXITY_SHAPES,
-    "pages/conv_attention.py": CONV_SHAPES,
-}
-MODEL_CASES = [
-    {"view": "layer", "example": "repeated", "repeat_len": "1024", "cscale": "fixed", "pool": "mean"},
-    {"view": "head", "example": "repeated", "repeat_len": "100", "q_start": "199", "k_start": "0"},
-    {"view": "generate", "model": "minilm-l6", "gen_tokens": "256"},
-]
+def sub_shapes(extremes: tuple[dict[str, str], ...]) -> list[dict[str, str]]:
+    """Where a view's sub-choices are tried: the default, the smallest and the longest of a page's extremes."""
+    longest = [e for e in extremes if e.get("seq_len") == "8192" and len(e) == 2]
+    return [*extremes[:2], *longest[:1]]
 
 
 def view_cases():
-    for page, choices in VIEWS.items():
-        if page == "pages/models.py":  # a real model's shape is fixed: its inputs and models are the extremes
-            for value in choices["view"]:
-                for shape in MODEL_SHAPES:
-                    yield page, {**shape, "view": value}
-            for query in MODEL_CASES:
-                yield page, query
-            continue
-        if page in OWN_SHAPES:  # their own shapes (a preset, an image, a layer's widths), not heads over tokens
-            for value in choices["view"]:
-                for shape in OWN_SHAPES[page]:
-                    yield page, {**shape, "view": value}
-            continue
-        if page == "pages/lab.py":  # its own shapes: experiments and a small model, not heads over tokens
-            for value in choices["experiment"]:
-                for shape in LAB_SHAPES:
-                    yield page, {**shape, "experiment": value}
-            continue
-        shapes = SHAPES + (CROSS_SHAPES if page == "pages/heatmaps.py" else KV_SHARING_SHAPES)
-        for key, values in choices.items():
+    """Every value of each page's view control crossed with the page's extremes (PageChecks.extremes), its views'
+    sub-choices at a few of them, and the page's own cases as they are."""
+    for spec in REGISTRY:
+        page, checks = spec.script, spec.checks
+        for key, values in VIEWS.get(page, {}).items():
             for value in values:
-                for shape in shapes:
+                for shape in checks.extremes:
                     yield page, {**shape, key: value}
-                # a view's own sub-choices at the default, the smallest and the longest shapes
-                for sub, sub_values in SUB_CHOICES.get((page, value), {}).items():
+                for sub, sub_values in checks.sub_choices.get(value, {}).items():
                     for sub_value in sub_values:
-                        for shape in (SHAPES[0], SHAPES[1], SHAPES[5]):  # default, smallest, 8192 tokens
+                        for shape in sub_shapes(checks.extremes):
                             yield page, {**shape, key: value, sub: sub_value}
-    for model in ("smollm2-135m", "minilm-l6"):
-        for view in VIEWS["pages/heatmaps.py"]["view"]:
-            yield "pages/heatmaps.py", {"attn_from": model, "view": view}
-    for query in MODEL_SHAPES:
-        yield "pages/heatmaps.py", query
-    for query in SATURATION_CASES:
-        yield "pages/saturation.py", query
-    for model in ("custom", "gpt2", "llama-2-7b", "llama-3-8b", "falcon-7b", "deepseek-v3"):
-        yield "pages/kv_cache.py", {"model": model}
-    for query in KV_CACHE_CASES:
-        yield "pages/kv_cache.py", query
+        for query in checks.cases:
+            yield page, query
 
 
 def case_id(case) -> str:

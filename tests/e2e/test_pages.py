@@ -10,25 +10,8 @@ from tests.util import arr
 
 pytestmark = pytest.mark.e2e
 
-# page -> (slider key moved with the keyboard, presses); every page of the registry must be listed
-SLIDERS = {
-    "heatmaps": ("head_dim", 3),
-    "saturation": ("head_dim", 1),
-    "kv_sharing": ("n_heads", 4),
-    "kv_cache": ("batch", 3),
-    "models": ("layer", 2),
-    "mla": ("seq_len", 2),
-    "complexity": ("head_dim", 2),
-    "conv_attention": ("alpha", 3),
-    "lab": ("lab_steps", 2),
-}
-QUERY = {
-    "models": "?view=layer",
-    "mla": "?view=agree",
-    "lab": "?experiment=kv_heads",
-}  # the view that has the slider, when the page opens on another
-# (url path, slider, presses): the default page lives at the root URL
-PAGES = [("" if p.default else p.name + QUERY.get(p.name, ""), *SLIDERS[p.name]) for p in REGISTRY]
+# (url path, slider, presses) of each page (PageChecks): the default page lives at the root URL
+PAGES = [(("" if p.default else p.name) + p.checks.url_tail, p.checks.slider, p.checks.presses) for p in REGISTRY]
 
 
 def assert_clean(w) -> None:
