@@ -114,15 +114,9 @@ if (live := ui.section_box(shown, 3, ui.t("kvcache.live_header"), "x_kv_live", u
             ui.live_charts(kc.decode_views(r.steps, spec, style), boxes)
 
         if start:
+            progress = lambda r: kc.decode_progress(spec, r.steps, style)  # noqa: E731
             steps = lambda: kc.decode_steps(spec, device=ui.device(), model=model)  # noqa: E731
-            run = ui.live_run(
-                "kv_decode",
-                (spec, ui.device()),
-                steps,
-                frame,
-                progress=lambda r: kc.decode_progress(spec, r.steps, style),
-                bar=bar,
-            )
+            run = ui.live_run("kv_decode", (spec, ui.device()), steps, frame, progress=progress, bar=bar)
         if run.status == "idle":  # before Run: the formula's prediction, which the measured points will land on
             with boxes[0].container():
                 ui.show_view(ui.view(kc.decode_plan_view, spec, style), "kv_decode_plan")
@@ -151,9 +145,8 @@ if (pd_box := ui.section_box(shown, 4, ui.t("kvcache.pd_header"), "x_kv_pd", ui.
             timed = ui.live_state("kv_pd", (pd_spec, ui.device()))
             if measure:
                 with st.spinner(ui.t("kvcache.pd_running")):
-                    timed = ui.live_run(
-                        "kv_pd", (pd_spec, ui.device()), lambda: kc.prefill_decode(pd_spec, device=ui.device())
-                    )
+                    pd_steps = lambda: kc.prefill_decode(pd_spec, device=ui.device())  # noqa: E731
+                    timed = ui.live_run("kv_pd", (pd_spec, ui.device()), pd_steps)
             if timed.status == "error":
                 ui.show_error(timed.error)
             if not timed.steps:

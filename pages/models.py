@@ -112,12 +112,8 @@ elif p.view == "head":
             notes, sentences = mv.step_texts(model, att, hw, style)
             for note in notes:
                 st.caption(note)
-            ui.show_steps(
-                ui.view(mv.step_views, hw, style, mv.step_columns(hw, style)),
-                sentences,
-                mv.step_columns(hw, style),
-                key="mdl_step",
-            )
+            n_cols = mv.step_columns(hw, style)
+            ui.show_steps(ui.view(mv.step_views, hw, style, n_cols), sentences, n_cols, key="mdl_step")
 elif p.view == "generate":
     if not model.causal:
         st.info(ui.t("models.gen_encoder", title=model.title), icon="ℹ️")
@@ -142,14 +138,9 @@ elif p.view == "generate":
         ui.live_charts(mv.gen_views(r.steps, spec, prompt, (layer, model.n_kv_heads), style), [*boxes, row_box])
 
     if start:
-        run = ui.live_run(
-            "model_gen",
-            (spec, ui.device()),
-            lambda: mv.gen_steps(model, spec),
-            frame,
-            progress=lambda r: mv.gen_progress(spec, r.steps, style),
-            bar=bar,
-        )
+        progress = lambda r: mv.gen_progress(spec, r.steps, style)  # noqa: E731
+        steps = lambda: mv.gen_steps(model, spec)  # noqa: E731
+        run = ui.live_run("model_gen", (spec, ui.device()), steps, frame, progress=progress, bar=bar)
     if ui.live_status(run, status, "models.gen_press") and run.steps:
         run_spec = run.params[0]
         kind, text = mv.gen_summary(run.steps, run_spec, run.status == "stopped", style)
