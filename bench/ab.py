@@ -2,13 +2,16 @@
 
 Each checkout gets its own server (started in that directory, with this interpreter and the app's server flags)
 and one chromium page; the two pages move the slider in turn, and the order flips every round (A B, B A, ...):
-with a fixed order the page moved first measured up to 15 % faster in some runs (README, "Fifteenth session").
+with a fixed order the page moved first measured up to 15 % faster in some runs.
 Prints each side's medians (from the key press: the rerun asked, the last script run finished as the page saw it,
-the chart painted; the page's main-thread CPU) and the paired ratio (the median of B / A over the rounds). Not a
-timed test: the numbers are for the notes.
+the chart painted; the page's main-thread CPU; the server's CPU for the move) and the paired ratios (the median of
+B / A over the rounds) of the painted time and the server's CPU. ``--page`` takes several pages (comma-separated,
+or ``all``): both servers stay up and the pages are measured one after the other. Not a timed test: the numbers
+are for the notes.
 
     git worktree add /tmp/base HEAD~1
     .venv/bin/python bench/ab.py /tmp/base . --page kv_cache --moves 20
+    .venv/bin/python bench/ab.py /tmp/base . --page all --moves 12
 """
 
 from __future__ import annotations
@@ -35,11 +38,44 @@ def case_of(page: str) -> B.SliderCase:
     raise SystemExit(f"ab.py: no page {page!r}; one of {sorted(c.label.split(' · ')[0] for c in B.page_cases())}")
 
 
+def measure(browser, case: B.SliderCase, servers: list, moves: int, timeout_ms: int) -> list[B.Session]:
+    """``moves`` moves of ``case`` on each server, the order flipped every round, after 2 unmeasured each."""
+    sessions = [B.open_session(browser, case, url, proc.pid, timeout_ms) for proc, url in servers]
+    for s in sessions:
+        for _ in range(2):
+            B.move_once(s, timeout_ms)
+        s.times.clear()
+    for i in range(moves):
+        for s in sessions if i % 2 == 0 else sessions[::-1]:
+            B.move_once(s, timeout_ms)
+    for s in sessions:
+        s.page.context.close()
+    return sessions
+
+
+def report(case: B.SliderCase, sessions: list[B.Session], names: tuple[Path, Path], moves: int) -> None:
+    a, b = sessions
+    print(f"{case.label}, {moves} moves a side, order alternating (ms, medians)")
+    for name, s, where in (("A", a, names[0]), ("B", b, names[1])):
+        rerun, finished, painted, cpu, server = (
+            1e3 * (s.med(k) or 0) for k in ("rerun", "finished", "painted", "browser_task", "server_cpu")
+        )
+        print(
+            f"  {name} {where}: rerun asked {rerun:.0f}, finished {finished:.0f}, painted {painted:.0f}, "
+            f"browser CPU {cpu:.0f}, server CPU {server:.1f}"
+        )
+    for key in ("painted", "server_cpu"):
+        pairs = [y / x for x, y in zip(a.times[key], b.times[key], strict=True) if x > 0]
+        if pairs:
+            print(f"  paired B / A {key}: {statistics.median(pairs):.3f}")
+    sys.stdout.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("a", type=Path, help="checkout A (the baseline)")
     ap.add_argument("b", type=Path, help="checkout B (the change)")
-    ap.add_argument("--page", default="heatmaps", help="a page of attn_core.views.PAGES")
+    ap.add_argument("--page", default="heatmaps", help="pages of attn_core.views.PAGES, comma-separated, or all")
     ap.add_argument("--moves", type=int, default=20, help="measured moves per side (after 2 unmeasured)")
     ap.add_argument("--timeout", type=float, default=120, help="seconds any browser wait may take")
     args = ap.parse_args(argv)
@@ -47,33 +83,18 @@ def main(argv: list[str] | None = None) -> int:
 
     from harness import CHROMIUM_ARGS, chromium_path, start_server
 
-    case, timeout_ms = case_of(args.page), int(args.timeout * 1000)
+    pages = [c.label.split(" · ")[0] for c in B.page_cases()] if args.page == "all" else args.page.split(",")
+    cases, timeout_ms = [case_of(p) for p in dict.fromkeys(pages)], int(args.timeout * 1000)
     servers = [start_server(cwd=d.resolve()) for d in (args.a, args.b)]
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-            sessions = [B.open_session(browser, case, url, proc.pid, timeout_ms) for proc, url in servers]
-            for s in sessions:
-                for _ in range(2):
-                    B.move_once(s, timeout_ms)
-                s.times.clear()
-            for i in range(args.moves):
-                for s in sessions if i % 2 == 0 else sessions[::-1]:
-                    B.move_once(s, timeout_ms)
+            for case in cases:
+                report(case, measure(browser, case, servers, args.moves, timeout_ms), (args.a, args.b), args.moves)
             browser.close()
     finally:
         for proc, _ in servers:
             B.stop_server(proc)
-    a, b = sessions
-    print(f"{case.label}, {args.moves} moves a side, order alternating (ms, medians)")
-    for name, s in (("A", a), ("B", b)):
-        rerun, finished, painted, cpu = (1e3 * s.med(k) for k in ("rerun", "finished", "painted", "browser_task"))
-        print(
-            f"  {name} {getattr(args, name.lower())}: rerun asked {rerun:.0f}, finished {finished:.0f}, "
-            f"painted {painted:.0f}, browser CPU {cpu:.0f}"
-        )
-    paired = statistics.median(y / x for x, y in zip(a.times["painted"], b.times["painted"], strict=True))
-    print(f"  paired B / A painted: {paired:.3f}")
     return 0
 
 
