@@ -220,7 +220,10 @@ class PageWatch:
 
     def shot(self, name: str) -> Path:
         """Save a PNG of the whole page (Streamlit scrolls inside its main container, so grow the viewport)."""
-        path = SHOTS / f"{name}.png"
+        return self.shot_to(SHOTS / f"{name}.png")
+
+    def shot_to(self, path: Path) -> Path:
+        """:meth:`shot` to the file ``path``."""
         size = self.page.viewport_size
         height = self.page.evaluate(
             "() => { const m = document.querySelector('[data-testid=\"stMain\"]');"
