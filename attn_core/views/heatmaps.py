@@ -724,6 +724,10 @@ def explanation(p: Params, i: int, style: figures.Style) -> str:
         return style.t(key, d=p.head_dim, tau=f"{p.temperature:g}", scale=f"{p.scale:.4g}", var=f"{var:.4g}")
     if p.cross and i in (1, 2):  # keys and values come from the context
         return style.t(f"heatmap.explain{i + 1}_cross")
+    if i == 5:  # the mask actually set: none changes nothing
+        return style.t(f"heatmap.explain6_{p.mask}")
+    if i == 6 and p.mask == "none":  # no masked cells to get 0
+        return style.t("heatmap.explain7_none")
     return style.t(f"heatmap.explain{i + 1}")
 
 
@@ -760,11 +764,13 @@ class StepFacts:
     scaling: bool = True
     temperature: float = 1.0
     cross: bool = False
+    mask: str = "causal"
 
 
 def step_facts(model: LoadedModel, att: ModelAttention) -> StepFacts:
     d, t = model.head_dim, len(att.tokens)
-    return StepFacts(d, att.scales[0], model.n_rep, t, t, temperature=round((d**-0.5) / att.scales[0], 6))
+    tau = round((d**-0.5) / att.scales[0], 6)
+    return StepFacts(d, att.scales[0], model.n_rep, t, t, temperature=tau, mask="causal" if att.causal else "none")
 
 
 def head_score_variance(att: ModelAttention, head: int, n_rep: int) -> tuple[float, float]:

@@ -4,6 +4,7 @@ shipped decks: every slide opens a real page state, both languages, and every nu
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -84,7 +85,7 @@ def test_a_damaged_link_and_unknown_pages_or_controls_are_refused():
 
 def test_the_shipped_decks_open_real_page_states_in_both_languages():
     shipped = decks.shipped()
-    assert list(shipped) == ["attention_from_scratch", "gqa_and_the_kv_cache"]
+    assert list(shipped) == ["attention_from_scratch", "gqa_and_the_kv_cache", "what_trained_heads_do"]
     for deck in shipped.values():
         decks.check_pages(deck, KNOWN)
         assert deck.name_in("en") and deck.name_in("zh") != deck.name_in("en")
@@ -107,3 +108,48 @@ def test_the_numbers_the_shipped_decks_state_are_true():
     # key, and for about 4 rows in 10 the gradient through softmax is below 1e-3" (the page's defaults, seed 0)
     row = stats.saturation_sweep((256,), 16, 256, 0).set_index("scaled").loc[False]
     assert row["measured_rows"] == 4096 and row["saturated_frac"] > 0.5 and 0.35 < row["grad_norm_small"] < 0.45
+
+
+def slide_params(s: decks.Slide):
+    """The page's Params of a deck slide's state (its URL values through the page's controls)."""
+    spec = next(p for p in PAGES if p.name == s.page)
+    ctl = controls(spec.params)
+    values = {}
+    for key, raw in dict(s.params).items():
+        if key in ctl:
+            kind = ctl[key].kind
+            values[key] = (
+                raw == "true"
+                if kind == "bool"
+                else float(raw)
+                if kind == "float"
+                else int(raw)
+                if kind in ("int", "pow2", "kv_heads", "seed")
+                else raw
+            )
+    return spec.params(**values)
+
+
+STEP_WORDS = {"q": "Q = X·W_Q", "k": "K = X·W_K", "v": "V = X·W_V", "scores": "QKᵀ", "softmax": "softmax"}
+
+
+@pytest.mark.parametrize("name", ["attention_from_scratch", "gqa_and_the_kv_cache", "what_trained_heads_do"])
+def test_each_slide_says_what_its_state_shows(name):
+    """A slide's sentence agrees with the state it opens: the mask it names is the mask set, the step of the
+    computation it explains is the step shown, τ and head counts are the settings'; and no sentence promises that
+    Page Down steps through a page (in a deck, Page Down moves to the deck's next slide)."""
+    from attn_core.views import heatmaps as hm
+
+    for s in decks.shipped()[name].slides:
+        note, p = dict(s.note)["en"], slide_params(s)
+        assert "Page Down" not in note, note
+        if s.page == "heatmaps":
+            talks_of_mask = any(w in note for w in ("mask", "grey", "above the diagonal"))
+            assert talks_of_mask == (p.mask != "none"), (note, p.mask)
+            if p.view == "steps":
+                step = hm.STEP_NAMES[int(dict(s.params).get("slide", "1")) - 1]
+                assert STEP_WORDS[step] in note, (step, note)
+            if (tau := re.search(r"τ = ([0-9.]+)", note)) is not None:
+                assert float(tau.group(1)) == p.temperature
+            if (heads := re.search(r"the (\d+) heads", note)) is not None:
+                assert int(heads.group(1)) == p.n_heads == p.n_kv_heads  # "many heads": one KV head each

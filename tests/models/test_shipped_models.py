@@ -83,3 +83,20 @@ def test_minilm_attends_both_ways(minilm):
     ahead = att.weights[..., later].reshape(6, 12, -1).sum(-1) / t  # mean weight a row gives to later tokens
     assert ahead.mean() > 0.2 and (ahead > 0.05).mean() > 0.9
     np.testing.assert_allclose(att.weights.sum(-1), 1.0, rtol=RTOL, atol=ATOL)
+
+
+def test_the_trained_heads_deck_states_smollm2s_own_numbers(smollm2):
+    """Every number the deck "What trained heads do" states is what the models page computes (its roles view: 4
+    random sequences of 50 tokens, each repeated, seed 0)."""
+    from attn_core.views import models as mv
+
+    df = mv.roles(smollm2, 0).set_index(["layer", "head"])
+    assert round(df.loc[(16, 0), "previous_token"], 2) == 0.89
+    assert df["previous_token"].idxmax() == (16, 0)
+    assert round(df.loc[(18, 8), "first_token"], 3) == 0.999
+    assert round(df.loc[(18, 6), "induction"], 2) == 0.87
+    l17 = df.loc[17]
+    assert [round(l17.loc[h, "induction"], 2) for h in (3, 4, 5)] == [0.77, 0.72, 0.61]
+    assert set(l17.loc[[3, 4, 5], "kv_head"]) == {1} and set(l17["kv_head"]) == {0, 1, 2}
+    assert l17.drop(index=[3, 4, 5])["induction"].max() < 0.05
+    assert (smollm2.n_heads, smollm2.n_kv_heads, smollm2.n_layers) == (9, 3, 30)
