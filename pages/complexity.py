@@ -47,7 +47,7 @@ if p.view == "counted":
     if not slide:
         st.markdown(f"**{ui.t('cx.shipped_header')}**")
         st.dataframe(cv.shipped_frame(style), hide_index=True, width="stretch")
-        st.caption(ui.t("cx.shipped_note"))
+        st.caption(cv.shipped_note(style))
         st.markdown(f"**{ui.t('cx.memory_header')}**")
         st.markdown(cv.memory_sentence(p, style))
         st.dataframe(cv.memory_frame(p, style), hide_index=True, width="stretch")
@@ -94,7 +94,7 @@ elif p.view == "measured":
         ui.show_views(ui.view(cv.measured_views, steps, spec, style), boxes, "cx_")
         say(cv.measured_sentences(steps, spec, dev, style))
         st.dataframe(cv.slopes_frame(steps, spec, style), hide_index=True, width="stretch")
-        st.caption(ui.t("cx.slopes_note", lo=cv.cx.SLOPE_FROM))
+        st.caption(cv.slopes_note(spec.shape, style))
     ui.help_expander("cx.measured_help")
 elif p.view == "prefill_decode":
     dev = ui.run_safely(lambda: cv.run_device(p.run_on, ui.device()))

@@ -110,7 +110,7 @@ if p.view == "image":
                 with box:
                     ui.show_view(views[i], f"conv_{key}")
     st.caption(cv.image_note(res, style))
-    ui.help_expander("conv.padding_help")
+    ui.help_text("conv.padding_help.title", cv.padding_help(image, kernel, style))
 else:
     with st.spinner(ui.t("conv.sweeping", n=len(cv.SWEEP_ALPHAS))):
         sw = ui.compute(cv.sweep_step, image, kernel, p.padding)

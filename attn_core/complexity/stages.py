@@ -166,17 +166,40 @@ def memory_by_stage(
     }
 
 
-def peak_bytes(seq_len: int, shape: LayerShape, path: str) -> int:
-    """Activation bytes alive at once at the path's peak (float32, as the measured runs hold them).
+#: The tensors :func:`peak_tensors` names: Q, K and V together, the scores and the weights ``[h, n, n]``, the heads'
+#: outputs ``[h, n, d_h]``, the fused kernel's row log-sum-exp ``[h, n]`` and the layer's output ``[n, d]``.
+PEAK_TENSORS: tuple[str, ...] = ("qkv", "scores", "weights", "heads_output", "lse", "output")
+
+
+def peak_tensors(seq_len: int, shape: LayerShape, path: str) -> dict[str, int]:
+    """The tensors alive at once at the path's peak and their bytes (float32, as the measured runs hold them), keys
+    from :data:`PEAK_TENSORS` in that order; their sum is :func:`peak_bytes`.
 
     Eager: Q, K, V with either the scores and the weights (during the softmax; the scores are freed after it) or
-    the weights, the heads' outputs and the layer's output (at the end), whichever is larger: the n² pair from
-    small n on. Fused: Q, K, V, the attention's output and row log-sum-exp, and the layer's output."""
+    the weights, the heads' outputs and the layer's output (at the end), whichever is larger (the first on a tie).
+    Fused: Q, K, V, the attention's output and row log-sum-exp, and the layer's output."""
     m = memory_by_stage(seq_len, shape.d_model, shape.n_heads, shape.n_kv_heads, shape.head_dim, path)
     if path == "eager":
-        late = m["softmax"] + m["weighted_sum"] + m["output_projection"]
-        return m["qkv_projection"] + max(m["scores"] + m["softmax"], late)
-    return sum(m.values())
+        during = {"qkv": m["qkv_projection"], "scores": m["scores"], "weights": m["softmax"]}
+        end = {
+            "qkv": m["qkv_projection"],
+            "weights": m["softmax"],
+            "heads_output": m["weighted_sum"],
+            "output": m["output_projection"],
+        }
+        return during if sum(during.values()) >= sum(end.values()) else end
+    lse = shape.n_heads * seq_len * 4
+    return {
+        "qkv": m["qkv_projection"],
+        "heads_output": m["attention"] - lse,
+        "lse": lse,
+        "output": m["output_projection"],
+    }
+
+
+def peak_bytes(seq_len: int, shape: LayerShape, path: str) -> int:
+    """Activation bytes alive at once at the path's peak: the sum of :func:`peak_tensors`."""
+    return sum(peak_tensors(seq_len, shape, path).values())
 
 
 def weights_bytes(shape: LayerShape) -> int:
@@ -239,14 +262,16 @@ def linear_flops_per_token(shape: LayerShape, mlp_width: int | None = None, mlp_
     return f["qkv_projection"] + f["output_projection"] + f.get("mlp", 0)
 
 
-def crossover_n(shape: LayerShape, mlp_width: int | None = None, mlp_matrices: int = 2) -> float:
-    """The n where the n² matmuls (QKᵀ and weights·V, 4·h·d_h per pair) cost as much as the linear stages.
+def crossover_n(shape: LayerShape, mlp_width: int | None = None, mlp_matrices: int = 2, softmax: bool = False) -> float:
+    """The n where the n² stages cost as much as the linear stages: the matmuls QKᵀ and weights·V (4·h·d_h FLOPs a
+    pair), and with ``softmax`` also the softmax (3·h a pair: every n² stage, as the FLOPs curve draws them).
 
-    Without a mask: n = L / (4·h·d_h) with L the linear FLOPs per token; causal (n·(n+1)/2 pairs):
-    n = 2·L / (4·h·d_h) − 1. The softmax (3·h per pair) is left out: it moves n by about 3/(4·d_h).
-    With h·d_h = h_kv·d_h = d: 2·d for the attention alone, 6·d with a 4d two-matrix MLP.
+    Without a mask: n = L / q with L the linear FLOPs per token and q the n² FLOPs per pair; causal (n·(n+1)/2
+    pairs): n = 2·L / q − 1. The softmax moves n by a factor d_h / (d_h + 3/4). Matmuls only, with
+    h·d_h = h_kv·d_h = d: 2·d for the attention alone, 6·d with a 4d two-matrix MLP.
     """
-    lin, quad = linear_flops_per_token(shape, mlp_width, mlp_matrices), 4 * shape.n_heads * shape.head_dim
+    lin = linear_flops_per_token(shape, mlp_width, mlp_matrices)
+    quad = 4 * shape.n_heads * shape.head_dim + (SOFTMAX_FLOPS * shape.n_heads if softmax else 0)
     return 2 * lin / quad - 1 if shape.causal else lin / quad
 
 

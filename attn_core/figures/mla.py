@@ -30,15 +30,21 @@ EDGE = {"input": "#666666", "tensor": "#0072B2", "cached": "#E69F00", "absorbed"
 
 # ---------------------------------------------------------------- data flow
 def flow_tensors(c: MLAConfig, mode: str) -> list[tuple[str, str, bool]]:
-    """(name, shape per token, cached in ``mode``) of every tensor of the layer, in the diagram's order."""
+    """(name, shape per token, cached in ``mode``) of every tensor of the layer, in the diagram's order. Without
+    query compression (``q_lora_rank`` 0, DeepSeek-V2-Lite) the query comes straight from h: no c_Q, and its
+    position-free part is q_nope = W_Q h rather than q_C = W_UQ c_Q."""
     h, dh, dr, dv, dc = c.n_heads, c.qk_nope_head_dim, c.qk_rope_head_dim, c.v_head_dim, c.kv_lora_rank
     naive, absorb = mode == "naive", mode == "absorb"
     rows = [("h", f"[{c.d_model}]", False)]
     if c.q_lora_rank:
-        rows.append(("c_Q = RMSNorm(W_DQ h)", f"[{c.q_lora_rank}]", False))
+        rows += [
+            ("c_Q = RMSNorm(W_DQ h)", f"[{c.q_lora_rank}]", False),
+            ("q_C = W_UQ c_Q", f"[{h} × {dh}]", False),
+            ("q_R = RoPE(W_QR c_Q)", f"[{h} × {dr}]", False),
+        ]
+    else:
+        rows += [("q_nope = W_Q h", f"[{h} × {dh}]", False), ("q_R = RoPE(W_QR h)", f"[{h} × {dr}]", False)]
     rows += [
-        ("q_C = W_UQ c_Q", f"[{h} × {dh}]", False),
-        ("q_R = RoPE(W_QR c_Q)", f"[{h} × {dr}]", False),
         ("c_KV = RMSNorm(W_DKV h)", f"[{dc}]", absorb),
         ("k_R = RoPE(W_KR h)", f"[{dr}]", absorb),
         ("k_C = W_UK c_KV", f"[{h} × {dh}]", False),
@@ -52,10 +58,10 @@ def flow_tensors(c: MLAConfig, mode: str) -> list[tuple[str, str, bool]]:
 
 
 def _boxes(c: MLAConfig, mode: str, t) -> list[tuple[float, float, str, str]]:
-    """(x, y, label, kind) of the diagram's blocks."""
+    """(x, y, label, kind) of the diagram's blocks, in the order :func:`_arrows` numbers them; without query
+    compression there is no c_Q block and the query blocks are q_nope and q_R, made from h."""
     h, dh, dr, dv, dc = c.n_heads, c.qk_nope_head_dim, c.qk_rope_head_dim, c.v_head_dim, c.kv_lora_rank
     kc = {"naive": "tensor", "absorb": "absorbed", "rope_on_latent": "wrong"}[mode]
-    cq = f"c_Q [{c.q_lora_rank}]" if c.q_lora_rank else t("mla.fig_no_cq")
     att = {
         "naive": t("mla.fig_att_naive", h=h, d=dh + dr),
         "absorb": t("mla.fig_att_absorb", h=h, d=dc + dr),
@@ -63,10 +69,12 @@ def _boxes(c: MLAConfig, mode: str, t) -> list[tuple[float, float, str, str]]:
     }[mode]
     cached_abs = "cached" if mode == "absorb" else "tensor"
     up = "cached" if mode != "absorb" else "absorbed"
+    q = "q_C" if c.q_lora_rank else "q_nope"
+    query = [(1.0, 3.3, f"c_Q [{c.q_lora_rank}]", "tensor")] if c.q_lora_rank else []
     return [
         (0.0, 2.0, f"h [{c.d_model}]", "input"),
-        (1.0, 3.3, cq, "tensor"),
-        (2.0, 3.9, f"q_C [{h}×{dh}]" + (" · W_UK" if mode == "absorb" else ""), kc if mode != "naive" else "tensor"),
+        *query,
+        (2.0, 3.9, f"{q} [{h}×{dh}]" + (" · W_UK" if mode == "absorb" else ""), kc if mode != "naive" else "tensor"),
         (2.0, 3.0, f"q_R [{h}×{dr}] RoPE", "tensor" if mode != "rope_on_latent" else "input"),
         (1.0, 1.5, f"c_KV [{dc}]", cached_abs),
         (2.0, 0.1, f"k_R [{dr}] RoPE", cached_abs if mode != "rope_on_latent" else "input"),
@@ -77,7 +85,10 @@ def _boxes(c: MLAConfig, mode: str, t) -> list[tuple[float, float, str, str]]:
     ]
 
 
+# the arrows between the blocks of :func:`_boxes` with c_Q (h → c_Q → q_C, q_R); without it h feeds the queries
 ARROWS = ((0, 1), (1, 2), (1, 3), (0, 4), (0, 5), (4, 6), (4, 7), (2, 8), (3, 8), (6, 8), (5, 8), (7, 8), (8, 9))
+ARROWS_NO_CQ = ((0, 1), (0, 2), (0, 3), (0, 4), (3, 5), (3, 6), (1, 7), (2, 7), (5, 7), (4, 7), (6, 7), (7, 8))
+K_R_BOX = {True: 5, False: 4}  # the k_R block's index, with and without c_Q: h's arrow to it leaves h's bottom
 
 
 def flow_figure(c: MLAConfig, mode: str, style: Style = Style()) -> go.Figure:
@@ -85,6 +96,7 @@ def flow_figure(c: MLAConfig, mode: str, style: Style = Style()) -> go.Figure:
     the rope_on_latent mistake red."""
     t = style.t
     boxes = _boxes(c, mode, t)
+    arrows, k_r = (ARROWS, K_R_BOX[True]) if c.q_lora_rank else (ARROWS_NO_CQ, K_R_BOX[False])
     w, hgt = 0.44, 0.34
     shapes, notes = [], []
     for x, y, label, kind in boxes:
@@ -102,9 +114,9 @@ def flow_figure(c: MLAConfig, mode: str, style: Style = Style()) -> go.Figure:
         )
         # dark text on the light block: a card, dark in either scheme (ui.chart_theme.darkened finds the block)
         notes.append(dict(x=x, y=y, text=label, showarrow=False, font=dict(size=style.font, color=CARD_TEXT)))
-    for a, b in ARROWS:
+    for a, b in arrows:
         (xa, ya, *_), (xb, yb, *_) = boxes[a], boxes[b]
-        sx, sy = (xa, ya - hgt) if b == 5 else (xa + w, ya)  # h to k_R leaves h's bottom, passing under c_KV
+        sx, sy = (xa, ya - hgt) if b == k_r else (xa + w, ya)  # h to k_R leaves h's bottom, passing under c_KV
         notes.append(
             dict(
                 x=xb - w,

@@ -483,18 +483,26 @@ class DecodeStep:
     max_diff: float
 
 
-def _timed(layer: MultiHeadLatentAttention, x: torch.Tensor, mode: str, cache: MLACache, repeats: int) -> tuple:
-    """Run one step ``repeats`` times on copies of the cache's state; keep the first result, the best time."""
-    best, first = math.inf, None
+def _timed_runs(
+    layer: MultiHeadLatentAttention, x: torch.Tensor, mode: str, cache: MLACache, repeats: int
+) -> tuple[object, list[float]]:
+    """Run one step ``repeats`` times on copies of the cache's state; keep the first result and every run's time."""
+    times, first = [], None
     for _ in range(repeats):
         trial = MLACache(mode, dict(cache.tensors))
         sync(x.device)
         t0 = time.perf_counter()
         res = layer(x, mode=mode, cache=trial)
         sync(x.device)
-        best = min(best, time.perf_counter() - t0)
+        times.append(time.perf_counter() - t0)
         first = first or res
-    return first, best
+    return first, times
+
+
+def _timed(layer: MultiHeadLatentAttention, x: torch.Tensor, mode: str, cache: MLACache, repeats: int) -> tuple:
+    """Run one step ``repeats`` times on copies of the cache's state; keep the first result, the best time."""
+    first, times = _timed_runs(layer, x, mode, cache, repeats)
+    return first, min(times)
 
 
 @torch.no_grad()
@@ -541,12 +549,19 @@ def fill_cache(layer: MultiHeadLatentAttention, x: torch.Tensor, mode: str) -> M
 
 
 @torch.no_grad()
-def time_step(cfg: MLAConfig, cached: int, mode: str, *, device: str = "cpu", repeats: int = 5, seed: int = 0) -> float:
-    """Seconds (best of ``repeats``) of one decode step of ``mode`` against a cache of ``cached`` tokens."""
+def time_step_runs(
+    cfg: MLAConfig, cached: int, mode: str, *, device: str = "cpu", repeats: int = 5, seed: int = 0
+) -> list[float]:
+    """Seconds of each of ``repeats`` runs of one decode step of ``mode`` against a cache of ``cached`` tokens."""
     layer = MultiHeadLatentAttention(cfg, seed).to(device)
     x = hidden_states(cfg, cached + 1, seed).to(device)
     cache = fill_cache(layer, x[:, :cached], mode)
-    return _timed(layer, x[:, cached:], mode, cache, repeats)[1]
+    return _timed_runs(layer, x[:, cached:], mode, cache, repeats)[1]
+
+
+def time_step(cfg: MLAConfig, cached: int, mode: str, *, device: str = "cpu", repeats: int = 5, seed: int = 0) -> float:
+    """Seconds (best of ``repeats``) of one decode step of ``mode`` against a cache of ``cached`` tokens."""
+    return min(time_step_runs(cfg, cached, mode, device=device, repeats=repeats, seed=seed))
 
 
 # ---------------------------------------------------------------- costs per decode step

@@ -870,11 +870,11 @@ def head_scores(model: LoadedModel, seq_len: int = 50, n_seqs: int = 4, seed: in
     """The role scores of every head, one row per (layer, head), measured on repeated random tokens.
 
     ``n_seqs`` sequences of ``seq_len`` random tokens, each repeated twice (:func:`repeated_tokens`,
-    as in Olsson et al. 2022 and TransformerLens' head detector). Per head, means over the sequences:
+    as in Olsson et al. 2022). Per head, means over the sequences:
     ``previous_token`` the weight on position i-1 (every row i ≥ 1); ``first_token`` the weight on
     position 0 (rows i ≥ 1); ``duplicate_token`` from the second copy's rows, the weight on the
     earlier copy of the same token; ``induction`` from the same rows, the weight on the token after
-    that earlier copy; ``entropy`` a row's entropy over log(its allowed keys), rows with ≥ 2 keys.
+    that earlier copy (Olsson et al.'s prefix-matching score); ``entropy`` a row's entropy over log(its allowed keys), rows with ≥ 2 keys.
     Weights are recomputed from the captured q and k (:func:`layer_weights`). Columns: ``layer,
     head, kv_head`` and :data:`SCORES`; ``attrs`` holds ``seq_len``, ``n_seqs``, ``seed``.
     """
@@ -890,6 +890,72 @@ def head_scores(model: LoadedModel, seq_len: int = 50, n_seqs: int = 4, seed: in
     df = pd.DataFrame(recorder.rows, columns=["layer", "head", "kv_head", *SCORES])
     df.attrs.update(seq_len=seq_len, n_seqs=n_seqs, seed=seed)
     return df
+
+
+KV_SHUFFLES = 2000  # shuffles of the KV-head labels in :func:`kv_group_test`
+KV_SHUFFLE_SEED = 0
+
+
+@dataclass(frozen=True)
+class GroupTest:
+    """Whether heads that share a KV head score more alike than heads that do not (:func:`kv_group_test`).
+
+    ``within`` and ``between``: the mean |difference| of the score between two heads of one layer reading the same
+    KV head and different ones; ``ratio`` within / between; ``p`` the two-sided permutation p-value; ``null_lo``,
+    ``null_hi`` the 2.5th and 97.5th percentiles of the ratio over the ``shuffles`` shuffled labellings;
+    ``null_median`` their median."""
+
+    within: float
+    between: float
+    ratio: float
+    p: float
+    null_lo: float
+    null_median: float
+    null_hi: float
+    shuffles: int
+
+
+def kv_group_test(
+    df: pd.DataFrame, score: str, shuffles: int = KV_SHUFFLES, seed: int = KV_SHUFFLE_SEED
+) -> GroupTest | None:
+    """A permutation test of the KV grouping on a score table (columns ``layer``, ``kv_head`` and ``score``).
+
+    The statistic is the ratio of the mean |difference| of ``score`` between heads of one layer that share a KV head
+    to that between heads that do not (pairs pooled over the layers). Its null distribution: the KV-head labels
+    shuffled among the heads of each layer, independently per layer and shuffle (group sizes kept), ``shuffles``
+    times from a generator seeded with ``seed``. p is two-sided: twice the smaller tail, each tail counting the
+    observed labelling, (1 + #{null ≤ ratio}) / (shuffles + 1) (Phipson & Smyth 2010). Vectorised: each layer's
+    pairs' differences are summed over its shuffles' same-group masks in one matrix product. None when no layer
+    has two heads of one KV head (MHA) or none of different ones (MQA).
+    """
+    check_int("shuffles", shuffles, 1, 100_000)
+    rng = np.random.default_rng(seed)
+    obs_w = total = 0.0
+    n_w = n_b = 0
+    perm_w = np.zeros(shuffles)
+    for _, layer in df.groupby("layer", sort=True):
+        v, kv = layer[score].to_numpy(dtype=float), layer["kv_head"].to_numpy()
+        i, j = np.triu_indices(len(v), 1)
+        d = np.abs(v[i] - v[j])
+        same = kv[i] == kv[j]
+        obs_w += float(same.astype(float) @ d)
+        total += float(d.sum())
+        n_w, n_b = n_w + int(same.sum()), n_b + int((~same).sum())
+        labels = rng.permuted(np.tile(kv, (shuffles, 1)), axis=1)  # [shuffles, H]
+        perm_w += (labels[:, i] == labels[:, j]).astype(float) @ d
+    if n_w == 0 or n_b == 0:
+        return None
+
+    def ratio(w: np.ndarray | float) -> np.ndarray:
+        within, between = np.asarray(w) / n_w, (total - np.asarray(w)) / n_b
+        return np.where(between > 0, within / np.where(between > 0, between, 1.0), 1.0)
+
+    obs, null = float(ratio(obs_w)), ratio(perm_w)
+    tie = 1e-9 * max(abs(obs), 1e-12)  # the same labelling summed in another order: equal up to round-off
+    low = (1 + int((null <= obs + tie).sum())) / (shuffles + 1)
+    high = (1 + int((null >= obs - tie).sum())) / (shuffles + 1)
+    lo, med, hi = (float(x) for x in np.percentile(null, [2.5, 50, 97.5]))
+    return GroupTest(obs_w / n_w, (total - obs_w) / n_b, obs, min(1.0, 2 * min(low, high)), lo, med, hi, shuffles)
 
 
 # ---------------------------------------------------------------- generation

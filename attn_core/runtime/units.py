@@ -52,3 +52,24 @@ def format_tokens(n: int) -> str:
     if n >= 1 << 10 and n % (1 << 10) == 0:
         return f"{n >> 10}K"
     return f"{n:,}"
+
+
+def format_sig(x: float, digits: int = 3) -> str:
+    """``x`` to ``digits`` significant figures without an exponent from 10**digits up: ``0.505``, ``2.65``,
+    ``1,152`` (not ``1.15e+03``)."""
+    if abs(x) >= 10**digits:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}g}"
+
+
+def format_ratio(r: float) -> str:
+    """A ratio as people say it: two significant figures below 10 (``1.2``, ``2.2``, ``0.52``), whole numbers from
+    10 on (``12``, ``1,234``)."""
+    if abs(r) >= 10:
+        return f"{r:,.0f}"
+    return f"{r:.2g}"
+
+
+def about_one(r: float) -> bool:
+    """Whether a positive ratio is about 1: within 5 % either way, what :func:`format_ratio` prints as ``1``."""
+    return max(r, 1 / r) < 1.05 if r > 0 else False

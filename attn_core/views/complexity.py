@@ -21,7 +21,7 @@ from attn_core.figures import Style
 from attn_core.figures import complexity as cfig
 from attn_core.runtime.config import MAX_SEQ_LEN, ConfigError
 from attn_core.runtime.guard import stays_on_device
-from attn_core.runtime.units import format_bytes
+from attn_core.runtime.units import about_one, format_bytes, format_ratio, format_sig
 from attn_core.views.base import PageChecks, Scenario, View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
 
 VIEW_FIELD = "view"
@@ -36,6 +36,9 @@ HEAD_COUNTS = (1, 2, 4, 8, 16, 32, 64)
 MLP_FACTOR = 4  # the whole layer's MLP: 4·d wide, two matrices (GPT-2's)
 SOFTMAX_BOUND = 0.25  # softmax FLOP/s below this share of the score matmul's: it waits on memory, not arithmetic
 SLOPE_LOW, SLOPE_HIGH = 1.6, 2.4  # an n² stage's fitted slope outside these departs from the count
+# an n² stage that departs upwards departs more than the linear stages when its slope's excess over 2 exceeds
+# theirs over 1 by more than this; else the whole run slowed as n rose, not the n × n matrices alone
+SLOPE_MARGIN = 0.2
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,23 @@ def stage_name(style: Style, stage: str) -> str:
     return style.t(f"cx.stage_{stage}")
 
 
+def ratio(r: float) -> str:
+    """A ratio on this page: ``1.2``, ``2.2``, ``12`` (:func:`~attn_core.runtime.units.format_ratio`)."""
+    return format_ratio(r)
+
+
+def sentences(parts: Sequence[str], style: Style) -> str:
+    """Sentences run together: a space between them in English, none after Chinese full stops."""
+    return ("" if style.lang == "zh" else " ").join(parts)
+
+
+def join_list(items: Sequence[str], style: Style) -> str:
+    """``a, b and c`` in English, ``a、b和c`` in Chinese."""
+    if len(items) < 2:
+        return "".join(items)
+    return style.t("list.and", a=style.t("list.sep").join(items[:-1]), b=items[-1])
+
+
 def _tex(v: int) -> str:
     return rf"\text{{{v:,} FLOP}}"
 
@@ -167,9 +187,15 @@ def share_sentence(p: Params, style: Style) -> str:
     return style.t(key, n=f"{p.seq_len:,}", share=f"{quad / total:.0%}", total=si(total), quad=si(quad))
 
 
+def crossovers(s: cx.LayerShape) -> tuple[float, float]:
+    """Where every n² stage (the softmax too, as the FLOPs curve draws them) overtakes the projections: the
+    attention alone, and the whole layer with a 4d MLP."""
+    return cx.crossover_n(s, softmax=True), cx.crossover_n(s, MLP_FACTOR * s.d_model, softmax=True)
+
+
 def crossover_sentence(p: Params, style: Style) -> str:
     s = p.shape
-    a, w = cx.crossover_n(s), cx.crossover_n(s, MLP_FACTOR * s.d_model)
+    a, w = crossovers(s)
     n = p.seq_len
     where = "cx.cross_past" if n > a else "cx.cross_before"
     return style.t(
@@ -178,8 +204,8 @@ def crossover_sentence(p: Params, style: Style) -> str:
         w=f"{w:,.0f}",
         n=f"{n:,}",
         d=s.d_model,
-        ra=f"{a / s.d_model:.2g}",
-        rw=f"{w / s.d_model:.2g}",
+        ra=ratio(a / s.d_model),
+        rw=ratio(w / s.d_model),
         mask=style.t("cx.mask_causal" if s.causal else "cx.mask_none"),
     )
 
@@ -194,13 +220,28 @@ def shipped_frame(style: Style) -> pd.DataFrame:
                 t("cx.col_model"): m.name,
                 "d": m.d_model,
                 "h : h_kv": f"{m.n_heads} : {m.n_kv_heads}",
-                t("cx.col_cross_attn"): f"{cx.crossover_n(s):,.0f}",
-                t("cx.col_cross_layer"): f"{cx.crossover_n(s, MLP_FACTOR * m.d_model):,.0f}",
-                t("cx.col_cross_real"): f"{cx.crossover_n(s, m.mlp_width, m.mlp_matrices):,.0f}",
+                t("cx.col_cross_attn"): f"{crossovers(s)[0]:,.0f}",
+                t("cx.col_cross_layer"): f"{crossovers(s)[1]:,.0f}",
+                t("cx.col_cross_real"): f"{cx.crossover_n(s, m.mlp_width, m.mlp_matrices, softmax=True):,.0f}",
                 t("cx.col_context"): f"{m.context:,}",
             }
         )
     return pd.DataFrame(rows)
+
+
+def shipped_note(style: Style) -> str:
+    """Where the shipped models' layers cross over (:func:`crossovers`, the softmax included) against their
+    contexts."""
+    g, m = cx.SHIPPED_SHAPES["gpt2"], cx.SHIPPED_SHAPES["smollm2-135m"]
+    return style.t(
+        "cx.shipped_note",
+        g=f"{crossovers(g.shape)[0]:,.0f}",
+        gctx=f"{g.context:,}",
+        s=f"{crossovers(m.shape)[0]:,.0f}",
+        sw=f"{m.mlp_width:,}",
+        sl=f"{cx.crossover_n(m.shape, m.mlp_width, m.mlp_matrices, softmax=True):,.0f}",
+        sctx=f"{m.context:,}",
+    )
 
 
 def memory_frame(p: Params, style: Style) -> pd.DataFrame:
@@ -232,16 +273,25 @@ def memory_frame(p: Params, style: Style) -> pd.DataFrame:
     )
 
 
+def peak_text(n: int, shape: cx.LayerShape, path: str, style: Style) -> str:
+    """The tensors alive at the path's peak (:func:`~attn_core.complexity.stages.peak_tensors`), each with its
+    shape and bytes, as one list."""
+    dims = {"h": shape.n_heads, "n": f"{n:,}", "dh": shape.head_dim, "d": shape.d_model}
+    parts = cx.peak_tensors(n, shape, path)
+    return join_list([style.t(f"cx.peak_{k}", b=format_bytes(v), **dims) for k, v in parts.items()], style)
+
+
 def memory_sentence(p: Params, style: Style) -> str:
-    s = p.shape
-    e, f = (cx.peak_bytes(p.seq_len, s, path) for path in cx.PATHS)
+    s, n = p.shape, p.seq_len
+    e, f = (cx.peak_bytes(n, s, path) for path in cx.PATHS)
     return style.t(
-        "cx.memory_line",
-        n=f"{p.seq_len:,}",
-        h=s.n_heads,
+        "cx.memory_line_same" if about_one(e / f) else "cx.memory_line",
+        n=f"{n:,}",
         eager=format_bytes(e),
         fused=format_bytes(f),
-        ratio=f"{e / f:,.0f}",
+        parts=peak_text(n, s, "eager", style),
+        fparts=peak_text(n, s, "fused", style),
+        ratio=ratio(e / f),
     )
 
 
@@ -253,7 +303,10 @@ def stage_view(p: Params, style: Style) -> View:
     many = p.flops()
     if s.n_kv_heads != s.n_heads:  # the same K/V width as the layer, in one head: compare only the attention heads
         one["qkv_projection"] = many["qkv_projection"]
-    cols = [style.t("cx.col_heads", h=s.n_heads, dh=s.head_dim), style.t("cx.col_one_head", w=s.n_heads * s.head_dim)]
+    cols = [
+        style.t("cx.col_heads", heads=style.count(s.n_heads, "head"), dh=s.head_dim),
+        style.t("cx.col_one_head", w=s.n_heads * s.head_dim),
+    ]
     stacks = {k: [many[k], one[k]] for k in cx.STAGES}
     fig = cfig.stage_bars(
         cols, stacks, {k: stage_name(style, k) for k in cx.STAGES}, style.t("cx.bars_title", n=f"{n:,}"), style
@@ -273,9 +326,11 @@ def heads_sentence(p: Params, style: Style) -> str:
     one = cx.flops_by_stage(n, s.d_model, 1, 1, s.n_heads * s.head_dim, s.causal)
     many = p.flops()
     mat = sum(many[k] for k in ("scores", "weighted_sum"))
+    if s.n_heads == 1:  # one softmax: nothing to compare
+        return style.t("cx.heads_line_one", w=s.head_dim, mat=si(mat), sm=si(many["softmax"]))
     return style.t(
         "cx.heads_line",
-        h=s.n_heads,
+        heads=style.count(s.n_heads, "head"),
         w=s.n_heads * s.head_dim,
         mat=si(mat),
         same="=" if mat == one["scores"] + one["weighted_sum"] else "≠",
@@ -302,7 +357,7 @@ def curve_frame(p: Params, style: Style) -> pd.DataFrame:
 
 def curve_view(p: Params, style: Style) -> View:
     s = p.shape
-    a, w = cx.crossover_n(s), cx.crossover_n(s, MLP_FACTOR * s.d_model)
+    a, w = crossovers(s)
     marks = [(a, style.t("cx.mark_attn", n=f"{a:,.0f}")), (w, style.t("cx.mark_layer", n=f"{w:,.0f}"))]
     df = curve_frame(p, style)
     fig = cfig.flops_curve(df, marks, p.seq_len, style.t("cx.curve_title"), style)
@@ -316,10 +371,14 @@ def curve_view(p: Params, style: Style) -> View:
 
 # ---------------------------------------------------------------- measured
 def sweep_frame(steps: Sequence[cx.Measured], shape: cx.LayerShape, style: Style) -> pd.DataFrame:
-    """One row per (n, path, part): median, min and max ms, the counted FLOPs, achieved GFLOP/s, peak bytes."""
+    """One row per (n, path, part): median, min and max ms, the FLOPs the path does, achieved GFLOP/s, peak bytes.
+
+    With a causal mask the eager path computes the full n × n scores, softmax and weights·V and masks the scores (all
+    n² pairs counted); the fused path's kernel skips the masked blocks (the n·(n+1)/2 unmasked pairs counted)."""
     rows = []
     for m in steps:
-        f = cx.flops_by_stage(m.n, shape.d_model, shape.n_heads, shape.n_kv_heads, shape.head_dim, shape.causal)
+        causal = shape.causal and m.path == "fused"  # eager masks a full n × n matrix: it does all n² pairs
+        f = cx.flops_by_stage(m.n, shape.d_model, shape.n_heads, shape.n_kv_heads, shape.head_dim, causal)
         f["attention"] = sum(f[k] for k in cx.N2_STAGES)
         parts = {**m.median_s, "total": m.total_s}
         for part, sec in parts.items():
@@ -396,10 +455,17 @@ def slopes_frame(steps: Sequence[cx.Measured], spec: cx.SweepSpec, style: Style)
                 t("cx.col_expect"): "2" if part in (*cx.N2_STAGES, "attention") else "1",
                 t("cx.col_slope"): f"{fit.slope:.2f}" if fit else "—",
                 t("cx.col_range"): f"{fit.n_lo:,} … {fit.n_hi:,}" if fit else "—",
-                t("cx.col_gflops", n=f"{top:,}"): f"{last.gflop_per_s.iloc[0]:.3g}" if len(last) else "—",
+                t("cx.col_gflops", n=f"{top:,}"): format_sig(last.gflop_per_s.iloc[0]) if len(last) else "—",
             }
         )
     return pd.DataFrame(rows)
+
+
+def slopes_note(shape: cx.LayerShape, style: Style) -> str:
+    """What the slopes table fits and what its GFLOP/s divide: the FLOPs each path does (with a mask, see
+    :func:`sweep_frame`)."""
+    note = style.t("cx.slopes_note", lo=cx.SLOPE_FROM)
+    return sentences([note, style.t("cx.slopes_note_causal")], style) if shape.causal else note
 
 
 def measured_sentences(steps: Sequence[cx.Measured], spec: cx.SweepSpec, device: str, style: Style) -> list[str]:
@@ -419,44 +485,65 @@ def measured_sentences(steps: Sequence[cx.Measured], spec: cx.SweepSpec, device:
         out.append(
             t(
                 key,
-                sm=f"{eager.gflop_per_s['softmax']:.3g}",
-                mm=f"{eager.gflop_per_s['scores']:.3g}",
+                sm=format_sig(eager.gflop_per_s["softmax"]),
+                mm=format_sig(eager.gflop_per_s["scores"]),
                 r=f"{r:.0%}",
                 n=f"{top:,}",
             )
         )
+    linear = {}  # the linear stages' fitted slopes: how much the whole run slowed as n rose
+    for stage in ("qkv_projection", "output_projection"):
+        g = df[(df.path == "eager") & (df.part == stage)]
+        fit = cx.fit_slope(g.n, g.ms_min)
+        if fit is not None:
+            linear[stage] = fit.slope
+    lin_stage = max(linear, key=linear.get) if linear else None
+    lin_excess = linear[lin_stage] - 1 if lin_stage else 0.0
+    on_cpu = torch.device(device).type == "cpu"
     for stage in cx.N2_STAGES:
         g = df[(df.path == "eager") & (df.part == stage)]
         fit = cx.fit_slope(g.n, g.ms_min)
         if fit is None:
             out.append(t("cx.slope_short", lo=cx.SLOPE_FROM))
             break
-        if not SLOPE_LOW <= fit.slope <= SLOPE_HIGH:
-            key = "cx.slope_low" if fit.slope < SLOPE_LOW else "cx.slope_high"
-            out.append(
-                t(
-                    key,
-                    stage=stage_name(style, stage),
-                    s=f"{fit.slope:.2f}",
-                    lo=f"{fit.n_lo:,}",
-                    hi=f"{fit.n_hi:,}",
-                    threads=torch.get_num_threads(),
-                )
+        if SLOPE_LOW <= fit.slope <= SLOPE_HIGH:
+            continue
+        if fit.slope < SLOPE_LOW:
+            key = "cx.slope_low"
+        elif lin_stage is not None and fit.slope - 2 - lin_excess <= SLOPE_MARGIN:
+            key = "cx.slope_high_all"  # the projections departed as much: not the n × n matrices' own
+        else:
+            key = "cx.slope_high" if on_cpu else "cx.slope_high_device"
+        out.append(
+            t(
+                key,
+                stage=stage_name(style, stage),
+                s=f"{fit.slope:.2f}",
+                lo=f"{fit.n_lo:,}",
+                hi=f"{fit.n_hi:,}",
+                threads=torch.get_num_threads(),
+                lstage=stage_name(style, lin_stage) if lin_stage else "",
+                ls=f"{linear[lin_stage]:.2f}" if lin_stage else "",
+                device=device,
             )
+        )
     tot = df[(df.part == "total") & (df.n == top)].set_index("path")
     if {"eager", "fused"} <= set(tot.index):
         e, f = tot.loc["eager"], tot.loc["fused"]
-        out.append(
-            t(
-                "cx.fused_line",
-                n=f"{top:,}",
-                te=f"{e.ms:.3g}",
-                tf=f"{f.ms:.3g}",
-                me=format_bytes(int(e.peak_bytes)),
-                mf=format_bytes(int(f.peak_bytes)),
-                faster=f"{e.ms / f.ms:.2g}" if f.ms > 0 else "—",
+        if e.ms > 0 and f.ms > 0:
+            r = e.ms / f.ms
+            key = "cx.fused_line_same" if about_one(r) else "cx.fused_line" if r > 1 else "cx.fused_line_slower"
+            out.append(
+                t(
+                    key,
+                    n=f"{top:,}",
+                    te=format_sig(e.ms),
+                    tf=format_sig(f.ms),
+                    me=format_bytes(int(e.peak_bytes)),
+                    mf=format_bytes(int(f.peak_bytes)),
+                    r=ratio(max(r, 1 / r)),
+                )
             )
-        )
     return out
 
 
@@ -541,28 +628,28 @@ def pd_sentences(p: Params, measured: pd.DataFrame | None, style: Style) -> list
     df = pd_counted(p, style)
     n = p.seq_len
     pre, dec = (df[(df.n == n) & (df["mode"] == m)].iloc[0] for m in ("prefill", "decode"))
+    r = dec.flops_per_token / pre.flops_per_token  # ≥ 1: the last step scores n keys, prefill's (n+1)/2 on average
+    flops = style.t(
+        "cx.pd_flops_same" if about_one(r) else "cx.pd_flops_ratio",
+        n=f"{n:,}",
+        fp=si(pre.flops_per_token),
+        fd=si(dec.flops_per_token),
+        r=ratio(r),
+    )
     key = "cx.pd_counted" if dec.flop_per_byte < pre.flop_per_byte else "cx.pd_counted_even"
-    out = [
-        style.t(
-            key,
-            n=f"{n:,}",
-            fp=si(pre.flops_per_token),
-            fd=si(dec.flops_per_token),
-            ip=f"{pre.flop_per_byte:.3g}",
-            id=f"{dec.flop_per_byte:.3g}",
-        )
-    ]
+    out = [sentences([flops, style.t(key, ip=format_sig(pre.flop_per_byte), id=format_sig(dec.flop_per_byte))], style)]
     if measured is not None and len(measured):
         top = int(measured.n.max())
         m = measured[measured.n == top].set_index("mode").s_per_token
-        key = "cx.pd_measured_slower" if m["decode"] > m["prefill"] else "cx.pd_measured_faster"
+        r = m["decode"] / m["prefill"]
+        key = "cx.pd_measured_same" if about_one(r) else "cx.pd_measured_slower" if r > 1 else "cx.pd_measured_faster"
         out.append(
             style.t(
                 key,
                 n=f"{top:,}",
-                tp=f"{m['prefill'] * 1e6:.3g}",
-                td=f"{m['decode'] * 1e6:.3g}",
-                r=f"{m['decode'] / m['prefill']:.2g}",
+                tp=format_sig(m["prefill"] * 1e6),
+                td=format_sig(m["decode"] * 1e6),
+                r=ratio(max(r, 1 / r)),
             )
         )
     return out
@@ -587,7 +674,11 @@ def note_frame(p: Params, style: Style) -> pd.DataFrame:
     s, n, v, t = p.shape, p.seq_len, note_numbers(p), style.t
     rows = [
         (t("cx.note_row_head"), f"4·n²·d_h = 4 · {n:,}² · {s.head_dim}", v["per_head"]),
-        (t("cx.note_row_total", h=s.n_heads), f"4·n²·h·d_h = 4 · {n:,}² · {s.n_heads} · {s.head_dim}", v["total"]),
+        (
+            t("cx.note_row_total", h=s.n_heads) if s.n_heads > 1 else t("cx.note_row_total_one"),
+            f"4·n²·h·d_h = 4 · {n:,}² · {s.n_heads} · {s.head_dim}",
+            v["total"],
+        ),
         (t("cx.note_row_note"), f"n²·d/h = {n:,}² · {s.d_model} / {s.n_heads}", v["note_quad"]),
         (
             t("cx.note_row_linear"),
@@ -609,7 +700,7 @@ def note_frame(p: Params, style: Style) -> pd.DataFrame:
 
 def note_sentence(p: Params, style: Style) -> str:
     s, v = p.shape, note_numbers(p)
-    ratio = v["total"] / v["note_quad"]
+    ratio_ = v["total"] / v["note_quad"]
     key = "cx.note_wrong" if s.n_heads > 1 else "cx.note_one_head"
     width = style.t(
         "cx.note_width_eq" if s.n_heads * s.head_dim == s.d_model else "cx.note_width_ne",
@@ -622,7 +713,7 @@ def note_sentence(p: Params, style: Style) -> str:
         total=si(v["total"]),
         head=si(v["per_head"]),
         note=si(v["note_quad"]),
-        r=f"{ratio:,.3g}",
+        r=ratio(ratio_),
         width=width,
     )
 

@@ -423,6 +423,28 @@ def image_note(res: ImageResult, style: figures.Style) -> str:
     )
 
 
+def padding_gap(image: np.ndarray, kernel2d: np.ndarray) -> float:
+    """The largest |conv2d with zero padding − conv2d with replicate padding| over ``image``: how far apart the
+    limits of the two padding settings are on this image (0 when they agree)."""
+    kernel = eng.per_channel(kernel2d, image.shape[0])
+    return float(
+        (eng.reference_conv(image, kernel, "zeros") - eng.reference_conv(image, kernel, "existing")).abs().max()
+    )
+
+
+def padding_help(image: np.ndarray, kernel2d: np.ndarray, style: figures.Style) -> str:
+    """The padding help, with whether the two settings' limits agree on this image and kernel (:func:`padding_gap`):
+    when the image's outermost pixels are all 0, replicating them pads with zeros too."""
+    gap = padding_gap(image, kernel2d)
+    edge = np.concatenate([image[:, [0, -1], :].ravel(), image[:, :, [0, -1]].ravel()])
+    if gap < TOL:
+        key = "conv.padding_agree_edge" if not np.any(edge) else "conv.padding_agree"
+    else:
+        key = "conv.padding_differ"
+    sep = "" if style.lang == "zh" else " "
+    return style.t("conv.padding_help.body") + sep + style.t(key, d=f"{gap:.2g}", tol=f"{TOL:g}")
+
+
 # ---------------------------------------------------------------- the α sweep
 def sweep_view(sw: eng.Sweep, alpha: float, padding: str, style: figures.Style) -> View:
     data = pd.DataFrame({"alpha": sw.alphas, "max_abs_diff": sw.max_diff})

@@ -31,6 +31,7 @@ VIEW_NAMES = EXPERIMENTS
 DEFAULT_STEPS = {"scaling": 30, "kv_heads": 60, "convert": 100, "heads": 400, "custom": 100}
 DEFAULT_SEEDS = {"scaling": 2, "kv_heads": 1, "convert": 1, "heads": 1, "custom": 1}
 SCALING_DK = (16, 256)
+SCALING_CLEAR = 0.1  # a loss difference between the scaled and unscaled models beyond this is clear either way
 SCALING_HEADS = 2  # heads of the scaling models: at d_k 256 four heads would double the preset's time
 UPTRAIN = 0.05  # the GQA paper's uptraining: 5 % of the original pre-training steps (Ainslie et al. 2023, sec. 2.1)
 TARGET_LOSS = 2.0  # nats: the KV-heads preset's "steps to reach" (the copy task starts near ln 63 = 4.1)
@@ -413,7 +414,13 @@ def _scaling_lines(df: pd.DataFrame, style: figures.Style) -> list[str]:
         u = df[(df.group == f"dk{dk}_unscaled") & (df.step == at)].loss.mean()
         if math.isnan(s) or math.isnan(u):
             continue
-        key = "lab.scaling_slower" if u > s + 0.1 else "lab.scaling_same"
+        key = (
+            "lab.scaling_slower"
+            if u > s + SCALING_CLEAR
+            else "lab.scaling_faster"
+            if u < s - SCALING_CLEAR
+            else "lab.scaling_same"
+        )
         out.append(style.t(key, dk=dk, at=at, s=f"{s:.2f}", u=f"{u:.2f}", f=f"1/√{dk} = {1 / math.sqrt(dk):.3g}"))
     return out
 

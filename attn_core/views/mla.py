@@ -20,7 +20,7 @@ from attn_core.figures import mla as mfig
 from attn_core.kv.memory import DTYPES, CacheLayout, cache_layouts, elements_to_bytes
 from attn_core.mla import attention as eng
 from attn_core.runtime.config import check_kv_heads
-from attn_core.runtime.units import format_bytes, format_tokens
+from attn_core.runtime.units import format_bytes, format_ratio, format_sig, format_tokens
 from attn_core.views import heatmaps as hm
 from attn_core.views.base import PageChecks, Scenario, View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
 
@@ -33,6 +33,13 @@ MAX_RUN_PARAMS = 24_000_000  # a layer the page runs (float32: about 92 MiB); la
 TOLERANCE = 1e-5  # float32: two computations of the same function agree to about this
 TIMED_LENGTHS = (256, 1024, 4096)  # cached tokens at which the page times one decode step of each path
 COST_POINTS = tuple(2**k for k in range(0, 18))  # cached tokens of the cost chart, 1 .. 128K
+MIN_NOISE_STEPS = 3  # timed decode steps needed to measure the run-to-run spread of their times
+# Machine balance (peak FLOP/s over memory bandwidth) the absorbed path's arithmetic intensity is compared with,
+# in FLOP per byte. A data-centre GPU: NVIDIA's datasheets give the A100 SXM 312 TFLOP/s dense bf16 over 2.04 TB/s
+# (about 150) and the H100 SXM 989 TFLOP/s over 3.35 TB/s (about 300). A server CPU: e.g. 32 cores × 2.5 GHz ×
+# 64 float32 FLOP a cycle (two AVX-512 FMA units) ≈ 5 TFLOP/s over 8 channels of DDR5-4800 ≈ 307 GB/s, about 17.
+GPU_BALANCE = (150, 300)
+CPU_BALANCE = (10, 30)
 
 
 @dataclass(frozen=True)
@@ -169,12 +176,13 @@ def grid(
 
 
 def timings(cfg: eng.MLAConfig, seed: int, *, device: str = "cpu") -> pd.DataFrame:
-    """Measured ms of one decode step of each path at :data:`TIMED_LENGTHS` cached tokens (best of 5)."""
-    rows = [
-        {"cached": n, "path": m, "ms": eng.time_step(cfg, n, m, device=device, seed=seed) * 1e3}
-        for n in TIMED_LENGTHS
-        for m in ("naive", "absorb")
-    ]
+    """Measured ms of one decode step of each path at :data:`TIMED_LENGTHS` cached tokens: the fastest (``ms``)
+    and the slowest (``ms_max``) of 5 runs."""
+    rows = []
+    for n in TIMED_LENGTHS:
+        for m in ("naive", "absorb"):
+            runs = eng.time_step_runs(cfg, n, m, device=device, seed=seed)
+            rows.append({"cached": n, "path": m, "ms": min(runs) * 1e3, "ms_max": max(runs) * 1e3, "runs": len(runs)})
     return pd.DataFrame(rows)
 
 
@@ -431,18 +439,53 @@ def decode_progress(spec: eng.DecodeSpec, steps: Sequence, style: figures.Style)
     return min(1.0, done / spec.steps), style.t("mla.dec_progress", i=done, n=spec.steps)
 
 
+def times(r: float) -> str:
+    """A measured time ratio: two decimals below 10 (``1.04``), where a few percent matter; whole numbers above."""
+    return f"{r:.2f}" if r < 10 else format_ratio(r)
+
+
+def work_sentence(cfg: eng.MLAConfig, style: figures.Style) -> str:
+    """What the cost model (:func:`attn_core.mla.attention.path_cost`) says differs between the paths: the work and
+    the values read per cached token, and the work per step outside the cache."""
+    n, a = eng.path_cost(cfg, "naive"), eng.path_cost(cfg, "absorb")
+    return style.t(
+        "mla.work_per_token",
+        wa=f"{a.per_token:,}",
+        wn=f"{n.per_token:,}",
+        w=format_ratio(a.per_token / n.per_token),
+        ra=f"{a.values:,}",
+        rn=f"{n.values:,}",
+        fa=f"{a.fixed:,}",
+        fn=f"{n.fixed:,}",
+    )
+
+
+def speed_sentence(naive_s: Sequence[float], absorb_s: Sequence[float], style: figures.Style) -> str:
+    """Which path was faster, or that the difference is within the run-to-run noise, from paired step times: the
+    middle half (25th to 75th percentile) of the steps' naive/absorbed ratios. A range on both sides of 1 is noise."""
+    r = np.asarray(naive_s, dtype=float) / np.maximum(np.asarray(absorb_s, dtype=float), 1e-12)
+    med = float(np.median(r))
+    if len(r) < MIN_NOISE_STEPS:
+        return style.t("mla.faster_few", k=len(r), r=times(med))
+    lo, hi = (float(x) for x in np.percentile(r, [25, 75]))
+    if lo <= 1 <= hi:
+        return style.t("mla.faster_noise", k=len(r), lo=f"{lo:.2f}", hi=f"{hi:.2f}")
+    if med > 1:
+        return style.t("mla.faster_absorb", k=len(r), r=times(med), lo=f"{lo:.2f}", hi=f"{hi:.2f}")
+    return style.t("mla.faster_naive", k=len(r), r=times(1 / med), lo=f"{1 / hi:.2f}", hi=f"{1 / lo:.2f}")
+
+
 def decode_summary(spec: eng.DecodeSpec, steps: Sequence[eng.DecodeStep], style: figures.Style) -> tuple[str, str]:
-    """(kind, text): whether every step's measured bytes equal the formula and the outputs agree, and the times."""
+    """(kind, text): whether every step's measured bytes equal the formula and the outputs agree, and the times: which
+    path was faster beyond the steps' run-to-run spread (:func:`speed_sentence`), and the cost model's per-token work."""
     exact = all(s.naive_bytes == s.naive_formula and s.absorb_bytes == s.absorb_formula for s in steps)
     worst = max(s.max_diff for s in steps)
     last = steps[-1]
     timed = steps[1:] or steps
     naive_ms = float(np.median([s.naive_s for s in timed])) * 1e3
     absorb_ms = float(np.median([s.absorb_s for s in timed])) * 1e3
-    faster = style.t(
-        "mla.faster_absorb" if absorb_ms < naive_ms else "mla.faster_naive",
-        r=f"{max(naive_ms, absorb_ms) / max(min(naive_ms, absorb_ms), 1e-9):.2f}",
-    )
+    speed = speed_sentence([s.naive_s for s in timed], [s.absorb_s for s in timed], style)
+    faster = f"{speed}{'' if style.lang == 'zh' else ' '}{work_sentence(spec.cfg, style)}"
     ok = exact and worst <= TOLERANCE
     return ("success" if ok else "warning"), style.t(
         "mla.dec_summary_ok" if ok else "mla.dec_summary_off",
@@ -450,7 +493,7 @@ def decode_summary(spec: eng.DecodeSpec, steps: Sequence[eng.DecodeStep], style:
         s=last.seq_len,
         nb=format_bytes(last.naive_bytes),
         ab=format_bytes(last.absorb_bytes),
-        r=f"{last.naive_bytes / last.absorb_bytes:.1f}",
+        r=format_ratio(last.naive_bytes / last.absorb_bytes),
         d=f"{worst:.1e}",
         tn=f"{naive_ms:.3g}",
         ta=f"{absorb_ms:.3g}",
@@ -500,9 +543,19 @@ def cost_formulas(p: Params, style: figures.Style) -> list[tuple[str, str]]:
     return out
 
 
+def balance_verdict(intensity: float, balance: tuple[int, int], device: str, style: figures.Style) -> str:
+    """Below, within or above a machine balance range (FLOP per byte)."""
+    lo, hi = balance
+    where = "below" if intensity < lo else "above" if intensity > hi else "within"
+    return style.t(f"mla.intensity_{device}_{where}", lo=lo, hi=hi)
+
+
 def cost_sentence(p: Params, style: figures.Style) -> str:
+    """The absorbed path's FLOPs and cache read against the naive one's at ``cache_len``, and its arithmetic
+    intensity (attention FLOPs per byte of bf16 cache read) against a GPU's and a CPU's machine balance."""
     c, s = p.config, p.cache_len
     n, a, lat = (eng.path_cost(c, x) for x in eng.PATHS)
+    intensity = a.flops(s) / a.read(s)
     return style.t(
         "mla.cost_line",
         s=format_tokens(s),
@@ -510,22 +563,35 @@ def cost_sentence(p: Params, style: figures.Style) -> str:
         b=f"{n.read(s) / a.read(s):.1f}",
         lat=f"{lat.flops(s) / a.flops(s):,.0f}",
         ft=f"{a.per_token / n.per_token:.2f}",
+        i=format_sig(intensity),
+        gpu=balance_verdict(intensity, GPU_BALANCE, "gpu", style),
+        cpu=balance_verdict(intensity, CPU_BALANCE, "cpu", style),
     )
 
 
 def timing_sentence(df: pd.DataFrame, cfg: eng.MLAConfig, style: figures.Style) -> str:
-    """The measured step times of the run layer, and which path was faster at the longest length."""
+    """The measured step times of the run layer at the longest length: which path was faster when the fastest run of
+    the slower path is slower than every run of the faster one, else within the run-to-run noise; and the cost
+    model's per-token work (:func:`work_sentence`)."""
     top = max(TIMED_LENGTHS)
-    at = df[df.cached == top].set_index("path").ms
-    key = "mla.time_absorb_faster" if at["absorb"] < at["naive"] else "mla.time_naive_faster"
+    at = df[df.cached == top].set_index("path")
+    fast, slow = ("absorb", "naive") if at.ms["absorb"] < at.ms["naive"] else ("naive", "absorb")
+    if at.ms[slow] <= at.ms_max[fast]:
+        key = "mla.time_noise"
+    else:
+        key = "mla.time_absorb_faster" if fast == "absorb" else "mla.time_naive_faster"
     return style.t(
         key,
         s=format_tokens(top),
-        a=f"{at['absorb']:.3g}",
-        n=f"{at['naive']:.3g}",
-        r=f"{max(at) / max(min(at), 1e-9):.2f}",
+        a=f"{at.ms['absorb']:.3g}",
+        n=f"{at.ms['naive']:.3g}",
+        ax=f"{at.ms_max['absorb']:.3g}",
+        nx=f"{at.ms_max['naive']:.3g}",
+        k=int(at.runs.iloc[0]),
+        r=times(at.ms[slow] / max(at.ms[fast], 1e-9)),
         h=cfg.n_heads,
         dc=cfg.kv_lora_rank,
+        work=work_sentence(cfg, style),
     )
 
 

@@ -29,6 +29,7 @@ from attn_core.pretrained.models import (
     ScaleResult,
     generate,
     head_scores,
+    kv_group_test,
     load_model,
     model_attention,
     repeated_tokens,
@@ -58,6 +59,7 @@ TOP_HEADS = 3  # strongest heads listed per role
 MAX_GEN_TOKENS = 256
 SCORE_CODES = SCORES
 LOW_IS_STRONG = ("entropy",)  # a low entropy marks a focused head
+ALPHA = 0.05  # the KV grouping's permutation p-value below which heads sharing a KV head are called (un)alike
 
 
 @dataclass(frozen=True)
@@ -341,15 +343,17 @@ def group_similarity(df: pd.DataFrame, score: str) -> tuple[float, float] | None
 
 
 def gqa_note(model: LoadedModel, df: pd.DataFrame, score: str, style: figures.Style) -> str:
-    """What the measured scores say about heads that share a KV head (chosen from the numbers)."""
+    """What the measured scores say about heads that share a KV head: alike, unlike or neither, decided by the seeded
+    permutation test of the KV-head labels (:func:`attn_core.pretrained.models.kv_group_test`) at p < :data:`ALPHA`."""
     t = style.t
     name = t(f"opt.score.{score}")
-    sim = group_similarity(df, score)
-    if sim is None:
+    test = kv_group_test(df, score)
+    if test is None:
         return t("models.gqa_mha" if model.n_kv_heads == model.n_heads else "models.gqa_mqa", title=model.title)
-    within, between = sim
-    ratio = within / between if between > 0 else 1.0
-    verdict = "alike" if ratio < 0.75 else ("unlike" if ratio > 1.25 else "same")
+    if test.p >= ALPHA:
+        verdict = "same"
+    else:
+        verdict = "alike" if test.ratio < test.null_median else "unlike"
     layer, head, value = strongest(df, score, 1)[0]
     kv = model.kv_head(head)
     mates = df[(df.layer == layer) & (df.kv_head == kv)].sort_values("head")
@@ -357,9 +361,13 @@ def gqa_note(model: LoadedModel, df: pd.DataFrame, score: str, style: figures.St
     return t(
         f"models.gqa_{verdict}",
         score=name,
-        within=f"{within:.3f}",
-        between=f"{between:.3f}",
-        ratio=f"{ratio:.2f}",
+        within=f"{test.within:.3f}",
+        between=f"{test.between:.3f}",
+        ratio=f"{test.ratio:.2f}",
+        p=f"{test.p:.2g}",
+        lo=f"{test.null_lo:.2f}",
+        hi=f"{test.null_hi:.2f}",
+        shuffles=f"{test.shuffles:,}",
         per=model.n_rep,
         layer=layer,
         head=head,
@@ -451,7 +459,7 @@ def gen_summary(pairs: Sequence[GenPair], spec: GenSpec, stopped: bool, style: f
             same = sum(p.recomputed is not None and p.recomputed.token_id == p.cached.token_id for p in pairs)
             parts.append(t("models.gen_same", same=same, n=n))
             key = "models.gen_faster" if with_c >= without else "models.gen_slower"
-            parts.append(t(key, c=f"{with_c:.1f}", r=f"{without:.1f}", x=f"{with_c / without:.2f}"))
+            parts.append(t(key, c=f"{with_c:.1f}", r=f"{without:.1f}", x=f"{with_c / without:.2f}", s=last.seq_len))
         else:
             parts.append(t("models.gen_rate", c=f"{with_c:.1f}"))
     text = ("" if style.lang == "zh" else " ").join(parts)

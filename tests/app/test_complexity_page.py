@@ -33,13 +33,16 @@ def test_counted_view_bars_formula_and_crossover(app_test):
         in formulas
     )
     assert formulas.count("$$") == 2 * 5  # the five stages, each in display math
-    # GQA 4:2: linear 2·d·(256 + 256) + 2·256·256 per token = 393,216; quadratic 4·256 = 1,024 → n = 384
-    assert cx.crossover_n(cx.LayerShape(256, 4, 2, 64)) == 384
-    assert "n = 384" in texts(at) and "past" in texts(at)
+    # GQA 4:2: linear 2·d·(256 + 256) + 2·256·256 per token = 393,216; the n² stages as the curve draws them,
+    # softmax included, 4·256 + 3·4 = 1,036 a pair → n = 379.5 (384 for the matmuls alone)
+    shape = cx.LayerShape(256, 4, 2, 64)
+    assert cx.crossover_n(shape) == 384 and cx.crossover_n(shape, softmax=True) == 393_216 / 1_036
+    assert "n = 380" in texts(at) and "past" in texts(at)
     marks = [d["x"][0] for d in curve["data"][3:]]  # the crossovers and the current n, named in the legend
-    assert marks == [384, cx.crossover_n(cx.LayerShape(256, 4, 2, 64), 1024), 1024]
-    assert curve["data"][3]["name"] == "attention crosses over: n = 384"
-    assert list(at.dataframe[0].value.iloc[:, 3]) == ["1,536", "768"]  # GPT-2 small, SmolLM2-135M
+    assert marks == [393_216 / 1_036, cx.crossover_n(shape, 1024, softmax=True), 1024]
+    assert curve["data"][3]["name"] == "attention crosses over: n = 380"
+    assert list(at.dataframe[0].value.iloc[:, 3]) == ["1,518", "759"]  # GPT-2 small, SmolLM2-135M
+    assert "crosses over at 1,518 tokens, above its 1,024-token context" in texts(at)
 
 
 def test_measured_view_waits_then_runs_a_small_sweep(app_test):

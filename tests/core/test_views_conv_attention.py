@@ -80,3 +80,23 @@ def test_large_maps_are_drawn_as_a_window_around_the_query_and_say_so():
     assert "key rows -1…22, columns 17…40 of the 42×42 key pixels" in fig.layout.title.text
     small = cv.image_step(ca.pattern("checker", 12), ca.kernel_preset("blur", 3), 10.0, "zeros", 3, 3)
     assert cv.window_note(small, S) == "" and cv.map_window(small) == (0, 14, 0, 14)
+
+
+def test_the_padding_help_says_whether_the_two_paddings_agree_on_this_image():
+    zh = Style(lang="zh")
+    glyph = cv.Params()  # the default image: a glyph on a zero border, where replicate padding pads zeros too
+    img = cv.image_of(glyph)
+    assert np.abs(img[:, [0, -1], :]).max() == 0 and np.abs(img[:, :, [0, -1]]).max() == 0
+    assert cv.padding_gap(img, glyph.kernel2d) == 0.0
+    en = cv.padding_help(img, glyph.kernel2d, S)
+    assert "different on the border" not in en and "agree" in en and "outermost pixels are all 0" in en
+    assert "最外圈像素全为 0" in cv.padding_help(img, glyph.kernel2d, zh)
+    grad = cv.Params(pattern="gradient")
+    gimg = cv.image_of(grad)
+    gap = cv.padding_gap(gimg, grad.kernel2d)
+    ref = ca.reference_conv(gimg, ca.per_channel(grad.kernel2d, 1), "zeros")
+    rep = ca.reference_conv(gimg, ca.per_channel(grad.kernel2d, 1), "existing")
+    assert gap == pytest.approx(float((ref - rep).abs().max())) and gap > 0.1
+    text = cv.padding_help(gimg, grad.kernel2d, S)
+    assert f"differ by up to {gap:.2g}" in text and "outermost" not in text
+    assert f"{gap:.2g}" in cv.padding_help(gimg, grad.kernel2d, zh)

@@ -77,6 +77,24 @@ def test_scaling_sentence_follows_the_numbers():
     assert "no clear difference" in lines[0] and "training started slower" in lines[1] and "**3.90**" in lines[1]
 
 
+def test_scaling_sentence_says_when_the_unscaled_model_is_clearly_better():
+    exp = lv.experiment(lv.Params(lab_steps=20, lab_seeds=1))
+    flat = [4.0] * 21
+    pts = fake(
+        exp,
+        {
+            "dk16_scaled": flat,
+            "dk16_unscaled": [4.0] * 20 + [3.5],  # unscaled 0.5 lower: clearly better, not "no clear difference"
+            "dk256_scaled": flat,
+            "dk256_unscaled": [4.0] * 20 + [3.95],  # within 0.1: no clear difference
+        },
+    )
+    en, zh = lv.summary(pts, exp, EN), lv.summary(pts, exp, Style(lang="zh"))
+    assert "no clear difference" not in en[0] and "the unscaled model trained faster" in en[0] and "**3.50**" in en[0]
+    assert "没有明显差别" not in zh[0] and "不缩放的模型训练得更快" in zh[0]
+    assert "no clear difference" in en[1] and "没有明显差别" in zh[1]
+
+
 def test_conversion_sentences_compare_with_the_papers_order():
     exp = lv.experiment(lv.Params(experiment="convert", lab_steps=20))
     mha = [2.0] * 21

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -68,13 +69,21 @@ def test_group_similarity_by_hand():
 
 
 def test_gqa_note_is_chosen_from_the_measured_ratio(llama):
+    layers = 12  # one layer of 4 heads has only 3 labellings: too few for any shuffle test to tell
     alike = pd.DataFrame(
-        {"layer": [0] * 4, "head": [0, 1, 2, 3], "kv_head": [0, 0, 1, 1], "induction": [0.9, 0.8, 0.1, 0.1]}
+        {
+            "layer": [layer for layer in range(layers) for _ in range(4)],
+            "head": [0, 1, 2, 3] * layers,
+            "kv_head": [0, 0, 1, 1] * layers,
+            "induction": [0.9, 0.8, 0.1, 0.1] + [0.5, 0.45, 0.2, 0.25] * (layers - 1),
+        }
     )
-    unlike = alike.assign(induction=[0.9, 0.1, 0.8, 0.2])
+    unlike = alike.assign(induction=[0.9, 0.1, 0.8, 0.2] + [0.5, 0.2, 0.45, 0.25] * (layers - 1))
     assert mv.gqa_note(llama, alike, "induction", Style()).startswith("**Heads sharing a KV head score alike")
     assert "differ more on induction" in mv.gqa_note(llama, unlike, "induction", Style())
     assert "layer 0 head 0 (0.90)" in mv.gqa_note(llama, alike, "induction", Style())
+    one = alike[alike.layer == 0]
+    assert "about as alike" in mv.gqa_note(llama, one, "induction", Style())
 
 
 def test_strongest_entropy_is_the_lowest():
@@ -128,7 +137,7 @@ def test_speed_leaves_out_the_prompt_step():
     spec = mv.GenSpec("m", mv.ModelText("x"), 3, True)
     assert "4.00× as fast" in mv.gen_summary(pairs, spec, False, Style())[1]
     slow = [mv.GenPair(step(0.4), step(0.1))] * 3
-    assert "costs little" in mv.gen_summary(slow, spec, False, Style())[1]
+    assert "cost little" in mv.gen_summary(slow, spec, False, Style())[1]
     assert mv.gen_summary(pairs[:2], spec, True, Style())[0] == "warning"
 
 
@@ -164,3 +173,74 @@ def test_step_sentences_say_what_the_model_does(llama, bert):
         assert raw == pytest.approx(s[mask].var(unbiased=False).item(), rel=1e-9)
         assert f"Var(q·k) = {raw:.3g}" in sentences[4]
     assert dataclasses.is_dataclass(mv.GenPair)
+
+
+def score_table(values, kv_of_head) -> pd.DataFrame:
+    """A score table ``[layers, heads]`` with the KV head of each head."""
+    layers, heads = values.shape
+    return pd.DataFrame(
+        {
+            "layer": [layer for layer in range(layers) for _ in range(heads)],
+            "head": list(range(heads)) * layers,
+            "kv_head": list(kv_of_head) * layers,
+            "s": values.reshape(-1),
+        }
+    )
+
+
+KV9 = [0, 0, 0, 1, 1, 1, 2, 2, 2]  # SmolLM2's 9 query heads on 3 KV heads
+
+
+def test_the_kv_group_permutation_test_on_scores_whose_answer_is_known():
+    import time
+
+    rng = np.random.default_rng(1)
+    group_mean = rng.uniform(0, 1, size=(30, 3))
+    grouped = score_table(np.repeat(group_mean, 3, axis=1) + rng.normal(0, 0.02, size=(30, 9)), KV9)
+    t0 = time.perf_counter()
+    res = models.kv_group_test(grouped, "s")
+    assert time.perf_counter() - t0 < 1.0 and res.shuffles >= 1000
+    assert res.ratio < res.null_lo and res.p <= 0.002  # strongly grouped: no shuffle comes near
+    noise = score_table(rng.uniform(0, 1, size=(30, 9)), KV9)
+    rand = models.kv_group_test(noise, "s")
+    assert rand.p > 0.2 and rand.null_lo < rand.ratio < rand.null_hi  # no grouping: inside the null range
+    assert models.kv_group_test(noise, "s", seed=7).p == models.kv_group_test(noise, "s", seed=7).p
+    assert (rand.within, rand.between) == pytest.approx(mv.group_similarity(noise, "s"))
+    assert models.kv_group_test(noise.assign(kv_head=noise["head"]), "s") is None  # MHA: no groups
+
+
+def test_the_gqa_verdict_comes_from_the_permutation_test(llama):
+    rng = np.random.default_rng(2)
+    base = rng.uniform(0, 1, size=(60, 4))  # 60 layers of the tiny model's 4 heads on 2 KV heads
+    # every head of a group pulled 20 % towards its group's mean: a ratio near 0.77, outside the shuffles' range
+    pulled = 0.8 * base + 0.2 * np.repeat(base.reshape(60, 2, 2).mean(axis=2), 2, axis=1)
+    df = score_table(pulled, [0, 0, 1, 1]).rename(columns={"s": "previous_token"})
+    res = models.kv_group_test(df, "previous_token")
+    assert 0.75 < res.ratio < 1.0 and res.p < 0.05  # the fixed 0.75 cut said "about as alike"
+    for style, alike in ((Style(), "score alike"), (Style(lang="zh"), "得分相近")):
+        note = mv.gqa_note(llama, df, "previous_token", style)
+        assert alike in note and f"{res.ratio:.2f}" in note and f"p = {res.p:.2g}" in note
+        assert f"{res.null_lo:.2f}–{res.null_hi:.2f}" in note and "2,000" in note
+    same = score_table(base, [0, 0, 1, 1]).rename(columns={"s": "previous_token"})
+    assert models.kv_group_test(same, "previous_token").p > 0.05
+    assert "about as alike" in mv.gqa_note(llama, same, "previous_token", Style())
+
+
+def test_the_induction_score_is_cited_as_what_is_computed(llama):
+    df = pd.DataFrame({"layer": [0], "head": [0], "kv_head": [0], "induction": [0.5]})
+    for style, name in ((Style(), "prefix-matching score"), (Style(lang="zh"), "前缀匹配分数")):
+        text = mv.roles_method(llama, df, style) + style.t("help.role_score")
+        assert name in text and "TransformerLens" not in text
+
+
+def test_recomputing_is_said_to_rerun_the_whole_model():
+    def step(s):
+        return models.GenStep(1, 0, "a", "a", 12, 0, 0, s, None, False)
+
+    slow = [mv.GenPair(step(0.4), step(0.1))] * 3
+    spec = mv.GenSpec("m", mv.ModelText("x"), 3, True)
+    en = mv.gen_summary(slow, spec, False, Style())[1]
+    zh = mv.gen_summary(slow, spec, False, Style(lang="zh"))[1]
+    assert "few past tokens" not in en and "reruns the whole model over all 12 tokens" in en
+    assert "reading the model's weights" in en
+    assert "少量过去的词元" not in zh and "全部 12 个词元" in zh and "读取模型权重" in zh

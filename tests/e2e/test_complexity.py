@@ -47,6 +47,6 @@ def test_the_note_formula_in_chinese(watch):
     watch.open("complexity?view=formula&lang=zh&seq_len=1024&n_heads=8&n_kv_heads=8&head_dim=32")
     body = watch.page.inner_text("body")
     assert watch.page.get_by_role("heading", name="注意力的计算量与复杂度").count() == 1
-    assert "课程笔记给出" in body and "32 倍" in body  # 4·h with h = 8
+    assert "多头注意力常被引用的复杂度" in body and "32 倍" in body  # 4·h with h = 8
     assert_clean(watch)
     watch.shot("complexity-formula-zh")
