@@ -25,7 +25,7 @@ with ui.controls_box():
 
 p = P(**v, seed=ui.seed())
 style = ui.style()
-draw = p.draw  # the sampled sequences: the steps take only what their numbers depend on
+sampling = p.sampling  # the sampled sequences: the steps take only what their numbers depend on
 
 
 def busy(slow: bool):
@@ -34,8 +34,8 @@ def busy(slow: bool):
 
 
 with busy(sat.slow(p)):  # the current d_k's sample, drawn once: its histograms here, the sentences below
-    one_scores = ui.shared(sat.current_scores, draw, p.head_dim)
-    sample = ui.compute(sat.score_sample, draw, p.head_dim, given={"scores": one_scores})
+    one_scores = ui.shared(sat.current_scores, sampling, p.head_dim)
+    sample = ui.compute(sat.score_sample, sampling, p.head_dim, given={"scores": one_scores})
 
 shown = ui.slide_sections(6)  # presentation mode: one section a slide (the explanations stay off the slides)
 
@@ -53,7 +53,7 @@ if shown(0):
 
 # the first sequence's q and k, which τ and the row leave as they are: their moves draw nothing
 qk = (
-    ui.shared(sat.first_sequence, draw, p.head_dim, given={"scores": one_scores})
+    ui.shared(sat.first_sequence, sampling, p.head_dim, given={"scores": one_scores})
     if shown(1) or shown(4) or shown(5)
     else None
 )
@@ -63,7 +63,7 @@ if shown(1):
     st.subheader(ui.t("sat.h2"))
     maps_caption = st.empty()  # filled from the sweep, measured after these maps are on their way
     with busy(sat.slow(p)):
-        maps = ui.compute(sat.example_maps, draw, p.head_dim, p.temperature, given={"qk": qk})
+        maps = ui.compute(sat.example_maps, sampling, p.head_dim, p.temperature, given={"qk": qk})
     if maps is not None:
         ui.show_view(ui.view(sat.maps_view, maps, style), "sat_maps")
 
@@ -75,12 +75,12 @@ box = {
 sweep = cur = None
 if any(box[i] is not None for i in (2, 3, 5)):  # the whole sweep against d_k
     with busy(sat.slow(p, every_d_k=True)):
-        scores = ui.shared(sat.sweep_scores, draw)  # what τ does not change: a τ move only re-measures
-        sweep = ui.compute(sat.saturation_sweep, draw, p.temperature, given={"scores": scores})
+        scores = ui.shared(sat.sweep_scores, sampling)  # what τ does not change: a τ move only re-measures
+        sweep = ui.compute(sat.saturation_sweep, sampling, p.temperature, given={"scores": scores})
     cur = None if sweep is None else sat.sweep_at(sweep, p)
 elif shown(1) or shown(6):  # the sentences read the current d_k's largest weights alone: the sweep's numbers
     with busy(sat.slow(p)):
-        cur = ui.compute(sat.current_weights, draw, p.head_dim, p.temperature, given={"scores": one_scores})
+        cur = ui.compute(sat.current_weights, sampling, p.head_dim, p.temperature, given={"scores": one_scores})
 if shown(1) and cur is not None:
     maps_caption.caption(sat.maps_caption(p, cur, style))
 
@@ -106,7 +106,7 @@ raw = None
 if box[4] is not None or box[5] is not None:
     with box[4] if box[4] is not None else box[5], ui.drawer():  # slide mode: in the controls bar
         p = sat.with_values(p, row=ui.control(P, "row", hi=p.seq_len - 1, container=st.columns(3)[0]))
-    raw = ui.compute(sat.query_scores, draw, p.head_dim, p.row, given={"qk": qk})
+    raw = ui.compute(sat.query_scores, sampling, p.head_dim, p.row, given={"qk": qk})
 if box[4] is not None and raw is not None:
     with box[4]:
         st.caption(ui.t("sat.c4"))

@@ -1,7 +1,8 @@
 """Plotly figures of the "Softmax saturation" page: results in, figures out.
 
 Every builder takes CPU numpy arrays, a sweep DataFrame from
-:func:`attn_core.saturation.stats.saturation_sweep` or a result dataclass of :mod:`attn_core.saturation.stats`,
+:func:`attn_core.saturation.sweep.saturation_sweep` or a result dataclass of :mod:`attn_core.saturation`
+(:mod:`~attn_core.saturation.sweep`, :mod:`~attn_core.saturation.examples`, :mod:`~attn_core.saturation.measures`),
 plain values and a :class:`~attn_core.figures.Style`, and returns a
 ``plotly.graph_objects.Figure``; the view model (:mod:`attn_core.views.saturation`)
 computes the results and pairs each figure with the numbers behind it. Unscaled
@@ -33,7 +34,9 @@ from attn_core.figures.base import DIVERGING_SCALE, GROUP_COLORS, Style, base_la
 from attn_core.runtime.config import FLOAT16_MAX, SATURATION_THRESHOLD, SMALL_NORM
 
 if TYPE_CHECKING:
-    from attn_core.saturation.stats import ExampleMaps, Float16Demo, RowSoftmax, ScoreSample
+    from attn_core.saturation.examples import ExampleMaps
+    from attn_core.saturation.measures import Float16Demo, RowSoftmax
+    from attn_core.saturation.sweep import ScoreSample
 
 UNSCALED_COLOR = GROUP_COLORS[4]  # vermillion
 SCALED_COLOR = GROUP_COLORS[0]  # blue
@@ -281,7 +284,7 @@ def scaled_unscaled_figure(maps: ExampleMaps, labels: list[str], style: Style = 
 
     Query rows top to bottom, key columns left to right (``labels``: the sequence's
     tokens, unused when pooled); the raw q·k is shown on hover. Maps wider than 64 keys arrive block-max
-    pooled (:func:`attn_core.saturation.stats.example_maps`), their ticks are key ranges and the
+    pooled (:func:`attn_core.saturation.examples.example_maps`), their ticks are key ranges and the
     title says so.
     """
     t, f, d_k = maps.seq_len, maps.factor, maps.d_k
@@ -347,7 +350,7 @@ CURVE_PANELS = (
     ("entropy", "sat.fig.p_entropy", "sat.fig.ax_entropy", "share"),
     ("saturated_frac", "sat.fig.p_saturated", "sat.fig.ax_rows", "share"),
 )
-# The gradient figure: one row per per-row norm of the sweep (stats.ROW_NORMS, with its symbol), one column
+# The gradient figure: one row per per-row norm of the sweep (attn_core.saturation.measures.ROW_NORMS, with its symbol), one column
 # per statistic of it (column suffix, title key, y scale).
 GRADIENT_NORMS = (("jacobian_norm", "‖J‖_F"), ("grad_norm", "‖∂L/∂z‖"), ("grad_q_norm", "‖∂L/∂q‖"))
 GRADIENT_STATS = (
@@ -579,7 +582,7 @@ def gradient_curves_figure(
     style: Style = Style(),
 ) -> go.Figure:
     """The gradients against d_k: one row per norm (‖J‖_F, ‖∂L/∂z‖, ‖∂L/∂q‖), one column per statistic
-    over the measured rows (mean, median, share below :data:`attn_core.saturation.stats.SMALL_NORM`).
+    over the measured rows (mean, median, share below :data:`attn_core.runtime.config.SMALL_NORM`).
 
     Mean and median of one norm share a log y range, so a median far below its mean
     (a gradient concentrated in a few rows) shows as such. Current d_k marked as in

@@ -14,7 +14,7 @@ MAX_SEQ_LEN = 8192
 MAX_BATCH = 64
 MAX_D_MODEL = 16384
 
-# Softmax saturation (measured by attn_core.saturation.stats, named in the figures' titles, so kept free of torch here):
+# Softmax saturation (measured by attn_core.saturation, named in the figures' titles, so kept free of torch here):
 SATURATION_THRESHOLD = 0.99  # a row whose largest weight exceeds this counts as saturated
 SMALL_NORM = 1e-3  # a row whose gradient norm is below this counts as one whose gradient has vanished
 FLOAT16_MAX = 65504.0  # the largest finite float16, torch.finfo(torch.float16).max

@@ -2,7 +2,7 @@
 
 The page (``pages/saturation.py``) and the command line (``python -m attn_core.export
 --page saturation``) both turn a :class:`Params` into the sequences drawn
-(:attr:`Params.draw`), compute through the steps below and draw with the views
+(:attr:`Params.sampling`), compute through the steps below and draw with the views
 below, so a slide matches the screen. The page shows the six views in the order of
 :data:`VIEW_NAMES` (the command line's ``--view`` picks some): the first two always,
 the four against d_k and for one row in sections that are measured and sent while
@@ -30,24 +30,20 @@ import pandas as pd
 from attn_core.attention.tokens import MAX_TEXT_CHARS, synthetic_tokens
 from attn_core.figures import Style
 from attn_core.figures import saturation as fs
-from attn_core.runtime.config import MAX_HEAD_DIM, check_int
-from attn_core.saturation import stats
+from attn_core.runtime.config import FLOAT16_MAX, MAX_HEAD_DIM, MAX_SEQ_LEN, SMALL_NORM, check_int
+from attn_core.saturation import examples as sat_examples
+from attn_core.saturation import measures as sat_measures
+from attn_core.saturation import sweep as sat_sweep
+from attn_core.saturation.examples import ExampleMaps
+from attn_core.saturation.measures import Float16Demo, RowSoftmax
+from attn_core.saturation.sampling import DISTRIBUTIONS, SamplingSpec, row_plan
+from attn_core.saturation.sweep import SWEEP_D_K, ScoreSample, SweepScores
 from attn_core.views.base import PageChecks, Scenario, View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
 
 DEFAULT_D_K = 64
 # The page's views, top to bottom; the chart keys of the page are ``sat_<name>``.
 VIEW_NAMES = ("dist", "maps", "curves", "grads", "row", "fp16")
 FLOAT16_COLUMNS = ("key_pos", "key", "score_fp16", "exp_fp16", "naive_fp16", "stable_fp16", "reference_fp64")
-
-
-@dataclass(frozen=True)
-class Draw:
-    """What the sampled queries and keys depend on (not d_k's value, the scaling, τ or the row)."""
-
-    seq_len: int
-    samples: int
-    seed: int
-    dist: str
 
 
 @dataclass(frozen=True)
@@ -62,7 +58,7 @@ class Params:
         16,
         "int",
         lo=2,
-        hi=stats.MAX_SEQ_LEN,
+        hi=MAX_SEQ_LEN,
         help="help.sat_seq_len",
         cli_help="keys (and queries) of each sampled sequence",
     )
@@ -71,13 +67,13 @@ class Params:
         1.0, "float", lo=0.1, hi=5.0, step=0.1, help="help.temperature", cli_help="softmax temperature τ"
     )
     dist: str = control(
-        "normal", "choice", options=stats.DISTRIBUTIONS, help="help.dist", cli_help="q/k entries: normal or projected"
+        "normal", "choice", options=DISTRIBUTIONS, help="help.dist", cli_help="q/k entries: normal or projected"
     )
     row: int = control(
         0,
         "int",
         lo=0,
-        hi=stats.MAX_SEQ_LEN - 1,
+        hi=MAX_SEQ_LEN - 1,
         data=True,
         help="help.row",
         cli_help="the query row of the row and float16 views",
@@ -93,8 +89,9 @@ class Params:
             object.__setattr__(self, "seq_len", max(2, len(self.text.split())))
 
     @property
-    def draw(self) -> Draw:
-        return Draw(self.seq_len, self.samples, self.seed, self.dist)
+    def sampling(self) -> SamplingSpec:
+        """What the sampled queries and keys depend on (not d_k's value, the scaling, τ or the row)."""
+        return SamplingSpec(self.seq_len, self.samples, self.seed, self.dist)
 
     @property
     def sqrt_d(self) -> float:
@@ -108,26 +105,24 @@ class Params:
 
 # ---------------------------------------------------------------- steps
 def score_sample(
-    draw: Draw, d_k: int, *, device: str = "cpu", scores: stats.SweepScores | None = None
-) -> stats.ScoreSample:
-    """The measured scores at ``d_k``: histograms and variances (:func:`attn_core.saturation.stats.score_sample`); from
-    ``scores`` (:func:`current_scores` of ``draw`` and ``d_k``) when given, so the sample is not drawn again."""
-    return stats.score_sample(d_k, draw.seq_len, draw.samples, draw.seed, device, draw.dist, scores=scores)
+    sampling: SamplingSpec, d_k: int, *, device: str = "cpu", scores: SweepScores | None = None
+) -> ScoreSample:
+    """The measured scores at ``d_k``: histograms and variances (:func:`attn_core.saturation.sweep.score_sample`); from
+    ``scores`` (:func:`current_scores` of ``sampling`` and ``d_k``) when given, so the sample is not drawn again."""
+    return sat_sweep.score_sample(sampling, d_k, device, scores=scores)
 
 
-def sweep_scores(draw: Draw, *, device: str = "cpu") -> stats.SweepScores | None:
-    """What the sweep measures that τ does not change (:func:`attn_core.saturation.stats.sweep_scores`), None when too large."""
-    return stats.sweep_scores(stats.SWEEP_D_K, draw.seq_len, draw.samples, draw.seed, device, draw.dist)
+def sweep_scores(sampling: SamplingSpec, *, device: str = "cpu") -> SweepScores | None:
+    """What the sweep measures that τ does not change (:func:`attn_core.saturation.sweep.sweep_scores`), None when too large."""
+    return sat_sweep.sweep_scores(sampling, SWEEP_D_K, device)
 
 
 def saturation_sweep(
-    draw: Draw, temperature: float, *, device: str = "cpu", scores: stats.SweepScores | None = None
+    sampling: SamplingSpec, temperature: float, *, device: str = "cpu", scores: SweepScores | None = None
 ) -> pd.DataFrame:
-    """Saturation and gradients at every d_k of :data:`attn_core.saturation.stats.SWEEP_D_K`, unscaled and scaled;
-    from ``scores`` (:func:`sweep_scores` of ``draw``) when given, so a τ move does not sample again."""
-    return stats.saturation_sweep(
-        stats.SWEEP_D_K, draw.seq_len, draw.samples, draw.seed, device, draw.dist, temperature, scores
-    )
+    """Saturation and gradients at every d_k of :data:`attn_core.saturation.sweep.SWEEP_D_K`, unscaled and scaled;
+    from ``scores`` (:func:`sweep_scores` of ``sampling``) when given, so a τ move does not sample again."""
+    return sat_sweep.saturation_sweep(sampling, SWEEP_D_K, temperature, device, scores)
 
 
 #: Work (scores measured × their d_k) above which the page shows a spinner while a step computes. The default
@@ -138,78 +133,76 @@ SLOW_WORK = 2**25
 def slow(p: Params, every_d_k: bool = False) -> bool:
     """Whether measuring at ``p``'s d_k (or at every d_k of the sweep) may take long enough to show a spinner:
     Streamlit shows one after half a second, and each costs a thread and a message on every run, shown or not."""
-    d_k = sum(stats.SWEEP_D_K) if every_d_k else p.head_dim
-    return stats.row_plan(p.seq_len, p.samples).scores * d_k > SLOW_WORK
+    d_k = sum(SWEEP_D_K) if every_d_k else p.head_dim
+    return row_plan(p.seq_len, p.samples).scores * d_k > SLOW_WORK
 
 
-def current_scores(draw: Draw, d_k: int, *, device: str = "cpu") -> stats.SweepScores | None:
+def current_scores(sampling: SamplingSpec, d_k: int, *, device: str = "cpu") -> SweepScores | None:
     """:func:`sweep_scores` of ``d_k`` alone: what :func:`current_weights` and :func:`score_sample` measure that τ
     does not change, the raw scores without the keys' basis (which only the sweep's gradients read), and the
     first sequence's q and k from the same draw (:func:`first_sequence`)."""
-    return stats.sweep_scores(
-        (d_k,), draw.seq_len, draw.samples, draw.seed, device, draw.dist, with_basis=False, with_first=True
-    )
+    return sat_sweep.sweep_scores(sampling, (d_k,), device, with_basis=False, with_first=True)
 
 
 def current_weights(
-    draw: Draw, d_k: int, temperature: float, *, device: str = "cpu", scores: stats.SweepScores | None = None
+    sampling: SamplingSpec, d_k: int, temperature: float, *, device: str = "cpu", scores: SweepScores | None = None
 ) -> dict[bool, dict[str, float]]:
-    """The sweep's largest weights and saturated rows at ``d_k`` alone (:func:`attn_core.saturation.stats.weight_summary`),
+    """The sweep's largest weights and saturated rows at ``d_k`` alone (:func:`attn_core.saturation.sweep.weight_summary`),
     ``{scaled: {column: value}}`` like :func:`sweep_at`: all that the maps' caption and the closing explanation
     read (:func:`maps_caption`, :func:`saturation_cost`) while the sections against d_k are closed, without the
     gradients the sweep measures with them."""
-    return stats.weight_summary(d_k, draw.seq_len, draw.samples, draw.seed, device, draw.dist, temperature, scores)
+    return sat_sweep.weight_summary(sampling, d_k, temperature, device, scores)
 
 
 def first_sequence(
-    draw: Draw, d_k: int, *, device: str = "cpu", scores: stats.SweepScores | None = None
+    sampling: SamplingSpec, d_k: int, *, device: str = "cpu", scores: SweepScores | None = None
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """q, k of the first sequence (:func:`attn_core.saturation.stats.first_sequence`), which τ and the row leave as they
-    are: pass them as ``qk`` to :func:`example_maps` and :func:`query_scores`. None when large. From ``scores``
-    (:func:`current_scores` of ``draw`` and ``d_k``) when they hold them, so nothing is drawn again."""
-    return stats.first_sequence(d_k, draw.seq_len, draw.samples, draw.seed, draw.dist, scores)
+    """q, k of the first sequence (:func:`attn_core.saturation.examples.first_sequence`), which τ and the row leave as
+    they are: pass them as ``qk`` to :func:`example_maps` and :func:`query_scores`. None when large. From ``scores``
+    (:func:`current_scores` of ``sampling`` and ``d_k``) when they hold them, so nothing is drawn again."""
+    return sat_examples.first_sequence(sampling, d_k, scores)
 
 
 QK = tuple[np.ndarray, np.ndarray]
 
 
 def example_maps(
-    draw: Draw, d_k: int, temperature: float, *, device: str = "cpu", qk: QK | None = None
-) -> stats.ExampleMaps:
+    sampling: SamplingSpec, d_k: int, temperature: float, *, device: str = "cpu", qk: QK | None = None
+) -> ExampleMaps:
     """The first sequence's weights without and with 1/√d_k, pooled to
-    :data:`~attn_core.figures.saturation.MAX_HEATMAP_CELLS`; from ``qk`` (:func:`first_sequence` of ``draw`` and
+    :data:`~attn_core.figures.saturation.MAX_HEATMAP_CELLS`; from ``qk`` (:func:`first_sequence` of ``sampling`` and
     ``d_k``) when given, so nothing is drawn."""
     if qk is None:
-        return stats.example_maps(
-            d_k, draw.seq_len, draw.samples, draw.seed, draw.dist, temperature, fs.MAX_HEATMAP_CELLS, device
-        )
-    if qk[0].shape != (draw.seq_len, d_k):
-        raise ValueError(f"qk holds q {qk[0].shape}, not the first sequence's ({draw.seq_len}, {d_k})")
-    return stats.sequence_maps(qk[0], qk[1], temperature, fs.MAX_HEATMAP_CELLS, device)
+        return sat_examples.example_maps(sampling, d_k, temperature, fs.MAX_HEATMAP_CELLS, device)
+    if qk[0].shape != (sampling.seq_len, d_k):
+        raise ValueError(f"qk holds q {qk[0].shape}, not the first sequence's ({sampling.seq_len}, {d_k})")
+    return sat_examples.sequence_maps(qk[0], qk[1], temperature, fs.MAX_HEATMAP_CELLS, device)
 
 
-def query_scores(draw: Draw, d_k: int, row: int, *, device: str = "cpu", qk: QK | None = None) -> np.ndarray:
+def query_scores(
+    sampling: SamplingSpec, d_k: int, row: int, *, device: str = "cpu", qk: QK | None = None
+) -> np.ndarray:
     """Raw q·k ``[T]`` of query ``row`` of the first sequence (the row and float16 views; from ``qk`` when given)."""
-    return stats.example_scores(d_k, draw.seq_len, draw.samples, draw.seed, draw.dist, device, rows=[row], qk=qk)[0]
+    return sat_examples.example_scores(sampling, d_k, device, rows=[row], qk=qk)[0]
 
 
-def row_softmax(raw: np.ndarray, p: Params) -> stats.RowSoftmax:
+def row_softmax(raw: np.ndarray, p: Params) -> RowSoftmax:
     """One row of raw q·k through softmax with ``p``'s scaling and τ, with its Jacobian (on the CPU: one row)."""
-    return stats.row_softmax(raw, p.factor, p.temperature, fs.MAX_JACOBIAN_KEYS)
+    return sat_measures.row_softmax(raw, p.factor, p.temperature, fs.MAX_JACOBIAN_KEYS)
 
 
-def float16_demo(raw: np.ndarray) -> stats.Float16Demo:
+def float16_demo(raw: np.ndarray) -> Float16Demo:
     """One row of unscaled q·k through naive and max-subtracted softmax in float16."""
-    return stats.float16_demo(raw)
+    return sat_measures.float16_demo(raw)
 
 
 def sweep_at(sweep: pd.DataFrame, p: Params) -> dict[bool, dict[str, float]] | None:
-    """The sweep's numbers at ``p``'s d_k (:func:`attn_core.saturation.stats.sweep_at`)."""
-    return stats.sweep_at(sweep, p.head_dim)
+    """The sweep's numbers at ``p``'s d_k (:func:`attn_core.saturation.sweep.sweep_at`)."""
+    return sat_sweep.sweep_at(sweep, p.head_dim)
 
 
 # ---------------------------------------------------------------- the charts and their numbers
-def score_distribution_data(sample: stats.ScoreSample) -> pd.DataFrame:
+def score_distribution_data(sample: ScoreSample) -> pd.DataFrame:
     """The histogram numbers behind the distribution chart (one row per bin and panel)."""
     frames = []
     for kind, density, edges in (
@@ -220,7 +213,7 @@ def score_distribution_data(sample: stats.ScoreSample) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def maps_data(maps: stats.ExampleMaps) -> pd.DataFrame:
+def maps_data(maps: ExampleMaps) -> pd.DataFrame:
     """The numbers behind the two maps: one row per cell (or per pooled block)."""
     n_r, n_c = maps.unscaled.shape
     f, t = maps.factor, maps.seq_len
@@ -250,9 +243,7 @@ def maps_data(maps: stats.ExampleMaps) -> pd.DataFrame:
     )
 
 
-def float16_data(
-    demo: stats.Float16Demo, labels: list[str] | None = None, keys: np.ndarray | None = None
-) -> pd.DataFrame:
+def float16_data(demo: Float16Demo, labels: list[str] | None = None, keys: np.ndarray | None = None) -> pd.DataFrame:
     """The numbers behind the left panel of the float16 chart, one row per key (inf/NaN kept).
 
     Columns :data:`FLOAT16_COLUMNS`: the score rounded to float16, its float16 exp,
@@ -267,19 +258,19 @@ def float16_data(
     return pd.DataFrame(dict(zip(FLOAT16_COLUMNS, (idx, key_labels, *(v[idx] for v in values)), strict=True)))
 
 
-def row_data(result: stats.RowSoftmax) -> pd.DataFrame:
+def row_data(result: RowSoftmax) -> pd.DataFrame:
     """The numbers behind the row chart: every key's score z (after the scaling and τ) and weight."""
     labels = synthetic_tokens(len(result.p))
     return pd.DataFrame({"key_pos": np.arange(len(labels)), "key": labels, "z": result.z, "weight": result.p})
 
 
-def distribution_view(sample: stats.ScoreSample, style: Style = Style()) -> View:
+def distribution_view(sample: ScoreSample, style: Style = Style()) -> View:
     """View 1: score histograms, raw against scaled."""
     fig = fs.score_distribution_figure(sample, style)
     return View(f"scores_dk{sample.d_k}", fig, partial(score_distribution_data, sample))
 
 
-def maps_view(maps: stats.ExampleMaps, style: Style = Style()) -> View:
+def maps_view(maps: ExampleMaps, style: Style = Style()) -> View:
     """View 2: the first sampled sequence through softmax without and with 1/sqrt(d_k), at temperature τ."""
     labels = synthetic_tokens(maps.seq_len) if maps.factor == 1 else []  # pooled maps are labelled by key ranges
     fig = fs.scaled_unscaled_figure(maps, labels, style)
@@ -298,7 +289,7 @@ def gradient_view(p: Params, sweep: pd.DataFrame, style: Style = Style()) -> Vie
     return View("gradient_sweep", fig, sweep)
 
 
-def row_view(p: Params, result: stats.RowSoftmax, style: Style = Style()) -> View:
+def row_view(p: Params, result: RowSoftmax, style: Style = Style()) -> View:
     """View 5: query ``p.row`` as softmax bars with its Jacobian (``result`` of :func:`row_softmax`)."""
     labels = synthetic_tokens(len(result.p))
     q = f"{labels[p.row]} ({p.row})"
@@ -312,14 +303,14 @@ def row_view(p: Params, result: stats.RowSoftmax, style: Style = Style()) -> Vie
     return View(f"row{p.row}_dk{p.head_dim}", fig, partial(row_data, result))
 
 
-def float16_view(p: Params, demo: stats.Float16Demo, sweep: pd.DataFrame, style: Style = Style()) -> View:
+def float16_view(p: Params, demo: Float16Demo, sweep: pd.DataFrame, style: Style = Style()) -> View:
     """View 6: query ``p.row``'s unscaled scores through naive and max-subtracted float16 softmax (``demo``)."""
     labels = synthetic_tokens(demo.scores16.shape[0])
     fig = fs.float16_figure(demo, sweep, labels, p.head_dim, style)
     return View(f"float16_row{p.row}_dk{p.head_dim}", fig, partial(float16_data, demo, labels))
 
 
-def float16_table(p: Params, demo: stats.Float16Demo, style: Style) -> tuple[str | None, pd.DataFrame]:
+def float16_table(p: Params, demo: Float16Demo, style: Style) -> tuple[str | None, pd.DataFrame]:
     """The numbers of the keys the float16 chart draws, with headers in the user's language, and the line
     above them when they are not every key (else None)."""
     keys = fs.float16_keys(demo)
@@ -329,7 +320,7 @@ def float16_table(p: Params, demo: stats.Float16Demo, style: Style) -> tuple[str
 
 
 # ---------------------------------------------------------------- what the page says about the current settings
-def summary(p: Params, sample: stats.ScoreSample, style: Style) -> str:
+def summary(p: Params, sample: ScoreSample, style: Style) -> str:
     """The measured variances at ``p``'s d_k against the theory."""
     return style.t(
         "sat.summary",
@@ -344,7 +335,7 @@ def summary(p: Params, sample: stats.ScoreSample, style: Style) -> str:
 
 def measured_note(p: Params, style: Style) -> str | None:
     """Which query rows every statistic measured and what they estimate for ``p.dist``; None when all were."""
-    plan = stats.row_plan(p.seq_len, p.samples)
+    plan = row_plan(p.seq_len, p.samples)
     if plan.complete:
         return None
     if plan.queries < plan.seq_len:
@@ -383,7 +374,7 @@ def maps_caption(p: Params, cur: dict[bool, dict[str, float]], style: Style) -> 
 
 def gradient_caption(p: Params, style: Style) -> str:
     """The caption of the gradient section: the loss, with ``p``'s sample."""
-    return style.t("sat.c_grad", n=f"{p.samples:,}", t=f"{p.seq_len:,}", seed=p.seed, thr=f"{stats.SMALL_NORM:g}")
+    return style.t("sat.c_grad", n=f"{p.samples:,}", t=f"{p.seq_len:,}", seed=p.seed, thr=f"{SMALL_NORM:g}")
 
 
 def even_jacobian(t: int) -> float:
@@ -394,10 +385,10 @@ def even_jacobian(t: int) -> float:
 def gradient_sentences(p: Params, cur: dict[bool, dict[str, float]], style: Style) -> list[str]:
     """The sentences under the gradient chart, each chosen from the measured numbers at ``p``'s d_k."""
     u, s = cur[False], cur[True]
-    f = stats.gradient_findings(cur)
+    f = sat_sweep.gradient_findings(cur)
     g, t = "{:.3g}".format, style.t
     small = dict(
-        small_u=f"{u['grad_q_norm_small']:.1%}", small_s=f"{s['grad_q_norm_small']:.1%}", thr=f"{stats.SMALL_NORM:g}"
+        small_u=f"{u['grad_q_norm_small']:.1%}", small_s=f"{s['grad_q_norm_small']:.1%}", thr=f"{SMALL_NORM:g}"
     )
     med_u, med_s = u["grad_q_norm_median"], s["grad_q_norm_median"]
     if f.identical:
@@ -444,15 +435,15 @@ def grad_how(p: Params, style: Style) -> str:
 
 def float16_caption(style: Style) -> str:
     """The caption of the float16 section: where exp overflows."""
-    return style.t("sat.c5", lim=f"{math.log(stats.FLOAT16_MAX):.2f}")
+    return style.t("sat.c5", lim=f"{math.log(FLOAT16_MAX):.2f}")
 
 
-def float16_verdict(p: Params, demo: stats.Float16Demo, style: Style) -> str:
+def float16_verdict(p: Params, demo: Float16Demo, style: Style) -> str:
     """Whether the naive float16 softmax of the row works, as measured."""
     return style.t("sat.fp16_ok" if demo.naive_ok else "sat.fp16_broken", d=p.head_dim)
 
 
-def why_var(p: Params, sample: stats.ScoreSample | None, style: Style) -> str:
+def why_var(p: Params, sample: ScoreSample | None, style: Style) -> str:
     """Why Var(q·k) = d_k, with ``p``'s d_k and the measured variances (— when they could not be measured)."""
     return style.t(
         "sat.why_var.body",
@@ -470,7 +461,7 @@ def saturation_cost(p: Params, cur: dict[bool, dict[str, float]], style: Style) 
     return style.t(
         "sat.cost.body",
         d=p.head_dim,
-        thr=f"{stats.SMALL_NORM:g}",
+        thr=f"{SMALL_NORM:g}",
         t=f"{p.seq_len:,}",
         u=f"{even_jacobian(p.seq_len):.3g}",
         mw_u=f"{u['max_weight']:.3f}",
@@ -485,12 +476,12 @@ def views(p: Params, style: Style, which: str | Sequence[str] | None = None, dev
     """The charts of ``which`` views (default: all six, as the page shows them) for ``p``."""
     names = view_list(which, VIEW_NAMES, VIEW_NAMES)
     check_int("row", p.row, 0, p.seq_len - 1)
-    draw, want = p.draw, set(names)
+    sampling, want = p.sampling, set(names)
     # the page's steps, in the page's order, each only when a view asked for needs it
-    sample = score_sample(draw, p.head_dim, device=device) if "dist" in want else None
-    sweep = saturation_sweep(draw, p.temperature, device=device) if want & {"curves", "grads", "fp16"} else None
-    maps = example_maps(draw, p.head_dim, p.temperature, device=device) if "maps" in want else None
-    raw = query_scores(draw, p.head_dim, p.row, device=device) if want & {"row", "fp16"} else None
+    sample = score_sample(sampling, p.head_dim, device=device) if "dist" in want else None
+    sweep = saturation_sweep(sampling, p.temperature, device=device) if want & {"curves", "grads", "fp16"} else None
+    maps = example_maps(sampling, p.head_dim, p.temperature, device=device) if "maps" in want else None
+    raw = query_scores(sampling, p.head_dim, p.row, device=device) if want & {"row", "fp16"} else None
     build = {
         "dist": lambda: distribution_view(sample, style),
         "maps": lambda: maps_view(maps, style),

@@ -8,7 +8,9 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from attn_core.saturation import stats
+from attn_core.saturation import examples, measures, sampling
+from attn_core.saturation import sweep as sat_sweep
+from attn_core.saturation.sampling import SamplingSpec as S
 from tests.conftest import ROOT, no_exception
 from tests.util import arr, decoded
 
@@ -41,7 +43,7 @@ def fresh(query: dict[str, str]) -> AppTest:
 
 
 def sweep(seq_len=16, n_samples=256, seed=0, distribution="normal", temperature=1.0):
-    return stats.saturation_sweep(stats.SWEEP_D_K, seq_len, n_samples, seed, "cpu", distribution, temperature)
+    return sat_sweep.saturation_sweep(S(seq_len, n_samples, seed, distribution), sat_sweep.SWEEP_D_K, temperature)
 
 
 def curve(spec: dict, panel: int, name: str, field: str = "y") -> np.ndarray:
@@ -57,8 +59,8 @@ def test_defaults_render_with_the_numbers_of_attn_core(app_test):
     assert not at.error and not at.warning
     specs = charts(at)
     assert list(specs) == ["sat_dist", "sat_maps", "sat_curves", "sat_grads", "sat_row", "sat_fp16"]
-    sample = stats.score_sample(64, 16, 256, 0)
-    example = stats.example_scores(64, 16, 256, 0)  # the first sequence: maps, row and float16 views
+    sample = sat_sweep.score_sample(S(16, 256, 0), 64)
+    example = examples.example_scores(S(16, 256, 0), 64)  # the first sequence: maps, row and float16 views
     summary = at.markdown[0].value
     assert f"{sample.raw_var:.4g}" in summary and f"{sample.scaled_var:.4g}" in summary and "65,536" in summary
     assert "√64 = **8**" in summary and "**0.125**" in summary
@@ -82,12 +84,12 @@ def test_defaults_render_with_the_numbers_of_attn_core(app_test):
     assert len(traces(g, "current")) == 9
     # the two maps: same scores, scaled and unscaled, on one 0..1 colour axis
     m = specs["sat_maps"]
-    np.testing.assert_allclose(arr(m["data"][0]["z"]), stats.softmax_weights(example, 1.0), atol=1e-6)
-    np.testing.assert_allclose(arr(m["data"][1]["z"]), stats.softmax_weights(example, 1 / 8), atol=1e-6)
+    np.testing.assert_allclose(arr(m["data"][0]["z"]), measures.softmax_weights(example, 1.0), atol=1e-6)
+    np.testing.assert_allclose(arr(m["data"][1]["z"]), measures.softmax_weights(example, 1 / 8), atol=1e-6)
     assert m["data"][0]["coloraxis"] == m["data"][1]["coloraxis"] == "coloraxis"
     assert (m["layout"]["coloraxis"]["cmin"], m["layout"]["coloraxis"]["cmax"]) == (0, 1)
     # one row: the first query of the first sequence, scaled, with its Jacobian on a fixed ±0.25 scale
-    row = stats.row_softmax(example[0], 1 / 8, 1.0)
+    row = measures.row_softmax(example[0], 1 / 8, 1.0)
     r = specs["sat_row"]
     np.testing.assert_allclose(arr(r["data"][0]["y"]), row.p, atol=1e-6)
     np.testing.assert_allclose(arr(r["data"][1]["z"]), row.jacobian, rtol=1e-5, atol=1e-6)  # float32 entries <= 0.25
@@ -107,25 +109,29 @@ def test_d_k_moves_the_marker_and_changes_the_maps(app_test):
         arr(markers[1]["y"]), [df.loc[(512, False), "max_weight"], df.loc[(512, True), "max_weight"]], rtol=1e-6
     )
     assert df.loc[(512, False), "max_weight"] > 0.9
-    example = stats.example_scores(512, 16, 256, 0)
-    np.testing.assert_allclose(arr(specs["sat_maps"]["data"][0]["z"]), stats.softmax_weights(example, 1.0), atol=1e-6)
+    example = examples.example_scores(S(16, 256, 0), 512)
+    np.testing.assert_allclose(
+        arr(specs["sat_maps"]["data"][0]["z"]), measures.softmax_weights(example, 1.0), atol=1e-6
+    )
     assert traces(specs["sat_fp16"], "current")[0]["x"] == [512]
     assert "d_k = **512**" in at.markdown[0].value
     # unscaled scores at d_k = 512 break the naive float16 softmax of this row
     assert "broken" in " ".join(md.value for md in at.markdown)
     table = at.dataframe[0].value  # headers translated for the screen
     assert table["naive exp/Σexp (float16)"].isna().any() and np.isfinite(table["max-subtracted (float16)"]).all()
-    demo = stats.float16_demo(example[0])
+    demo = measures.float16_demo(example[0])
     np.testing.assert_allclose(table["max-subtracted (float16)"], demo.stable)
 
 
 def test_scaling_and_temperature_change_the_row_and_the_marker(app_test):
     at = open_page(app_test)
-    example = stats.example_scores(64, 16, 256, 0)
+    example = examples.example_scores(S(16, 256, 0), 64)
     at.toggle(key="scaling").set_value(False).run()
     no_exception(at)
     specs = charts(at)
-    np.testing.assert_allclose(arr(specs["sat_row"]["data"][0]["y"]), stats.row_softmax(example[0], 1.0).p, atol=1e-6)
+    np.testing.assert_allclose(
+        arr(specs["sat_row"]["data"][0]["y"]), measures.row_softmax(example[0], 1.0).p, atol=1e-6
+    )
     symbols = traces(specs["sat_curves"], "current")[0]["marker"]["symbol"]
     assert symbols == ["circle", "circle-open"]  # the unscaled marker is filled now
     assert "**off**" in at.markdown[1].value
@@ -133,7 +139,7 @@ def test_scaling_and_temperature_change_the_row_and_the_marker(app_test):
     no_exception(at)
     specs = charts(at)
     np.testing.assert_allclose(
-        arr(specs["sat_row"]["data"][0]["y"]), stats.row_softmax(example[0], 1.0, 0.5).p, atol=1e-6
+        arr(specs["sat_row"]["data"][0]["y"]), measures.row_softmax(example[0], 1.0, 0.5).p, atol=1e-6
     )
     df = sweep(temperature=0.5)
     np.testing.assert_allclose(curve(specs["sat_curves"], 1, "unscaled"), df[~df["scaled"]]["max_weight"], rtol=1e-6)
@@ -142,8 +148,8 @@ def test_scaling_and_temperature_change_the_row_and_the_marker(app_test):
 def test_a_temperature_move_measures_from_the_kept_scores(app_test, monkeypatch):
     at = open_page(app_test)
     drawn = []
-    real = stats._qk_chunks
-    monkeypatch.setattr(stats, "_qk_chunks", lambda *a, **k: drawn.append(a[0]) or real(*a, **k))
+    real = sampling._draw_block
+    monkeypatch.setattr(sampling, "_draw_block", lambda *a, **k: drawn.append(a[0]) or real(*a, **k))
     at.slider(key="temperature").set_value(0.35).run()  # a τ no other test uses: the sweep is not cached
     no_exception(at)
     assert drawn == []  # no q and k sampled again: only the softmax and the gradients were measured
@@ -162,13 +168,13 @@ def test_keys_samples_distribution_row_and_seed_change_the_numbers(app_test):
     no_exception(at)
     assert f"{64 * 8 * 8:,} scores" in at.markdown[0].value
     at.slider(key="row").set_value(5).run()
-    example = stats.example_scores(64, 8, 64, 0)
+    example = examples.example_scores(S(8, 64, 0), 64)
     np.testing.assert_allclose(
-        arr(charts(at)["sat_row"]["data"][0]["y"]), stats.row_softmax(example[5], 1 / 8).p, atol=1e-6
+        arr(charts(at)["sat_row"]["data"][0]["y"]), measures.row_softmax(example[5], 1 / 8).p, atol=1e-6
     )
     at.segmented_control(key="dist").set_value("projected").run()
     no_exception(at)
-    projected = stats.score_sample(64, 8, 64, 0, distribution="projected")
+    projected = sat_sweep.score_sample(S(8, 64, 0, "projected"), 64)
     assert f"{projected.raw_var:.4g}" in at.markdown[0].value
     df = sweep(8, 64, 0, "projected")
     np.testing.assert_allclose(
@@ -178,7 +184,7 @@ def test_keys_samples_distribution_row_and_seed_change_the_numbers(app_test):
     at.session_state["seed"] = 7
     at.run()
     no_exception(at)
-    assert f"{stats.score_sample(64, 8, 64, 7, distribution='projected').raw_var:.4g}" in at.markdown[0].value
+    assert f"{sat_sweep.score_sample(S(8, 64, 7, 'projected'), 64).raw_var:.4g}" in at.markdown[0].value
 
 
 def test_a_shorter_sequence_clamps_the_row(app_test):
@@ -266,7 +272,7 @@ def test_largest_settings_render_light_charts_and_say_what_was_measured(app_test
     # 16384 × 8192 query rows; 8,388,608 / 8192 = 1024 of them measured, evenly spaced in the first sequence
     (note,) = [i.value for i in at.info if "query rows" in i.value]
     assert "**1,024** of the 134,217,728 query rows" in note and "8,388,608 scores per d_k" in note
-    sample = stats.score_sample(d_k, 8192, 16384, 0)
+    sample = sat_sweep.score_sample(S(8192, 16384, 0), d_k)
     assert sample.n_rows == 1024 and f"{sample.raw_var:.4g}" in at.markdown[0].value
     assert "Measured on 8,388,608 scores" in at.markdown[0].value
     specs = charts(at)
@@ -279,8 +285,8 @@ def test_largest_settings_render_light_charts_and_say_what_was_measured(app_test
     row = specs["sat_row"]
     assert len(arr(row["data"][0]["y"])) == 8192 and arr(row["data"][1]["z"]).shape == (32, 32)
     assert "32 largest of 8192" in row["layout"]["title"]["text"]
-    raw = stats.example_scores(d_k, 8192, 16384, 0, rows=[0])[0]
-    np.testing.assert_allclose(arr(row["data"][0]["y"]), stats.row_softmax(raw, 1 / math.sqrt(d_k)).p, atol=1e-6)
+    raw = examples.example_scores(S(8192, 16384, 0), d_k, rows=[0])[0]
+    np.testing.assert_allclose(arr(row["data"][0]["y"]), measures.row_softmax(raw, 1 / math.sqrt(d_k)).p, atol=1e-6)
     assert len(specs["sat_fp16"]["data"][0]["x"]) == 128
     table = at.dataframe[0].value
     assert len(table) == 128

@@ -12,7 +12,8 @@ from attn_core import decks
 from attn_core.i18n import translate
 from attn_core.kv import memory
 from attn_core.runtime.config import ConfigError
-from attn_core.saturation import stats
+from attn_core.saturation import sweep
+from attn_core.saturation.sampling import SamplingSpec
 from attn_core.views import PAGES
 from attn_core.views.base import controls
 
@@ -106,7 +107,7 @@ def test_the_numbers_the_shipped_decks_state_are_true():
     assert l2.n_kv_heads == 32 and b2 == 2 * 2**30 == 4 * b3  # "2 GiB, four times"
     # "at d_k = 256 without 1/√d_k, more than half of the 4,096 measured rows put over 99 % of their weight on one
     # key, and for about 4 rows in 10 the gradient through softmax is below 1e-3" (the page's defaults, seed 0)
-    row = stats.saturation_sweep((256,), 16, 256, 0).set_index("scaled").loc[False]
+    row = sweep.saturation_sweep(SamplingSpec(16, 256, 0), (256,)).set_index("scaled").loc[False]
     assert row["measured_rows"] == 4096 and row["saturated_frac"] > 0.5 and 0.35 < row["grad_norm_small"] < 0.45
 
 

@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from attn_core import export
-from attn_core.saturation import stats
+from attn_core.saturation import examples, measures, sweep
+from attn_core.saturation.sampling import SamplingSpec
 from tests.util import cli_file
 
 # Not the page's defaults, so that a flag the exporter drops shows up.
@@ -40,14 +41,15 @@ def test_every_flag_reaches_the_numbers(tmp_path):
     argv = [*ARGS, "--format", "csv", "--out", str(tmp_path)]
     paths = export.run(argv)
     assert [p.name for p in paths] == [cli_file(argv, n, "csv") for n in NAMES]
-    example = stats.example_scores(128, 8, 32, seed=4, distribution="projected")  # d_k, keys, samples, seed, dist
+    spec = SamplingSpec(seq_len=8, n_samples=32, seed=4, distribution="projected")
+    example = examples.example_scores(spec, 128)
     row = read(paths, "row2_dk128")
     # --no-scaling and --temperature 0.5: softmax(q·k / 0.5) of query 2 (--row)
-    np.testing.assert_allclose(row["weight"], stats.row_softmax(example[2], 1.0, 0.5).p, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(row["weight"], measures.row_softmax(example[2], 1.0, 0.5).p, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(row["z"], example[2] * 2.0, rtol=1e-5, atol=1e-5)
-    sweep = stats.saturation_sweep(stats.SWEEP_D_K, 8, 32, 4, distribution="projected", temperature=0.5)
-    np.testing.assert_allclose(read(paths, "saturation_sweep")["max_weight"], sweep["max_weight"], rtol=1e-6)
-    sample = stats.score_sample(128, 8, 32, 4, distribution="projected")
+    swept = sweep.saturation_sweep(spec, sweep.SWEEP_D_K, temperature=0.5)
+    np.testing.assert_allclose(read(paths, "saturation_sweep")["max_weight"], swept["max_weight"], rtol=1e-6)
+    sample = sweep.score_sample(spec, 128)
     np.testing.assert_allclose(read(paths, "scores_dk128")["density"][:60], sample.raw_density, rtol=1e-5)
 
 
@@ -55,8 +57,8 @@ def test_the_cli_follows_the_page_defaults(tmp_path):
     argv = ["--page", "saturation", "--view", "dist,row", "--format", "csv", "--out", str(tmp_path)]
     paths = export.run(argv)
     assert [p.name for p in paths] == [cli_file(argv, "scores_dk64", "csv"), cli_file(argv, "row0_dk64", "csv")]
-    example = stats.example_scores(64, 16, 256, seed=0, rows=[0])[0]
-    np.testing.assert_allclose(read(paths, "row0_dk64")["weight"], stats.row_softmax(example, 1 / 8).p, atol=1e-6)
+    example = examples.example_scores(SamplingSpec(16, 256, 0), 64, rows=[0])[0]
+    np.testing.assert_allclose(read(paths, "row0_dk64")["weight"], measures.row_softmax(example, 1 / 8).p, atol=1e-6)
 
 
 def test_text_sets_the_number_of_keys(tmp_path):

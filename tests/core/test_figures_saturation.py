@@ -14,7 +14,9 @@ from attn_core.attention.tokens import synthetic_tokens
 from attn_core.figures import Style, pool_max
 from attn_core.figures import saturation as fs
 from attn_core.figures.base import slide_title
-from attn_core.saturation import stats
+from attn_core.saturation import examples, measures
+from attn_core.saturation import sweep as sat_sweep
+from attn_core.saturation.sampling import SamplingSpec as S
 from attn_core.views import saturation as sat
 from tests.util import arr
 
@@ -26,11 +28,11 @@ def spec(fig) -> dict:
 
 @pytest.fixture(scope="module")
 def sweep():
-    return stats.saturation_sweep((1, 4, 16, 64), seq_len=8, n_samples=32, seed=0)
+    return sat_sweep.saturation_sweep(S(8, 32, 0), (1, 4, 16, 64))
 
 
 def test_distribution_figure_states_measured_and_theoretical_variance():
-    sample = stats.score_sample(64, 8, 64, seed=1, bins=30)
+    sample = sat_sweep.score_sample(S(8, 64, 1), 64, bins=30)
     s = spec(fs.score_distribution_figure(sample))
     titles = [a["text"] for a in s["layout"]["annotations"]]
     assert f"Var measured {sample.raw_var:.4g}, theory d_k = 64" in titles[0]
@@ -46,9 +48,9 @@ def test_distribution_figure_states_measured_and_theoretical_variance():
 
 
 def test_maps_are_pooled_above_64_keys_and_say_so():
-    maps = stats.example_maps(100, 200, 32, seed=0, temperature=1.0)
-    raw = stats.example_scores(100, 200, 32, seed=0)  # the first sequence, [200, 200]
-    w_u, w_s = stats.softmax_weights(raw, 1.0), stats.softmax_weights(raw, 0.1)
+    maps = examples.example_maps(S(200, 32, 0), 100, 1.0)
+    raw = examples.example_scores(S(200, 32, 0), 100)  # the first sequence, [200, 200]
+    w_u, w_s = measures.softmax_weights(raw, 1.0), measures.softmax_weights(raw, 0.1)
     s = spec(fs.scaled_unscaled_figure(maps, synthetic_tokens(200)))
     z_u, z_s = arr(s["data"][0]["z"]), arr(s["data"][1]["z"])
     assert z_u.shape == z_s.shape == (50, 50) and s["data"][0]["z"]["dtype"] == "f4"  # factor 4, float32
@@ -64,11 +66,11 @@ def test_maps_are_pooled_above_64_keys_and_say_so():
 
 
 def test_small_maps_carry_every_weight_and_score():
-    maps = stats.example_maps(16, 8, 32, seed=3, temperature=0.5)
-    raw = stats.example_scores(16, 8, 32, seed=3)
+    maps = examples.example_maps(S(8, 32, 3), 16, 0.5)
+    raw = examples.example_scores(S(8, 32, 3), 16)
     s = spec(fs.scaled_unscaled_figure(maps, synthetic_tokens(8)))
-    np.testing.assert_allclose(arr(s["data"][0]["z"]), stats.softmax_weights(raw, 2.0), atol=1e-6)
-    np.testing.assert_allclose(arr(s["data"][1]["z"]), stats.softmax_weights(raw, 0.5), atol=1e-6)
+    np.testing.assert_allclose(arr(s["data"][0]["z"]), measures.softmax_weights(raw, 2.0), atol=1e-6)
+    np.testing.assert_allclose(arr(s["data"][1]["z"]), measures.softmax_weights(raw, 0.5), atol=1e-6)
     np.testing.assert_allclose(arr(s["data"][0]["customdata"]), raw, atol=1e-5)
     assert s["data"][0]["x"][0] == "t0 (0)" and "blocks" not in s["layout"]["title"]["text"]
 
@@ -89,7 +91,7 @@ def test_curves_mark_the_current_d_k_and_fill_the_current_scaling(sweep):
 
 
 def test_gradient_figure_plots_mean_median_and_tiny_rows_of_each_norm():
-    sweep = stats.saturation_sweep((1, 16, 512), seq_len=16, n_samples=64, seed=0)
+    sweep = sat_sweep.saturation_sweep(S(16, 64, 0), (1, 16, 512))
     s = spec(fs.gradient_curves_figure(sweep, 512, False, 16, 64, 1.0))
     titles = [a["text"] for a in s["layout"]["annotations"]]
     assert titles[:3] == ["mean ‖J‖_F", "median ‖J‖_F", "rows with ‖J‖_F < 0.001"]
@@ -114,7 +116,7 @@ def test_gradient_figure_plots_mean_median_and_tiny_rows_of_each_norm():
 
 
 def test_a_zero_norm_is_drawn_at_the_bottom_of_its_log_axis_and_hovers_as_zero():
-    sweep = stats.saturation_sweep((1, 16), seq_len=8, n_samples=16, seed=0)
+    sweep = sat_sweep.saturation_sweep(S(8, 16, 0), (1, 16))
     sweep.loc[~sweep["scaled"] & (sweep["d_k"] == 16), "grad_norm_median"] = 0.0  # every row exactly saturated
     s = spec(fs.gradient_curves_figure(sweep, 16, False, 8, 16, 1.0))
     (tr,) = [t for t in s["data"] if t.get("name") == "unscaled" and t.get("yaxis") == "y5"]
@@ -125,12 +127,12 @@ def test_a_zero_norm_is_drawn_at_the_bottom_of_its_log_axis_and_hovers_as_zero()
 
 def test_row_figure_shows_the_jacobian_of_the_top_32_keys_on_a_fixed_scale():
     raw = np.random.default_rng(1).normal(size=100).astype(np.float32) * 3
-    row = stats.row_softmax(raw, 1.0)
+    row = measures.row_softmax(raw, 1.0)
     s = spec(fs.row_figure(row, synthetic_tokens(100), "t0 (0)", "title"))
     jac = arr(s["data"][1]["z"])
     p = torch.softmax(torch.tensor(raw, dtype=torch.float64), -1)
     keep = np.sort(np.argsort(-p.numpy())[:32])
-    np.testing.assert_allclose(jac, stats.softmax_jacobian(p).numpy()[np.ix_(keep, keep)], atol=1e-7)
+    np.testing.assert_allclose(jac, measures.softmax_jacobian(p).numpy()[np.ix_(keep, keep)], atol=1e-7)
     assert s["data"][1]["x"] == [f"t{i} ({i})" for i in keep]
     np.testing.assert_allclose(arr(s["data"][0]["y"]), p.numpy(), atol=1e-7)
     assert len(arr(s["data"][0]["y"])) == 100 and s["data"][0]["x"][99] == "t99 (99)"
@@ -144,7 +146,7 @@ def test_row_figure_shows_the_jacobian_of_the_top_32_keys_on_a_fixed_scale():
 
 def test_long_rows_stay_light():
     raw = np.random.default_rng(2).normal(size=8192).astype(np.float32) * 32  # d_k = 1024, unscaled
-    row = stats.row_softmax(raw, 1.0)
+    row = measures.row_softmax(raw, 1.0)
     labels = synthetic_tokens(8192)
     fig = fs.row_figure(row, labels, "t0 (0)", "title")
     s = spec(fig)
@@ -153,8 +155,8 @@ def test_long_rows_stay_light():
     assert bars["y"]["dtype"] == "f4" and bars["customdata"]["dtype"] == "f4"
     np.testing.assert_allclose(arr(bars["y"]), row.p)
     assert arr(s["data"][1]["z"]).shape == (32, 32)
-    demo = stats.float16_demo(raw)
-    sweep = stats.saturation_sweep((1, 1024), 8, 16)
+    demo = measures.float16_demo(raw)
+    sweep = sat_sweep.saturation_sweep(S(8, 16), (1, 1024))
     f16 = spec(fs.float16_figure(demo, sweep, labels, 1024))
     keys = np.sort(np.argsort(-demo.scores16, kind="stable")[:128])
     assert f16["data"][0]["x"] == [f"t{i} ({i})" for i in keys]  # the 128 largest scores, in key order
@@ -169,12 +171,12 @@ def test_long_rows_stay_light():
 
 
 def test_float16_figure_marks_nan_keys(sweep):
-    demo = stats.float16_demo(np.array([20.0, 1.0, -3.0, 15.0]))
+    demo = measures.float16_demo(np.array([20.0, 1.0, -3.0, 15.0]))
     s = spec(fs.float16_figure(demo, sweep, synthetic_tokens(4), 16))
     (marks,) = [t for t in s["data"] if t.get("name") == "non-finite"]
     assert marks["x"] == ["t0 (0)", "t3 (3)"] and marks["text"] == ["NaN", "NaN"]
     assert "2 of 4 exp(q·k) overflow, Σ = inf" in s["layout"]["annotations"][0]["text"]
-    one = spec(fs.float16_figure(stats.float16_demo(np.array([20.0, 1.0, -3.0])), sweep, synthetic_tokens(3), 16))
+    one = spec(fs.float16_figure(measures.float16_demo(np.array([20.0, 1.0, -3.0])), sweep, synthetic_tokens(3), 16))
     assert "1 of 3 exp(q·k) overflows, Σ = inf" in one["layout"]["annotations"][0]["text"]  # not "1 ... overflow"
     table = sat.float16_data(demo, synthetic_tokens(4))
     assert list(table.columns) == list(sat.FLOAT16_COLUMNS)
@@ -183,14 +185,14 @@ def test_float16_figure_marks_nan_keys(sweep):
 
 def test_presentation_mode_and_chinese(sweep):
     style = Style(present=True, lang="zh")
-    sample = stats.score_sample(4, 8, 16)
-    raw = stats.example_scores(4, 8, 16, rows=[0])[0]
+    sample = sat_sweep.score_sample(S(8, 16), 4)
+    raw = examples.example_scores(S(8, 16), 4, rows=[0])[0]
     figs = [
         fs.score_distribution_figure(sample, style),
         fs.saturation_curves_figure(sweep, 4, True, 8, 32, 1.0, style),
         fs.gradient_curves_figure(sweep, 4, True, 8, 32, 1.0, style),
-        fs.row_figure(stats.row_softmax(raw, 0.5), synthetic_tokens(8), "t0 (0)", "x", style),
-        fs.scaled_unscaled_figure(stats.example_maps(4, 8, 16), synthetic_tokens(8), style),
+        fs.row_figure(measures.row_softmax(raw, 0.5), synthetic_tokens(8), "t0 (0)", "x", style),
+        fs.scaled_unscaled_figure(examples.example_maps(S(8, 16), 4), synthetic_tokens(8), style),
     ]
     for f in figs:
         s = spec(f)
@@ -221,17 +223,17 @@ def test_subplots_are_laid_out_as_make_subplots_does():
 
 def test_figures_survive_plotly_validation():
     """Built without validation for speed: every property must still be one plotly accepts."""
-    sweep = stats.saturation_sweep((1, 4, 16), 8, 16)
+    sweep = sat_sweep.saturation_sweep(S(8, 16), (1, 4, 16))
     raw = np.random.default_rng(0).normal(size=600).astype(np.float32) * 20
-    demo = stats.float16_demo(raw)
+    demo = measures.float16_demo(raw)
     figs = [
-        fs.score_distribution_figure(stats.score_sample(16, 8, 16)),
-        fs.scaled_unscaled_figure(stats.example_maps(16, 8, 16), synthetic_tokens(8)),
-        fs.scaled_unscaled_figure(stats.example_maps(16, 100, 16), synthetic_tokens(100)),
+        fs.score_distribution_figure(sat_sweep.score_sample(S(8, 16), 16)),
+        fs.scaled_unscaled_figure(examples.example_maps(S(8, 16), 16), synthetic_tokens(8)),
+        fs.scaled_unscaled_figure(examples.example_maps(S(100, 16), 16), synthetic_tokens(100)),
         fs.saturation_curves_figure(sweep, 4, True, 8, 16, 1.0),
         fs.gradient_curves_figure(sweep, 4, True, 8, 16, 1.0),
-        fs.row_figure(stats.row_softmax(raw, 1.0), synthetic_tokens(600), "t0 (0)", "x"),
-        fs.row_figure(stats.row_softmax(raw[:20], 1.0), synthetic_tokens(20), "t0 (0)", "x"),
+        fs.row_figure(measures.row_softmax(raw, 1.0), synthetic_tokens(600), "t0 (0)", "x"),
+        fs.row_figure(measures.row_softmax(raw[:20], 1.0), synthetic_tokens(20), "t0 (0)", "x"),
         fs.float16_figure(demo, sweep, synthetic_tokens(600), 16),
     ]
     for fig in figs:
@@ -289,7 +291,7 @@ def test_a_slide_title_without_a_colon_breaks_at_a_comma_or_bracket_outside_brac
 def test_the_example_maps_on_a_slide_label_their_rows_once_and_title_panels_on_two_lines():
     """At 1024 × 768 the two panel titles ran into each other and the second map's row labels sat on the first
     map's right edge: the rows are the same queries, so only the first map labels them."""
-    maps = stats.example_maps(64, 16, 16)
+    maps = examples.example_maps(S(16, 16), 64)
     for style in (Style(), Style(present=True), Style(present=True, lang="zh")):
         lay = spec(fs.scaled_unscaled_figure(maps, synthetic_tokens(16), style))["layout"]
         assert lay["yaxis"].get("showticklabels", True) and lay["yaxis2"]["showticklabels"] is False

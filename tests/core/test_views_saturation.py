@@ -9,7 +9,8 @@ import pytest
 
 from attn_core.figures import FONTS_SET, Style, apply_fonts
 from attn_core.runtime.config import ConfigError
-from attn_core.saturation import stats
+from attn_core.saturation import examples, measures, sweep
+from attn_core.saturation.sampling import SamplingSpec as S
 from attn_core.views import saturation as sat
 from attn_core.views.base import defaults, with_values
 
@@ -30,18 +31,18 @@ def test_saturation_views_build_every_view_with_its_numbers():
         "row2_dk128",
         "float16_row2_dk128",
     ]
-    example = stats.example_scores(128, 8, 32, seed=4)
+    example = examples.example_scores(S(8, 32, 4), 128)
     maps = views[1].data
     assert len(maps) == 64
-    np.testing.assert_allclose(maps["weight_unscaled"], stats.softmax_weights(example, 2.0).reshape(-1), atol=1e-6)
+    np.testing.assert_allclose(maps["weight_unscaled"], measures.softmax_weights(example, 2.0).reshape(-1), atol=1e-6)
     np.testing.assert_allclose(maps["score_qk"], example.reshape(-1), atol=1e-5)
     row = views[4].data
-    np.testing.assert_allclose(row["weight"], stats.row_softmax(example[2], 1.0, 0.5).p, atol=1e-6)
+    np.testing.assert_allclose(row["weight"], measures.row_softmax(example[2], 1.0, 0.5).p, atol=1e-6)
     assert "no 1/√d_k scaling" in spec(views[4].figure)["layout"]["title"]["text"]
-    sweep = stats.saturation_sweep(stats.SWEEP_D_K, 8, 32, 4, temperature=0.5)
-    np.testing.assert_allclose(views[2].data["max_weight"], sweep["max_weight"])
-    np.testing.assert_allclose(views[3].data["grad_q_norm_median"], sweep["grad_q_norm_median"])
-    np.testing.assert_allclose(views[5].data["stable_fp16"], stats.float16_demo(example[2]).stable, atol=1e-3)
+    swept = sweep.saturation_sweep(S(8, 32, 4), sweep.SWEEP_D_K, 0.5)
+    np.testing.assert_allclose(views[2].data["max_weight"], swept["max_weight"])
+    np.testing.assert_allclose(views[3].data["grad_q_norm_median"], swept["grad_q_norm_median"])
+    np.testing.assert_allclose(views[5].data["stable_fp16"], measures.float16_demo(example[2]).stable, atol=1e-3)
     with pytest.raises(ConfigError, match="row"):
         sat.views(sat.Params(seq_len=8, row=8), Style())
 
@@ -50,18 +51,18 @@ def test_saturation_views_build_every_view_with_its_numbers():
 def test_figures_carry_the_fonts_of_apply_fonts(style):
     """The builders set the fonts themselves and say so in layout.meta, so that ui.show_view's apply_fonts
     skips its plotly layout updates (most of a rerun): what it would set must be there already."""
-    sweep = stats.saturation_sweep((1, 4, 16), 8, 16)
-    raw = stats.example_scores(16, 8, 16, rows=[0])[0]
+    swept = sweep.saturation_sweep(S(8, 16), (1, 4, 16))
+    raw = examples.example_scores(S(8, 16), 16, rows=[0])[0]
     p4 = sat.Params(head_dim=4, scaling=True, seq_len=8, samples=16, temperature=1.0)
     p16 = with_values(p4, head_dim=16)
     views = [
-        sat.distribution_view(stats.score_sample(16, 8, 16), style),
-        sat.maps_view(stats.example_maps(16, 8, 16), style),
-        sat.maps_view(stats.example_maps(16, 100, 16), style),
-        sat.curves_view(p4, sweep, style),
-        sat.gradient_view(p4, sweep, style),
+        sat.distribution_view(sweep.score_sample(S(8, 16), 16), style),
+        sat.maps_view(examples.example_maps(S(8, 16), 16), style),
+        sat.maps_view(examples.example_maps(S(100, 16), 16), style),
+        sat.curves_view(p4, swept, style),
+        sat.gradient_view(p4, swept, style),
         sat.row_view(p16, sat.row_softmax(raw, p16), style),
-        sat.float16_view(p16, sat.float16_demo(raw), sweep, style),
+        sat.float16_view(p16, sat.float16_demo(raw), swept, style),
     ]
     for v in views:
         before = spec(v.figure)
@@ -89,12 +90,12 @@ def test_params_hold_the_pages_defaults_and_url_keys():
 
 
 def test_the_sample_drawn_does_not_depend_on_the_scaling_temperature_or_row():
-    """The sweep and the sample are cached by what they depend on (Params.draw and d_k, τ): moving the scaling,
+    """The sweep and the sample are cached by what they depend on (Params.sampling and d_k, τ): moving the scaling,
     τ or the row must not make the page measure the whole sweep again."""
     p = sat.Params()
-    assert with_values(p, scaling=False, temperature=2.0, row=5, head_dim=8).draw == p.draw
-    assert with_values(p, seq_len=8).draw != p.draw and with_values(p, dist="projected").draw != p.draw
-    assert with_values(p, samples=64).draw != p.draw and with_values(p, seed=1).draw != p.draw
+    assert with_values(p, scaling=False, temperature=2.0, row=5, head_dim=8).sampling == p.sampling
+    assert with_values(p, seq_len=8).sampling != p.sampling and with_values(p, dist="projected").sampling != p.sampling
+    assert with_values(p, samples=64).sampling != p.sampling and with_values(p, seed=1).sampling != p.sampling
 
 
 def test_text_sets_the_number_of_keys_as_the_cli_did():
@@ -136,16 +137,16 @@ def test_measured_note_only_when_rows_are_left_out():
 
 def test_maps_and_row_scores_from_the_kept_first_sequence_equal_those_drawn():
     p = sat.Params(head_dim=32, seq_len=12, samples=64, temperature=1.3, seed=5)
-    qk = sat.first_sequence(p.draw, p.head_dim)
-    drawn, kept = sat.example_maps(p.draw, 32, 1.3), sat.example_maps(p.draw, 32, 1.3, qk=qk)
+    qk = sat.first_sequence(p.sampling, p.head_dim)
+    drawn, kept = sat.example_maps(p.sampling, 32, 1.3), sat.example_maps(p.sampling, 32, 1.3, qk=qk)
     np.testing.assert_array_equal(kept.scaled, drawn.scaled)
     np.testing.assert_array_equal(kept.unscaled, drawn.unscaled)
     assert kept.mean_max_unscaled == drawn.mean_max_unscaled
-    np.testing.assert_array_equal(sat.query_scores(p.draw, 32, 7, qk=qk), sat.query_scores(p.draw, 32, 7))
+    np.testing.assert_array_equal(sat.query_scores(p.sampling, 32, 7, qk=qk), sat.query_scores(p.sampling, 32, 7))
     with pytest.raises(ValueError):  # another d_k's q and k
-        sat.example_maps(p.draw, 16, 1.3, qk=qk)
+        sat.example_maps(p.sampling, 16, 1.3, qk=qk)
     # the page takes them from the current d_k's scores, drawn once with them
-    kept_qk = sat.first_sequence(p.draw, p.head_dim, scores=sat.current_scores(p.draw, p.head_dim))
+    kept_qk = sat.first_sequence(p.sampling, p.head_dim, scores=sat.current_scores(p.sampling, p.head_dim))
     assert all(np.array_equal(a, b) for a, b in zip(kept_qk, qk, strict=True))
 
 
@@ -164,19 +165,19 @@ def test_the_current_d_k_s_weights_alone_are_the_sweeps_numbers_at_that_d_k(kw):
     the sweep's at that d_k, to the bit, with the kept scores or drawn again. They are not τ's leftovers: another
     τ changes them, and an unscaled row at d_k > 1 is more peaked than a scaled one."""
     p = sat.Params(**kw)
-    whole = sat.sweep_at(sat.saturation_sweep(p.draw, p.temperature, scores=sat.sweep_scores(p.draw)), p)
-    scores = sat.current_scores(p.draw, p.head_dim)
-    one = sat.current_weights(p.draw, p.head_dim, p.temperature, scores=scores)
-    assert set(one) == {False, True} and all(set(one[f]) == set(stats.WEIGHT_COLUMNS) for f in one)
-    assert one == {f: {c: whole[f][c] for c in stats.WEIGHT_COLUMNS} for f in (False, True)}
-    assert sat.current_weights(p.draw, p.head_dim, p.temperature) == one  # no scores: drawn again
-    other = sat.current_weights(p.draw, p.head_dim, p.temperature * 2, scores=scores)
+    whole = sat.sweep_at(sat.saturation_sweep(p.sampling, p.temperature, scores=sat.sweep_scores(p.sampling)), p)
+    scores = sat.current_scores(p.sampling, p.head_dim)
+    one = sat.current_weights(p.sampling, p.head_dim, p.temperature, scores=scores)
+    assert set(one) == {False, True} and all(set(one[f]) == set(sweep.WEIGHT_COLUMNS) for f in one)
+    assert one == {f: {c: whole[f][c] for c in sweep.WEIGHT_COLUMNS} for f in (False, True)}
+    assert sat.current_weights(p.sampling, p.head_dim, p.temperature) == one  # no scores: drawn again
+    other = sat.current_weights(p.sampling, p.head_dim, p.temperature * 2, scores=scores)
     assert other[True]["max_weight"] < one[True]["max_weight"]  # a higher τ flattens every row
     if p.head_dim > 1:
         assert one[False]["max_weight"] > one[True]["max_weight"]
     with pytest.raises(ValueError):  # scores of another d_k
         sat.current_weights(
-            p.draw, p.head_dim, p.temperature, scores=sat.current_scores(p.draw, 2 if p.head_dim != 2 else 4)
+            p.sampling, p.head_dim, p.temperature, scores=sat.current_scores(p.sampling, 2 if p.head_dim != 2 else 4)
         )
 
 
@@ -187,11 +188,11 @@ def test_the_histograms_from_the_current_d_k_s_scores_equal_those_drawn_again(kw
     """The page draws the current d_k's sample once (``current_scores``) and summarises it from there: every field
     of the score sample is the one drawing it again gives, to the bit; scores of another d_k are refused."""
     p = sat.Params(**kw)
-    drawn = sat.score_sample(p.draw, p.head_dim)
-    kept = sat.score_sample(p.draw, p.head_dim, scores=sat.current_scores(p.draw, p.head_dim))
+    drawn = sat.score_sample(p.sampling, p.head_dim)
+    kept = sat.score_sample(p.sampling, p.head_dim, scores=sat.current_scores(p.sampling, p.head_dim))
     for name in drawn.__dataclass_fields__:
         a, b = getattr(drawn, name), getattr(kept, name)
         assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, name
-    other = sat.current_scores(p.draw, 2 if p.head_dim != 2 else 4)
+    other = sat.current_scores(p.sampling, 2 if p.head_dim != 2 else 4)
     with pytest.raises(ValueError, match="scores were drawn for"):
-        sat.score_sample(p.draw, p.head_dim, scores=other)
+        sat.score_sample(p.sampling, p.head_dim, scores=other)
