@@ -66,18 +66,18 @@ PAGES = {
 
 # examples that once failed, kept as regression tests
 REGRESSIONS = [
-    ("pages/heatmaps.py", {"n_heads": "12", "n_kv_heads": "5"}),
-    ("pages/heatmaps.py", {"mask": "padding", "pad_len": "0"}),
-    ("pages/heatmaps.py", {"cross": "true", "mask": "causal"}),
-    ("pages/heatmaps.py", {"source": "synthetic", "seq_len": "1", "mask": "padding"}),
-    ("pages/heatmaps.py", {"text": "   ", "view": "steps"}),
-    ("pages/heatmaps.py", {"view": "steps", "head": "63", "n_heads": "4"}),
+    ("app_pages/heatmaps.py", {"n_heads": "12", "n_kv_heads": "5"}),
+    ("app_pages/heatmaps.py", {"mask": "padding", "pad_len": "0"}),
+    ("app_pages/heatmaps.py", {"cross": "true", "mask": "causal"}),
+    ("app_pages/heatmaps.py", {"source": "synthetic", "seq_len": "1", "mask": "padding"}),
+    ("app_pages/heatmaps.py", {"text": "   ", "view": "steps"}),
+    ("app_pages/heatmaps.py", {"view": "steps", "head": "63", "n_heads": "4"}),
     # found by the fuzz: a fractional n_kv_heads was replaced silently; a bool on a non-default page was
     # swallowed when that page was reached after another page
-    ("pages/heatmaps.py", {"scaling": "12", "n_kv_heads": "1.5"}),
-    ("pages/saturation.py", {"scaling": "1.5", "row": "<script>alert(1)</script>", "dist": "5"}),
-    ("pages/kv_sharing.py", {"n_heads": "12", "n_kv_heads": "5", "kv_view": "maps"}),
-    ("pages/kv_cache.py", {"model": "custom", "n_heads": "7", "n_kv_heads": "2", "seq_len": "1000000"}),
+    ("app_pages/heatmaps.py", {"scaling": "12", "n_kv_heads": "1.5"}),
+    ("app_pages/saturation.py", {"scaling": "1.5", "row": "<script>alert(1)</script>", "dist": "5"}),
+    ("app_pages/kv_sharing.py", {"n_heads": "12", "n_kv_heads": "5", "kv_view": "maps"}),
+    ("app_pages/kv_cache.py", {"model": "custom", "n_heads": "7", "n_kv_heads": "2", "seq_len": "1000000"}),
 ]
 
 
@@ -129,11 +129,11 @@ def check(at, query: dict[str, str]) -> None:
 
 # a real model's page: each new text is a forward pass, so fewer sets (its extremes are listed below);
 N_SETS_OF = {
-    "pages/models.py": 25,
-    "pages/mla.py": 30,  # MLA: few free-form fields; its extremes are listed
-    "pages/complexity.py": 25,  # counts are arithmetic; the sweep waits for its Start
-    "pages/conv_attention.py": 25,
-    "pages/lab.py": 25,  # its extremes are listed
+    "app_pages/models.py": 25,
+    "app_pages/mla.py": 30,  # MLA: few free-form fields; its extremes are listed
+    "app_pages/complexity.py": 25,  # counts are arithmetic; the sweep waits for its Start
+    "app_pages/conv_attention.py": 25,
+    "app_pages/lab.py": 25,  # its extremes are listed
 }
 
 
@@ -174,7 +174,7 @@ TEXTS = [
 
 
 def test_fuzz_text_widget_values(app_test):
-    at = app_test("pages/heatmaps.py")
+    at = app_test("app_pages/heatmaps.py")
     for text in TEXTS:
         at.text_area(key="text").set_value(text).run()
         no_exception(at)
@@ -186,8 +186,8 @@ def test_fuzz_text_widget_values(app_test):
 # saturation: a move to 8192 keys or 16,384 samples re-measures the whole sweep (seconds); its extremes are
 # covered view by view in test_every_view_at_the_extremes
 WIDGET_STEPS_OF = {
-    "pages/saturation.py": 8,  # each of its runs measures up to 16384 rows of 8192 keys
-    "pages/heatmaps.py": 25,  # its moves reach 8192 tokens and 64 heads
+    "app_pages/saturation.py": 8,  # each of its runs measures up to 16384 rows of 8192 keys
+    "app_pages/heatmaps.py": 25,  # its moves reach 8192 tokens and 64 heads
 }
 
 
@@ -217,10 +217,10 @@ def test_fuzz_widget_values(app_test, page):
 VIEWS = {p.script: {p.view_field: list(controls(p.params)[p.view_field].options)} for p in REGISTRY if p.view_field}
 # sub-choices shown inside one view, each of their values tried in that view
 SUB_CHOICES = {
-    ("pages/heatmaps.py", "grid"): {"cscale": ["fixed", "fit"], "pool": ["max", "mean"]},
-    ("pages/heatmaps.py", "zoom"): {"cscale": ["fixed", "fit"]},
-    ("pages/kv_sharing.py", "mapping"): {"built_with": ["contiguous", "interleaved"]},
-    ("pages/kv_sharing.py", "convert"): {"conv_source": ["correlated", "random"]},
+    ("app_pages/heatmaps.py", "grid"): {"cscale": ["fixed", "fit"], "pool": ["max", "mean"]},
+    ("app_pages/heatmaps.py", "zoom"): {"cscale": ["fixed", "fit"]},
+    ("app_pages/kv_sharing.py", "mapping"): {"built_with": ["contiguous", "interleaved"]},
+    ("app_pages/kv_sharing.py", "convert"): {"conv_source": ["correlated", "random"]},
 }
 SHAPES = [  # one head, d_k 1 and one token are each covered by the smallest shape (all three at once)
     {},
@@ -353,9 +353,9 @@ CONV_SHAPES = [
     {"kernel": "custom", "kernel_text": "1 2; 3 4"},
 ]
 OWN_SHAPES = {
-    "pages/mla.py": MLA_SHAPES,
-    "pages/complexity.py": COMPLEXITY_SHAPES,
-    "pages/conv_attention.py": CONV_SHAPES,
+    "app_pages/mla.py": MLA_SHAPES,
+    "app_pages/complexity.py": COMPLEXITY_SHAPES,
+    "app_pages/conv_attention.py": CONV_SHAPES,
 }
 MODEL_CASES = [
     {"view": "layer", "example": "repeated", "repeat_len": "1024", "cscale": "fixed", "pool": "mean"},
@@ -366,7 +366,7 @@ MODEL_CASES = [
 
 def view_cases():
     for page, choices in VIEWS.items():
-        if page == "pages/models.py":  # a real model's shape is fixed: its inputs and models are the extremes
+        if page == "app_pages/models.py":  # a real model's shape is fixed: its inputs and models are the extremes
             for value in choices["view"]:
                 for shape in MODEL_SHAPES:
                     yield page, {**shape, "view": value}
@@ -378,12 +378,12 @@ def view_cases():
                 for shape in OWN_SHAPES[page]:
                     yield page, {**shape, "view": value}
             continue
-        if page == "pages/lab.py":  # its own shapes: experiments and a small model, not heads over tokens
+        if page == "app_pages/lab.py":  # its own shapes: experiments and a small model, not heads over tokens
             for value in choices["experiment"]:
                 for shape in LAB_SHAPES:
                     yield page, {**shape, "experiment": value}
             continue
-        shapes = SHAPES + (CROSS_SHAPES if page == "pages/heatmaps.py" else KV_SHARING_SHAPES)
+        shapes = SHAPES + (CROSS_SHAPES if page == "app_pages/heatmaps.py" else KV_SHARING_SHAPES)
         for key, values in choices.items():
             for value in values:
                 for shape in shapes:
@@ -394,16 +394,16 @@ def view_cases():
                         for shape in (SHAPES[0], SHAPES[1], SHAPES[5]):  # default, smallest, 8192 tokens
                             yield page, {**shape, key: value, sub: sub_value}
     for model in ("smollm2-135m", "minilm-l6"):
-        for view in VIEWS["pages/heatmaps.py"]["view"]:
-            yield "pages/heatmaps.py", {"attn_from": model, "view": view}
+        for view in VIEWS["app_pages/heatmaps.py"]["view"]:
+            yield "app_pages/heatmaps.py", {"attn_from": model, "view": view}
     for query in MODEL_SHAPES:
-        yield "pages/heatmaps.py", query
+        yield "app_pages/heatmaps.py", query
     for query in SATURATION_CASES:
-        yield "pages/saturation.py", query
+        yield "app_pages/saturation.py", query
     for model in ("custom", "gpt2", "llama-2-7b", "llama-3-8b", "falcon-7b", "deepseek-v3"):
-        yield "pages/kv_cache.py", {"model": model}
+        yield "app_pages/kv_cache.py", {"model": model}
     for query in KV_CACHE_CASES:
-        yield "pages/kv_cache.py", query
+        yield "app_pages/kv_cache.py", query
 
 
 def case_id(case) -> str:
@@ -421,7 +421,7 @@ def test_every_view_at_the_extremes(app_test, case):
     live = {"generate": "gen_run", "decode": "mla_run", "measured": "cx_run"}.get(
         query.get("view")
     )  # a live run waits for its Start
-    live = "lab_run" if page == "pages/lab.py" else live
+    live = "lab_run" if page == "app_pages/lab.py" else live
     ready = live is not None and (live in [b.key for b in at.button] or at.info)
     assert shown or ready, f"{query}: nothing drawn, no message and nothing to start"
 
