@@ -36,7 +36,6 @@ def run_page() -> None:
     the sidebar and the CSS above (2-5 ms of the server's CPU and 10-35 ms of the browser's a move: README,
     "the fifth round"). Widgets outside it (language, seed, presentation mode, the deck) rerun the whole app."""
     st.session_state["_link_params"] = dict(LINK)  # a control the page no longer draws leaves the link
-    page._can_be_called = True  # noqa: SLF001 - Page.run allows one call per app run; a fragment rerun is another
     ui.draw_page(page, page.url_path, HOME)  # the share link also when the page ended early (ui.stop)
 
 

@@ -223,13 +223,10 @@ def run_page_scenario(sc, repeats: int, budget_s: float, timeout_s: float) -> Pa
 
 
 def bench_pages(args) -> tuple[list[PageResult], list[str]]:
-    from streamlit import config as streamlit_config
+    import streamlit as st
     from streamlit.testing.v1 import AppTest
 
-    from harness import disable_legacy_pages_routing
-
-    disable_legacy_pages_routing()  # measure the steady state of a warm server
-    streamlit_config.set_option("client.showErrorDetails", "full")  # not redacted, so a failure says why
+    st.set_option("client.showErrorDetails", "full")  # not redacted, so a failure says why
     log("pages: warming the process up (imports, first run)...")
     t0 = time.perf_counter()
     AppTest.from_file(str(ROOT / "app.py"), default_timeout=args.timeout).run()

@@ -36,17 +36,21 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from streamlit.proto.Alert_pb2 import Alert  # noqa: E402
-from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
-from streamlit.proto.NumberInput_pb2 import NumberInput  # noqa: E402
-from streamlit.proto.Slider_pb2 import Slider  # noqa: E402
-from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 from websockets.asyncio.client import ClientConnection, connect  # noqa: E402
 from websockets.exceptions import ConnectionClosed, InvalidHandshake  # noqa: E402
 
 from attn_core.views import PAGES  # noqa: E402
 from ui.plotly_live import NAME as LIVE_PLOT  # noqa: E402 - the component a browser's charts come in
+from ui.streamlit_compat import (  # noqa: E402 - Streamlit's websocket protocol
+    STREAM_PATH,
+    STREAM_SUBPROTOCOL,
+    Alert,
+    BackMsg,
+    ForwardMsg,
+    NumberInput,
+    Slider,
+    WidgetState,
+)
 
 # ---------------------------------------------------------------- limits and defaults (edit here)
 MAX_STUDENTS, MAX_MOVES, MAX_SECONDS = 500, 100, 3600
@@ -200,10 +204,10 @@ class Tab:
         return f"{self.base}/{self.page_path}" + (f"?{q}" if q else "")
 
     async def open(self) -> None:
-        ws_url = "ws" + self.base[len("http") :] + "/_stcore/stream"
+        ws_url = "ws" + self.base[len("http") :] + STREAM_PATH
         self.ws = await connect(
             ws_url,
-            subprotocols=["streamlit"],
+            subprotocols=[STREAM_SUBPROTOCOL],
             max_size=None,
             max_queue=4096,
             ping_interval=None,

@@ -27,9 +27,9 @@ for p in (ROOT, ROOT / "bench"):
         sys.path.insert(0, str(p))
 
 import hall  # noqa: E402
-from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 
 from harness import start_server  # noqa: E402
+from ui.streamlit_compat import WidgetState  # noqa: E402
 
 hall.WIDGET_KINDS.add("button")  # a runner presses its page's Start button
 START = {"lab": "lab_run", "complexity": "cx_run", "kv_cache": "kv_run", "mla": "mla_run"}  # the Start button keys

@@ -32,7 +32,8 @@ IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 #: A page script (``add_init_script``) that tells the functions in ``window.__wsTaps`` of every binary websocket
 #: message: ``tap(dir, fields, t)`` with ``dir`` "open", "in" (a ForwardMsg) or "out" (a BackMsg), the message's
 #: top-level protobuf field numbers (ForwardMsg: 4 new_session, 5 delta, 6 script_finished, 9 session_status;
-#: BackMsg: 11 rerun_script) and ``performance.now()``.
+#: BackMsg: 11 rerun_script; Streamlit's numbers, ``ui.streamlit_compat.FORWARD_MSG_FIELDS`` and ``BACK_MSG_FIELDS``,
+#: checked by tests/app/test_streamlit_compat.py) and ``performance.now()``.
 WS_TAP_JS = r"""
 (() => {
   if (window.__wsTaps) return;
@@ -167,25 +168,3 @@ def read_serve_state(run_dir: Path) -> dict:
     """The supervisor's ``serve.json`` (empty before its first write)."""
     path = run_dir / "serve.json"
     return json.loads(path.read_text()) if path.exists() else {}
-
-
-def disable_legacy_pages_routing() -> None:
-    """Make every AppTest run go through app.py's st.navigation, as a warm server does.
-
-    AppTest resets Streamlit's legacy ``pages/`` routing flag before every run, so each
-    rerun would first execute the page script alone (the first-visitor case that
-    ``ui.page_guard`` repairs with an extra rerun, tested in the browser tests). That
-    makes reruns drop the sidebar's widget values; tests want the steady state.
-    """
-    from streamlit.runtime.pages_manager import PagesManager
-
-    if getattr(PagesManager.__init__, "_attn_patched", False):
-        return
-    original = PagesManager.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    init._attn_patched = True
-    PagesManager.__init__ = init

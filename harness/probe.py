@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import runpy
 import sys
 import threading
 import time
@@ -56,10 +57,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.every <= 0:
         ap.error("--every must be positive")
     threading.Thread(target=_watch, args=(args.out, args.every, threading.Event()), daemon=True).start()
-    from streamlit.web import cli
-
     sys.argv = ["streamlit", *theirs]
-    cli.main()
+    runpy.run_module("streamlit", run_name="__main__", alter_sys=True)  # as ``python -m streamlit <args>``
 
 
 if __name__ == "__main__":

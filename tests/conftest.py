@@ -31,14 +31,9 @@ from attn_core.views import PAGES  # noqa: E402
 DEFAULT_PAGE = next(p.script for p in PAGES if p.default)
 
 
-from harness import disable_legacy_pages_routing  # noqa: E402 - shared with bench/
-
-disable_legacy_pages_routing()
-
-
 @pytest.fixture
 def app_test():
-    """Factory: ``app_test(page="pages/heatmaps.py", query={...})`` returns a run AppTest of the whole app."""
+    """Factory: ``app_test(page="app_pages/heatmaps.py", query={...})`` returns a run AppTest of the whole app."""
     from streamlit.testing.v1 import AppTest
 
     def make(page: str | None = None, query: dict[str, str] | None = None, session: dict | None = None):

@@ -15,6 +15,7 @@ results (``st.cache_data`` copies them for every caller).
 - :mod:`ui.tokenmaps`: the head grid with its click layer and one query token followed through a KV group;
 - :mod:`ui.responsive`: phones and small laptops (the responsive CSS, titles and boxes for phones);
 - :mod:`ui.streamlit_compat`: every use of Streamlit's private internals, each with a contract test;
+- ``ui/assets/``: the stylesheets and scripts sent to the browser, read once per process (:func:`ui.core.asset`);
 - :mod:`ui.decks`: lecture decks (the slide bar and clicker, the deck panel), used by app.py.
 """
 
@@ -38,7 +39,6 @@ from .frame import (
     apply_presentation,
     draw_page,
     link_box,
-    page_guard,
     route_home_alias,
     share_link,
     sidebar,
@@ -110,7 +110,6 @@ __all__ = [
     "note_cut",
     "notices",
     "open_zoom",
-    "page_guard",
     "pow2_slider",
     "present",
     "random_weights_note",

@@ -39,6 +39,7 @@ from attn_core.runtime.guard import run_with_fallback
 from .charts import Drawn, drawn
 from .core import count, device, style, t
 from .output import show_error
+from .streamlit_compat import end_run, rerun_waiting
 
 MAX_ENTRIES = 96  # results kept per server (the largest, 64 pooled heads at 8192 tokens, are about 1 MB)
 
@@ -342,15 +343,10 @@ def _end_if_rerun_waits() -> None:
     """End the script here when a rerun waits for it. A page runs as a fragment (app.py), and Streamlit lets a
     fragment's rerun (Stop, or any control of the page) wait for the run in progress instead of interrupting it:
     a live run asks at each step and while it queues, and stops as an interrupted run did (the rerun then runs).
-    Reads Streamlit's pending request (``ScriptRequests._state``, private: ``tests/e2e/test_live_turns.py``
+    Reads Streamlit's pending request (:func:`ui.streamlit_compat.rerun_waiting`; ``tests/e2e/test_live_turns.py``
     and the lab's and the live decode's browser tests fail if it stops working)."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-    from streamlit.runtime.scriptrunner_utils.exceptions import StopException
-    from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
-
-    requests = getattr(get_script_run_ctx(suppress_warning=True), "script_requests", None)
-    if getattr(requests, "_state", None) == ScriptRequestType.RERUN:
-        raise StopException()
+    if rerun_waiting():
+        end_run()
 
 
 def _wait_turn(slots: RunSlots, bar: Any) -> float:

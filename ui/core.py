@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -13,6 +15,23 @@ from attn_core.i18n import count as count_in
 from attn_core.runtime.config import ConfigError
 
 BIND = "query-params"
+ASSETS = Path(__file__).resolve().parent / "assets"  # the CSS and JavaScript the app sends to the browser
+
+
+@functools.cache
+def asset(name: str) -> str:
+    """The text of ``ui/assets/<name>`` (a stylesheet or a script), read once per process."""
+    return (ASSETS / name).read_text(encoding="utf-8")
+
+
+def style_tag(name: str) -> str:
+    """The stylesheet ``ui/assets/<name>`` as a ``<style>`` element."""
+    return f"<style>\n{asset(name)}</style>"
+
+
+def script_tag(name: str) -> str:
+    """The script ``ui/assets/<name>`` as a ``<script>`` element."""
+    return f"<script>\n{asset(name)}</script>"
 
 
 NOTICES = "_control_notices"  # session-state key: notices about the controls, drawn below the controls box
@@ -135,14 +154,6 @@ def _write_url(key: str, value: str, default: str) -> None:
             st.query_params[key] = value
     except Exception:  # noqa: BLE001 - URL sync is best effort; the page must still render
         pass
-
-
-def _page_id() -> str:
-    """The running page's script hash (which page of the app this run draws)."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    return ctx.page_script_hash if ctx is not None else ""
 
 
 def present() -> bool:

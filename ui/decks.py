@@ -22,6 +22,7 @@ from attn_core.runtime.config import ConfigError
 
 from .core import _url_raw, _write_url, lang, present, t
 from .output import lazy_expander, show_error
+from .streamlit_compat import unbind_query_params
 
 STEP_KEYS = ("slide", "kv_token")  # ui.slide_controls steppers: the link counts from 1, session state from 0
 GLOBAL_KEYS = ("seed", "present", *STEP_KEYS)  # link parameters every page may hold besides its own controls
@@ -159,16 +160,8 @@ def _switch(script: str) -> None:
     Streamlit 1.67 refuses to replace an address that holds parameters bound to widgets (``?lang=zh``, a slider's
     ``?n_heads=8``): their bindings are dropped first, and each widget binds again when the next run draws it.
     """
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
     keep = {k: v for k in ("lang", "present") if (v := _url_raw(k)) is not None}
-    ctx = get_script_run_ctx()
-    if ctx is not None:
-        with ctx.session_state.query_params() as qp:
-            for key in list(qp):
-                binding = qp.get_binding_for_param(key)
-                if binding is not None:
-                    qp.unbind_widget(binding.widget_id)
+    unbind_query_params()
     st.switch_page(script, query_params=keep)
 
 
@@ -192,7 +185,7 @@ def follow(current: str) -> None:
 
 def bar() -> None:
     """Over the page while a deck is open: the slide's number, title and sentence, Previous and Next (the clicker
-    keys press them: :data:`ui.frame.CLICKER_JS`); in slide mode one slim line, the sentence under it. The link
+    keys press them: ``ui/assets/clicker.js``); in slide mode one slim line, the sentence under it. The link
     parameters ``deck`` and ``deck_at`` join the share link."""
     if not is_open():
         return

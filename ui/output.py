@@ -50,7 +50,7 @@ def show_figure(
         figures.apply_fonts(fig, style())
     select = {"on_select": on_select, "selection_mode": "points"} if on_select is not None else {}
     selectable = on_select is not None
-    if present():  # slide mode: the chart takes the height the slide leaves it (ui.frame.PRESENT_CSS), no menu
+    if present():  # slide mode: the chart takes the height the slide leaves it (ui/assets/present.css), no menu
         plotly_chart(st, slide_figure(fig), selectable, key=key, height="stretch", **select)
         return
     phone_title(*figure_title(fig))  # a title wider than a phone, written above the chart there

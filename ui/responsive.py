@@ -20,6 +20,8 @@ import streamlit as st
 from attn_core import figures
 from attn_core.figures import phone
 
+from .core import style_tag
+
 __all__ = ["PHONE_MAX", "apply_responsive", "is_phone", "phone_box", "phone_copies", "phone_title"]
 
 PHONE_MAX = 640  # px: below this the page is laid out for a phone
@@ -28,48 +30,11 @@ SCROLL_PX = 860  # px: a chart of several panels side by side keeps this width o
 # a diagram, a long axis title): chart key -> drawn width in px on a phone
 WIDE_CHARTS = {"kv_maps": 760, "mla_flow": 640, "kv_memory": 560, "kv_tensors": 1200}
 
-CSS = f"""
-<style>
-  /* segmented controls and their labels wrap onto a second row rather than clip ("Paddin…") */
-  [data-testid="stButtonGroup"] > div:has(> button) {{ flex-wrap: wrap; overflow: visible; }}
-  [data-testid="stButtonGroup"] button, [data-testid="stButtonGroup"] button * {{ text-overflow: clip; }}
-  /* toggle and checkbox labels wrap inside their column */
-  [data-testid="stCheckbox"] label, [data-testid="stCheckbox"] label * {{ white-space: normal; min-width: 0; }}
-  /* a chart's title written as text for a phone, and the one-head view of a grid: phones only */
-  [data-testid="stElementContainer"]:has(.attn-phone-title) {{ display: none; }}
-  .attn-phone-head {{ font-weight: 600; line-height: 1.35; }}
-  .attn-phone-head .attn-sub {{ font-weight: 400; font-size: 0.85rem; }}
-  .attn-phone-title {{ font-weight: 600; font-size: 1rem; line-height: 1.35; overflow-wrap: anywhere; }}
-  .attn-phone-title .attn-sub {{ font-weight: 400; font-size: 0.8rem; }}
-  @media (min-width: {PHONE_MAX + 1}px) {{  /* the wrapper too: slide mode's flex layout would give it room */
-    div[class*="st-key-phone__"], [data-testid="stLayoutWrapper"]:has(> div[class*="st-key-phone__"]) {{
-      display: none !important; }}
-  }}
-  @media (max-width: {PHONE_MAX}px) {{
-    div[class*="st-key-wide__"], [data-testid="stLayoutWrapper"]:has(> div[class*="st-key-wide__"]) {{
-      display: none !important; }}
-    [data-testid="stElementContainer"]:has(.attn-phone-title) {{ display: block; margin-bottom: -0.5rem; }}
-    [data-testid="stElementContainer"]:has(.attn-phone-title) + * .gtitle {{
-      display: none;
-    }}
-    /* plotly's toolbar would sit over the title; zoom and pan take two hands on a phone anyway */
-    .js-plotly-plot .modebar-container {{ display: none !important; }}
-    /* a chart of panels side by side keeps a readable width and scrolls sideways in its own box */
-    div[class*="st-key-scroll__"] {{ overflow-x: auto; overflow-y: hidden; }}
-    div[class*="st-key-scroll__"] [data-testid="stElementContainer"] {{ min-width: var(--attn-chart-px, {SCROLL_PX}px); }}
-    /* the head picker scrolls sideways (swipe) instead of wrapping into many rows */
-    div[class*="st-key-phone__"] [data-testid="stButtonGroup"] > div:has(> button) {{
-      flex-wrap: nowrap; overflow-x: auto; scrollbar-width: thin;
-    }}
-    div[class*="st-key-phone__"] [data-testid="stButtonGroup"] button {{ flex: 0 0 auto; min-width: 2.6rem; }}
-  }}
-</style>
-"""
-
 
 def apply_responsive() -> None:
-    """The responsive CSS; call once per run (app.py does, next to ``ui.apply_presentation()``)."""
-    st.html(CSS)
+    """The responsive CSS (``ui/assets/responsive.css``: its widths are :data:`PHONE_MAX` and :data:`SCROLL_PX`);
+    call once per run (app.py does, next to ``ui.apply_presentation()``)."""
+    st.html(style_tag("responsive.css"))
 
 
 def _columns(fig: Any) -> int:

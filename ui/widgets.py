@@ -17,7 +17,6 @@ from .core import (
     NOTICES,
     Notice,
     _notice_if_replaced,
-    _page_id,
     _parse_number,
     _remember,
     _url_raw,
@@ -26,6 +25,7 @@ from .core import (
     seed,
     t,
 )
+from .streamlit_compat import page_script_hash
 
 
 def int_slider(
@@ -277,7 +277,7 @@ def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", cont
     value, notice = _kv_wanted(n_heads, options, fallback, key)
     if len(options) == 1:  # one query head: one KV head, said instead of a slider that cannot move
         st.session_state[f"_{key}_last"] = (n_heads, 1)
-        st.session_state[f"_{key}_page"] = _page_id()
+        st.session_state[f"_{key}_page"] = page_script_hash()
         box.markdown(t("ui.only_value", label=t("ctl.n_kv_heads"), value=kv_label(1, 1)))
         if notice is not None:
             _control_notice(notice, box)
@@ -289,12 +289,12 @@ def kv_heads_select(n_heads: int, default: int, *, key: str = "n_kv_heads", cont
     if value is not None and value != current:
         st.session_state[key] = value
         assigned = True
-    elif current is not None and st.session_state.get(f"_{key}_page") != _page_id():
+    elif current is not None and st.session_state.get(f"_{key}_page") != page_script_hash():
         # Widget ids include the page, so after a page switch the value under this key belongs to the
         # previous page's widget; re-assigning it makes this page's new widget start from it, not from 1.
         st.session_state[key] = current
         assigned = True
-    st.session_state[f"_{key}_page"] = _page_id()
+    st.session_state[f"_{key}_page"] = page_script_hash()
 
     def fmt(d: int) -> str:
         return kv_label(n_heads, d)
@@ -387,7 +387,7 @@ def controls_box() -> Iterator[Any]:
     """Where a page puts its controls (``with ui.controls_box():``): inline, or folded into a compact bar in
     presentation mode. Notices about the controls (:func:`_control_notice`) are drawn below the box when it
     closes, so that a notice never pushes a control down."""
-    if present():  # slide mode places the keyed bar at the slide's top right (ui.frame.PRESENT_CSS)
+    if present():  # slide mode places the keyed bar at the slide's top right (ui/assets/present.css)
         box = st.expander(t("ui.controls"), expanded=False, icon=":material/tune:", key="slide_controls")
     else:
         box = st.container()
@@ -410,7 +410,7 @@ def drawer() -> Any:
 
 
 def title(key: str) -> None:
-    """The page's title (``ui.title("heatmap.title")``, first thing after :func:`page_guard`). In slide mode with a
+    """The page's title (``ui.title("heatmap.title")``, the first thing a page draws). In slide mode with a
     lecture deck open the deck's bar already holds the slide's own title as the slide's heading, so the page's
     is left out: one title a slide, and the room for the chart."""
     from . import decks as deck_ui
@@ -436,17 +436,17 @@ def _shift_slide(key: str, step: int, n: int) -> None:
 
 def slide_controls(key: str, n: int) -> int:
     """Previous / Next buttons over ``n`` slides; returns the index. The clicker keys (Page Down / Page Up, arrows,
-    space: :data:`ui.frame.CLICKER_JS`) press them, or a lecture deck's when one is open.
+    space: ``ui/assets/clicker.js``) press them, or a lecture deck's when one is open.
 
     The index lives in session state and in the URL (``?slide=3``), so a bookmark
     opens the lecture at the same step.
     """
     seen_on = st.session_state.get(f"_{key}_page")  # a deck's slide sets the index and clears this
-    if key not in st.session_state or (seen_on is not None and seen_on != _page_id()):  # new, or another page's
+    if key not in st.session_state or (seen_on is not None and seen_on != page_script_hash()):  # new, or another page's
         num = _parse_number(_url_raw(key))
         st.session_state[key] = int(num) - 1 if num is not None and 1 <= num <= n and num == int(num) else 0
     idx = min(max(int(st.session_state[key]), 0), n - 1)
-    st.session_state[key], st.session_state[f"_{key}_page"] = idx, _page_id()
+    st.session_state[key], st.session_state[f"_{key}_page"] = idx, page_script_hash()
     with st.container(key=f"slide_nav_{key}"):  # the clicker keys press the lowest of these that can move
         left, mid, right = st.columns([1, 3, 1], vertical_alignment="center")
         left.button(

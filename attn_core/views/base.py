@@ -195,7 +195,7 @@ class PageChecks:
 class PageSpec:
     """One page of the app, listed once in :data:`attn_core.views.PAGES`.
 
-    ``name`` is the page's file stem (``pages/<name>.py``), its URL path, its
+    ``name`` is the page's file stem (``app_pages/<name>.py``), its URL path, its
     command-line name and the name of its view-model module ``attn_core.views.<name>``,
     which defines ``Params``, ``views(params, style, which=None, device="cpu")`` and,
     when the page picks one view at a time, ``VIEW_FIELD`` (the Params field that
@@ -210,7 +210,7 @@ class PageSpec:
 
     @property
     def script(self) -> str:
-        return f"pages/{self.name}.py"
+        return f"app_pages/{self.name}.py"
 
     @property
     def module(self) -> ModuleType:

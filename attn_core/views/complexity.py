@@ -1,7 +1,7 @@
 """The cost page's view model: attention's FLOPs and memory counted stage by stage, measured against n, prefill
 against decode per token, and the course note's complexity formula corrected.
 
-The page (``pages/complexity.py``) and the command line (``python -m attn_core.export --page complexity``) turn a
+The page (``app_pages/complexity.py``) and the command line (``python -m attn_core.export --page complexity``) turn a
 :class:`Params` into counts (:mod:`attn_core.complexity.stages`) and measurements, and draw them with
 :mod:`attn_core.figures.complexity`. Every sentence that concludes is chosen from the numbers it reports.
 """

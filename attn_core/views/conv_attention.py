@@ -1,7 +1,7 @@
 """The "Attention as convolution" page's view model: quadratic-encoding heads in 1-D and 2-D, K² of them against
 ``conv2d``, the α sweep and the analogy (Cordonnier, Loukas & Jaggi, ICLR 2020; :mod:`attn_core.conv.attention`).
 
-The page (``pages/conv_attention.py``) and the command line (``python -m attn_core.export --page conv_attention``)
+The page (``app_pages/conv_attention.py``) and the command line (``python -m attn_core.export --page conv_attention``)
 run the same steps and figure builders; every sentence that concludes is chosen from the numbers it reports.
 """
 

@@ -1,6 +1,6 @@
 """The attention-heatmaps page's view model: its Params, its steps and its charts.
 
-The page (``pages/heatmaps.py``) and the command line (``python -m attn_core.export
+The page (``app_pages/heatmaps.py``) and the command line (``python -m attn_core.export
 --page heatmaps``) both turn a :class:`Params` into the seeded layer
 (:meth:`Params.layer`, an attention source), compute through the steps below and
 draw with the builders below, so a slide matches the screen.

@@ -1,6 +1,6 @@
 """The KV-cache memory page's view model: its Params, its steps, its charts and what it says.
 
-The page (``pages/kv_cache.py``) and the command line (``python -m attn_core.export
+The page (``app_pages/kv_cache.py``) and the command line (``python -m attn_core.export
 --page kv_cache``) both turn a :class:`Params` into a :class:`Calculator` (the
 model's cache layouts, the device memory, the weights), the live decode's
 :class:`DecodeSpec` and prefill against decode's :class:`PrefillSpec`, and draw

@@ -1,6 +1,6 @@
 """The KV-sharing page's view model (MHA, GQA, MQA): its Params, its steps, its texts and its charts.
 
-The page (``pages/kv_sharing.py``) and the command line (``python -m attn_core.export
+The page (``app_pages/kv_sharing.py``) and the command line (``python -m attn_core.export
 --page kv_sharing``) both turn a :class:`Params` into the seeded layer
 (:meth:`Params.layer`, an attention source), run the steps below and draw with the
 builders of :mod:`attn_core.figures.kv`, in the same order, so a slide matches the screen.

@@ -1,6 +1,6 @@
 """The MLA page's view model: multi-head latent attention's data flow, its two paths, its cache and its costs.
 
-The page (``pages/mla.py``) and the command line (``python -m attn_core.export --page mla``) build the layer
+The page (``app_pages/mla.py``) and the command line (``python -m attn_core.export --page mla``) build the layer
 of :mod:`attn_core.mla.attention` from a :class:`Params` (a DeepSeek preset or the dimensions), run it through the
 steps below and draw with :mod:`attn_core.figures.mla` and the heatmaps page's grid (the layer is an
 attention source). Every sentence that concludes is chosen from the numbers it reports.

@@ -1,6 +1,6 @@
 """The pretrained-models page's view model: a real model's head roles, layers, heads, generation and score scale.
 
-The page (``pages/models.py``) and the command line (``python -m attn_core.export --page models``)
+The page (``app_pages/models.py``) and the command line (``python -m attn_core.export --page models``)
 both load the model (:func:`attn_core.pretrained.models.load_model`), turn a :class:`Params` into the text the
 model reads (:func:`model_input`), capture one layer's queries and keys (:func:`capture`, an attention
 source) and draw through the heatmaps page's steps and builders, so a real head is drawn exactly as

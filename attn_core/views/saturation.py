@@ -1,6 +1,6 @@
 """The softmax-saturation page's view model: its Params, its steps and its charts.
 
-The page (``pages/saturation.py``) and the command line (``python -m attn_core.export
+The page (``app_pages/saturation.py``) and the command line (``python -m attn_core.export
 --page saturation``) both turn a :class:`Params` into the sequences drawn
 (:attr:`Params.sampling`), compute through the steps below and draw with the views
 below, so a slide matches the screen. The page shows the six views in the order of

@@ -51,8 +51,8 @@ def test_the_link_box_escapes_the_link_and_the_hall_reads_it_back():
 @pytest.mark.parametrize(
     "page, query, error",
     [
-        ("pages/conv_attention.py", {}, None),  # its 1-D view ends the page early (ui.stop)
-        ("pages/kv_sharing.py", {"text": ""}, "the text has no tokens"),  # bad input: said, then the page stops
+        ("app_pages/conv_attention.py", {}, None),  # its 1-D view ends the page early (ui.stop)
+        ("app_pages/kv_sharing.py", {"text": ""}, "the text has no tokens"),  # bad input: said, then the page stops
     ],
 )
 def test_a_page_that_ends_early_keeps_its_share_link_and_deck_panel(app_test, page, query, error):
@@ -65,7 +65,7 @@ def test_a_page_that_ends_early_keeps_its_share_link_and_deck_panel(app_test, pa
     assert [str(e.value)[: len(error)] for e in at.error] == ([error] if error else [])
     boxes = [e.proto.body for e in at.sidebar.get("html") if e.proto.body.startswith('<div class="attn-link">')]
     assert len(boxes) == 1, "no share link in the sidebar"
-    name = page.removeprefix("pages/").removesuffix(".py")
+    name = page.removeprefix("app_pages/").removesuffix(".py")
     want = f"/{name}" + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
     assert html.unescape(re.search(r"<code>([^<]*)</code>", boxes[0]).group(1)) == want
     assert translate("deck.panel", "en") in [e.label for e in at.sidebar.expander]

@@ -13,14 +13,14 @@ MAX_CHART_BYTES = 2_000_000
 LONG = {"source": "synthetic", "seq_len": "8192", "n_heads": "64", "n_kv_heads": "8"}
 
 CASES = [
-    ("pages/heatmaps.py", {**LONG, "mask": "causal"}),
-    ("pages/heatmaps.py", {**LONG, "view": "zoom", "head": "63", "pool": "mean"}),
-    ("pages/heatmaps.py", {**LONG, "view": "zoom", "zoom_size": "512", "q_start": "7680", "k_start": "7680"}),
-    ("pages/heatmaps.py", {**LONG, "view": "steps", "head_dim": "256", "n_heads": "16", "n_kv_heads": "16"}),
-    ("pages/heatmaps.py", {**LONG, "view": "entropy", "n_heads": "64", "n_kv_heads": "1"}),
-    ("pages/kv_cache.py", {"model": "deepseek-v3", "seq_len": "1048576", "batch": "256", "stack_weights": "true"}),
+    ("app_pages/heatmaps.py", {**LONG, "mask": "causal"}),
+    ("app_pages/heatmaps.py", {**LONG, "view": "zoom", "head": "63", "pool": "mean"}),
+    ("app_pages/heatmaps.py", {**LONG, "view": "zoom", "zoom_size": "512", "q_start": "7680", "k_start": "7680"}),
+    ("app_pages/heatmaps.py", {**LONG, "view": "steps", "head_dim": "256", "n_heads": "16", "n_kv_heads": "16"}),
+    ("app_pages/heatmaps.py", {**LONG, "view": "entropy", "n_heads": "64", "n_kv_heads": "1"}),
+    ("app_pages/kv_cache.py", {"model": "deepseek-v3", "seq_len": "1048576", "batch": "256", "stack_weights": "true"}),
     (
-        "pages/kv_cache.py",
+        "app_pages/kv_cache.py",
         {
             "model": "custom",
             "n_heads": "128",
@@ -31,7 +31,7 @@ CASES = [
             "y_scale": "linear",
         },
     ),
-    ("pages/conv_attention.py", {"view": "image", "image_size": "64", "k": "7", "alpha": "0.05"}),  # 49 heads' maps
+    ("app_pages/conv_attention.py", {"view": "image", "image_size": "64", "k": "7", "alpha": "0.05"}),  # 49 heads' maps
 ]
 # and every registered page as it opens, so a new page is measured as soon as it exists
 CASES += [(p.script, {}) for p in PAGES]

@@ -11,7 +11,7 @@ from attn_core.views import complexity as cv
 from tests.conftest import no_exception
 from tests.util import arr, chart_specs
 
-PAGE = "pages/complexity.py"
+PAGE = "app_pages/complexity.py"
 
 
 def texts(at) -> str:

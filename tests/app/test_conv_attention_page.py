@@ -16,7 +16,7 @@ from attn_core.views import conv_attention as cv
 from tests.conftest import no_exception
 from tests.util import arr, chart_specs
 
-PAGE = "pages/conv_attention.py"
+PAGE = "app_pages/conv_attention.py"
 
 
 def texts(at) -> str:

@@ -66,18 +66,18 @@ PAGES = {
 
 # examples that once failed, kept as regression tests
 REGRESSIONS = [
-    ("pages/heatmaps.py", {"n_heads": "12", "n_kv_heads": "5"}),
-    ("pages/heatmaps.py", {"mask": "padding", "pad_len": "0"}),
-    ("pages/heatmaps.py", {"cross": "true", "mask": "causal"}),
-    ("pages/heatmaps.py", {"source": "synthetic", "seq_len": "1", "mask": "padding"}),
-    ("pages/heatmaps.py", {"text": "   ", "view": "steps"}),
-    ("pages/heatmaps.py", {"view": "steps", "head": "63", "n_heads": "4"}),
+    ("app_pages/heatmaps.py", {"n_heads": "12", "n_kv_heads": "5"}),
+    ("app_pages/heatmaps.py", {"mask": "padding", "pad_len": "0"}),
+    ("app_pages/heatmaps.py", {"cross": "true", "mask": "causal"}),
+    ("app_pages/heatmaps.py", {"source": "synthetic", "seq_len": "1", "mask": "padding"}),
+    ("app_pages/heatmaps.py", {"text": "   ", "view": "steps"}),
+    ("app_pages/heatmaps.py", {"view": "steps", "head": "63", "n_heads": "4"}),
     # found by the fuzz: a fractional n_kv_heads was replaced silently; a bool on a non-default page was
     # swallowed when that page was reached after another page
-    ("pages/heatmaps.py", {"scaling": "12", "n_kv_heads": "1.5"}),
-    ("pages/saturation.py", {"scaling": "1.5", "row": "<script>alert(1)</script>", "dist": "5"}),
-    ("pages/kv_sharing.py", {"n_heads": "12", "n_kv_heads": "5", "kv_view": "maps"}),
-    ("pages/kv_cache.py", {"model": "custom", "n_heads": "7", "n_kv_heads": "2", "seq_len": "1000000"}),
+    ("app_pages/heatmaps.py", {"scaling": "12", "n_kv_heads": "1.5"}),
+    ("app_pages/saturation.py", {"scaling": "1.5", "row": "<script>alert(1)</script>", "dist": "5"}),
+    ("app_pages/kv_sharing.py", {"n_heads": "12", "n_kv_heads": "5", "kv_view": "maps"}),
+    ("app_pages/kv_cache.py", {"model": "custom", "n_heads": "7", "n_kv_heads": "2", "seq_len": "1000000"}),
 ]
 
 
@@ -168,7 +168,7 @@ TEXTS = [
 
 
 def test_fuzz_text_widget_values(app_test):
-    at = app_test("pages/heatmaps.py")
+    at = app_test("app_pages/heatmaps.py")
     for text in TEXTS:
         at.text_area(key="text").set_value(text).run()
         no_exception(at)
@@ -245,7 +245,7 @@ def test_every_view_at_the_extremes(app_test, case):
     live = {"generate": "gen_run", "decode": "mla_run", "measured": "cx_run"}.get(
         query.get("view")
     )  # a live run waits for its Start
-    live = "lab_run" if page == "pages/lab.py" else live
+    live = "lab_run" if page == "app_pages/lab.py" else live
     ready = live is not None and (live in [b.key for b in at.button] or at.info)
     assert shown or ready, f"{query}: nothing drawn, no message and nothing to start"
 

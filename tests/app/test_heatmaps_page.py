@@ -11,7 +11,7 @@ from attn_core.runtime.config import AttentionConfig
 from tests.conftest import no_exception
 from tests.util import arr, chart_specs, grid_heads, grid_labels
 
-PAGE = "pages/heatmaps.py"
+PAGE = "app_pages/heatmaps.py"
 DEFAULT_TEXT = "The cat sat on the mat because it was tired ."
 
 

@@ -13,7 +13,7 @@ from tests.conftest import no_exception
 from tests.util import arr, chart_specs, decoded
 from ui.compute import LiveRun
 
-PAGE = "pages/kv_cache.py"
+PAGE = "app_pages/kv_cache.py"
 GiB = 1024**3
 
 
@@ -525,7 +525,7 @@ def test_another_page_opens_at_its_first_slide_and_this_one_keeps_its_own(app_te
     no_exception(at)
     assert at.session_state["slide"] == 2 and "kv_tensors" in {s["layout"]["uirevision"] for s in chart_specs(at)}
     at.query_params.clear()  # a browser's page link clears the query parameters (AppTest keeps them)
-    at.switch_page("pages/saturation.py").run()
+    at.switch_page("app_pages/saturation.py").run()
     no_exception(at)
     shown = [s["layout"]["title"]["text"] for s in chart_specs(at)]
     assert at.session_state["slide"] == 0 and len(shown) == 1 and shown[0].startswith("Distribution of")  # slide 1

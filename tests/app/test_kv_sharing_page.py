@@ -15,7 +15,7 @@ from attn_core.runtime.config import AttentionConfig
 from tests.conftest import ROOT, no_exception
 from tests.util import arr, chart_specs
 
-PAGE = "pages/kv_sharing.py"
+PAGE = "app_pages/kv_sharing.py"
 TEXT = "The cat sat on the mat because it was tired ."
 T = len(tokenize(TEXT))  # 11
 
@@ -384,7 +384,7 @@ def element_order(at) -> list[tuple[str, str]]:
     return out
 
 
-KV_PAGES = [PAGE, "pages/heatmaps.py"]
+KV_PAGES = [PAGE, "app_pages/heatmaps.py"]
 
 
 @pytest.mark.parametrize("page", KV_PAGES)
@@ -480,7 +480,7 @@ def test_n_heads_help_fits_the_page():
     help_kv = kv_page.slider(key="n_heads").proto.help
     assert "d_model = n_heads × d_k" not in help_kv and "d_model has its own slider" in help_kv
     assert kv_page.slider(key="d_model")  # the slider that help refers to
-    heat = AppTest.from_file(str(ROOT / "pages/heatmaps.py"), default_timeout=600).run()
+    heat = AppTest.from_file(str(ROOT / "app_pages/heatmaps.py"), default_timeout=600).run()
     assert "d_model = n_heads × d_k" in heat.slider(key="n_heads").proto.help  # true there: no d_model slider
 
 
@@ -571,7 +571,7 @@ def test_correlated_source_caption_describes_the_current_groups(n_kv, n_base, mi
 
 def test_the_address_keeps_n_kv_heads_as_a_plain_number(app_test):
     """A link's ?n_kv_heads=4 stays in the address (Streamlit's own binding wrote "4 · GQA" and dropped "4")."""
-    at = app_test("pages/heatmaps.py", query={"n_heads": "12", "n_kv_heads": "4"})
+    at = app_test("app_pages/heatmaps.py", query={"n_heads": "12", "n_kv_heads": "4"})
     no_exception(at)
     assert at.select_slider(key="n_kv_heads").value == 4
     assert at.query_params["n_kv_heads"] == ["4"] or at.query_params["n_kv_heads"] == "4"

@@ -9,7 +9,7 @@ from attn_core.views import kv_cache as kc
 from tests.conftest import no_exception
 from tests.util import chart_specs
 
-PAGE = "pages/kv_cache.py"
+PAGE = "app_pages/kv_cache.py"
 
 
 def tensors(at) -> dict:

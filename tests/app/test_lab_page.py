@@ -12,7 +12,7 @@ from attn_core.views import lab as lv
 from tests.conftest import no_exception
 from tests.util import arr, chart_specs
 
-PAGE = "pages/lab.py"
+PAGE = "app_pages/lab.py"
 SHORT = {"lab_steps": "5"}
 
 
@@ -78,7 +78,7 @@ def test_a_stopped_run_keeps_its_partial_curve(app_test):
 def test_a_finished_run_is_kept_across_page_switches(app_test):
     at = train(app_test(PAGE, query={"experiment": "kv_heads", **SHORT}))
     before = chart_specs(at)
-    at.switch_page("pages/saturation.py").run()
+    at.switch_page("app_pages/saturation.py").run()
     no_exception(at)
     at.switch_page(PAGE).run()
     no_exception(at)

@@ -12,7 +12,7 @@ import ui.output
 from tests.conftest import no_exception
 from tests.util import cli_file
 
-PAGE = "pages/heatmaps.py"
+PAGE = "app_pages/heatmaps.py"
 SHAPE = {"n_heads": "4", "n_kv_heads": "2", "head_dim": "8"}
 
 

@@ -13,7 +13,7 @@ from attn_core.views import mla as mv
 from tests.conftest import no_exception
 from tests.util import arr, chart_specs
 
-PAGE = "pages/mla.py"
+PAGE = "app_pages/mla.py"
 
 
 def texts(at) -> str:

@@ -16,7 +16,7 @@ from attn_core.views import models as mv
 from tests.conftest import no_exception
 from tests.util import arr, chart_specs, grid_heads
 
-PAGE = "pages/models.py"
+PAGE = "app_pages/models.py"
 pytestmark = pytest.mark.usefixtures("smollm2")  # skip (or fail under CI) when the model packages are missing
 
 

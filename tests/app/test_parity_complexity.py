@@ -25,7 +25,7 @@ CASES = [
 
 @pytest.mark.parametrize("query,argv", CASES, ids=[",".join(q) or "defaults" for q, _ in CASES])
 def test_the_page_and_the_command_line_draw_the_same_charts(app_test, query, argv):
-    at = app_test("pages/complexity.py", query=query)
+    at = app_test("app_pages/complexity.py", query=query)
     no_exception(at)
     shown_all = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     cli = cli_specs("complexity", argv)

@@ -12,7 +12,7 @@ from tests.util import arr, cli_specs
 
 
 def test_the_page_and_the_command_line_draw_the_same_curves(app_test):
-    at = app_test("pages/lab.py", query={"experiment": "kv_heads", "lab_steps": "5"})
+    at = app_test("app_pages/lab.py", query={"experiment": "kv_heads", "lab_steps": "5"})
     at.button(key="lab_run").click().run()
     no_exception(at)
     shown_all = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]

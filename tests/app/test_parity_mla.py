@@ -30,7 +30,7 @@ CASES = [
 
 @pytest.mark.parametrize("query,argv", CASES, ids=[",".join(q) or "defaults" for q, _ in CASES])
 def test_the_page_and_the_command_line_draw_the_same_charts(app_test, query, argv):
-    at = app_test("pages/mla.py", query=query)
+    at = app_test("app_pages/mla.py", query=query)
     no_exception(at)
     shown_all = chart_specs(at, phone=False)  # the phone's one-head copy: tests/app/test_responsive.py
     cli = cli_specs("mla", argv)

@@ -259,11 +259,11 @@ def test_budget_message_in_chinese(app_test, monkeypatch):
 
 def test_engine_budget_errors_in_chinese(app_test, monkeypatch):
     monkeypatch.setenv("ATTN_MAX_BYTES", "200000")
-    at = app_test("pages/saturation.py", query={"lang": "zh", "samples": "4096", "seq_len": "200"})
+    at = app_test("app_pages/saturation.py", query={"lang": "zh", "samples": "4096", "seq_len": "200"})
     no_exception(at)
     assert any("超过了" in e.value and "samples" in e.value for e in at.error), [e.value for e in at.error]
     at = app_test(
-        "pages/kv_sharing.py",
+        "app_pages/kv_sharing.py",
         query={"lang": "zh", "d_model": "4096", "n_heads": "64", "head_dim": "256", "kv_view": "maps"},
     )
     no_exception(at)

@@ -57,6 +57,20 @@ def test_only_a_phone_browser_is_told_apart_from_the_user_agent():
     assert [is_phone(agent) for agent, _ in AGENTS] == [phone for _, phone in AGENTS]
 
 
+def test_the_stylesheet_uses_the_python_widths():
+    """``ui/assets/responsive.css`` writes PHONE_MAX, PHONE_MAX + 1 and SCROLL_PX as numbers: they must agree with
+    the Python constants (``phone_box`` sets a chart's own width only when it differs from SCROLL_PX)."""
+    import re
+
+    from ui.core import asset
+    from ui.responsive import PHONE_MAX, SCROLL_PX
+
+    css = re.sub(r"/\*.*?\*/", "", asset("responsive.css"), flags=re.S)  # the header comment names them too
+    assert re.findall(r"@media \(max-width: (\d+)px\)", css) == [str(PHONE_MAX)]
+    assert re.findall(r"@media \(min-width: (\d+)px\)", css) == [str(PHONE_MAX + 1)]
+    assert re.findall(r"var\(--attn-chart-px, (\d+)px\)", css) == [str(SCROLL_PX)]
+
+
 def test_the_grid_comes_with_one_head_of_it_and_a_head_picker(app_test):
     """AppTest sends no User-Agent: a browser we cannot tell gets both (the browser tests check a phone's and a
     desktop's)."""

@@ -14,7 +14,7 @@ from attn_core.saturation.sampling import SamplingSpec as S
 from tests.conftest import ROOT, no_exception
 from tests.util import arr, decoded
 
-PAGE = "pages/saturation.py"
+PAGE = "app_pages/saturation.py"
 
 
 def open_page(app_test, head_dim: int = 64, **session) -> AppTest:
@@ -405,7 +405,7 @@ def test_view_numbers_in_the_texts_match_the_sections(app_test):
 )
 def test_the_maps_caption_says_what_the_measured_weights_show(app_test, query, variant):
     """The sentence under the two maps is chosen from the measured mean largest weight, not a fixed prediction."""
-    at = app_test("pages/saturation.py", query=query)
+    at = app_test("app_pages/saturation.py", query=query)
     no_exception(at)
     d_k = int(query["head_dim"])
     df = sweep().set_index(["d_k", "scaled"])

@@ -16,7 +16,7 @@ from attn_core.runtime.config import AttentionConfig
 from tests.conftest import ROOT, no_exception
 from tests.util import arr, chart_specs, grid_heads
 
-PAGE = "pages/heatmaps.py"
+PAGE = "app_pages/heatmaps.py"
 TEXT = "The cat sat on the mat because it was tired ."
 
 
@@ -97,15 +97,15 @@ def test_heatmap_views_at_one_token_and_one_head(app_test, query):
 @pytest.mark.parametrize(
     "page,query",
     [
-        ("pages/kv_sharing.py", {"n_heads": "1", "kv_view": view})
+        ("app_pages/kv_sharing.py", {"n_heads": "1", "kv_view": view})
         for view in ("diagram", "maps", "costs", "mapping", "convert")
     ]
     + [
-        ("pages/kv_sharing.py", {"n_heads": "1", "kv_view": "convert", "conv_source": "random"}),
-        ("pages/kv_sharing.py", {"n_heads": "8", "n_kv_heads": "8", "kv_view": "maps"}),
-        ("pages/saturation.py", {"seq_len": "2", "row": "5"}),
-        ("pages/saturation.py", {"seq_len": "2", "head_dim": "1"}),
-        ("pages/kv_cache.py", {"model": "custom", "n_heads": "1"}),
+        ("app_pages/kv_sharing.py", {"n_heads": "1", "kv_view": "convert", "conv_source": "random"}),
+        ("app_pages/kv_sharing.py", {"n_heads": "8", "n_kv_heads": "8", "kv_view": "maps"}),
+        ("app_pages/saturation.py", {"seq_len": "2", "row": "5"}),
+        ("app_pages/saturation.py", {"seq_len": "2", "head_dim": "1"}),
+        ("app_pages/kv_cache.py", {"model": "custom", "n_heads": "1"}),
     ],
 )
 def test_other_pages_at_their_smallest_ranges(app_test, page, query):
@@ -141,7 +141,7 @@ def test_int_slider_with_one_value_draws_no_slider():
 
 def test_one_query_head_states_its_one_kv_head_and_the_choice_returns(app_test):
     """With one query head there is one KV head: said, not drawn as a slider; the GQA choice comes back at 8."""
-    at = app_test("pages/heatmaps.py")
+    at = app_test("app_pages/heatmaps.py")
     assert at.select_slider(key="n_kv_heads").value == 2
     at.slider(key="n_heads").set_value(1).run()
     no_exception(at)

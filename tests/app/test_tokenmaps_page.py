@@ -144,7 +144,7 @@ def test_a_models_layer_opens_a_head_and_follows_a_token(app_test):
 
     _shipped("smollm2-135m")  # skips (or fails under CI) when the model packages are missing
     at = app_test(
-        "pages/models.py", query={"view": "layer", "layer": "17"}, session={"focus_token": 4, "focus_group": 2}
+        "app_pages/models.py", query={"view": "layer", "layer": "17"}, session={"focus_token": 4, "focus_group": 2}
     )
     no_exception(at)
     z = grid_z(at)

@@ -63,15 +63,15 @@ def test_second_session_reuses_the_chart_and_another_language_builds_its_own(app
 
     monkeypatch.setattr(hm, "grid_view", counting)
     query = {"seed": "7301", "n_heads": "4", "n_kv_heads": "2"}
-    first = app_test(page="pages/heatmaps.py", query=query)
+    first = app_test(page="app_pages/heatmaps.py", query=query)
     no_exception(first)
     built = len(calls)
     assert built == 1
-    second = app_test(page="pages/heatmaps.py", query=query)
+    second = app_test(page="app_pages/heatmaps.py", query=query)
     no_exception(second)
     assert len(calls) == built, "the same view state was built again for a second session"
     assert chart_specs(second) == chart_specs(first)
-    third = app_test(page="pages/heatmaps.py", query={**query, "lang": "zh"})
+    third = app_test(page="app_pages/heatmaps.py", query={**query, "lang": "zh"})
     no_exception(third)
     assert len(calls) == built + 1 and calls[-1].lang == "zh"
     assert chart_specs(third) != chart_specs(first)

@@ -158,9 +158,7 @@ def test_judge_reads_the_link_as_the_app_writes_it():
 
 
 def test_widget_states_are_what_the_frontend_sends():
-    from streamlit.proto.ButtonGroup_pb2 import ButtonGroup
-    from streamlit.proto.NumberInput_pb2 import NumberInput
-    from streamlit.proto.Slider_pb2 import Slider
+    from ui.streamlit_compat import ButtonGroup, NumberInput, Slider
 
     s = Slider(id="a-head_dim", min=1, max=256, step=1, data_type=Slider.INT, type=Slider.SLIDER)
     s.default[:] = [16]

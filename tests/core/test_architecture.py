@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("attn_core.views",),
     ("attn_core.render", "attn_core.export"),
     ("ui",),
-    ("pages", "app", "server"),
+    ("app_pages", "app", "server"),
 )
 #: engine modules: computations only (no plotly, figures, views, text catalogs, streamlit)
 ENGINE_LAYERS = 3
@@ -104,7 +104,7 @@ def project_files() -> list[Path]:
     return [
         *modules(ENGINE, "**/*.py"),
         *modules(ROOT / "ui"),
-        *modules(ROOT / "pages"),
+        *modules(ROOT / "app_pages"),
         ROOT / "app.py",
         ROOT / "server.py",
     ]
@@ -223,7 +223,7 @@ def test_engine_modules_return_numbers_not_figures(path):
         assert not uses(found, shown), f"the engine computes; {shown} is for showing"
 
 
-@pytest.mark.parametrize("path", modules(ROOT / "pages"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", modules(ROOT / "app_pages"), ids=lambda p: p.name)
 def test_pages_use_only_ui_and_their_view_model(path):
     """A page is layout: streamlit, ui and its own view model (no engine module, no figure module)."""
     own = f"attn_core.views.{path.stem}"
@@ -249,7 +249,7 @@ def functions(folder_or_file: Path):
                 yield f"{path.relative_to(ROOT)}:{node.lineno} {node.name}", n, node.end_lineno - node.lineno + 1
 
 
-@pytest.mark.parametrize("where", ["attn_core", "ui", "pages", "serve"])
+@pytest.mark.parametrize("where", ["attn_core", "ui", "app_pages", "serve"])
 def test_functions_are_short_and_take_few_parameters(where):
     """At most 80 lines and 8 parameters: a longer list is a spec dataclass waiting to be written."""
     too_long = [f"{name} ({n} lines)" for name, _, n in functions(ROOT / where) if n > MAX_LINES]
@@ -278,4 +278,4 @@ def test_every_registered_page_has_its_script_and_view_model():
         assert (ROOT / p.script).is_file(), p.script
         assert controls(p.params), f"{p.name}: Params has no controls"
         assert callable(p.module.views)
-    assert sorted(p.name for p in PAGES) == sorted(s.stem for s in modules(ROOT / "pages"))
+    assert sorted(p.name for p in PAGES) == sorted(s.stem for s in modules(ROOT / "app_pages"))

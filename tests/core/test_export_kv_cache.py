@@ -17,7 +17,7 @@ from tests.util import chart_specs, cli_file, decoded
 from ui.charts import SerialisedFigure
 from ui.output import slide_figure
 
-PAGE = "pages/kv_cache.py"
+PAGE = "app_pages/kv_cache.py"
 GiB = 1024**3
 
 

@@ -21,7 +21,7 @@ from attn_core.views import page
 from tests.core.test_export import need_chromium
 from tests.util import arr, chart_specs, cli_file, decoded
 
-PAGE = "pages/kv_sharing.py"
+PAGE = "app_pages/kv_sharing.py"
 TEXT = "The cat sat on the mat because it was tired ."  # the page's default text
 TOKS = tokenize(TEXT)
 T = len(TOKS)  # 11

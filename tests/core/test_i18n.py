@@ -16,7 +16,7 @@ ZH = json.loads((CATALOG_DIR / "zh.json").read_text(encoding="utf-8"))
 CODE = [
     ROOT / "app.py",
     *sorted((ROOT / "ui").glob("*.py")),
-    *sorted((ROOT / "pages").glob("*.py")),
+    *sorted((ROOT / "app_pages").glob("*.py")),
     *sorted((ROOT / "attn_core").rglob("*.py")),
 ]
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -127,7 +127,7 @@ def hard_coded(path: Path) -> list[str]:
 
 @pytest.mark.parametrize(
     "path",
-    [ROOT / "app.py", *sorted((ROOT / "ui").glob("*.py")), *sorted((ROOT / "pages").glob("*.py"))],
+    [ROOT / "app.py", *sorted((ROOT / "ui").glob("*.py")), *sorted((ROOT / "app_pages").glob("*.py"))],
     ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_no_hard_coded_display_strings(path):

@@ -143,8 +143,6 @@ def test_peak_memory_of_the_page_at_8192_tokens_and_32_heads():
         import sys
         sys.path.insert(0, {str(ROOT)!r})
         from streamlit.testing.v1 import AppTest
-        from tests.conftest import disable_legacy_pages_routing
-        disable_legacy_pages_routing()
         at = AppTest.from_file({str(ROOT / "app.py")!r}, default_timeout=600)
         for k, v in {{"source": "synthetic", "seq_len": "8192", "n_heads": "32", "n_kv_heads": "8"}}.items():
             at.query_params[k] = v

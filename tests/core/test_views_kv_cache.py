@@ -114,7 +114,7 @@ def test_the_decode_s_buffers_and_sentences_follow_its_settings():
         "attn_core/figures/memory.py",
         "attn_core/kv/memory.py",
         "attn_core/kv/cache.py",
-        "pages/kv_cache.py",
+        "app_pages/kv_cache.py",
         "ui/compute.py",
     ],
 )

@@ -115,7 +115,9 @@ def test_server_survives_a_client_leaving_mid_computation(browser, server):
 
 
 def test_first_visitor_of_a_fresh_server_deep_link(browser):
-    """Before a server's first st.navigation call Streamlit routes by the legacy pages/ folder."""
+    """A fresh server's first visitor opening a deep link gets the page inside app.py's navigation and sidebar:
+    the page scripts are in app_pages/, so Streamlit's legacy routing by a pages/ folder, which before a server's
+    first st.navigation call ran the page script alone, stays off (ui.streamlit_compat.LEGACY_PAGES_DIR)."""
     proc, url = start_server()
     try:
         ctx = browser.new_context(viewport={"width": 1280, "height": 900})

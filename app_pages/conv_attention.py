@@ -7,7 +7,6 @@ import ui
 from attn_core.views import conv_attention as cv
 
 P = cv.Params
-ui.page_guard()
 style = ui.style()
 ui.title("conv.title")
 st.caption(ui.t("conv.intro"))

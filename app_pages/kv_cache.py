@@ -7,7 +7,6 @@ import ui
 from attn_core.views import kv_cache as kc
 
 P = kc.Params
-ui.page_guard()
 style = ui.style()
 ui.title("kvcache.title")
 st.caption(ui.t("kvcache.intro", live=ui.t("kvcache.live_header")))

@@ -6,7 +6,6 @@ import ui
 from attn_core.views import kv_sharing as kv
 
 P = kv.Params
-ui.page_guard()
 ui.title("kv.title")
 st.caption(ui.t("kv.intro"))
 ui.random_weights_note()

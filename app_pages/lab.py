@@ -7,7 +7,6 @@ import ui
 from attn_core.views import lab as lv
 
 P = lv.Params
-ui.page_guard()
 style = ui.style()
 ui.title("lab.title")
 st.caption(ui.t("lab.intro"))

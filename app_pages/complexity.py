@@ -7,7 +7,6 @@ import ui
 from attn_core.views import complexity as cv
 
 P = cv.Params
-ui.page_guard()
 style = ui.style()
 ui.title("cx.title")
 st.caption(ui.t("cx.intro"))
@@ -107,7 +106,7 @@ elif p.view == "prefill_decode":
             measured = ui.compute(cv.time_pd, p.shape, cv.pd_lens(p), dev)
     say(cv.pd_sentences(p, measured, style))
     ui.show_views(ui.view(cv.pd_views, p, measured, style), st.columns(2, gap="medium"), "cx_pd_")
-    st.page_link("pages/kv_cache.py", label=ui.t("cx.pd_link"), icon=":material/memory:")
+    st.page_link("app_pages/kv_cache.py", label=ui.t("cx.pd_link"), icon=":material/memory:")
     ui.help_expander("cx.pd_help")
 else:
     st.warning(cv.note_sentence(p, style), icon="📏")

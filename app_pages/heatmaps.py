@@ -8,7 +8,6 @@ import ui
 from attn_core.views import heatmaps as hm
 
 P = hm.Params
-ui.page_guard()
 ui.title("heatmap.title")
 intro = st.empty()  # said once the source is known
 

@@ -6,7 +6,6 @@ import ui
 from attn_core.views import models as mv
 
 P = mv.Params
-ui.page_guard()
 style = ui.style()
 ui.title("models.title")
 st.caption(ui.t("models.intro"))

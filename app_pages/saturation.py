@@ -8,7 +8,6 @@ import ui
 from attn_core.views import saturation as sat
 
 P = sat.Params
-ui.page_guard()
 ui.title("sat.title")
 st.caption(ui.t("sat.intro"))
 

@@ -7,7 +7,6 @@ import ui
 from attn_core.views import mla as mv
 
 P = mv.Params
-ui.page_guard()
 style = ui.style()
 ui.title("mla.title")
 st.caption(ui.t("mla.intro"))
