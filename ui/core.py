@@ -120,8 +120,12 @@ def _notice_if_replaced(key: str, raw: str | None, value: Any, ok: bool, expect:
         st.warning(t("ui.url_replaced", key=key, raw=shown, expect=expect, value=value), icon="⚠️")
 
 
+DRAWN = "_drawn_keys"  # the URL keys of the widgets this run drew (ui.frame.draw_page checks the link against them)
+
+
 def _remember(key: str, value: Any, default: Any) -> None:
-    """Record a control's URL value for the "copy link" box (non-default values only)."""
+    """Record a control's URL value for the "copy link" box (non-default values only), and that it was drawn."""
+    st.session_state.setdefault(DRAWN, set()).add(key)
     link = st.session_state.setdefault("_link_params", {})
     if value == default:
         link.pop(key, None)

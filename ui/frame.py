@@ -53,6 +53,7 @@ def draw_page(page: Any, page_path: str, home: str) -> None:
     share link (:func:`share_link`). app.py calls this in a fragment: ``page`` may run again in each fragment rerun
     (:func:`ui.streamlit_compat.allow_page_rerun`)."""
     allow_page_rerun(page)
+    link_notices(page_path or home)
     token = _IN_DRAW_PAGE.set(True)
     try:
         page.run()
@@ -61,6 +62,42 @@ def draw_page(page: Any, page_path: str, home: str) -> None:
     finally:
         _IN_DRAW_PAGE.reset(token)
         share_link(page_path, home)  # also after an exception: the link still holds the view's settings
+
+
+def _hint(key: str, controls: dict) -> str:
+    """What the link may have meant by ``key``: a setting whose command-line flag it is (``d_k`` for ``head_dim``'s
+    ``--d-k``) or whose name is close, else the page's settings."""
+    import difflib
+
+    from attn_core.views.base import cli_flag
+
+    dash = "--" + key.replace("_", "-")
+    flags = {cli_flag(name, ctl, False): name for name, ctl in controls.items()}
+    near = flags.get(dash) or next(iter(difflib.get_close_matches(key, list(controls), 1, 0.6)), None)
+    if near is not None:
+        return t("ui.url_unknown_did_you_mean", name=near)
+    names = [n for n, c in controls.items() if c.kind != "seed" and not c.cli_only]
+    return t("ui.url_unknown_settings", names=", ".join(names[:14]) + (", …" if len(names) > 14 else ""))
+
+
+def link_notices(name: str) -> None:
+    """Say which parameters of the page's link the page does not have (``?d_k=64`` on a page whose setting is
+    ``head_dim``): they are left out, and the notice names what was probably meant. The app's own parameters
+    (language, seed, slide mode, a deck and its slide, the steppers, open sections) are never reported."""
+    from attn_core.views import PAGES
+    from attn_core.views.base import controls
+
+    from .decks import GLOBAL_KEYS, LINK_ONLY, SECTION_PREFIX
+
+    spec = next((p for p in PAGES if p.name == name), None)
+    if spec is None:
+        return
+    ctl = controls(spec.params)
+    for key in list(st.query_params.keys()):
+        if key in ctl or key in GLOBAL_KEYS or key in LINK_ONLY or key.startswith(SECTION_PREFIX):
+            continue
+        raw = str(st.query_params.get(key, ""))[:40]
+        st.info(t("ui.url_unknown", key=key[:40], raw=raw, hint=_hint(key, ctl)), icon="🔗")
 
 
 def route_home_alias(home: str) -> None:

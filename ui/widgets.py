@@ -178,14 +178,29 @@ def _pin_choice(key: str) -> None:
     st.session_state[f"_{key}_pinned"] = st.session_state.get(key)
 
 
+def _cut_text(key: str, max_chars: int) -> None:
+    """A text box's ``on_change``: a text longer than ``max_chars`` keeps its first ``max_chars`` characters, and the
+    next run says so (:func:`text_area`)."""
+    value = st.session_state.get(key) or ""
+    if len(value) > max_chars:
+        st.session_state[key] = value[:max_chars]
+        st.session_state[f"_{key}_cut"] = len(value)
+
+
 def text_area(key: str, default: str, max_chars: int, *, container: Any = None, height: int = 90) -> str:
-    """A text box bound to the URL parameter ``key`` (Streamlit caps the length at ``max_chars``)."""
+    """A text box bound to the URL parameter ``key`` that keeps at most ``max_chars`` characters and says when it cut
+    a text. The browser's own limit (Streamlit's ``max_chars``) is not used: it refuses a longer paste silently and
+    counts an emoji as two characters."""
     box = container or st
     raw = _url_raw(key)
     if raw is not None and len(raw) > max_chars and key not in st.session_state:
         st.session_state[key] = raw[:max_chars]
-        st.warning(t("ui.text_cut", key=key, n=len(raw), limit=max_chars), icon="✂️")
-    value = box.text_area(t(f"ctl.{key}"), value=default, max_chars=max_chars, key=key, bind=BIND, height=height)
+        st.warning(t("ui.text_cut", key=key, n=f"{len(raw):,}", limit=f"{max_chars:,}"), icon="✂️")
+    value = box.text_area(
+        t(f"ctl.{key}"), value=default, key=key, bind=BIND, height=height, on_change=_cut_text, args=(key, max_chars)
+    )
+    if (n := st.session_state.pop(f"_{key}_cut", None)) is not None:
+        st.warning(t("ui.text_pasted_cut", n=f"{n:,}", limit=f"{max_chars:,}"), icon="✂️")
     _remember(key, value, default)
     return value
 
@@ -369,7 +384,9 @@ def token_input(params: type, cut_note: bool = True) -> dict[str, Any]:
     ``cut_note``: say when the text has more tokens than the page's tokenizer keeps (not for a pretrained
     model, which reads the whole text with its own tokenizer).
     """
-    values: dict[str, Any] = {"source": control(params, "source")}
+    # a link that sets the length of synthetic tokens but no source means synthetic tokens (not the text's)
+    synthetic = _url_raw("seq_len") is not None and _url_raw("source") is None
+    values: dict[str, Any] = {"source": control(params, "source", **({"default": "synthetic"} if synthetic else {}))}
     if values["source"] == "text":
         values["text"] = control(params, "text")
         if cut_note:
