@@ -48,7 +48,7 @@ from attn_core.kv.costs import attention_costs
 from attn_core.kv.memory import dtype_bits
 from attn_core.runtime.config import MAX_HEADS, AttentionConfig, ConfigError, attention_kind, check_int, divisors
 from attn_core.runtime.units import binary_unit, format_bytes
-from attn_core.views.base import DEFAULT_TEXT, TokenInput, View, check_choices, control, view_list, with_values  # noqa: F401
+from attn_core.views.base import DEFAULT_TEXT, Shown, TokenInput, View, check_choices, control, view_list, with_values  # noqa: F401
 
 VIEW_FIELD = "kv_view"
 VIEW_NAMES = ("diagram", "maps", "costs", "mapping", "convert")  # the page's views, in its order
@@ -878,3 +878,8 @@ def views(p: Params, style: Style, which: str | Sequence[str] | None = None, dev
     for name in wanted:
         out += VIEW_BUILDERS[name](p, style, device)
     return out
+
+
+def slide_shown(p: Params, style: Style, steps: dict[str, int], device: str = "cpu") -> Shown:
+    """What a slide of this page shows: the current view's charts (``p.kv_view``) and the summary line."""
+    return Shown(views(p, style, p.kv_view, device), [summary(p, style)])

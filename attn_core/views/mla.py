@@ -22,7 +22,7 @@ from attn_core.mla import attention as eng
 from attn_core.runtime.config import check_kv_heads
 from attn_core.runtime.units import format_bytes, format_tokens
 from attn_core.views import heatmaps as hm
-from attn_core.views.base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
+from attn_core.views.base import Shown, View, check_choices, control, step_at, view_list, with_values  # noqa: F401 - with_values for the page
 
 PRESETS = (*eng.load_mla_presets(), "custom")
 RUN_MODES = ("naive", "absorb", "rope_on_latent")
@@ -560,3 +560,20 @@ def views(p: Params, style: figures.Style, which: str | Sequence[str] | None = N
         else:
             out.extend(cost_views(p, style))
     return out
+
+
+def slide_shown(p: Params, style: figures.Style, steps: dict[str, int], device: str = "cpu") -> Shown:
+    """What a slide of this page shows (slide mode): the current view's charts with its sentence; the agreement
+    view one section a slide (``steps["slide"]``, 1-based): what the two paths measure (sentences), one head's
+    maps by both, every head."""
+    if p.view != "agree":
+        said = {"flow": flow_sentence, "cost": cost_sentence}.get(p.view)
+        return Shown(views(p, style, None, device), [said(p, style)] if said else [])
+    cfg = run_config(p.config)
+    i = step_at(steps, "slide", 3)
+    if i == 2:
+        return Shown([grid_view(grid(cfg, p.tokens, p.seed, p.mode, device=device), p.mode, style)])
+    res = compare(cfg, p.seq_len, p.seed)
+    if i == 0:
+        return Shown([], [text for _, text in agree_sentences(res, style)])
+    return Shown([agree_views(res, p.head, p.tokens, style)[0]])

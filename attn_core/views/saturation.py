@@ -32,7 +32,15 @@ from attn_core.figures import Style
 from attn_core.figures import saturation as fs
 from attn_core.runtime.config import MAX_HEAD_DIM, check_int
 from attn_core.saturation import stats
-from attn_core.views.base import View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
+from attn_core.views.base import (  # noqa: F401 - with_values for the page
+    Shown,
+    View,
+    check_choices,
+    control,
+    step_at,
+    view_list,
+    with_values,
+)
 
 DEFAULT_D_K = 64
 # The page's views, top to bottom; the chart keys of the page are ``sat_<name>``.
@@ -500,3 +508,17 @@ def views(p: Params, style: Style, which: str | Sequence[str] | None = None, dev
         "fp16": lambda: float16_view(p, float16_demo(raw), sweep, style),
     }
     return [build[name]() for name in names]
+
+
+def slide_shown(p: Params, style: Style, steps: dict[str, int], device: str = "cpu") -> Shown:
+    """What a slide of this page shows (slide mode: one section a slide, ``steps["slide"]``, 1-based): the
+    section's chart and the lines the page writes with it."""
+    i = step_at(steps, "slide", len(VIEW_NAMES))
+    said = {
+        0: [current_line(p, style), style.t("sat.c1", d=p.head_dim)],
+        2: [style.t("sat.c3")],
+        3: [gradient_caption(p, style)],
+        4: [style.t("sat.c4")],
+        5: [float16_caption(style)],
+    }
+    return Shown(views(p, style, VIEW_NAMES[i], device), said.get(i, []))
