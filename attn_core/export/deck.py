@@ -124,7 +124,7 @@ def load(source: str) -> tuple[decks.Deck, str | None]:
     if text in shipped:
         return shipped[text], text
     path = Path(text).expanduser()
-    if text.endswith(".json") or path.is_file():
+    if text.endswith(".json") or _is_file(path):
         if not path.is_file():
             raise ConfigError(f"no deck file {text}", "deck", "deckfile_no_file", path=text)
         return decks.from_json(path.read_bytes()), None
@@ -141,6 +141,13 @@ def load(source: str) -> tuple[decks.Deck, str | None]:
                 names=names,
             ) from None
         raise
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long for a file: an encoded deck
+        return False
 
 
 # ---------------------------------------------------------------- drawing the slides

@@ -28,6 +28,7 @@ from attn_core.export.deck import (
     error_text,
     load,
 )
+from attn_core.export.deck_layout import Renders
 from attn_core.render import RenderError, chromium_missing_message, find_chromium
 from attn_core.runtime.config import ConfigError, unknown_option
 
@@ -53,27 +54,29 @@ class _Ticks:
             self.progress(min(self.done / self.total, 1.0), self.text)
 
 
-def deck_files(made: DeckFile, formats: Sequence[str], progress: Progress | None = None) -> dict[str, bytes]:
+def deck_files(
+    made: DeckFile, formats: Sequence[str], progress: Progress | None = None, renders: Renders | None = None
+) -> dict[str, bytes]:
     """The bytes of each of ``formats`` for the drawn deck ``made``; ``progress`` is told after every chart
-    rendered and every slide written. PDF and PowerPoint need Chromium (:class:`RenderError` without it)."""
-    from attn_core.export.deck_layout import Renders
-
+    rendered and every slide written. PDF and PowerPoint need Chromium (:class:`RenderError` without it).
+    ``renders``: charts and frames already rendered for ``made`` (another handout of the same deck)."""
     wanted = formats_of(formats)
     images = [f for f in wanted if f in ("pdf", "pptx")]
     if images and find_chromium() is None:
         raise RenderError(chromium_missing_message())
     charts = sum(len(s.views) for s in made.slides)
     n = len(made.slides)
-    ticks = _Ticks(
-        progress, charts * len(images) + n * (len(wanted) + ("pdf" in wanted)), made.opts.t("deckfile.writing")
-    )
-    renders = Renders(made.opts.style, ticks)
+    renders_due = charts * len(images) + n * ("pdf" in wanted)  # each chart once per image format, each PDF frame
+    ticks = _Ticks(progress, renders_due + n * len(wanted), made.opts.t("deckfile.writing"))
+    if renders is None:
+        renders = Renders(made.opts.style)
+    renders.tick = ticks
     out: dict[str, bytes] = {}
     for fmt in wanted:
         if fmt == "pdf":
             from attn_core.export.deck_pdf import to_pdf
 
-            out[fmt] = to_pdf(made, renders, lambda: (ticks(), ticks()))  # the frame's render and the page
+            out[fmt] = to_pdf(made, renders, ticks)
         elif fmt == "pptx":
             from attn_core.export.deck_pptx import to_pptx
 

@@ -154,21 +154,24 @@ class Renders:
 
     style: figures.Style
     tick: Callable[[], None] = lambda: None
-    _done: dict[tuple[int, int, str], bytes] = field(default_factory=dict)
+    _done: dict[tuple, bytes] = field(default_factory=dict)
+
+    def cached(self, key: tuple, make: Callable[[], bytes]) -> bytes:
+        """What ``make`` renders, made once per ``key`` (a handout after the slides renders nothing again)."""
+        if key not in self._done:
+            self._done[key] = make()
+            self.tick()
+        return self._done[key]
 
     def get(self, slide: int, i: int, view: View, cell: Box, fmt: str) -> bytes:
         """Chart ``i`` of slide ``slide`` drawn into ``cell`` as ``pdf`` (vector, or a 1920 px picture where the
         chart draws with WebGL or its PDF would pass :data:`MAX_VECTOR_BYTES`) or ``png`` (1920 × 1080)."""
-        key = (slide, i, fmt)
-        if key not in self._done:
-            fig = fitted(view, cell, self.style)
-            if fmt == "png":
-                data = render_image(fig, "png", WIDTH, HEIGHT, 1.0)
-            else:
-                data = _vector_or_picture(fig, lambda: self.get(slide, i, view, cell, "png"))
-            self._done[key] = data
-            self.tick()
-        return self._done[key]
+        if fmt == "png":
+            return self.cached(
+                (slide, i, fmt), lambda: render_image(fitted(view, cell, self.style), "png", WIDTH, HEIGHT, 1.0)
+            )
+        png = lambda: self.get(slide, i, view, cell, "png")  # noqa: E731
+        return self.cached((slide, i, fmt), lambda: _vector_or_picture(fitted(view, cell, self.style), png))
 
 
 def _vector_or_picture(fig: go.Figure, png: Callable[[], bytes]) -> bytes:

@@ -125,7 +125,8 @@ def add_slide(writer, sf: SlideFile, renders: Renders, lang: str) -> None:
     """Slide ``sf`` as the next page of ``writer``: its frame with its charts merged in, each scaled into its cell."""
     from pypdf import PdfReader, Transformation
 
-    page = writer.add_page(PdfReader(io.BytesIO(render_image(frame(sf, lang), "pdf", WIDTH, HEIGHT, 1.0))).pages[0])
+    drawn = renders.cached(("frame", sf.number), lambda: render_image(frame(sf, lang), "pdf", WIDTH, HEIGHT, 1.0))
+    page = writer.add_page(PdfReader(io.BytesIO(drawn)).pages[0])
     for i, (view, cell) in enumerate(zip(sf.views, chart_cells(len(sf.views)), strict=True)):
         chart = PdfReader(io.BytesIO(renders.get(sf.number, i, view, cell, "pdf"))).pages[0]
         s = cell.w / WIDTH  # the chart's page is the whole slide's size
