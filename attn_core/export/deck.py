@@ -78,18 +78,26 @@ class Options:
 class SlideFile:
     """One slide as the files show it: its ``number`` (1-based) of ``total``, ``title``, the ``sentences`` beside
     its charts (the deck's sentence, or the page's own for the slide's settings when the deck gives none),
-    ``numbers`` (the slide's settings and the page's sentences, for the speaker notes), the deck's ``note``, its
+    ``settings`` (``name = value`` of every control the slide sets), ``said`` (the page's own sentences for those
+    settings: with their numbers, in the speaker notes), the deck's ``note``, its
     ``link`` in the app, its ``views`` (charts), and ``left_out``: why its charts are missing (a placeholder)."""
 
     number: int
     total: int
     title: str
     sentences: tuple[str, ...] = ()
-    numbers: tuple[str, ...] = ()
+    settings: tuple[str, ...] = ()
+    said: tuple[str, ...] = ()
     note: str = ""
     link: str = ""
     views: tuple[View, ...] = ()
     left_out: str | None = None
+
+    @property
+    def numbers(self) -> tuple[str, ...]:
+        """The slide's numbers for its speaker notes: its settings, and the page's sentences where the slide
+        shows the deck's own."""
+        return self.settings + (self.said if self.sentences != self.said else ())
 
 
 @dataclass(frozen=True)
@@ -227,12 +235,13 @@ def draw_slide(s: decks.Slide, number: int, total: int, name: str | None, opts: 
         size = _within_budget(shown.views, opts.budget)
     except Exception as exc:  # noqa: BLE001 - any failure of one slide leaves that slide out, never the deck
         why = opts.t("deckfile.left_out", i=number, why=error_text(exc, opts.lang))
-        return dataclasses.replace(base, numbers=tuple(settings_lines(s, params)), left_out=why), 0
+        return dataclasses.replace(base, settings=tuple(settings_lines(s, params)), left_out=why), 0
     said = tuple(plain(x) for x in shown.sentences)
     return dataclasses.replace(
         base,
         sentences=base.sentences or said,
-        numbers=tuple(settings_lines(s, params)) + (said if base.sentences else ()),
+        settings=tuple(settings_lines(s, params)),
+        said=said,
         views=tuple(shown.views),
     ), size
 

@@ -43,7 +43,7 @@ def _section(sf: SlideFile, lang: str) -> str:
     else:
         charts = ""
     words = "".join(f"<p>{e(s)}</p>" for s in sf.sentences)
-    numbers = " · ".join(e(x) for x in sf.numbers if "=" in x and len(x) < 200)
+    numbers = " · ".join(e(x) for x in sf.settings)
     return (
         f'<section class="slide" id="slide-{sf.number}" data-slide="{sf.number}" hidden>'
         f"<h1>{e(sf.title)}</h1>"

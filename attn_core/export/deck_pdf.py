@@ -88,9 +88,9 @@ def frame(sf: SlideFile, lang: str) -> go.Figure:
     size, paras = fit_text(list(sf.sentences), w, (32, 30, 28, 26, 24, 22, 20, 18, 16))
     text = "<br><br>".join("<br>".join(esc(x) for x in p) for p in paras)
     notes.append(_note(text, w.x, w.y, size))
-    if numbers := [n for n in sf.numbers if "=" in n and len(n) < 200]:  # the settings, not the page's sentences
+    if sf.settings:
         box = Box(*NUMBERS)
-        size, lines = fit_text([" · ".join(numbers)], box, (22, 20, 18))
+        size, lines = fit_text([" · ".join(sf.settings)], box, (22, 20, 18))
         notes.append(_note("<br>".join(esc(x) for x in lines[0][:2]), box.x, box.y, size, color=GREY))
     notes.append(_note(esc(shown_link(sf.link)), TITLE[0], FOOTER_Y, LINK_FONT, yanchor="middle", color=LINK_BLUE))
     notes.append(

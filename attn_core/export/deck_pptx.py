@@ -93,8 +93,8 @@ def add_slide(prs, sf: SlideFile, renders: Renders) -> None:
     size, _ = fit_text(list(sf.sentences), box, (32, 30, 28, 26, 24, 22, 20, 18, 16))
     if sf.sentences:
         _text(slide, box, list(sf.sentences), size)
-    if numbers := [n for n in sf.numbers if "=" in n and len(n) < 200]:
-        _text(slide, Box(*NUMBERS), [" · ".join(numbers)], 20, GREY)
+    if sf.settings:
+        _text(slide, Box(*NUMBERS), [" · ".join(sf.settings)], 20, GREY)
     _footer(slide, sf)
     notes = [sf.note, *sf.numbers, sf.link] if sf.left_out is None else [sf.left_out, sf.note, *sf.numbers, sf.link]
     slide.notes_slide.notes_text_frame.text = "\n".join(n for n in notes if n)

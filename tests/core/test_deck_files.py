@@ -163,7 +163,8 @@ def test_the_pptx_has_a_slide_per_deck_slide_with_title_picture_text_and_notes(e
                 assert im.size == (1920, 1080)
         notes = slide.notes_slide.notes_text_frame.text
         assert s.words("note", "en") in notes and sf.link in notes
-        assert any("=" in n and n in notes for n in sf.numbers) or not dict(s.params)
+        assert all(n in notes for n in sf.numbers) and len(sf.settings) == len(s.params)
+        assert sf.said and sf.said[0] in notes  # the page's own sentence for the slide's settings
 
 
 @pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed")
