@@ -8,6 +8,7 @@ slide's settings under the charts, its link and its number at the bottom.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import io
 import math
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 import plotly.graph_objects as go
 
 from attn_core import figures
+from attn_core.export.deck import Options, SlideFile
 from attn_core.figures.margins import text_width
 from attn_core.figures.slides import ExportPreset, fit_figure
 from attn_core.render import RenderError, render_image, still
@@ -174,6 +176,18 @@ class Renders:
         return self.cached((slide, i, fmt), lambda: _vector_or_picture(fitted(view, cell, self.style), png))
 
 
+def rendered(sf: SlideFile, renders: Renders, fmt: str, opts: Options) -> tuple[SlideFile, list[tuple[bytes, Box]]]:
+    """Slide ``sf``'s charts rendered as ``fmt`` with their cells; a chart the renderer fails on leaves the slide
+    out (its placeholder says why), the other slides go on."""
+    cells = chart_cells(len(sf.views))
+    try:
+        pairs = enumerate(zip(sf.views, cells, strict=True))
+        return sf, [(renders.get(sf.number, i, v, c, fmt), c) for i, (v, c) in pairs]
+    except RenderError as exc:
+        why = opts.t("deckfile.left_out", i=sf.number, why=str(exc))
+        return dataclasses.replace(sf, views=(), left_out=why), []
+
+
 def _vector_or_picture(fig: go.Figure, png: Callable[[], bytes]) -> bytes:
     raster = any(str(t.type or "").endswith("gl") for t in fig.data)
     data = b"" if raster else render_image(fig, "pdf", WIDTH, HEIGHT, 1.0)
@@ -192,4 +206,4 @@ def picture_pdf(png: bytes) -> bytes:
     return buf.getvalue()
 
 
-__all__ = ["Box", "Renders", "RenderError", "chart_cells", "fit_text", "fitted", "wrap", "words_box"]
+__all__ = ["Box", "Renders", "chart_cells", "fit_text", "fitted", "rendered", "wrap", "words_box"]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import plotly.graph_objects as go
 
-from attn_core.export.deck import DeckFile, SlideFile
+from attn_core.export.deck import DeckFile, Options, SlideFile
 from attn_core.export.deck_layout import (
     CHARTS,
     FOOTER_Y,
@@ -24,10 +24,10 @@ from attn_core.export.deck_layout import (
     WIDTH,
     Box,
     Renders,
-    chart_cells,
     esc,
     family,
     fit_text,
+    rendered,
     shown_link,
     words_box,
 )
@@ -121,17 +121,20 @@ def link_rect(sf: SlideFile) -> tuple[float, float, float, float]:
     return Box(TITLE[0] - 4, FOOTER_Y - LINK_FONT, width + 8, 2 * LINK_FONT).pdf_rect()
 
 
-def add_slide(writer, sf: SlideFile, renders: Renders, lang: str) -> None:
+def add_slide(writer, sf: SlideFile, renders: Renders, opts: Options) -> None:
     """Slide ``sf`` as the next page of ``writer``: its frame with its charts merged in, each scaled into its cell."""
     from pypdf import PdfReader, Transformation
 
-    drawn = renders.cached(("frame", sf.number), lambda: render_image(frame(sf, lang), "pdf", WIDTH, HEIGHT, 1.0))
+    sf, charts = rendered(sf, renders, "pdf", opts)
+    key = ("frame", sf.number, sf.left_out)
+    drawn = renders.cached(key, lambda: render_image(frame(sf, opts.lang), "pdf", WIDTH, HEIGHT, 1.0))
     page = writer.add_page(PdfReader(io.BytesIO(drawn)).pages[0])
-    for i, (view, cell) in enumerate(zip(sf.views, chart_cells(len(sf.views)), strict=True)):
-        chart = PdfReader(io.BytesIO(renders.get(sf.number, i, view, cell, "pdf"))).pages[0]
+    for data, cell in charts:
         s = cell.w / WIDTH  # the chart's page is the whole slide's size
         x0, y0, _, _ = cell.pdf_rect()
-        page.merge_transformed_page(chart, Transformation().scale(s, s).translate(x0, y0))
+        page.merge_transformed_page(
+            PdfReader(io.BytesIO(data)).pages[0], Transformation().scale(s, s).translate(x0, y0)
+        )
 
 
 def _handout(slides, per: int):
@@ -163,7 +166,7 @@ def to_pdf(deck: DeckFile, renders: Renders, tick: Callable[[], None] = lambda: 
 
     writer = PdfWriter()
     for sf in deck.slides:
-        add_slide(writer, sf, renders, deck.opts.lang)
+        add_slide(writer, sf, renders, deck.opts)
         tick()
     placed = [(i, 1.0, 0.0, 0.0) for i in range(len(deck.slides))]
     if deck.opts.handout:

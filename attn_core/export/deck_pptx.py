@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 
-from attn_core.export.deck import DeckFile, SlideFile
+from attn_core.export.deck import DeckFile, Options, SlideFile
 from attn_core.export.deck_layout import (
     CHARTS,
     FOOTER_Y,
@@ -21,8 +21,8 @@ from attn_core.export.deck_layout import (
     WIDTH,
     Box,
     Renders,
-    chart_cells,
     fit_text,
+    rendered,
     shown_link,
     words_box,
 )
@@ -79,12 +79,12 @@ def _footer(slide, sf: SlideFile) -> None:
     number.paragraphs[0].alignment = PP_ALIGN.RIGHT
 
 
-def add_slide(prs, sf: SlideFile, renders: Renders) -> None:
+def add_slide(prs, sf: SlideFile, renders: Renders, opts: Options) -> None:
     """Deck slide ``sf`` as the next slide of ``prs``."""
+    sf, charts = rendered(sf, renders, "png", opts)
     slide = prs.slides.add_slide(prs.slide_layouts[TITLE_ONLY])
     _title(slide, sf.title)
-    for i, (view, cell) in enumerate(zip(sf.views, chart_cells(len(sf.views)), strict=True)):
-        png = renders.get(sf.number, i, view, cell, "png")
+    for png, cell in charts:
         slide.shapes.add_picture(io.BytesIO(png), *_emu(cell))
     if sf.left_out is not None:
         c = Box(*CHARTS)
@@ -108,7 +108,7 @@ def to_pptx(deck: DeckFile, renders: Renders, tick: Callable[[], None] = lambda:
     prs.slide_width, prs.slide_height = WIDTH * EMU_PER_PX, HEIGHT * EMU_PER_PX
     prs.core_properties.title = deck.title
     for sf in deck.slides:
-        add_slide(prs, sf, renders)
+        add_slide(prs, sf, renders, deck.opts)
         tick()
     buf = io.BytesIO()
     prs.save(buf)

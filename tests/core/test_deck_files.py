@@ -32,6 +32,7 @@ from attn_core.runtime.config import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(find_chromium() is None, reason="the PDF and PowerPoint files need Chromium")
+SLOW = pytest.mark.slow  # the tests that render (a warm renderer: about a second a chart) or start a process
 
 SHIPPED = decks.shipped()
 GQA, SCRATCH = SHIPPED["gqa_and_the_kv_cache"], SHIPPED["attention_from_scratch"]
@@ -84,6 +85,7 @@ def pdf(data: bytes):
     return PdfReader(io.BytesIO(data))
 
 
+@SLOW
 def test_the_pdf_has_a_16_9_page_per_slide_with_its_title_sentence_number_and_link(english):
     made, files, _, _ = english
     reader = pdf(files["pdf"])
@@ -109,6 +111,7 @@ def images_in(resources) -> int:
     return found
 
 
+@SLOW
 def test_the_pdf_draws_charts_as_vector_graphics(english):
     """The kv_sharing diagram and repeat_kv charts (shapes, lines, text) come in as vector drawing: no picture."""
     made, files, _, _ = english
@@ -118,6 +121,7 @@ def test_the_pdf_draws_charts_as_vector_graphics(english):
     assert "query heads" in page.extract_text()  # the chart's own labels are text
 
 
+@SLOW
 @pytest.mark.parametrize("per", [2, 4])
 def test_a_handout_holds_two_or_four_slides_a_page(english, per):
     made, _, renders, _ = english
@@ -131,6 +135,7 @@ def test_a_handout_holds_two_or_four_slides_a_page(english, per):
     assert uris == [sf.link for sf in made.slides]
 
 
+@SLOW
 def test_progress_rises_to_one(english):
     seen = english[3]
     assert seen == sorted(seen) and seen[-1] == 1.0 and len(seen) > len(SMALL.slides)
@@ -143,6 +148,7 @@ def pptx(data: bytes):
     return Presentation(io.BytesIO(data))
 
 
+@SLOW
 def test_the_pptx_has_a_slide_per_deck_slide_with_title_picture_text_and_notes(english):
     from PIL import Image
     from pptx.enum.shapes import MSO_SHAPE_TYPE
@@ -167,6 +173,7 @@ def test_the_pptx_has_a_slide_per_deck_slide_with_title_picture_text_and_notes(e
         assert sf.said and sf.said[0] in notes  # the page's own sentence for the slide's settings
 
 
+@SLOW
 @pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed")
 def test_libreoffice_opens_the_pptx_without_repair(english, tmp_path):
     path = tmp_path / "deck.pptx"
@@ -193,6 +200,7 @@ class Addresses(HTMLParser):
         self.found += [(tag, k, v or "") for k, v in attrs if k in self.ATTRIBUTES]
 
 
+@SLOW
 def test_the_html_file_is_one_offline_file(english):
     """plotly.js once; no address in the markup but the slides' own links (anchors into the app, which a click
     opens), no stylesheet or font from elsewhere; under 10 MB."""
@@ -210,6 +218,7 @@ def test_the_html_file_is_one_offline_file(english):
     assert "<link" not in re.sub(r"<script\b[^>]*>.*?</script>", "", html, flags=re.DOTALL)
 
 
+@SLOW
 def test_the_html_file_holds_every_chart_and_text(english):
     made, files, _, _ = english
     html = files["html"].decode("utf-8")
@@ -221,6 +230,7 @@ def test_the_html_file_holds_every_chart_and_text(english):
         assert sf.title.replace("'", "&#x27;") in html
 
 
+@SLOW
 def test_the_shipped_decks_make_html_files_under_10_mb():
     for (name, deck), lang in zip(SHIPPED.items(), ("en", "zh"), strict=True):  # the same charts in either language
         made = D.draw(deck, D.Options(lang=lang), name)
@@ -244,6 +254,7 @@ def fonts_in(resources) -> set[str]:
     return names
 
 
+@SLOW
 def test_a_chinese_deck_embeds_a_cjk_font_and_its_text_reads_back(chinese):
     made, files = chinese
     reader = pdf(files["pdf"])
@@ -258,6 +269,7 @@ def test_a_chinese_deck_embeds_a_cjk_font_and_its_text_reads_back(chinese):
 
 
 # ---------------------------------------------------------------- bad input
+@SLOW
 def test_bad_slides_are_left_out_with_a_message_naming_them_and_the_rest_exports(bad):
     made, files = bad
     assert [sf.left_out is None for sf in made.slides] == [True, False, False, False, False]
@@ -343,6 +355,7 @@ def test_the_command_line_writes_the_files_and_says_which_slide_was_left_out(tmp
     assert "no_such_deck" in capsys.readouterr().err
 
 
+@SLOW
 def test_python_m_attn_core_export_takes_a_deck(tmp_path):
     args = ["--deck", "gqa_and_the_kv_cache", "--format", "html", "--lang", "zh", "--out", str(tmp_path)]
     args += ["--base-url", "https://lecture.example.org"]
@@ -354,12 +367,34 @@ def test_python_m_attn_core_export_takes_a_deck(tmp_path):
     assert 'lang="zh"' in html and "https://lecture.example.org/kv_sharing?lang=zh" in html
 
 
+@SLOW
 def test_write_puts_every_format_in_the_folder(english, tmp_path, monkeypatch):
     made, files, _, _ = english
     monkeypatch.setattr("attn_core.export.deck_files.draw", lambda *a, **k: made)
     monkeypatch.setattr("attn_core.export.deck_files.deck_files", lambda m, f, p=None: {k: files[k] for k in f})
     paths, _ = write("gqa_and_the_kv_cache", D.FORMATS, D.Options(), tmp_path)
     assert [p.name for p in paths] == [f"gqa_and_the_kv_cache_en.{f}" for f in D.FORMATS]
+
+
+@SLOW
+def test_a_chart_the_renderer_fails_on_leaves_its_slide_out_and_the_rest_exports(english, monkeypatch):
+    from attn_core.export import deck_layout
+    from attn_core.render import RenderError
+
+    made = english[0]
+    real, calls = deck_layout.render_image, []
+
+    def first_fails(fig, fmt, *args):
+        calls.append(fmt)
+        if len(calls) == 1:
+            raise RenderError("rendering the PNG failed: test")
+        return real(fig, fmt, *args)
+
+    monkeypatch.setattr(deck_layout, "render_image", first_fails)
+    prs = pptx(deck_files(made, ["pptx"])["pptx"])
+    said = ["\n".join(sh.text_frame.text for sh in sl.shapes if sh.has_text_frame) for sl in prs.slides]
+    assert "Slide 1 was left out: rendering the PNG failed: test" in said[0]
+    assert [len([sh for sh in sl.shapes if sh.shape_type == 13]) for sl in prs.slides] == [0, 1, 1]  # pictures
 
 
 def test_charts_share_the_box_at_16_9():
