@@ -9,6 +9,8 @@ from attn_core import decks
 from attn_core.export import deck as D
 from attn_core.export.deck_files import deck_files
 
+pytestmark = pytest.mark.e2e
+
 GQA = decks.shipped()["gqa_and_the_kv_cache"]
 SCRATCH = decks.shipped()["attention_from_scratch"]
 DECK = decks.Deck(GQA.title, (GQA.slides[0], GQA.slides[3], SCRATCH.slides[1]))  # 2 charts, a head grid, a step
