@@ -402,3 +402,18 @@ def test_charts_share_the_box_at_16_9():
         cells = chart_cells(n)
         assert len(cells) == n
         assert all(abs(c.w * 9 - c.h * 16) < 1e-6 for c in cells)
+
+
+def test_a_chart_drawn_with_webgl_goes_into_the_pdf_as_a_1920_px_picture(monkeypatch):
+    import plotly.graph_objects as go
+    from PIL import Image
+
+    from attn_core.export import deck_layout
+
+    monkeypatch.setattr(deck_layout, "render_image", lambda *a: pytest.fail("no vector render for a WebGL chart"))
+    buf = io.BytesIO()
+    Image.new("RGB", (1920, 1080), "white").save(buf, "PNG")
+    fig = go.Figure(go.Scattergl(x=[0, 1], y=[1, 0]))
+    page = pdf(deck_layout._vector_or_picture(fig, buf.getvalue)).pages[0]  # noqa: SLF001
+    assert (float(page.mediabox.width), float(page.mediabox.height)) == (1440, 810)
+    assert images_in(page["/Resources"]) == 1
