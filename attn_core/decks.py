@@ -32,6 +32,11 @@ MAX_TEXT = 400  # characters of a slide's title or sentence
 LANGS = ("en", "zh")
 DECK_DIR = Path(__file__).resolve().parent.parent / "assets" / "decks"
 _VIEWER_KEYS = ("lang",)  # the viewer's own choice: never stored in a slide
+STEP_KEYS = ("slide", "kv_token")  # a slide mode's steppers (Previous/Next on the page): the link counts from 1
+GLOBAL_KEYS = ("seed", "present", *STEP_KEYS)  # link parameters every page may hold besides its own controls
+# link parameters that are no control of a page: the viewer's presentation mode and language, the deck and its slide
+VIEWER_KEYS = ("seed", "present", "lang", "deck", "deck_at")
+SECTION_PREFIX = "x_"  # a page section's open state (in a share link, not a slide's state)
 
 
 def _texts(raw: object, where: str) -> tuple[tuple[str, str], ...]:
@@ -182,25 +187,30 @@ def decode(text: str) -> Deck:
 def check_pages(deck: Deck, known: Mapping[str, Collection[str]]) -> None:
     """Every slide names a page of ``known`` (page -> the parameter names its link may hold)."""
     for i, s in enumerate(deck.slides):
-        if s.page not in known:
-            raise ConfigError(
-                f"slide {i + 1}: no page called {s.page!r}",
-                "deck",
-                "deck_page",
-                i=i + 1,
-                page=s.page,
-                pages=", ".join(known),
-            )
-        extra = [k for k, _ in s.params if k not in known[s.page]]
-        if extra:
-            raise ConfigError(
-                f"slide {i + 1}: the page {s.page} has no control {extra[0]!r}",
-                "deck",
-                "deck_param",
-                i=i + 1,
-                page=s.page,
-                name=extra[0],
-            )
+        check_slide(s, i, known)
+
+
+def check_slide(s: Slide, i: int, known: Mapping[str, Collection[str]]) -> None:
+    """Slide ``s`` (``i``: 0-based) names a page of ``known`` and only parameters that page's link may hold."""
+    if s.page not in known:
+        raise ConfigError(
+            f"slide {i + 1}: no page called {s.page!r}",
+            "deck",
+            "deck_page",
+            i=i + 1,
+            page=s.page,
+            pages=", ".join(known),
+        )
+    extra = [k for k, _ in s.params if k not in known[s.page]]
+    if extra:
+        raise ConfigError(
+            f"slide {i + 1}: the page {s.page} has no control {extra[0]!r}",
+            "deck",
+            "deck_param",
+            i=i + 1,
+            page=s.page,
+            name=extra[0],
+        )
 
 
 def shipped() -> dict[str, Deck]:

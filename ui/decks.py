@@ -17,22 +17,20 @@ from typing import Any
 import streamlit as st
 
 from attn_core import decks
+from attn_core.decks import SECTION_PREFIX, STEP_KEYS
+from attn_core.export.deck import known_params
 from attn_core.i18n import LANGUAGES
 from attn_core.runtime.config import ConfigError
 
-from .core import _url_raw, _write_url, lang, present, t
+from .core import _url_raw, _write_url, device, lang, present, t
 from .output import lazy_expander, show_error
 from .streamlit_compat import unbind_query_params
 
-STEP_KEYS = ("slide", "kv_token")  # ui.slide_controls steppers: the link counts from 1, session state from 0
-GLOBAL_KEYS = ("seed", "present", *STEP_KEYS)  # link parameters every page may hold besides its own controls
 DECK, AT, GOTO, NAME = "_deck", "_deck_at", "_deck_goto", "_deck_name"
 PANEL = "deck_panel"  # the sidebar's deck panel (an expander that tracks whether it is open)
 HEADING = "# {title} <span class='deck-at'>{at}</span>"  # slide mode: the slide's title, its number beside it
 LINK_ONLY = ("deck", "deck_at", "lang")  # link parameters that are not part of a slide's page state
-# a page section's open state (ui.section_box's keys): in the share link, not in a slide, which shows one section
-# a slide in slide mode (ui.slide_sections)
-SECTION_PREFIX = "x_"
+FILES = "_deck_files"  # the open deck's files, once made: (what they were made of, {format: bytes}, slides left out)
 
 
 @st.cache_resource(show_spinner=False)
@@ -44,14 +42,6 @@ def _shipped() -> Mapping[str, decks.Deck]:
 def is_open() -> bool:
     """Whether a deck is open in this session (the clicker keys then move between its slides)."""
     return isinstance(st.session_state.get(DECK), decks.Deck)
-
-
-def known_params() -> dict[str, set[str]]:
-    """Every page's name and the link parameters it may hold (its controls and the global ones)."""
-    from attn_core.views import PAGES
-    from attn_core.views.base import controls
-
-    return {p.name: set(controls(p.params)) | set(GLOBAL_KEYS) for p in PAGES}
 
 
 def _open(deck: decks.Deck, at: int = 0, name: str | None = None) -> None:
@@ -344,6 +334,7 @@ def panel(page_name: str) -> None:
                 on_click="ignore",
             )
             st.button(t("deck.close"), key="deck_close", icon=":material/close:", on_click=_close, width="stretch")
+            _files(deck, page_name)
 
 
 def _kept_text(label: str, key: str) -> str:
@@ -391,3 +382,50 @@ def _slide_list() -> None:
     drop.button(
         "", key="deck_delete", icon=":material/delete:", help=t("deck.delete"), on_click=_delete, width="stretch"
     )
+
+
+# ---------------------------------------------------------------- the deck as files (attn_core.export.deck_files)
+def _app_root(page_name: str) -> str:
+    """The app's address as this browser reaches it (the slide links of the files point there)."""
+    root = (st.context.url or "").split("?")[0].split("#")[0].rstrip("/")
+    return root[: -len(page_name) - 1] if page_name and root.endswith("/" + page_name) else root
+
+
+def _files(deck: decks.Deck, page_name: str) -> None:
+    """ "Download this deck" as PDF, PowerPoint and one offline HTML file: made when asked (a progress bar while
+    the slides are drawn and rendered), then a download button for each file."""
+    from attn_core.export.deck import FORMATS, MIME, Options, draw
+    from attn_core.export.deck_files import deck_files, file_stem
+    from attn_core.render import RenderError
+
+    st.markdown(f"**{t('deckfile.download')}**", help=t("deckfile.help"))
+    formats = st.multiselect(
+        t("deckfile.formats"), FORMATS, default=list(FORMATS), key="deck_file_formats", format_func=str.upper
+    )
+    asked = (decks.encode(deck), lang(), tuple(formats))
+    if st.button(t("deckfile.make"), key="deck_files_make", icon=":material/slideshow:", disabled=not formats):
+        bar = st.progress(0.0, text=t("deckfile.writing"))
+        opts = Options(lang=lang(), base_url=_app_root(page_name), device=device())
+        try:
+            drawn = draw(deck, opts, st.session_state.get(NAME), bar.progress)
+            st.session_state[FILES] = (asked, deck_files(drawn, formats, bar.progress), drawn.left_out)
+        except (ConfigError, RenderError) as exc:
+            show_error(exc)
+        bar.empty()
+    made = st.session_state.get(FILES)
+    if made is None or made[0] != asked:  # none yet, or made of another deck, language or choice of formats
+        return
+    for left in made[2]:
+        st.warning(left.left_out, icon="⚠️")
+    stem = file_stem(deck, st.session_state.get(NAME), lang())
+    for fmt, data in made[1].items():
+        st.download_button(
+            t("deckfile.get", fmt=fmt.upper()),
+            data=data,
+            mime=MIME[fmt],
+            file_name=f"{stem}.{fmt}",
+            key=f"deck_file_{fmt}",
+            icon=":material/download:",
+            width="stretch",
+            on_click="ignore",
+        )

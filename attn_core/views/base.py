@@ -56,6 +56,21 @@ class View:
         return self.source() if callable(self.source) else self.source
 
 
+@dataclass(frozen=True)
+class Shown:
+    """What a page shows on one slide of its slide mode (presentation mode): its ``views`` (charts) and the
+    ``sentences`` it writes beside them for those settings (plain text with the page's ``**bold**``)."""
+
+    views: list[View]
+    sentences: list[str] = field(default_factory=list)
+
+
+def step_at(steps: dict[str, int], key: str, n: int) -> int:
+    """The 0-based step of a slide mode's stepper ``key`` (``steps`` holds the link's 1-based ones; the first step
+    when the link names none), within ``0 .. n - 1``."""
+    return min(max(int(steps.get(key, 1)) - 1, 0), max(n - 1, 0))
+
+
 def matrix_frame(
     mat: np.ndarray, rows: list[str], cols: list[str], row_name: str, col_name: str, value_name: str
 ) -> pd.DataFrame:
@@ -236,6 +251,16 @@ class PageSpec:
     def views(self, params: Any, style: Any, which: Any = None, device: str = "cpu") -> list[View]:
         """The page's charts for ``params`` (what the command line writes)."""
         return self.module.views(params, style, which, device)
+
+    def slide(self, params: Any, style: Any, steps: dict[str, int] | None = None, device: str = "cpu") -> Shown:
+        """What the page shows in slide mode for ``params`` and the link's steppers ``steps`` (``slide``: the
+        section or step a slide shows, 1-based): the module's ``slide_shown`` where the page shows one section or
+        step a slide, else the charts of its current view (:attr:`view_field`), without sentences."""
+        hook = getattr(self.module, "slide_shown", None)
+        if hook is not None:
+            return hook(params, style, dict(steps or {}), device)
+        current = getattr(params, self.view_field) if self.view_field else None
+        return Shown(self.views(params, style, current if current in self.view_names else None, device))
 
 
 def url_text(value: Any) -> str:

@@ -33,16 +33,18 @@ from attn_core.attention.tokens import MAX_TEXT_CHARS, MAX_TEXT_TOKENS, syntheti
 from attn_core.pretrained.models import LoadedModel, ModelAttention, load_model, model_attention
 from attn_core.runtime.config import MAX_HEADS, MAX_SEQ_LEN, AttentionConfig
 from attn_core.runtime.guard import stays_on_device
-from attn_core.views.base import (
+from attn_core.views.base import (  # noqa: F401
+    DEFAULT_TEXT,
     HEAD_SHAPES,
     PageChecks,
     Scenario,
+    Shown,
     TokenInput,
     View,
-    # noqa: F401     DEFAULT_TEXT,
     check_choices,
     control,
     matrix_frame,
+    step_at,
     view_list,
     with_values,
 )
@@ -927,3 +929,17 @@ CHECKS = PageChecks(
     ),
     widget_steps=25,
 )
+
+
+def slide_shown(p: Params, style: figures.Style, steps: dict[str, int], device: str = "cpu") -> Shown:
+    """What a slide of this page shows (slide mode): the current view's charts and the summary line; the
+    step-by-step view one step a slide (``steps["slide"]``, 1-based) with its sentence; the shapes a table (no
+    chart). A pretrained model's layer says its own sentences on the page; here only the charts."""
+    said = [] if p.from_model else [summary(p, style)]
+    if p.view == "shapes":
+        return Shown([], [] if p.from_model else [shapes_note(p, style)])
+    charts = views(p, style, None, device)
+    if p.view != "steps":
+        return Shown(charts, said)
+    i = step_at(steps, "slide", len(charts))
+    return Shown([charts[i]], ([] if p.from_model else [f"{i + 1}. {explanation(p, i, style)}"]) + said)

@@ -41,7 +41,7 @@ from attn_core.pretrained.models import LoadedModel, load_model, model_preset
 from attn_core.runtime.config import ConfigError, check_int
 from attn_core.runtime.device import total_memory
 from attn_core.runtime.units import format_bytes, format_bytes_exact
-from attn_core.views.base import PageChecks, Scenario, View, control, view_list, with_values  # noqa: F401 - with_values for the page
+from attn_core.views.base import PageChecks, Scenario, Shown, View, control, step_at, view_list, with_values  # noqa: F401 - with_values for the page  # noqa: F401 - with_values for the page
 from attn_core.views.models import EXAMPLE_TEXTS, GenPair, GenSpec, ModelText, gen_frame, gen_steps, gen_summary
 
 DEFAULT_MODEL = "llama-3-8b"  # a GQA model, so the comparison has MHA, GQA and MQA rows
@@ -1100,3 +1100,28 @@ CHECKS = PageChecks(
         {"model": "custom", "n_heads": "2", "n_kv_heads": "2", "seq_len": "64", "slide": "abc", "present": "true"},
     ),
 )
+
+
+SECTIONS = 5  # slide mode: the calculator, memory against length, the tensors, the live decode, prefill and decode
+
+
+def slide_shown(p: Params, style: Style, steps: dict[str, int], device: str = "cpu") -> Shown:
+    """What a slide of this page shows (slide mode: one section a slide, ``steps["slide"]``, 1-based): the
+    layouts compared with the result line; memory against length; the tensors at token ``steps["kv_token"]``;
+    the live decode before Run (the formula's prediction, the small seeded decoder); prefill against decode
+    before its measurement (no chart)."""
+    calc = calculator(p, device=device)
+    i = step_at(steps, "slide", SECTIONS)
+    if i == 0:
+        label, value, exact = result(p, calc, style)
+        return Shown([comparison_view(p, calc, style)], [f"{label}: **{value}**", exact])
+    if i == 1:
+        return Shown([memory_view(p, calc, style)])
+    if i == 2:
+        fill = tensor_fill(p, calc)
+        at = step_at(steps, "kv_token", len(fill.tokens))
+        return Shown([tensor_view(fill, p.tag, style, at)], [tensor_caption(fill, style)])
+    if i == 3:
+        spec = decode_spec(p)
+        return Shown([decode_plan_view(spec, style)], [live_intro(p, spec, style)])
+    return Shown([], [prefill_plan(prefill_spec(p), False, style)])

@@ -53,6 +53,7 @@ from attn_core.views.base import (  # noqa: F401
     HEAD_SHAPES,
     PageChecks,
     Scenario,
+    Shown,  # noqa: F401
     TokenInput,
     View,
     check_choices,
@@ -912,3 +913,8 @@ CHECKS = PageChecks(
         "convert": {"conv_source": ("correlated", "random")},
     },
 )
+
+
+def slide_shown(p: Params, style: Style, steps: dict[str, int], device: str = "cpu") -> Shown:
+    """What a slide of this page shows: the current view's charts (``p.kv_view``) and the summary line."""
+    return Shown(views(p, style, p.kv_view, device), [summary(p, style)])

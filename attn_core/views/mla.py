@@ -22,7 +22,17 @@ from attn_core.mla import attention as eng
 from attn_core.runtime.config import check_kv_heads
 from attn_core.runtime.units import format_bytes, format_ratio, format_sig, format_tokens
 from attn_core.views import heatmaps as hm
-from attn_core.views.base import PageChecks, Scenario, View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
+from attn_core.views.base import (  # noqa: F401 - with_values for the page  # noqa: F401 - with_values for the page
+    PageChecks,
+    Scenario,
+    Shown,
+    View,
+    check_choices,
+    control,
+    step_at,
+    view_list,
+    with_values,
+)
 
 PRESETS = (*eng.load_mla_presets(), "custom")
 RUN_MODES = ("naive", "absorb", "rope_on_latent")
@@ -659,3 +669,20 @@ CHECKS = PageChecks(
         {"preset": "custom", "qk_nope": "3", "mode": "rope_on_latent", "n_heads": "32", "n_kv_heads": "5"},
     ),
 )
+
+
+def slide_shown(p: Params, style: figures.Style, steps: dict[str, int], device: str = "cpu") -> Shown:
+    """What a slide of this page shows (slide mode): the current view's charts with its sentence; the agreement
+    view one section a slide (``steps["slide"]``, 1-based): what the two paths measure (sentences), one head's
+    maps by both, every head."""
+    if p.view != "agree":
+        said = {"flow": flow_sentence, "cost": cost_sentence}.get(p.view)
+        return Shown(views(p, style, None, device), [said(p, style)] if said else [])
+    cfg = run_config(p.config)
+    i = step_at(steps, "slide", 3)
+    if i == 2:
+        return Shown([grid_view(grid(cfg, p.tokens, p.seed, p.mode, device=device), p.mode, style)])
+    res = compare(cfg, p.seq_len, p.seed)
+    if i == 0:
+        return Shown([], [text for _, text in agree_sentences(res, style)])
+    return Shown([agree_views(res, p.head, p.tokens, style)[0]])

@@ -38,7 +38,17 @@ from attn_core.saturation.examples import ExampleMaps
 from attn_core.saturation.measures import Float16Demo, RowSoftmax
 from attn_core.saturation.sampling import DISTRIBUTIONS, SamplingSpec, row_plan
 from attn_core.saturation.sweep import SWEEP_D_K, ScoreSample, SweepScores
-from attn_core.views.base import PageChecks, Scenario, View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
+from attn_core.views.base import (  # noqa: F401 - with_values for the page  # noqa: F401 - with_values for the page
+    PageChecks,
+    Scenario,
+    Shown,
+    View,
+    check_choices,
+    control,
+    step_at,
+    view_list,
+    with_values,
+)
 
 DEFAULT_D_K = 64
 # The page's views, top to bottom; the chart keys of the page are ``sat_<name>``.
@@ -516,3 +526,17 @@ CHECKS = PageChecks(
     ),
     widget_steps=8,  # each of its runs measures up to 16384 rows of 8192 keys
 )
+
+
+def slide_shown(p: Params, style: Style, steps: dict[str, int], device: str = "cpu") -> Shown:
+    """What a slide of this page shows (slide mode: one section a slide, ``steps["slide"]``, 1-based): the
+    section's chart and the lines the page writes with it."""
+    i = step_at(steps, "slide", len(VIEW_NAMES))
+    said = {
+        0: [current_line(p, style), style.t("sat.c1", d=p.head_dim)],
+        2: [style.t("sat.c3")],
+        3: [gradient_caption(p, style)],
+        4: [style.t("sat.c4")],
+        5: [float16_caption(style)],
+    }
+    return Shown(views(p, style, VIEW_NAMES[i], device), said.get(i, []))

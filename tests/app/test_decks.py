@@ -83,3 +83,18 @@ def test_add_this_view_as_slides_reorder_delete_and_download():
     assert len(at.session_state["_deck"].slides) == 1
     click(at, "deck_close")
     assert "_deck" not in at.session_state and "deck" not in at.query_params
+
+
+def test_the_deck_panel_makes_the_decks_files_and_offers_them():
+    """ "Download this deck": the files of the open deck in the chosen formats (here the HTML file alone, which
+    needs no renderer), a download button for each; another language makes them again."""
+    at = fresh({"deck": "gqa_and_the_kv_cache", "deck_at": "2"})
+    no_exception(at)
+    at.multiselect(key="deck_file_formats").set_value(["html"]).run()
+    assert not [b for b in at.get("download_button") if b.proto.id.endswith("deck_file_html")]
+    click(at, "deck_files_make")
+    files = at.session_state["_deck_files"][1]
+    assert list(files) == ["html"] and files["html"].startswith(b"<!DOCTYPE html>")
+    assert b"Query heads share KV heads" in files["html"] and b"deck_at=9" in files["html"]
+    buttons = [b for b in at.get("download_button") if "deck_file_html" in b.proto.id]
+    assert len(buttons) == 1 and buttons[0].proto.label == "Download HTML"

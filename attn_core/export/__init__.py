@@ -6,6 +6,11 @@
     python -m attn_core.export --page kv_cache --model llama-3-8b --seq-len 8192 --stack-weights --decode \\
         --dec-steps 64 --format png,csv
 
+A lecture deck becomes a PDF, a PowerPoint file and one offline HTML file with ``--deck``
+(:mod:`attn_core.export.deck`)::
+
+    python -m attn_core.export --deck gqa_and_the_kv_cache --format pdf,pptx,html --lang zh --out decks/
+
 Every page of :data:`attn_core.views.PAGES` is a ``--page``; its options are the
 fields of its ``Params`` (``python -m attn_core.export --page kv_cache --help``),
 with the page's defaults, and its figures come from the page's own view model,
@@ -17,9 +22,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from attn_core import figures
+from attn_core.decks import SECTION_PREFIX, STEP_KEYS, VIEWER_KEYS
 from attn_core.figures.slides import PRESET_NAMES
 from attn_core.render import ALL_FORMATS, IMAGE_FORMATS, RenderError, export_bytes
 from attn_core.runtime.config import ConfigError, unknown_option
@@ -91,6 +98,40 @@ def page_state(spec: PageSpec, params: object, args: argparse.Namespace) -> tupl
     return values, state
 
 
+def link_value(kind: str, name: str, text: str) -> object:
+    """A link parameter's text as the value of a control of ``kind`` (what the page's widget reads from the link)."""
+    try:
+        if kind in ("int", "pow2", "kv_heads", "seed"):
+            return int(float(text))
+        if kind == "float":
+            return float(text)
+    except ValueError as exc:
+        raise ConfigError(f"{name} = {text!r} is not a number", name, "link_value", name=name, value=text) from exc
+    if kind == "bool":
+        return text.lower() in ("1", "true", "yes", "on")
+    return text
+
+
+def params_from_link(spec: PageSpec, link: Mapping[str, str]) -> tuple[object, dict[str, int]]:
+    """The page's ``Params`` for the state a link holds, as the page opened from that link has them: every control
+    the link names takes its value, every other one its default. Also the link's steppers (``slide``, ``kv_token``:
+    the 1-based step of a slide mode's Previous/Next). Names that are neither, but every page may hold (presentation
+    mode, a section's open state), are left to the viewer; any other name is a :class:`ConfigError`."""
+    ctls = controls(spec.params)
+    values = defaults(spec.params)
+    steps: dict[str, int] = {}
+    for name, text in link.items():
+        if name in STEP_KEYS:
+            steps[name] = int(link_value("int", name, text))
+        elif name in ctls:
+            values[name] = link_value(ctls[name].kind, name, text)
+        elif name not in VIEWER_KEYS and not name.startswith(SECTION_PREFIX):
+            raise ConfigError(
+                f"the page {spec.name} has no control {name!r}", name, "link_param", page=spec.name, name=name
+            )
+    return spec.params(**values), steps
+
+
 def run(argv: list[str] | None = None) -> list[Path]:
     """Parse ``argv``, build the page's figures and write them; returns the written paths."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -131,7 +172,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
