@@ -84,10 +84,11 @@ def link_notices(name: str) -> None:
     """Say which parameters of the page's link the page does not have (``?d_k=64`` on a page whose setting is
     ``head_dim``): they are left out, and the notice names what was probably meant. The app's own parameters
     (language, seed, slide mode, a deck and its slide, the steppers, open sections) are never reported."""
+    from attn_core.decks import GLOBAL_KEYS, SECTION_PREFIX
     from attn_core.views import PAGES
     from attn_core.views.base import controls
 
-    from .decks import GLOBAL_KEYS, LINK_ONLY, SECTION_PREFIX
+    from .decks import LINK_ONLY
 
     spec = next((p for p in PAGES if p.name == name), None)
     if spec is None:

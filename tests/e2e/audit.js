@@ -16,6 +16,11 @@
     for (let e = el; e && e.nodeType === 1; e = e.parentElement) {
       const cs = getComputedStyle(e);
       if (cs.display === 'none' || cs.visibility === 'hidden' || parseFloat(cs.opacity) === 0) return false;
+      // inside a box that clips (a closed expander's body, a collapsed panel): seen only where the box is
+      if (e !== el && cs.overflow !== 'visible' && e !== document.body && e !== document.documentElement) {
+        const c = e.getBoundingClientRect();
+        if (c.height < 1 || c.width < 1 || r.right <= c.left || r.left >= c.right || r.bottom <= c.top || r.top >= c.bottom) return false;
+      }
     }
     return true;
   };
@@ -135,9 +140,14 @@
     .filter((e) => shown(e) && e.innerText.trim() && !e.parentElement.closest(BLOCKS) && !e.closest(WIDGETS));
   // the box of an element's text as laid out (a heading's block spans the row; its words do not)
   const rect = (e) => {
-    const range = document.createRange();
-    range.selectNodeContents(e);
-    const rs = [...range.getClientRects()].filter((r) => r.width > 0 && r.height > 0);
+    const rs = [];
+    const texts = document.createTreeWalker(e, NodeFilter.SHOW_TEXT);
+    for (let n = texts.nextNode(); n; n = texts.nextNode()) {
+      if (!n.textContent.trim() || !shown(n.parentElement)) continue;
+      const range = document.createRange();
+      range.selectNodeContents(n);
+      rs.push(...[...range.getClientRects()].filter((r) => r.width > 0 && r.height > 0));
+    }
     if (!rs.length) { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }
     return [Math.min(...rs.map((r) => r.left)), Math.min(...rs.map((r) => r.top)),
       Math.max(...rs.map((r) => r.right)), Math.max(...rs.map((r) => r.bottom))];

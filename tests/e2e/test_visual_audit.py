@@ -174,7 +174,13 @@ def test_every_view_of_every_page_passes_the_audit(browser, server, page, size, 
         audit_page(a, next(p for p in PAGES if p.name == page))
     finally:
         a.close()
-    assert not a.findings, f"{len(a.findings)} findings:\n" + "\n".join(a.findings[:80])
+    report(f"{page}-{size}-{lang}", a.findings)
+
+
+def report(name: str, findings: list[str]) -> None:
+    """Fail with the findings (all of them in ``artifacts/audit/<name>.txt``)."""
+    (SHOTS / f"findings-{name}.txt").write_text("\n".join(findings) + "\n", encoding="utf-8")
+    assert not findings, f"{len(findings)} findings (artifacts/audit/findings-{name}.txt):\n" + "\n".join(findings[:40])
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -193,4 +199,4 @@ def test_every_slide_of_every_deck_passes_the_audit(browser, server, name, size,
             a.look(f"deck-{name}-{i}", slide=True)
     finally:
         a.close()
-    assert not a.findings, f"{len(a.findings)} findings:\n" + "\n".join(a.findings[:80])
+    report(f"deck-{name}-{size}-{lang}", a.findings)
