@@ -12,8 +12,9 @@ st.set_page_config(
     page_title="Attention Explorer",
     page_icon="🔍",
     layout="wide",
-    # presentation mode starts with the sidebar folded away
-    initial_sidebar_state="collapsed" if st.query_params.get("present") in ("1", "true") else "auto",
+    # the sidebar (language, seed, slide mode, the share link, decks) starts folded: the page's charts and its
+    # controls beside them get the screen's width
+    initial_sidebar_state="collapsed",
 )
 
 ui.route_home_alias(HOME)

@@ -163,14 +163,14 @@ def sidebar() -> None:
 
 
 def apply_presentation() -> None:
-    """Slide mode (``ui/assets/present.css``) when presentation mode is on; the clicker keys always
+    """Slide mode (``ui/assets/present.css``) when presentation mode is on, else the page's own layout (``page.css``:
+    its controls beside its charts on a wide screen); the clicker keys always
     (``ui/assets/clicker.js``), and the share link box's style and copy script (``link.css``, ``link.js``). Call
     once per run (app.py does)."""
     from .widgets import DRAWER
 
     st.session_state.pop(DRAWER, None)  # the page's controls box of this run sets it again
-    if present():
-        st.html(style_tag("present.css"))
+    st.html(style_tag("present.css" if present() else "page.css"))
     with st.sidebar:  # not in the page's column: it takes no room on the slide; the link box's style and script too
         st.html(sidebar_assets(), unsafe_allow_javascript=True)
 

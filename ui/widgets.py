@@ -406,8 +406,8 @@ def controls_box() -> Iterator[Any]:
     closes, so that a notice never pushes a control down."""
     if present():  # slide mode places the keyed bar at the slide's top right (ui/assets/present.css)
         box = st.expander(t("ui.controls"), expanded=False, icon=":material/tune:", key="slide_controls")
-    else:
-        box = st.container()
+    else:  # beside the charts on a wide screen (ui/assets/page.css)
+        box = st.container(key="page_controls", border=True)
     st.session_state[DRAWER] = box  # this run's: a view's own options join it in slide mode (map_options)
     st.session_state[NOTICES] = []
     try:
@@ -420,9 +420,10 @@ def controls_box() -> Iterator[Any]:
 
 
 def drawer() -> Any:
-    """Where a view's own controls go (``with ui.drawer(): ...``): in slide mode the page's folded controls bar
-    (:func:`controls_box`), which keeps the slide for the chart; otherwise in place."""
-    box = st.session_state.get(DRAWER) if present() else None
+    """Where a view's own controls go (``with ui.drawer(): ...``): with the page's other controls
+    (:func:`controls_box`): in slide mode its folded bar, which keeps the slide for the chart; otherwise its box
+    beside the charts on a wide screen (above them on a narrow one)."""
+    box = st.session_state.get(DRAWER)
     return box if box is not None else contextlib.nullcontext()
 
 

@@ -9,7 +9,8 @@ what a lecturer would call a defect:
 - two texts of a chart that overlap (titles, axis titles, tick labels, legends, annotations, colour bars; rotated
   labels by their drawn outline), Streamlit's text over a chart or over other text, text clipped by its chart or by
   the screen, or below the bottom of a slide;
-- chart text under 20 px on a slide;
+- chart text under 20 px on a slide; a page whose first screen at 1280×720 shows no chart (less than
+  :data:`FIRST_SCREEN_PX` of one);
 - on a phone, a chart, table or image wider than the screen outside a box that scrolls sideways;
 - literal Markdown markers (``**``, ``__``, backticks) in what is drawn, and, in Chinese, English words of the
   app's English catalog that its Chinese catalog never uses;
@@ -42,6 +43,7 @@ PHONE_UA = (
     "Version/17.5 Mobile/15E148 Safari/604.1"
 )
 MIN_SLIDE_PX = 20
+FIRST_SCREEN_PX = 250  # px of a chart the first screen of a page shows at 1280×720 in its normal mode
 MAX_SLIDES = 12  # a page's slide stepper is walked at most this far (a guard against a stepper that never ends)
 
 
@@ -116,6 +118,19 @@ class Audit:
         else:  # a page scrolls inside Streamlit's main container: the whole of it
             self.w.shot_to(path)
 
+    def first_screen(self, label: str) -> None:
+        """The page's first screen (its first view, before any scrolling) shows a chart: at least
+        :data:`FIRST_SCREEN_PX` of it inside the window."""
+        seen = self.w.page.evaluate(
+            """() => Math.max(0, ...[...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].map(e => {
+                 const r = e.getBoundingClientRect();
+                 return r.width > 0 ? Math.min(r.bottom, innerHeight) - Math.max(r.top, 0) : 0; }))"""
+        )
+        if seen < FIRST_SCREEN_PX:
+            self.findings.append(
+                f"{label}-page-{self.size}-{self.lang}: no chart on the first screen ({seen:.0f} px seen)"
+            )
+
     def open_expanders(self) -> None:
         """Open every closed expander of the page, one at a time (sections are computed once opened)."""
         for _ in range(20):
@@ -153,6 +168,8 @@ def audit_page(a: Audit, spec) -> None:
     for query in views(spec):
         label = spec.name + (f"-{query.split('=')[1]}" if query else "")
         a.open(a.url(path, query, slide=False))
+        if a.size == "1280x720" and query == views(spec)[0]:
+            a.first_screen(label)
         a.open_expanders()
         a.look(label, slide=False)
         if a.phone:
