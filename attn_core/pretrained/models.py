@@ -886,7 +886,7 @@ def seeded_attention(n_heads: int, n_kv_heads: int, head_dim: int, t: int, causa
 SCORES = ("previous_token", "first_token", "duplicate_token", "induction", "entropy")
 
 
-def _frame(tokenizer: Any) -> tuple[list[int], list[int]]:
+def special_frame(tokenizer: Any) -> tuple[list[int], list[int]]:
     """The special tokens the tokenizer puts before and after a text (``[CLS]``/``[SEP]``, a BOS, or none)."""
     plain = list(tokenizer("a", add_special_tokens=False)["input_ids"])
     full = list(tokenizer("a", add_special_tokens=True)["input_ids"])
@@ -896,6 +896,9 @@ def _frame(tokenizer: Any) -> tuple[list[int], list[int]]:
     return [], []
 
 
+_frame = special_frame
+
+
 def repeated_tokens(model: LoadedModel, seq_len: int, n_seqs: int, seed: int) -> tuple[torch.Tensor, int]:
     """``n_seqs`` rows of ``seq_len`` random tokens repeated twice, framed by the model's special tokens.
 
@@ -903,7 +906,7 @@ def repeated_tokens(model: LoadedModel, seq_len: int, n_seqs: int, seed: int) ->
     is at ``o .. o+n-1``, the second at ``o+n .. o+2n-1``. Tokens are drawn uniformly (numpy,
     ``seed``) from the vocabulary less the special tokens.
     """
-    prefix, suffix = _frame(model.tokenizer)
+    prefix, suffix = special_frame(model.tokenizer)
     vocab = min(int(model.module.config.vocab_size), len(model.tokenizer))  # rows past the tokenizer are padding
     special = set(model.tokenizer.all_special_ids)
     pool = np.array([i for i in range(vocab) if i not in special], dtype=np.int64)
@@ -981,7 +984,7 @@ def head_scores(model: LoadedModel, seq_len: int = 50, n_seqs: int = 4, seed: in
     Weights are recomputed from the captured q and k (:func:`layer_weights`). Columns: ``layer,
     head, kv_head`` and :data:`SCORES`; ``attrs`` holds ``seq_len``, ``n_seqs``, ``seed``.
     """
-    prefix, suffix = _frame(model.tokenizer)
+    prefix, suffix = special_frame(model.tokenizer)
     check_int("seq_len", seq_len, 2, max(2, (model.max_positions - len(prefix) - len(suffix)) // 2))
     check_int("n_seqs", n_seqs, 1, 64)
     ids, offset = repeated_tokens(model, seq_len, n_seqs, seed)
