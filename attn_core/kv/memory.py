@@ -177,7 +177,7 @@ def layer_windows(n_layers: int, window: int | None, global_every: int | None = 
     window = check_int("sliding_window", window, 1)
     if global_every is None:
         return (window,) * n_layers
-    every = check_int("global_every", global_every, 1, n_layers)
+    every = check_int("global_every", global_every, 1)
     return tuple(None if (i + 1) % every == 0 else window for i in range(n_layers))
 
 

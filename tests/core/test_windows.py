@@ -20,6 +20,7 @@ def test_layer_patterns_of_mistral_gemma2_and_gemma3():
     assert layer_windows(4, None) == (None,) * 4
     assert layer_windows(4, 4096) == (4096,) * 4  # Mistral-7B-v0.1: every layer slides
     assert layer_windows(4, 4096, 2) == (4096, None, 4096, None)  # Gemma 2: sliding, full, sliding, full
+    assert layer_windows(2, 16, 6) == (16, 16)  # fewer layers than the pattern: no global one
     g3 = layer_windows(18, 512, 6)  # Gemma 3 270M: layers 5, 11, 17 global
     assert [i for i, w in enumerate(g3) if w is None] == [5, 11, 17] and g3.count(512) == 15
     for windows in [(None,) * 3, (8,) * 3, (8, 8, None), g3, layer_windows(42, 4096, 2)]:
@@ -81,6 +82,6 @@ def test_bad_windows_are_refused():
         ModelPreset(**{**base, "sliding_window": None, "global_every": 2}).validate()
     assert err.value.key == "kv_preset_invalid" and "global_every" in str(err.value)
     with pytest.raises(ConfigError):
-        ModelPreset(**{**base, "global_every": 43}).validate()
+        ModelPreset(**{**base, "global_every": 0}).validate()
     with pytest.raises(ConfigError):
         windowed_cache_bytes((0, None), 1, 8, 10)
