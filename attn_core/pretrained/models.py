@@ -97,19 +97,23 @@ def _capturing_attention(module, query, key, value, attention_mask, dropout=0.0,
     recorder = kwargs.pop(_RECORDER_KW, None)
     streaming = getattr(module, STREAMING_ATTR, None)
     if streaming is not None:
-        attention_mask = _streaming_mask(attention_mask, query.shape[-2], key.shape[-2], streaming)
+        attention_mask = _streaming_mask(attention_mask, query.shape[-2], key.shape[-2], streaming, query.device)
     if recorder is not None:
         recorder(query, key, value, query.shape[-1] ** -0.5 if scaling is None else float(scaling))
     return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
 
 
-def _streaming_mask(mask: torch.Tensor | None, t_q: int, t_k: int, streaming: tuple[int, int]) -> torch.Tensor:
+def _streaming_mask(
+    mask: torch.Tensor | None, t_q: int, t_k: int, streaming: tuple[int, int], device: torch.device
+) -> torch.Tensor:
     """The layer's mask (None: plain causal; bool, True = attend; or additive float) ``[B, 1, T_q, T_k]``
     narrowed to StreamingLLM's keys (:func:`~attn_core.attention.masks.limit_keys`): the queries are the
-    last ``T_q`` of the ``T_k`` positions, every key cached from position 0 on."""
-    device = mask.device if mask is not None else None
+    last ``T_q`` of the ``T_k`` positions, every key cached from position 0 on. Unchanged when every key is a
+    sink or a recent one (``T_k <= sinks + recent``)."""
     sinks, recent = streaming
-    keep = _causal_mask(t_q, t_k, device or "cpu")
+    if t_k <= sinks + recent:
+        return mask
+    keep = _causal_mask(t_q, t_k, device)
     keep = limit_keys(keep, torch.arange(t_k - t_q, t_k, device=keep.device), None, sinks, recent)[None, None]
     if mask is None:
         return keep
