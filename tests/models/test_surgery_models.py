@@ -10,6 +10,7 @@ import torch
 
 from attn_core.pretrained import models, texts
 from attn_core.pretrained import surgery as sg
+from attn_core.runtime.config import ConfigError
 
 pytestmark = pytest.mark.slow
 
@@ -25,6 +26,26 @@ def test_smollm2_identities(smollm2):
     assert torch.equal(logits(sg.pool_kv_heads(smollm2, 3), ids), base)
     assert torch.equal(logits(sg.scale_scores(smollm2, 1), ids), base)
     assert torch.equal(logits(sg.evict_cache(smollm2, 256, 0), ids), base)
+    with pytest.raises(ConfigError) as err:
+        sg.pool_kv_heads(smollm2, 2)
+    assert (
+        err.value.key == "surgery_kv_divisor" and "must divide 3" in str(err.value) and "valid: 1, 3" in str(err.value)
+    )
+
+
+def test_gemma3_surgery(gemma3):
+    """MQA already: pooling to its one KV head changes nothing; an eviction inside the local window of 512 bites on
+    every layer, and the evaluation over 600 tokens stays finite."""
+    ids = texts.eval_ids(gemma3, "en", 600)
+    base = logits(gemma3, ids)
+    assert torch.equal(logits(sg.pool_kv_heads(gemma3, 1), ids), base)
+    assert torch.equal(logits(sg.scale_scores(gemma3, 1.0), ids), base)
+    assert torch.equal(logits(sg.evict_cache(gemma3, 600, 0), ids), base)
+    ref = sg.reference_of(gemma3, ids)
+    e = sg.evaluate(sg.evict_cache(gemma3, 64, 4), ids, ref)
+    own = sg.evaluate(gemma3, ids, ref)
+    assert own.perplexity < e.perplexity < math.inf and 0.0 < e.kl < math.inf and own.top1 == 1.0
+    assert e.kv_bytes == 18 * 68 * 2 * 256 * 4 < own.kv_bytes == (3 * 600 + 15 * 512) * 2 * 256 * 4
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
