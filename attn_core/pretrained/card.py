@@ -342,6 +342,12 @@ class _Reader:
             self.pos += n * struct.calcsize(_SCALARS[kind])
             if self.pos > len(self.buf):
                 raise _truncated(self.what, "header")
+        elif kind == 8:  # strings: only their lengths are read
+            for _ in range(n):
+                length = self.take("<Q")  # advances past the length first
+                self.pos += length
+            if self.pos > len(self.buf):
+                raise _truncated(self.what, "header")
         else:
             for _ in range(n):
                 self.value(kind)
