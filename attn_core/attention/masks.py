@@ -65,3 +65,23 @@ def check_layer_input(
             "a causal mask needs self-attention; pick 'none' or 'padding' for cross-attention", "mask", "causal_cross"
         )
     return check_temperature(temperature)
+
+
+def limit_keys(
+    allowed: torch.Tensor, q_pos: torch.Tensor, window: int | None = None, sinks: int = 0, recent: int | None = None
+) -> torch.Tensor:
+    """``allowed`` bool ``[R, T_k]`` further limited for queries at absolute positions ``q_pos`` ``[R]``.
+
+    ``window``: a sliding-window layer (Mistral, Gemma's local layers): query ``p`` sees only the keys
+    ``p - window < j``, i.e. the last ``window`` positions, itself included (as transformers'
+    ``sliding_window_overlay``). ``recent``: StreamingLLM's eviction (Xiao et al. 2023): query ``p``
+    keeps the first ``sinks`` keys and the last ``recent`` ones (``j < sinks`` or ``p - recent < j``).
+    None leaves the mask as it is.
+    """
+    keys = torch.arange(allowed.shape[-1], device=allowed.device)[None, :]
+    p = q_pos.to(allowed.device)[:, None]
+    if window is not None:
+        allowed = allowed & (keys > p - int(window))
+    if recent is not None:
+        allowed = allowed & ((keys < int(sinks)) | (keys > p - int(recent)))
+    return allowed

@@ -27,12 +27,14 @@ import numpy as np
 import torch
 
 from attn_core.attention.gqa import resolve_scale
-from attn_core.attention.masks import MASK_KINDS, check_layer_input
+from attn_core.attention.masks import MASK_KINDS, check_layer_input, limit_keys
 from attn_core.attention.tokens import embed
 from attn_core.runtime.config import AttentionConfig, check_int, check_kv_heads
 
 # q of the shown heads [Hs, T_q, D]; k and v of the KV heads they read, by KV head: [T_k, D] each
 QKV = tuple[torch.Tensor, dict[int, torch.Tensor], dict[int, torch.Tensor]]
+# (sliding window, sinks, recent keys) of masks.limit_keys: None, 0, None limit nothing
+KeyLimits = tuple[int | None, int, int | None]
 
 
 class AttentionSource(Protocol):
@@ -67,18 +69,26 @@ def group_of(head: int, n_heads: int, n_kv_heads: int) -> int:
     return head // (n_heads // n_kv_heads)
 
 
-def allowed_rows(mask_kind: str, rows: torch.Tensor, t_q: int, t_k: int, pad_len: int | None) -> torch.Tensor:
+def allowed_rows(
+    mask_kind: str, rows: torch.Tensor, t_q: int, t_k: int, pad_len: int | None, limits: KeyLimits = (None, 0, None)
+) -> torch.Tensor:
     """Bool ``[len(rows), T_k]``: which keys each query row in ``rows`` may attend to (True = allowed).
 
     ``causal`` is aligned to the end of the keys, as :func:`attn_core.attention.masks.causal_mask`;
-    ``padding`` hides the keys from ``pad_len`` on.
+    ``padding`` hides the keys from ``pad_len`` on. ``limits`` = (window, sinks, recent) of
+    :func:`attn_core.attention.masks.limit_keys` (a sliding window, StreamingLLM's eviction).
     """
     keys = torch.arange(t_k, device=rows.device)
     if mask_kind == "causal":
-        return keys[None, :] <= rows[:, None] + (t_k - t_q)
-    if mask_kind == "padding":
-        return (keys < pad_len)[None, :].expand(len(rows), t_k)
-    return torch.ones(len(rows), t_k, dtype=torch.bool, device=rows.device)
+        allowed = keys[None, :] <= rows[:, None] + (t_k - t_q)
+    elif mask_kind == "padding":
+        allowed = (keys < pad_len)[None, :].expand(len(rows), t_k)
+    else:
+        allowed = torch.ones(len(rows), t_k, dtype=torch.bool, device=rows.device)
+    window, sinks, recent = limits
+    if window is None and recent is None:
+        return allowed
+    return limit_keys(allowed, rows + (t_k - t_q), window, sinks, recent)
 
 
 class _Sequences:
@@ -88,6 +98,7 @@ class _Sequences:
     tokens_k: tuple[str, ...] | None
     mask_kind: str
     pad_len: int | None
+    limits: KeyLimits = (None, 0, None)  # TensorLayer's field; the seeded layer limits nothing
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -99,7 +110,7 @@ class _Sequences:
         return self.tokens_k is not None
 
     def allowed(self, rows: torch.Tensor) -> torch.Tensor:
-        return allowed_rows(self.mask_kind, rows, len(self.tokens_q), len(self.keys), self.pad_len)
+        return allowed_rows(self.mask_kind, rows, len(self.tokens_q), len(self.keys), self.pad_len, self.limits)
 
 
 # ---------------------------------------------------------------- the seeded random layer
@@ -214,7 +225,9 @@ class TensorLayer(_Sequences):
     ``q`` ``[H, T_q, D]``; ``k`` ``[H_kv, T_k, D]``, ``v`` ``[H_kv, T_k, D_v]`` (after any position
     encoding, before ``repeat_kv``; values may be narrower or wider than keys, as in MLA); ``scale`` the factor the layer applies to q·k;
     ``mask_kind`` ``none``, ``causal`` or ``padding`` (keys from ``pad_len`` on hidden);
-    ``use_scaling`` and ``temperature`` say what ``scale`` holds (1/√d_k, ÷ τ).
+    ``use_scaling`` and ``temperature`` say what ``scale`` holds (1/√d_k, ÷ τ); ``limits`` (window,
+    sinks, recent) narrow the mask further (a pretrained model's sliding-window layer, an evicted cache:
+    :func:`attn_core.attention.masks.limit_keys`).
     """
 
     q: np.ndarray = field(repr=False)
@@ -227,6 +240,7 @@ class TensorLayer(_Sequences):
     pad_len: int | None = None
     use_scaling: bool = True
     temperature: float = 1.0
+    limits: KeyLimits = (None, 0, None)
 
     def __post_init__(self) -> None:
         put = object.__setattr__

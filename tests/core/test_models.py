@@ -61,13 +61,15 @@ def test_shape_read_from_the_config(loaded, family):
         "qwen2": (2, 4, 1),
         "qwen3": (2, 4, 2),
         "mistral": (2, 4, 2),
+        "gemma3": (3, 4, 1),
         "gpt2": (2, 4, 4),
         "bert": (2, 4, 4),
     }
     assert (m.n_layers, m.n_heads, m.n_kv_heads) == want[family]
     assert m.head_dim == {"gpt2": 8, "bert": 8, "qwen3": 8}.get(family, 16)
     assert m.causal is (family != "bert")
-    assert m.max_positions == {"bert": 16, "mistral": 32}.get(family, 128)  # mistral: its sliding window
+    assert m.max_positions == {"bert": 16}.get(family, 128)  # a sliding window does not cut the input
+    assert m.layer_windows == {"mistral": (32, 32), "gemma3": (8, 8, None)}.get(family, (None,) * m.n_layers)
     assert m.n_params == sum(p.numel() for p in m.module.parameters())
     p = m.preset
     assert (p.n_layers, p.n_heads, p.n_kv_heads, p.head_dim, p.max_positions) == (
@@ -77,7 +79,10 @@ def test_shape_read_from_the_config(loaded, family):
         m.head_dim,
         m.max_positions,
     )
-    assert p.attention == {"llama": "GQA", "mistral": "GQA", "qwen3": "GQA", "qwen2": "MQA"}.get(family, "MHA")
+    assert p.attention == {"llama": "GQA", "mistral": "GQA", "qwen3": "GQA", "qwen2": "MQA", "gemma3": "MQA"}.get(
+        family, "MHA"
+    )
+    assert p.layer_windows == m.layer_windows
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -337,7 +342,7 @@ def test_generation_is_refused_for_an_encoder_and_bad_lengths(loaded):
         models.generate(loaded["bert"], "the cat", 3)
     assert err.value.key == "model_not_decoder"
     with pytest.raises(ConfigError) as err:
-        models.generate(loaded["mistral"], "the cat", 40)  # 7 prompt tokens + 40 > 32 positions
+        models.generate(loaded["mistral"], "the cat", 125)  # 7 prompt tokens + 125 > 128 positions
     assert err.value.field == "max_new_tokens"
 
 
@@ -447,3 +452,57 @@ def test_score_scale_by_blocks_equals_the_whole_matrices(loaded, family, monkeyp
         assert df["layer"].tolist() == list(att.layers)
         np.testing.assert_allclose(df.iloc[:, 1:].to_numpy(), np.array(want), rtol=1e-4, atol=1e-6)
     assert np.allclose(df["scaled_var"], df["score_var"] / m.head_dim)  # the scale is 1/√d_k
+
+
+# ---------------------------------------------------------------- sliding windows
+@pytest.mark.parametrize("family", ["gemma3", "mistral"])
+def test_a_local_layer_never_attends_past_its_window(loaded, eager, family):
+    m = loaded[family]
+    text = "the cat sat on the mat. " * 4  # 96 bytes: past both windows (gemma3 8, mistral 32)
+    att = models.model_attention(m, text, with_weights=True)
+    t = len(att.ids)
+    ref = reference_attentions(eager[family], list(att.ids))
+    i, j = np.indices((t, t))
+    for layer in range(m.n_layers):
+        w = m.window(layer)
+        np.testing.assert_allclose(att.weights[layer], ref[layer], rtol=RTOL, atol=ATOL)
+        if w is None:
+            assert att.weights[layer][:, j <= i - 8].sum() > 0.1  # a global layer reads far back
+            continue
+        assert att.limits[layer] == (w, 0, None)
+        assert np.all(att.weights[layer][:, j <= i - w] == 0.0)  # exactly 0 beyond the window
+        assert np.all(att.weights[layer][:, (j > i - w) & (j <= i)] > 0.0)
+    assert m.local_layers == tuple(x for x in range(m.n_layers) if m.window(x) is not None)
+
+
+def test_the_pooled_views_and_score_scale_apply_the_window(loaded):
+    m = loaded["gemma3"]
+    text = "the cat sat on the mat. " * 3
+    att = models.model_attention(m, text, with_weights=True)
+    for layer in range(m.n_layers):
+        pooled = longmaps.pooled_attention(att.source(layer), max_side=256)
+        np.testing.assert_allclose(np.nan_to_num(pooled.weights, nan=0.0), att.weights[layer], rtol=RTOL, atol=ATOL)
+    df = models.score_scale(att)
+    w = att.weights[0]
+    keep = np.arange(len(att.ids)) > 0
+    assert df["max_weight"][0] == pytest.approx(w.max(-1)[:, keep].mean(), rel=1e-5)
+
+
+def test_generation_with_sliding_layers_measures_what_the_cache_keeps(loaded, eager):
+    m = loaded["gemma3"]
+    prompt = "the cat sat on the mat"
+    steps = list(models.generate(m, prompt, 5))
+    n_prompt = len(m.encode(prompt)[0])
+    for s in steps:
+        held = n_prompt + s.step - 1
+        kept = held + 2 * min(held, 7)  # the global layer keeps every position, two local ones window - 1 = 7
+        assert s.cache_bytes == s.formula_bytes == 2 * kept * m.n_kv_heads * m.head_dim * 4
+    ids = m.encode(prompt)[0] + [s.token_id for s in steps[:-1]]
+    ref = reference_attentions(eager["gemma3"], ids)
+    for layer in range(m.n_layers):
+        np.testing.assert_allclose(steps[-1].attention[layer], ref[layer][:, -1], rtol=RTOL, atol=ATOL)
+    with torch.inference_mode():
+        want = eager["gemma3"].generate(torch.tensor([m.encode(prompt)[0]]), max_new_tokens=5, do_sample=False)
+    assert [s.token_id for s in steps] == want[0, n_prompt:].tolist()[: len(steps)]
+    plain = list(models.generate(m, prompt, 5, use_cache=False))
+    assert [s.token_id for s in plain] == [s.token_id for s in steps]

@@ -90,6 +90,18 @@ def _config(family: str):
         return tf.Qwen3Config(**decoder, num_attention_heads=4, num_key_value_heads=2, head_dim=8)
     if family == "mistral":  # a sliding window shorter than the position table
         return tf.MistralConfig(**decoder, num_attention_heads=4, num_key_value_heads=2, sliding_window=32)
+    if family == "gemma3":  # MQA, q/k norms, two local layers (window 8), then a global one; scale 32**-0.5
+        return tf.Gemma3TextConfig(
+            **{**decoder, "num_hidden_layers": 3},
+            num_attention_heads=4,
+            num_key_value_heads=1,
+            head_dim=16,
+            sliding_window=8,
+            layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+            query_pre_attn_scalar=32,
+            bos_token_id=257,
+            pad_token_id=256,
+        )
     if family == "gpt2":
         return tf.GPT2Config(
             vocab_size=258,
@@ -115,7 +127,7 @@ def _config(family: str):
     raise ValueError(family)
 
 
-FAMILIES = ("llama", "qwen2", "qwen3", "mistral", "gpt2", "bert")
+FAMILIES = ("llama", "qwen2", "qwen3", "mistral", "gemma3", "gpt2", "bert")
 
 
 def write_model(family: str, folder: Path, seed: int = 0) -> Path:
@@ -129,7 +141,7 @@ def write_model(family: str, folder: Path, seed: int = 0) -> Path:
     model = auto.from_config(cfg)
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(folder))
-    tok = wordpiece_tokenizer() if family == "bert" else byte_level_tokenizer(bos=family == "llama")
+    tok = wordpiece_tokenizer() if family == "bert" else byte_level_tokenizer(bos=family in ("llama", "gemma3"))
     tok.save_pretrained(str(folder))
     return folder
 

@@ -40,3 +40,8 @@ def minilm():
 @pytest.fixture(scope="session")
 def smollm2_scores(smollm2):
     return models.head_scores(smollm2, seq_len=50, n_seqs=4, seed=0)
+
+
+@pytest.fixture(scope="session")
+def gemma3():
+    return _shipped("gemma3-270m")
