@@ -399,7 +399,7 @@ def test_bad_preset_file_gives_config_error(tmp_path):
 
 
 # ---------------------------------------------------------------- every error can be shown in Chinese
-KV_MODULES = ("memory.py", "kv_cache.py", "views/kv_cache.py")
+KV_MODULES = ("kv/memory.py", "kv/cache.py", "views/kv_cache.py")
 
 
 def config_error_calls(path: Path) -> list[ast.Call]:
