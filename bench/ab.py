@@ -2,7 +2,7 @@
 
 Each checkout gets its own server (started in that directory, with this interpreter and the app's server flags)
 and one chromium page; the two pages move the slider in turn, and the order flips every round (A B, B A, ...):
-with a fixed order the page moved first measured up to 15 % faster in some runs (README, "Fifteenth session").
+with a fixed order the page moved first measured up to 15 % faster in some runs.
 Prints each side's medians (from the key press: the rerun asked, the last script run finished as the page saw it,
 the chart painted; the page's main-thread CPU) and the paired ratio (the median of B / A over the rounds). Not a
 timed test: the numbers are for the notes.

@@ -2,11 +2,14 @@
 
     .venv/bin/python bench/bench.py [--repeats 20] [--only core|pages|browser] [--skip-pages] [--skip-browser]
 
+After a run it rewrites docs/performance.md (bench/perf_doc.py) with the tables of the sections it ran.
+
 pages    every page under AppTest at its defaults and at its largest settings: median and p95 of full
          reruns after a widget change (cache warm), the first (cold) run, the largest plotly chart's
          serialized size; a page that raises fails the run.
-core     attn_core's weights path against torch's plain matmul-softmax at 1024 tokens and 16 heads, and
-         live-decode steps per second with the KV cache against recomputing everything at 1024 tokens;
+core     attn_core's weights path against torch's plain matmul-softmax at 1024 tokens and 16 heads,
+         live-decode steps per second with the KV cache against recomputing everything at 1024 tokens,
+         an MLA decode step, attention as convolution and the training lab's experiments;
          on the CPU, and on CUDA too when torch sees a GPU.
 browser  Playwright driving Debian's chromium against a real server: cold start to the first chart,
          and slider-to-paint on the heatmap page.
@@ -157,7 +160,7 @@ EXTRA_CASES = [
         "grid",
     ),
 ]
-SLIDER_TO_PAINT_TARGET_MS = 300  # heatmaps at defaults, absolute (the README's older target)
+SLIDER_TO_PAINT_TARGET_MS = 300  # heatmaps at defaults, absolute
 SLIDER_RATIO_TARGET = 2.0  # slider to painted chart, every page at defaults / the trivial app
 COLD_RATIO_TARGET = 1.5  # cold start to the first chart, the app's default page / the trivial app
 COLD_START_TARGET_S = 4.0
@@ -528,7 +531,7 @@ def core_conv(dev, runs: int) -> list[str]:
 
 def core_lab(dev, runs: int) -> list[str]:
     """Every training-lab experiment at its default steps, trained to the end as the page's Train runs it:
-    steps per second and wall time (the issue's target: each within 60 s on 2 CPU cores)."""
+    steps per second and wall time (target: each within 60 s on 2 CPU cores)."""
     from attn_core.views import lab as lv
 
     lines = []
