@@ -71,6 +71,12 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown CPU"
 
 
+def threads(n: int) -> str:
+    """torch's thread count, and the OpenMP setting that chose it when there is one."""
+    omp = os.environ.get("OMP_NUM_THREADS")
+    return f"{n} thread{'' if n == 1 else 's'}" + (f", OMP_NUM_THREADS={omp}" if omp else "")
+
+
 def machine_info() -> dict[str, str]:
     """What the header says about this run: date, CPU, cores, versions, the device the pages compute on."""
     import streamlit
@@ -88,7 +94,7 @@ def machine_info() -> dict[str, str]:
         "cpu": f"{cpu_model()} ({platform.machine()})",
         "cores": str(cores),
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none",
-        "torch": f"{torch.__version__} ({torch.get_num_threads()} threads)",
+        "torch": f"{torch.__version__} ({threads(torch.get_num_threads())})",
         "streamlit": streamlit.__version__,
         "python": platform.python_version(),
         "device": device,
