@@ -31,7 +31,13 @@ def files(*suffixes: str) -> list[Path]:
 
 
 def markdown_files() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    """README.md, docs/*.md and the other documents next to them."""
+    return [
+        ROOT / "README.md",
+        ROOT / "CHANGELOG.md",
+        ROOT / "bench" / "README.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+    ]
 
 
 def slug(heading: str) -> str:
