@@ -50,14 +50,15 @@ NOT_MEASURED = (
 
 @dataclass
 class Table:
-    """One section's table: column names, rows of cells (text), notes printed under it, and when and where it was
-    measured (filled in by :func:`update` for the sections of this run)."""
+    """One section's table: column names, rows of cells (text), notes printed under it, and when, by which command
+    and on what machine it was measured (filled in by :func:`update` for the sections of this run)."""
 
     columns: list[str]
     rows: list[list[str]]
     notes: list[str] = field(default_factory=list)
     measured: str = ""
     machine: str = ""
+    command: str = ""
 
 
 def cpu_model() -> str:
@@ -154,7 +155,8 @@ def render(info: dict[str, str], tables: dict[str, Table | None], command: str) 
         if table is None:
             out.append(NOT_MEASURED.format(name=name))
             continue
-        out += [f"Measured {table.measured} on {table.machine}.", ""]
+        by = f" by `{table.command}`" if table.command else ""
+        out += [f"Measured {table.measured}{by} on {table.machine}.", ""]
         out += table_md(table)
         if table.notes:
             out.append("")
@@ -182,7 +184,7 @@ def update(
     for name in SECTIONS:
         if name in new:
             table = new[name]
-            table.measured, table.machine = info["date"], machine_line(info)
+            table.measured, table.machine, table.command = info["date"], machine_line(info), command
             tables[name] = table
         else:
             tables[name] = old.get(name)
