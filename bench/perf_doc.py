@@ -59,6 +59,7 @@ class Table:
     measured: str = ""
     machine: str = ""
     command: str = ""
+    load: str = ""
 
 
 def cpu_model() -> str:
@@ -156,7 +157,8 @@ def render(info: dict[str, str], tables: dict[str, Table | None], command: str) 
             out.append(NOT_MEASURED.format(name=name))
             continue
         by = f" by `{table.command}`" if table.command else ""
-        out += [f"Measured {table.measured}{by} on {table.machine}.", ""]
+        load = f"; load average at start {table.load} (1/5/15 min)" if table.load else ""
+        out += [f"Measured {table.measured}{by} on {table.machine}{load}.", ""]
         out += table_md(table)
         if table.notes:
             out.append("")
@@ -185,6 +187,7 @@ def update(
         if name in new:
             table = new[name]
             table.measured, table.machine, table.command = info["date"], machine_line(info), command
+            table.load = info.get("load", "")
             tables[name] = table
         else:
             tables[name] = old.get(name)

@@ -70,6 +70,7 @@ def test_a_later_run_keeps_the_tables_of_the_sections_it_did_not_run(tmp_path):
     assert "Measured 2030-01-01 00:00 UTC" in core_md  # ... with its own date
     browser_md = section(text, perf_doc.TITLES["browser"])
     assert "Measured 2030-01-02 03:04 UTC by `bench/bench.py --only browser` on Test CPU" in browser_md
+    assert "load average at start 0.1/0.2/0.3" in browser_md
     assert "| heatmaps · head_dim | 246 |" in browser_md and "- cold" in browser_md
     assert "Not measured" in section(text, perf_doc.TITLES["pages"])
     assert "Last written 2030-01-02 03:04 UTC by `bench/bench.py --only browser`" in text
