@@ -31,7 +31,7 @@ run: install
 	$(BIN)/streamlit run server.py --server.port $(PORT)
 
 # A lecture hall: WORKERS Streamlit processes (default: one per core) behind nginx on PORT, sticky per
-# browser, dead or hung workers restarted (serve/supervisor.py; README "Serving a lecture hall").
+# browser, dead or hung workers restarted (serve/supervisor.py; docs/deploy.md).
 serve: install
 	@bash tools/ensure_nginx.sh
 	$(BIN)/python -m serve --workers $(WORKERS) --port $(PORT)

@@ -34,8 +34,8 @@ LINK = dict(st.session_state["_link_params"])  # the sidebar's and the deck's pa
 @st.fragment
 def run_page() -> None:
     """The page and its share link, as a fragment: a control of the page reruns this alone, not the navigation,
-    the sidebar and the CSS above (2-5 ms of the server's CPU and 10-35 ms of the browser's a move: README,
-    "the fifth round"). Widgets outside it (language, seed, presentation mode, the deck) rerun the whole app."""
+    the sidebar and the CSS above (2-5 ms of the server's CPU and 10-35 ms of the browser's a move, measured with
+    bench/hall.py and bench/bench.py). Widgets outside it (language, seed, presentation mode, the deck) rerun the whole app."""
     st.session_state["_link_params"] = dict(LINK)  # a control the page no longer draws leaves the link
     ui.draw_page(page, page.url_path, HOME)  # the share link also when the page ended early (ui.stop)
 

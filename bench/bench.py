@@ -2,11 +2,14 @@
 
     .venv/bin/python bench/bench.py [--repeats 20] [--only core|pages|browser] [--skip-pages] [--skip-browser]
 
+After a run it rewrites docs/performance.md (bench/perf_doc.py) with the tables of the sections it ran.
+
 pages    every page under AppTest at its defaults and at its largest settings: median and p95 of full
          reruns after a widget change (cache warm), the first (cold) run, the largest plotly chart's
          serialized size; a page that raises fails the run.
-core     attn_core's weights path against torch's plain matmul-softmax at 1024 tokens and 16 heads, and
-         live-decode steps per second with the KV cache against recomputing everything at 1024 tokens;
+core     attn_core's weights path against torch's plain matmul-softmax at 1024 tokens and 16 heads,
+         live-decode steps per second with the KV cache against recomputing everything at 1024 tokens,
+         an MLA decode step, attention as convolution and the training lab's experiments;
          on the CPU, and on CUDA too when torch sees a GPU.
 browser  Playwright driving Debian's chromium against a real server: cold start to the first chart,
          and slider-to-paint on the heatmap page.
@@ -31,6 +34,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("ATTN_DEVICE", "auto")  # pages and the server compute where a real server would
 
+if __package__:  # imported as bench.bench (the tests)
+    from bench import perf_doc
+else:  # run as a script: its folder is on the path (``import bench`` would be this file)
+    import perf_doc  # type: ignore[no-redef]
+Table = perf_doc.Table  # docs/performance.md's tables, written after a run
 from harness import WS_TAP_JS  # noqa: E402 - the websocket tap the browser tests use too
 
 # ---------------------------------------------------------------- what is measured (edit here)
@@ -89,7 +97,7 @@ EXTRA_CASES = [
         "grid",
     ),
 ]
-SLIDER_TO_PAINT_TARGET_MS = 300  # heatmaps at defaults, absolute (the README's older target)
+SLIDER_TO_PAINT_TARGET_MS = 300  # heatmaps at defaults, absolute
 SLIDER_RATIO_TARGET = 2.0  # slider to painted chart, every page at defaults / the trivial app
 COLD_RATIO_TARGET = 1.5  # cold start to the first chart, the app's default page / the trivial app
 COLD_START_TARGET_S = 4.0
@@ -450,7 +458,7 @@ def core_conv(dev, runs: int) -> list[str]:
 
 def core_lab(dev, runs: int) -> list[str]:
     """Every training-lab experiment at its default steps, trained to the end as the page's Train runs it:
-    steps per second and wall time (the issue's target: each within 60 s on 2 CPU cores)."""
+    steps per second and wall time (target: each within 60 s on 2 CPU cores)."""
     from attn_core.views import lab as lv
 
     lines = []
@@ -731,16 +739,18 @@ def cold_lines(cold: dict[bool, list[dict]]) -> list[str]:
     ]
 
 
-def bench_browser(args) -> list[str]:
+def bench_browser(args) -> tuple[list[str], Table | None]:
+    """The browser section's lines, and its table for docs/performance.md (None when it did not run)."""
     from harness import CHROMIUM_ARGS, chromium_path
 
     exe = chromium_path()
     if exe is None:
-        return ["browser: skipped (needs Debian's chromium: apt-get install chromium, or make browser)"]
+        return ["browser: skipped (needs Debian's chromium: apt-get install chromium, or make browser)"], None
     from playwright.sync_api import sync_playwright
 
     timeout_ms = int(args.timeout * 1e3)
     lines: list[str] = []
+    rows: list[tuple[str, ...]] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
         servers: dict[bool, tuple[subprocess.Popen, str]] = {}
@@ -750,17 +760,20 @@ def bench_browser(args) -> list[str]:
             page, r = open_and_wait_chart(browser, servers[False][1] + "/", "grid", timeout_ms)
             page.context.close()
             lines.append(f"browser second visitor to first chart (warm server, new session): {secs(r['paint'])}")
-            lines += slider_section(browser, servers, args.moves, timeout_ms)
+            slider_lines, rows = slider_section(browser, servers, args.moves, timeout_ms)
         finally:
             for proc, _ in servers.values():
                 stop_server(proc)
             browser.close()
-    return lines
+    notes = [line.removeprefix("browser ") for line in lines + slider_lines[: slider_lines.index("")]]
+    table = Table([*rows[0]], [list(r) for r in rows[1:]], [*notes, *SLIDER_NOTES])
+    return lines + slider_lines, table
 
 
-def slider_section(browser, servers, moves: int, timeout_ms: int) -> list[str]:
+def slider_section(browser, servers, moves: int, timeout_ms: int) -> tuple[list[str], list[tuple[str, ...]]]:
     """Open every case in its own context, then move each case's slider once per round, round after round,
-    so that the trivial app and every page share whatever else the machine is doing."""
+    so that the trivial app and every page share whatever else the machine is doing. Returns the lines and the
+    slider table's rows (header first)."""
     sessions = []
     for case in [TRIVIAL, *page_cases(), *EXTRA_CASES]:
         log(f"browser: opening {case.label}{case.url_tail}...")
@@ -777,7 +790,7 @@ def slider_section(browser, servers, moves: int, timeout_ms: int) -> list[str]:
     heat = next(s for s in sessions if s.case.label == "heatmaps · head_dim")
     lines = [heatmap_line("defaults", heat, SLIDER_TO_PAINT_TARGET_MS)]
     lines += [heatmap_line(s.case.label.split(" · ", 1)[1], s, None) for s in sessions if s.case in EXTRA_CASES]
-    return lines + [""] + slider_table(sessions)
+    return lines + [""] + slider_table(sessions), slider_rows(sessions)
 
 
 def heatmap_line(label: str, sess: Session, target_ms: float | None) -> str:
@@ -790,9 +803,9 @@ def heatmap_line(label: str, sess: Session, target_ms: float | None) -> str:
     )
 
 
-def slider_table(sessions: list[Session]) -> list[str]:
+def slider_rows(sessions: list[Session]) -> list[tuple[str, ...]]:
+    """The slider table's rows, its header first: one row per case, medians in ms (the trivial app first)."""
     triv = sessions[0]
-    n = len(triv.times["painted"])
     cols = ("painted", "settled", "finished", "server", "server_cpu", "browser_task", "browser_layout")
     rows = [
         (
@@ -830,21 +843,29 @@ def slider_table(sessions: list[Session]) -> list[str]:
                 target + (verdict(pr, SLIDER_RATIO_TARGET) if target else ""),
             )
         )
+    return rows
+
+
+SLIDER_NOTES = [
+    "paired: the median of each round's painted time over the trivial app's in the same round (the cases take "
+    "turns, so a slow spell of the machine falls on both; a second estimate of the ratio, the target reads "
+    "x trivial);",
+    "painted: the chart the slider changes, drawn and visible; all charts: the last chart painted; app idle: "
+    "the last script run finished; server: from the rerun request to script finished (all three as the page's "
+    "main thread saw them: a busy page sees them late);",
+    "server CPU: the server process's CPU time; browser CPU: the page's main-thread tasks (Chrome's "
+    "TaskDuration: JavaScript, plotly's drawing, React) and of it layout and style (Layout + RecalcStyle); "
+    "charts: charts redrawn",
+]
+
+
+def slider_table(sessions: list[Session]) -> list[str]:
+    n = len(sessions[0].times["painted"])
     head = (
         f"browser slider moves, every page at its defaults against the trivial app in the same run "
         f"(ms from the key press, medians of n={n} moves each; the cases take turns, move by move):"
     )
-    return [head, *format_rows(rows, right=set(range(1, 12)))] + [
-        "  paired: the median of each round's painted time over the trivial app's in the same round (the cases take "
-        "turns, so a slow spell of the machine falls on both; a second estimate of the ratio, the target reads "
-        "x trivial);",
-        "  painted: the chart the slider changes, drawn and visible; all charts: the last chart painted; app idle: "
-        "the last script run finished; server: from the rerun request to script finished (all three as the page's "
-        "main thread saw them: a busy page sees them late);",
-        "  server CPU: the server process's CPU time; browser CPU: the page's main-thread tasks (Chrome's "
-        "TaskDuration: JavaScript, plotly's drawing, React) and of it layout and style (Layout + RecalcStyle); "
-        "charts: charts redrawn",
-    ]
+    return [head, *format_rows(slider_rows(sessions), right=set(range(1, 12)))] + [f"  {note}" for note in SLIDER_NOTES]
 
 
 def paired_ratio(sess: Session, triv: Session) -> float:
@@ -910,6 +931,55 @@ def page_table(results: list[PageResult]) -> list[str]:
     return out
 
 
+def pages_doc_table(results: list[PageResult], extra: list[str]) -> Table:
+    """The pages section for docs/performance.md: the page table's cells, its notes and the lines under it."""
+    rows = []
+    for r in results:
+        if r.failed:
+            rows.append([f"{r.page} · {r.scenario}", "FAILED", "", "", "", "", "", r.failed[:80]])
+            continue
+        target = f"≤ {r.target_s * 1e3:.0f} ms: {'met' if r.median <= r.target_s else 'missed'}"
+        rows.append(
+            [
+                f"{r.page} · {r.scenario}",
+                ms(r.median),
+                ms(r.p95),
+                ms(r.cold),
+                str(r.n),
+                str(r.charts),
+                f"{r.largest_chart / 1024:,.0f} KiB",
+                target + (" (see notes)" if r.notes else ""),
+            ]
+        )
+    columns = ["page · scenario", "median rerun", "p95", "cold first run", "reruns", "charts", "largest chart"]
+    notes = [f"{r.page} · {r.scenario}: {note}" for r in results for note in r.notes] + [e for e in extra if e]
+    return Table([*columns, "target (median)"], rows, notes)
+
+
+def core_doc_table(lines: list[str]) -> Table:
+    """The core section for docs/performance.md: each ``core <device> <what>: <figures>`` line as a row."""
+    rows = []
+    for line in lines:
+        if not line.startswith("core "):
+            continue
+        dev, _, rest = line.removeprefix("core ").partition(" ")
+        what, _, figures = rest.strip().partition(": ")
+        rows.append([dev, what.strip(), figures.strip()])
+    return Table(["device", "what", "figures"], rows)
+
+
+def write_doc(args, sections: dict[str, Table | None], info: dict[str, str]) -> None:
+    """Rewrite docs/performance.md with the sections this run measured (``None``: did not run, the old table
+    stays)."""
+    measured = {k: v for k, v in sections.items() if v is not None}
+    if not measured:
+        log("bench: nothing measured, docs/performance.md left as it was")
+        return
+    command = " ".join(["bench/bench.py", *sys.argv[1:]])
+    perf_doc.update(measured, info, command, doc=Path(args.doc))
+    log(f"bench: wrote {args.doc} ({', '.join(measured)}) and its .json sidecar")
+
+
 def start_watchdog(minutes: float) -> None:
     def fire() -> None:
         log(f"bench: still running after {minutes:.0f} minutes; stopping (raise --max-minutes if this is expected)")
@@ -934,6 +1004,8 @@ def main() -> None:
     ap.add_argument("--page-budget", type=float, default=120, help="seconds of reruns per page scenario, at most")
     ap.add_argument("--timeout", type=float, default=300, help="seconds any single run or browser wait may take")
     ap.add_argument("--max-minutes", type=float, default=45, help="stop the whole benchmark after this long")
+    ap.add_argument("--doc", default=str(perf_doc.DOC), help="the Markdown file the figures are written to")
+    ap.add_argument("--no-doc", action="store_true", help="print the figures only, leave the docs as they are")
     args = ap.parse_args()
     if args.repeats < 3:
         ap.error("--repeats must be at least 3")
@@ -944,15 +1016,17 @@ def main() -> None:
     t_start = time.perf_counter()
 
     head = header()
+    info = perf_doc.machine_info()
     log(head)
     page_results, page_extra, core_lines, browser_lines = [], [], [], []
+    browser_table = None
     if "pages" in sections:
         page_results, page_extra = bench_pages(args)
     if "core" in sections:
         core_lines = bench_core(args)
     if "browser" in sections:
         try:
-            browser_lines = bench_browser(args)
+            browser_lines, browser_table = bench_browser(args)
         except Exception as exc:  # noqa: BLE001 - report it in the table, fail at the end
             browser_lines = [f"browser: FAILED ({type(exc).__name__}: {str(exc)[:300]})"]
             traceback.print_exc(file=sys.stderr)
@@ -964,6 +1038,16 @@ def main() -> None:
         out += page_table(page_results) + [""] + page_extra + [""]
     out += core_lines + ([""] if core_lines else []) + browser_lines
     print("\n".join(out).rstrip(), flush=True)
+    if not args.no_doc:
+        write_doc(
+            args,
+            {
+                "pages": pages_doc_table(page_results, page_extra) if "pages" in sections else None,
+                "core": core_doc_table(core_lines) if core_lines else None,
+                "browser": browser_table,
+            },
+            info,
+        )
     failed = any(r.failed for r in page_results) or any("FAILED" in line for line in core_lines + browser_lines)
     if any(r.failed for r in page_results):
         # a run that timed out leaves its script thread running; do not wait for it at exit

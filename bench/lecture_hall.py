@@ -3,7 +3,7 @@
     .venv/bin/python bench/lecture_hall.py [--workers 2] [--pages heatmaps,kv_sharing] [--quick]
 
 For each server (``python -m serve`` with 1 worker, then with ``--workers``, each started fresh and
-warmed by one visit per page) it runs, one after the other, the halls of issue 14's targets:
+warmed by one visit per page) it runs, one after the other, the halls of the lecture-hall targets:
 
 - ``class``: 100 students, think time 5 s, 5 moves each (target: update p95 <= 2 s, 0 errors, 0 cross-talk);
 - ``same link``: 100 students opening one link within 2 s, 1 move (target: first paint p95 <= 5 s);

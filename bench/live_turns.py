@@ -4,7 +4,7 @@
 
 Against a fresh server for each setting: ``ATTN_LIVE_RUNS`` unset (the server computes
 ``ui.compute.live_slots()`` runs at once, 2 on this 2-core machine), ``ATTN_LIVE_RUNS=1`` (one at a time) and
-``ATTN_LIVE_RUNS=<runners>`` (every run at once, as before the slots). In each, ``--runners`` students (the protocol-level tabs of
+``ATTN_LIVE_RUNS=<runners>`` (every run at once). In each, ``--runners`` students (the protocol-level tabs of
 ``bench/hall.py``, each with its own seed) open ``--page`` and press its Start button at the same moment,
 while one more student on the heatmaps page moves its d_k slider ``--moves`` times, one second apart.
 Reported: that student's slider update (send to script finished) p50 / max while the runs go on, and each

@@ -7,7 +7,7 @@ task longer than ``--min-ms`` in order: its start, its length and what it ran (t
 with the script file a JavaScript call came from: ``react-dom`` is React rendering the page, ``index`` is
 Streamlit's own code, ``TimerFire`` / ``RunMicrotasks`` after the run's last message is a chart being drawn,
 ``UpdateLayoutTree`` / ``Layout`` / ``Paint`` are style, layout and painting). The last line of each move sums
-the time by kind. Not a timed test; the README's sixteenth-session notes came from it.
+the time by kind. Not a timed test.
 
     .venv/bin/python bench/trace_move.py kv_cache
     .venv/bin/python bench/trace_move.py trivial --moves 3

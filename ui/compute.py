@@ -498,7 +498,7 @@ def freeze_heap() -> None:
     """Move every object alive now out of the reach of Python's full garbage collections (``gc.freeze``,
     after one collection): the imported modules (torch, plotly, pandas, the engine) and a loaded model are
     ~250k objects that live as long as the server, and each full collection walked them all (~110 ms on the
-    project's machine, every ~10 KV-cache runs; ~16 ms frozen: ``README.md``, the hall's fifth round).
+    project's machine, every ~10 KV-cache runs; ~16 ms frozen, measured with ``bench/hall.py``).
     Frozen objects are still freed when nothing refers to them; only a reference cycle among them is kept."""
     import gc
 

@@ -194,7 +194,7 @@ def share_link(page_path: str, home: str) -> None:
     A move of a page's control reruns the page alone (a fragment), and this redraws one element, the link's
     text: its caption, the QR button, the box's style and its copy script are drawn with the sidebar
     (:func:`sidebar_assets`), not again at every move (a heatmaps move: ~16 ms of the browser's time
-    less; README, "Ninth session").
+    less, measured with ``bench/bench.py``'s browser section).
     """
     slot = st.session_state.get("_link_slot")
     if slot is None:

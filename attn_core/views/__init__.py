@@ -2,7 +2,7 @@
 
 ``app.py`` (the navigation), the command line (:mod:`attn_core.export`), the
 fuzz, language, chart-size and browser tests and the benchmark all read
-:data:`PAGES`, so a page is added in one place. See ``ARCHITECTURE.md``.
+:data:`PAGES`, so a page is added in one place. See ``docs/architecture.md``.
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ def test_second_session_reuses_the_chart_and_another_language_builds_its_own(app
     assert built == 1
     second = app_test(page="app_pages/heatmaps.py", query=query)
     no_exception(second)
-    assert len(calls) == built, "the same view state was built again for a second session"
+    assert len(calls) == built, "the same view state was built again for another session"
     assert chart_specs(second) == chart_specs(first)
     third = app_test(page="app_pages/heatmaps.py", query={**query, "lang": "zh"})
     no_exception(third)

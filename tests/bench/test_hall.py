@@ -122,7 +122,7 @@ def test_a_small_hall_has_no_errors_and_no_cross_talk(served, tmp_path):
 def test_a_hall_of_quick_presses_gets_every_last_press_drawn(served, tmp_path):
     """--burst: each move is three presses 60 ms apart without reading replies (a busy browser), back and forth over
     views the tab just saw. Every move ends with the run of its last press, and no reply refers to a message the tab
-    dropped. (With Streamlit's message cache on, 6 of 10 such students broke in a run by hand: README.)"""
+    dropped. (With Streamlit's message cache on, 6 of 10 such students broke in a run by hand; see .streamlit/config.toml.)"""
     url, pid = served
     out = tmp_path / "hall.json"
     argv = ["--url", url, "--pids", str(pid), "--students", "6", "--moves", "4", "--think", "0.2", "--ramp", "1"]

@@ -1,4 +1,4 @@
-"""Guard rails of the layers (ARCHITECTURE.md): who may import what, and how large a function may grow."""
+"""Guard rails of the layers (docs/architecture.md): who may import what, and how large a function may grow."""
 
 from __future__ import annotations
 

@@ -47,6 +47,6 @@ def _wait_policy(env: dict[str, str]) -> str:
 
 def test_openmp_threads_sleep_when_they_wait_unless_told_otherwise():
     """attn_core sets OMP_WAIT_POLICY=PASSIVE before torch loads OpenMP: spinning threads on busy cores made
-    the saturation sweep 30x slower (bench/README.md); an explicit setting is kept."""
+    the saturation sweep 30x slower (docs/deploy.md); an explicit setting is kept."""
     assert _wait_policy({}) == "PASSIVE"
     assert _wait_policy({"OMP_WAIT_POLICY": "ACTIVE"}) == "ACTIVE"

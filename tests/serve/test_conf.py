@@ -1,4 +1,4 @@
-"""The nginx configuration of `make serve`: what it says, that nginx accepts it, and that the README shows it."""
+"""The nginx configuration of `make serve`: what it says, that nginx accepts it, and that docs/deploy.md shows it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from serve.conf import check_upstream, site_conf, write_user_conf
 from serve.supervisor import find_nginx
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DEPLOY = Path(__file__).resolve().parents[2] / "docs" / "deploy.md"
 UPSTREAMS = ["10.0.0.11:8501", "10.0.0.11:8502", "10.0.0.12:8501", "10.0.0.12:8502"]
 
 
@@ -74,9 +74,9 @@ def test_nginx_accepts_the_user_configuration(tmp_path):
     assert "/var/" not in conf.read_text() + (tmp_path / "site.conf").read_text()
 
 
-def test_the_readme_shows_exactly_the_rendered_department_configuration():
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Serving a lecture hall") :]
+def test_the_deploy_guide_shows_exactly_the_rendered_department_configuration():
+    text = DEPLOY.read_text(encoding="utf-8")
+    section = text[text.index("## Other hosts and containers") :]
     block = re.search(r"```nginx\n(.*?)```", section, re.S).group(1)
     assert block == site_conf(UPSTREAMS, "80", "/var/log/nginx/attn_access.log")
     assert f'UPSTREAMS="{" ".join(UPSTREAMS)}"' in section
