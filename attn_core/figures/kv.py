@@ -12,6 +12,7 @@ diverging scale centred at 0 with its range in the colour bar.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -58,6 +59,14 @@ METHOD_STYLE = {
 def margin(style: Style, top: tuple[int, int] = (70, 95)) -> dict:
     """The KV figures' margins: ``top`` (normal, projector) px above for a title with a subtitle line."""
     return dict(l=10, r=10, t=top[style.present], b=10)
+
+
+def with_sub(title: str, sub: str, style: Style) -> str:
+    """``title`` with ``sub`` on the line under it: a ``<sup>`` line normally, a line at the charts' text size on a
+    slide (a ``<sup>`` line is 0.7 of the title's 26 px there: under the 20 px a projector needs)."""
+    if style.present:
+        return f"{title}<br><span style='font-size:{style.font}px'>{sub}</span>"
+    return f"{title}<br><sup>{sub}</sup>"
 
 
 def kv_label(n_heads: int, n_kv_heads: int) -> str:
@@ -188,10 +197,14 @@ def _block(x0: float, x1: float, y0: float, y1: float, colour: str) -> dict:
     )
 
 
+SLIDE_REPEAT_PX = 380  # px of blocks a slide at 1280x720 leaves repeat_kv under its title (a deck's bar above)
+
+
 def _repeat_blocks(n_heads: int, n_kv_heads: int, shape: tuple[int, int], style: Style) -> tuple[list, list]:
     """(shapes, labels): a block per KV head and per copy, lines from each KV head to its copies.
 
-    ``labels``: ``(x, y, text, hover)`` of every block; ``shape`` ``(T, D)`` of one head's slab.
+    ``labels``: ``(x, y, text, hover)`` of every block; ``shape`` ``(T, D)`` of one head's slab. A copy's text
+    names the KV head it copies, except on a slide (its line and colour do; "head 7" at 20 px fits half a slide).
     """
     n_rep, (t, d) = n_heads // n_kv_heads, shape
     lx0, lx1, rx0, rx1 = REPEAT_X
@@ -205,17 +218,34 @@ def _repeat_blocks(n_heads: int, n_kv_heads: int, shape: tuple[int, int], style:
             line = dict(color=col, width=1.5)
             shapes.append(dict(type="line", x0=lx1, y0=c, x1=rx0, y1=r + 0.5, line=line, layer="below"))
             shapes.append(_block(rx0, rx1, r + pad, r + 1 - pad, col))
-            text = f"{style.t('fig.head')} {r} ← KV {g}"
+            text = f"{style.t('fig.head')} {r}" + ("" if style.present else f" ← KV {g}")
             labels.append(((rx0 + rx1) / 2, r + 0.5, text, style.t("kvfig.block_copy_hover", h=r, g=g, t=t, d=d)))
     return shapes, labels
 
 
+def repeat_label_every(n_heads: int, style: Style) -> int:
+    """Every how many copies a label is written: 1 normally; on a slide as many as keep 20 px labels apart on
+    the rows :data:`SLIDE_REPEAT_PX` leaves (16 heads: every 2nd, 64: every 5th)."""
+    if not style.present:
+        return 1
+    rows = n_heads + 3.6  # the copies, the shapes' three lines above them, the note under them
+    return max(1, math.ceil((style.font + 4) / (SLIDE_REPEAT_PX / rows)))
+
+
 def _repeat_annotations(labels: list, n_heads: int, n_kv_heads: int, dims: tuple[int, int, int], style: Style) -> list:
-    """The block labels beside the blocks, the two tensor shapes under them and ``× n_rep`` between them."""
+    """The block labels beside the blocks (on a slide every :func:`repeat_label_every`-th), the two tensor shapes
+    above them and ``× n_rep`` between them; with ``n_rep = 1`` the note that nothing is copied, under them."""
     lx0, lx1, rx0, rx1 = REPEAT_X
     b, t, d = dims
     n_rep, h, hk = n_heads // n_kv_heads, n_heads, n_kv_heads
-    size = max(9, style.font - (3 if h > 16 else 0) - (4 if style.present else 0))  # a slide: half its width
+    size = style.font if style.present else max(9, style.font - (3 if h > 16 else 0))
+    every = repeat_label_every(n_heads, style)
+    kv_every = -(-every // n_rep)  # KV heads sit n_rep rows apart
+    shown = [
+        (x, y, text)
+        for x, y, text, _ in labels
+        if (x < 3 and int(y // n_rep) % kv_every == 0) or (x > 3 and int(y) % every == 0)
+    ]
     out = [
         dict(
             x=lx0 - 0.1 if x < 3 else rx1 + 0.1,
@@ -225,25 +255,23 @@ def _repeat_annotations(labels: list, n_heads: int, n_kv_heads: int, dims: tuple
             xanchor="right" if x < 3 else "left",
             font=dict(size=size),
         )
-        for x, y, text, _ in labels
+        for x, y, text in shown
     ]
     under = dict(y=-0.15, yanchor="bottom", showarrow=False, font=dict(size=style.font))
     heads = [style.t("kvfig.block_left", b=b, hk=hk, t=t, d=d), style.t("kvfig.block_right", b=b, h=h, t=t, d=d)]
     if style.present:  # three short lines each, or the two shapes run into each other on half a slide
         heads = [x.replace(" [", "<br>[", 1) for x in heads]
-    out += [
+    middle = dict(x=(lx1 + rx0) / 2, showarrow=False, font=dict(size=style.font + 2))
+    if n_rep > 1:
+        middle.update(y=h / 2, text=f"<b>× {n_rep}</b>", bgcolor="rgba(255,255,255,0.8)")
+    else:  # under the blocks: between them it covered the middle copies (the lines are straight)
+        middle.update(y=h + 0.1, yanchor="top", text=style.t("kvfig.no_repeat").replace("<br>", " "))
+    return [
+        *out,
         dict(x=(lx0 + lx1) / 2, text=heads[0], **under),
         dict(x=(rx0 + rx1) / 2, text=heads[1], **under),
-        dict(
-            x=(lx1 + rx0) / 2,
-            y=h / 2,
-            showarrow=False,
-            font=dict(size=style.font + 2),
-            text=f"<b>× {n_rep}</b>" if n_rep > 1 else style.t("kvfig.no_repeat"),
-            bgcolor="rgba(255,255,255,0.8)",
-        ),
+        middle,
     ]
-    return out
 
 
 def repeat_kv_figure(
@@ -272,9 +300,13 @@ def repeat_kv_figure(
     annotations = _repeat_annotations(labels, n_heads, n_kv_heads, (batch, seq_len, head_dim), style)
     row_px = max(11, min(30, 520 // max(n_heads, 1)))
     height = int(min(1000, max(320, row_px * n_heads + (170 if style.present else 140))))
+    top = -1.6 if not style.present else -2.6  # room for the shapes' two (slide: three) lines
     main = style.t("kvfig.block_title")
     main = slide_title(main, HALF_SLIDE_TITLE) if style.present else main
-    title = main + "<br><sup>" + style.t("kvfig.block_sub") + "</sup>"
+    sub = style.t("kvfig.block_sub")
+    if (every := repeat_label_every(n_heads, style)) > 1:
+        sub += " · " + style.t("kvfig.label_every", k=every)
+    title = with_sub(main, sub, style)
     # plain dicts, as plain_figure takes them: rebuilt on every move of d_k, so no per-property validation
     layout = base_layout(
         title,
@@ -283,8 +315,8 @@ def repeat_kv_figure(
         margin=margin(style, (70, 125)),
         shapes=shapes,
         annotations=annotations,
-        xaxis=dict(visible=False, range=[-3.2, 11.2 if style.present else 10.2], fixedrange=True),
-        yaxis=dict(visible=False, range=[n_heads + 0.2, -1.6 if not style.present else -2.6], fixedrange=True),
+        xaxis=dict(visible=False, range=[-3.2, 10.2], fixedrange=True),
+        yaxis=dict(visible=False, range=[n_heads + (0.2 if n_heads > n_kv_heads else 1.2), top], fixedrange=True),
     )
     return plain_figure([hover], layout, style)
 
@@ -537,7 +569,7 @@ def _maps_title(p: MapPanels, dd: int, style: Style) -> str:
         notes.append(style.t("kvfig.pooled_how", f=p.factor))
     if dd < p.head_dim:
         notes.append(style.t("kvfig.dims_cut", dd=dd, d=p.head_dim))
-    return title + "<br><sup>" + " · ".join(notes) + "</sup>"
+    return with_sub(title, " · ".join(notes), style)
 
 
 def _map_axes(x: tuple[list, list[str]], y: tuple[list, list[str]], x_title: str, y_title: str) -> dict[str, dict]:
@@ -670,7 +702,7 @@ def mismatch_figure(
     )
     top = float(np.max(kl)) if n else 1.0
     sub = style.t("kvfig.mismatch_sub") + (f" · {note}" if note else "")
-    title = style.t("kvfig.mismatch_title", n=sum(a != b for a, b in pairs), h=n) + "<br><sup>" + sub + "</sup>"
+    title = with_sub(style.t("kvfig.mismatch_title", n=sum(a != b for a, b in pairs), h=n), sub, style)
     fig = go.Figure(bars)
     fig.update_layout(
         **base_layout(
@@ -752,8 +784,8 @@ def pair_maps_figure(
     xt, xl = _ticks(c, tokens, f, 16)
     title = style.t("kvfig.pair_title")
     if f > 1:
-        title += "<br><sup>" + style.t("fig.pooled", r=r, c=c, tq=len(tokens), tk=len(tokens))
-        title += " · " + style.t("kvfig.pooled_pair", f=f) + "</sup>"
+        pooled = style.t("fig.pooled", r=r, c=c, tq=len(tokens), tk=len(tokens))
+        title = with_sub(title, pooled + " · " + style.t("kvfig.pooled_pair", f=f), style)
     cell_px = max(6, min(32, 560 // max(c, 1)))
     fig = go.Figure(heat)
     fig.update_layout(
@@ -873,7 +905,7 @@ def conversion_figure(
     fig.update_yaxes(title=dict(text=style.t("kvfig.kl_axis")), row=1, col=2)
     fig.update_annotations(font=dict(size=style.font + 1))
     title = style.t("kvfig.conv_title", heads=style.count(n_heads, "head"), h=n_heads)
-    title += "<br><sup>" + style.t("kvfig.conv_sub") + (f" · {note}" if note else "") + "</sup>"
+    title = with_sub(title, style.t("kvfig.conv_sub") + (f" · {note}" if note else ""), style)
     legend = dict(orientation="h", y=-0.25, x=0.5, xanchor="center", font=dict(size=style.font))
     fig.update_layout(
         **base_layout(title, style, 440 if not style.present else 540, legend=legend, margin=margin(style, (90, 110)))
