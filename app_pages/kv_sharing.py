@@ -117,3 +117,4 @@ else:
     st.caption(kv.source_note(p, style))
     ui.help_expander("kv.conv_methods")
     ui.help_text("kv.uptrain.title", kv.uptrain_help(p, study, style))
+ui.help_expander("kv.about")

@@ -137,3 +137,4 @@ else:
         st.markdown(mv.timing_sentence(df, run_cfg, style))
         st.dataframe(mv.timing_table(df, style), hide_index=True)
     ui.help_expander("mla.cost_help")
+ui.help_expander("mla.about")
