@@ -189,9 +189,24 @@ def test_on_a_slide_headings_hang_by_pixels_and_the_text_is_short():
     heads = [a for a in s["layout"]["annotations"] if "[32, 2, 1," in a["text"]]
     assert len(heads) == 3 and all(a["yref"] == "y domain" and a["y"] == 1.0 for a in heads)
     assert "head h → KV head h // 4" in heads[1]["text"] and "all 32 heads → KV head 0" in heads[2]["text"]
-    assert s["layout"]["margin"]["t"] >= 120 + 4 * Style(present=True).font  # title, subtitle and 3 heading lines
+    # the title (26 and 20 px lines) and the 3 heading lines of 20 px fit above the plot, with little to spare: a
+    # slide in a deck has the height of the sentence and a stepper less, and a margin over the chart's height left
+    # plotly no plot ("Something went wrong with axis scaling")
+    assert 1.3 * (26 + 20 + 3 * 20) <= s["layout"]["margin"]["t"] <= 170
     assert "buffers [L, 2, B, H_kv, S, d]" in s["layout"]["title"]["text"]
     assert not any("a row per KV head" in a["text"] for a in s["layout"]["annotations"])
     page = spec(kt.tensor_figure(fill, Style(), at=3))
     assert any("a row per KV head" in a["text"] for a in page["layout"]["annotations"])
     assert "query head h reads KV head h // 4" in " ".join(a["text"] for a in page["layout"]["annotations"])
+
+
+def test_on_a_slide_every_text_of_the_buffers_is_20_px():
+    """The panels' headings wrote H<sub>kv</sub> (a 14 px subscript) and the positions 0 and S at 19 px."""
+    fill = cache_fill(32, 32, 8, (128, 128), 4096)
+    s = spec(kt.tensor_figure(fill, Style(present=True), at=3))
+    notes = s["layout"]["annotations"]
+    assert all(a["font"]["size"] >= 20 for a in notes), [(a["text"], a["font"]["size"]) for a in notes]
+    assert not any("<sub>" in a["text"] for a in notes) and sum("H_kv = " in a["text"] for a in notes) == 3
+    assert "<sub>kv</sub>" in " ".join(
+        a["text"] for a in spec(kt.tensor_figure(fill, Style(), at=3))["layout"]["annotations"]
+    )
