@@ -28,7 +28,7 @@ PHONE_MAX = 640  # px: below this the page is laid out for a phone
 SCROLL_PX = 860  # px: a chart of several panels side by side keeps this width on a phone and scrolls sideways
 # single-canvas charts whose panels or labels need more than a phone's width (panels side by side in one trace,
 # a diagram, a long axis title): chart key -> drawn width in px on a phone
-WIDE_CHARTS = {"kv_maps": 760, "mla_flow": 640, "kv_tensors": 1200}
+WIDE_CHARTS = {"kv_maps": 760, "mla_flow": 640, "kv_tensors": 1200, "mismatch_pair": 640}
 
 
 def apply_responsive() -> None:

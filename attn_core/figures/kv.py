@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -59,6 +60,16 @@ METHOD_STYLE = {
 def margin(style: Style, top: tuple[int, int] = (70, 95)) -> dict:
     """The KV figures' margins: ``top`` (normal, projector) px above for a title with a subtitle line."""
     return dict(l=10, r=10, t=top[style.present], b=10)
+
+
+def title_margin(title: str, style: Style, least: tuple[int, int] = (70, 95)) -> dict:
+    """:func:`margin` with room above for every line of ``title`` (a slide breaks long titles): 26 px lines and the
+    20 px subtitle line on a slide, at least ``least``."""
+    if not style.present:
+        return margin(style, least)
+    lines = title.split("<br>")
+    px = sum(int(1.3 * (style.font if "font-size" in line else style.title_font)) for line in lines)
+    return margin(style, (least[0], max(least[1], px + 30)))
 
 
 def with_sub(title: str, sub: str, style: Style) -> str:
@@ -168,7 +179,7 @@ def kv_diagram(owner: Sequence[int], n_kv_heads: int, style: Style = Style(), ti
             title,
             style,
             300 if not style.present else 380,
-            margin=margin(style),
+            margin=title_margin(title, style),
             xaxis=dict(visible=False, range=[-1, n_heads], fixedrange=True),
             yaxis=dict(
                 tickvals=[1, 0], fixedrange=True, range=[-0.45, 1.45], zeroline=False, showgrid=False, ticktext=ticks
@@ -371,6 +382,8 @@ class MapsLayout:
 
 
 SLIDE_MAPS_PX = 280  # px of maps on a 1280x720 slide: what the title, the sentences and the key labels leave
+MAPS_PX = 680  # px of maps across the page's main column at 1280 px (beside the controls), less the colour bars
+KEY_PITCH = 8  # px beyond the font between key labels rotated by 60° (their glyphs' height / sin 60°)
 
 
 def maps_layout(n_rep: int, n_groups: int, side: tuple[int, int], d_full: int, style: Style) -> MapsLayout:
@@ -381,7 +394,7 @@ def maps_layout(n_rep: int, n_groups: int, side: tuple[int, int], d_full: int, s
     ncols = per_line + 2  # the maps, then Kᵀ and Vᵀ
     gap = max(1, int(round(0.15 * max(r, c))))
     total_cols = ncols * c + (ncols - 1) * gap
-    cell_px = max(4, min(30, 900 // max(total_cols, 1)))  # plot width on a wide page, less the colour bars
+    cell_px = max(4, min(30, MAPS_PX // max(total_cols, 1)))  # plot width on a wide page, less the colour bars
 
     def rows(cell: int) -> tuple[int, int, int, int, int]:
         gap_y = max(gap, -(-(style.font + 20) // cell))  # room for the panel labels
@@ -603,7 +616,7 @@ def maps_figure(p: MapPanels, style: Style = Style()) -> go.Figure:
     finite = kv_vals[np.isfinite(kv_vals)]
     lim = float(np.max(np.abs(finite))) if finite.size else 1.0
     lim = lim if lim > 0 else 1.0
-    xt, xl = _ticks(c, p.tokens_k, p.factor, max(2, c * lay.cell_px // (style.font + 4)))
+    xt, xl = _ticks(c, p.tokens_k, p.factor, max(2, c * lay.cell_px // (style.font + KEY_PITCH)))
     x_ticks = ([col * (c + lay.gap) + j for col in range(lay.per_line + 2) for j in xt], xl * (lay.per_line + 2))
     bar = dict(x=1.0, len=0.45)
     layout = base_layout(
@@ -702,14 +715,15 @@ def mismatch_figure(
     )
     top = float(np.max(kl)) if n else 1.0
     sub = style.t("kvfig.mismatch_sub") + (f" · {note}" if note else "")
-    title = with_sub(style.t("kvfig.mismatch_title", n=sum(a != b for a, b in pairs), h=n), sub, style)
+    main = style.t("kvfig.mismatch_title", n=sum(a != b for a, b in pairs), h=n)
+    title = with_sub(slide_title(main) if style.present else main, sub, style)
     fig = go.Figure(bars)
     fig.update_layout(
         **base_layout(
             title,
             style,
             360 if not style.present else 440,
-            margin=margin(style),
+            margin=title_margin(title, style),
             showlegend=False,
             xaxis=dict(title=dict(text=style.t("kvfig.query_head")), type="category", tickangle=-45 if n > 16 else 0),
             yaxis=dict(title=dict(text=style.t("kvfig.kl_axis")), range=[0, max(top, 1e-3) * 1.25], rangemode="tozero"),
@@ -780,9 +794,12 @@ def pair_maps_figure(
     )
     colours = (group_color(pair.kv_built), group_color(pair.kv_run))
     inks = (group_text_color(pair.kv_built), group_text_color(pair.kv_run))
+    if style.present:  # two 20 px names side by side over half a slide each: the head's reading on a line of its own
+        titles = tuple(re.sub(r"(: |：)", r"\1<br>", name, count=1) for name in titles)
     shapes, annotations = _pair_frames(titles, colours, inks, c, r, gap, style)
     xt, xl = _ticks(c, tokens, f, 16)
     title = style.t("kvfig.pair_title")
+    title = slide_title(title) if style.present else title
     if f > 1:
         pooled = style.t("fig.pooled", r=r, c=c, tq=len(tokens), tk=len(tokens))
         title = with_sub(title, pooled + " · " + style.t("kvfig.pooled_pair", f=f), style)
@@ -793,7 +810,7 @@ def pair_maps_figure(
             title,
             style,
             int(min(1200, max(340, r * cell_px + 200))),
-            margin=margin(style),
+            margin=title_margin(title + "<br>" * (2 if style.present else 0), style),  # and the maps' two-line names
             coloraxis=dict(
                 colorscale=style.weight_scale, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=style.t("fig.weight")))
             ),
@@ -905,9 +922,12 @@ def conversion_figure(
     fig.update_yaxes(title=dict(text=style.t("kvfig.kl_axis")), row=1, col=2)
     fig.update_annotations(font=dict(size=style.font + 1))
     title = style.t("kvfig.conv_title", heads=style.count(n_heads, "head"), h=n_heads)
-    title = with_sub(title, style.t("kvfig.conv_sub") + (f" · {note}" if note else ""), style)
+    sub = style.t("kvfig.conv_sub") + (f" · {note}" if note else "")
+    title = with_sub(slide_title(title) if style.present else title, sub, style)
     legend = dict(orientation="h", y=-0.25, x=0.5, xanchor="center", font=dict(size=style.font))
     fig.update_layout(
-        **base_layout(title, style, 440 if not style.present else 540, legend=legend, margin=margin(style, (90, 110)))
+        **base_layout(
+            title, style, 440 if not style.present else 540, legend=legend, margin=title_margin(title, style, (90, 110))
+        )
     )
     return apply_fonts(fig, style)

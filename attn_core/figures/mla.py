@@ -244,7 +244,10 @@ def agree_figure(a: np.ndarray, b: np.ndarray, labels: Sequence[str], head: int,
     )
     # just above the panels' names, wherever a slide's height puts the plot
     layout["title"].update(
-        yref="paper", y=1.0, yanchor="bottom", pad=dict(b=2 * style.font + 14 if note else style.font + 16)
+        yref="paper",
+        y=1.0,
+        yanchor="bottom",
+        pad=dict(b=2 * style.font + (22 if style.present else 14) if note else style.font + 16),
     )
     reserve_margins({"data": data, "layout": layout})  # fonts set here (plain_figure would reset the tick fonts)
     return PlainFigure(data, layout)
@@ -472,6 +475,8 @@ def cost_figure(df: pd.DataFrame, column: str, mark: int, style: Style = Style()
             range=[0, np.log10(max(top, 10)) + 0.2],
         ),
         shapes=shapes,
-        legend=dict(orientation="h", yanchor="top", y=-0.25, x=0),
+        # inside, at the bottom right, which every line leaves free (rising to the right): under the plot it took
+        # three rows of a slide's height
+        legend=dict(x=0.99, y=0.02, xanchor="right", yanchor="bottom", bgcolor="rgba(255,255,255,0.85)"),
     )
     return plain_figure(data, layout, style)
