@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -62,14 +61,15 @@ def margin(style: Style, top: tuple[int, int] = (70, 95)) -> dict:
     return dict(l=10, r=10, t=top[style.present], b=10)
 
 
-def title_margin(title: str, style: Style, least: tuple[int, int] = (70, 95)) -> dict:
-    """:func:`margin` with room above for every line of ``title`` (a slide breaks long titles): 26 px lines and the
-    20 px subtitle line on a slide, at least ``least``."""
+def title_margin(title: str, style: Style, least: tuple[int, int] = (70, 95), above: int = 0) -> dict:
+    """:func:`margin` with room for every line of ``title`` (a slide breaks long titles: 26 px lines and a 20 px
+    subtitle line) and for ``above`` px of text the figure puts just above its plot (panel names), at least
+    ``least``. Plotly centres the title in the top margin, so the room under it is half of what it leaves."""
     if not style.present:
         return margin(style, least)
     lines = title.split("<br>")
     px = sum(int(1.3 * (style.font if "font-size" in line else style.title_font)) for line in lines)
-    return margin(style, (least[0], max(least[1], px + 30)))
+    return margin(style, (least[0], max(least[1], px + 2 * (above + 12))))
 
 
 def with_sub(title: str, sub: str, style: Style) -> str:
@@ -384,6 +384,7 @@ class MapsLayout:
 SLIDE_MAPS_PX = 280  # px of maps on a 1280x720 slide: what the title, the sentences and the key labels leave
 MAPS_PX = 680  # px of maps across the page's main column at 1280 px (beside the controls), less the colour bars
 KEY_PITCH = 8  # px beyond the font between key labels rotated by 60° (their glyphs' height / sin 60°)
+ROTATED_PITCH = 1.45  # px of axis per px of font between labels rotated by 60°
 
 
 def maps_layout(n_rep: int, n_groups: int, side: tuple[int, int], d_full: int, style: Style) -> MapsLayout:
@@ -794,15 +795,15 @@ def pair_maps_figure(
     )
     colours = (group_color(pair.kv_built), group_color(pair.kv_run))
     inks = (group_text_color(pair.kv_built), group_text_color(pair.kv_run))
-    if style.present:  # two 20 px names side by side over half a slide each: the head's reading on a line of its own
-        titles = tuple(re.sub(r"(: |：)", r"\1<br>", name, count=1) for name in titles)
     shapes, annotations = _pair_frames(titles, colours, inks, c, r, gap, style)
-    xt, xl = _ticks(c, tokens, f, 16)
+    every = pair_label_every(r, style)
+    xt, xl = _ticks(c, tokens, f, 16 if every == 1 else -(-c // every))
     title = style.t("kvfig.pair_title")
     title = slide_title(title) if style.present else title
-    if f > 1:
-        pooled = style.t("fig.pooled", r=r, c=c, tq=len(tokens), tk=len(tokens))
-        title = with_sub(title, pooled + " · " + style.t("kvfig.pooled_pair", f=f), style)
+    notes = [style.t("fig.pooled", r=r, c=c, tq=len(tokens), tk=len(tokens)), style.t("kvfig.pooled_pair", f=f)]
+    notes = (notes if f > 1 else []) + ([style.t("kvfig.tokens_every", k=every)] if every > 1 else [])
+    if notes:
+        title = with_sub(title, " · ".join(notes), style)
     cell_px = max(6, min(32, 560 // max(c, 1)))
     fig = go.Figure(heat)
     fig.update_layout(
@@ -810,7 +811,7 @@ def pair_maps_figure(
             title,
             style,
             int(min(1200, max(340, r * cell_px + 200))),
-            margin=title_margin(title + "<br>" * (2 if style.present else 0), style),  # and the maps' two-line names
+            margin=title_margin(title, style, (70, 80), above=34),  # and the maps' names over them
             coloraxis=dict(
                 colorscale=style.weight_scale, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=style.t("fig.weight")))
             ),
@@ -819,13 +820,24 @@ def pair_maps_figure(
             uirevision="pair",
             **_map_axes(
                 (xt + [c + gap + j for j in xt], xl * 2),
-                _ticks(r, tokens, f, 32),
+                _ticks(r, tokens, f, 32 if every == 1 else -(-r // every)),
                 style.t("fig.key"),
                 style.t("fig.query"),
             ),
         )
     )
     return apply_fonts(fig, style)
+
+
+SLIDE_PAIR_PX = 190  # px of map height a 1280x720 slide leaves one head's two maps (title, names, labels, sentence)
+
+
+def pair_label_every(rows: int, style: Style) -> int:
+    """Every how many tokens :func:`pair_maps_figure` labels: 1 on a page; on a slide as many as keep 20 px labels
+    (rotated by 60° under the maps) apart on the rows :data:`SLIDE_PAIR_PX` holds."""
+    if not style.present:
+        return 1
+    return max(1, math.ceil(style.font * ROTATED_PITCH / (SLIDE_PAIR_PX / max(rows, 1))))
 
 
 # ---------------------------------------------------------------- costs and conversion
@@ -927,7 +939,11 @@ def conversion_figure(
     legend = dict(orientation="h", y=-0.25, x=0.5, xanchor="center", font=dict(size=style.font))
     fig.update_layout(
         **base_layout(
-            title, style, 440 if not style.present else 540, legend=legend, margin=title_margin(title, style, (90, 110))
+            title,
+            style,
+            440 if not style.present else 540,
+            legend=legend,
+            margin=title_margin(title, style, (90, 110), above=32),  # and the panels' titles over them
         )
     )
     return apply_fonts(fig, style)

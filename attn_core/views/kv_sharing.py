@@ -708,6 +708,8 @@ def pair_view(mm: MappingMismatch, head: int, tokens: Sequence[str], style: Styl
         style.t("kv.pair_built", h=head, g=a, m=style.t(f"opt.built_with.{mm.built_with}")),
         style.t("kv.pair_run", h=head, g=b, m=style.t(f"opt.built_with.{mm.run_with}")),
     )
+    if style.present:  # a slide: one 20 px line over each map (the sentence under it names the conventions)
+        titles = (style.t("kv.pair_built_short", g=a), style.t("kv.pair_run_short", g=b))
     fig = kvfig.pair_maps_figure(pair, tokens, titles, style, PAIR_SIDE)
     labels_q = np.array(block_labels(tuple(tokens), 0, pair.t_q, f), dtype=object)  # positions of blocks when pooled
     labels_k = np.array(block_labels(tuple(tokens), 0, pair.t_k, f), dtype=object)
