@@ -61,15 +61,25 @@ def margin(style: Style, top: tuple[int, int] = (70, 95)) -> dict:
     return dict(l=10, r=10, t=top[style.present], b=10)
 
 
-def title_margin(title: str, style: Style, least: tuple[int, int] = (70, 95), above: int = 0) -> dict:
-    """:func:`margin` with room for every line of ``title`` (a slide breaks long titles: 26 px lines and a 20 px
-    subtitle line) and for ``above`` px of text the figure puts just above its plot (panel names), at least
-    ``least``. Plotly centres the title in the top margin, so the room under it is half of what it leaves."""
+def title_top(title: str, style: Style, least: tuple[int, int] = (70, 95), above: int = 0) -> dict:
+    """The layout's ``margin``: on a slide, with the title pinned to the chart's top (:func:`pin_title`), room for
+    every line of ``title`` (a slide breaks long titles: 26 px lines and a 20 px subtitle line) and for ``above``
+    px of text the figure puts just over its plot (panel names); at least ``least`` (normal, slide) px."""
     if not style.present:
-        return margin(style, least)
+        return dict(margin=margin(style, least))
     lines = title.split("<br>")
     px = sum(int(1.3 * (style.font if "font-size" in line else style.title_font)) for line in lines)
-    return margin(style, (least[0], max(least[1], px + 2 * (above + 12))))
+    return dict(margin=margin(style, (least[0], max(least[1], 4 + px + above + 12))))
+
+
+def pin_title(fig: go.Figure, style: Style) -> go.Figure:
+    """On a slide, ``fig``'s title pinned to the top of the chart (plotly centres it in the top margin otherwise,
+    which leaves as much room above it as under it). Plotly draws a title of several lines pinned to the top about
+    24 px higher than one of a single line."""
+    if style.present:
+        lines = str(fig.layout.title.text or "").count("<br>") + 1
+        fig.update_layout(title=dict(yref="container", y=1.0, yanchor="top", pad=dict(t=26 if lines > 1 else 8)))
+    return fig
 
 
 def with_sub(title: str, sub: str, style: Style) -> str:
@@ -179,14 +189,14 @@ def kv_diagram(owner: Sequence[int], n_kv_heads: int, style: Style = Style(), ti
             title,
             style,
             300 if not style.present else 380,
-            margin=title_margin(title, style),
+            **title_top(title, style),
             xaxis=dict(visible=False, range=[-1, n_heads], fixedrange=True),
             yaxis=dict(
                 tickvals=[1, 0], fixedrange=True, range=[-0.45, 1.45], zeroline=False, showgrid=False, ticktext=ticks
             ),
         )
     )
-    return apply_fonts(fig, style)
+    return apply_fonts(pin_title(fig, style), style)
 
 
 # ---------------------------------------------------------------- repeat_kv as tensor blocks
@@ -650,7 +660,7 @@ def maps_figure(p: MapPanels, style: Style = Style()) -> go.Figure:
     )
     fig = go.Figure(_maps_traces(cv, lay.kv_x0, style))
     fig.update_layout(**layout)
-    return apply_fonts(fig, style)
+    return apply_fonts(pin_title(fig, style), style)
 
 
 def grouped_maps_figure(
@@ -724,13 +734,13 @@ def mismatch_figure(
             title,
             style,
             360 if not style.present else 440,
-            margin=title_margin(title, style),
+            **title_top(title, style),
             showlegend=False,
             xaxis=dict(title=dict(text=style.t("kvfig.query_head")), type="category", tickangle=-45 if n > 16 else 0),
             yaxis=dict(title=dict(text=style.t("kvfig.kl_axis")), range=[0, max(top, 1e-3) * 1.25], rangemode="tozero"),
         )
     )
-    return apply_fonts(fig, style)
+    return apply_fonts(pin_title(fig, style), style)
 
 
 def _pair_frames(
@@ -811,7 +821,7 @@ def pair_maps_figure(
             title,
             style,
             int(min(1200, max(340, r * cell_px + 200))),
-            margin=title_margin(title, style, (70, 80), above=34),  # and the maps' names over them
+            **title_top(title, style, (70, 80), above=34),  # and the maps' names over them
             coloraxis=dict(
                 colorscale=style.weight_scale, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=style.t("fig.weight")))
             ),
@@ -826,10 +836,10 @@ def pair_maps_figure(
             ),
         )
     )
-    return apply_fonts(fig, style)
+    return apply_fonts(pin_title(fig, style), style)
 
 
-SLIDE_PAIR_PX = 190  # px of map height a 1280x720 slide leaves one head's two maps (title, names, labels, sentence)
+SLIDE_PAIR_PX = 160  # px of map height a 1280x720 slide leaves one head's two maps (title, names, labels, sentence)
 
 
 def pair_label_every(rows: int, style: Style) -> int:
@@ -881,7 +891,7 @@ def kv_bytes_figure(
             showlegend=False,
         )
     )
-    return apply_fonts(fig, style)
+    return apply_fonts(pin_title(fig, style), style)
 
 
 def _method_line(method: str, labels: list[str], y: np.ndarray, first: bool, style: Style) -> go.Scatter:
@@ -943,7 +953,7 @@ def conversion_figure(
             style,
             440 if not style.present else 540,
             legend=legend,
-            margin=title_margin(title, style, (90, 110), above=32),  # and the panels' titles over them
+            **title_top(title, style, (90, 110), above=32),  # and the panels' titles over them
         )
     )
-    return apply_fonts(fig, style)
+    return apply_fonts(pin_title(fig, style), style)

@@ -253,7 +253,7 @@ def test_before_run_the_decode_chart_shows_the_formula_s_prediction(app_test, wr
     plans = [s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem"]
     assert len(plans) == 1
     plan = plans[0]
-    assert plan["layout"]["title"]["text"].startswith("Cache size at each step: what the formula predicts")
+    assert plan["layout"]["title"]["text"] == "Cache at each step: the formula's prediction"
     by_name = {t["name"]: t for t in plan["data"]}
     formula = by_name["formula 2·L·B·H·S·d_k·b"]
     seq = arr(formula["x"]).astype(int)
