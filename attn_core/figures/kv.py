@@ -249,7 +249,7 @@ def repeat_label_every(n_heads: int, style: Style) -> int:
     the rows :data:`SLIDE_REPEAT_PX` leaves (16 heads: every 2nd, 64: every 5th)."""
     if not style.present:
         return 1
-    rows = n_heads + 3.6  # the copies, the shapes' three lines above them, the note under them
+    rows = n_heads + 3.1  # the copies, the shapes' two lines above them, the note under them
     return max(1, math.ceil((style.font + 4) / (SLIDE_REPEAT_PX / rows)))
 
 
@@ -280,8 +280,9 @@ def _repeat_annotations(labels: list, n_heads: int, n_kv_heads: int, dims: tuple
     ]
     under = dict(y=-0.15, yanchor="bottom", showarrow=False, font=dict(size=style.font))
     heads = [style.t("kvfig.block_left", b=b, hk=hk, t=t, d=d), style.t("kvfig.block_right", b=b, h=h, t=t, d=d)]
-    if style.present:  # three short lines each, or the two shapes run into each other on half a slide
-        heads = [x.replace(" [", "<br>[", 1) for x in heads]
+    if style.present:  # two short lines each (the title has the shapes' letters), or they run into each other
+        sizes = [f"[{b}, {hk}, {t}, {d}]", f"[{b}, {h}, {t}, {d}]"]
+        heads = [f"{x.split(' [', 1)[0]}<br>{size}" for x, size in zip(heads, sizes, strict=True)]
     middle = dict(x=(lx1 + rx0) / 2, showarrow=False, font=dict(size=style.font + 2))
     if n_rep > 1:
         middle.update(y=h / 2, text=f"<b>× {n_rep}</b>", bgcolor="rgba(255,255,255,0.8)")
@@ -321,7 +322,7 @@ def repeat_kv_figure(
     annotations = _repeat_annotations(labels, n_heads, n_kv_heads, (batch, seq_len, head_dim), style)
     row_px = max(11, min(30, 520 // max(n_heads, 1)))
     height = int(min(1000, max(320, row_px * n_heads + (170 if style.present else 140))))
-    top = -1.6 if not style.present else -2.6  # room for the shapes' two (slide: three) lines
+    top = -1.6 if not style.present else -2.1  # room for the shapes' two lines
     main = style.t("kvfig.block_title")
     main = slide_title(main, HALF_SLIDE_TITLE) if style.present else main
     sub = style.t("kvfig.block_sub")
@@ -630,6 +631,9 @@ def maps_figure(p: MapPanels, style: Style = Style()) -> go.Figure:
     xt, xl = _ticks(c, p.tokens_k, p.factor, max(2, c * lay.cell_px // (style.font + KEY_PITCH)))
     x_ticks = ([col * (c + lay.gap) + j for col in range(lay.per_line + 2) for j in xt], xl * (lay.per_line + 2))
     bar = dict(x=1.0, len=0.45)
+    # a slide: each bar's two ends labelled (three 20 px labels ran into each other on a short bar), 0 is white
+    ends = float(f"{lim:.1g}") if float(f"{lim:.1g}") <= lim else lim
+    ticks = (dict(tickvals=[0.0, 1.0]), dict(tickvals=[-ends, ends])) if style.present else ({}, {})
     layout = base_layout(
         _maps_title(p, lay.dd, style),
         style,
@@ -642,14 +646,14 @@ def maps_figure(p: MapPanels, style: Style = Style()) -> go.Figure:
             colorscale=style.weight_scale,
             cmin=0.0,
             cmax=1.0,
-            colorbar=dict(title=dict(text=style.t("fig.weight")), y=0.78, **bar),
+            colorbar=dict(title=dict(text=style.t("fig.weight")), y=0.78, **bar, **ticks[0]),
         ),
         coloraxis2=dict(
             colorscale=DIVERGING_SCALE,
             cmin=-lim,
             cmax=lim,
             cmid=0.0,
-            colorbar=dict(title=dict(text=style.t("kvfig.kv_scale", lim=f"{lim:.3g}")), y=0.25, **bar),
+            colorbar=dict(title=dict(text=style.t("kvfig.kv_scale", lim=f"{lim:.3g}")), y=0.25, **bar, **ticks[1]),
         ),
         **_map_axes(
             x_ticks,

@@ -3,6 +3,7 @@ live decode of both paths, and the cost of each decode path against the cached l
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -463,8 +464,10 @@ def cost_figure(df: pd.DataFrame, column: str, mark: int, style: Style = Style()
     top = float(df[column].max())
     shapes = [dict(type="line", x0=mark, x1=mark, y0=0, y1=1, yref="paper", line=dict(color="#555555", dash="dot"))]
     title = t(f"mla.cost_title_{'flops' if column == 'flops' else 'bytes'}", s=format_tokens(mark))
+    if style.present:  # two charts side by side: the dotted line's note on a line of its own
+        title = re.sub(r" ?([(（])", r"<br>\1", title, count=1)
     layout = base_layout(
-        slide_title(title, HALF_SLIDE_TITLE) if style.present else title,  # a slide: two charts side by side
+        title,
         style,
         420 if style.present else 380,
         margin=dict(l=10, r=10, t=110 if style.present else 60, b=10),
