@@ -132,3 +132,16 @@ def test_mla_cost_charts_on_a_slide_note_the_dotted_line_on_a_line_of_its_own():
         first, second = s["title"]["text"].split("<br>")
         assert second.startswith("(dotted:") and len(first) <= 34, s["title"]["text"]
         assert 0 <= s["legend"]["y"] <= 1
+
+
+@pytest.mark.parametrize("key", ["kv.intro", "kvcache.intro", "mla.intro"])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_intro_of_each_page_is_one_line_at_1280_px(key, lang):
+    """The intro is one line of 14 px caption over the page's main column beside the controls (about 780 px at
+    1280×720), so the first screen shows the chart; what it said before is in "About this page"."""
+    from attn_core.figures.margins import text_width
+    from attn_core.i18n import translate
+
+    assert text_width(translate(key, lang), 14) <= 760, translate(key, lang)
+    about = key.split(".")[0] + ".about.body"
+    assert len(translate(about, lang)) > 2 * len(translate(key, lang))
