@@ -268,7 +268,7 @@ def test_before_run_the_decode_chart_shows_the_formula_s_prediction(app_test, wr
     at.button(key="kv_run").click().run()
     no_exception(at)
     mems = [s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem"]
-    assert len(mems) == 1 and mems[0]["layout"]["title"]["text"].startswith("Cache size at each step: measured")
+    assert len(mems) == 1 and mems[0]["layout"]["title"]["text"].startswith("Cache at each step: measured")
     for axis in ("xaxis", "yaxis"):  # the measured points land on the chart the prediction drew
         assert mems[0]["layout"][axis]["range"] == plan["layout"][axis]["range"]
     done = {t["name"]: t for t in mems[0]["data"]}
