@@ -61,24 +61,19 @@ def margin(style: Style, top: tuple[int, int] = (70, 95)) -> dict:
     return dict(l=10, r=10, t=top[style.present], b=10)
 
 
-def title_top(title: str, style: Style, least: tuple[int, int] = (70, 95), above: int = 0) -> dict:
-    """The layout's ``margin``: on a slide, with the title pinned to the chart's top (:func:`pin_title`), room for
-    every line of ``title`` (a slide breaks long titles: 26 px lines and a 20 px subtitle line) and for ``above``
-    px of text the figure puts just over its plot (panel names); at least ``least`` (normal, slide) px."""
-    if not style.present:
-        return dict(margin=margin(style, least))
-    lines = title.split("<br>")
-    px = sum(int(1.3 * (style.font if "font-size" in line else style.title_font)) for line in lines)
-    return dict(margin=margin(style, (least[0], max(least[1], 4 + px + above + 12))))
+def title_top(style: Style, least: tuple[int, int] = (70, 95)) -> dict:
+    """The layout's ``margin``: normally ``least[0]`` px on top for the title; on a slide a small one, which the
+    title pinned over the plot pushes (:func:`pin_title`)."""
+    return dict(margin=margin(style, least if not style.present else (least[0], 10)))
 
 
-def pin_title(fig: go.Figure, style: Style) -> go.Figure:
-    """On a slide, ``fig``'s title pinned to the top of the chart (plotly centres it in the top margin otherwise,
-    which leaves as much room above it as under it). Plotly draws a title of several lines pinned to the top about
-    24 px higher than one of a single line."""
+def pin_title(fig: go.Figure, style: Style, above: int = 0) -> go.Figure:
+    """On a slide, ``fig``'s title just over its plot, ``above`` px higher for the text a figure puts there (panel
+    names), pushing the top margin to hold it (:func:`title_top` leaves a small one): plotly keeps a push within the
+    chart's height, where a fixed margin taller than a squeezed chart left it a plot of negative height ("Something
+    went wrong with axis scaling"), and a title centred in a margin of its own estimate ran into the panel names."""
     if style.present:
-        lines = str(fig.layout.title.text or "").count("<br>") + 1
-        fig.update_layout(title=dict(yref="container", y=1.0, yanchor="top", pad=dict(t=26 if lines > 1 else 8)))
+        fig.update_layout(title=dict(yref="paper", y=1.0, yanchor="bottom", pad=dict(b=above + 10), automargin=True))
     return fig
 
 
@@ -189,7 +184,7 @@ def kv_diagram(owner: Sequence[int], n_kv_heads: int, style: Style = Style(), ti
             title,
             style,
             300 if not style.present else 380,
-            **title_top(title, style),
+            **title_top(style),
             xaxis=dict(visible=False, range=[-1, n_heads], fixedrange=True),
             yaxis=dict(
                 tickvals=[1, 0], fixedrange=True, range=[-0.45, 1.45], zeroline=False, showgrid=False, ticktext=ticks
@@ -638,7 +633,7 @@ def maps_figure(p: MapPanels, style: Style = Style()) -> go.Figure:
         _maps_title(p, lay.dd, style),
         style,
         int(min(3000, max(360, lay.height * lay.cell_px + 200))),
-        margin=margin(style),
+        **title_top(style),
         shapes=cv.shapes,
         annotations=cv.annotations,
         uirevision="kvmaps",
@@ -738,7 +733,7 @@ def mismatch_figure(
             title,
             style,
             360 if not style.present else 440,
-            **title_top(title, style),
+            **title_top(style),
             showlegend=False,
             xaxis=dict(title=dict(text=style.t("kvfig.query_head")), type="category", tickangle=-45 if n > 16 else 0),
             yaxis=dict(title=dict(text=style.t("kvfig.kl_axis")), range=[0, max(top, 1e-3) * 1.25], rangemode="tozero"),
@@ -825,7 +820,7 @@ def pair_maps_figure(
             title,
             style,
             int(min(1200, max(340, r * cell_px + 200))),
-            **title_top(title, style, (70, 80), above=34),  # and the maps' names over them
+            **title_top(style, (70, 80)),
             coloraxis=dict(
                 colorscale=style.weight_scale, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=style.t("fig.weight")))
             ),
@@ -840,7 +835,7 @@ def pair_maps_figure(
             ),
         )
     )
-    return apply_fonts(pin_title(fig, style), style)
+    return apply_fonts(pin_title(fig, style, 34), style)  # the maps' names over them
 
 
 SLIDE_PAIR_PX = 160  # px of map height a 1280x720 slide leaves one head's two maps (title, names, labels, sentence)
@@ -889,7 +884,7 @@ def kv_bytes_figure(
             style.t("kvfig.bytes_title"),
             style,
             360 if not style.present else 440,
-            margin=margin(style),
+            **title_top(style),
             xaxis=dict(title=dict(text=style.t("ctl.n_kv_heads")), type="category"),
             yaxis=dict(title=dict(text=style.t("kvfig.bytes_axis", unit=name)), range=[0, top * 1.2]),
             showlegend=False,
@@ -957,7 +952,7 @@ def conversion_figure(
             style,
             440 if not style.present else 540,
             legend=legend,
-            **title_top(title, style, (90, 110), above=32),  # and the panels' titles over them
+            **title_top(style, (90, 110)),
         )
     )
-    return apply_fonts(pin_title(fig, style), style)
+    return apply_fonts(pin_title(fig, style, 32), style)  # the panels' titles over them

@@ -39,10 +39,8 @@ MAIN_DOMAIN = (0.36, 1.0)  # the buffers' part of the plot height; the legend li
 LEGEND_Y = 0.335
 BARS_DOMAIN = (0.0, 0.19)
 SLIDE_BARS_DOMAIN = (0.0, 0.25)  # on a slide no legend lines sit between the buffers and the bars
-# a slide: the title's two lines (26 and 20 px) from SLIDE_TITLE_PAD px down (plotly centres a title of two lines
-# on its anchor: it rises half a line above it), then the panels' three 20 px heading lines, then the plot
-SLIDE_TITLE_PAD = 24
-SLIDE_TOP = SLIDE_TITLE_PAD - 17 + int(1.3 * (26 + 20)) + 4 + int(1.3 * 3 * 20) + 12
+# a slide: the px between the title and the plot, where the panels' three 20 px heading lines hang
+SLIDE_HEADINGS_PX = int(1.3 * 3 * 20) + 4 + 8
 
 
 def _r(x: float) -> float:
@@ -419,11 +417,15 @@ def tensor_figure(fill: CacheFill, style: Style = Style(), at: int | None = None
         hovermode="closest",
         bargap=0.3,
         uirevision="kv_tensors",
-        margin=dict(l=10, r=10, t=SLIDE_TOP if style.present else 90, b=90 if at is None else 10),
+        margin=dict(l=10, r=10, t=10 if style.present else 90, b=90 if at is None else 10),
         **extra,
     )
     if style.present:  # the title at the top of the margin, the panels' headings under it
-        layout["title"].update(yref="container", y=1.0, yanchor="top", pad=dict(t=SLIDE_TITLE_PAD))
+        # the title pushes the top margin itself, over the headings (its pad): plotly keeps such a push within the
+        # chart's height. A fixed top margin taller than the chart (a slide's chart squeezed while a rerun still
+        # showed the last slide's elements, or a deck's slide under two steppers) left plotly a plot of negative
+        # height: "Something went wrong with axis scaling"
+        layout["title"].update(yref="paper", y=1.0, yanchor="bottom", pad=dict(b=SLIDE_HEADINGS_PX), automargin=True)
     frames = None
     if at is None:
         lookups = [_lookups(fill, i) for i in range(n_panels)]
