@@ -115,5 +115,8 @@ def test_a_deck_slide_that_picks_a_section_is_its_only_navigator_with_the_pages_
     click(at, "deck_next")  # slide 8: the live decode, its Run button on the slide
     keys = [b.key for b in at.button]
     assert "slide__next" not in keys and "kv_run" in keys
+    for at_slide in (5, 6, 8):  # the deck's other slides on the KV-cache page pick their sections too
+        at = fresh({"deck": "gqa_and_the_kv_cache", "deck_at": str(at_slide), "present": "1"})
+        assert "slide__next" not in [b.key for b in at.button], at_slide
     at = app_test("app_pages/kv_cache.py", query={"slide": "3"}, session={"present": True})
     assert {"slide__next", "kv_token__next"} <= {b.key for b in at.button}
