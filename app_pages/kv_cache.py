@@ -9,7 +9,7 @@ from attn_core.views import kv_cache as kc
 P = kc.Params
 style = ui.style()
 ui.title("kvcache.title")
-st.caption(ui.t("kvcache.intro", live=ui.t("kvcache.live_header")))
+st.caption(ui.t("kvcache.intro"))
 
 
 with ui.controls_box():  # ------------ the calculator's controls (presentation mode: a bar at the slide's top right)
@@ -50,7 +50,7 @@ p = P(**v, seed=ui.seed())
 calc = ui.compute(kc.calculator, p)  # the layouts, the device memory, the weights; a bad value says what to change
 if calc is None:
     ui.stop()
-shown = ui.slide_sections(5)  # presentation mode: one section a slide
+shown = ui.slide_sections(5, deck_picks=True)  # presentation mode: one section a slide (a deck's slide picks one)
 if shown(0):  # ---------------------------------------------------------------- 1. the calculator's result
     ui.notices(kc.notices(p, calc, style))
     label, value, exact = kc.result(p, calc, style)
@@ -61,15 +61,17 @@ if shown(0):  # ----------------------------------------------------------------
     with m2:
         st.latex(kc.latex_formula(p, calc))
         st.caption(kc.symbols(p, calc, style))
+
+if shown(1):  # ------------------------ 2. memory against sequence length (first screen: above the table)
+    st.subheader(ui.t("kvcache.chart_header"))
+    ui.show_view(ui.view(kc.memory_view, p, calc, style, ui.on_phone()), "kv_memory")  # a phone: its own layout
+    ui.help_expander("kvcache.chart_help")
+if shown(0):  # the layouts compared, the weights, MLA's rows
     st.dataframe(kc.comparison_table(kc.comparison(p, calc), style), hide_index=True, width="stretch")
     ui.notices(kc.weights_notes(p, calc, style))
     if (mla_numbers := kc.mla_help_numbers(calc, style)) is not None:
         ui.help_expander("kvcache.mla_help", **mla_numbers)
-
-if shown(1):  # ---------------------------------------------------------------- 2. memory against sequence length
-    st.subheader(ui.t("kvcache.chart_header"))
-    ui.show_view(ui.view(kc.memory_view, p, calc, style), "kv_memory")
-    ui.help_expander("kvcache.chart_help")
+    ui.help_expander("kvcache.about", live=ui.t("kvcache.live_header"))
 # ---- 3. the buffers filling token by token (slide: Next, one token); sent while open (~195 ms of drawing a move)
 if (tensors := ui.section_box(shown, 2, ui.t("kvcache.tensor_header"), "x_kv_tensors")) is not None:
     with tensors:

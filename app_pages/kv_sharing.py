@@ -78,24 +78,30 @@ elif p.kv_view == "costs":
     show(ui.view(kv.bytes_view, p, frame, style), "kv_bytes")
     ui.help_expander("kv.costs_help")
 
-elif p.kv_view == "mapping":
-    diagrams = kv.mapping_diagram_views(p, style)  # contiguous, interleaved
-    for column, mapping, view in zip(st.columns(2, gap="medium"), kv.MAPPINGS, diagrams, strict=True):
-        with column:
-            show(view, f"map_{mapping}")
-    st.code(kv.mapping_code(p, style), language="python")
+elif p.kv_view == "mapping":  # slides: the two conventions; what running the other one costs; one head's maps
+    shown = ui.slide_sections(3) if p.mappings_differ else (lambda i: True)
+    if shown(0):
+        diagrams = kv.mapping_diagram_views(p, style)  # contiguous, interleaved
+        for column, mapping, view in zip(st.columns(2, gap="medium"), kv.MAPPINGS, diagrams, strict=True):
+            with column:
+                show(view, f"map_{mapping}")
+        st.code(kv.mapping_code(p, style), language="python")
     if not p.mappings_differ:
         st.info(kv.mapping_same(p, style), icon="ℹ️")
     else:
-        p = kv.with_values(p, built_with=ui.control(P, "built_with"))
+        with ui.drawer():  # with the page's controls (slide mode: in the controls bar)
+            p = kv.with_values(p, built_with=ui.control(P, "built_with"))
         layer = computed(ui.run_safely(p.layer))
         mm = computed(ui.compute(kv.mapping_study, layer, p.built_with))
-        show(ui.view(kv.mismatch_view, mm, style), "mismatch")
-        caption(kv.mismatch_rows(p, mm, style))
-        head = ui.control(P, "head", hi=p.n_heads - 1, default=kv.first_wrong_head(mm))
-        pair = kv.kept_pair(mm, head) or computed(ui.compute(kv.pair_maps, layer, p.built_with, head))
-        show(ui.view(kv.pair_view, mm, head, p.tokens, style, pair), "mismatch_pair")
-        st.markdown(kv.pair_text(mm, pair, style))
+        if shown(1):
+            show(ui.view(kv.mismatch_view, mm, style), "mismatch")
+            caption(kv.mismatch_rows(p, mm, style))
+        with ui.drawer():
+            head = ui.control(P, "head", hi=p.n_heads - 1, default=kv.first_wrong_head(mm))
+        if shown(2):
+            pair = kv.kept_pair(mm, head) or computed(ui.compute(kv.pair_maps, layer, p.built_with, head))
+            show(ui.view(kv.pair_view, mm, head, p.tokens, style, pair), "mismatch_pair")
+            st.markdown(kv.pair_text(mm, pair, style))
         st.caption(kv.mismatch_count(mm, style))
     ui.help_text("kv.mapping_help.title", kv.mapping_help(p, style))
 
@@ -117,3 +123,4 @@ else:
     st.caption(kv.source_note(p, style))
     ui.help_expander("kv.conv_methods")
     ui.help_text("kv.uptrain.title", kv.uptrain_help(p, study, style))
+ui.help_expander("kv.about")

@@ -75,27 +75,30 @@ elif p.view == "agree":
                 ui.show_heads(ui.view(mv.grid_view, pm, p.mode, style), "mla_grid")
     st.caption(ui.t("mla.random_inputs", seed=p.seed))
 elif p.view == "cache":
-    k1, k2, k3 = st.columns(3, gap="large")
-    p = mv.with_values(
-        p,
-        n_kv_heads=ui.control(P, "n_kv_heads", n_heads=p.config.n_heads, container=k1),
-        cache_len=ui.control(P, "cache_len", container=k2),
-        dtype=ui.control(P, "dtype", widget="select", container=k3),
-    )
+    with ui.drawer():  # with the page's controls (slide mode: in the controls bar)
+        k1, k2, k3 = st.columns(3, gap="large")
+        p = mv.with_values(
+            p,
+            n_kv_heads=ui.control(P, "n_kv_heads", n_heads=p.config.n_heads, container=k1),
+            cache_len=ui.control(P, "cache_len", container=k2),
+            dtype=ui.control(P, "dtype", widget="select", container=k3),
+        )
     lays = ui.run_safely(lambda: mv.layouts(p))
     if lays is None:
         ui.stop()
     st.info(mv.gqa_line(p, style), icon="📐")
     ui.show_view(ui.view(mv.cache_view, p, style), "mla_cache")
-    st.dataframe(mv.cache_frame(p, style), hide_index=True, width="stretch")
-    st.markdown(f"**{ui.t('mla.presets_header')}**")
-    st.dataframe(mv.presets_frame(p, style), hide_index=True, width="stretch")
+    if not ui.present():  # a slide: the chart and its sentence
+        st.dataframe(mv.cache_frame(p, style), hide_index=True, width="stretch")
+        st.markdown(f"**{ui.t('mla.presets_header')}**")
+        st.dataframe(mv.presets_frame(p, style), hide_index=True, width="stretch")
     st.caption(ui.t("mla.cache_note"))
 elif p.view == "decode":
-    e1, e2 = st.columns(2, gap="large")
-    p = mv.with_values(
-        p, dec_steps=ui.control(P, "dec_steps", container=e1), dec_prompt=ui.control(P, "dec_prompt", container=e2)
-    )
+    with ui.drawer():  # with the page's controls (slide mode: in the controls bar)
+        e1, e2 = st.columns(2, gap="large")
+        p = mv.with_values(
+            p, dec_steps=ui.control(P, "dec_steps", container=e1), dec_prompt=ui.control(P, "dec_prompt", container=e2)
+        )
     if note:
         st.caption(note)
     spec = mv.decode_spec(p)
@@ -125,15 +128,21 @@ elif p.view == "decode":
             st.caption(ui.t("mla.dec_stale"))
         ui.show_views(mv.decode_views(run.steps, run_spec, style), boxes, "mla_")  # this session's own run
 else:
-    p = mv.with_values(p, cache_len=ui.control(P, "cache_len"))
-    st.info(mv.cost_sentence(p, style), icon="⚖️")
-    for label, line in mv.cost_formulas(p, style):
+    with ui.drawer():  # with the page's controls (slide mode: in the controls bar)
+        p = mv.with_values(p, cache_len=ui.control(P, "cache_len"))
+    shown = ui.slide_sections(3)  # slides: the two charts; what they say and the formulas; the measured times
+    if shown(0):
+        ui.show_views(ui.view(mv.cost_views, p, style), st.columns(2, gap="medium"), "mla_")
+    if shown(1):
+        st.info(mv.cost_sentence(p, style), icon="⚖️")
+    for label, line in mv.cost_formulas(p, style) if shown(1) else ():
         st.markdown(label)
         st.latex(line)
-    ui.show_views(ui.view(mv.cost_views, p, style), st.columns(2, gap="medium"), "mla_")
-    with st.spinner(ui.t("mla.timing")):
-        df = ui.compute(mv.timings, run_cfg, p.seed)
-    if df is not None:
-        st.markdown(mv.timing_sentence(df, run_cfg, style))
-        st.dataframe(mv.timing_table(df, style), hide_index=True)
+    if shown(2):
+        with st.spinner(ui.t("mla.timing")):
+            df = ui.compute(mv.timings, run_cfg, p.seed)
+        if df is not None:
+            st.markdown(mv.timing_sentence(df, run_cfg, style))
+            st.dataframe(mv.timing_table(df, style), hide_index=True)
     ui.help_expander("mla.cost_help")
+ui.help_expander("mla.about")

@@ -60,7 +60,7 @@ from .output import (
     show_view,
     show_views,
 )
-from .responsive import apply_responsive
+from .responsive import apply_responsive, on_phone
 from .tokenmaps import head_grid, open_zoom
 from .widgets import (
     control,
@@ -82,6 +82,7 @@ __all__ = [
     "SerialisedFigure",
     "apply_presentation",
     "apply_responsive",
+    "on_phone",
     "compute",
     "control",
     "controls_box",

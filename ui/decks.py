@@ -44,6 +44,16 @@ def is_open() -> bool:
     return isinstance(st.session_state.get(DECK), decks.Deck)
 
 
+def sets_step(key: str) -> bool:
+    """Whether the open deck's slide, on its own page, sets the page stepper ``key`` (``"slide": "3"``): the deck's
+    Previous and Next then move between those steps, and a page may leave its own stepper out."""
+    deck = st.session_state.get(DECK)
+    if not isinstance(deck, decks.Deck):
+        return False
+    s = deck.slides[st.session_state.get(AT, 0)]
+    return s.page == st.session_state.get("_page") and key in dict(s.params)
+
+
 def _open(deck: decks.Deck, at: int = 0, name: str | None = None) -> None:
     st.session_state[DECK] = deck
     st.session_state[NAME] = name

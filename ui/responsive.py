@@ -22,13 +22,13 @@ from attn_core.figures import phone
 
 from .core import style_tag
 
-__all__ = ["PHONE_MAX", "apply_responsive", "is_phone", "phone_box", "phone_copies", "phone_title"]
+__all__ = ["PHONE_MAX", "apply_responsive", "is_phone", "on_phone", "phone_box", "phone_copies", "phone_title"]
 
 PHONE_MAX = 640  # px: below this the page is laid out for a phone
 SCROLL_PX = 860  # px: a chart of several panels side by side keeps this width on a phone and scrolls sideways
 # single-canvas charts whose panels or labels need more than a phone's width (panels side by side in one trace,
 # a diagram, a long axis title): chart key -> drawn width in px on a phone
-WIDE_CHARTS = {"kv_maps": 760, "mla_flow": 640, "kv_memory": 560, "kv_tensors": 1200}
+WIDE_CHARTS = {"kv_maps": 760, "mla_flow": 640, "kv_tensors": 1200, "mismatch_pair": 640}
 
 
 def apply_responsive() -> None:
@@ -108,3 +108,9 @@ def phone_copies() -> bool:
     User-Agent (AppTest, a client we cannot tell). A desktop browser gets the grid alone."""
     agent = st.context.headers.get("User-Agent")
     return not agent or is_phone(agent)
+
+
+def on_phone() -> bool:
+    """Whether this session's browser says it is a phone (its User-Agent): a chart that has a layout for a
+    phone's width is built with it. A browser that sent no User-Agent is not taken for one."""
+    return is_phone(st.context.headers.get("User-Agent") or "")

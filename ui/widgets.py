@@ -492,14 +492,32 @@ def slide_controls(key: str, n: int) -> int:
     return idx
 
 
-def slide_sections(n: int, key: str = "slide") -> Callable[[int], bool]:
+class _Sections:
+    """``shown(i)``: whether section ``i`` is drawn (:func:`slide_sections`); ``deck_titled``: a deck's slide picked
+    the section, and its bar holds the slide's title (:func:`section_box` then writes no heading of its own)."""
+
+    def __init__(self, at: int | None, deck_titled: bool = False) -> None:
+        self.at, self.deck_titled = at, deck_titled
+
+    def __call__(self, i: int) -> bool:
+        return self.at is None or i == self.at
+
+
+def slide_sections(n: int, key: str = "slide", *, deck_picks: bool = False) -> Callable[[int], bool]:
     """Which of a page's ``n`` sections to draw (``shown = ui.slide_sections(4)``; ``if shown(0): ...``): all of
     them normally; in presentation mode one a slide, with :func:`slide_controls` (drawn here) to move between them,
-    so that each section fits the projector's screen."""
+    so that each section fits the projector's screen.
+
+    ``deck_picks``: on a lecture deck's slide that sets ``key`` the deck's own Previous and Next are the slide's
+    navigator: no stepper is drawn (one navigator a slide; a page's own steps within the section keep theirs),
+    and :func:`section_box` leaves out the section's heading (the deck's bar holds the slide's title)."""
+    from . import decks as deck_ui
+
     if not present():
-        return lambda i: True
-    at = slide_controls(key, n)
-    return lambda i: i == at
+        return _Sections(None)
+    if deck_picks and deck_ui.sets_step(key):
+        return _Sections(min(max(int(st.session_state.get(key, 0)), 0), n - 1), deck_titled=True)
+    return _Sections(slide_controls(key, n))
 
 
 def section_box(shown: Callable[[int], bool], i: int, label: str, key: str, opened: bool = False) -> Any | None:
@@ -513,7 +531,8 @@ def section_box(shown: Callable[[int], bool], i: int, label: str, key: str, open
     if present():
         if not shown(i):
             return None
-        st.subheader(label)
+        if not getattr(shown, "deck_titled", False):
+            st.subheader(label)
         return st.container()
     # bold: a section, not one of the explanations' expanders; open or closed, it is part of the share link
     return lazy_expander(f"**{label}**", key, linked=True, open_first=opened)

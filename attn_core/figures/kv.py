@@ -12,6 +12,7 @@ diverging scale centred at 0 with its range in the colour bar.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -58,6 +59,30 @@ METHOD_STYLE = {
 def margin(style: Style, top: tuple[int, int] = (70, 95)) -> dict:
     """The KV figures' margins: ``top`` (normal, projector) px above for a title with a subtitle line."""
     return dict(l=10, r=10, t=top[style.present], b=10)
+
+
+def title_top(style: Style, least: tuple[int, int] = (70, 95)) -> dict:
+    """The layout's ``margin``: normally ``least[0]`` px on top for the title; on a slide a small one, which the
+    title pinned over the plot pushes (:func:`pin_title`)."""
+    return dict(margin=margin(style, least if not style.present else (least[0], 10)))
+
+
+def pin_title(fig: go.Figure, style: Style, above: int = 0) -> go.Figure:
+    """On a slide, ``fig``'s title just over its plot, ``above`` px higher for the text a figure puts there (panel
+    names), pushing the top margin to hold it (:func:`title_top` leaves a small one): plotly keeps a push within the
+    chart's height, where a fixed margin taller than a squeezed chart left it a plot of negative height ("Something
+    went wrong with axis scaling"), and a title centred in a margin of its own estimate ran into the panel names."""
+    if style.present:
+        fig.update_layout(title=dict(yref="paper", y=1.0, yanchor="bottom", pad=dict(b=above + 10), automargin=True))
+    return fig
+
+
+def with_sub(title: str, sub: str, style: Style) -> str:
+    """``title`` with ``sub`` on the line under it: a ``<sup>`` line normally, a line at the charts' text size on a
+    slide (a ``<sup>`` line is 0.7 of the title's 26 px there: under the 20 px a projector needs)."""
+    if style.present:
+        return f"{title}<br><span style='font-size:{style.font}px'>{sub}</span>"
+    return f"{title}<br><sup>{sub}</sup>"
 
 
 def kv_label(n_heads: int, n_kv_heads: int) -> str:
@@ -159,14 +184,14 @@ def kv_diagram(owner: Sequence[int], n_kv_heads: int, style: Style = Style(), ti
             title,
             style,
             300 if not style.present else 380,
-            margin=margin(style),
+            **title_top(style),
             xaxis=dict(visible=False, range=[-1, n_heads], fixedrange=True),
             yaxis=dict(
                 tickvals=[1, 0], fixedrange=True, range=[-0.45, 1.45], zeroline=False, showgrid=False, ticktext=ticks
             ),
         )
     )
-    return apply_fonts(fig, style)
+    return apply_fonts(pin_title(fig, style), style)
 
 
 # ---------------------------------------------------------------- repeat_kv as tensor blocks
@@ -188,10 +213,14 @@ def _block(x0: float, x1: float, y0: float, y1: float, colour: str) -> dict:
     )
 
 
+SLIDE_REPEAT_PX = 380  # px of blocks a slide at 1280x720 leaves repeat_kv under its title (a deck's bar above)
+
+
 def _repeat_blocks(n_heads: int, n_kv_heads: int, shape: tuple[int, int], style: Style) -> tuple[list, list]:
     """(shapes, labels): a block per KV head and per copy, lines from each KV head to its copies.
 
-    ``labels``: ``(x, y, text, hover)`` of every block; ``shape`` ``(T, D)`` of one head's slab.
+    ``labels``: ``(x, y, text, hover)`` of every block; ``shape`` ``(T, D)`` of one head's slab. A copy's text
+    names the KV head it copies, except on a slide (its line and colour do; "head 7" at 20 px fits half a slide).
     """
     n_rep, (t, d) = n_heads // n_kv_heads, shape
     lx0, lx1, rx0, rx1 = REPEAT_X
@@ -205,17 +234,34 @@ def _repeat_blocks(n_heads: int, n_kv_heads: int, shape: tuple[int, int], style:
             line = dict(color=col, width=1.5)
             shapes.append(dict(type="line", x0=lx1, y0=c, x1=rx0, y1=r + 0.5, line=line, layer="below"))
             shapes.append(_block(rx0, rx1, r + pad, r + 1 - pad, col))
-            text = f"{style.t('fig.head')} {r} ← KV {g}"
+            text = f"{style.t('fig.head')} {r}" + ("" if style.present else f" ← KV {g}")
             labels.append(((rx0 + rx1) / 2, r + 0.5, text, style.t("kvfig.block_copy_hover", h=r, g=g, t=t, d=d)))
     return shapes, labels
 
 
+def repeat_label_every(n_heads: int, style: Style) -> int:
+    """Every how many copies a label is written: 1 normally; on a slide as many as keep 20 px labels apart on
+    the rows :data:`SLIDE_REPEAT_PX` leaves (16 heads: every 2nd, 64: every 5th)."""
+    if not style.present:
+        return 1
+    rows = n_heads + 3.1  # the copies, the shapes' two lines above them, the note under them
+    return max(1, math.ceil((style.font + 4) / (SLIDE_REPEAT_PX / rows)))
+
+
 def _repeat_annotations(labels: list, n_heads: int, n_kv_heads: int, dims: tuple[int, int, int], style: Style) -> list:
-    """The block labels beside the blocks, the two tensor shapes under them and ``× n_rep`` between them."""
+    """The block labels beside the blocks (on a slide every :func:`repeat_label_every`-th), the two tensor shapes
+    above them and ``× n_rep`` between them; with ``n_rep = 1`` the note that nothing is copied, under them."""
     lx0, lx1, rx0, rx1 = REPEAT_X
     b, t, d = dims
     n_rep, h, hk = n_heads // n_kv_heads, n_heads, n_kv_heads
-    size = max(9, style.font - (3 if h > 16 else 0) - (4 if style.present else 0))  # a slide: half its width
+    size = style.font if style.present else max(9, style.font - (3 if h > 16 else 0))
+    every = repeat_label_every(n_heads, style)
+    kv_every = -(-every // n_rep)  # KV heads sit n_rep rows apart
+    shown = [
+        (x, y, text)
+        for x, y, text, _ in labels
+        if (x < 3 and int(y // n_rep) % kv_every == 0) or (x > 3 and int(y) % every == 0)
+    ]
     out = [
         dict(
             x=lx0 - 0.1 if x < 3 else rx1 + 0.1,
@@ -225,25 +271,24 @@ def _repeat_annotations(labels: list, n_heads: int, n_kv_heads: int, dims: tuple
             xanchor="right" if x < 3 else "left",
             font=dict(size=size),
         )
-        for x, y, text, _ in labels
+        for x, y, text in shown
     ]
     under = dict(y=-0.15, yanchor="bottom", showarrow=False, font=dict(size=style.font))
     heads = [style.t("kvfig.block_left", b=b, hk=hk, t=t, d=d), style.t("kvfig.block_right", b=b, h=h, t=t, d=d)]
-    if style.present:  # three short lines each, or the two shapes run into each other on half a slide
-        heads = [x.replace(" [", "<br>[", 1) for x in heads]
-    out += [
+    if style.present:  # two short lines each (the title has the shapes' letters), or they run into each other
+        sizes = [f"[{b}, {hk}, {t}, {d}]", f"[{b}, {h}, {t}, {d}]"]
+        heads = [f"{x.split(' [', 1)[0]}<br>{size}" for x, size in zip(heads, sizes, strict=True)]
+    middle = dict(x=(lx1 + rx0) / 2, showarrow=False, font=dict(size=style.font + 2))
+    if n_rep > 1:
+        middle.update(y=h / 2, text=f"<b>× {n_rep}</b>", bgcolor="rgba(255,255,255,0.8)")
+    else:  # under the blocks: between them it covered the middle copies (the lines are straight)
+        middle.update(y=h + 0.1, yanchor="top", text=style.t("kvfig.no_repeat").replace("<br>", " "))
+    return [
+        *out,
         dict(x=(lx0 + lx1) / 2, text=heads[0], **under),
         dict(x=(rx0 + rx1) / 2, text=heads[1], **under),
-        dict(
-            x=(lx1 + rx0) / 2,
-            y=h / 2,
-            showarrow=False,
-            font=dict(size=style.font + 2),
-            text=f"<b>× {n_rep}</b>" if n_rep > 1 else style.t("kvfig.no_repeat"),
-            bgcolor="rgba(255,255,255,0.8)",
-        ),
+        middle,
     ]
-    return out
 
 
 def repeat_kv_figure(
@@ -272,9 +317,13 @@ def repeat_kv_figure(
     annotations = _repeat_annotations(labels, n_heads, n_kv_heads, (batch, seq_len, head_dim), style)
     row_px = max(11, min(30, 520 // max(n_heads, 1)))
     height = int(min(1000, max(320, row_px * n_heads + (170 if style.present else 140))))
+    top = -1.6 if not style.present else -2.1  # room for the shapes' two lines
     main = style.t("kvfig.block_title")
     main = slide_title(main, HALF_SLIDE_TITLE) if style.present else main
-    title = main + "<br><sup>" + style.t("kvfig.block_sub") + "</sup>"
+    sub = style.t("kvfig.block_sub")
+    if (every := repeat_label_every(n_heads, style)) > 1:
+        sub += " · " + style.t("kvfig.label_every", k=every)
+    title = with_sub(main, sub, style)
     # plain dicts, as plain_figure takes them: rebuilt on every move of d_k, so no per-property validation
     layout = base_layout(
         title,
@@ -283,8 +332,8 @@ def repeat_kv_figure(
         margin=margin(style, (70, 125)),
         shapes=shapes,
         annotations=annotations,
-        xaxis=dict(visible=False, range=[-3.2, 11.2 if style.present else 10.2], fixedrange=True),
-        yaxis=dict(visible=False, range=[n_heads + 0.2, -1.6 if not style.present else -2.6], fixedrange=True),
+        xaxis=dict(visible=False, range=[-3.2, 10.2], fixedrange=True),
+        yaxis=dict(visible=False, range=[n_heads + (0.2 if n_heads > n_kv_heads else 1.2), top], fixedrange=True),
     )
     return plain_figure([hover], layout, style)
 
@@ -339,6 +388,9 @@ class MapsLayout:
 
 
 SLIDE_MAPS_PX = 280  # px of maps on a 1280x720 slide: what the title, the sentences and the key labels leave
+MAPS_PX = 680  # px of maps across the page's main column at 1280 px (beside the controls), less the colour bars
+KEY_PITCH = 8  # px beyond the font between key labels rotated by 60° (their glyphs' height / sin 60°)
+ROTATED_PITCH = 1.45  # px of axis per px of font between labels rotated by 60°
 
 
 def maps_layout(n_rep: int, n_groups: int, side: tuple[int, int], d_full: int, style: Style) -> MapsLayout:
@@ -349,7 +401,7 @@ def maps_layout(n_rep: int, n_groups: int, side: tuple[int, int], d_full: int, s
     ncols = per_line + 2  # the maps, then Kᵀ and Vᵀ
     gap = max(1, int(round(0.15 * max(r, c))))
     total_cols = ncols * c + (ncols - 1) * gap
-    cell_px = max(4, min(30, 900 // max(total_cols, 1)))  # plot width on a wide page, less the colour bars
+    cell_px = max(4, min(30, MAPS_PX // max(total_cols, 1)))  # plot width on a wide page, less the colour bars
 
     def rows(cell: int) -> tuple[int, int, int, int, int]:
         gap_y = max(gap, -(-(style.font + 20) // cell))  # room for the panel labels
@@ -537,7 +589,7 @@ def _maps_title(p: MapPanels, dd: int, style: Style) -> str:
         notes.append(style.t("kvfig.pooled_how", f=p.factor))
     if dd < p.head_dim:
         notes.append(style.t("kvfig.dims_cut", dd=dd, d=p.head_dim))
-    return title + "<br><sup>" + " · ".join(notes) + "</sup>"
+    return with_sub(title, " · ".join(notes), style)
 
 
 def _map_axes(x: tuple[list, list[str]], y: tuple[list, list[str]], x_title: str, y_title: str) -> dict[str, dict]:
@@ -571,14 +623,17 @@ def maps_figure(p: MapPanels, style: Style = Style()) -> go.Figure:
     finite = kv_vals[np.isfinite(kv_vals)]
     lim = float(np.max(np.abs(finite))) if finite.size else 1.0
     lim = lim if lim > 0 else 1.0
-    xt, xl = _ticks(c, p.tokens_k, p.factor, max(2, c * lay.cell_px // (style.font + 4)))
+    xt, xl = _ticks(c, p.tokens_k, p.factor, max(2, c * lay.cell_px // (style.font + KEY_PITCH)))
     x_ticks = ([col * (c + lay.gap) + j for col in range(lay.per_line + 2) for j in xt], xl * (lay.per_line + 2))
     bar = dict(x=1.0, len=0.45)
+    # a slide: each bar's two ends labelled (three 20 px labels ran into each other on a short bar), 0 is white
+    ends = float(f"{lim:.1g}") if float(f"{lim:.1g}") <= lim else lim
+    ticks = (dict(tickvals=[0.0, 1.0]), dict(tickvals=[-ends, ends])) if style.present else ({}, {})
     layout = base_layout(
         _maps_title(p, lay.dd, style),
         style,
         int(min(3000, max(360, lay.height * lay.cell_px + 200))),
-        margin=margin(style),
+        **title_top(style),
         shapes=cv.shapes,
         annotations=cv.annotations,
         uirevision="kvmaps",
@@ -586,14 +641,14 @@ def maps_figure(p: MapPanels, style: Style = Style()) -> go.Figure:
             colorscale=style.weight_scale,
             cmin=0.0,
             cmax=1.0,
-            colorbar=dict(title=dict(text=style.t("fig.weight")), y=0.78, **bar),
+            colorbar=dict(title=dict(text=style.t("fig.weight")), y=0.78, **bar, **ticks[0]),
         ),
         coloraxis2=dict(
             colorscale=DIVERGING_SCALE,
             cmin=-lim,
             cmax=lim,
             cmid=0.0,
-            colorbar=dict(title=dict(text=style.t("kvfig.kv_scale", lim=f"{lim:.3g}")), y=0.25, **bar),
+            colorbar=dict(title=dict(text=style.t("kvfig.kv_scale", lim=f"{lim:.3g}")), y=0.25, **bar, **ticks[1]),
         ),
         **_map_axes(
             x_ticks,
@@ -604,7 +659,7 @@ def maps_figure(p: MapPanels, style: Style = Style()) -> go.Figure:
     )
     fig = go.Figure(_maps_traces(cv, lay.kv_x0, style))
     fig.update_layout(**layout)
-    return apply_fonts(fig, style)
+    return apply_fonts(pin_title(fig, style), style)
 
 
 def grouped_maps_figure(
@@ -670,20 +725,21 @@ def mismatch_figure(
     )
     top = float(np.max(kl)) if n else 1.0
     sub = style.t("kvfig.mismatch_sub") + (f" · {note}" if note else "")
-    title = style.t("kvfig.mismatch_title", n=sum(a != b for a, b in pairs), h=n) + "<br><sup>" + sub + "</sup>"
+    main = style.t("kvfig.mismatch_title", n=sum(a != b for a, b in pairs), h=n)
+    title = with_sub(slide_title(main) if style.present else main, sub, style)
     fig = go.Figure(bars)
     fig.update_layout(
         **base_layout(
             title,
             style,
             360 if not style.present else 440,
-            margin=margin(style),
+            **title_top(style),
             showlegend=False,
             xaxis=dict(title=dict(text=style.t("kvfig.query_head")), type="category", tickangle=-45 if n > 16 else 0),
             yaxis=dict(title=dict(text=style.t("kvfig.kl_axis")), range=[0, max(top, 1e-3) * 1.25], rangemode="tozero"),
         )
     )
-    return apply_fonts(fig, style)
+    return apply_fonts(pin_title(fig, style), style)
 
 
 def _pair_frames(
@@ -749,11 +805,14 @@ def pair_maps_figure(
     colours = (group_color(pair.kv_built), group_color(pair.kv_run))
     inks = (group_text_color(pair.kv_built), group_text_color(pair.kv_run))
     shapes, annotations = _pair_frames(titles, colours, inks, c, r, gap, style)
-    xt, xl = _ticks(c, tokens, f, 16)
+    every = pair_label_every(r, style)
+    xt, xl = _ticks(c, tokens, f, 16 if every == 1 else -(-c // every))
     title = style.t("kvfig.pair_title")
-    if f > 1:
-        title += "<br><sup>" + style.t("fig.pooled", r=r, c=c, tq=len(tokens), tk=len(tokens))
-        title += " · " + style.t("kvfig.pooled_pair", f=f) + "</sup>"
+    title = slide_title(title) if style.present else title
+    notes = [style.t("fig.pooled", r=r, c=c, tq=len(tokens), tk=len(tokens)), style.t("kvfig.pooled_pair", f=f)]
+    notes = (notes if f > 1 else []) + ([style.t("kvfig.tokens_every", k=every)] if every > 1 else [])
+    if notes:
+        title = with_sub(title, " · ".join(notes), style)
     cell_px = max(6, min(32, 560 // max(c, 1)))
     fig = go.Figure(heat)
     fig.update_layout(
@@ -761,7 +820,7 @@ def pair_maps_figure(
             title,
             style,
             int(min(1200, max(340, r * cell_px + 200))),
-            margin=margin(style),
+            **title_top(style, (70, 80)),
             coloraxis=dict(
                 colorscale=style.weight_scale, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=style.t("fig.weight")))
             ),
@@ -770,13 +829,24 @@ def pair_maps_figure(
             uirevision="pair",
             **_map_axes(
                 (xt + [c + gap + j for j in xt], xl * 2),
-                _ticks(r, tokens, f, 32),
+                _ticks(r, tokens, f, 32 if every == 1 else -(-r // every)),
                 style.t("fig.key"),
                 style.t("fig.query"),
             ),
         )
     )
-    return apply_fonts(fig, style)
+    return apply_fonts(pin_title(fig, style, 34), style)  # the maps' names over them
+
+
+SLIDE_PAIR_PX = 160  # px of map height a 1280x720 slide leaves one head's two maps (title, names, labels, sentence)
+
+
+def pair_label_every(rows: int, style: Style) -> int:
+    """Every how many tokens :func:`pair_maps_figure` labels: 1 on a page; on a slide as many as keep 20 px labels
+    (rotated by 60° under the maps) apart on the rows :data:`SLIDE_PAIR_PX` holds."""
+    if not style.present:
+        return 1
+    return max(1, math.ceil(style.font * ROTATED_PITCH / (SLIDE_PAIR_PX / max(rows, 1))))
 
 
 # ---------------------------------------------------------------- costs and conversion
@@ -814,13 +884,13 @@ def kv_bytes_figure(
             style.t("kvfig.bytes_title"),
             style,
             360 if not style.present else 440,
-            margin=margin(style),
+            **title_top(style),
             xaxis=dict(title=dict(text=style.t("ctl.n_kv_heads")), type="category"),
             yaxis=dict(title=dict(text=style.t("kvfig.bytes_axis", unit=name)), range=[0, top * 1.2]),
             showlegend=False,
         )
     )
-    return apply_fonts(fig, style)
+    return apply_fonts(pin_title(fig, style), style)
 
 
 def _method_line(method: str, labels: list[str], y: np.ndarray, first: bool, style: Style) -> go.Scatter:
@@ -873,9 +943,16 @@ def conversion_figure(
     fig.update_yaxes(title=dict(text=style.t("kvfig.kl_axis")), row=1, col=2)
     fig.update_annotations(font=dict(size=style.font + 1))
     title = style.t("kvfig.conv_title", heads=style.count(n_heads, "head"), h=n_heads)
-    title += "<br><sup>" + style.t("kvfig.conv_sub") + (f" · {note}" if note else "") + "</sup>"
+    sub = style.t("kvfig.conv_sub") + (f" · {note}" if note else "")
+    title = with_sub(slide_title(title) if style.present else title, sub, style)
     legend = dict(orientation="h", y=-0.25, x=0.5, xanchor="center", font=dict(size=style.font))
     fig.update_layout(
-        **base_layout(title, style, 440 if not style.present else 540, legend=legend, margin=margin(style, (90, 110)))
+        **base_layout(
+            title,
+            style,
+            440 if not style.present else 540,
+            legend=legend,
+            **title_top(style, (90, 110)),
+        )
     )
-    return apply_fonts(fig, style)
+    return apply_fonts(pin_title(fig, style, 32), style)  # the panels' titles over them

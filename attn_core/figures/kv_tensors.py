@@ -39,6 +39,8 @@ MAIN_DOMAIN = (0.36, 1.0)  # the buffers' part of the plot height; the legend li
 LEGEND_Y = 0.335
 BARS_DOMAIN = (0.0, 0.19)
 SLIDE_BARS_DOMAIN = (0.0, 0.25)  # on a slide no legend lines sit between the buffers and the bars
+# a slide: the px between the title and the plot, where the panels' three 20 px heading lines hang
+SLIDE_HEADINGS_PX = int(1.3 * 3 * 20) + 4 + 8
 
 
 def _r(x: float) -> float:
@@ -225,13 +227,15 @@ def _full_traces(fill: CacheFill, f: int, style: Style) -> list[dict]:
 def _panel_notes(fill: CacheFill, style: Style) -> list[dict]:
     """Each panel's heading (layout, KV heads, buffer shape, who reads what) and the K / V / position labels."""
     notes, size = [], style.font
+    small = size if style.present else size - 1  # the positions under the buffers: 20 px on a slide
     for i, lay in enumerate(fill.layouts):
         x0, n_rep = i * PANEL_STEP, fill.n_heads // lay.n_kv_heads
         shape = ", ".join(f"{n:,}" for n in fill.shape(i))
         kind = "mha" if n_rep == 1 else ("mqa" if lay.n_kv_heads == 1 else "gqa")
         # three panels across a slide: the short form (head h → KV head h // 4)
         rule = style.t(f"kvtensor.{'short' if style.present else 'rule'}_{kind}", rep=n_rep)
-        head = f"<b>{layout_name(lay.label, lay.native, style)}</b> · H<sub>kv</sub> = {lay.n_kv_heads:,}"
+        kv = "H_kv" if style.present else "H<sub>kv</sub>"  # a slide: a subscript would be 14 px
+        head = f"<b>{layout_name(lay.label, lay.native, style)}</b> · {kv} = {lay.n_kv_heads:,}"
         # on a slide the chart is squeezed to the screen: the headings hang from the plot's top by pixels (in the
         # top margin), not by data units, which shrink under them
         where = dict(yref="y domain", y=1.0, yshift=4) if style.present else dict(y=Q_Y + 0.06)
@@ -260,7 +264,7 @@ def _panel_notes(fill: CacheFill, style: Style) -> list[dict]:
                 showarrow=False,
                 xanchor="left",
                 yanchor="top",
-                font=dict(size=size - 1, color="#444444"),
+                font=dict(size=small, color="#444444"),
             )
         )
         notes.append(
@@ -271,7 +275,7 @@ def _panel_notes(fill: CacheFill, style: Style) -> list[dict]:
                 showarrow=False,
                 xanchor="right",
                 yanchor="top",
-                font=dict(size=size - 1, color="#444444"),
+                font=dict(size=small, color="#444444"),
             )
         )
     lay = fill.layouts[0]
@@ -413,11 +417,15 @@ def tensor_figure(fill: CacheFill, style: Style = Style(), at: int | None = None
         hovermode="closest",
         bargap=0.3,
         uirevision="kv_tensors",
-        margin=dict(l=10, r=10, t=(120 + int(4.2 * style.font)) if style.present else 90, b=90 if at is None else 10),
+        margin=dict(l=10, r=10, t=10 if style.present else 90, b=90 if at is None else 10),
         **extra,
     )
     if style.present:  # the title at the top of the margin, the panels' headings under it
-        layout["title"].update(yref="container", y=1.0, yanchor="top", pad=dict(t=36))
+        # the title pushes the top margin itself, over the headings (its pad): plotly keeps such a push within the
+        # chart's height. A fixed top margin taller than the chart (a slide's chart squeezed while a rerun still
+        # showed the last slide's elements, or a deck's slide under two steppers) left plotly a plot of negative
+        # height: "Something went wrong with axis scaling"
+        layout["title"].update(yref="paper", y=1.0, yanchor="bottom", pad=dict(b=SLIDE_HEADINGS_PX), automargin=True)
     frames = None
     if at is None:
         lookups = [_lookups(fill, i) for i in range(n_panels)]

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from attn_core.figures.base import Style, base_layout, plain_figure
+from attn_core.figures.base import Style, base_layout, plain_figure, slide_title
+from attn_core.figures.margins import text_width
 from attn_core.runtime.units import binary_unit, format_bytes, format_bytes_exact, format_tokens
 
 if TYPE_CHECKING:
@@ -37,6 +38,10 @@ CUDA_COLOR = "#009E73"
 WRONG_COLOR = "#D55E00"
 MARKER_LINE_COLOR = "#555555"
 LABEL_OCTAVES = 2.5  # a fit label this close (in doublings) to the axis's end goes left of its marker
+HALF_SLIDE_TITLE = 34  # Latin characters a 26 px title line holds on half a 1024 px slide (two charts side by side)
+PHONE_PX = (
+    358  # a chart's width on a phone (390 px less the page's padding): what a narrow memory chart is laid out for
+)
 LABEL_BOX = "rgba(255,255,255,0.85)"  # behind the S notes and the fit labels: lines under them stay readable
 
 
@@ -71,9 +76,10 @@ def byte_ticks_linear(hi: float, max_ticks: int = 8) -> tuple[list[float], list[
     return vals, ["0"] + [_tick_label(v) for v in vals[1:]]
 
 
-def token_ticks(max_seq: int) -> tuple[list[int], list[str]]:
-    """Powers of 4 from 1 to ``max_seq`` tokens, labelled 1, 4, 16, ..., 4K, ..., 1M."""
-    vals = [4**p for p in range(0, int(math.log(max_seq, 4)) + 1)]
+def token_ticks(max_seq: int, factor: int = 4) -> tuple[list[int], list[str]]:
+    """Powers of ``factor`` (4, or 16 for a phone's width) from 1 to ``max_seq`` tokens, labelled 1, 4, 16, ...,
+    4K, ..., 1M."""
+    vals = [factor**p for p in range(0, int(math.log(max_seq, factor) + 1e-9) + 1)]
     return vals, [format_tokens(v) for v in vals]
 
 
@@ -94,6 +100,7 @@ class MemoryChart:
     seq_len: int | None = None
     max_positions: int | None = None
     y_log: bool = True
+    narrow: bool = False  # laid out for a phone's width (:data:`PHONE_PX`): fewer ticks, the legend one item a line
 
 
 def _weights_trace(curves: MemoryCurves, y_log: bool, style: Style) -> dict:
@@ -209,10 +216,13 @@ def _y_axis(lo_bytes: float, hi_bytes: float, y_log: bool) -> tuple[dict, tuple[
     return dict(type="linear", range=[0, hi], tickvals=vals, ticktext=text), (0.0, hi)
 
 
-def _vertical_markers(chart: MemoryChart, y_range: tuple[float, float], style: Style) -> tuple[list[dict], list[dict]]:
+def _vertical_markers(
+    chart: MemoryChart, y_range: tuple[float, float], max_seq: int, style: Style
+) -> tuple[list[dict], list[dict]]:
     """Lines at ``seq_len`` (labelled at the top) and the model's ``max_positions`` (at the bottom, so equal
     values never overlap), as traces (a line means the same on log and linear axes) and annotations (whose x
-    on a log axis is log10 of the value)."""
+    on a log axis is log10 of the value). On a phone's width a label in the axis's right half goes left of its
+    line (it ran out of the chart)."""
     traces, notes = [], []
     max_text = style.t("kvmem.max_positions", n=f"{chart.max_positions:,}") if chart.max_positions else ""
     for x, text, dash, top in (
@@ -232,6 +242,7 @@ def _vertical_markers(chart: MemoryChart, y_range: tuple[float, float], style: S
                 line=dict(color=MARKER_LINE_COLOR, width=2 if style.present else 1.5, dash=dash),
             )
         )
+        left = chart.narrow and math.log(x) > 0.5 * math.log(max(max_seq, 2))
         notes.append(
             dict(
                 x=math.log10(x),
@@ -240,11 +251,11 @@ def _vertical_markers(chart: MemoryChart, y_range: tuple[float, float], style: S
                 yref="paper",
                 text=text,
                 showarrow=False,
-                xanchor="left",
+                xanchor="right" if left else "left",
                 yanchor="top" if top else "bottom",
-                xshift=4,
+                xshift=-4 if left else 4,
                 yshift=-2 if top else 2,
-                font=dict(size=max(11, style.font - 1), color="#333333"),
+                font=dict(size=style.font if style.present else max(11, style.font - 1), color="#333333"),
                 bgcolor=LABEL_BOX,
             )
         )
@@ -278,30 +289,46 @@ def memory_figure(curves: MemoryCurves, chart: MemoryChart, style: Style = Style
     lows = [dev, *(curves.cache[:, 0] + w).tolist()] + ([w] if curves.weights is not None else [])
     highs = [dev, *(curves.cache[:, -1] + w).tolist()]  # the device line is always in view
     yaxis, span = _y_axis(float(min(lows)), float(max(highs)), chart.y_log)
-    lines, notes = _vertical_markers(chart, span, style)
+    lines, notes = _vertical_markers(chart, span, max_seq, style)
     data += lines
     yaxis["title"] = dict(text=style.t("kvmem.mem_axis_stacked" if curves.weights is not None else "kvmem.mem_axis"))
-    xt, xl = token_ticks(max_seq)
+    xt, xl = token_ticks(max_seq, 16 if chart.narrow else 4)
     title = style.t("kvmem.mem_title", model=chart.model_name, batch=curves.batch, dtype=curves.dtype)
+    legend, bottom = dict(orientation="h", yanchor="top", y=-0.16, x=0), 10
+    if chart.narrow:  # the legend pinned under the axis title, as many rows as its items take on a phone
+        names = [t["name"] for t in data if t.get("showlegend", True) and t.get("name")]
+        rows = _rows([48 + text_width(n, style.font) for n in names], PHONE_PX - 20)
+        legend = dict(orientation="h", yref="container", yanchor="bottom", y=0, x=0)
+        bottom = 70 + rows * int(1.3 * style.font + 13)
     layout = base_layout(
         title,
         style,
-        560 if style.present else 500,
+        (560 if style.present else 500) + (bottom - 10 if chart.narrow else 0),
         xaxis=dict(
             type="log",
             range=[0, math.log10(max_seq)],
             tickvals=xt,
             ticktext=xl,
-            title=dict(text=style.t("kvmem.seq_axis")),
+            title=dict(text=style.t("kvmem.seq_axis_short" if chart.narrow else "kvmem.seq_axis")),
         ),
         yaxis=yaxis,
         annotations=notes + fit_labels(curves, chart.y_log, style),
         hovermode="closest",
         uirevision="kv_memory",
-        legend=dict(orientation="h", yanchor="top", y=-0.16, x=0),
-        margin=dict(l=10, r=10, t=90 if style.present else 70, b=10),
+        legend=legend,
+        margin=dict(l=10, r=10, t=90 if style.present else 70, b=bottom),
     )
     return plain_figure(data, layout, style)
+
+
+def _rows(widths: Sequence[float], width: float) -> int:
+    """Rows a horizontal legend of items ``widths`` px wide takes in ``width`` px (plotly fills a row, then wraps)."""
+    rows, used = 1, 0.0
+    for w in widths:
+        if used and used + w > width:
+            rows, used = rows + 1, 0.0
+        used += w
+    return rows
 
 
 # ---------------------------------------------------------------- the layouts compared
@@ -431,10 +458,12 @@ def decode_memory_figure(s: DecodeSeries, style: Style = Style()) -> go.Figure:
     )
     if s.cuda is not None:
         data.append(line(style.t("kvmem.cuda"), done, s.cuda, mode="lines", line=dict(color=CUDA_COLOR, width=2)))
+    title = style.t("kvmem.live_mem_title" if len(s.measured) else "kvmem.live_mem_plan")
     layout = base_layout(
-        style.t("kvmem.live_mem_title" if len(s.measured) else "kvmem.live_mem_plan"),
+        slide_title(title, HALF_SLIDE_TITLE) if style.present else title,  # a slide: two charts side by side
         style,
         480 if style.present else 430,
+        margin=dict(l=10, r=10, t=110 if style.present else 60, b=10),  # a slide: the title on two 26 px lines
         xaxis=dict(range=[0, s.x_max * 1.02 + 1], title=dict(text=style.t("kvmem.tokens_in_cache"))),
         yaxis=dict(
             range=[0, s.y_max / div * 1.08], title=dict(text=style.t("kvmem.bytes_axis", unit=unit)), rangemode="tozero"
@@ -477,10 +506,12 @@ def decode_time_figure(
         )
         for key, values, color in series
     ]
+    title = title or style.t("kvmem.live_time_title" if repeats > 1 else "kvmem.live_time_title_one", k=repeats)
     layout = base_layout(
-        title or style.t("kvmem.live_time_title" if repeats > 1 else "kvmem.live_time_title_one", k=repeats),
+        slide_title(title, HALF_SLIDE_TITLE) if style.present else title,  # a slide: two charts side by side
         style,
         420 if style.present else 380,
+        margin=dict(l=10, r=10, t=110 if style.present else 60, b=10),  # a slide: the title on two 26 px lines
         xaxis=dict(range=[0, x_max * 1.02 + 1], title=dict(text=style.t("kvmem.tokens_in_context"))),
         yaxis=dict(title=dict(text=style.t("kvmem.ms_axis")), rangemode="tozero"),
         legend=dict(orientation="h", yanchor="top", y=-0.3, x=0),

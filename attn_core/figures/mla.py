@@ -3,6 +3,7 @@ live decode of both paths, and the cost of each decode path against the cached l
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -11,10 +12,19 @@ import pandas as pd
 import plotly.colors as pc
 import plotly.graph_objects as go
 
-from attn_core.figures.base import FONTS_SET, MASK_GREY, PlainFigure, Style, base_layout, explicit_scale, plain_figure
-from attn_core.figures.labels import LABEL_PITCH, PLOT_PX, thinned_note, tick_axis, tick_plan
+from attn_core.figures.base import (
+    FONTS_SET,
+    MASK_GREY,
+    PlainFigure,
+    Style,
+    base_layout,
+    explicit_scale,
+    plain_figure,
+    slide_title,
+)
+from attn_core.figures.labels import LABEL_PITCH, MIN_TICK_FONT, Ticks, thinned_note, tick_axis
 from attn_core.figures.margins import PINNED, reserve_margins
-from attn_core.figures.memory import LAYOUT_COLORS
+from attn_core.figures.memory import HALF_SLIDE_TITLE, LAYOUT_COLORS
 from attn_core.kv.memory import elements_to_bytes
 from attn_core.runtime.units import binary_unit, format_bytes, format_bytes_exact, format_tokens
 
@@ -163,7 +173,24 @@ def flow_figure(c: MLAConfig, mode: str, style: Style = Style()) -> go.Figure:
 DIFF_SCALE = explicit_scale(pc.sequential.Reds)  # |difference|: white at 0, dark red at its largest
 _PANELS = ((0.0, 0.25), (0.28, 0.53), (0.68, 0.93))  # x domains: naive, absorbed | weight bar | difference
 _BARS = (0.54, 0.945)  # x of the weights' and the difference's colour bars
-SLIDE_MAP_PX = 280  # px of map height on a 1280×720 slide (the chart fills what the title and the steps leave)
+SLIDE_MAP_PX = 300  # px of map height on a 1280×720 slide (the chart fills what the title and the steps leave)
+# px across the three panels and their colour bars: the page's main column at 1280 px beside the controls (less the
+# margins), a slide at 1280 px
+AGREE_PX = {False: 660, True: 820}
+ROTATED_PITCH = 1.45  # px of axis per px of font between key labels rotated by 60° (their glyphs' height / sin 60°)
+
+
+def agree_ticks(n: int, span_px: float, style: Style, pitch: float = LABEL_PITCH) -> Ticks:
+    """How ``n`` labels go along ``span_px`` px, ``pitch`` px of axis per px of font apart: on a page the largest
+    font up to ``style.font`` that fits (every ``step``-th label below the least legible font); on a slide every
+    label at the slide's 20 px where they fit, else every ``step``-th (the chart says so)."""
+    cell = span_px / max(n, 1)
+    if style.present:
+        return Ticks(style.font, max(1, int(np.ceil(style.font * pitch / cell - 1e-9))))
+    font = min(style.font, int(cell / pitch))
+    if font >= MIN_TICK_FONT:
+        return Ticks(font)
+    return Ticks(MIN_TICK_FONT, int(np.ceil(MIN_TICK_FONT * pitch / cell)))
 
 
 def agree_figure(a: np.ndarray, b: np.ndarray, labels: Sequence[str], head: int, style: Style = Style()) -> go.Figure:
@@ -178,8 +205,8 @@ def agree_figure(a: np.ndarray, b: np.ndarray, labels: Sequence[str], head: int,
     # a slide stretches the chart to the screen: its maps get about SLIDE_MAP_PX px of height
     area_h = max(300, min(620, n * LABEL_PITCH * style.font))
     y_px = SLIDE_MAP_PX if style.present else area_h
-    panel_px = (_PANELS[0][1] - _PANELS[0][0]) * PLOT_PX[style.present]
-    y_ticks, x_ticks = tick_plan(n, y_px, style), tick_plan(n, panel_px, style)
+    panel_px = (_PANELS[0][1] - _PANELS[0][0]) * AGREE_PX[style.present]
+    y_ticks, x_ticks = agree_ticks(n, y_px, style), agree_ticks(n, panel_px, style, ROTATED_PITCH)
     grey = np.where(mask, np.nan, 1.0).astype(np.float32)
     names = (t("mla.panel_naive"), t("mla.panel_absorb"), t("mla.panel_diff", d=f"{top:.2g}"))
     data, layout, axis_font = [], {}, dict(size=style.font + 2)
@@ -218,7 +245,10 @@ def agree_figure(a: np.ndarray, b: np.ndarray, labels: Sequence[str], head: int,
     )
     # just above the panels' names, wherever a slide's height puts the plot
     layout["title"].update(
-        yref="paper", y=1.0, yanchor="bottom", pad=dict(b=2 * style.font + 14 if note else style.font + 16)
+        yref="paper",
+        y=1.0,
+        yanchor="bottom",
+        pad=dict(b=2 * style.font + (22 if style.present else 14) if note else style.font + 16),
     )
     reserve_margins({"data": data, "layout": layout})  # fonts set here (plain_figure would reset the tick fonts)
     return PlainFigure(data, layout)
@@ -293,7 +323,7 @@ def _agree_annotations(names: Sequence[str], note: str, style: Style) -> list[di
                 yanchor="bottom",
                 yshift=style.font + 12,
                 showarrow=False,
-                font=dict(size=style.font - 3),
+                font=dict(size=style.font if style.present else style.font - 3),  # a slide: 20 px
             )
         )
     return marks
@@ -324,7 +354,9 @@ def cache_bars(
         style,
         440 if style.present else 380,
         showlegend=False,
-        yaxis=dict(type="log", title=dict(text=style.t("mla.axis_values")), range=[0, np.log10(max(values)) + 0.6]),
+        yaxis=dict(  # decades only: plotly's 2 and 5 between them ran into each other
+            type="log", dtick=1, title=dict(text=style.t("mla.axis_values")), range=[0, np.log10(max(values)) + 0.6]
+        ),
         xaxis=dict(title=dict(text=style.t("mla.axis_layout"))),
     )
     return plain_figure(data, layout, style)
@@ -364,7 +396,9 @@ def decode_bytes_figure(df: pd.DataFrame, x_max: int, y_max: int, style: Style =
             )
         )
     layout = base_layout(
-        t("mla.dec_bytes_title"),
+        slide_title(t("mla.dec_bytes_title"), HALF_SLIDE_TITLE)
+        if style.present
+        else t("mla.dec_bytes_title"),  # a slide: two charts side by side
         style,
         460 if style.present else 420,
         xaxis=dict(range=[0, x_max * 1.02 + 1], title=dict(text=t("kvmem.tokens_in_cache"))),
@@ -392,7 +426,9 @@ def decode_time_figure(df: pd.DataFrame, x_max: int, style: Style = Style()) -> 
         for p in ("naive", "absorb")
     ]
     layout = base_layout(
-        t("mla.dec_time_title"),
+        slide_title(t("mla.dec_time_title"), HALF_SLIDE_TITLE)
+        if style.present
+        else t("mla.dec_time_title"),  # a slide: two charts side by side
         style,
         420 if style.present else 380,
         xaxis=dict(range=[0, x_max * 1.02 + 1], title=dict(text=t("kvmem.tokens_in_cache"))),
@@ -427,10 +463,14 @@ def cost_figure(df: pd.DataFrame, column: str, mark: int, style: Style = Style()
         )
     top = float(df[column].max())
     shapes = [dict(type="line", x0=mark, x1=mark, y0=0, y1=1, yref="paper", line=dict(color="#555555", dash="dot"))]
+    title = t(f"mla.cost_title_{'flops' if column == 'flops' else 'bytes'}", s=format_tokens(mark))
+    if style.present:  # two charts side by side: the dotted line's note on a line of its own
+        title = re.sub(r" ?([(（])", r"<br>\1", title, count=1)
     layout = base_layout(
-        t(f"mla.cost_title_{'flops' if column == 'flops' else 'bytes'}", s=format_tokens(mark)),
+        title,
         style,
         420 if style.present else 380,
+        margin=dict(l=10, r=10, t=110 if style.present else 60, b=10),
         xaxis=dict(type="log", title=dict(text=t("mla.axis_cached"))),
         yaxis=dict(
             type="log",
@@ -438,6 +478,8 @@ def cost_figure(df: pd.DataFrame, column: str, mark: int, style: Style = Style()
             range=[0, np.log10(max(top, 10)) + 0.2],
         ),
         shapes=shapes,
-        legend=dict(orientation="h", yanchor="top", y=-0.25, x=0),
+        # inside, at the bottom right, which every line leaves free (rising to the right): under the plot it took
+        # three rows of a slide's height
+        legend=dict(x=0.99, y=0.02, xanchor="right", yanchor="bottom", bgcolor="rgba(255,255,255,0.85)"),
     )
     return plain_figure(data, layout, style)

@@ -591,8 +591,9 @@ def curves_frame(c: MemoryCurves) -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
-def memory_view(p: Params, calc: Calculator, style: Style) -> View:
-    """Memory against sequence length for ``p``, with :func:`curves_frame` as its data."""
+def memory_view(p: Params, calc: Calculator, style: Style, narrow: bool = False) -> View:
+    """Memory against sequence length for ``p``, with :func:`curves_frame` as its data; ``narrow``: laid out for a
+    phone's width."""
     c = curves(p, calc)
     chart = mf.MemoryChart(
         p.model_name(style),
@@ -600,6 +601,7 @@ def memory_view(p: Params, calc: Calculator, style: Style) -> View:
         p.seq_len,
         calc.preset.max_positions if calc.preset is not None else None,
         p.y_scale == "log",
+        narrow,
     )
     return View(f"kv_cache_{p.tag}_{p.dtype}_b{p.batch}", mf.memory_figure(c, chart, style), lambda: curves_frame(c))
 
@@ -962,6 +964,9 @@ def live_intro(p: Params, spec: DecodeSpec | RealDecodeSpec, style: Style) -> st
     if isinstance(spec, RealDecodeSpec):
         return real_intro(spec, style)
     cfg = spec.cfg
+    if style.present:  # a slide: one line, so the chart keeps the height (the page says the rest)
+        shape = dict(h=cfg.n_heads, kv=cfg.n_kv_heads, d=cfg.head_dim, L=cfg.n_layers, p=spec.prompt_len, n=spec.n_new)
+        return style.t("kvcache.live_intro_slide", **shape)
     buf_b, buf_h, buf_s, buf_d = cfg.cache_shape(spec.x_max)  # what the buffers really hold
     key = "kvcache.live_buffers_wrong" if cfg.cache_heads != cfg.n_kv_heads else "kvcache.live_buffers"
     buffers = style.t(key, dtype=cfg.dtype, B=buf_b, H=buf_h, S=f"{buf_s:,}", d=buf_d, kv=cfg.n_kv_heads)

@@ -58,6 +58,7 @@ from attn_core.views.base import (  # noqa: F401
     View,
     check_choices,
     control,
+    step_at,
     view_list,
     with_values,
 )
@@ -606,6 +607,8 @@ def mapping_diagram_views(p: Params, style: Style) -> list[View]:
         "contiguous": style.t("kv.map_contiguous", rep=p.n_rep),
         "interleaved": style.t("kv.map_interleaved", kv=p.n_kv_heads),
     }
+    if style.present:  # half a slide each: the calls that make the mapping on a line of their own, at 20 px
+        titles = {m: _call_below(title, style) for m, title in titles.items()}
     return [
         View(
             f"mapping_{m}_{_tag(p.n_heads, p.n_kv_heads)}",
@@ -614,6 +617,15 @@ def mapping_diagram_views(p: Params, style: Style) -> list[View]:
         )
         for m in MAPPINGS
     ]
+
+
+def _call_below(title: str, style: Style) -> str:
+    """``"Contiguous: head h → KV h // 4 (repeat_kv, repeat_interleave)"`` with its bracketed calls as a line under
+    it (:func:`~attn_core.figures.kv.with_sub`)."""
+    cut = max(title.rfind(" ("), title.rfind("（"))
+    if cut < 0 or not title.endswith((")", "）")):
+        return title
+    return kvfig.with_sub(title[:cut].rstrip(), title[cut:].strip()[1:-1], style)
 
 
 def mapping_code(p: Params, style: Style) -> str:
@@ -696,6 +708,8 @@ def pair_view(mm: MappingMismatch, head: int, tokens: Sequence[str], style: Styl
         style.t("kv.pair_built", h=head, g=a, m=style.t(f"opt.built_with.{mm.built_with}")),
         style.t("kv.pair_run", h=head, g=b, m=style.t(f"opt.built_with.{mm.run_with}")),
     )
+    if style.present:  # a slide: one 20 px line over each map (the sentence under it names the conventions)
+        titles = (style.t("kv.pair_built_short", g=a), style.t("kv.pair_run_short", g=b))
     fig = kvfig.pair_maps_figure(pair, tokens, titles, style, PAIR_SIDE)
     labels_q = np.array(block_labels(tuple(tokens), 0, pair.t_q, f), dtype=object)  # positions of blocks when pooled
     labels_k = np.array(block_labels(tuple(tokens), 0, pair.t_k, f), dtype=object)
@@ -916,5 +930,10 @@ CHECKS = PageChecks(
 
 
 def slide_shown(p: Params, style: Style, steps: dict[str, int], device: str = "cpu") -> Shown:
-    """What a slide of this page shows: the current view's charts (``p.kv_view``) and the summary line."""
-    return Shown(views(p, style, p.kv_view, device), [summary(p, style)])
+    """What a slide of this page shows: the current view's charts (``p.kv_view``) and the summary line; the
+    mapping view, where the two conventions differ, one part a slide (``steps["slide"]``, 1-based): the two
+    diagrams, the mismatch of every head, one head's maps."""
+    shown = views(p, style, p.kv_view, device)
+    if p.kv_view == "mapping" and p.mappings_differ:
+        shown = [shown[:2], shown[2:3], shown[3:]][step_at(steps, "slide", 3)]
+    return Shown(shown, [summary(p, style)])

@@ -674,9 +674,13 @@ CHECKS = PageChecks(
 def slide_shown(p: Params, style: figures.Style, steps: dict[str, int], device: str = "cpu") -> Shown:
     """What a slide of this page shows (slide mode): the current view's charts with its sentence; the agreement
     view one section a slide (``steps["slide"]``, 1-based): what the two paths measure (sentences), one head's
-    maps by both, every head."""
+    maps by both, every head; the cost view too: its two charts, then what they say (and the formulas), then the
+    times measured on the presenter's machine (none before they are)."""
+    if p.view == "cost":
+        i = step_at(steps, "slide", 3)
+        return Shown(views(p, style, None, device) if i == 0 else [], [cost_sentence(p, style)] if i == 1 else [])
     if p.view != "agree":
-        said = {"flow": flow_sentence, "cost": cost_sentence}.get(p.view)
+        said = {"flow": flow_sentence}.get(p.view)
         return Shown(views(p, style, None, device), [said(p, style)] if said else [])
     cfg = run_config(p.config)
     i = step_at(steps, "slide", 3)

@@ -7,6 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from attn_core import decks
 from tests.conftest import ROOT, no_exception
+from tests.util import chart_specs
 
 
 def fresh(query: dict[str, str]) -> AppTest:
@@ -98,3 +99,24 @@ def test_the_deck_panel_makes_the_decks_files_and_offers_them():
     assert b"Query heads share KV heads" in files["html"] and b"deck_at=9" in files["html"]
     buttons = [b for b in at.get("download_button") if "deck_file_html" in b.proto.id]
     assert len(buttons) == 1 and buttons[0].proto.label == "Download HTML"
+
+
+def test_a_deck_slide_that_picks_a_section_is_its_only_navigator_with_the_pages_own_steps(app_test):
+    """Slide 7 (the cache as tensors) stacked the page's section stepper ("Step 3 of 5") over the token stepper
+    ("Step 4 of 64"): the deck picks the section, so its Previous and Next are the slide's navigator, and the
+    deck's bar holds the title (no section heading under it); the token stepper the slide's sentence is about
+    stays. Slide 8 (live decode) keeps its Run button. Without a deck the section stepper is there."""
+    at = fresh({"deck": "gqa_and_the_kv_cache", "deck_at": "7", "present": "1"})
+    no_exception(at)
+    keys = [b.key for b in at.button]
+    assert "slide__next" not in keys and "kv_token__next" in keys and "deck_next" in keys
+    assert at.session_state["kv_token"] == 3 and "The cache as tensors" not in [h.value for h in at.subheader]
+    assert [s["layout"]["uirevision"] for s in chart_specs(at)] == ["kv_tensors"]  # the buffers, at 256 tokens
+    click(at, "deck_next")  # slide 8: the live decode, its Run button on the slide
+    keys = [b.key for b in at.button]
+    assert "slide__next" not in keys and "kv_run" in keys
+    for at_slide in (5, 6, 8):  # the deck's other slides on the KV-cache page pick their sections too
+        at = fresh({"deck": "gqa_and_the_kv_cache", "deck_at": str(at_slide), "present": "1"})
+        assert "slide__next" not in [b.key for b in at.button], at_slide
+    at = app_test("app_pages/kv_cache.py", query={"slide": "3"}, session={"present": True})
+    assert {"slide__next", "kv_token__next"} <= {b.key for b in at.button}

@@ -253,7 +253,7 @@ def test_before_run_the_decode_chart_shows_the_formula_s_prediction(app_test, wr
     plans = [s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem"]
     assert len(plans) == 1
     plan = plans[0]
-    assert plan["layout"]["title"]["text"].startswith("Cache size at each step: what the formula predicts")
+    assert plan["layout"]["title"]["text"] == "Cache at each step: the formula's prediction"
     by_name = {t["name"]: t for t in plan["data"]}
     formula = by_name["formula 2·L·B·H·S·d_k·b"]
     seq = arr(formula["x"]).astype(int)
@@ -268,7 +268,7 @@ def test_before_run_the_decode_chart_shows_the_formula_s_prediction(app_test, wr
     at.button(key="kv_run").click().run()
     no_exception(at)
     mems = [s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem"]
-    assert len(mems) == 1 and mems[0]["layout"]["title"]["text"].startswith("Cache size at each step: measured")
+    assert len(mems) == 1 and mems[0]["layout"]["title"]["text"].startswith("Cache at each step: measured")
     for axis in ("xaxis", "yaxis"):  # the measured points land on the chart the prediction drew
         assert mems[0]["layout"][axis]["range"] == plan["layout"][axis]["range"]
     done = {t["name"]: t for t in mems[0]["data"]}

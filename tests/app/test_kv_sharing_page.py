@@ -579,3 +579,23 @@ def test_the_address_keeps_n_kv_heads_as_a_plain_number(app_test):
     assert at.query_params["n_kv_heads"] in ("6", ["6"])
     at.select_slider(key="n_kv_heads").set_value(2).run()  # the default: the address leaves it out
     assert "n_kv_heads" not in at.query_params
+
+
+def test_the_mapping_view_on_slides_is_one_part_a_slide(app_test):
+    """On a slide the mapping view drew its four charts, the code and the sentences in one viewport (59 texts over
+    each other, "KV0/KV1" cut by their charts): now the two conventions, then the mismatch of every head, then one
+    head's maps, with Previous and Next; its options in the controls bar."""
+    from tests.util import chart_specs
+
+    at = app_test("app_pages/kv_sharing.py", query={"kv_view": "mapping"}, session={"present": True})
+    no_exception(at)
+    shown = []
+    for i in range(3):
+        shown.append([s["layout"]["title"]["text"].split("<br>")[0] for s in chart_specs(at)])
+        if i < 2:
+            at.button(key="slide__next").click().run()
+    assert [len(s) for s in shown] == [2, 1, 1], shown
+    assert shown[0][0].startswith("Contiguous:") and shown[1][0].startswith("Run with the other convention:")
+    assert shown[2][0].startswith("One query head:")
+    at = app_test("app_pages/kv_sharing.py", query={"kv_view": "mapping", "n_kv_heads": "8"}, session={"present": True})
+    assert "slide__next" not in [b.key for b in at.button]  # MHA: the two conventions agree, one slide

@@ -124,3 +124,14 @@ def test_custom_dimensions_and_bad_values_say_what_to_change(app_test):
     at = app_test(PAGE, query={"preset": "custom", "qk_nope": "7", "view": "agree"})
     no_exception(at)
     assert "even d_h" in at.info[0].value  # the paths still agree; the rope mistake needs pairs
+
+
+def test_the_cost_view_on_slides_gives_its_charts_a_slide(app_test):
+    """On a slide the cost view put a five-line notice and three formulas over its two charts, which plotly then
+    drew with no height ("Something went wrong with axis scaling"): the charts, then what they say and the
+    formulas, then the measured times."""
+    at = app_test("app_pages/mla.py", query={"view": "cost"}, session={"present": True})
+    no_exception(at)
+    assert len(chart_specs(at)) == 2 and not at.get("latex") and not at.info
+    at.button(key="slide__next").click().run()
+    assert not chart_specs(at) and len(at.get("latex")) == 3 and at.info

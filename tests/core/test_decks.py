@@ -154,3 +154,35 @@ def test_each_slide_says_what_its_state_shows(name):
                 assert float(tau.group(1)) == p.temperature
             if (heads := re.search(r"the (\d+) heads", note)) is not None:
                 assert int(heads.group(1)) == p.n_heads == p.n_kv_heads  # "many heads": one KV head each
+
+
+def test_the_gqa_decks_sentences_say_what_each_slide_shows():
+    """The GQA deck's sentences against its slides' states: the head counts and the sharing each names, the model
+    each cache slide names, and the section of the KV-cache page each one opens (the tensors at a token its stepper
+    shows, the live decode, whose Run button is on that slide)."""
+    from attn_core.figures import Style
+    from attn_core.views import kv_cache as kc
+
+    names = {m: kc.Params(model=m).model_name(Style()) for m in memory.load_presets()}
+    for s in decks.shipped()["gqa_and_the_kv_cache"].slides:
+        note, p = dict(s.note)["en"], slide_params(s)
+        if s.page == "kv_sharing":
+            if (
+                m := re.search(r"(\d+) query heads read (\d+) KV heads, (\d+) query heads per KV head", note)
+            ) is not None:
+                assert tuple(map(int, m.groups())) == (p.n_heads, p.n_kv_heads, p.n_rep), note
+            if note.startswith("With as many KV heads as query heads"):
+                assert p.kind == "MHA", note
+            if "single KV head" in note:
+                assert p.kind == "MQA" and "an eighth of MHA's" in note and p.n_heads == 8, note
+            if "repeat_kv" in note:
+                assert p.kv_view == "maps" and p.kind == "GQA", note
+        if s.page == "kv_cache":
+            at = {m: hit.start() for m, name in names.items() if (hit := re.search(rf"\b{re.escape(name)}\b", note))}
+            assert not at or min(at, key=at.get) == p.model, (p.model, at, note)  # the model it names first
+            section = int(dict(s.params).get("slide", "1"))
+            assert ("Start the live decode" in note) == (section == 4), note
+            assert ("Each new token writes" in note) == (section == 3), note
+            if section == 3:
+                fill = kc.tensor_fill(p, kc.calculator(p))
+                assert 0 < fill.tokens[int(dict(s.params)["kv_token"]) - 1] < fill.seq_len  # written, room for more

@@ -58,7 +58,7 @@ def test_repeat_kv_blocks_state_shapes_and_copies():
     )
     assert "head 5 ← KV 1" in texts and "<b>× 4</b>" in texts
     mha = spec(fig_kv.repeat_kv_figure(4, 4, 7, 8))
-    assert "n_rep = 1:<br>no copy" in [a["text"] for a in mha["layout"]["annotations"]]
+    assert "n_rep = 1: no copy" in [a["text"] for a in mha["layout"]["annotations"]]
     with pytest.raises(ConfigError):
         fig_kv.repeat_kv_figure(6, 4, 7, 8)
 
@@ -151,17 +151,42 @@ def test_on_a_slide_the_maps_are_sized_for_its_height(tokens, n_heads, n_kv):
 
 def test_repeat_kv_fits_half_a_slide():
     """At 1024x768 the diagram and repeat_kv share the slide: titles broken after the colon (they ran past the
-    edge), the two shapes on three short lines each (they ran into each other), the copies' labels smaller and
-    the x range wider (they were cut at the right edge)."""
+    edge), the two shapes on two short lines each (they ran into each other, and three lines into the title); every text at 20 px or more (the
+    copies' labels were 16 px, the subtitle a 18 px <sup>), the copies named by their head alone (the line and the
+    colour say which KV head), so they fit the x range."""
     slide = spec(fig_kv.repeat_kv_figure(8, 2, 11, 16, style=Style(present=True)))
     page = spec(fig_kv.repeat_kv_figure(8, 2, 11, 16))
-    assert slide["layout"]["title"]["text"].startswith("repeat_kv:<br>[B, H_kv, T, D] → [B, H, T, D]<br><sup>")
+    title = slide["layout"]["title"]["text"]
+    assert title.startswith("repeat_kv:<br>[B, H_kv, T, D] → [B, H, T, D]<br>")
+    assert "<sup>" not in title and "font-size:20px" in title
     texts = [a["text"] for a in slide["layout"]["annotations"]]
-    assert (
-        "cache<br>[B, H_kv, T, D]<br>= [1, 2, 11, 16]" in texts
-        and "repeat_kv →<br>[B, H, T, D]<br>= [1, 8, 11, 16]" in texts
-    )
-    copy = next(a for a in slide["layout"]["annotations"] if a["text"] == "head 7 ← KV 1")
-    assert copy["font"]["size"] <= Style(present=True).font - 4
-    assert slide["layout"]["xaxis"]["range"][1] > page["layout"]["xaxis"]["range"][1]
+    assert "cache<br>[1, 2, 11, 16]" in texts and "repeat_kv →<br>[1, 8, 11, 16]" in texts  # the title has the letters
+    assert [t for t in texts if t.startswith("head")] == [f"head {h}" for h in range(8)]
+    assert all(a["font"]["size"] >= 20 for a in slide["layout"]["annotations"])
+    assert "head 7 ← KV 1" in [a["text"] for a in page["layout"]["annotations"]]
     assert "cache [B, H_kv, T, D]<br>= [1, 2, 11, 16]" in [a["text"] for a in page["layout"]["annotations"]]
+
+
+@pytest.mark.parametrize("n_heads", [16, 32, 64])
+def test_repeat_kv_on_a_slide_labels_as_many_copies_as_20_px_rows_hold(n_heads):
+    """Many heads on a slide: every k-th copy labelled (the subtitle says so), so that 20 px labels keep apart on
+    the rows a 1280x720 slide leaves."""
+    s = spec(fig_kv.repeat_kv_figure(n_heads, 4, 11, 16, style=Style(present=True)))
+    k = fig_kv.repeat_label_every(n_heads, Style(present=True))
+    assert k > 1 and f"one label every {k} copies" in s["layout"]["title"]["text"]
+    rows = sorted(a["y"] for a in s["layout"]["annotations"] if a["text"].startswith("head"))
+    assert rows == [h + 0.5 for h in range(0, n_heads, k)]
+    row_px = fig_kv.SLIDE_REPEAT_PX / (n_heads + 3.1)
+    assert min(b - a for a, b in zip(rows, rows[1:], strict=False)) * row_px >= 22
+
+
+@pytest.mark.parametrize("style", [Style(), Style(present=True)])
+def test_repeat_kv_of_mha_says_no_copy_under_the_blocks_not_over_them(style):
+    """n_kv_heads = n_heads: the note "n_rep = 1: no copy" sat between the blocks at mid height, over the straight
+    lines and the labels of KV 3 and KV 4; it is under the last row now, inside the y range."""
+    s = spec(fig_kv.repeat_kv_figure(8, 8, 11, 16, style=style))
+    note = next(a for a in s["layout"]["annotations"] if "no copy" in a["text"])
+    assert note["text"] == "n_rep = 1: no copy"
+    assert note["y"] > 8 and note["yanchor"] == "top"
+    low, high = sorted(s["layout"]["yaxis"]["range"])
+    assert high >= note["y"] + 1

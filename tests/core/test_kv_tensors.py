@@ -189,9 +189,26 @@ def test_on_a_slide_headings_hang_by_pixels_and_the_text_is_short():
     heads = [a for a in s["layout"]["annotations"] if "[32, 2, 1," in a["text"]]
     assert len(heads) == 3 and all(a["yref"] == "y domain" and a["y"] == 1.0 for a in heads)
     assert "head h → KV head h // 4" in heads[1]["text"] and "all 32 heads → KV head 0" in heads[2]["text"]
-    assert s["layout"]["margin"]["t"] >= 120 + 4 * Style(present=True).font  # title, subtitle and 3 heading lines
+    # the title pushes the top margin itself (plotly keeps a push within the chart's height), over a pad that holds
+    # the 3 heading lines: a fixed top margin of 204 px was taller than the chart on the deck's slide, which left
+    # plotly a plot of negative height ("Something went wrong with axis scaling")
+    title = s["layout"]["title"]
+    assert title["automargin"] and title["yref"] == "paper" and title["yanchor"] == "bottom"
+    assert title["pad"]["b"] >= 1.3 * 3 * Style(present=True).font and s["layout"]["margin"]["t"] <= 20
     assert "buffers [L, 2, B, H_kv, S, d]" in s["layout"]["title"]["text"]
     assert not any("a row per KV head" in a["text"] for a in s["layout"]["annotations"])
     page = spec(kt.tensor_figure(fill, Style(), at=3))
     assert any("a row per KV head" in a["text"] for a in page["layout"]["annotations"])
     assert "query head h reads KV head h // 4" in " ".join(a["text"] for a in page["layout"]["annotations"])
+
+
+def test_on_a_slide_every_text_of_the_buffers_is_20_px():
+    """The panels' headings wrote H<sub>kv</sub> (a 14 px subscript) and the positions 0 and S at 19 px."""
+    fill = cache_fill(32, 32, 8, (128, 128), 4096)
+    s = spec(kt.tensor_figure(fill, Style(present=True), at=3))
+    notes = s["layout"]["annotations"]
+    assert all(a["font"]["size"] >= 20 for a in notes), [(a["text"], a["font"]["size"]) for a in notes]
+    assert not any("<sub>" in a["text"] for a in notes) and sum("H_kv = " in a["text"] for a in notes) == 3
+    assert "<sub>kv</sub>" in " ".join(
+        a["text"] for a in spec(kt.tensor_figure(fill, Style(), at=3))["layout"]["annotations"]
+    )

@@ -26,7 +26,8 @@ CASES = [  # page, link state, the charts drawn (name prefixes), how many senten
     ("kv_sharing", {"kv_view": "costs"}, ["kv_bytes"], 1),
     ("mla", {"view": "agree"}, [], 2),
     ("mla", {"view": "agree", "slide": "2"}, ["mla_head0_agree"], 0),
-    ("mla", {"view": "cost"}, ["mla_cost_small_flops", "mla_cost_small_bytes"], 1),
+    ("mla", {"view": "cost"}, ["mla_cost_small_flops", "mla_cost_small_bytes"], 0),  # the charts have the slide
+    ("mla", {"view": "cost", "slide": "2"}, [], 1),  # then what they say, with the formulas
     ("complexity", {}, ["complexity_stages", "complexity_flops"], 0),  # no hook: the current view's charts
 ]
 

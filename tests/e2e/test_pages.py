@@ -118,3 +118,25 @@ def test_every_view_renders_in_both_languages(watch, path, views):
         watch.open(path + query, chart=view != "costs")
         assert_clean(watch)
         watch.shot(f"{path}-{view or 'default'}-{lang}")
+
+
+FIRST_SCREEN = [("kv_cache", "kv_memory", "en"), ("kv_sharing", "kv_diagram", "zh"), ("mla", "mla_flow", "zh")]
+
+
+@pytest.mark.parametrize("path,chart,lang", FIRST_SCREEN, ids=[f"{p}-{lang}" for p, _, lang in FIRST_SCREEN])
+def test_the_first_screen_at_1280x720_shows_the_pages_chart(browser, server, path, chart, lang):
+    """Normal mode at 1280×720, before any scrolling: the page's chart is on the screen, at least 250 px of it
+    (the KV cache page showed its formula and table, and 91 px of its chart). The intro is one line, the chart
+    before the table and the longer notes."""
+    from tests.e2e.conftest import PageWatch
+
+    ctx = browser.new_context(viewport={"width": 1280, "height": 720}, device_scale_factor=1)
+    w = PageWatch(ctx.new_page(), server)
+    w.open(f"{path}?lang={lang}")
+    seen = w.page.evaluate(
+        """(key) => { const r = document.querySelector(`.st-key-${key} .js-plotly-plot`).getBoundingClientRect();
+             return Math.min(r.bottom, innerHeight) - Math.max(r.top, 0); }""",
+        chart,
+    )
+    ctx.close()
+    assert seen >= 250, f"{path}: {seen:.0f} px of {chart} on the first screen"

@@ -165,3 +165,34 @@ def test_small_laptop_pages_fit(browser, server):
     shoot(page, "laptop_lab")
     ctx.close()
     assert not any(found.values()), {k: v for k, v in found.items() if v}
+
+
+#: The KV cache memory chart's texts on a phone: every tick label, legend item and axis title, with whether it is
+#: drawn inside the screen and inside the chart's own box; and whether the chart sits in a sideways-scrolling box.
+MEMORY_TEXTS = """() => {
+  const gd = document.querySelector('.st-key-kv_memory .js-plotly-plot');
+  const box = gd.getBoundingClientRect();
+  const texts = [...gd.querySelectorAll('.xtick text, .ytick text, .legendtext, .g-xtitle text, .g-ytitle text')]
+    .filter(t => t.textContent.trim()).map(t => { const r = t.getBoundingClientRect();
+      return { text: t.textContent, inside: r.left >= Math.max(0, box.left) - 1 && r.right <= Math.min(innerWidth, box.right) + 1 }; });
+  return { width: box.width, scrolls: !!gd.closest('[class*="st-key-scroll__"]'), texts };
+}"""
+
+
+def test_on_a_phone_the_kv_cache_memory_chart_is_laid_out_for_its_width(browser, server):
+    """The memory chart was drawn 560 px wide in a sideways box on a 390 px screen: its x axis stopped at "1K 4"
+    and its legend was cut at the screen's edge. On a phone it is laid out for the phone's width: in place, every
+    tick label (1, 16, 256, 4K, 64K, 1M), legend item and axis title on the screen."""
+    ctx = browser.new_context(**PHONE)
+    page = ctx.new_page()
+    page.set_default_timeout(60_000)
+    open_page(page, server, "kv_cache")
+    page.locator(".st-key-kv_memory").scroll_into_view_if_needed()
+    seen = page.evaluate(MEMORY_TEXTS)
+    shoot(page, "phone_kv_cache_memory")
+    ctx.close()
+    assert not seen["scrolls"] and seen["width"] <= 390
+    ticks = [t["text"] for t in seen["texts"]]
+    assert {"1", "16", "256", "4K", "64K", "1M"} <= set(ticks), ticks
+    assert sum("fits" in t for t in ticks) == 3 and any("device memory" in t for t in ticks)  # the legend, whole
+    assert all(t["inside"] for t in seen["texts"]), [t["text"] for t in seen["texts"] if not t["inside"]]
