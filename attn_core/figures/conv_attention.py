@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attn_core.figures.base import DIVERGING_SCALE, GROUP_COLORS, Style, base_layout, explicit_scale, plain_figure
+from attn_core.figures.fit import SLIDE_CHART_PX, fitted_title, log_ticks, wrap
 
 GREY_SCALE = explicit_scale(["#000000", "#ffffff"])
 QUERY_COLOR = "#D55E00"
@@ -18,6 +19,15 @@ TARGET_COLOR = "#009E73"
 
 def _width(style: Style) -> int:
     return 4 if style.present else 3
+
+
+def _on_slide(layout: dict, style: Style, share: float = 1.0) -> dict:
+    """``layout`` with its title fitted to a slide's chart of ``share`` of the slide's width (lines wrapped, a
+    subtitle at the axis font, the top margin they take); as it is off a slide."""
+    if style.present:
+        title, top = fitted_title(layout["title"]["text"], share * SLIDE_CHART_PX - 30, style.title_font, style.font)
+        layout["title"], layout["margin"] = title, {**layout["margin"], "t": max(layout["margin"]["t"], top)}
+    return layout
 
 
 def _marks(x: float, colour: str, dash: str = "dot") -> dict:
@@ -51,7 +61,7 @@ def score_figure(
         showlegend=False,
         shapes=[_marks(query, QUERY_COLOR), _marks(query + shift, TARGET_COLOR, "dash")],
     )
-    return plain_figure(data, layout, style)
+    return plain_figure(data, _on_slide(layout, style, 0.5), style)
 
 
 def window_figure(
@@ -90,7 +100,7 @@ def window_figure(
         shapes=[_marks(query, QUERY_COLOR)],
         legend=dict(orientation="h", yanchor="top", y=-0.22, x=0),
     )
-    return plain_figure(data, layout, style)
+    return plain_figure(data, _on_slide(layout, style, 0.5), style)
 
 
 def heads_1d_figure(
@@ -120,7 +130,7 @@ def heads_1d_figure(
         shapes=[_marks(query, QUERY_COLOR)],
         legend=dict(orientation="h", yanchor="top", y=-0.22, x=0),
     )
-    return plain_figure(data, layout, style)
+    return plain_figure(data, _on_slide(layout, style), style)
 
 
 # ---------------------------------------------------------------- 2-D
@@ -260,7 +270,7 @@ def image_figure(img: np.ndarray, title: str, kind: str, lim: float | None = Non
         xaxis=dict(title=dict(text=t("conv.axis_col")), constrain="domain"),
         yaxis=dict(title=dict(text=t("conv.axis_row")), autorange="reversed", scaleanchor="x", constrain="domain"),
     )
-    return plain_figure(data, layout, style)
+    return plain_figure(data, _on_slide(layout, style, 0.5), style)  # a slide: two images side by side
 
 
 # ---------------------------------------------------------------- α sweep
@@ -318,9 +328,12 @@ def sweep_figure(
         style,
         460 if style.present else 420,
         showlegend=False,
-        xaxis=dict(type="log", title=dict(text="α")),
+        xaxis=dict(type="log", title=dict(text="α"), **log_ticks(alphas)),
         yaxis=dict(
-            type="log", title=dict(text=t("conv.axis_diff")), range=[lo - 0.5, np.log10(max(float(y.max()), tol)) + 0.5]
+            type="log",
+            title=dict(text=t("conv.axis_diff")),
+            range=[lo - 0.5, np.log10(max(float(y.max()), tol)) + 0.5],
+            **log_ticks([10**lo, max(float(y.max()), tol)], powers=True),
         ),
         shapes=shapes,
         annotations=notes,
@@ -329,18 +342,27 @@ def sweep_figure(
 
 
 # ---------------------------------------------------------------- the analogy
+PAGE_CHART_PX = 760  # px across the page's main column at 1280 px (the controls in a column beside it)
+ANALOGY_COLUMNS = (1, 1.3, 1.3)  # the table's column widths, relative
+
+
 def analogy_figure(
     header: Sequence[str], rows: Sequence[Sequence[str]], title: str, style: Style = Style()
 ) -> go.Figure:
-    """The analogy as a table (exportable as a slide)."""
-    cols = [list(c) for c in zip(*rows, strict=True)]
+    """The analogy as a table (exportable as a slide). A table's cell wraps its text at spaces only (Chinese
+    not at all): each cell is broken into lines as wide as its column here."""
     size = style.font + 1
+    across = SLIDE_CHART_PX if style.present else PAGE_CHART_PX
+    room = [across * w / sum(ANALOGY_COLUMNS) - 20 for w in ANALOGY_COLUMNS]  # less the cell's paddings
+    cells = [[wrap(str(c), r, size) for c, r in zip(row, room, strict=True)] for row in rows]
+    cols = [list(c) for c in zip(*cells, strict=True)]
+    lines = [max(c.count("<br>") + 1 for c in row) for row in cells]
     data = [
         dict(
             type="table",
-            columnwidth=[1, 1.3, 1.3],
+            columnwidth=list(ANALOGY_COLUMNS),
             header=dict(
-                values=[f"<b>{h}</b>" for h in header],
+                values=[f"<b>{wrap(h, r, size)}</b>" for h, r in zip(header, room, strict=True)],
                 fill=dict(color="#e8eef7"),
                 align="left",
                 font=dict(size=size),
@@ -356,5 +378,5 @@ def analogy_figure(
             ),
         )
     ]
-    layout = base_layout(title, style, 140 + len(rows) * (size * 4 + 8))
+    layout = base_layout(title, style, 140 + size * 2.2 + sum(n * size * 1.5 + size for n in lines))
     return plain_figure(data, layout, style)

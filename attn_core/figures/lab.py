@@ -28,10 +28,12 @@ def curves_figure(
     x_max: int,
     title: str,
     style: Style = Style(),
-    mark: int | None = None,
+    mark: int | tuple[int, str] | None = None,
 ) -> go.Figure:
     """``column`` against the step for every group: the mean over its seeds (a line) and min..max (shaded); a dotted
-    line at step ``mark`` (where the page's sentence compares the curves, or where a conversion starts)."""
+    line at step ``mark`` (where the page's sentence compares the curves, or where a conversion starts), or at
+    ``mark = (step, label)`` with ``label`` written above it (what the line marks: the chart says so even before a
+    run draws a curve)."""
     data = []
     for i, (g, label) in enumerate(zip(groups, labels, strict=True)):
         colour = GROUP_COLORS[i % len(GROUP_COLORS)]
@@ -76,6 +78,22 @@ def curves_figure(
         uirevision=f"lab_{column}",
         margin=dict(l=10, r=24, t=80 if style.present else 60, b=10),
     )  # r: room for the last x tick
+    mark, label = mark if isinstance(mark, tuple) else (mark, "")
+    if label:  # above the plot, ending at the line (the curves fill the plot's top left at first)
+        layout["annotations"] = [
+            dict(
+                text=label,
+                x=mark,
+                xref="x",
+                y=1,
+                yref="paper",
+                yanchor="bottom",
+                xanchor="right" if mark > x_max / 2 else "left",
+                showarrow=False,
+                font=dict(size=style.font, color="#555555"),
+            )
+        ]
+        layout["margin"]["t"] += int(style.font * 1.4)
     if mark is not None:
         layout["shapes"] = [
             dict(
