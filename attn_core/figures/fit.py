@@ -66,8 +66,8 @@ def log_ticks(values: Iterable[float], powers: bool = False, max_ticks: int = MA
 
 
 # where a line may break: after a space, a comma or colon (Latin or full-width), a middle dot or an enumeration
-# comma; between two CJK characters
-_BREAK = re.compile(r"(?<=[ ，：、；])|(?<=[\u2e80-\uffef])(?=[\u2e80-\uffef])")
+# comma; between two CJK characters, but never before closing punctuation nor after an opening bracket
+_BREAK = re.compile(r"(?<=[ ，：、；])|(?<=[\u2e80-\uffef])(?<![（《「])(?=[\u2e80-\uffef])(?![，：、；）。！？》」])")
 
 
 def wrap(text: str, width_px: float, size: float) -> str:

@@ -78,36 +78,42 @@ def curves_figure(
         uirevision=f"lab_{column}",
         margin=dict(l=10, r=24, t=80 if style.present else 60, b=10),
     )  # r: room for the last x tick
-    mark, label = mark if isinstance(mark, tuple) else (mark, "")
-    if label:  # above the plot, ending at the line (the curves fill the plot's top left at first)
+    if mark is not None:
+        _mark(layout, mark if isinstance(mark, tuple) else (mark, ""), x_max, style)
+    return plain_figure(data, layout, style)
+
+
+def _mark(layout: dict, mark: tuple[int, str], x_max: int, style: Style) -> None:
+    """A dotted line at step ``mark[0]``; its label ``mark[1]`` above the plot, ending at the line (the curves fill
+    the plot's top left at first), with the top margin it takes."""
+    step, label = mark
+    layout["shapes"] = [
+        dict(
+            type="line",
+            x0=step,
+            x1=step,
+            y0=0,
+            y1=1,
+            xref="x",
+            yref="paper",
+            line=dict(color="#666666", dash="dot", width=2),
+        )
+    ]
+    if label:
         layout["annotations"] = [
             dict(
                 text=label,
-                x=mark,
+                x=step,
                 xref="x",
                 y=1,
                 yref="paper",
                 yanchor="bottom",
-                xanchor="right" if mark > x_max / 2 else "left",
+                xanchor="right" if step > x_max / 2 else "left",
                 showarrow=False,
                 font=dict(size=style.font, color="#555555"),
             )
         ]
         layout["margin"]["t"] += int(style.font * 1.4)
-    if mark is not None:
-        layout["shapes"] = [
-            dict(
-                type="line",
-                x0=mark,
-                x1=mark,
-                y0=0,
-                y1=1,
-                xref="x",
-                yref="paper",
-                line=dict(color="#666666", dash="dot", width=2),
-            )
-        ]
-    return plain_figure(data, layout, style)
 
 
 def tradeoff_figure(kf: pd.DataFrame, at: int, style: Style = Style()) -> go.Figure:

@@ -158,7 +158,7 @@ def _legend_rows(traces: list[dict], font: int) -> int:
     rows, used = 1, 0.0
     for name in names:
         w = text_width(name, font) + 45
-        if used and used + w > SLIDE_CHART_PX - 20:
+        if used and used + w > SLIDE_CHART_PX - 120:  # the legend starts at the plot, past the y labels
             rows, used = rows + 1, 0.0
         used += w
     return min(rows, 2)
@@ -190,19 +190,6 @@ def _d_k_axis(style: Style, d_values: list[int]) -> dict:
         title=dict(text=style.t("sat.fig.d_k_short" if style.present else "sat.fig.d_k_axis")),
         showgrid=True,
     )
-
-
-def _two_lines(text: str, width: int = 18) -> str:
-    """``text`` on two lines (at the space nearest its middle; mid-way in text without spaces) when it is longer
-    than ``width`` characters: subplot titles over narrow panels."""
-    if len(text) <= width:
-        return text
-    mid = len(text) // 2
-    spaces = [i for i, ch in enumerate(text) if ch == " "]
-    if spaces:
-        cut = min(spaces, key=lambda i: abs(i - mid))
-        return text[:cut] + "<br>" + text[cut + 1 :]
-    return text[:mid] + "<br>" + text[mid:]
 
 
 def _normal_pdf(x: np.ndarray, var: float) -> np.ndarray:
@@ -314,7 +301,7 @@ def _map_ticks_and_hover(
     if f == 1:
         custom = None if maps.raw is None else _f32(maps.raw)
         hover = where + "q·k = %{customdata:.4g}<br>" + style.t("fig.weight") + " %{z:.4f}<extra>{name}</extra>"
-        return _key_ticks(labels, range(t)), custom, hover
+        return _key_ticks(labels, range(t), style.present), custom, hover
     hover = where + style.t("sat.fig.block_max") + " %{z:.4f}<extra>{name}</extra>"
     return _block_ranges(maps.unscaled.shape[0], f, t), None, hover
 
@@ -596,7 +583,7 @@ def saturation_curves_figure(
     d_values = [int(d) for d in d_values_arr]
     names = [style.t(p[1], thr=SATURATION_THRESHOLD) for p in CURVE_PANELS]
     if style.present:  # a 16:9 slide: the four panels side by side, each as tall as the slide allows
-        layout = _grid(1, 4, [_two_lines(n) for n in names], h_space=0.075)
+        layout = _grid(1, 4, names, h_space=0.075)  # each name in lines as wide as its panel (_layout)
     else:
         layout = _grid(2, 2, names, h_space=0.1, v_space=0.22)
     data: list[dict] = []

@@ -72,6 +72,18 @@ def test_wrap_breaks_a_line_where_it_would_outgrow_its_room(text):
     assert wrap("short", 300, 20) == "short" and wrap("a<br>b", 300, 20) == "a<br>b"
 
 
+def test_wrap_never_starts_a_line_with_closing_punctuation():
+    """ "分数方差（理论值<br>：d_k 与 1）" put a full-width colon at the start of a line."""
+    assert wrap("分数方差（理论值：d_k 与 1）", 182, 20) == "分数方差（理论值：<br>d_k 与 1）"
+    for text in (
+        "在全部键上做 softmax，以 12 + Δ 为中心的窗口（Δ = 1，α = 1）",
+        "最大权重的均值，归一化熵（H / log n）",
+    ):
+        for width in (60, 90, 140):
+            parts = lines(wrap(text, width, 20))
+            assert not any(p[:1] in "，：、；）。" or p[-1:] in "（《" for p in parts), parts
+
+
 def test_a_fitted_title_draws_its_subtitle_at_the_axis_font_and_takes_its_lines_height():
     title, top = fitted_title(
         "Scores of query 12, head Δ = 1, α = 1<br><sub>a parabola, its top at 12 + Δ</sub>", 420, 26, 20
