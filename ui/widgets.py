@@ -431,14 +431,13 @@ def file_input(label: str, key: str, help: str, container: Any = None) -> Any:
     """``st.file_uploader`` in the page's language (the file, or None). Streamlit writes its button ("Upload")
     and its size note ("200MB per file", the server's limit, not the page's) in English: the note is left out (the
     label states the page's own limit) and the button says ``ui.upload``."""
-    import json
-
     box = container if container is not None else st
     file = box.file_uploader(label, key=key, help=help)
     zone = f".st-key-{key} [data-testid='stFileUploaderDropzone']"
+    word = '"' + t("ui.upload").replace("\\", "\\\\").replace('"', '\\"') + '"'  # a CSS string, as written
     box.html(
         f"<style>{zone} [data-testid='stFileUploaderDropzoneInstructions'], {zone} button p {{ display: none; }}"
-        f" {zone} button [data-testid='stMarkdownContainer']::after {{ content: {json.dumps(t('ui.upload'))}; }}"
+        f" {zone} button [data-testid='stMarkdownContainer']::after {{ content: {word}; }}"
         "</style>"
     )
     return file
