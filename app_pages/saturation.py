@@ -48,7 +48,8 @@ if shown(0):  # the chart first (the page's first screen shows it), what it meas
         st.markdown(sat.summary(p, sample, style))
     if note := sat.measured_note(p, style):  # long sequences × many samples: how many rows every statistic measured
         st.info(note, icon="ℹ️")
-    st.markdown(sat.current_line(p, style))
+    if not ui.present():  # a slide: the chart and what it measured (a deck's slide adds its note above)
+        st.markdown(sat.current_line(p, style))
 
 # the first sequence's q and k, which τ and the row leave as they are: their moves draw nothing
 qk = (

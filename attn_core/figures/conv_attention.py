@@ -148,15 +148,17 @@ def head_maps_figure(
     taps (head (a, b) in row a, column b); the query outlined, the image's edge dotted where the keys include the
     zero padding. ``rows``/``cols``: the drawn key pixels' row and column numbers (a window of them: ``note``)."""
     t = style.t
-    gap = 0.035
-    side = (1 - gap * (k - 1)) / k
+    # a slide stretches the chart to the room it has (about 320 px of plot): rows of panels that far apart leave
+    # each row's labels (20 px) clear of the panels above; the labels shorter where K > 3 panels stand close
+    gap, gap_y = 0.035, 0.09 if style.present else 0.035
+    side, side_y = (1 - gap * (k - 1)) / k, (1 - gap_y * (k - 1)) / k
     (h, w), (qr, qc) = image_hw, query
     data, layout_axes, notes, shapes = [], {}, [], []
     for i in range(k * k):
         a, b = divmod(i, k)
         n = "" if i == 0 else str(i + 1)
-        x0, y1 = b * (side + gap), 1 - a * (side + gap)
-        layout_axes |= _panel_axes(n, (x0, y1, side), rows, cols)
+        x0, y1 = b * (side + gap), 1 - a * (side_y + gap_y)
+        layout_axes |= _panel_axes(n, (x0, y1, side, side_y), rows, cols)
         d = (a - k // 2, b - k // 2)
         data.append(
             dict(
@@ -175,14 +177,14 @@ def head_maps_figure(
         data.append(_query_marker(n, query, k))
         notes.append(
             dict(
-                text=f"Δ=({d[0]},{d[1]})",
+                text=f"Δ=({d[0]},{d[1]})" if k <= 3 or not style.present else f"{d[0]},{d[1]}",
                 x=x0 + side / 2,
                 y=y1,
                 xref="paper",
                 yref="paper",
                 yanchor="bottom",
                 showarrow=False,
-                font=dict(size=style.font - (2 if k > 5 else 0)),
+                font=dict(size=style.font - (2 if k > 5 and not style.present else 0)),
             )
         )
         if min(rows[0], cols[0]) < 0 or rows[-1] >= h or cols[-1] >= w:  # zero-padding keys drawn: outline the image
@@ -210,20 +212,32 @@ def head_maps_figure(
         coloraxis=dict(
             colorscale=style.weight_scale, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=t("conv.axis_weight")))
         ),
-        margin=dict(l=10, r=10, t=(90 if style.present else 70) + (28 if note else 0), b=10),
+        margin=dict(l=10, r=10, t=0 if style.present else 70 + (28 if note else 0), b=10),
         **layout_axes,
     )
+    layout = _on_slide(layout, style)  # a slide: the title's lines ...
+    layout["margin"]["t"] += 28 if style.present else 0  # ... and the top row's labels below them
     return plain_figure(data, layout, style)
 
 
-def _panel_axes(n: str, box: tuple[float, float, float], rows: np.ndarray, cols: np.ndarray) -> dict:
-    """The x and y axes of one tap's panel: ``box`` = (left, top, side) in paper units, no ticks, pixels square."""
-    x0, y1, side = box
+def _panel_axes(n: str, box: tuple[float, float, float, float], rows: np.ndarray, cols: np.ndarray) -> dict:
+    """The x and y axes of one tap's panel: ``box`` = (left, top, width, height) in paper units, no ticks, pixels
+    square."""
+    x0, y1, side, side_y = box
     bare = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False)
     return {
-        f"xaxis{n}": dict(domain=[x0, x0 + side], anchor=f"y{n}", range=[cols[0] - 0.5, cols[-1] + 0.5], **bare),
+        f"xaxis{n}": dict(
+            domain=[round(x0, 6), round(min(1.0, x0 + side), 6)],
+            anchor=f"y{n}",
+            range=[cols[0] - 0.5, cols[-1] + 0.5],
+            **bare,
+        ),
         f"yaxis{n}": dict(
-            domain=[y1 - side, y1], anchor=f"x{n}", range=[rows[-1] + 0.5, rows[0] - 0.5], scaleanchor=f"x{n}", **bare
+            domain=[round(max(0.0, y1 - side_y), 6), round(y1, 6)],
+            anchor=f"x{n}",
+            range=[rows[-1] + 0.5, rows[0] - 0.5],
+            scaleanchor=f"x{n}",
+            **bare,
         ),
     }
 

@@ -141,3 +141,14 @@ def test_the_labs_empty_chart_says_what_its_dotted_line_marks(app_test, lang):
     (note,) = spec["layout"]["annotations"]
     assert note["x"] == spec["layout"]["shapes"][0]["x0"] == 20
     assert note["text"] == {"en": "curves compared at step 20", "zh": "第 20 步比较曲线"}[lang]
+
+
+def test_the_first_saturation_slide_says_one_sentence_under_its_chart(app_test):
+    """A deck's saturation slide adds its note above the page's slide: with two sentences under the histograms
+    their plot was 70 px tall at 1280×720 and its ticks ran into each other. The slide keeps what the chart
+    measured; the page keeps both sentences."""
+    slide = kinds(app_test(PAGES["saturation"], query={"present": "1"}))
+    after = [k for k in slide[slide.index("plotly_chart:sat_dist") + 1 :] if k.startswith("markdown:")]
+    assert len(after) == 1 and after[0].startswith("markdown:Var(q·k) = d_k")
+    page = kinds(app_test(PAGES["saturation"]))
+    assert any(k.startswith("markdown:Scaling is **on**") for k in page)

@@ -230,3 +230,19 @@ def test_a_curve_without_a_label_keeps_its_bare_line():
     df = pd.DataFrame({"group": ["a"], "step": [1], "loss": [1.0]})
     lay = spec(lfig.curves_figure(df, ["a"], ["A"], "loss", 10, "t", Style(), mark=5))["layout"]
     assert lay["shapes"][0]["x0"] == 5 and not lay.get("annotations")
+
+
+@pytest.mark.parametrize("k", [3, 5, 7])
+def test_the_k2_maps_on_a_slide_keep_each_rows_labels_clear_of_the_panels_above(k):
+    """A slide stretches the K² heads' maps to about 320 px of plot: with the page's gaps (11 px there) each row's
+    "Δ=(0,-1)" sat on the panels above it."""
+    maps = np.zeros((k * k, 6, 6), dtype=np.float32)
+    fig = vfig.head_maps_figure(maps, k, (2, 2), np.arange(6), np.arange(6), (6, 6), style=Style(present=True))
+    lay = spec(fig)["layout"]
+    tops = sorted({tuple(a["domain"]) for key, a in lay.items() if key.startswith("yaxis")}, reverse=True)
+    assert len(tops) == k and min(a[0] - b[1] for a, b in zip(tops, tops[1:], strict=False)) * 320 >= 1.4 * 20
+    notes = lay["annotations"]
+    assert len(notes) == k * k and all(n["font"]["size"] >= 20 for n in notes)
+    pitch = 1 / k * (SLIDE_CHART_PX - 150)  # px between the centres of two panels side by side
+    assert all(text_width(n["text"], 20) < pitch for n in notes), [n["text"] for n in notes]
+    assert lay["margin"]["t"] >= 12 + 26 * 1.3 + 1.4 * 20  # the title, then the top row's labels
