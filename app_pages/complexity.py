@@ -31,18 +31,20 @@ def say(lines) -> None:
 
 
 if p.view == "counted":
-    st.info(cv.share_sentence(p, style), icon="🧮")
-    with st.expander(ui.t("cx.formulas_header"), expanded=True):
+    slide = ui.present()
+    shown = ui.slide_sections(2)  # a slide: the stages, then FLOPs against n, each as wide as the slide
+    if shown(0):
+        st.info(cv.share_sentence(p, style), icon="🧮")
+    boxes = [st.container(), st.container()] if slide else st.columns(2, gap="medium")
+    charts = ((cv.stage_view, "cx_stages", cv.heads_sentence), (cv.curve_view, "cx_curve", cv.crossover_sentence))
+    for i, (box, (view, key, sentence)) in enumerate(zip(boxes, charts, strict=True)):
+        if shown(i):
+            with box:
+                ui.show_view(ui.view(view, p, style), key)
+                say([] if slide and i == 0 else [sentence(p, style)])  # slide 1 says the share above
+    with st.expander(ui.t("cx.formulas_header"), expanded=True):  # below the charts: the first screen shows them
         st.markdown(cv.formulas_markdown(p, style))  # every stage's name and formula, one element
         st.caption(ui.t("cx.conventions"))
-    k1, k2 = st.columns(2, gap="medium")
-    slide = ui.present()  # a slide: the sentence above and the two charts
-    with k1:
-        ui.show_view(ui.view(cv.stage_view, p, style), "cx_stages")
-        say([] if slide else [cv.heads_sentence(p, style)])
-    with k2:
-        ui.show_view(ui.view(cv.curve_view, p, style), "cx_curve")
-        say([] if slide else [cv.crossover_sentence(p, style)])
     if not slide:
         st.markdown(f"**{ui.t('cx.shipped_header')}**")
         st.dataframe(cv.shipped_frame(style), hide_index=True, width="stretch")
@@ -99,17 +101,20 @@ elif p.view == "prefill_decode":
     dev = ui.run_safely(lambda: cv.run_device(p.run_on, ui.device()))
     if dev is None:
         ui.stop()
-    st.markdown(ui.t("cx.pd_intro"))
+    if not ui.present():  # a slide: the toggle, the sentence and the chart
+        st.markdown(ui.t("cx.pd_intro"))
     measured = None
     if st.toggle(ui.t("cx.pd_measure"), key="cx_pd_measure"):
         with st.spinner(ui.t("cx.pd_running")):
             measured = ui.compute(cv.time_pd, p.shape, cv.pd_lens(p), dev)
     say(cv.pd_sentences(p, measured, style))
-    ui.show_views(ui.view(cv.pd_views, p, measured, style), st.columns(2, gap="medium"), "cx_pd_")
+    pd_views = ui.view(cv.pd_views, p, measured, style)  # the counts, and the timings once measured
+    ui.show_views(pd_views, st.columns(len(pd_views), gap="medium"), "cx_pd_")
     st.page_link("app_pages/kv_cache.py", label=ui.t("cx.pd_link"), icon=":material/memory:")
     ui.help_expander("cx.pd_help")
 else:
     st.warning(cv.note_sentence(p, style), icon="📏")
+    ui.show_view(ui.view(cv.heads_view, p, style), "cx_heads")  # the chart, then the numbers behind it
     st.dataframe(cv.note_frame(p, style), hide_index=True, width="stretch")
-    ui.show_view(ui.view(cv.heads_view, p, style), "cx_heads")
     ui.help_expander("cx.note_help")
+ui.help_expander("cx.about")

@@ -12,6 +12,10 @@ ui.title("conv.title")
 st.caption(ui.t("conv.intro"))
 
 
+def about() -> None:
+    ui.help_expander("conv.about")
+
+
 def say(kind_text) -> None:
     kind, text = kind_text
     getattr(st, kind)(text)
@@ -22,7 +26,7 @@ def image_controls(v: dict) -> tuple[dict, bytes | None]:
     c1, c2, c3 = st.columns(3, gap="medium")
     v["pattern"] = ui.control(P, "pattern", container=c1, widget="select")
     v["image_size"] = ui.control(P, "image_size", container=c1)
-    file = c2.file_uploader(ui.t("conv.upload"), key="conv_upload", help=ui.t("help.conv_upload"))
+    file = ui.file_input(ui.t("conv.upload"), "conv_upload", ui.t("help.conv_upload"), container=c2)
     v["kernel"] = ui.control(P, "kernel", container=c3, widget="select")
     if v["kernel"] == "custom":
         v["kernel_text"] = ui.control(P, "kernel_text", container=c3, height=80)
@@ -65,23 +69,29 @@ if p.view == "line":
     res = ui.compute(cv.line_step, p.seq_len, p.query, p.shift, p.alpha, p.k)
     if res is None:
         ui.stop()
-    st.latex(cv.line_formula(res))
-    say(cv.line_sentence(res, style))
     views = ui.view(cv.line_views, res, style)
-    boxes = st.columns(3 if ui.present() else 2, gap="medium")  # a slide: the three charts side by side
-    boxes = boxes if ui.present() else [*boxes, st.container()]
-    for box, view, key in zip(boxes, views, ("conv_score", "conv_window", "conv_heads"), strict=True):
-        with box:
-            ui.show_view(view, key)
-    st.caption(ui.t("conv.line_heads", k=len(res.shifts)))
+    shown = ui.slide_sections(2)  # a slide: one head's scores and window; then the K heads
+    if shown(0):
+        st.latex(cv.line_formula(res))
+        say(cv.line_sentence(res, style))
+        for box, view, key in zip(st.columns(2, gap="medium"), views, ("conv_score", "conv_window"), strict=False):
+            with box:
+                ui.show_view(view, key)
+    if shown(1):
+        ui.show_view(views[2], "conv_heads")
+        (st.markdown if ui.present() else st.caption)(ui.t("conv.line_heads", k=len(res.shifts)))
     ui.help_expander("conv.encoding_help")
+    about()
     ui.stop()
 
 image = load(p, upload)
 c, h, w = image.shape
-if p.view == "analogy":
-    ui.show_view(ui.view(cv.analogy_view, kernel.shape[0], c, style), "conv_analogy")
+if p.view == "analogy":  # a slide: half the rows at a time
+    shown = ui.slide_sections(2)
+    part = next(i for i in range(2) if shown(i)) if ui.present() else None
+    ui.show_view(ui.view(cv.analogy_view, kernel.shape[0], c, style, part), "conv_analogy")
     ui.help_expander("conv.analogy_help")
+    about()
     ui.stop()
 if ui.run_safely(lambda: cv.check_size(kernel, image)) is None:
     ui.stop()
@@ -118,3 +128,4 @@ else:
     say(cv.sweep_sentence(sw, p.padding, style))
     ui.show_view(ui.view(cv.sweep_view, sw, p.alpha, p.padding, style), "conv_sweep")
     st.caption(ui.t("conv.sweep_note", k=kernel.shape[0], n=kernel.shape[0] ** 2, h=h, w=w, c=c))
+about()

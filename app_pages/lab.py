@@ -87,3 +87,4 @@ if shown_steps:
         st.markdown(line)
     st.caption(ui.t("lab.measured_here", device=ui.device()))
 ui.help_expander("lab.help")
+ui.help_expander("lab.about")

@@ -39,16 +39,17 @@ with busy(sat.slow(p)):  # the current d_k's sample, drawn once: its histograms 
 shown = ui.slide_sections(6)  # presentation mode: one section a slide (the explanations stay off the slides)
 
 # ---- 1. score distributions
-if shown(0):
+if shown(0):  # the chart first (the page's first screen shows it), what it measured below
+    st.subheader(ui.t("sat.h1"))
+    if sample is not None:
+        ui.show_view(ui.view(sat.distribution_view, sample, style), "sat_dist")
+    st.caption(ui.t("sat.c1", d=p.head_dim))
     if sample is not None:
         st.markdown(sat.summary(p, sample, style))
     if note := sat.measured_note(p, style):  # long sequences × many samples: how many rows every statistic measured
         st.info(note, icon="ℹ️")
-    st.markdown(sat.current_line(p, style))
-    st.subheader(ui.t("sat.h1"))
-    st.caption(ui.t("sat.c1", d=p.head_dim))
-    if sample is not None:
-        ui.show_view(ui.view(sat.distribution_view, sample, style), "sat_dist")
+    if not ui.present():  # a slide: the chart and what it measured (a deck's slide adds its note above)
+        st.markdown(sat.current_line(p, style))
 
 # the first sequence's q and k, which τ and the row leave as they are: their moves draw nothing
 qk = (
@@ -131,3 +132,4 @@ if shown(6):
     ui.help_expander("sat.why_softmax")
     if cur is not None:
         ui.help_text("sat.cost.title", sat.saturation_cost(p, cur, style))
+    ui.help_expander("sat.about")

@@ -27,8 +27,9 @@ __all__ = ["PHONE_MAX", "apply_responsive", "is_phone", "on_phone", "phone_box",
 PHONE_MAX = 640  # px: below this the page is laid out for a phone
 SCROLL_PX = 860  # px: a chart of several panels side by side keeps this width on a phone and scrolls sideways
 # single-canvas charts whose panels or labels need more than a phone's width (panels side by side in one trace,
-# a diagram, a long axis title): chart key -> drawn width in px on a phone
-WIDE_CHARTS = {"kv_maps": 760, "mla_flow": 640, "kv_tensors": 1200, "mismatch_pair": 640}
+# a diagram, a long axis title, a table whose cells are broken into lines for the page): chart key -> drawn width
+# in px on a phone
+WIDE_CHARTS = {"kv_maps": 760, "mla_flow": 640, "kv_tensors": 1200, "mismatch_pair": 640, "conv_analogy": 760}
 
 
 def apply_responsive() -> None:

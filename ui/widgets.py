@@ -427,6 +427,22 @@ def drawer() -> Any:
     return box if box is not None else contextlib.nullcontext()
 
 
+def file_input(label: str, key: str, help: str, container: Any = None) -> Any:
+    """``st.file_uploader`` in the page's language (the file, or None). Streamlit writes its button ("Upload")
+    and its size note ("200MB per file", the server's limit, not the page's) in English: the note is left out (the
+    label states the page's own limit) and the button says ``ui.upload``."""
+    box = container if container is not None else st
+    file = box.file_uploader(label, key=key, help=help)
+    zone = f".st-key-{key} [data-testid='stFileUploaderDropzone']"
+    word = '"' + t("ui.upload").replace("\\", "\\\\").replace('"', '\\"') + '"'  # a CSS string, as written
+    box.html(
+        f"<style>{zone} [data-testid='stFileUploaderDropzoneInstructions'], {zone} button p {{ display: none; }}"
+        f" {zone} button [data-testid='stMarkdownContainer']::after {{ content: {word}; }}"
+        "</style>"
+    )
+    return file
+
+
 def title(key: str) -> None:
     """The page's title (``ui.title("heatmap.title")``, the first thing a page draws). In slide mode with a
     lecture deck open the deck's bar already holds the slide's own title as the slide's heading, so the page's

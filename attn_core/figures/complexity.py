@@ -3,7 +3,6 @@ against n (log-log), per-token cost of prefill against decode, and the course no
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -11,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from attn_core.figures.base import Style, base_layout, plain_figure
+from attn_core.figures.fit import SLIDE_CHART_PX, log_ticks
 from attn_core.figures.margins import reserve_margins
 from attn_core.runtime.units import binary_unit
 
@@ -30,29 +30,13 @@ HALF_WIDTH = 440  # px: the page shows these charts two to a row; their legends 
 HALF_SLACK = 36  # px: the estimate runs up to a legend row short at this width
 
 
-def _half(data: list[dict], layout: dict, style: Style) -> go.Figure:
-    """A chart drawn in half the page's width: margins reserved for its legend's rows at that width."""
-    reserve_margins({"data": data, "layout": layout}, width=HALF_WIDTH)
+def _half(data: list[dict], layout: dict, style: Style, wide_on_slides: bool = False) -> go.Figure:
+    """A chart drawn in half the page's width: margins reserved for its legend's rows at that width; with
+    ``wide_on_slides``, a chart a slide draws across its whole width (:data:`~attn_core.figures.fit.SLIDE_CHART_PX`)."""
+    wide = wide_on_slides and style.present
+    reserve_margins({"data": data, "layout": layout}, width=SLIDE_CHART_PX if wide else HALF_WIDTH)
     layout["margin"]["b"] += HALF_SLACK
     return plain_figure(data, layout, style)
-
-
-def log_ticks(values: Sequence[float]) -> dict:
-    """Tick values 1, 2, 5 × 10^k spanning the positive ``values``, labelled in full (plotly labels the 2 and the 5
-    of a short log axis as bare digits: "5" for 0.5)."""
-    pos = [float(v) for v in values if v > 0 and np.isfinite(v)]
-    if not pos:
-        return {}
-    lo, hi = math.floor(math.log10(min(pos))), math.ceil(math.log10(max(pos)))
-    ticks = [
-        m * 10.0**k for k in range(lo, hi + 1) for m in (1, 2, 5) if min(pos) / 2.5 <= m * 10.0**k <= max(pos) * 2.5
-    ]
-    return dict(tickvals=ticks, ticktext=[_short(t) for t in ticks])
-
-
-def _short(x: float) -> str:
-    """A tick label: ``0.05``, ``200``, ``5k``, ``2M``."""
-    return si(x, 3).strip().replace(" ", "") if x >= 1e3 else f"{x:.3g}"
 
 
 def n_ticks(ns: Sequence[float]) -> dict:
@@ -116,7 +100,7 @@ def stage_bars(
         ),
         xaxis=dict(title=dict(text="")),
     )
-    return _half(data, layout, style)
+    return _half(data, layout, style, wide_on_slides=True)  # a slide of its own
 
 
 def si(x: float, digits: int = 3) -> str:
@@ -175,9 +159,13 @@ def flops_curve(
         _height(style, 500),
         legend=LEGEND_BELOW,
         xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n")), **n_ticks(df["n"])),
-        yaxis=dict(type="log", exponentformat="SI", title=dict(text=style.t("cx.axis_flops"))),
+        yaxis=dict(
+            type="log",
+            title=dict(text=style.t("cx.axis_flops")),
+            **log_ticks(df[["linear", "quadratic", "total"]].to_numpy().ravel()),
+        ),
     )
-    return _half(data, layout, style)
+    return _half(data, layout, style, wide_on_slides=True)  # a slide of its own
 
 
 def measured_time(df: pd.DataFrame, title: str, style: Style = Style()) -> go.Figure:
@@ -289,7 +277,7 @@ def per_token(df: pd.DataFrame, column: str, axis: str, title: str, style: Style
         _height(style, 400),
         legend=LEGEND_BELOW,
         xaxis=dict(type="log", title=dict(text=style.t("cx.axis_n")), **n_ticks(df["n"])),
-        yaxis=dict(type="log", exponentformat="SI", title=dict(text=axis), **log_ticks(df[column])),
+        yaxis=dict(type="log", title=dict(text=axis), **log_ticks(df[column])),
     )
     return _half(data, layout, style)
 
@@ -335,6 +323,10 @@ def heads_figure(df: pd.DataFrame, current: int, title: str, style: Style = Styl
             tickvals=df["heads"].tolist(),
             ticktext=[str(h) for h in df["heads"]],
         ),
-        yaxis=dict(type="log", exponentformat="SI", title=dict(text=style.t("cx.axis_flops"))),
+        yaxis=dict(
+            type="log",
+            title=dict(text=style.t("cx.axis_flops")),
+            **log_ticks([v for col in ("total", "per_head", "note") for v in df[col]]),
+        ),
     )
     return plain_figure(data, layout, style)

@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attn_core.figures.base import DIVERGING_SCALE, GROUP_COLORS, Style, base_layout, explicit_scale, plain_figure
+from attn_core.figures.fit import SLIDE_CHART_PX, fitted_title, log_ticks, wrap
 
 GREY_SCALE = explicit_scale(["#000000", "#ffffff"])
 QUERY_COLOR = "#D55E00"
@@ -18,6 +19,15 @@ TARGET_COLOR = "#009E73"
 
 def _width(style: Style) -> int:
     return 4 if style.present else 3
+
+
+def _on_slide(layout: dict, style: Style, share: float = 1.0) -> dict:
+    """``layout`` with its title fitted to a slide's chart of ``share`` of the slide's width (lines wrapped, a
+    subtitle at the axis font, the top margin they take); as it is off a slide."""
+    if style.present:
+        title, top = fitted_title(layout["title"]["text"], share * SLIDE_CHART_PX - 30, style.title_font, style.font)
+        layout["title"], layout["margin"] = title, {**layout["margin"], "t": max(layout["margin"]["t"], top)}
+    return layout
 
 
 def _marks(x: float, colour: str, dash: str = "dot") -> dict:
@@ -51,7 +61,7 @@ def score_figure(
         showlegend=False,
         shapes=[_marks(query, QUERY_COLOR), _marks(query + shift, TARGET_COLOR, "dash")],
     )
-    return plain_figure(data, layout, style)
+    return plain_figure(data, _on_slide(layout, style, 0.5), style)
 
 
 def window_figure(
@@ -90,7 +100,7 @@ def window_figure(
         shapes=[_marks(query, QUERY_COLOR)],
         legend=dict(orientation="h", yanchor="top", y=-0.22, x=0),
     )
-    return plain_figure(data, layout, style)
+    return plain_figure(data, _on_slide(layout, style, 0.5), style)
 
 
 def heads_1d_figure(
@@ -120,7 +130,7 @@ def heads_1d_figure(
         shapes=[_marks(query, QUERY_COLOR)],
         legend=dict(orientation="h", yanchor="top", y=-0.22, x=0),
     )
-    return plain_figure(data, layout, style)
+    return plain_figure(data, _on_slide(layout, style), style)
 
 
 # ---------------------------------------------------------------- 2-D
@@ -138,15 +148,17 @@ def head_maps_figure(
     taps (head (a, b) in row a, column b); the query outlined, the image's edge dotted where the keys include the
     zero padding. ``rows``/``cols``: the drawn key pixels' row and column numbers (a window of them: ``note``)."""
     t = style.t
-    gap = 0.035
-    side = (1 - gap * (k - 1)) / k
+    # a slide stretches the chart to the room it has (about 320 px of plot): rows of panels that far apart leave
+    # each row's labels (20 px) clear of the panels above; the labels shorter where K > 3 panels stand close
+    gap, gap_y = 0.035, 0.09 if style.present else 0.035
+    side, side_y = (1 - gap * (k - 1)) / k, (1 - gap_y * (k - 1)) / k
     (h, w), (qr, qc) = image_hw, query
     data, layout_axes, notes, shapes = [], {}, [], []
     for i in range(k * k):
         a, b = divmod(i, k)
         n = "" if i == 0 else str(i + 1)
-        x0, y1 = b * (side + gap), 1 - a * (side + gap)
-        layout_axes |= _panel_axes(n, (x0, y1, side), rows, cols)
+        x0, y1 = b * (side + gap), 1 - a * (side_y + gap_y)
+        layout_axes |= _panel_axes(n, (x0, y1, side, side_y), rows, cols)
         d = (a - k // 2, b - k // 2)
         data.append(
             dict(
@@ -165,14 +177,14 @@ def head_maps_figure(
         data.append(_query_marker(n, query, k))
         notes.append(
             dict(
-                text=f"Δ=({d[0]},{d[1]})",
+                text=f"Δ=({d[0]},{d[1]})" if k <= 3 or not style.present else f"{d[0]},{d[1]}",
                 x=x0 + side / 2,
                 y=y1,
                 xref="paper",
                 yref="paper",
                 yanchor="bottom",
                 showarrow=False,
-                font=dict(size=style.font - (2 if k > 5 else 0)),
+                font=dict(size=style.font - (2 if k > 5 and not style.present else 0)),
             )
         )
         if min(rows[0], cols[0]) < 0 or rows[-1] >= h or cols[-1] >= w:  # zero-padding keys drawn: outline the image
@@ -200,20 +212,32 @@ def head_maps_figure(
         coloraxis=dict(
             colorscale=style.weight_scale, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=t("conv.axis_weight")))
         ),
-        margin=dict(l=10, r=10, t=(90 if style.present else 70) + (28 if note else 0), b=10),
+        margin=dict(l=10, r=10, t=0 if style.present else 70 + (28 if note else 0), b=10),
         **layout_axes,
     )
+    layout = _on_slide(layout, style)  # a slide: the title's lines ...
+    layout["margin"]["t"] += 28 if style.present else 0  # ... and the top row's labels below them
     return plain_figure(data, layout, style)
 
 
-def _panel_axes(n: str, box: tuple[float, float, float], rows: np.ndarray, cols: np.ndarray) -> dict:
-    """The x and y axes of one tap's panel: ``box`` = (left, top, side) in paper units, no ticks, pixels square."""
-    x0, y1, side = box
+def _panel_axes(n: str, box: tuple[float, float, float, float], rows: np.ndarray, cols: np.ndarray) -> dict:
+    """The x and y axes of one tap's panel: ``box`` = (left, top, width, height) in paper units, no ticks, pixels
+    square."""
+    x0, y1, side, side_y = box
     bare = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False)
     return {
-        f"xaxis{n}": dict(domain=[x0, x0 + side], anchor=f"y{n}", range=[cols[0] - 0.5, cols[-1] + 0.5], **bare),
+        f"xaxis{n}": dict(
+            domain=[round(x0, 6), round(min(1.0, x0 + side), 6)],
+            anchor=f"y{n}",
+            range=[cols[0] - 0.5, cols[-1] + 0.5],
+            **bare,
+        ),
         f"yaxis{n}": dict(
-            domain=[y1 - side, y1], anchor=f"x{n}", range=[rows[-1] + 0.5, rows[0] - 0.5], scaleanchor=f"x{n}", **bare
+            domain=[round(max(0.0, y1 - side_y), 6), round(y1, 6)],
+            anchor=f"x{n}",
+            range=[rows[-1] + 0.5, rows[0] - 0.5],
+            scaleanchor=f"x{n}",
+            **bare,
         ),
     }
 
@@ -260,7 +284,7 @@ def image_figure(img: np.ndarray, title: str, kind: str, lim: float | None = Non
         xaxis=dict(title=dict(text=t("conv.axis_col")), constrain="domain"),
         yaxis=dict(title=dict(text=t("conv.axis_row")), autorange="reversed", scaleanchor="x", constrain="domain"),
     )
-    return plain_figure(data, layout, style)
+    return plain_figure(data, _on_slide(layout, style, 0.5), style)  # a slide: two images side by side
 
 
 # ---------------------------------------------------------------- α sweep
@@ -318,9 +342,12 @@ def sweep_figure(
         style,
         460 if style.present else 420,
         showlegend=False,
-        xaxis=dict(type="log", title=dict(text="α")),
+        xaxis=dict(type="log", title=dict(text="α"), **log_ticks(alphas)),
         yaxis=dict(
-            type="log", title=dict(text=t("conv.axis_diff")), range=[lo - 0.5, np.log10(max(float(y.max()), tol)) + 0.5]
+            type="log",
+            title=dict(text=t("conv.axis_diff")),
+            range=[lo - 0.5, np.log10(max(float(y.max()), tol)) + 0.5],
+            **log_ticks([10**lo, max(float(y.max()), tol)], powers=True),
         ),
         shapes=shapes,
         annotations=notes,
@@ -329,18 +356,27 @@ def sweep_figure(
 
 
 # ---------------------------------------------------------------- the analogy
+PAGE_CHART_PX = 760  # px across the page's main column at 1280 px (the controls in a column beside it)
+ANALOGY_COLUMNS = (1, 1.3, 1.3)  # the table's column widths, relative
+
+
 def analogy_figure(
     header: Sequence[str], rows: Sequence[Sequence[str]], title: str, style: Style = Style()
 ) -> go.Figure:
-    """The analogy as a table (exportable as a slide)."""
-    cols = [list(c) for c in zip(*rows, strict=True)]
+    """The analogy as a table (exportable as a slide). A table's cell wraps its text at spaces only (Chinese
+    not at all): each cell is broken into lines as wide as its column here."""
     size = style.font + 1
+    across = SLIDE_CHART_PX if style.present else PAGE_CHART_PX
+    room = [across * w / sum(ANALOGY_COLUMNS) - 20 for w in ANALOGY_COLUMNS]  # less the cell's paddings
+    cells = [[wrap(str(c), r, size) for c, r in zip(row, room, strict=True)] for row in rows]
+    cols = [list(c) for c in zip(*cells, strict=True)]
+    lines = [max(c.count("<br>") + 1 for c in row) for row in cells]
     data = [
         dict(
             type="table",
-            columnwidth=[1, 1.3, 1.3],
+            columnwidth=list(ANALOGY_COLUMNS),
             header=dict(
-                values=[f"<b>{h}</b>" for h in header],
+                values=[f"<b>{wrap(h, r, size)}</b>" for h, r in zip(header, room, strict=True)],
                 fill=dict(color="#e8eef7"),
                 align="left",
                 font=dict(size=size),
@@ -356,5 +392,5 @@ def analogy_figure(
             ),
         )
     ]
-    layout = base_layout(title, style, 140 + len(rows) * (size * 4 + 8))
+    layout = base_layout(title, style, 140 + size * 2.2 + sum(n * size * 1.5 + size for n in lines))
     return plain_figure(data, layout, style)

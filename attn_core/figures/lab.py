@@ -28,10 +28,12 @@ def curves_figure(
     x_max: int,
     title: str,
     style: Style = Style(),
-    mark: int | None = None,
+    mark: int | tuple[int, str] | None = None,
 ) -> go.Figure:
     """``column`` against the step for every group: the mean over its seeds (a line) and min..max (shaded); a dotted
-    line at step ``mark`` (where the page's sentence compares the curves, or where a conversion starts)."""
+    line at step ``mark`` (where the page's sentence compares the curves, or where a conversion starts), or at
+    ``mark = (step, label)`` with ``label`` written above it (what the line marks: the chart says so even before a
+    run draws a curve)."""
     data = []
     for i, (g, label) in enumerate(zip(groups, labels, strict=True)):
         colour = GROUP_COLORS[i % len(GROUP_COLORS)]
@@ -77,19 +79,41 @@ def curves_figure(
         margin=dict(l=10, r=24, t=80 if style.present else 60, b=10),
     )  # r: room for the last x tick
     if mark is not None:
-        layout["shapes"] = [
+        _mark(layout, mark if isinstance(mark, tuple) else (mark, ""), x_max, style)
+    return plain_figure(data, layout, style)
+
+
+def _mark(layout: dict, mark: tuple[int, str], x_max: int, style: Style) -> None:
+    """A dotted line at step ``mark[0]``; its label ``mark[1]`` above the plot, ending at the line (the curves fill
+    the plot's top left at first), with the top margin it takes."""
+    step, label = mark
+    layout["shapes"] = [
+        dict(
+            type="line",
+            x0=step,
+            x1=step,
+            y0=0,
+            y1=1,
+            xref="x",
+            yref="paper",
+            line=dict(color="#666666", dash="dot", width=2),
+        )
+    ]
+    if label:
+        layout["annotations"] = [
             dict(
-                type="line",
-                x0=mark,
-                x1=mark,
-                y0=0,
-                y1=1,
+                text=label,
+                x=step,
                 xref="x",
+                y=1,
                 yref="paper",
-                line=dict(color="#666666", dash="dot", width=2),
+                yanchor="bottom",
+                xanchor="right" if step > x_max / 2 else "left",
+                showarrow=False,
+                font=dict(size=style.font, color="#555555"),
             )
         ]
-    return plain_figure(data, layout, style)
+        layout["margin"]["t"] += int(style.font * 1.4)
 
 
 def tradeoff_figure(kf: pd.DataFrame, at: int, style: Style = Style()) -> go.Figure:

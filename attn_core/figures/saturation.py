@@ -31,6 +31,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from attn_core.figures.base import DIVERGING_SCALE, GROUP_COLORS, Style, base_layout, plain_figure, slide_title
+from attn_core.figures.fit import SLIDE_CHART_PX, log_ticks, wrap
+from attn_core.figures.margins import text_width
 from attn_core.runtime.config import FLOAT16_MAX, SATURATION_THRESHOLD, SMALL_NORM
 
 if TYPE_CHECKING:
@@ -115,16 +117,19 @@ def _grid(
     return layout
 
 
-def _layout(layout: dict, title: str, style: Style, height: int, legend: bool = True) -> dict:
+def _layout(layout: dict, title: str, style: Style, height: int, legend: bool | list[dict] = True) -> dict:
     """:func:`~attn_core.figures.base_layout` for a grid of subplots: the title (its lines split by ``<br>``),
-    then a legend of up to two lines (unless ``legend`` is False: a chart of heatmaps has none), then the
-    subplot titles, each in its own band of pixels."""
+    then a legend of up to two lines (unless ``legend`` is False: a chart of heatmaps has none; given the traces,
+    on a slide, the lines their names take), then the subplot titles, each in its own band of pixels."""
     f, tf = style.font, style.title_font
-    title = slide_title(title) if style.present else title
+    title = wrap(slide_title(title), SLIDE_CHART_PX - 20, tf) if style.present else title
+    if style.present:  # a slide: each subplot title in lines as wide as its panel
+        _fit_panel_titles(layout, f)
     extra = int(tf * 1.5) * title.count("<br>")  # plotly.js anchors a title's first line, later lines go below
     legend_top = 12 + int(tf * 1.5) + extra + 6
     names = max((a["text"].count("<br>") for a in layout.get("annotations", [])), default=0)
-    top = legend_top + (int(2 * f * 1.5) if legend else 0) + int(f * 1.8) + int(f * 1.3) * names
+    rows = _legend_rows(legend, f) if isinstance(legend, list) and style.present else 2 if legend else 0
+    top = legend_top + int(rows * f * 1.5) + int(f * 1.8) + int(f * 1.3) * names
     height += top
     # Subplot titles are annotations: give them the axis-label size.
     for a in layout.get("annotations", []):
@@ -138,6 +143,38 @@ def _layout(layout: dict, title: str, style: Style, height: int, legend: bool = 
     )
     base["title"].update(y=1 - (12 + extra) / height, yref="container", yanchor="top")
     return layout | base
+
+
+def _legend_rows(traces: list[dict], font: int) -> int:
+    """Lines the horizontal legend of ``traces`` takes across a slide's chart: each entry its name and about 45 px
+    of symbol and gap (none without a name, at most two)."""
+    names = [
+        t["name"]
+        for t in traces
+        if t.get("showlegend", t.get("type") != "heatmap") is not False and t.get("name")  # heatmaps: none by default
+    ]
+    if not names:
+        return 0
+    rows, used = 1, 0.0
+    for name in names:
+        w = text_width(name, font) + 45
+        if used and used + w > SLIDE_CHART_PX - 120:  # the legend starts at the plot, past the y labels
+            rows, used = rows + 1, 0.0
+        used += w
+    return min(rows, 2)
+
+
+def _fit_panel_titles(layout: dict, font: int) -> None:
+    """Break each subplot title (an annotation over the centre of an x axis's domain) into lines no wider than
+    that panel on a slide (:data:`~attn_core.figures.fit.SLIDE_CHART_PX` across, less the y axis's labels at the
+    left and a colour bar's at the right): two titles side by side each reach past their panel by half their
+    overhang, so within it neither reaches the other."""
+    plot_px = SLIDE_CHART_PX - 100 - (150 if "coloraxis" in layout else 20)
+    domains = [ax["domain"] for key, ax in layout.items() if key.startswith("xaxis") and "domain" in ax]
+    for a in layout.get("annotations", []):
+        widths = [d[1] - d[0] for d in domains if abs((d[0] + d[1]) / 2 - a["x"]) < 1e-6]
+        if widths:
+            a["text"] = wrap(a["text"], widths[0] * plot_px + 20, font)
 
 
 def _d_k_axis(style: Style, d_values: list[int]) -> dict:
@@ -155,19 +192,6 @@ def _d_k_axis(style: Style, d_values: list[int]) -> dict:
     )
 
 
-def _two_lines(text: str, width: int = 18) -> str:
-    """``text`` on two lines (at the space nearest its middle; mid-way in text without spaces) when it is longer
-    than ``width`` characters: subplot titles over narrow panels."""
-    if len(text) <= width:
-        return text
-    mid = len(text) // 2
-    spaces = [i for i, ch in enumerate(text) if ch == " "]
-    if spaces:
-        cut = min(spaces, key=lambda i: abs(i - mid))
-        return text[:cut] + "<br>" + text[cut + 1 :]
-    return text[:mid] + "<br>" + text[mid:]
-
-
 def _normal_pdf(x: np.ndarray, var: float) -> np.ndarray:
     return np.exp(-(x**2) / (2.0 * var)) / math.sqrt(2.0 * math.pi * var)
 
@@ -179,8 +203,10 @@ def _measured(style: Style, rows: int, total: int) -> str:
     return "<br>" + style.t("sat.fig.measured", rows=f"{rows:,}", total=f"{total:,}")
 
 
-def _key_ticks(labels: list[str], keys: np.ndarray | range) -> list[str]:
-    return [f"{labels[i]} ({i})" for i in keys]
+def _key_ticks(labels: list[str], keys: np.ndarray | range, short: bool = False) -> list[str]:
+    """``t7 (7)``: a key's token and position; ``short`` (a slide, where the rotated labels take the short plot's
+    height): ``t7``, the synthetic token that names its position."""
+    return [labels[i] if short else f"{labels[i]} ({i})" for i in keys]
 
 
 # ---------------------------------------------------------------- 1. score distributions
@@ -252,11 +278,12 @@ def score_distribution_figure(sample: ScoreSample, style: Style = Style()) -> go
             )
         )
         layout[xkey]["title"] = dict(text=axis)
-        layout[ykey].update(title=dict(text=style.t("sat.fig.density_axis")), rangemode="tozero")
+        density = style.t("sat.fig.density" if style.present else "sat.fig.density_axis")  # a slide's plot is short
+        layout[ykey].update(title=dict(text=density), rangemode="tozero")
     layout.update(bargap=0, barmode="overlay")
     title = style.t("sat.fig.dist_title", n=f"{sample.n_scores:,}", d=d)
     title += _measured(style, sample.n_rows, sample.total_rows)
-    return plain_figure(data, _layout(layout, title, style, 440 if style.present else 360), style)
+    return plain_figure(data, _layout(layout, title, style, 440 if style.present else 360, data), style)
 
 
 # ---------------------------------------------------------------- 2. the same scores, unscaled and scaled
@@ -274,7 +301,7 @@ def _map_ticks_and_hover(
     if f == 1:
         custom = None if maps.raw is None else _f32(maps.raw)
         hover = where + "q·k = %{customdata:.4g}<br>" + style.t("fig.weight") + " %{z:.4f}<extra>{name}</extra>"
-        return _key_ticks(labels, range(t)), custom, hover
+        return _key_ticks(labels, range(t), style.present), custom, hover
     hover = where + style.t("sat.fig.block_max") + " %{z:.4f}<extra>{name}</extra>"
     return _block_ranges(maps.unscaled.shape[0], f, t), None, hover
 
@@ -453,9 +480,8 @@ def _panel(
     if kind == "share":
         layout[ykey].update(range=[lo, hi])
     else:
-        layout[ykey].update(type="log", range=[math.log10(lo), math.log10(hi)])
-        if kind == "norm":  # 10⁻⁴ rather than 100µ
-            layout[ykey]["exponentformat"] = "power"
+        # every label written out at the tick font: 10⁻⁴ rather than 100µ, no small bare 2s and 5s
+        layout[ykey].update(type="log", range=[math.log10(lo), math.log10(hi)], **log_ticks((lo, hi), kind == "norm"))
     layout[xkey].update(_d_k_axis(style, [int(d) for d in arrays[False]["d_k"]]))
 
 
@@ -557,7 +583,7 @@ def saturation_curves_figure(
     d_values = [int(d) for d in d_values_arr]
     names = [style.t(p[1], thr=SATURATION_THRESHOLD) for p in CURVE_PANELS]
     if style.present:  # a 16:9 slide: the four panels side by side, each as tall as the slide allows
-        layout = _grid(1, 4, [_two_lines(n) for n in names], h_space=0.075)
+        layout = _grid(1, 4, names, h_space=0.075)  # each name in lines as wide as its panel (_layout)
     else:
         layout = _grid(2, 2, names, h_space=0.1, v_space=0.22)
     data: list[dict] = []
@@ -569,7 +595,7 @@ def saturation_curves_figure(
         _panel(data, layout, curves, i, column, kind, _y_range(values, kind))
         layout[_axes(i)[3]]["title"] = dict(text=style.t(axis_key))
     title = _sweep_title("sat.fig.curves_title", sweep, n_samples, seq_len, temperature, d_k, style)
-    return plain_figure(data, _layout(layout, title, style, 420 if style.present else 560), style)
+    return plain_figure(data, _layout(layout, title, style, 420 if style.present else 560, data), style)
 
 
 def gradient_curves_figure(
@@ -612,7 +638,7 @@ def gradient_curves_figure(
             elif kind == "share":
                 layout[ykey]["title"] = dict(text=style.t("sat.fig.ax_rows"))
     title = _sweep_title("sat.fig.grad_title", sweep, n_samples, seq_len, temperature, d_k, style)
-    return plain_figure(data, _layout(layout, title, style, 480 if style.present else 780), style)
+    return plain_figure(data, _layout(layout, title, style, 480 if style.present else 780, data), style)
 
 
 # ---------------------------------------------------------------- 5. one row and its Jacobian
@@ -630,7 +656,7 @@ def _weight_bars(p: np.ndarray, z: np.ndarray, labels: list[str], style: Style, 
         yaxis=yref,
     )
     if t <= MAX_LABELLED_KEYS:
-        bar["x"] = _key_ticks(labels, range(t))
+        bar["x"] = _key_ticks(labels, range(t), style.present)
         bar["hovertemplate"] = style.t("fig.key") + " %{x}<br>z = %{customdata:.4g}<br>p = %{y:.5f}<extra></extra>"
     else:  # the synthetic key labels are "t<position>": the position says it all
         bar.update(x0=0, dx=1)
@@ -655,7 +681,7 @@ def row_figure(
     (``row.keys``); rows of more than 256 keys draw their bars against the key position.
     """
     t = row.p.shape[0]
-    jt = _key_ticks(labels, row.keys)
+    jt = _key_ticks(labels, row.keys, style.present)
     titles = [
         style.t("sat.fig.row_bars", q=query_label, mw=f"{row.max_weight:.4f}", ent=f"{row.entropy:.3f}"),
         style.t("sat.fig.row_jac", norm=f"{row.jacobian_norm:.4g}"),
@@ -695,7 +721,7 @@ def row_figure(
     title = formula
     if len(row.keys) < t:
         title += "<br>" + style.t("sat.fig.jac_top", k=len(row.keys), t=t)
-    return plain_figure(data, _layout(layout, title, style, 460 if style.present else 390), style)
+    return plain_figure(data, _layout(layout, title, style, 460 if style.present else 390, data), style)
 
 
 # ---------------------------------------------------------------- 6. float16 numerics
@@ -749,7 +775,8 @@ def _float16_bars(demo: Float16Demo, keys: np.ndarray, ticks: list[str], style: 
                 y=_f32(np.full(len(bad), NON_FINITE_Y)),
                 mode="markers+text",
                 text=[str(words[i]) for i in bad],
-                textposition="top center",
+                # beside the mark, inside the band above the bars (above it the text would reach the panel's title)
+                textposition=["middle left" if 2 * i >= len(keys) else "middle right" for i in bad],
                 name="non-finite",
                 marker=dict(symbol="x", size=_marker_size(style), color=UNSCALED_COLOR),
                 showlegend=False,
@@ -839,7 +866,7 @@ def float16_figure(
     """
     t = len(labels)
     keys = float16_keys(demo)
-    ticks = _key_ticks(labels, keys)
+    ticks = _key_ticks(labels, keys, style.present)
     n_inf = int(np.isinf(demo.exp_naive).sum())
     row_title = style.t(
         "sat.fig.fp16_row1" if n_inf == 1 else "sat.fig.fp16_row", n_inf=n_inf, t=t, total=_fmt_special(demo.sum_naive)
@@ -852,13 +879,16 @@ def float16_figure(
     layout["xaxis"].update(title=dict(text=style.t("fig.key")), type="category", tickangle=-60)
     # weights live in 0..1; the band above holds the inf/NaN flags of the naive softmax
     layout["yaxis"].update(
-        title=dict(text=style.t("sat.fig.weight_axis")), range=[0, 1.22], tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1]
+        title=dict(text=style.t("sat.fig.weight_axis")),
+        range=[0, 1.22],
+        tickvals=[0, 0.5, 1] if style.present else [0, 0.2, 0.4, 0.6, 0.8, 1],  # a slide's plot is short
     )
     layout["xaxis2"].update(_d_k_axis(style, d_values))
-    layout["yaxis2"].update(title=dict(text=style.t("sat.fig.fp16_axis")), range=[0, 1.05], tickformat=".0%")
+    rows_axis = style.t("sat.fig.fp16_axis_short" if style.present else "sat.fig.fp16_axis")  # a slide's plot is short
+    layout["yaxis2"].update(title=dict(text=rows_axis), range=[0, 1.05], tickformat=".0%")
     layout.update(barmode="group")
     title = style.t("sat.fig.fp16_title", d=d_k, lim=f"{math.log(FLOAT16_MAX):.2f}", max=f"{FLOAT16_MAX:.0f}")
-    return plain_figure(data, _layout(layout, title, style, 480 if style.present else 400), style)
+    return plain_figure(data, _layout(layout, title, style, 480 if style.present else 400, data), style)
 
 
 def _fmt_special(x: float) -> str:

@@ -483,10 +483,17 @@ def analogy_rows(k: int, channels: int, style: figures.Style) -> tuple[list[str]
     return header, rows
 
 
-def analogy_view(k: int, channels: int, style: figures.Style) -> View:
+ANALOGY_SLIDE_ROWS = 3  # rows of the analogy a slide shows: six rows of up to three lines of 21 px outgrow one
+
+
+def analogy_view(k: int, channels: int, style: figures.Style, part: int | None = None) -> View:
+    """The analogy's table; ``part`` i: its rows i·3 .. i·3 + 2 alone (a slide's share), None: all of them."""
     header, rows = analogy_rows(k, channels, style)
+    if part is not None:
+        rows = rows[part * ANALOGY_SLIDE_ROWS : (part + 1) * ANALOGY_SLIDE_ROWS]
     fig = cfig.analogy_figure(header, rows, style.t("conv.analogy_title", k=k, n=k * k), style)
-    return View(f"conv_analogy_k{k}", fig, pd.DataFrame(rows, columns=header))
+    name = f"conv_analogy_k{k}" + ("" if part is None else f"_part{part + 1}")
+    return View(name, fig, pd.DataFrame(rows, columns=header))
 
 
 # ---------------------------------------------------------------- the command line's charts

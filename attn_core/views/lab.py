@@ -258,9 +258,15 @@ def loss_view(df: pd.DataFrame, exp: Experiment, style: figures.Style, column: s
         x_max,
         style.t(f"lab.title_{column}", exp=style.t(f"opt.experiment.{exp.name}")),
         style,
-        mark_step(exp),
+        mark_of(exp, style),
     )
     return View(f"lab_{exp.name}_{column}", fig, df)
+
+
+def mark_of(exp: Experiment, style: figures.Style) -> tuple[int, str] | None:
+    """The dotted line of the experiment's curves (:func:`mark_step`) and what it marks, said on the chart."""
+    step = mark_step(exp)
+    return None if step is None else (step, style.t(f"lab.mark_{exp.name}", n=step))
 
 
 def mark_step(exp: Experiment) -> int | None:

@@ -38,3 +38,20 @@ def test_line_image_in_chinese_and_sweep(watch):
     assert_clean(watch)
     assert watch.pushed_margins() == []
     watch.shot("conv-sweep")
+
+
+def test_the_image_upload_speaks_the_pages_language(watch):
+    """Streamlit writes its uploader's button ("Upload") and the server's size limit ("200MB per file") in English:
+    a Chinese page showed both (and the page takes 2 MiB, as its label says): the note is hidden, the button says
+    上传."""
+    watch.open("conv_attention?view=image&lang=zh")
+    zone = ".st-key-conv_upload [data-testid='stFileUploaderDropzone']"
+    drawn = watch.page.locator(zone).inner_text()
+    assert "Upload" not in drawn and "200MB" not in drawn, drawn
+    label = watch.page.evaluate(
+        f"""() => getComputedStyle(document.querySelector("{zone} button [data-testid='stMarkdownContainer']"),
+                                   '::after').content"""
+    )
+    assert label == '"上传"'
+    assert "2 MiB" in watch.page.locator(".st-key-conv_upload").inner_text()  # the page's own limit, in its label
+    assert_clean(watch)

@@ -44,6 +44,7 @@ PHONE_UA = (
 )
 MIN_SLIDE_PX = 20
 FIRST_SCREEN_PX = 250  # px of a chart the first screen of a page shows at 1280×720 in its normal mode
+CHART_WAIT_MS = 5_000  # how long a loaded page is given for its first chart to be drawn
 MAX_SLIDES = 12  # a page's slide stepper is walked at most this far (a guard against a stepper that never ends)
 
 
@@ -98,8 +99,19 @@ class Audit:
         return f"{path}?{'&'.join(parts)}"
 
     def open(self, url: str) -> None:
+        """Load a page and wait for its run and for its first chart to be drawn: a chart is a component whose
+        script (and plotly) a new browser context fetches after the run is over, so the page looked settled before
+        any chart was on it (a first screen of 0 px of chart, a slide audited blank). A page without charts is
+        given :data:`CHART_WAIT_MS` for one to appear."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
         self.w.page.goto(self.w.base_url + "/" + url.lstrip("/"))
         self.w.page.wait_for_selector("[data-testid='stMain'] h1", timeout=120_000)
+        self.w.wait_idle(120_000)
+        try:
+            self.w.page.wait_for_selector("[data-testid='stMain'] .js-plotly-plot .main-svg", timeout=CHART_WAIT_MS)
+        except PlaywrightTimeout:
+            return  # a screen without a chart (a calculator, a table)
         self.w.wait_idle(120_000)
 
     def look(self, label: str, slide: bool) -> None:
