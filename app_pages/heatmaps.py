@@ -124,7 +124,8 @@ elif p.view == "steps":
     if hw is None:
         ui.stop()
     first, *window_note = hm.step_notes(p, hw, style)
-    st.markdown(first)
+    if not ui.present():  # a slide's stepper names the head and its KV head
+        st.markdown(first)
     for note in window_note:
         st.caption(note)
     n_cols = hm.step_columns(hw, style)  # one chart a row when the key labels need the whole width
@@ -132,8 +133,8 @@ elif p.view == "steps":
     sentences = hm.step_sentences(p, hw, style, (model, att) if model is not None else None)
     if ui.present():
         # one step per slide; Page Down / Page Up (what a clicker sends) move through them
-        i = ui.slide_controls("slide", len(steps))
-        st.markdown(f"### {i + 1}. {sentences[i]}")
+        i = ui.slide_controls("slide", len(steps), label=lambda k: hm.step_label(hw, k, len(steps), style))
+        st.markdown(f"**{i + 1}.** {sentences[i]}")
         ui.show_view(steps[i], f"step{i}")
     else:
         ui.show_steps(steps, sentences, n_cols)

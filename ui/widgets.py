@@ -452,12 +452,13 @@ def _shift_slide(key: str, step: int, n: int) -> None:
     st.session_state[key] = min(max(int(st.session_state.get(key, 0)) + step, 0), n - 1)
 
 
-def slide_controls(key: str, n: int) -> int:
+def slide_controls(key: str, n: int, label: Callable[[int], str] | None = None) -> int:
     """Previous / Next buttons over ``n`` slides; returns the index. The clicker keys (Page Down / Page Up, arrows,
     space: ``ui/assets/clicker.js``) press them, or a lecture deck's when one is open.
 
     The index lives in session state and in the URL (``?slide=3``), so a bookmark
-    opens the lecture at the same step.
+    opens the lecture at the same step. ``label(index)``: what the slide shows, written over its progress bar
+    (default "Step 2 of 8").
     """
     seen_on = st.session_state.get(f"_{key}_page")  # a deck's slide sets the index and clears this
     if key not in st.session_state or (seen_on is not None and seen_on != page_script_hash()):  # new, or another page's
@@ -485,7 +486,7 @@ def slide_controls(key: str, n: int) -> int:
             on_click=_shift_slide,
             args=(key, 1, n),
         )
-        mid.progress((idx + 1) / n, text=t("ui.slide", i=idx + 1, n=n))
+        mid.progress((idx + 1) / n, text=label(idx) if label is not None else t("ui.slide", i=idx + 1, n=n))
         mid.caption(t("ui.slide_keys"))
     _write_url(key, str(idx + 1), "1")
     _remember(key, idx + 1, 1)

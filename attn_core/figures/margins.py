@@ -478,7 +478,8 @@ def _colorbar_push(layout: dict, data: list[dict]) -> float:
         size = _font(bar, "tickfont", font)
         labels = [text_width(s, size) for s in _linear_labels(lo, hi, bar.get("tickformat"))]
         title = bar.get("title") or {}
-        title_w = text_width(title["text"], _font(title, "font", font)) if title.get("text") else 0.0
+        lines = re.split(r"<br\s*/?>", str(title.get("text") or ""), flags=re.I)  # a title in lines: its widest
+        title_w = max(text_width(line, _font(title, "font", font)) for line in lines) if title.get("text") else 0.0
         need = max(need, _colorbar_width(max(labels, default=0.0), title_w, size))
     return need
 
