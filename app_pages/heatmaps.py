@@ -15,11 +15,12 @@ with ui.controls_box():
     c1, c2, c3 = st.columns([1.3, 1, 1], gap="large")
     with c1:
         v = {"attn_from": ui.control(P, "attn_from", widget="select")}
-        v |= ui.token_input(P, cut_note=v["attn_from"] == "seeded")  # a model reads the whole text
+        lang = ui.style().lang  # the example sentence in the viewer's language, until one is typed or linked
+        v |= ui.token_input(P, cut_note=v["attn_from"] == "seeded", default_text=hm.default_text(lang))
         if v["attn_from"] == "seeded":
             v["cross"] = ui.control(P, "cross")
         if v.get("cross"):
-            v["cross_text"] = ui.control(P, "cross_text", height=68)
+            v["cross_text"] = ui.control(P, "cross_text", height=68, default=hm.default_cross(lang))
             ui.note_cut(v["cross_text"])
     model = ui.model(lambda: v["attn_from"]) if v["attn_from"] != "seeded" else None
     if v["attn_from"] != "seeded":

@@ -50,12 +50,37 @@ from attn_core.views.base import (  # noqa: F401
 )
 
 DEFAULT_CROSS = "Le chat était fatigué ."
+# the example sentence and cross-attention context in each language (11 tokens: a slide labels every one);
+# a typed text, or a link's, stays as it is
+DEFAULT_TEXTS = {"en": DEFAULT_TEXT, "zh": "猫坐在垫子上，它累了。"}
+DEFAULT_CROSSES = {"en": DEFAULT_CROSS, "zh": "小猫很累。"}
 VIEW_FIELD = "view"
 PAGE_VIEWS = ("grid", "zoom", "steps", "shapes", "entropy")  # what the page offers, in its order
 VIEW_NAMES = ("grid", "zoom", "steps", "entropy")  # what the command line draws (the shapes are a table)
 FIT_FROM_KEYS = 64  # longer rows spread their weight thin (about 1/T each): the colour scale is fitted from here
 ENTROPY_SIDE = 8  # the entropy view needs no map: the smallest pooled grid goes with it
 ATTN_FROM = ("seeded", "smollm2-135m", "minilm-l6")  # the seeded layer, or a shipped pretrained model's layer
+
+
+def default_text(lang: str) -> str:
+    """The page's example sentence in ``lang`` (English for a language without one)."""
+    return DEFAULT_TEXTS.get(lang, DEFAULT_TEXT)
+
+
+def default_cross(lang: str) -> str:
+    """The cross-attention context of the example in ``lang``."""
+    return DEFAULT_CROSSES.get(lang, DEFAULT_CROSS)
+
+
+def in_language(p: Params, lang: str) -> Params:
+    """``p`` with the example sentence and context in ``lang`` where it holds the English ones (a link or a command
+    line that set no text): what the page shows a viewer of that language."""
+    changes = {}
+    if p.text == DEFAULT_TEXT and default_text(lang) != DEFAULT_TEXT:
+        changes["text"] = default_text(lang)
+    if p.cross_text == DEFAULT_CROSS and default_cross(lang) != DEFAULT_CROSS:
+        changes["cross_text"] = default_cross(lang)
+    return with_values(p, **changes) if changes else p
 
 
 def default_cscale(t_k: int) -> str:
@@ -933,6 +958,7 @@ def shapes_note(p: Params, style: figures.Style, model: LoadedModel | None = Non
 def views(p: Params, style: figures.Style, which: str | Sequence[str] | None = None, device: str = "cpu") -> list[View]:
     """The charts of ``which`` views (default: the page's current view, if it draws one) for ``p``."""
     default = [p.view] if p.view in VIEW_NAMES else ["grid"]
+    p = in_language(p, style.lang)
     if p.from_model:
         model = load_model(p.attn_from, device=device)
         att = capture_layer(model, model_text(p), model_layer_of(p, model))
@@ -992,6 +1018,7 @@ def slide_shown(p: Params, style: figures.Style, steps: dict[str, int], device: 
     """What a slide of this page shows (slide mode): the current view's charts and the summary line; the
     step-by-step view one step a slide (``steps["slide"]``, 1-based) with its sentence; the shapes a table (no
     chart). A pretrained model's layer says its own sentences on the page; here only the charts."""
+    p = in_language(p, style.lang)
     said = [] if p.from_model else [summary(p, style)]
     if p.view == "shapes":
         return Shown([], [] if p.from_model else [shapes_note(p, style)])
