@@ -59,8 +59,6 @@ with ui.drawer():  # slide mode: in the controls bar, the slide keeps its room f
     st.markdown(hm.summary(p, ui.style()))
 for note in hm.model_notes(model, att, ui.style()) if model is not None else []:
     st.caption(note)
-if model is None:
-    ui.random_weights_note()
 
 style = ui.style()
 p = hm.with_values(p, view=ui.control(P, "view"))
@@ -150,3 +148,5 @@ else:
     v = ui.view(hm.entropy_view, pm.entropy, pm.tokens_q, p.n_heads, p.n_kv_heads, style)
     ui.show_view(v, "entropy")
     ui.help_expander("heatmap.entropy_help")
+if model is None:  # after the chart: the first screen shows the chart
+    st.caption(ui.t("heatmap.random_short", seed=p.seed))

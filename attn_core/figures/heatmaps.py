@@ -65,6 +65,7 @@ __all__ = [
     "grid_meta",
     "MatrixSpec",
     "matrix_figure",
+    "CHART_META",
     "ENTROPY_MAX_POINTS",
     "entropy_figure",
 ]
@@ -475,7 +476,8 @@ class MatrixSpec:
     ``height`` a fixed height in px; ``plot_px`` the px of x axis the labels must fit, or ``chart_px`` the
     chart's whole width (its labels and colour bar taken off: default the full width, :data:`CHART_PX`);
     ``label_cols`` False leaves the columns (dimensions) to plotly; ``slide_h`` the px a slide leaves the chart
-    (its rows are planned for that height: Streamlit stretches a slide's chart to the room it has).
+    (its rows are planned for that height: Streamlit stretches a slide's chart to the room it has);
+    ``bar_below``: the colour bar under the chart, horizontal (a narrow chart's cells keep its width).
     """
 
     mat: np.ndarray
@@ -491,6 +493,7 @@ class MatrixSpec:
     label_cols: bool = True
     chart_px: int | None = None
     slide_h: int | None = None
+    bar_below: bool = False
 
 
 def _matrix_traces(spec: MatrixSpec, z: np.ndarray, style: Style) -> tuple[list[dict], dict]:
@@ -606,13 +609,32 @@ def matrix_figure(spec: MatrixSpec, style: Style = Style()) -> go.Figure:
         layout["coloraxis"] = caxis
         reserve_margins({"data": data, "layout": layout}, width=chart_px)  # what apply_fonts would add
         m = layout["margin"]
+        if spec.bar_below:  # the colour bar under the chart: the room at its right goes to the cells
+            m["r"] = 16
         if spec.plot_px:
             break
         plot_px = chart_px - m["l"] - m["r"]
         if style.present and spec.slide_h:
             area_h = spec.slide_h - m["t"] - m["b"]
+    if spec.bar_below:
+        caxis["colorbar"] = _bar_below(caxis["colorbar"])
+        m["b"] += BAR_BELOW_PX
+        layout["height"] += BAR_BELOW_PX
+    layout["meta"][CHART_META] = chart_px  # the width its labels were planned for (a phone scrolls a wider one)
     # eight of these per step-by-step view: plain dicts, no per-property validation (see heatmap_grid)
     return PlainFigure(data, layout)
+
+
+BAR_BELOW_PX = 62  # px under a chart's key labels for a horizontal colour bar, its numbers and its title
+CHART_META = "chart_px"  # layout.meta key: the px across the chart its labels were planned for
+
+
+def _bar_below(bar: dict) -> dict:
+    """A colour bar laid under the chart, horizontal: beside a narrow chart it would take a third of its width."""
+    out = dict(bar, orientation="h", thickness=12, len=0.75, ypad=4, x=0.5, xanchor="center")
+    out.update(yref="container", y=0.0, yanchor="bottom")
+    out["title"] = {**(bar.get("title") or {}), "side": "right"}
+    return out
 
 
 ENTROPY_MAX_POINTS = 512  # per head line; longer sequences are averaged over blocks of positions

@@ -642,20 +642,20 @@ def clicked(points: object, index: int, kind: str | None, limit: int) -> int | N
 
 
 STEP_NAMES = ("q", "k", "v", "scores", "scaled", "masked", "softmax", "output")
-STEP_HALF_PX = 334  # px across a step chart in one of two page columns: half the narrowest main column, less a gap
+STEP_HALF_PX = 358  # px across a step chart beside another: a phone's width (half a 1280 px main column is 384)
 STEP_SLIDE_H = 430  # px a slide leaves a step's chart at 1280 × 720, under the title, stepper and sentence
 
 
 def step_columns(hw: HeadWindow, style: figures.Style) -> int:
-    """Step charts side by side (2) or one per row (1): two only while every key label fits half the width at
-    the page's own font."""
+    """Step charts side by side (2) or one per row (1): two while every key label fits a chart of
+    :data:`STEP_HALF_PX` (its colour bar under it) at a readable font; such charts fit a phone as they are."""
     if style.present:
         return 1
     lk = [f"{tok} ({hw.k0 + i})" for i, tok in enumerate(hw.tokens_k)]
-    spec = figures.MatrixSpec(hw.weights, lk, lk, "", chart_px=STEP_HALF_PX)  # the key labels are the widest
+    spec = figures.MatrixSpec(hw.weights, lk, lk, "", chart_px=STEP_HALF_PX, bar_below=True)  # keys: the widest
     x_axis = figures.matrix_figure(spec, style).__dict__["_plain"][1]["xaxis"]
-    every = len(x_axis.get("tickvals", ())) == len(lk) and x_axis["tickfont"]["size"] >= style.font
-    return 2 if every else 1
+    readable = x_axis["tickfont"]["size"] >= figures.READABLE_TICK_FONT[False]
+    return 2 if len(x_axis.get("tickvals", ())) == len(lk) and readable else 1
 
 
 def step_views(hw: HeadWindow, style: figures.Style, columns: int = 1) -> list[View]:
@@ -693,7 +693,7 @@ def step_views(hw: HeadWindow, style: figures.Style, columns: int = 1) -> list[V
         ("output", t("heatmap.step_output"), hw.head_output, lq, dims, "values", None, q_t, d_t, sq),
     ]
     views = []
-    chart_px = STEP_HALF_PX if columns > 1 else None
+    chart_px = STEP_HALF_PX if columns > 1 else None  # side by side: narrow, the colour bar under each
     for name, title, mat, rows, cols, kind, mask, rt, ct, shape in spec:
         matrix = figures.MatrixSpec(
             mat,
@@ -707,6 +707,7 @@ def step_views(hw: HeadWindow, style: figures.Style, columns: int = 1) -> list[V
             label_cols=cols is lk,
             chart_px=chart_px,
             slide_h=STEP_SLIDE_H,
+            bar_below=columns > 1,
         )  # key tokens; Q, K, V dimensions are not labelled each
         fig = figures.matrix_figure(matrix, style)
         data = mat if mask is None else np.where(mask, mat, -np.inf)
