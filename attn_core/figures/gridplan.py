@@ -222,14 +222,15 @@ def slide_capacity(text: GridText, style: Style, most: int) -> tuple[int, int]:
     return ncols, nrows
 
 
-def slide_plan(hs: int, text: GridText, style: Style, base_cols: int) -> GridPlan:
+def slide_plan(hs: int, text: GridText, style: Style, base_cols: int, compact: bool = False) -> GridPlan:
     """A slide's grid of ``hs`` panels: as many a row as it holds, rows as even as they can be (8 panels: two
-    rows of 4, not 5 and 3). More panels than it labels in full (:func:`slide_capacity`: a grid not paged) are
-    laid out ``base_cols`` a row, their labels thinned."""
+    rows of 4, not 5 and 3). More panels than it labels in full (:func:`slide_capacity`: a grid not paged, the
+    command line's) are laid out as on a page (:func:`grid_plan`, ``compact`` for pooled maps): taller than a
+    slide, squeezed into it."""
     noted = _noted(text, style)
     ncols, nrows = slide_capacity(noted, style, hs)
     if ncols * nrows < hs:  # more than a slide holds (a grid not paged): as a page lays it out, squeezed
-        return grid_plan(hs, base_cols, noted, style, compact=True)
+        return grid_plan(hs, base_cols, noted, style, compact=compact)
     nrows = -(-hs // ncols)
     ncols = -(-hs // nrows)
     width = _panel_w(plot_width(noted, style), ncols)

@@ -199,7 +199,7 @@ def _plan(grid: HeadGrid, style: Style) -> GridPlan:
     notes = len(grid.notes)
     base_cols = grid_columns(grid.n_heads, grid.n_kv_heads) if hs == grid.n_heads else min(hs, 4)
     if style.present:
-        return slide_plan(hs, grid_text(grid, style, notes), style, base_cols)
+        return slide_plan(hs, grid_text(grid, style, notes), style, base_cols, compact=grid.pooled)
     return grid_plan(hs, base_cols, grid_text(grid, style, notes), style, min_h=grid.panel_px, compact=grid.pooled)
 
 

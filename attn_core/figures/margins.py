@@ -67,7 +67,8 @@ _WIDTHS = (
 )
 _DEFAULT_EM = 0.6  # any other character: wider than most
 _SUPERSCRIPT = 1.0  # plotly's <sup> (the exponent of 10⁻⁵): as wide as full-size text, measured
-_TAG = re.compile(r"<[^>]+>")
+# plotly's own tags; any other text between angle brackets is drawn as it is (a byte token of SmolLM2: "<E7>")
+_TAG = re.compile(r"</?(?:b|i|em|strong|sub|sup|br|span|a|s|u)\b[^>]*>", flags=re.I)
 
 # Streamlit's chart theme and what plotly adds around labels (px), from the app measured in Chromium.
 _STANDOFF = {"x": 20, "y": 24}  # axis title standoff: spacing xl (x), twoXL (y)

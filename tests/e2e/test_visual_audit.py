@@ -45,6 +45,9 @@ PHONE_UA = (
 MIN_SLIDE_PX = 20
 FIRST_SCREEN_PX = 250  # px of a chart the first screen of a page shows at 1280×720 in its normal mode
 MAX_SLIDES = 12  # a page's slide stepper is walked at most this far (a guard against a stepper that never ends)
+# every chart element of the page (ui.plotly_live's component) holds a drawn plotly chart
+CHARTS_DRAWN_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .stBidiComponent')]
+  .filter(e => e.getBoundingClientRect().width > 0).every(e => e.querySelector('.main-svg'))"""
 
 
 def english_words() -> list[str]:
@@ -98,6 +101,9 @@ class Audit:
     def open(self, url: str) -> None:
         self.w.page.goto(self.w.base_url + "/" + url.lstrip("/"))
         self.w.page.wait_for_selector("[data-testid='stMain'] h1", timeout=120_000)
+        self.w.wait_idle(120_000)
+        # a browser's first page loads the charts' module late: the page is idle before a chart is drawn
+        self.w.page.wait_for_function(CHARTS_DRAWN_JS, timeout=120_000)
         self.w.wait_idle(120_000)
 
     def look(self, label: str, slide: bool) -> None:
