@@ -1,6 +1,6 @@
 """Where the panels of a head grid go and how their labels are drawn, for the width the chart really gets.
 
-A page's grid is planned for its narrowest main column (:data:`~.labels.CHART_PX`): the most panels a row whose
+A page's grid is planned for a 1280 px window's main column (:data:`~.labels.CHART_PX`): the most panels a row whose
 labels fit, a panel as tall as its row labels need. A slide's grid has the slide's box (its width at 1024 × 768,
 its height at 1280 × 720: :data:`~.labels.SLIDE_CHART_H`) and type of at least the style's font (20 px): it shows
 as many panels as that box labels in full (:func:`slide_capacity`) and a lecturer pages through the rest, a KV
@@ -32,7 +32,18 @@ from attn_core.figures.labels import (
 )
 from attn_core.figures.margins import reserve_margins
 
-__all__ = ["GAP_PX", "GridPlan", "GridText", "grid_plan", "slide_capacity", "slide_pages", "top_margin"]
+__all__ = [
+    "GAP_PX",
+    "GridPlan",
+    "GridText",
+    "grid_plan",
+    "plot_width",
+    "slide_capacity",
+    "slide_pages",
+    "slide_plan",
+    "title_px",
+    "top_margin",
+]
 
 GAP_PX = 20  # px between panels side by side; rows of panels are apart by their titles' height (title_px)
 MIN_PANEL_PX = 80  # px: the least height of a panel

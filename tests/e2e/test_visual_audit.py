@@ -22,6 +22,7 @@ slide mode is laid out for a projector.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -92,6 +93,7 @@ class Audit:
         self.size, self.lang, self.phone = size, lang, phone
         self.findings: list[str] = []
         self.errors_seen = 0
+        self.opened = False
         SHOTS.mkdir(parents=True, exist_ok=True)
 
     def url(self, path: str, query: str, slide: bool) -> str:
@@ -99,11 +101,17 @@ class Audit:
         return f"{path}?{'&'.join(parts)}"
 
     def open(self, url: str) -> None:
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
         self.w.page.goto(self.w.base_url + "/" + url.lstrip("/"))
         self.w.page.wait_for_selector("[data-testid='stMain'] h1", timeout=120_000)
         self.w.wait_idle(120_000)
-        # a browser's first page loads the charts' module late: the page is idle before a chart is drawn
-        self.w.page.wait_for_function(CHARTS_DRAWN_JS, timeout=120_000)
+        # a browser's first page loads the charts' module late: the page is idle before a chart is there at all
+        if not self.opened:
+            self.opened = True
+            with contextlib.suppress(PlaywrightTimeout):  # a first screen without a chart (a calculator)
+                self.w.page.wait_for_selector("[data-testid='stMain'] .js-plotly-plot .main-svg", timeout=20_000)
+        self.w.page.wait_for_function(CHARTS_DRAWN_JS, timeout=120_000)  # and each chart is drawn
         self.w.wait_idle(120_000)
 
     def look(self, label: str, slide: bool) -> None:
