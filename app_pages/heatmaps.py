@@ -15,11 +15,12 @@ with ui.controls_box():
     c1, c2, c3 = st.columns([1.3, 1, 1], gap="large")
     with c1:
         v = {"attn_from": ui.control(P, "attn_from", widget="select")}
-        v |= ui.token_input(P, cut_note=v["attn_from"] == "seeded")  # a model reads the whole text
+        lang = ui.style().lang  # the example sentence in the viewer's language, until one is typed or linked
+        v |= ui.token_input(P, cut_note=v["attn_from"] == "seeded", default_text=hm.default_text(lang))
         if v["attn_from"] == "seeded":
             v["cross"] = ui.control(P, "cross")
         if v.get("cross"):
-            v["cross_text"] = ui.control(P, "cross_text", height=68)
+            v["cross_text"] = ui.control(P, "cross_text", height=68, default=hm.default_cross(lang))
             ui.note_cut(v["cross_text"])
     model = ui.model(lambda: v["attn_from"]) if v["attn_from"] != "seeded" else None
     if v["attn_from"] != "seeded":
@@ -58,8 +59,6 @@ with ui.drawer():  # slide mode: in the controls bar, the slide keeps its room f
     st.markdown(hm.summary(p, ui.style()))
 for note in hm.model_notes(model, att, ui.style()) if model is not None else []:
     st.caption(note)
-if model is None:
-    ui.random_weights_note()
 
 style = ui.style()
 p = hm.with_values(p, view=ui.control(P, "view"))
@@ -124,7 +123,8 @@ elif p.view == "steps":
     if hw is None:
         ui.stop()
     first, *window_note = hm.step_notes(p, hw, style)
-    st.markdown(first)
+    if not ui.present():  # a slide's stepper names the head and its KV head
+        st.markdown(first)
     for note in window_note:
         st.caption(note)
     n_cols = hm.step_columns(hw, style)  # one chart a row when the key labels need the whole width
@@ -132,8 +132,8 @@ elif p.view == "steps":
     sentences = hm.step_sentences(p, hw, style, (model, att) if model is not None else None)
     if ui.present():
         # one step per slide; Page Down / Page Up (what a clicker sends) move through them
-        i = ui.slide_controls("slide", len(steps))
-        st.markdown(f"### {i + 1}. {sentences[i]}")
+        i = ui.slide_controls("slide", len(steps), label=lambda k: hm.step_label(hw, k, len(steps), style))
+        st.markdown(f"**{i + 1}.** {sentences[i]}")
         ui.show_view(steps[i], f"step{i}")
     else:
         ui.show_steps(steps, sentences, n_cols)
@@ -148,3 +148,5 @@ else:
     v = ui.view(hm.entropy_view, pm.entropy, pm.tokens_q, p.n_heads, p.n_kv_heads, style)
     ui.show_view(v, "entropy")
     ui.help_expander("heatmap.entropy_help")
+if model is None:  # after the chart: the first screen shows the chart
+    st.caption(ui.t("heatmap.random_short", seed=p.seed))

@@ -91,9 +91,28 @@ def export_name(view: str) -> str:
 
 def show_view(view: Any, key: str, name: str | None = None, on_select: Callable[[], None] | None = None) -> None:
     """Draw an :class:`attn_core.views.View` or a :class:`Drawn` one; its table is built only if its CSV is
-    downloaded. ``on_select``: see :func:`show_figure`."""
+    downloaded. ``on_select``: see :func:`show_figure`. A head grid of one panel (a zoom) gets a copy planned for
+    a phone's width too (:func:`show_heads`), shown on a phone only."""
+    if not present() and phone_copies() and _lone_panel(view):
+        show_heads(view, key, name, on_select)
+        return
+    _show_view(view, key, name, on_select)
+
+
+def _show_view(view: Any, key: str, name: str | None = None, on_select: Callable[[], None] | None = None) -> None:
     fig = SerialisedFigure(view.spec, view.looks) if isinstance(view, Drawn) else view.figure
     show_figure(fig, key, data=view.source, name=name or view.name, on_select=on_select)
+
+
+def _lone_panel(view: Any) -> bool:
+    """Whether ``view`` is a head grid of one panel (a one-head zoom)."""
+    if isinstance(view, Drawn):
+        meta = (view.spec.get("layout") or {}).get("meta")
+    else:
+        plain = view.figure.__dict__.get("_plain")
+        meta = plain[1].get("meta") if plain is not None else view.figure.layout.meta
+    grid = figures.grid_meta(meta)
+    return grid is not None and len(grid["heads"]) == 1
 
 
 def show_steps(views: Sequence[Any], sentences: Sequence[str], n_cols: int, key: str = "step", stem: str = "") -> None:
@@ -243,6 +262,19 @@ def run_safely(fn: Callable[[], Any]) -> Any:
         return None
 
 
+def _phone_head(panels: list[tuple[int, str]], key: str) -> int:
+    """A phone's picker of a grid's head (its panels' head numbers)."""
+    labels = [re.sub(r"\D*(\d+).*", r"\1", title) or str(i) for i, (_, title) in enumerate(panels)]
+    return st.segmented_control(
+        t("ui.phone_head"),
+        list(range(len(panels))),
+        default=0,
+        key=f"{key}__head",
+        format_func=lambda j: labels[j],
+        required=True,
+    )
+
+
 def notices(items: Any) -> None:
     """A view model's notices, each ``(Streamlit call: "info", "warning", "caption" ..., text, icon or "")``."""
     for kind, text, icon in items:
@@ -262,27 +294,20 @@ def show_heads(view: Any, key: str, name: str | None = None, on_select: Any = No
     import plotly.io as pio
 
     if not phone_copies():  # a desktop browser: the grid alone, never hidden by the phone CSS
-        show_view(view, key, name, on_select=on_select)
+        _show_view(view, key, name, on_select=on_select)
         return
     with st.container(key=f"wide__{key}"):
-        show_view(view, key, name, on_select=on_select)
+        _show_view(view, key, name, on_select=on_select)
     spec = view.spec if isinstance(view, Drawn) else json.loads(pio.to_json(view.figure, validate=False))
     panels = phone.grid_panels(spec)
-    if not panels:
+    lone = not panels and _lone_panel(view)  # a zoom: its one panel planned for the phone's width, no picker
+    if not panels and not lone:
         return
     with st.container(key=f"phone__{key}"):
         text, _ = figure_title(SerialisedFigure(spec))
         if text:
             body = _SUB_LINE.sub(lambda m: f'<br><span class="attn-sub">{m.group(2)}</span>', text)
             st.markdown(f'<div class="attn-phone-head">{body}</div>', unsafe_allow_html=True)
-        labels = [re.sub(r"\D*(\d+).*", r"\1", title) or str(i) for i, (_, title) in enumerate(panels)]
-        i = st.segmented_control(
-            t("ui.phone_head"),
-            list(range(len(panels))),
-            default=0,
-            key=f"{key}__head",
-            format_func=lambda j: labels[j],
-            required=True,
-        )
+        i = 0 if lone else _phone_head(panels, key)
         one = phone.one_panel(spec, int(i or 0), style())
         plotly_chart(st, SerialisedFigure(one), key=f"{key}__one", config={**PLOT_CONFIG, "displayModeBar": False})

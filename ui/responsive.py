@@ -54,15 +54,29 @@ def _columns(fig: Any) -> int:
     return len(starts)
 
 
+def _planned_px(fig: Any) -> int:
+    """The width a chart's labels were planned for (``layout.meta`` ``chart_px``: a step matrix) where a phone is
+    narrower, else 0."""
+    spec = getattr(fig, "_attn_spec", None)
+    if isinstance(spec, dict):
+        meta = spec.get("layout", {}).get("meta")
+    else:
+        plain = fig.__dict__.get("_plain")
+        meta = plain[1].get("meta") if plain is not None else fig.layout.meta
+    px = meta.get(figures.CHART_META) if isinstance(meta, dict) else None
+    return int(px) if isinstance(px, (int, float)) and px > phone.PHONE_PX + 10 else 0
+
+
 def phone_box(fig: Any, key: str) -> Any:
-    """Where chart ``key`` goes: for panels side by side (or a chart in :data:`WIDE_CHARTS`), a box that on a
-    phone keeps the chart readable (:data:`SCROLL_PX` wide) and scrolls sideways; else None (the chart is drawn
+    """Where chart ``key`` goes: for panels side by side (or a chart in :data:`WIDE_CHARTS`, or one whose labels
+    were planned for a wider chart, :func:`_planned_px`), a box that on a phone keeps the chart readable
+    (:data:`SCROLL_PX` wide, or that width) and scrolls sideways; else None (the chart is drawn
     in place). Either way a title too long for a phone is written above it there (:func:`phone_title`). Only a
     phone's browser, or one we cannot tell, gets the box (:func:`phone_copies`): on a wide screen it is a
     container that does nothing, one more element for every browser of a class on every run."""
     if not phone_copies():
         return None
-    px = WIDE_CHARTS.get(key) or (SCROLL_PX if _columns(fig) > 1 else 0)
+    px = WIDE_CHARTS.get(key) or _planned_px(fig) or (SCROLL_PX if _columns(fig) > 1 else 0)
     if not px:
         return None
     box = st.container(key=f"scroll__{key}")

@@ -18,9 +18,9 @@ import streamlit as st
 from attn_core.views import heatmaps as hm
 
 from .compute import compute, view
-from .core import _notice_if_replaced, _parse_number, _remember, _url_raw, _write_url, count, style, t
+from .core import _notice_if_replaced, _parse_number, _remember, _url_raw, _write_url, count, present, style, t
 from .output import show_heads, show_view
-from .widgets import drawer
+from .widgets import drawer, slide_controls
 
 __all__ = ["FOCUS_TOKEN", "FOCUS_GROUP", "open_zoom", "head_grid"]
 
@@ -111,11 +111,26 @@ def _lines(layer: Any, pm: Any, focus: tuple[int, int]) -> None:
     st.markdown(hm.focus_sentence(rows, s))
 
 
+def _slide_page(pm: Any) -> tuple[int, ...] | None:
+    """Slide mode: the heads of the slide's page of the grid, with a stepper of the pages over the grid (its
+    label names the heads, the clicker presses it); None where one slide shows them all (and on a page)."""
+    if not present():
+        return None
+    s = style()
+    pages = hm.grid_pages(pm, s)  # a few label widths measured: no cache needed
+    if len(pages) < 2:
+        return None
+    at = slide_controls("slide", len(pages), label=lambda i: hm.page_label(pm, pages[i], s))
+    return pages[at]
+
+
 def head_grid(layer: Any, pm: Any, fit: bool, key: str, open_head: Callable[[int], None], hint: str) -> None:
     """The grid of every head of ``pm`` (from the attention source ``layer``) with its click layer: a click on
     a panel calls ``open_head(head)``. Under it, ``hint`` and the pickers that follow one query token: its
     row outlined in the grid's panels of one KV group, and the line view of where it attends there.
-    Maps longer than :data:`attn_core.views.heatmaps.FOCUS_MAX` a side say so instead of the pickers."""
+    Maps longer than :data:`attn_core.views.heatmaps.FOCUS_MAX` a side say so instead of the pickers.
+
+    On a slide, as many panels as a slide labels in full, with a stepper of the rest (:func:`_slide_page`)."""
     box = st.container()
     st.caption(t(hint))
     focus = None
@@ -132,8 +147,11 @@ def head_grid(layer: Any, pm: Any, fit: bool, key: str, open_head: Callable[[int
             )
         )
     with box:
+        heads = _slide_page(pm)
         show_heads(  # on a phone: one head at a time
-            view(hm.grid_view, pm, style(), fit, focus), key, on_select=_on_head_click(key, pm.n_heads, open_head)
+            view(hm.grid_view, pm, style(), fit, focus, heads),
+            key,
+            on_select=_on_head_click(key, pm.n_heads, open_head),
         )
     if focus is not None:
         _lines(layer, pm, focus)

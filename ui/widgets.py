@@ -190,9 +190,14 @@ def _cut_text(key: str, max_chars: int) -> None:
 def text_area(key: str, default: str, max_chars: int, *, container: Any = None, height: int = 90) -> str:
     """A text box bound to the URL parameter ``key`` that keeps at most ``max_chars`` characters and says when it cut
     a text. The browser's own limit (Streamlit's ``max_chars``) is not used: it refuses a longer paste silently and
-    counts an emoji as two characters."""
+    counts an emoji as two characters. A text left at its default follows the default when it changes (a page's
+    example sentence, in the language just chosen)."""
     box = container or st
     raw = _url_raw(key)
+    shown = f"_{key}_default"  # the default the box was drawn with: a text left at it follows a new default
+    if st.session_state.get(shown, default) != default and st.session_state.get(key) == st.session_state[shown]:
+        st.session_state[key] = default  # the example sentence in the language just chosen; a typed text stays
+    st.session_state[shown] = default
     if raw is not None and len(raw) > max_chars and key not in st.session_state:
         st.session_state[key] = raw[:max_chars]
         st.warning(t("ui.text_cut", key=key, n=f"{len(raw):,}", limit=f"{max_chars:,}"), icon="✂️")
@@ -378,17 +383,18 @@ def note_cut(text: str | None) -> None:
         st.warning(t("heatmap.cut", n=n, limit=MAX_TEXT_TOKENS), icon="✂️")
 
 
-def token_input(params: type, cut_note: bool = True) -> dict[str, Any]:
+def token_input(params: type, cut_note: bool = True, default_text: str | None = None) -> dict[str, Any]:
     """The input sequence of a page's ``Params``: ``source``, then ``text`` (its tokens) or ``seq_len`` synthetic ones.
 
     ``cut_note``: say when the text has more tokens than the page's tokenizer keeps (not for a pretrained
-    model, which reads the whole text with its own tokenizer).
+    model, which reads the whole text with its own tokenizer). ``default_text``: the text until one is typed or
+    linked (default the field's own: a page's example in the viewer's language).
     """
     # a link that sets the length of synthetic tokens but no source means synthetic tokens (not the text's)
     synthetic = _url_raw("seq_len") is not None and _url_raw("source") is None
     values: dict[str, Any] = {"source": control(params, "source", **({"default": "synthetic"} if synthetic else {}))}
     if values["source"] == "text":
-        values["text"] = control(params, "text")
+        values["text"] = control(params, "text", **({"default": default_text} if default_text else {}))
         if cut_note:
             note_cut(values["text"])
     else:
@@ -468,12 +474,13 @@ def _shift_slide(key: str, step: int, n: int) -> None:
     st.session_state[key] = min(max(int(st.session_state.get(key, 0)) + step, 0), n - 1)
 
 
-def slide_controls(key: str, n: int) -> int:
+def slide_controls(key: str, n: int, label: Callable[[int], str] | None = None) -> int:
     """Previous / Next buttons over ``n`` slides; returns the index. The clicker keys (Page Down / Page Up, arrows,
     space: ``ui/assets/clicker.js``) press them, or a lecture deck's when one is open.
 
     The index lives in session state and in the URL (``?slide=3``), so a bookmark
-    opens the lecture at the same step.
+    opens the lecture at the same step. ``label(index)``: what the slide shows, written over its progress bar
+    (default "Step 2 of 8").
     """
     seen_on = st.session_state.get(f"_{key}_page")  # a deck's slide sets the index and clears this
     if key not in st.session_state or (seen_on is not None and seen_on != page_script_hash()):  # new, or another page's
@@ -501,7 +508,7 @@ def slide_controls(key: str, n: int) -> int:
             on_click=_shift_slide,
             args=(key, 1, n),
         )
-        mid.progress((idx + 1) / n, text=t("ui.slide", i=idx + 1, n=n))
+        mid.progress((idx + 1) / n, text=label(idx) if label is not None else t("ui.slide", i=idx + 1, n=n))
         mid.caption(t("ui.slide_keys"))
     _write_url(key, str(idx + 1), "1")
     _remember(key, idx + 1, 1)

@@ -3,7 +3,8 @@
 One module per topic plus the common ground:
 
 - :mod:`.base`: :class:`Style` (fonts, colour scales), colours, :func:`apply_fonts`, :func:`base_layout`;
-- :mod:`.labels`: tick plans that label every token a lecturer points at;
+- :mod:`.labels`: tick plans that label every token a lecturer points at, for the width a chart is drawn at;
+- :mod:`.gridplan`: a head grid's panels a row for a page, and the panels a slide holds (the rest paged);
 - :mod:`.heatmaps`: the grid of heads, one matrix, row entropy;
 - :mod:`.tokenmaps`: the grid's click layer, a query row's outline, the line view of one token;
 - :mod:`.kv`, :mod:`.memory`, :mod:`.saturation`: the KV-sharing, KV-cache and saturation figures.

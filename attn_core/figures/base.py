@@ -31,6 +31,9 @@ __all__ = [
     "DIVERGING_SCALE",
     "MASK_GREY",
     "GROUP_COLORS",
+    "GROUP_MIN_LUMINANCE",
+    "GROUP_TEXT_COLORS",
+    "relative_luminance",
     "MAX_HOVER_CELLS",
     "Style",
     "FONTS_SET",
@@ -67,11 +70,18 @@ WEIGHT_SCALE = explicit_scale(pc.sequential.Viridis)
 WEIGHT_SCALE_CONTRAST = explicit_scale(["#000000", *pc.sequential.Inferno[1:]])
 DIVERGING_SCALE = explicit_scale(pc.diverging.RdBu[::-1])  # blue (negative) - white (0) - red (positive)
 MASK_GREY = "#b8b8b8"
-# Okabe-Ito, colour-blind safe; one hue per KV group.
-GROUP_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442", "#000000")
+# Okabe-Ito, colour-blind safe; one hue per KV group. Its eighth colour, black, is a mid grey here (as in the R
+# Graphics Cookbook's colour-blind palette): a KV group's frame lies on its panel's edge cells, and black vanished on
+# the dark end of the weight scales. Every hue has a relative luminance of at least GROUP_MIN_LUMINANCE; the grey
+# also keeps 3:1 against white (the page) and against Viridis' darkest purple.
+GROUP_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442", "#888888")
+# Non-text contrast of 3:1 (WCAG 2.1, 1.4.11) against black, the darkest weight colour of the projector's scale:
+# (L + 0.05) / (0 + 0.05) >= 3, so L >= 0.1. (The darkest hue, the blue, has 0.15.)
+GROUP_MIN_LUMINANCE = 0.1
 # The same hues darkened (each channel scaled) until text in them has 4.5:1 contrast on white (WCAG AA): the orange,
-# sky blue and yellow of GROUP_COLORS have 2.3, 2.3 and 1.3. A dark scheme draws the hues themselves (ui.chart_theme).
-GROUP_TEXT_COLORS = ("#0072B2", "#9E6D00", "#008762", "#A36085", "#C35600", "#3C7DA3", "#7F7822", "#000000")
+# sky blue, yellow and grey of GROUP_COLORS have 2.3, 2.3, 1.3 and 3.5. A dark scheme draws the hues themselves
+# (ui.chart_theme).
+GROUP_TEXT_COLORS = ("#0072B2", "#9E6D00", "#008762", "#A36085", "#C35600", "#3C7DA3", "#7F7822", "#767676")
 MAX_HOVER_CELLS = 60_000
 
 
@@ -467,6 +477,14 @@ def _raw_frame(spec: dict) -> go.Frame:
     frame = go.Frame(_validate=False)
     frame._props.update(spec)
     return frame
+
+
+def relative_luminance(colour: str) -> float:
+    """WCAG 2.1's relative luminance of a ``#rrggbb`` colour: 0 for black, 1 for white."""
+    hexa = colour.lstrip("#")
+    channels = [int(hexa[i : i + 2], 16) / 255 for i in (0, 2, 4)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
 
 
 def group_color(group: int) -> str:

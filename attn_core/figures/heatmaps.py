@@ -16,20 +16,35 @@ from attn_core.figures.base import (
     group_color,
     group_text_color,
 )
+from attn_core.figures.gridplan import (
+    GAP_PX,
+    GridPlan,
+    GridText,
+    grid_plan,
+    slide_capacity,
+    slide_pages,
+    slide_plan,
+    title_px,
+    top_margin,
+)
 from attn_core.figures.labels import (
-    LABEL_PITCH,
+    CHART_PX,
     LABELLED,
-    MAX_GRID_PX,
     MIN_TICK_FONT,
-    PLOT_PX,
-    READABLE_TICK_FONT,
+    ROW_PITCH,
+    SLIDE_CHART_H,
+    SLIDE_STEPPER_PX,
     Ticks,
+    bar_title,
+    key_ticks,
+    label_reach,
+    note_line,
     short_label,
     thinned_note,
     tick_axis,
     tick_plan,
 )
-from attn_core.figures.margins import PINNED, reserve_margins
+from attn_core.figures.margins import PINNED, reserve_margins, text_width
 from attn_core.figures.tokenmaps import ClickPanel, click_layer, click_step, row_outline
 
 __all__ = [
@@ -39,13 +54,18 @@ __all__ = [
     "grid_side",
     "block_labels",
     "GridPlan",
+    "GridText",
     "grid_plan",
+    "slide_capacity",
+    "slide_pages",
+    "slide_plan",
     "HeadGrid",
     "heatmap_grid",
     "GRID_META",
     "grid_meta",
     "MatrixSpec",
     "matrix_figure",
+    "CHART_META",
     "ENTROPY_MAX_POINTS",
     "entropy_figure",
 ]
@@ -78,60 +98,17 @@ def block_labels(tokens: list[str] | tuple[str, ...], start: int, stop: int, fac
 
 # ---- token labels: every token labelled up to 64 a side, in every mode
 # Plotly's category axes drop labels that would overlap (every second or third token at 11 tokens with
-# 8 heads). Ticks are therefore set explicitly, at a font size and a panel size that let every one fit.
-@dataclass(frozen=True)
-class GridPlan:
-    """Panels per row, panel size (px) and the ticks of a grid of ``r × c`` heatmaps."""
-
-    ncols: int
-    panel_w: float
-    panel_h: int
-    x: Ticks
-    y: Ticks
-
-
-def grid_plan(
-    hs: int, base_cols: int, r: int, c: int, style: Style, min_h: int | None = None, title_px: int = 24
-) -> GridPlan:
-    """The most panels per row (a divisor of ``base_cols``, so KV groups stay together) whose labels fit.
-
-    Cells are square where the height allows (80 to 420 px a panel, at least ``min_h``); a panel is made
-    taller when its row labels need it, for up to :data:`LABELLED` rows. First choice: every label at
-    :data:`READABLE_TICK_FONT` or more; else every label at :data:`MIN_TICK_FONT` or more; else (a grid
-    taller than :data:`MAX_GRID_PX`) the labels are thinned. A side of more than :data:`LABELLED` labels
-    (long or pooled maps) keeps ``base_cols`` panels a row and thins its labels.
-    """
-    width = PLOT_PX[style.present]
-
-    def plan(ncols: int) -> GridPlan:
-        panel_w = (width - 20 * (ncols - 1)) / ncols
-        x = tick_plan(c, panel_w, style)
-        panel_h = int(max(80, min(420, panel_w * r / max(c, 1)), min_h or 0))
-        if r <= LABELLED:  # taller when the row labels need it: as large as the key labels up to 420 px,
-            font = x.font if r * LABEL_PITCH * x.font <= 420 else min(x.font, READABLE_TICK_FONT[style.present])
-            panel_h = max(panel_h, int(np.ceil(r * LABEL_PITCH * font)))  # readable-sized beyond that
-
-        return GridPlan(ncols, panel_w, panel_h, x, tick_plan(r, panel_h, style))
-
-    def height(p: GridPlan) -> int:
-        rows = -(-hs // p.ncols)
-        return rows * p.panel_h + (rows - 1) * title_px
-
-    if max(r, c) > LABELLED:  # thinning is unavoidable: keep the compact layout
-        return plan(base_cols)
-    plans = [plan(k) for k in range(base_cols, 0, -1) if base_cols % k == 0]
-    fits = [p for p in plans if p.x.step == p.y.step == 1 and height(p) <= MAX_GRID_PX]
-    readable = [p for p in fits if min(p.x.font, p.y.font) >= READABLE_TICK_FONT[style.present]]
-    if readable or fits:
-        return (readable or fits)[0]
-    return next((p for p in reversed(plans) if height(p) <= MAX_GRID_PX), plans[0])
+# 8 heads). Ticks are therefore set explicitly, at a font size and a panel size that let every one fit
+# (attn_core.figures.gridplan: the panels a row, or a slide's panels, for the width the chart really gets).
 
 
 @dataclass(frozen=True)
 class HeadGrid:
     """What :func:`heatmap_grid` draws: ``weights`` ``[Hs, R, C]`` of the query heads ``heads`` (of ``n_heads``
-    sharing ``n_kv_heads`` KV heads), the row and column labels, and optionally the title, the colour bar's
-    label, a least panel height in px and the top of the colour scale (1 unless fitted to the data);
+    sharing ``n_kv_heads`` KV heads), the row and column labels, and optionally the title (None: "Attention weights:
+    8 query heads, 2 KV groups ..."; ``""``: none, a slide's page of panels), the lines under it (``notes``), the
+    colour bar's label, a least panel height in px and the top of the colour scale (1 unless fitted to the data);
+    ``pooled``: its cells are blocks of positions (a page keeps its compact layout and thins their labels);
     ``clickable``: a transparent click layer over the panels (:func:`~attn_core.figures.tokenmaps.click_layer`);
     ``focus_row``: the row outlined in the panels of ``focus_heads`` (one query token's row)."""
 
@@ -148,11 +125,13 @@ class HeadGrid:
     clickable: bool = False
     focus_row: int | None = None
     focus_heads: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()
+    pooled: bool = False
 
 
 GRID_META = "head_grid"  # layout.meta key: where each panel of a heatmap_grid sits (figures.phone reads it)
-GAP_PX = 20  # px between panels side by side (at PLOT_PX); rows of panels are apart by their titles' height
-_SUFFIX, _GAP = "\u200b", "\u200c"  # zero-width space: the same label in another panel; zero-width non-joiner: a gap
+_SUFFIX = "\u200b"  # zero-width space: the same label in another panel
+_GAP = ("\u200c", "\u200d")  # zero-width non-joiner and joiner: a gap's category, its number written in binary
 
 
 def grid_meta(meta: object) -> dict | None:
@@ -189,34 +168,56 @@ class _Geometry:
         return row * (r * self.sy + self.gy)
 
 
+def _gap_name(i: int) -> str:
+    """A gap column's (row's) category: unique, drawn as nothing, a few characters long (no label is one)."""
+    return _GAP[0] + "".join(_GAP[int(b)] for b in format(i, "b"))
+
+
 def _categories(labels: list[str], n_panels: int, sub: int, gap: int) -> list[str]:
     """One category per trace column (or row) of ``n_panels`` panels side by side: ``labels`` repeated, each
     token ``sub`` times, unique by a suffix of zero-width spaces (drawn and hovered as the label itself),
-    with ``gap`` empty categories between panels (zero-width non-joiners: no label of a token is one)."""
+    with ``gap`` empty categories between panels (:func:`_gap_name`: no label of a token is one)."""
     out: list[str] = []
     for j in range(n_panels):
         if j:
-            out += [_GAP * (len(out) + 1 + k) for k in range(gap)]
+            out += [_gap_name(len(out) + k) for k in range(gap)]
         out += [label + _SUFFIX * (j * sub + k) for label in labels for k in range(sub)]
     return out
 
 
+def grid_text(grid: HeadGrid, style: Style, notes: int = 0) -> GridText:
+    """What takes the room around ``grid``'s panels: its labels, its colour bar, its title (none when
+    ``grid.title`` is ``""``: a slide's page of panels) and ``notes`` more lines of it (an untitled grid's: its
+    notes alone)."""
+    value = grid.value_label or style.t("fig.weight")
+    return GridText(grid.labels_q, grid.labels_k, value, grid.cmax, notes, grid.title != "")
+
+
+def _plan(grid: HeadGrid, style: Style) -> GridPlan:
+    """The grid's panels a row, their size and their ticks: a slide's (:func:`slide_plan`), else a page's."""
+    hs, r, c = grid.weights.shape
+    notes = len(grid.notes)
+    base_cols = grid_columns(grid.n_heads, grid.n_kv_heads) if hs == grid.n_heads else min(hs, 4)
+    if style.present:
+        return slide_plan(hs, grid_text(grid, style, notes), style, base_cols, compact=grid.pooled)
+    return grid_plan(hs, base_cols, grid_text(grid, style, notes), style, min_h=grid.panel_px, compact=grid.pooled)
+
+
 def _geometry(grid: HeadGrid, style: Style) -> _Geometry:
     hs, r, c = grid.weights.shape
-    title_px = 40 if style.present else 24  # a slide squeezes the grid to the screen: the gap shrinks with it
-    base_cols = grid_columns(grid.n_heads, grid.n_kv_heads) if hs == grid.n_heads else min(hs, 4)
-    plan = grid_plan(hs, base_cols, r, c, style, min_h=grid.panel_px, title_px=title_px)
+    gap_y = title_px(style)  # a slide squeezes the grid to the screen: the gap shrinks with it
+    plan = _plan(grid, style)
     nrows = -(-hs // plan.ncols)
     cell_w, cell_h = plan.panel_w / max(c, 1), plan.panel_h / max(r, 1)
     sx = max(1, int(cell_w // GAP_PX)) if plan.ncols > 1 else 1
-    sy = max(1, int(cell_h // title_px)) if nrows > 1 else 1
+    sy = max(1, int(cell_h // gap_y)) if nrows > 1 else 1
     gx = max(1, round(GAP_PX * sx / cell_w)) if plan.ncols > 1 else 0
-    gy = int(np.ceil(title_px * sy / cell_h - 1e-9)) if nrows > 1 else 0
+    gy = int(np.ceil(gap_y * sy / cell_h - 1e-9)) if nrows > 1 else 0
     plot_h = int(round(nrows * plan.panel_h + (nrows - 1) * gy * cell_h / sy))
     return _Geometry(
         plan,
         nrows,
-        title_px,
+        gap_y,
         plot_h,
         sx,
         sy,
@@ -263,7 +264,7 @@ def _frames(i: int, grid: HeadGrid, geo: _Geometry, style: Style, masked: bool) 
     panel = dict(type="rect", xref="x", yref="y", x0=x0, x1=x0 + c * geo.sx, y0=y0, y1=y0 + r * geo.sy)
     shapes = [dict(panel, fillcolor=MASK_GREY, line=dict(width=0), layer="below")] if masked else []
     shapes.append(dict(panel, line=dict(color=color, width=4 if style.present else 3), layer="above"))
-    wide = geo.plan.ncols < 8  # eight panels a row leave no room for the word "head"
+    wide = geo.plan.ncols < 8 or style.present  # eight panels a row leave no room for the word "head"
     text = f"<b>{style.t('fig.head')} {head}</b> · KV {group}" if wide else f"<b>{head}</b> · KV {group}"
     title = dict(
         x=x0 + c * geo.sx / 2,
@@ -300,11 +301,7 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
     grid = replace(grid, weights=np.ascontiguousarray(grid.weights, dtype=np.float32))
     geo = _geometry(grid, style)
     words = _grid_words(grid, style)
-    title = grid.title or style.t(
-        "fig.grid_title", heads=style.count(hs, "query_head"), groups=style.count(grid.n_kv_heads, "kv_group")
-    )
-    thinned = thinned_note(style, geo.plan.y, geo.plan.x, words["query"], words["key"])
-    title += f"<br><sub>{thinned}</sub>" if thinned else ""
+    title = _grid_title(grid, geo, style, words)
     masked = bool(np.isnan(grid.weights).any())
     n_rep = grid.n_heads // grid.n_kv_heads
     groups = [h // n_rep for h in grid.heads]
@@ -337,6 +334,8 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
     label_room = layout["margin"]["b"]
     reserve_margins({"data": data, "layout": layout})
     layout["height"] += layout["margin"]["b"] - label_room
+    if geo.plan.slide:  # a slide's chart is as tall as the slide leaves it (an export of it too)
+        layout["height"] = SLIDE_CHART_H + (SLIDE_STEPPER_PX if grid.title != "" else 0)
     # built from plain dicts without plotly's per-property validation (the shapes are fixed here and covered
     # by the tests); the meta says where the panels are and that apply_fonts has nothing left to do
     layout["meta"] = {
@@ -355,6 +354,20 @@ def heatmap_grid(grid: HeadGrid, style: Style = Style()) -> go.Figure:
         ),
     }
     return PlainFigure(data, layout)
+
+
+def _grid_title(grid: HeadGrid, geo: _Geometry, style: Style, words: dict[str, str]) -> str:
+    """The grid's title (by default its heads and KV groups) and its notes under it, the last saying where
+    labels had to be thinned; a slide's page of panels has its notes alone."""
+    title = grid.title
+    if title is None:
+        heads, groups = style.count(grid.weights.shape[0], "query_head"), style.count(grid.n_kv_heads, "kv_group")
+        title = style.t("fig.grid_title", heads=heads, groups=groups)
+    thinned = thinned_note(style, geo.plan.y, geo.plan.x, words["query"], words["key"])
+    notes = [n for n in (*grid.notes, thinned) if n]
+    if not title:  # a slide's page of panels: its notes alone, at the style's font
+        return "<br>".join(notes)
+    return title + "".join(note_line(n, style) for n in notes)
 
 
 def _grid_words(grid: HeadGrid, style: Style) -> dict[str, str]:
@@ -378,13 +391,12 @@ def _grid_layout(
     x_axis, y_axis, label_room = _axes(grid, geo, words, style)
     # the title hangs from the top; each note line under it (<sub>, about 0.8 of the title's size) takes
     # one line height, and the first row's panel titles sit below them all
-    lines = title.count("<br>")
-    top_margin = int(
-        16 + 1.4 * style.title_font * (1 + 0.85 * lines) + min(geo.title_px, 30) + (24 if style.present else 16)
-    )
+    titled = grid.title != ""
+    top = top_margin(title.count("<br>") + (not titled and bool(title)), style, titled)
+    title_font = style.title_font if titled else style.font
     tick_font = dict(size=style.font)
     return dict(
-        title=dict(text=title, font=dict(size=style.title_font), yref="container", y=1, yanchor="top", pad=dict(t=16)),
+        title=dict(text=title, font=dict(size=title_font), yref="container", y=1, yanchor="top", pad=dict(t=16)),
         font=dict(size=style.font),
         xaxis=x_axis,
         yaxis=y_axis,
@@ -392,12 +404,12 @@ def _grid_layout(
             colorscale=style.weight_scale,
             cmin=0.0,
             cmax=grid.cmax,
-            colorbar=dict(title=dict(text=words["value"], font=tick_font), tickfont=tick_font),
+            colorbar=dict(title=dict(text=bar_title(words["value"]), font=tick_font), tickfont=tick_font),
         ),
         shapes=shapes,
         annotations=annotations,
-        height=int(top_margin + geo.plot_h + label_room),
-        margin=dict(l=10, r=10, t=top_margin, b=label_room),
+        height=int(top + geo.plot_h + label_room),
+        margin=dict(l=10, r=10, t=top, b=label_room),
         plot_bgcolor="rgba(0,0,0,0)",
         hoverlabel=dict(font=dict(size=max(12, style.font - 2))),
         uirevision="grid",
@@ -412,13 +424,13 @@ def _axes(grid: HeadGrid, geo: _Geometry, words: dict[str, str], style: Style) -
     last_row = range(min(ncols, hs - (geo.nrows - 1) * ncols))  # the columns with a panel in the last row
     x_ticks = _ticks(grid.labels_k, geo.plan.x, [geo.col0(j, c) for j in last_row], geo.sx, geo.xs)
     y_ticks = _ticks(grid.labels_q, geo.plan.y, [geo.row0(i, r) for i in range(geo.nrows)], geo.sy, geo.ys)
-    longest = max((len(s) for s in x_ticks["ticktext"]), default=4)
-    label_room = int(min(200, 30 + (10 if style.present else 0) + 0.5 * geo.plan.x.font * longest))
+    longest = max((text_width(s, geo.plan.x.font) for s in x_ticks["ticktext"]), default=30.0)
+    label_room = int(min(200, 30 + label_reach(longest, geo.plan.x.font, geo.plan.x.angle)))  # raised when drawn
     axis_font = dict(size=style.font + 2)
     x_axis = dict(
         type="category",
         range=[-0.5, len(geo.xs) - 0.5],
-        tickangle=-60,
+        tickangle=geo.plan.x.angle,
         showgrid=False,
         zeroline=False,
         title=dict(text=words["key"], font=axis_font),
@@ -461,8 +473,11 @@ class MatrixSpec:
 
     ``kind`` ``weights`` (the fixed 0..1 scale) or ``scores``/``values`` (diverging, centred at 0);
     ``mask`` bool like ``mat`` (False = masked, drawn grey); the axis titles (default query and key);
-    ``height`` a fixed height in px; ``plot_px`` the px of x axis the labels must fit; ``label_cols``
-    False leaves the columns (dimensions) to plotly.
+    ``height`` a fixed height in px; ``plot_px`` the px of x axis the labels must fit, or ``chart_px`` the
+    chart's whole width (its labels and colour bar taken off: default the full width, :data:`CHART_PX`);
+    ``label_cols`` False leaves the columns (dimensions) to plotly; ``slide_h`` the px a slide leaves the chart
+    (its rows are planned for that height: Streamlit stretches a slide's chart to the room it has);
+    ``bar_below``: the colour bar under the chart, horizontal (a narrow chart's cells keep its width).
     """
 
     mat: np.ndarray
@@ -476,6 +491,9 @@ class MatrixSpec:
     height: int | None = None
     plot_px: int | None = None
     label_cols: bool = True
+    chart_px: int | None = None
+    slide_h: int | None = None
+    bar_below: bool = False
 
 
 def _matrix_traces(spec: MatrixSpec, z: np.ndarray, style: Style) -> tuple[list[dict], dict]:
@@ -513,43 +531,47 @@ def _matrix_traces(spec: MatrixSpec, z: np.ndarray, style: Style) -> tuple[list[
     return data, caxis
 
 
-def matrix_figure(spec: MatrixSpec, style: Style = Style()) -> go.Figure:
-    """One matrix as a heatmap with its labels and exact hover values (see :class:`MatrixSpec`).
+def _matrix_rows(spec: MatrixSpec, style: Style) -> float:
+    """px of height for the matrix's rows: a slide's box less its title and key labels (about 180 px); a given
+    height less 150 px; else as tall as the font needs, up to the height that still gives :data:`LABELLED` rows
+    the smallest font."""
+    n_r = len(spec.row_labels)
+    if style.present and spec.slide_h:
+        return spec.slide_h - 180.0
+    if spec.height:
+        return max(50.0, spec.height - 150.0)
+    area_h = n_r * ROW_PITCH * style.font
+    return max(360 if style.present else 200, min(area_h, max(620, min(n_r, LABELLED) * ROW_PITCH * MIN_TICK_FONT)))
 
-    Labels are used as they are and must be unique (category axes merge equal labels): give tokens with
-    their positions, e.g. :func:`block_labels`. Every row is labelled up to :data:`LABELLED` rows (the
-    height grows with them), and with ``label_cols`` every column too, at a tick font that fits
-    ``plot_px`` px of x axis (the chart's expected width less its labels and colour bar).
-    """
-    z = np.asarray(spec.mat, dtype=np.float32)
-    z = np.where(np.isfinite(z), z, np.nan)
-    if spec.mask is not None:
-        z = np.where(spec.mask, z, np.nan)
-    data, caxis = _matrix_traces(spec, z, style)
+
+def _matrix_layout(spec: MatrixSpec, style: Style, x_ticks: Ticks | None, area_h: float) -> dict:
+    """The matrix's layout with these key ticks, its rows planned for ``area_h`` px (margins not reserved yet)."""
     rows_u, cols_u = [str(x) for x in spec.row_labels], [str(x) for x in spec.col_labels]
     row_title, col_title = spec.row_title or style.t("fig.query"), spec.col_title or style.t("fig.key")
     font, axis_font = dict(size=style.font), dict(size=style.font + 2)
-    n_r = len(rows_u)
-    # rows: as tall as the font needs, up to the height that still gives LABELLED rows the smallest font
-    area_h = n_r * LABEL_PITCH * style.font
-    area_h = max(360 if style.present else 200, min(area_h, max(620, min(n_r, LABELLED) * LABEL_PITCH * MIN_TICK_FONT)))
-    y_ticks = tick_plan(n_r, max(50, spec.height - 150) if spec.height else area_h, style)  # a given height: its rows
-    x_ticks = tick_plan(len(cols_u), spec.plot_px or PLOT_PX[style.present], style) if spec.label_cols else None
+    least = style.font if style.present and spec.slide_h else MIN_TICK_FONT  # a slide's labels stay at its font
+    y_ticks = tick_plan(len(rows_u), area_h, style, ROW_PITCH, least)
     x_axis = tick_axis(cols_u, x_ticks) if x_ticks else dict(tickfont=font)
-    longest = max((len(t) for t in x_axis.get("ticktext", cols_u)), default=4)
-    bottom = int(30 + 0.5 * (x_ticks.font if x_ticks else style.font) * longest)
+    angle = x_ticks.angle if x_ticks else "auto"  # dimensions (d0, d1 ...): plotly turns them when it must
+    longest = max(
+        (text_width(t, x_ticks.font if x_ticks else style.font) for t in x_axis.get("ticktext", cols_u)), default=30
+    )
+    bottom = int(30 + label_reach(longest, x_ticks.font if x_ticks else style.font, x_ticks.angle if x_ticks else -30))
     notes = thinned_note(style, y_ticks, x_ticks or Ticks(style.font), row_title, col_title)
-    layout = dict(
-        title=dict(text=spec.title + (f"<br><sub>{notes}</sub>" if notes else ""), font=dict(size=style.font + 1)),
+    top = int(16 + 1.35 * (style.font + 1) * (1 + (1 if notes else 0))) if style.present else (60 if notes else 50)
+    height = spec.height or int(area_h + top + bottom)
+    if style.present and spec.slide_h:
+        height = spec.slide_h
+    return dict(
+        title=dict(text=spec.title + note_line(notes, style), font=dict(size=style.font + 1)),
         font=font,
-        coloraxis=caxis,
-        height=spec.height or int(area_h + 60 + bottom + (16 if notes else 0)),
-        margin=dict(l=10, r=10, t=60 if notes else 50, b=10),
+        height=height,
+        margin=dict(l=10, r=10, t=top, b=10),
         plot_bgcolor="rgba(0,0,0,0)",
         hoverlabel=dict(font=dict(size=max(12, style.font - 2))),
         legend=dict(font=font),
         xaxis=dict(
-            title=dict(text=col_title, font=axis_font), tickangle=-60, type="category", automargin=True, **x_axis
+            title=dict(text=col_title, font=axis_font), tickangle=angle, type="category", automargin=True, **x_axis
         ),
         yaxis=dict(
             title=dict(text=row_title, font=axis_font),
@@ -560,9 +582,59 @@ def matrix_figure(spec: MatrixSpec, style: Style = Style()) -> go.Figure:
         ),
         meta={FONTS_SET: style.font},
     )
-    reserve_margins({"data": data, "layout": layout})  # what apply_fonts would add (it skips FONTS_SET figures)
+
+
+def matrix_figure(spec: MatrixSpec, style: Style = Style()) -> go.Figure:
+    """One matrix as a heatmap with its labels and exact hover values (see :class:`MatrixSpec`).
+
+    Labels are used as they are and must be unique (category axes merge equal labels): give tokens with
+    their positions, e.g. :func:`block_labels`. Every row is labelled up to :data:`LABELLED` rows (the
+    height grows with them; on a slide with ``slide_h``, as many as its height holds at the slide's font),
+    and with ``label_cols`` every column too, at a tick font that fits the plot's width (``plot_px``, or the
+    chart's width less its row labels and colour bar), turned no further than they need.
+    """
+    z = np.asarray(spec.mat, dtype=np.float32)
+    z = np.where(np.isfinite(z), z, np.nan)
+    if spec.mask is not None:
+        z = np.where(spec.mask, z, np.nan)
+    data, caxis = _matrix_traces(spec, z, style)
+    cols = [str(x) for x in spec.col_labels]
+    least = style.font if style.present and spec.slide_h else MIN_TICK_FONT
+    area_h = _matrix_rows(spec, style)
+    chart_px = spec.chart_px or CHART_PX[style.present]
+    plot_px = spec.plot_px or chart_px - 200  # a first guess of the row labels' and colour bar's room
+    for _ in range(2):  # the key labels' plan sets the margins, which set the room the key labels have
+        x_ticks = key_ticks(cols, plot_px, style, least) if spec.label_cols else None
+        layout = _matrix_layout(spec, style, x_ticks, area_h)
+        layout["coloraxis"] = caxis
+        reserve_margins({"data": data, "layout": layout}, width=chart_px)  # what apply_fonts would add
+        m = layout["margin"]
+        if spec.bar_below:  # the colour bar under the chart: the room at its right goes to the cells
+            m["r"] = 16
+        if spec.plot_px:
+            break
+        plot_px = chart_px - m["l"] - m["r"]
+        if style.present and spec.slide_h:
+            area_h = spec.slide_h - m["t"] - m["b"]
+    if spec.bar_below:
+        caxis["colorbar"] = _bar_below(caxis["colorbar"])
+        m["b"] += BAR_BELOW_PX
+        layout["height"] += BAR_BELOW_PX
+    layout["meta"][CHART_META] = chart_px  # the width its labels were planned for (a phone scrolls a wider one)
     # eight of these per step-by-step view: plain dicts, no per-property validation (see heatmap_grid)
     return PlainFigure(data, layout)
+
+
+BAR_BELOW_PX = 62  # px under a chart's key labels for a horizontal colour bar, its numbers and its title
+CHART_META = "chart_px"  # layout.meta key: the px across the chart its labels were planned for
+
+
+def _bar_below(bar: dict) -> dict:
+    """A colour bar laid under the chart, horizontal: beside a narrow chart it would take a third of its width."""
+    out = dict(bar, orientation="h", thickness=12, len=0.75, ypad=4, x=0.5, xanchor="center")
+    out.update(yref="container", y=0.0, yanchor="bottom")
+    out["title"] = {**(bar.get("title") or {}), "side": "right"}
+    return out
 
 
 ENTROPY_MAX_POINTS = 512  # per head line; longer sequences are averaged over blocks of positions

@@ -67,7 +67,8 @@ _WIDTHS = (
 )
 _DEFAULT_EM = 0.6  # any other character: wider than most
 _SUPERSCRIPT = 1.0  # plotly's <sup> (the exponent of 10⁻⁵): as wide as full-size text, measured
-_TAG = re.compile(r"<[^>]+>")
+# plotly's own tags; any other text between angle brackets is drawn as it is (a byte token of SmolLM2: "<E7>")
+_TAG = re.compile(r"</?(?:b|i|em|strong|sub|sup|br|span|a|s|u)\b[^>]*>", flags=re.I)
 
 # Streamlit's chart theme and what plotly adds around labels (px), from the app measured in Chromium.
 _STANDOFF = {"x": 20, "y": 24}  # axis title standoff: spacing xl (x), twoXL (y)
@@ -478,7 +479,8 @@ def _colorbar_push(layout: dict, data: list[dict]) -> float:
         size = _font(bar, "tickfont", font)
         labels = [text_width(s, size) for s in _linear_labels(lo, hi, bar.get("tickformat"))]
         title = bar.get("title") or {}
-        title_w = text_width(title["text"], _font(title, "font", font)) if title.get("text") else 0.0
+        lines = re.split(r"<br\s*/?>", str(title.get("text") or ""), flags=re.I)  # a title in lines: its widest
+        title_w = max(text_width(line, _font(title, "font", font)) for line in lines) if title.get("text") else 0.0
         need = max(need, _colorbar_width(max(labels, default=0.0), title_w, size))
     return need
 

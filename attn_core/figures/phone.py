@@ -15,7 +15,7 @@ import numpy as np
 
 from attn_core.figures.base import MASK_GREY, PLAIN_ARRAYS_MAX, Style, _as_list, _typed_array, group_color
 from attn_core.figures.heatmaps import grid_meta
-from attn_core.figures.labels import thinned_note, tick_axis, tick_plan
+from attn_core.figures.labels import ROW_PITCH, key_ticks, thinned_note, tick_axis, tick_plan
 from attn_core.figures.margins import reserve_margins, text_width
 
 __all__ = ["PHONE_PX", "grid_panels", "one_panel", "title_fits", "title_text"]
@@ -78,15 +78,16 @@ def one_panel(spec: dict, index: int, style: Style, width: int = PHONE_PX) -> di
     y_axis = {k: v for k, v in lay["yaxis"].items() if k in keep}
     plot_w = width - 110.0  # a first guess of the room the row labels leave
     for _ in range(2):  # the labels' font sets the margins, which set the room the labels have
-        x_ticks = tick_plan(len(xs), plot_w, style)
+        x_ticks = key_ticks(xs, plot_w, style)  # turned as far as the phone's width needs
         plot_h = max(160.0, min(1.25 * plot_w, plot_w * len(ys) / max(len(xs), 1)))
-        y_ticks = tick_plan(len(ys), plot_h, style)
+        y_ticks = tick_plan(len(ys), plot_h, style, ROW_PITCH)
         bar = _bar_below(lay)
         layout = {
             **{k: v for k, v in lay.items() if not re.fullmatch(r"[xy]axis\d*", k) and k != "meta"},
             "title": {"text": ""},
             "xaxis": {
                 **x_axis,
+                "tickangle": x_ticks.angle,
                 "domain": [0, 1],
                 "anchor": "y",
                 "range": [-0.5, len(xs) - 0.5],

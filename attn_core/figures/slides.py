@@ -85,6 +85,7 @@ def fit_figure(fig: go.Figure, preset: ExportPreset, style: Style = Style()) -> 
             trace.textfont.size = round(size * ratio)
     grid = grid_meta(fig.layout.meta)
     _square_cells(out, grid)
+    _bar_labels_under_title(out)
     lines = 1 + title.count("<br>")
     top = int(title_font * 1.3 * lines + 40 + preset.font * 1.5) if title else int((out.layout.margin.t or 60) * ratio)
     out.update_layout(margin=dict(t=min(top, height // 3), l=10, r=10, b=10))
@@ -179,6 +180,17 @@ def _fit_annotations(
         ):
             target -= 1
         a.font.size = target
+
+
+def _bar_labels_under_title(fig: go.Figure) -> None:
+    """A vertical colour bar's numbers written under their ticks where its title stands on top: at a slide's type
+    the top number, centred on the bar's end, reached up into the title ("weight" over "1")."""
+    bars = [ax.colorbar for ax in fig.select_coloraxes()]
+    bars += [t.colorbar for t in fig.data if getattr(t, "colorbar", None) is not None and t.type != "scatter"]
+    for bar in bars:
+        vertical = bar.orientation in (None, "v")
+        if vertical and bar.title.text and bar.title.side in (None, "top"):
+            bar.ticklabelposition = "outside bottom"
 
 
 def _square_cells(fig: go.Figure, grid: dict | None = None) -> None:

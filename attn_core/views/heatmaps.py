@@ -9,7 +9,7 @@ draw with the builders below, so a slide matches the screen.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -50,12 +50,37 @@ from attn_core.views.base import (  # noqa: F401
 )
 
 DEFAULT_CROSS = "Le chat était fatigué ."
+# the example sentence and cross-attention context in each language (11 tokens: a slide labels every one);
+# a typed text, or a link's, stays as it is
+DEFAULT_TEXTS = {"en": DEFAULT_TEXT, "zh": "猫坐在垫子上，它累了。"}
+DEFAULT_CROSSES = {"en": DEFAULT_CROSS, "zh": "小猫很累。"}
 VIEW_FIELD = "view"
 PAGE_VIEWS = ("grid", "zoom", "steps", "shapes", "entropy")  # what the page offers, in its order
 VIEW_NAMES = ("grid", "zoom", "steps", "entropy")  # what the command line draws (the shapes are a table)
 FIT_FROM_KEYS = 64  # longer rows spread their weight thin (about 1/T each): the colour scale is fitted from here
 ENTROPY_SIDE = 8  # the entropy view needs no map: the smallest pooled grid goes with it
 ATTN_FROM = ("seeded", "smollm2-135m", "minilm-l6")  # the seeded layer, or a shipped pretrained model's layer
+
+
+def default_text(lang: str) -> str:
+    """The page's example sentence in ``lang`` (English for a language without one)."""
+    return DEFAULT_TEXTS.get(lang, DEFAULT_TEXT)
+
+
+def default_cross(lang: str) -> str:
+    """The cross-attention context of the example in ``lang``."""
+    return DEFAULT_CROSSES.get(lang, DEFAULT_CROSS)
+
+
+def in_language(p: Params, lang: str) -> Params:
+    """``p`` with the example sentence and context in ``lang`` where it holds the English ones (a link or a command
+    line that set no text): what the page shows a viewer of that language."""
+    changes = {}
+    if p.text == DEFAULT_TEXT and default_text(lang) != DEFAULT_TEXT:
+        changes["text"] = default_text(lang)
+    if p.cross_text == DEFAULT_CROSS and default_cross(lang) != DEFAULT_CROSS:
+        changes["cross_text"] = default_cross(lang)
+    return with_values(p, **changes) if changes else p
 
 
 def default_cscale(t_k: int) -> str:
@@ -407,7 +432,13 @@ def fitted_top(pm: PooledMaps, fit: bool) -> float | None:
     return top if top > 0 else float(finite.max())
 
 
-def grid_view(pm: PooledMaps, style: figures.Style, fit: bool = False, focus: tuple[int, int] | None = None) -> View:
+def grid_view(
+    pm: PooledMaps,
+    style: figures.Style,
+    fit: bool = False,
+    focus: tuple[int, int] | None = None,
+    heads: tuple[int, ...] | None = None,
+) -> View:
     """The grid of every head (or the zoom on one head's window), pooled as ``pm`` says, with its title.
 
     ``fit`` stretches the colour scale from 0 to the :data:`FIT_PERCENTILE`
@@ -415,30 +446,37 @@ def grid_view(pm: PooledMaps, style: figures.Style, fit: bool = False, focus: tu
     weights thin; larger values take the top colour), and the title says so.
     The whole grid has a click layer (a click on a panel opens its head); ``focus`` = ``(query position,
     KV group)`` outlines the row holding that query in every panel of that group (:func:`focus_outline`).
+    ``heads``: one slide's page of the grid (:func:`grid_pages`), those heads alone and no title (the page's
+    stepper names them, :func:`page_label`); the colour scale stays the whole grid's.
     """
     (q0, q1), (k0, k1), f = pm.q_range, pm.k_range, pm.factor
     t_q, t_k = len(pm.tokens_q), len(pm.tokens_k)
     whole = (q0, q1, k0, k1) == (0, t_q, 0, t_k)
     hs, r, c = pm.weights.shape
     if whole and hs == pm.n_heads:
-        heads, groups = style.count(hs, "query_head"), style.count(pm.n_kv_heads, "kv_group")
-        title, name, panel_px = style.t("fig.grid_title", heads=heads, groups=groups), "attention_weights", None
+        heads_n, groups = style.count(hs, "query_head"), style.count(pm.n_kv_heads, "kv_group")
+        title, name, panel_px = style.t("fig.grid_title", heads=heads_n, groups=groups), "attention_weights", None
     else:
         h = pm.heads[0]
         title = style.t("fig.zoom_title", h=h, g=pm.group_of(h), q0=q0, q1=q1 - 1, k0=k0, k1=k1 - 1, tq=t_q, tk=t_k)
         name, panel_px = f"head{h}_q{q0}-{q1 - 1}_k{k0}-{k1 - 1}", 640 if hs == 1 else None
     value = style.t("fig.weight")
+    notes = []
     if f > 1:
         how = style.t(f"fig.how.{pm.reduce}")
-        title += "<br><sub>" + style.t("fig.grid_pooled", how=how, f=f, tq=q1 - q0, tk=k1 - k0, r=r, c=c) + "</sub>"
+        notes.append(style.t("fig.grid_pooled", how=how, f=f, tq=q1 - q0, tk=k1 - k0, r=r, c=c))
         value = style.t(f"fig.block_{pm.reduce}")
     top = fitted_top(pm, fit)
     cmax = 1.0 if top is None else top
     if top is not None:
-        title += "<br><sub>" + style.t("fig.fit_note", top=f"{cmax:.3g}", pct=f"{FIT_PERCENTILE:g}") + "</sub>"
+        notes.append(style.t("fig.fit_note", top=f"{cmax:.3g}", pct=f"{FIT_PERCENTILE:g}"))
+    shown = list(range(hs))
+    if heads is not None and tuple(heads) != tuple(pm.heads):  # a slide's page: its stepper says which heads
+        shown = [pm.heads.index(h) for h in heads]
+        title, name = "", f"{name}_heads{heads[0]}-{heads[-1]}"
     grid = figures.HeadGrid(
-        pm.weights,
-        tuple(pm.heads),
+        pm.weights[shown],
+        tuple(pm.heads[i] for i in shown),
         pm.n_heads,
         pm.n_kv_heads,
         figures.block_labels(pm.tokens_q, q0, q1, f),
@@ -448,10 +486,43 @@ def grid_view(pm: PooledMaps, style: figures.Style, fit: bool = False, focus: tu
         panel_px=panel_px,
         cmax=cmax,
         clickable=whole and hs == pm.n_heads,
+        notes=tuple(notes),
+        pooled=f > 1,
         **focus_outline(pm, focus),
     )
     fig = figures.heatmap_grid(grid, style)
     return View(name, fig, lambda: pooled_frame(pm))
+
+
+def grid_pages(pm: PooledMaps, style: figures.Style) -> list[tuple[int, ...]]:
+    """The heads each slide of the grid shows: as many panels as a slide labels in full
+    (:func:`attn_core.figures.slide_capacity`), whole KV groups a slide where one fits (else parts of one group);
+    one page of every head on a page, for the zoom, and where a slide holds them all."""
+    if not style.present or len(pm.heads) != pm.n_heads or pm.n_heads == 1:
+        return [tuple(pm.heads)]
+    (q0, q1), (k0, k1), f = pm.q_range, pm.k_range, pm.factor
+    labels_q = figures.block_labels(pm.tokens_q, q0, q1, f)
+    labels_k = figures.block_labels(pm.tokens_k, k0, k1, f)
+    value = style.t(f"fig.block_{pm.reduce}" if f > 1 else "fig.weight")
+    whole = figures.GridText(labels_q, labels_k, value, notes=int(f > 1))  # one slide, titled, no stepper
+    ncols, nrows = figures.slide_capacity(whole, style, pm.n_heads)
+    if ncols * nrows >= pm.n_heads:
+        return [tuple(pm.heads)]
+    ncols, nrows = figures.slide_capacity(replace(whole, titled=False), style, pm.n_heads)
+    return figures.slide_pages(pm.n_heads, pm.n_kv_heads, ncols * nrows)
+
+
+def page_label(pm: PooledMaps, heads: tuple[int, ...], style: figures.Style) -> str:
+    """What one slide's page of the grid shows: "Heads 0–1 of 8 · KV group 0 (frame colour = KV group)"."""
+    t = style.t
+    groups = sorted({pm.group_of(h) for h in heads})
+    shown = t("fig.page_head", a=heads[0], n=pm.n_heads) if len(heads) == 1 else None
+    shown = shown or t("fig.page_heads", a=heads[0], b=heads[-1], n=pm.n_heads)
+    if len(groups) == 1:
+        kv = t("fig.page_group", g=groups[0])
+    else:
+        kv = t("fig.page_groups", g0=groups[0], g1=groups[-1])
+    return t("fig.page_title", heads=shown, groups=kv)
 
 
 # ---------------------------------------------------------------- one token's row in the heads of a KV group
@@ -571,15 +642,20 @@ def clicked(points: object, index: int, kind: str | None, limit: int) -> int | N
 
 
 STEP_NAMES = ("q", "k", "v", "scores", "scaled", "masked", "softmax", "output")
-STEP_HALF_PX = 320  # px of x axis of a step chart in one of two page columns (beside its labels and colour bar)
+STEP_HALF_PX = 358  # px across a step chart beside another: a phone's width (half a 1280 px main column is 384)
+STEP_SLIDE_H = 430  # px a slide leaves a step's chart at 1280 × 720, under the title, stepper and sentence
 
 
 def step_columns(hw: HeadWindow, style: figures.Style) -> int:
-    """Step charts side by side (2) or one per row (1): two only while every key label fits in half the width."""
+    """Step charts side by side (2) or one per row (1): two while every key label fits a chart of
+    :data:`STEP_HALF_PX` (its colour bar under it) at a readable font; such charts fit a phone as they are."""
     if style.present:
         return 1
-    ticks = figures.tick_plan(len(hw.tokens_k), STEP_HALF_PX, style)
-    return 2 if ticks.step == 1 and ticks.font >= figures.READABLE_TICK_FONT[False] else 1
+    lk = [f"{tok} ({hw.k0 + i})" for i, tok in enumerate(hw.tokens_k)]
+    spec = figures.MatrixSpec(hw.weights, lk, lk, "", chart_px=STEP_HALF_PX, bar_below=True)  # keys: the widest
+    x_axis = figures.matrix_figure(spec, style).__dict__["_plain"][1]["xaxis"]
+    readable = x_axis["tickfont"]["size"] >= figures.READABLE_TICK_FONT[False]
+    return 2 if len(x_axis.get("tickvals", ())) == len(lk) and readable else 1
 
 
 def step_views(hw: HeadWindow, style: figures.Style, columns: int = 1) -> list[View]:
@@ -617,7 +693,7 @@ def step_views(hw: HeadWindow, style: figures.Style, columns: int = 1) -> list[V
         ("output", t("heatmap.step_output"), hw.head_output, lq, dims, "values", None, q_t, d_t, sq),
     ]
     views = []
-    plot_px = STEP_HALF_PX if columns > 1 else figures.PLOT_PX[style.present]
+    chart_px = STEP_HALF_PX if columns > 1 else None  # side by side: narrow, the colour bar under each
     for name, title, mat, rows, cols, kind, mask, rt, ct, shape in spec:
         matrix = figures.MatrixSpec(
             mat,
@@ -628,8 +704,10 @@ def step_views(hw: HeadWindow, style: figures.Style, columns: int = 1) -> list[V
             mask=mask,
             row_title=rt,
             col_title=ct,
-            plot_px=plot_px,
             label_cols=cols is lk,
+            chart_px=chart_px,
+            slide_h=STEP_SLIDE_H,
+            bar_below=columns > 1,
         )  # key tokens; Q, K, V dimensions are not labelled each
         fig = figures.matrix_figure(matrix, style)
         data = mat if mask is None else np.where(mask, mat, -np.inf)
@@ -841,6 +919,11 @@ def step_notes(p: Params, hw: HeadWindow, style: figures.Style) -> list[str]:
     return notes
 
 
+def step_label(hw: HeadWindow, i: int, n: int, style: figures.Style) -> str:
+    """A slide's stepper over the steps: "Step 5 of 8 · head 0 reads KV head 0"."""
+    return style.t("heatmap.step_of", i=i + 1, n=n, h=hw.head, g=hw.group)
+
+
 def op_key(p: Params, op: str) -> str:
     """The catalog key of a shapes row's operation: a model layer's input is the hidden states, not embeddings."""
     return "input_model" if op == "input" and p.from_model else op
@@ -876,6 +959,7 @@ def shapes_note(p: Params, style: figures.Style, model: LoadedModel | None = Non
 def views(p: Params, style: figures.Style, which: str | Sequence[str] | None = None, device: str = "cpu") -> list[View]:
     """The charts of ``which`` views (default: the page's current view, if it draws one) for ``p``."""
     default = [p.view] if p.view in VIEW_NAMES else ["grid"]
+    p = in_language(p, style.lang)
     if p.from_model:
         model = load_model(p.attn_from, device=device)
         att = capture_layer(model, model_text(p), model_layer_of(p, model))
@@ -935,6 +1019,7 @@ def slide_shown(p: Params, style: figures.Style, steps: dict[str, int], device: 
     """What a slide of this page shows (slide mode): the current view's charts and the summary line; the
     step-by-step view one step a slide (``steps["slide"]``, 1-based) with its sentence; the shapes a table (no
     chart). A pretrained model's layer says its own sentences on the page; here only the charts."""
+    p = in_language(p, style.lang)
     said = [] if p.from_model else [summary(p, style)]
     if p.view == "shapes":
         return Shown([], [] if p.from_model else [shapes_note(p, style)])

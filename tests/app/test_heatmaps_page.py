@@ -164,7 +164,7 @@ def test_url_reproduces_numbers_and_chinese(app_test):
     q = {"n_heads": "4", "n_kv_heads": "2", "head_dim": "8", "seed": "7", "lang": "zh"}
     a, b = app_test(PAGE, query=q), app_test(PAGE, query=q)
     assert np.array_equal(grid_z(a), grid_z(b), equal_nan=True)
-    np.testing.assert_allclose(grid_z(a), expected(4, 2, 8, seed=7).weights, atol=1e-6)
+    np.testing.assert_allclose(grid_z(a), expected(4, 2, 8, seed=7, text="猫坐在垫子上，它累了。").weights, atol=1e-6)
     assert a.title[0].value == "注意力热力图"
 
 
@@ -473,3 +473,57 @@ def test_colour_scale_from_the_link_is_kept(app_test):
     at.slider(key="seq_len").set_value(400).run()
     assert at.segmented_control(key="cscale").value == "fixed"
     assert chart_specs(at)[0]["layout"]["coloraxis"]["cmax"] == 1
+
+
+# ---- the example sentence follows the viewer's language; a typed or linked text stays
+ZH_TEXT = "猫坐在垫子上，它累了。"
+
+
+def test_the_example_sentence_is_chinese_under_zh(app_test):
+    at = app_test(PAGE, query={"lang": "zh"})
+    no_exception(at)
+    assert at.text_area(key="text").value == ZH_TEXT
+    labels_q, labels_k = grid_labels(chart_specs(at)[0])
+    assert labels_q == [f"{tok} ({i})" for i, tok in enumerate(tokenize(ZH_TEXT))] == labels_k
+    assert labels_q[7] == "它 (7)" and len(labels_q) == 11
+    np.testing.assert_allclose(grid_z(at), expected(text=ZH_TEXT).weights, atol=1e-6)
+    assert "text" not in at.query_params  # the default: not in the address or the share link
+    at = app_test(PAGE, query={"lang": "zh", "cross": "true"})
+    no_exception(at)
+    assert at.text_area(key="cross_text").value == "小猫很累。"
+    _, labels_k = grid_labels(chart_specs(at)[0])
+    assert labels_k == [f"{tok} ({i})" for i, tok in enumerate(tokenize("小猫很累。"))]
+
+
+def test_a_linked_text_stays_in_either_language(app_test):
+    at = app_test(PAGE, query={"lang": "zh", "text": "The cat sat"})
+    no_exception(at)
+    assert at.text_area(key="text").value == "The cat sat"
+    assert grid_labels(chart_specs(at)[0])[0] == ["The (0)", "cat (1)", "sat (2)"]
+    at = app_test(PAGE, query={"lang": "en", "text": ZH_TEXT})
+    assert at.text_area(key="text").value == ZH_TEXT
+
+
+def test_the_example_follows_a_change_of_language_and_a_typed_text_does_not(app_test):
+    at = app_test(PAGE)
+    assert at.text_area(key="text").value == DEFAULT_TEXT
+    at.segmented_control(key="lang").set_value("zh").run()
+    no_exception(at)
+    assert at.text_area(key="text").value == ZH_TEXT
+    assert grid_labels(chart_specs(at)[0])[0][0] == "猫 (0)"
+    at = app_test(PAGE)  # (AppTest cannot press a selector again once its options changed language)
+    at.text_area(key="text").input("the dog barked").run()
+    at.segmented_control(key="lang").set_value("zh").run()
+    no_exception(at)
+    assert at.text_area(key="text").value == "the dog barked"
+    assert grid_labels(chart_specs(at)[0])[0] == ["the (0)", "dog (1)", "barked (2)"]
+
+
+def test_the_command_line_draws_the_example_in_the_charts_language():
+    from attn_core import figures
+    from attn_core.views import heatmaps as hm
+
+    (zh,) = hm.views(hm.Params(), figures.Style(lang="zh"), "grid")
+    assert zh.figure.__dict__["_plain"][1]["yaxis"]["ticktext"][0] == "猫 (0)"
+    (typed,) = hm.views(hm.Params(text="the dog"), figures.Style(lang="zh"), "grid")
+    assert typed.figure.__dict__["_plain"][1]["yaxis"]["ticktext"][0] == "the (0)"

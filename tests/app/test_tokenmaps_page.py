@@ -134,8 +134,8 @@ def test_follow_a_token_in_chinese(app_test):
     at = app_test(PAGE, query={"lang": "zh"}, session={"focus_token": 3})
     no_exception(at)
     assert at.selectbox(key="focus_token").label == "跟随一个查询词元"
-    assert any("“on” (3) 在 KV 组 0 中最关注" in m.value for m in at.markdown)
-    assert "查询 on (3) 关注哪里 · KV 组 0" in spec_of(at, "focus_lines")["layout"]["title"]["text"]
+    assert any("“垫” (3) 在 KV 组 0 中最关注" in m.value for m in at.markdown)  # the Chinese example sentence
+    assert "查询 垫 (3) 关注哪里 · KV 组 0" in spec_of(at, "focus_lines")["layout"]["title"]["text"]
 
 
 def test_a_models_layer_opens_a_head_and_follows_a_token(app_test):

@@ -10,6 +10,7 @@ import pytest
 
 from attn_core import figures
 from attn_core.figures import phone
+from attn_core.figures.margins import text_width
 from attn_core.views import heatmaps as hm
 from tests.util import arr, grid_panel
 
@@ -97,3 +98,36 @@ def test_a_followed_tokens_row_is_outlined_on_the_lone_panel_too():
                 (2.5, 3.5, 0, 1, "x domain")
             ] * 2
             assert [s["line"]["color"] for s in outlined] == list(figures.OUTLINE_COLOURS)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},  # the sentence's 11 tokens
+        {"text": "猫坐在垫子上，它累了。"},
+        {"text": "The cat sat on the mat. The dog sat on the rug. Then the cat sat on the mat again."},
+        {"source": "synthetic", "seq_len": 40},
+    ],
+)
+def test_a_zoom_on_a_phone_plans_its_labels_for_the_phones_width(params):
+    """The zoom (one head) is planned for a page's width; its phone copy's labels fit the phone's: neighbouring
+    key labels apart across their baselines as turned, rows a font and a tenth apart (the audit found key labels
+    overlapping by up to 8 px on a phone's zoom)."""
+    p = hm.Params(**params)
+    t = p.t_q
+    zoom = hm.grid_view(hm.zoom_maps(p.layer(), 0, (0, t, 0, t), "max"), figures.Style())
+    one = phone.one_panel(json.loads(pio.to_json(zoom.figure, validate=False)), 0, figures.Style())
+    lay = one["layout"]
+    x, y = lay["xaxis"], lay["yaxis"]
+    plot_w = phone.PHONE_PX - lay["margin"]["l"] - lay["margin"]["r"]
+    plot_h = lay["height"] - lay["margin"]["t"] - lay["margin"]["b"]
+    kx, ky = t // len(x["tickvals"]), t // len(y["tickvals"])
+    pitch_x, pitch_y = plot_w / t * max(1, kx), plot_h / t * max(1, ky)
+    font_x, font_y = x["tickfont"]["size"], y["tickfont"]["size"]
+    assert pitch_y >= figures.ROW_PITCH * font_y - 0.5
+    angle = abs(x.get("tickangle", 0))
+    widest = max(text_width(s, font_x) for s in x["ticktext"])
+    if angle == 0:
+        assert pitch_x >= widest + 0.5 * font_x - 0.5
+    else:
+        assert pitch_x * np.sin(np.radians(angle)) >= figures.ROW_PITCH * font_x - 0.5, (angle, pitch_x, font_x)

@@ -10,6 +10,7 @@ import torch
 from attn_core import figures
 from attn_core.attention.maps import build_mask, compute_attention_maps, normalized_entropy, shape_walk
 from attn_core.attention.tokens import tokenize
+from attn_core.figures.margins import text_width
 from attn_core.runtime.config import AttentionConfig, ConfigError
 from tests.util import arr, grid_panel, seeded
 
@@ -175,18 +176,25 @@ def test_heatmap_grid_tiles_heads_by_group_and_masks():
 def test_panels_are_apart_by_a_gap_not_a_token(n_tokens, present):
     """Few tokens make cells larger than the gap between panels: each cell is then several of the heatmap's,
     so the gap stays about 20 px across and a title high, whatever the cell size."""
-    from attn_core.figures.labels import PLOT_PX
-
     style = figures.Style(present=present)
     spec, _ = grid_spec(8, 2, [f"t{i}" for i in range(n_tokens)], style)
     g = spec["layout"]["meta"]["head_grid"]
     heat = spec["data"][0]
-    unit_x = PLOT_PX[present] / len(heat["x"])  # px of one heatmap column at the planned width
+    unit_x = plot_px(spec, present) / len(heat["x"])  # px of one heatmap column at the planned width
     assert 10 <= g["gx"] * unit_x <= 40 if g["ncols"] > 1 else g["gx"] == 0, g
     lay = spec["layout"]
     unit_y = (lay["height"] - lay["margin"]["t"] - lay["margin"]["b"]) / len(heat["y"])
     title_px = 40 if present else 24
-    assert title_px <= g["gy"] * unit_y <= 2.2 * title_px, g
+    if len(g["heads"]) > g["ncols"]:  # rows of panels: apart by a title's height
+        assert title_px <= g["gy"] * unit_y <= 2.2 * title_px, g
+    else:
+        assert g["gy"] == 0, g
+
+
+def plot_px(spec: dict, present: bool) -> float:
+    """px across a grid's panels where it is drawn narrowest (CHART_PX less its margins)."""
+    m = spec["layout"]["margin"]
+    return figures.CHART_PX[present] - m["l"] - m["r"]
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 8, 16, 32, 64])
@@ -281,13 +289,17 @@ def grid_spec(n_heads, n_kv_heads, tokens, style, **kw):
 
 
 def check_every_label_fits(spec: dict, n_rows: int, n_cols: int, min_font: int, present: bool = False) -> None:
-    """Both axes list every label of each panel beside them, at a font its cells have room for (LABEL_PITCH px
-    per font px): the query labels left of every row of panels, the key labels under the last row."""
+    """Both axes list every label of each panel beside them, at a font its cells have room for where the chart is
+    drawn narrowest (ROW_PITCH px per font px across the baselines of neighbours: rows, and key labels turned
+    as the chart turns them): the query labels left of every row of panels, the key labels under the last row.
+    A slide's chart is stretched to the slide's box: its rows are checked at that height."""
     layout, heat = spec["layout"], spec["data"][0]
     g = layout["meta"]["head_grid"]
     _, labels_q, labels_k = grid_panel(spec, 0)
     assert (len(labels_q), len(labels_k)) == (n_rows, n_cols)
     area_h = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    if present:
+        assert layout["height"] <= figures.SLIDE_CHART_H + figures.SLIDE_STEPPER_PX
     n_panels = len(g["heads"])
     rows, last = -(-n_panels // g["ncols"]), n_panels - (-(-n_panels // g["ncols"]) - 1) * g["ncols"]
     for name, labels, repeats in (("yaxis", labels_q, rows), ("xaxis", labels_k, last)):
@@ -297,30 +309,85 @@ def check_every_label_fits(spec: dict, n_rows: int, n_cols: int, min_font: int, 
         font = ax["tickfont"]["size"]
         assert font >= min_font, (name, font)
         if name == "yaxis":  # a token's rows of cells in px
-            assert area_h * g["sy"] / len(heat["y"]) >= figures.LABEL_PITCH * font - 0.5, (name, font)
-        else:  # a token's columns at the planned plot width
-            assert figures.PLOT_PX[present] * g["sx"] / len(heat["x"]) >= figures.LABEL_PITCH * font - 1.0, (name, font)
+            assert area_h * g["sy"] / len(heat["y"]) >= figures.ROW_PITCH * font - 0.5, (name, font)
+        else:  # a token's columns at the planned plot width, apart across their baselines as turned
+            pitch = plot_px(spec, present) * g["sx"] / len(heat["x"])
+            angle = abs(ax["tickangle"])
+            widest = max(text_width(t, font) for t in ax["ticktext"])
+            if angle == 0:
+                assert pitch >= widest + 0.5 * font - 1.0, (name, font, pitch)
+            else:
+                assert pitch * np.sin(np.radians(angle)) >= figures.ROW_PITCH * font - 1.0, (name, font, angle)
     assert "1 label in" not in layout["title"]["text"]
 
 
-@pytest.mark.parametrize(
-    "present,n_heads,n_kv_heads",
-    [(False, 8, 2), (True, 8, 2), (False, 32, 8), (True, 32, 8), (False, 1, 1), (True, 64, 8)],
-)
-def test_grid_labels_every_token_of_a_sentence(present, n_heads, n_kv_heads):
+@pytest.mark.parametrize("n_heads,n_kv_heads", [(8, 2), (32, 8), (1, 1), (64, 8)])
+def test_grid_labels_every_token_of_a_sentence(n_heads, n_kv_heads):
     """11 tokens: every query and key label is drawn (plotly thinned them to every 2nd or 3rd before)."""
-    style = figures.Style(present=present)
+    style = figures.Style()
     spec, _ = grid_spec(n_heads, n_kv_heads, SENTENCE, style)
-    check_every_label_fits(spec, 11, 11, figures.READABLE_TICK_FONT[present], present)
+    check_every_label_fits(spec, 11, 11, figures.READABLE_TICK_FONT[False])
 
 
-@pytest.mark.parametrize("present", [False, True])
+def slide_spec(n_heads, n_kv_heads, tokens, page=0, **kw):
+    """One slide of a grid in slide mode: its page ``page`` of heads (views.grid_pages)."""
+    from attn_core.attention.longmaps import pooled_attention
+    from attn_core.views import heatmaps as views
+
+    style = figures.Style(present=True)
+    pm = seeded(pooled_attention, n_heads, n_kv_heads, 8, tokens, max_side=figures.grid_side(n_heads), **kw)
+    pages = views.grid_pages(pm, style)
+    return json.loads(views.grid_view(pm, style, heads=pages[page]).figure.to_json()), pages
+
+
+@pytest.mark.parametrize(
+    "n_heads,n_kv_heads,pages",
+    [
+        (8, 2, [(0, 1), (2, 3), (4, 5), (6, 7)]),  # two a slide: a KV group of 4 in two parts
+        (9, 3, [(0, 1), (2,), (3, 4), (5,), (6, 7), (8,)]),  # SmolLM2: a slide never shows part of two groups
+        (12, 12, [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9), (10, 11)]),  # MiniLM: MHA, two a slide
+        (64, 8, [tuple(range(a, a + 2)) for a in range(0, 64, 2)]),
+    ],
+)
+def test_a_slide_shows_the_panels_it_labels_in_full_and_pages_through_the_rest(n_heads, n_kv_heads, pages):
+    """On a slide (20 px type, the box of a 1024 × 768 slide's width and a 1280 × 720 slide's height) the
+    sentence's 11 tokens are all labelled in two panels a slide; the others are on the slides after it."""
+    for page in (0, len(pages) - 1):
+        spec, got = slide_spec(n_heads, n_kv_heads, SENTENCE, page)
+        assert got == pages
+        assert spec["layout"]["meta"]["head_grid"]["heads"] == list(pages[page])
+        check_every_label_fits(spec, 11, 11, figures.Style(present=True).font, present=True)
+        assert spec["layout"]["title"]["text"] == ""  # the slide's stepper names the heads
+
+
+def test_a_slide_of_few_tokens_shows_every_head():
+    """Six tokens: all 8 heads fit on one slide, titled, every label at 20 px."""
+    spec, pages = slide_spec(8, 8, [f"t{i}" for i in range(6)])
+    assert pages == [tuple(range(8))]
+    assert spec["layout"]["meta"]["head_grid"]["ncols"] == 4  # two rows of four
+    check_every_label_fits(spec, 6, 6, 20, present=True)
+    assert spec["layout"]["title"]["text"].startswith("Attention weights: 8 query heads, 8 KV groups")
+
+
+def test_a_slide_thins_what_it_cannot_label_at_its_font_and_says_so():
+    """64 tokens do not fit a slide at 20 px: every k-th label, k the same on both axes, and the chart says so."""
+    spec, pages = slide_spec(8, 2, [f"t{i}" for i in range(64)])
+    lay = spec["layout"]
+    y, x = lay["yaxis"], lay["xaxis"]
+    assert y["tickfont"]["size"] == x["tickfont"]["size"] == 20
+    k_y, k_x = (int(ax["ticktext"][1].split()[0][1:]) for ax in (y, x))  # "t3 (3)": every 3rd label drawn
+    assert k_x <= k_y > 1 and y["ticktext"][:3] == [f"t{i} ({i})" for i in (0, k_y, 2 * k_y)]
+    assert f"query axis: 1 label in {k_y}" in lay["title"]["text"]
+    assert f"key axis: 1 label in {k_x}" in lay["title"]["text"] or k_x == 1
+    assert len(pages) == 4  # two panels a slide
+
+
 @pytest.mark.parametrize("n_heads,n_kv_heads", [(8, 2), (1, 1)])
-def test_grid_labels_every_token_up_to_64(present, n_heads, n_kv_heads):
-    style = figures.Style(present=present)
+def test_grid_labels_every_token_up_to_64(n_heads, n_kv_heads):
+    style = figures.Style()
     spec, pm = grid_spec(n_heads, n_kv_heads, [f"t{i}" for i in range(64)], style)
     assert pm.factor == 1
-    check_every_label_fits(spec, 64, 64, figures.MIN_TICK_FONT, present)
+    check_every_label_fits(spec, 64, 64, figures.MIN_TICK_FONT)
 
 
 def test_long_sequences_thin_the_labels_and_say_so():
@@ -335,12 +402,13 @@ def test_long_sequences_thin_the_labels_and_say_so():
     assert f"query axis: 1 label in {step}" in fig["layout"]["title"]["text"]
     zh = json.loads(views.grid_view(pm, figures.Style(lang="zh")).figure.to_json())
     assert f"查询轴：每 {step} 个标签显示 1 个" in zh["layout"]["title"]["text"]
-    # a pooled grid (150 blocks a side) keeps its compact layout, four panels a row, and thins its labels
+    # a pooled grid (150 blocks a side) keeps its compact layout (panels of cells 1.5 px or more) and thins its labels
     spec, pm = grid_spec(8, 2, [f"t{i}" for i in range(600)], figures.Style(), mask_kind="causal")
     assert pm.factor == 4
     x_ticks, (_, _, labels_k) = spec["layout"]["xaxis"]["tickvals"], grid_panel(spec, 0)
     step = labels_k.index(x_ticks[1].replace("\u200b", ""))
-    assert [v.replace("\u200b", "") for v in x_ticks] == labels_k[::step] * 4  # under each of the four panels
+    ncols = spec["layout"]["meta"]["head_grid"]["ncols"]
+    assert [v.replace("\u200b", "") for v in x_ticks] == labels_k[::step] * ncols  # under each panel of a row
     assert "key axis: 1 label in" in spec["layout"]["title"]["text"]
 
 
@@ -358,8 +426,11 @@ def test_short_labels_keep_the_position_and_the_hover_keeps_the_token():
 
 
 @pytest.mark.parametrize("present", [False, True])
-@pytest.mark.parametrize("t", [11, 64])
+@pytest.mark.parametrize("t", [6, 11, 64])
 def test_step_matrices_label_every_token(present, t):
+    """Every query row and key column of the step matrices is labelled where they are drawn: side by side on a
+    page only while the key labels fit a phone's width (the colour bar under them) readably; on a slide planned
+    for the slide's height at 20 px (64 rows do not fit it: every k-th, said)."""
     from attn_core.attention.longmaps import head_window
     from attn_core.views import heatmaps as views
 
@@ -367,17 +438,20 @@ def test_step_matrices_label_every_token(present, t):
     hw = seeded(head_window, 4, 2, 8, tokens)
     style = figures.Style(present=present)
     cols = views.step_columns(hw, style)
-    assert cols == (2 if t == 11 and not present else 1)
+    assert cols == (2 if t <= 11 and not present else 1)
     figs = views.step_views(hw, style, cols)
     for v in figs:
         spec = json.loads(v.figure.to_json())
-        y = spec["layout"]["yaxis"]
-        assert y["tickvals"] == spec["data"][0]["y"] and len(y["tickvals"]) == t
-        assert y["tickfont"]["size"] >= figures.MIN_TICK_FONT
-        assert (
-            spec["layout"]["height"] - spec["layout"]["margin"]["t"] >= t * figures.LABEL_PITCH * y["tickfont"]["size"]
-        )
+        lay, y = spec["layout"], spec["layout"]["yaxis"]
+        rows_px = lay["height"] - lay["margin"]["t"] - lay["margin"]["b"]
+        if present:
+            assert lay["height"] == views.STEP_SLIDE_H and y["tickfont"]["size"] == style.font
+        k = spec["data"][0]["y"].index(y["tickvals"][1]) if len(y["tickvals"]) > 1 else 1
+        assert y["tickvals"] == spec["data"][0]["y"][::k] and (k == 1 or (present and t == 64))
+        assert rows_px / len(y["tickvals"]) >= figures.ROW_PITCH * y["tickfont"]["size"] - 0.5, v.name
+        assert (k > 1) == (f"axis: 1 label in {k} " in lay["title"]["text"])
     for v in figs[3:7]:  # the key axis of the scores and weights
         x = json.loads(v.figure.to_json())["layout"]["xaxis"]
-        assert len(x["tickvals"]) == t and x["tickfont"]["size"] >= figures.MIN_TICK_FONT
+        assert x["tickfont"]["size"] >= (style.font if present else figures.MIN_TICK_FONT)
+        assert len(x["tickvals"]) == t or (present and t == 64)
     assert "tickvals" not in json.loads(figs[0].figure.to_json())["layout"]["xaxis"]  # d0..d7: plotly's choice

@@ -22,7 +22,7 @@ from attn_core.views import page
 MEASURED_WIDTHS = [("because (6)", 61.9), ("query heads (8)", 83.8), ("∂p_i/∂z_j (fixed ±0.25)", 118.8), ("0.4", 16.7)]
 # view name prefix -> (l, r, b) plotly's automargin made of the builders' 10 px margins, Streamlit 1.67, Chromium
 AUTOMARGIN = {
-    "attention_weights": (123, 114, 122),
+    "attention_weights": (108, 114, 106),  # two panels a row, planned for a 1280 px window's main column
     "scores_": (76, 10, 67),
     "maps_": (102, 113, 104),
     "saturation_sweep": (79, 10, 67),

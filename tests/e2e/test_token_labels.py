@@ -7,6 +7,7 @@ tick labels plotly actually drew in the page's SVG, and where they sit, and the 
 
 from __future__ import annotations
 
+import math
 import re
 import xml.etree.ElementTree as ET
 
@@ -29,9 +30,9 @@ DRAWN_TICKS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).
     const texts = Array.from(el.querySelectorAll('.' + ax._id + 'tick text')).filter(t => t.textContent.trim());
     axes[ax._id] = texts.map(t => {
       const b = t.getBoundingClientRect();
-      // x: the right edge, where a label rotated by -60° ends at its tick; y: the middle of a row label
-      return {text: t.textContent, x: b.right, y: (b.top + b.bottom) / 2,
-              font: parseFloat(getComputedStyle(t).fontSize)};
+      // x: the right edge, where a turned label ends at its tick; y: the middle of a row label
+      return {text: t.textContent, x: b.right, y: (b.top + b.bottom) / 2, width: t.getComputedTextLength(),
+              font: parseFloat(getComputedStyle(t).fontSize), angle: ax.tickangle === 'auto' ? 0 : ax.tickangle};
     });
   }
   return axes;
@@ -56,28 +57,32 @@ def check_every_label(axes: dict[str, list[dict]], labels: list[str], min_font: 
         assert [t["text"] for t in ticks] == labels * n, axis  # queries top to bottom, keys left to right
         for a, b in zip(ticks, ticks[1:], strict=False):
             gap = b[coord] - a[coord]
-            # rotated by 60°, key labels are apart by gap·sin 60° across their baselines
-            room = gap if coord == "y" else gap * 0.866
+            angle = math.radians(abs(a["angle"] or 0))
+            if coord == "x" and angle == 0:  # level key labels: side by side
+                assert gap >= (a["width"] + b["width"]) / 2, (axis, a["text"], b["text"], gap)
+                continue
+            # turned by θ, key labels are apart by gap·sin θ across their baselines
+            room = gap if coord == "y" else gap * math.sin(angle)
             assert room >= 0.95 * a["font"], (axis, a["text"], b["text"], gap, a["font"])
         assert min(t["font"] for t in ticks) >= min_font, axis
     return repeats
 
 
 @pytest.mark.parametrize(
-    "query,viewport,min_font,shot",
+    "query,viewport,min_font,heads,shot",
     [
-        ("", (1440, 1000), 9, "labels-grid"),
-        ("?present=1", (1280, 720), 12, "labels-grid-present"),
-        ("?n_heads=32&n_kv_heads=8", (1440, 1000), 9, "labels-grid-32-heads"),
+        ("", (1280, 720), 9, 8, "labels-grid"),
+        ("?present=1", (1280, 720), 20, 2, "labels-grid-present"),  # a slide: two heads, the rest on the next
+        ("?present=1", (1024, 768), 20, 2, "labels-grid-present-1024"),
+        ("?n_heads=32&n_kv_heads=8", (1440, 1000), 9, 32, "labels-grid-32-heads"),
     ],
 )
-def test_grid_labels_every_token(watch, query, viewport, min_font, shot):
+def test_grid_labels_every_token(watch, query, viewport, min_font, heads, shot):
     watch.page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
     watch.open(query)
     axes = drawn_ticks(watch)[0]
     repeats = check_every_label(axes, LABELS, min_font)
     assert sorted(axes) == ["x", "y"]  # every panel on one pair of axes: keys under each column, queries by each row
-    heads = 32 if "n_heads=32" in query else 8
     assert repeats["x"] * repeats["y"] == heads  # full rows: one label set per column of panels and per row
     assert_clean(watch)
     watch.shot(shot)
@@ -101,16 +106,16 @@ def test_step_view_and_zoom_label_every_token(watch):
 
 
 def test_exported_svg_labels_every_token():
-    """The SVG export (kaleido with the system Chromium) of the presentation grid has every label too."""
+    """The SVG export (kaleido with the system Chromium) of a slide of the grid has every label too."""
     from attn_core import figures, render
     from attn_core.attention.longmaps import pooled_attention
     from attn_core.views import heatmaps as views
 
     if render.find_chromium() is None:
         pytest.skip("image export needs Debian's chromium")
-    for style, n_heads in ((figures.Style(present=True), 8), (figures.Style(), 32)):
+    for style, n_heads, page in ((figures.Style(present=True), 8, (0, 1)), (figures.Style(), 32, None)):
         pm = seeded(pooled_attention, n_heads, n_heads // 4, 16, SENTENCE, max_side=figures.grid_side(n_heads))
-        fig = figures.apply_fonts(views.grid_view(pm, style).figure, style)
+        fig = figures.apply_fonts(views.grid_view(pm, style, heads=page).figure, style)  # a slide: its page
         root = ET.fromstring(render.export_bytes(fig, "svg"))
         drawn: dict[str, list[str]] = {}
         for g in root.iter("{http://www.w3.org/2000/svg}g"):
@@ -122,4 +127,4 @@ def test_exported_svg_labels_every_token():
         assert sorted(drawn) == ["x", "y"], drawn
         per = {a: len(texts) // len(LABELS) for a, texts in drawn.items()}  # label sets: one per column / row
         assert all(sorted(texts) == sorted(LABELS * per[a]) for a, texts in drawn.items()), drawn
-        assert per["x"] * per["y"] == n_heads
+        assert per["x"] * per["y"] == (len(page) if page else n_heads)

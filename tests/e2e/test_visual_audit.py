@@ -46,6 +46,9 @@ MIN_SLIDE_PX = 20
 FIRST_SCREEN_PX = 250  # px of a chart the first screen of a page shows at 1280×720 in its normal mode
 CHART_WAIT_MS = 5_000  # how long a loaded page is given for its first chart to be drawn
 MAX_SLIDES = 12  # a page's slide stepper is walked at most this far (a guard against a stepper that never ends)
+# every chart element of the page (ui.plotly_live's component) holds a drawn plotly chart
+CHARTS_DRAWN_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .stBidiComponent')]
+  .filter(e => e.getBoundingClientRect().width > 0).every(e => e.querySelector('.main-svg'))"""
 
 
 def english_words() -> list[str]:
@@ -92,6 +95,7 @@ class Audit:
         self.size, self.lang, self.phone = size, lang, phone
         self.findings: list[str] = []
         self.errors_seen = 0
+        self.opened = False
         SHOTS.mkdir(parents=True, exist_ok=True)
 
     def url(self, path: str, query: str, slide: bool) -> str:
@@ -108,10 +112,13 @@ class Audit:
         self.w.page.goto(self.w.base_url + "/" + url.lstrip("/"))
         self.w.page.wait_for_selector("[data-testid='stMain'] h1", timeout=120_000)
         self.w.wait_idle(120_000)
+        wait = 20_000 if not self.opened else CHART_WAIT_MS  # a new browser fetches plotly with its first chart
+        self.opened = True
         try:
-            self.w.page.wait_for_selector("[data-testid='stMain'] .js-plotly-plot .main-svg", timeout=CHART_WAIT_MS)
+            self.w.page.wait_for_selector("[data-testid='stMain'] .js-plotly-plot .main-svg", timeout=wait)
         except PlaywrightTimeout:
             return  # a screen without a chart (a calculator, a table)
+        self.w.page.wait_for_function(CHARTS_DRAWN_JS, timeout=120_000)  # and each chart is drawn
         self.w.wait_idle(120_000)
 
     def look(self, label: str, slide: bool) -> None:
