@@ -96,9 +96,12 @@ elif p.view == "head":
         pm = ui.compute(mv.zoom_maps, src, head, (0, t, 0, t), p.pool)
         if pm is None:
             ui.stop()
-        ui.show_view(ui.view(mv.grid_view, pm, style, p.fit(t)), "mdl_zoom")
-    # 8 charts: on the page sent while its section is open, on a slide one each
-    if (steps := ui.section_box(lambda i: not shown(0), 0, ui.t("models.steps_header"), "x_mdl_steps")) is not None:
+        ui.show_view(ui.view(mv.zoom_view, pm, style, p.fit(t)), "mdl_zoom")
+    title = ui.t("models.steps_header")  # 8 charts: on the page sent while its section is open, on a slide one each
+    steps = (
+        ui.section_box(shown, 0, title, "x_mdl_steps") if not ui.present() else (None if shown(0) else st.container())
+    )
+    if steps is not None:
         with steps:
             q0 = k0 = 0
             if t > mv.STEP_WINDOW:  # a window of the sequence: where it starts (a slide: in the controls bar)
@@ -112,10 +115,10 @@ elif p.view == "head":
             for note in notes:
                 st.caption(note)
             n_cols = mv.step_columns(hw, style)
-            views = ui.view(mv.step_views, hw, style, n_cols)
+            views = ui.view(mv.head_step_views, hw, style, n_cols)
             if ui.present():  # one step a slide
                 i = next(i for i in range(8) if shown(i + 1))
-                st.markdown(f"### {i + 1}. {sentences[i]}")
+                st.markdown(f"### {sentences[i]}")  # the stepper counts the head's slide too
                 ui.show_view(views[i], f"mdl_step{i}")
             else:
                 ui.show_steps(views, sentences, n_cols, key="mdl_step")

@@ -243,3 +243,31 @@ def peak_figure(res: ScaleResult, style: Style = Style()) -> go.Figure:
         legend=dict(orientation="h", yanchor="top", y=-0.22, x=0),
     )
     return plain_figure(data, layout, style)
+
+
+def slide_labels(fig: go.Figure, plot_px: tuple[float, float], style: Style) -> go.Figure:
+    """A heat map ``fig`` (labels as arrays of ticks on category axes) for a slide, whose height follows the screen:
+    its plot gets about ``plot_px`` = (width, height) px there, not what the figure planned. Every label at the
+    slide's font (20 px), thinned to every k-th where its neighbours would touch (each needs 1.2 times its font),
+    and each thinned axis's title says how many labels it shows."""
+    plain = fig.__dict__.get("_plain")
+    data, layout = (
+        (plain[0], plain[1]) if plain is not None else (fig.to_plotly_json()["data"], fig.to_plotly_json()["layout"])
+    )
+    layout = {**layout, "meta": {**(layout.get("meta") or {}), FONTS_SET: style.font}}
+    for letter, span in (("x", plot_px[0]), ("y", plot_px[1])):
+        axis = dict(layout.get(f"{letter}axis") or {})
+        cats, vals, text = data[0].get(letter), axis.get("tickvals"), axis.get("ticktext")
+        if not isinstance(cats, list) or not vals or not text or len(vals) != len(text):
+            continue
+        at = {c: i for i, c in enumerate(cats)}
+        gap = (at.get(vals[1], 1) - at.get(vals[0], 0)) if len(vals) > 1 else 1  # the builder's own thinning
+        k = max(1, math.ceil(1.2 * style.font / (span / max(len(cats), 1) * max(gap, 1))))
+        axis.update(tickvals=vals[::k], ticktext=text[::k], tickfont=dict(size=style.font))
+        if k * gap > 1:
+            title = dict(axis.get("title") or {})
+            word = str(title.get("text") or "").split(" (", 1)[0].split("（", 1)[0]
+            axis["title"] = {**title, "text": style.t("models.slide_every", what=word, k=k * gap)}
+        layout[f"{letter}axis"] = axis
+    reserve_margins({"data": data, "layout": layout})
+    return PlainFigure(data=data, layout=layout)

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from attn_core import figures
+from attn_core.attention.longmaps import HeadWindow, PooledMaps
 from attn_core.figures import memory as mf
 from attn_core.figures import models as modfig
 from attn_core.kv.memory import kv_cache_bytes
@@ -60,6 +61,9 @@ TOP_HEADS = 3  # strongest heads listed per role
 MAX_GEN_TOKENS = 32  # tokens written at each context length of a timing run
 SPEED_SHORTEST, MAX_SPEED_CONTEXT = 16, 4096  # the timed context lengths: from 16 tokens, doubled, up to 4096
 SAME_SPEED = 1.5  # recomputing within this factor of the cached step: "about as long" (reading the weights dominates)
+FEW_TIMES = (
+    4  # c tokens recomputed in at most c / 4 times one cached token's time: the weights' reading still dominates
+)
 SCORE_CODES = SCORES
 LOW_IS_STRONG = ("entropy",)  # a low entropy marks a focused head
 ALPHA = 0.05  # the KV grouping's permutation p-value below which heads sharing a KV head are called (un)alike
@@ -134,7 +138,7 @@ class Params:
     )
     pool: str = control("max", "choice", options=hm.REDUCES, help="help.pool", cli_help="what a pooled cell shows")
     gen_context: int = control(
-        1024,
+        512,
         "pow2",
         lo=64,
         hi=MAX_SPEED_CONTEXT,
@@ -571,6 +575,8 @@ def speed_points(model: LoadedModel, spec: SpeedSpec) -> Iterator[SpeedPoint]:
         (c, generate(model, "", spec.n_new, rows=False, prompt_ids=prompt[:c])) for c in speed_contexts(len(prompt))
     ]
     try:
+        for _ in generate(model, "", 2, rows=False, prompt_ids=prompt[:SPEED_SHORTEST]):  # untimed: a process's
+            pass  # first passes also set up its kernels and buffers, which no later step pays again
         for c, run in runs:
             steps = list(run)
             last = steps[-1]
@@ -617,14 +623,13 @@ def speed_summary(
         def ms(v: float) -> str:
             return f"{v:,.3g}" if v < 1000 else f"{v:,.0f}"
 
-        if alike:
+        if alike:  # about the same time: what both do once a step, reading the weights, is the step
             a = alike[-1]
             parts.append(t("models.speed_weights", c=f"{a.context:,}", r=ms(a.recompute_ms), k=ms(a.cached_ms), w=w))
-        else:
+        else:  # c tokens for a few times one token's time: the weights' reading still outweighs the tokens
+            key = "models.speed_weights_few" if first.ratio <= first.context / FEW_TIMES else "models.speed_already"
             x = f"{first.ratio:.1f}"
-            parts.append(
-                t("models.speed_already", c=f"{first.context:,}", r=ms(first.recompute_ms), k=ms(first.cached_ms), x=x)
-            )
+            parts.append(t(key, c=f"{first.context:,}", r=ms(first.recompute_ms), k=ms(first.cached_ms), x=x, w=w))
         if last.ratio >= SAME_SPEED and len(timed) > 1:
             parts.append(
                 t(
@@ -710,6 +715,23 @@ read_help, is_pooled, default_cscale, ZOOM_SIDE, STEP_WINDOW = (
 )
 grid_side = figures.grid_side
 model_line, step_texts = hm.model_line, hm.step_texts  # the models page shows the heatmaps page's steps
+# px of plot a slide leaves the head's map and a step's (the smaller of a 1024×768 and a 1280×720 slide): the
+# figures plan their labels for their own height, a slide gives them the screen's
+SLIDE_ZOOM_PX, SLIDE_STEP_PX = (700, 300), (700, 250)
+
+
+def zoom_view(pm: PooledMaps, style: figures.Style, fit: bool) -> View:
+    """One head's map (the heatmaps page's zoom); on a slide with its labels at 20 px, thinned to fit."""
+    v = hm.grid_view(pm, style, fit)
+    return dataclasses.replace(v, figure=modfig.slide_labels(v.figure, SLIDE_ZOOM_PX, style)) if style.present else v
+
+
+def head_step_views(hw: HeadWindow, style: figures.Style, n_cols: int) -> list[View]:
+    """The head's eight steps (the heatmaps page's); on a slide with their labels at 20 px, thinned to fit."""
+    views = hm.step_views(hw, style, n_cols)
+    if not style.present:
+        return views
+    return [dataclasses.replace(v, figure=modfig.slide_labels(v.figure, SLIDE_STEP_PX, style)) for v in views]
 
 
 def layer_line(model: LoadedModel, layer: int, style: figures.Style) -> str:
