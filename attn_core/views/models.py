@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -229,6 +229,12 @@ def roles(model: LoadedModel, seed: int, *, device: str = "cpu") -> pd.DataFrame
     """Every head's role scores (:func:`attn_core.pretrained.models.head_scores`, :data:`ROLE_SEQS` × :data:`ROLE_SEQ_LEN`)."""
     n = min(ROLE_SEQ_LEN, max_repeat(model))
     return head_scores(model, seq_len=n, n_seqs=ROLE_SEQS, seed=seed)
+
+
+def first_steps(model: LoadedModel) -> list[tuple[Callable[..., object], tuple]]:
+    """What the page's first view computes for ``model`` (the head roles at the default seed), as ``(step,
+    arguments)``: the server computes them at its start (``server.py``), so a class's first visit finds them."""
+    return [(roles, (model, Params().seed))]
 
 
 @stays_on_device  # bound to where it runs: an out-of-memory error is a message, not a CPU retry
@@ -508,7 +514,8 @@ class SpeedPoint:
     costs without a cache (:func:`attn_core.pretrained.models.generate` with ``use_cache=False`` runs this same
     pass at every step). ``cached_s``: each later step, one new token through the model while the earlier tokens'
     keys and values come from the cache. ``held``, ``cache_bytes``, ``formula_bytes``: the positions the cache
-    holds after the last step, its bytes measured from its tensors and by the formula. ``text``: what was written.
+    holds after the last step, its bytes measured from its tensors and by the formula. ``text`` and ``token_ids``:
+    what was written.
     """
 
     context: int
@@ -518,6 +525,7 @@ class SpeedPoint:
     cache_bytes: int
     formula_bytes: int
     text: str
+    token_ids: tuple[int, ...] = ()
 
     @property
     def recompute_ms(self) -> float:
@@ -551,7 +559,8 @@ def max_context(model: LoadedModel) -> int:
 
 
 def speed_spec(model: LoadedModel, p: Params, inp: ModelText) -> SpeedSpec:
-    longest = check_int("gen_context", p.gen_context, SPEED_SHORTEST, max_context(model))
+    """The timing run ``p`` asks of ``model``: its longest context within what the model holds (:func:`max_context`)."""
+    longest = min(check_int("gen_context", p.gen_context, SPEED_SHORTEST, MAX_SPEED_CONTEXT), max_context(model))
     return SpeedSpec(model.name, inp, longest, check_int("gen_tokens", p.gen_tokens, 2, MAX_GEN_TOKENS))
 
 
@@ -588,6 +597,7 @@ def speed_points(model: LoadedModel, spec: SpeedSpec) -> Iterator[SpeedPoint]:
                 last.cache_bytes,
                 last.formula_bytes,
                 last.text,
+                tuple(s.token_id for s in steps),
             )
     finally:
         for _, run in runs:
