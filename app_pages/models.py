@@ -126,16 +126,14 @@ elif p.view == "generate":
     if not model.causal:
         st.info(ui.t("models.gen_encoder", title=model.title), icon="ℹ️")
         ui.stop()
-    with ui.drawer():  # slide mode: in the controls bar
-        g1, g2 = st.columns(2, gap="large")
-        ctx = ui.control(P, "gen_context", hi=mv.max_context(model), container=g1)
-        p = mv.with_values(p, gen_context=ctx, gen_tokens=ui.control(P, "gen_tokens", container=g2))
+    g1, g2 = ui.drawer().columns(2, gap="large")  # slide mode: in the controls bar
+    ctx = ui.control(P, "gen_context", hi=mv.max_context(model), container=g1)
+    p = mv.with_values(p, gen_context=ctx, gen_tokens=ui.control(P, "gen_tokens", container=g2))
     if (spec := ui.run_safely(lambda: mv.speed_spec(model, p, inp))) is None:
         ui.stop()
     run = ui.live_state("model_gen", (spec, ui.device()))
     start = ui.live_buttons("gen", "models.gen_run", "models.gen_stop")
-    bar, status, text_box = st.empty(), st.empty(), st.empty()
-    boxes = [st.empty()] if ui.present() else [c.empty() for c in st.columns(2, gap="medium")]  # a slide: the time
+    bar, status, text_box, *boxes = [st.empty() for _ in range(4 if ui.present() else 5)]  # a slide: the time alone
 
     def frame(r: ui.LiveRun) -> None:
         ui.live_charts(mv.speed_views(r.steps, spec, model, style), boxes)
@@ -147,7 +145,7 @@ elif p.view == "generate":
         run = ui.live_run("model_gen", (spec, ui.device()), points, frame, progress=progress, bar=bar)
     if ui.live_status(run, status, "models.gen_press") and run.steps:
         run_spec = run.params[0]
-        kind, text = mv.speed_summary(run.steps, run_spec, run.status == "stopped", model, style)
+        kind, text = mv.speed_summary(run.steps, run_spec, run.status == "stopped", model, style, ui.present())
         getattr(status, kind)(text)
         if run.stale:
             st.caption(ui.t("models.gen_stale"))

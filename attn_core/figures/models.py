@@ -137,6 +137,23 @@ def roles_figure(mat: np.ndarray, n_kv_heads: int, value_label: str, title: str,
     return PlainFigure(data=[trace], layout=layout)
 
 
+def log_ticks(values: list[float]) -> dict:
+    """A log axis over ``values`` (ms): its range and ticks at 1, 2 and 5 times the powers of ten in it, every
+    one at the axis's font (plotly's own 2s and 5s are smaller), or at the powers of ten alone beyond 8 ticks."""
+    seen = [v for v in values if v > 0 and math.isfinite(v)] or [1.0, 1000.0]
+    lo, hi = min(seen) / 1.5, max(seen) * 1.5
+    decades = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+    ticks = [m * 10.0**e for e in decades for m in (1, 2, 5) if lo <= m * 10.0**e <= hi]
+    if len(ticks) > 8:
+        ticks = [10.0**e for e in decades if lo <= 10.0**e <= hi]
+    return dict(
+        range=[math.log10(lo), math.log10(hi)],
+        tickmode="array",
+        tickvals=ticks,
+        ticktext=[f"{v:,.0f}" if v >= 1 else f"{v:g}" for v in ticks],
+    )
+
+
 def speed_figure(
     contexts: list[int], recompute_ms: list[float], cached_ms: list[float], planned: list[int], style: Style = Style()
 ) -> go.Figure:
@@ -175,7 +192,9 @@ def speed_figure(
             ticktext=[f"{c:,}" for c in planned],
             tickangle=0,
         ),
-        yaxis=dict(title=dict(text=t("models.speed_axis_ms")), type="log"),
+        yaxis=dict(
+            title=dict(text=t("models.speed_axis_ms")), type="log", tickangle=0, **log_ticks(recompute_ms + cached_ms)
+        ),
         legend=dict(x=0.01, y=0.99, xanchor="left", yanchor="top", bgcolor="rgba(255,255,255,0.7)"),
         uirevision="mdl_speed",
     )

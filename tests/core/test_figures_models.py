@@ -71,3 +71,8 @@ def test_the_time_of_a_token_on_log_axes_spans_the_planned_lengths():
     lo, hi = lay["xaxis"]["range"]
     assert 10**lo < 16 and 10**hi > 128  # the chart does not move while the run adds lengths
     assert [t["name"] for t in spec["data"]] == ["no cache: all tokens again", "KV cache: one new token"]
+    y = lay["yaxis"]
+    assert y["tickvals"] == [50, 100] and y["ticktext"] == ["50", "100"]  # 1, 2, 5 × 10^k within the times
+    assert 10 ** y["range"][0] <= 50 and 10 ** y["range"][1] >= 90
+    wide = spec_of(modfig.speed_figure([16, 4096], [50.0, 90_000.0], [40.0, 60.0], [16, 4096], Style()))
+    assert wide["layout"]["yaxis"]["tickvals"] == [100, 1000, 10_000, 100_000]  # beyond 8 ticks: the powers of ten
