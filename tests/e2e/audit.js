@@ -195,7 +195,10 @@
     if (!el || el.closest(skip)) continue;
     if (!(el instanceof SVGElement ? shown(el.closest('text') || el) : shown(el))) continue;
     if (/\*\*|__|`/.test(text)) add('literal Markdown', keyOf(el), short(text));
-    if (opts.zh) {
+    // a chart's token label ("Engine (18)": a token and its position) is what the model read, not the app's words:
+    // random tokens of an English vocabulary are English on a Chinese page too
+    const token = el instanceof SVGElement && el.closest('.xtick, .ytick') && /\(\d+\)$/.test(text.trim());
+    if (opts.zh && !token) {
       for (const w of text.match(/[A-Za-z]{3,}/g) || []) {
         const lw = w.toLowerCase();
         if (english.has(lw) && !seenWords.has(lw)) {
