@@ -10,7 +10,7 @@ import pytest
 
 from attn_core.i18n import translate
 from harness import start_server
-from tests.e2e.conftest import PageWatch
+from tests.e2e.conftest import RUNS_JS, PageWatch
 from tests.e2e.test_pages import assert_clean
 from tests.e2e.test_visual_audit import AUDIT_JS
 
@@ -58,12 +58,18 @@ def test_the_first_chart_of_the_models_page_comes_within_5_s_of_the_servers_heal
     try:
         ctx = browser.new_context(viewport={"width": 1280, "height": 720})
         page = ctx.new_page()
+        page.add_init_script(RUNS_JS)
         t0 = time.perf_counter()
         page.goto(url + "/models")
         page.wait_for_selector(".st-key-mdl_roles .js-plotly-plot .main-svg", timeout=60_000)
         seconds = time.perf_counter() - t0
-        print(f"first chart of /models {seconds:.1f} s after the health check")
-        assert seconds <= 5.0
+        # where the time went: the page's script (its first run's end, on the page's clock) and the drawing
+        ran = page.evaluate("() => window.__attnRuns.finished / 1000")
+        drawn = page.evaluate("() => performance.now() / 1000")
+        print(
+            f"first chart of /models {seconds:.1f} s after the health check (script done {ran:.1f} s, drawn {drawn:.1f} s)"
+        )
+        assert seconds <= 5.0, f"{seconds:.1f} s: the script ended at {ran:.1f} s, the chart was drawn at {drawn:.1f} s"
         ctx.close()
     finally:
         proc.terminate()
