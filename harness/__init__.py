@@ -150,6 +150,7 @@ def start_serve(workers: int = 2, timeout: float = 180) -> tuple[subprocess.Pope
     run_dir = ROOT / "artifacts" / f"serve-test-{port}"
     run_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "ATTN_DEVICE": os.environ.get("ATTN_DEVICE", "cpu")}
+    env.setdefault("ATTN_PRELOAD_MODELS", "0")  # the workers load models on first use, as start_server's server
     log = open(run_dir / "supervisor.log", "w")
     argv = ["--workers", str(workers), "--port", str(port), "--listen", "127.0.0.1", "--run-dir", str(run_dir)]
     proc = subprocess.Popen(

@@ -28,7 +28,14 @@ PHONE_MAX = 640  # px: below this the page is laid out for a phone
 SCROLL_PX = 860  # px: a chart of several panels side by side keeps this width on a phone and scrolls sideways
 # single-canvas charts whose panels or labels need more than a phone's width (panels side by side in one trace,
 # a diagram, a long axis title): chart key -> drawn width in px on a phone
-WIDE_CHARTS = {"kv_maps": 760, "mla_flow": 640, "kv_memory": 560, "kv_tensors": 1200}
+WIDE_CHARTS = {
+    "kv_maps": 760,
+    "mla_flow": 640,
+    "kv_memory": 560,
+    "kv_tensors": 1200,
+    "mdl_roles": 760,  # 30 layers, each numbered
+    "mdl_zoom": 760,  # one head of a model's text: its token labels as the map planned them
+}
 
 
 def apply_responsive() -> None:
