@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import plotly.graph_objects as go
 
-from attn_core.figures.base import FONTS_SET, PlainFigure, Style, base_layout, group_color, plain_figure
+from attn_core.figures.base import FONTS_SET, MASK_GREY, PlainFigure, Style, base_layout, group_color, plain_figure
+from attn_core.figures.labels import short_label
 from attn_core.figures.margins import reserve_margins, text_width
 
 if TYPE_CHECKING:  # types only: figures never import the engine at run time
@@ -18,6 +19,8 @@ MODEL_COLOR, RANDOM_COLOR = "#0072B2", "#D55E00"
 CACHED_COLOR, RECOMPUTE_COLOR = "#0072B2", "#D55E00"  # as the KV-cache page's decode charts
 # px of x axis the roles chart can count on: a phone's scroll box, a slide 1024 px wide
 ROLES_PLOT_PX = {False: 600, True: 750}
+HEAD_PAGE_PX, HEAD_PAGE_MAX_PX = 600, 900  # a head's map on a page: the x axis it can count on, its tallest plot
+SLIDE_PITCH = 1.3  # px of axis per px of font between two labels on a slide (a 20 px label's box is 25-26 px tall)
 PEAK_COLORS = {"max_weight": "#0072B2", "saturated": "#D55E00", "entropy": "#009E73"}
 
 
@@ -231,7 +234,13 @@ def variance_figure(res: ScaleResult, style: Style = Style()) -> go.Figure:
         style,
         460 if style.present else 400,
         xaxis=dict(title=dict(text=t("models.axis_layer")), dtick=max(1, len(x) // 15)),
-        yaxis=dict(title=dict(text=t("models.var_axis")), type="log"),
+        yaxis=dict(
+            title=dict(text=t("models.var_axis")),
+            type="log",
+            **log_ticks(
+                [float(v) for col in ("score_var", "scaled_var") for v in tab[col]] + [rnd.score_var, rnd.scaled_var]
+            ),
+        ),
         legend=dict(orientation="h", yanchor="top", y=-0.22, x=0),
     )
     return plain_figure(data, layout, style)
@@ -267,7 +276,7 @@ def peak_figure(res: ScaleResult, style: Style = Style()) -> go.Figure:
 def slide_labels(fig: go.Figure, plot_px: tuple[float, float], style: Style) -> go.Figure:
     """A heat map ``fig`` (labels as arrays of ticks on category axes) for a slide, whose height follows the screen:
     its plot gets about ``plot_px`` = (width, height) px there, not what the figure planned. Every label at the
-    slide's font (20 px), thinned to every k-th where its neighbours would touch (each needs 1.2 times its font),
+    slide's font (20 px), thinned to every k-th where its neighbours would touch (:data:`SLIDE_PITCH`),
     and each thinned axis's title says how many labels it shows."""
     plain = fig.__dict__.get("_plain")
     data, layout = (
@@ -281,7 +290,7 @@ def slide_labels(fig: go.Figure, plot_px: tuple[float, float], style: Style) -> 
             continue
         at = {c: i for i, c in enumerate(cats)}
         gap = (at.get(vals[1], 1) - at.get(vals[0], 0)) if len(vals) > 1 else 1  # the builder's own thinning
-        k = max(1, math.ceil(1.2 * style.font / (span / max(len(cats), 1) * max(gap, 1))))
+        k = max(1, math.ceil(SLIDE_PITCH * style.font / (span / max(len(cats), 1) * max(gap, 1))))
         axis.update(tickvals=vals[::k], ticktext=text[::k], tickfont=dict(size=style.font))
         if k * gap > 1:
             title = dict(axis.get("title") or {})
@@ -290,3 +299,76 @@ def slide_labels(fig: go.Figure, plot_px: tuple[float, float], style: Style) -> 
         layout[f"{letter}axis"] = axis
     reserve_margins({"data": data, "layout": layout})
     return PlainFigure(data=data, layout=layout)
+
+
+def label_step(n: int, span_px: float, style: Style) -> int:
+    """Every how many of ``n`` labels along ``span_px`` px a slide shows, each :data:`SLIDE_PITCH` fonts apart."""
+    return max(1, math.ceil(SLIDE_PITCH * style.font / (span_px / max(n, 1))))
+
+
+def head_figure(
+    weights: np.ndarray,
+    labels: tuple[list[str], list[str]],
+    title: str,
+    scale: tuple[str, float],
+    kv: int,
+    style: Style,
+    room: tuple[float, float] | None = None,
+) -> go.Figure:
+    """One head's map ``weights`` ``[R, C]`` (NaN: masked, drawn grey), framed in its KV head's colour, with its row
+    and column ``labels`` at the style's font: every label where it fits, else every k-th (the axis title says
+    so). ``room``: the (width, height) px a slide gives the plot, whose height follows the screen; on a page
+    (None) the plot is :data:`HEAD_PAGE_PX` wide at least and as tall as its rows need, up to
+    :data:`HEAD_PAGE_MAX_PX`. ``scale``: the colour bar's label and top."""
+    r, c = weights.shape
+    rows, cols = labels
+    t = style.t
+    font = dict(size=style.font)
+    plot_h = min(max(r * SLIDE_PITCH * style.font, 300), HEAD_PAGE_MAX_PX)
+    width, height = room or (HEAD_PAGE_PX, plot_h)
+
+    def axis(names: list[str], span: float, word: str, rotated: bool) -> dict:
+        k = label_step(len(names), span, style)
+        return dict(
+            type="category",
+            tickmode="array",
+            tickvals=names[::k],
+            ticktext=[short_label(n) for n in names[::k]],
+            tickfont=font,
+            tickangle=-60 if rotated else 0,
+            title=dict(text=word if k == 1 else t("models.slide_every", what=word, k=k), font=font),
+            automargin=True,
+            showgrid=False,
+            zeroline=False,
+        )
+
+    trace = dict(
+        type="heatmap",
+        z=np.asarray(weights, dtype=np.float32),
+        x=cols,
+        y=rows,
+        coloraxis="coloraxis",
+        hoverongaps=False,
+        hovertemplate=f"{t('fig.query')} %{{y}}<br>{t('fig.key')} %{{x}}<br>%{{z:.4f}}<extra></extra>",
+    )
+    # the plot's edges in the KV head's colour: the axis lines on all four sides
+    frame = dict(showline=True, mirror=True, linecolor=group_color(kv), linewidth=4 if style.present else 3)
+    layout = dict(
+        title=dict(text=title, font=dict(size=style.font + 1)),
+        font=font,
+        margin=dict(l=10, r=10, t=80 if style.present else 60, b=10),
+        plot_bgcolor=MASK_GREY,  # a masked (NaN) cell shows the plot's background
+        hoverlabel=dict(font=dict(size=max(12, style.font - 2))),
+        coloraxis=dict(
+            colorscale=style.weight_scale,
+            cmin=0.0,
+            cmax=float(scale[1]),
+            colorbar=dict(title=dict(text=scale[0], font=font), tickfont=font, thickness=14),
+        ),
+        xaxis={**axis(cols, width, t("fig.key"), rotated=True), "range": [-0.5, c - 0.5], **frame},
+        yaxis={**axis(rows, height, t("fig.query"), rotated=False), "range": [r - 0.5, -0.5], **frame},
+        meta={FONTS_SET: style.font},
+    )
+    reserve_margins({"data": [trace], "layout": layout})
+    layout["height"] = int(plot_h + layout["margin"]["t"] + layout["margin"]["b"])  # a slide's follows the screen
+    return PlainFigure(data=[trace], layout=layout)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -739,13 +740,26 @@ grid_side = figures.grid_side
 model_line, step_texts = hm.model_line, hm.step_texts  # the models page shows the heatmaps page's steps
 # px of plot a slide leaves the head's map and a step's (the smaller of a 1024×768 and a 1280×720 slide): the
 # figures plan their labels for their own height, a slide gives them the screen's
-SLIDE_ZOOM_PX, SLIDE_STEP_PX = (700, 300), (700, 250)
+SLIDE_ZOOM_PX, SLIDE_STEP_PX = (600, 200), (700, 250)
 
 
 def zoom_view(pm: PooledMaps, style: figures.Style, fit: bool) -> View:
-    """One head's map (the heatmaps page's zoom); on a slide with its labels at 20 px, thinned to fit."""
+    """One head's map: the heatmaps page's zoom (its title, colour scale and numbers), drawn as one heat map whose
+    labels fit the room a page or a slide gives it (:func:`attn_core.figures.models.head_figure`)."""
     v = hm.grid_view(pm, style, fit)
-    return dataclasses.replace(v, figure=modfig.slide_labels(v.figure, SLIDE_ZOOM_PX, style)) if style.present else v
+    lay = figures.figure_spec(v.figure)["layout"]
+    title = lay["title"]["text"]
+    if style.present:
+        title = re.sub(r"</?sub>", "", title)  # a note under the title at the title's size
+    (q0, q1), (k0, k1), f = pm.q_range, pm.k_range, pm.factor
+    labels = (figures.block_labels(pm.tokens_q, q0, q1, f), figures.block_labels(pm.tokens_k, k0, k1, f))
+    allowed = pm.allowed if pm.allowed.ndim == 2 else pm.allowed[0]
+    weights = np.where(allowed, pm.weights[0], np.nan)
+    bar = lay["coloraxis"]
+    scale = (str(bar["colorbar"]["title"]["text"]), float(bar.get("cmax", 1.0)))
+    room = SLIDE_ZOOM_PX if style.present else None
+    fig = modfig.head_figure(weights, labels, title, scale, pm.group_of(pm.heads[0]), style, room)
+    return dataclasses.replace(v, figure=fig)
 
 
 def head_step_views(hw: HeadWindow, style: figures.Style, n_cols: int) -> list[View]:

@@ -143,7 +143,9 @@ def test_timing_run_reads_the_input_repeated_at_doubling_lengths(llama):
     for pt in points:
         assert len(pt.cached_s) == 2 and pt.held == pt.context + 2 and len(pt.token_ids) == 3
         assert pt.cache_bytes == pt.formula_bytes == pt.held * per_position
-        assert len(pt.recompute_s) == (3 if pt.context <= 64 else 1) and all(s > 0 for s in pt.recompute_s + pt.cached_s)
+        assert len(pt.recompute_s) == (3 if pt.context <= 64 else 1) and all(
+            s > 0 for s in pt.recompute_s + pt.cached_s
+        )
         # the first step reads every token again with nothing cached: what a generation without the cache does
         plain = models.generate(llama, "", 2, use_cache=False, rows=False, prompt_ids=prompt[: pt.context])
         assert [s.token_id for s in plain] == list(pt.token_ids[:2])
