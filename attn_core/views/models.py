@@ -43,7 +43,17 @@ from attn_core.runtime.config import MAX_HEADS, ConfigError, check_int
 from attn_core.runtime.guard import stays_on_device
 from attn_core.runtime.units import format_bytes, format_bytes_exact
 from attn_core.views import heatmaps as hm
-from attn_core.views.base import PageChecks, Scenario, View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
+from attn_core.views.base import (  # noqa: F401 - with_values for the page
+    PageChecks,
+    Scenario,
+    Shown,
+    View,
+    check_choices,
+    control,
+    step_at,
+    view_list,
+    with_values,
+)
 
 MODELS = ("smollm2-135m", "minilm-l6", "local")
 EXAMPLES = ("english", "chinese", "repeated", "own")
@@ -829,11 +839,38 @@ def views(p: Params, style: figures.Style, which: str | Sequence[str] | None = N
             if name == "layer":
                 out.append(hm.grid_view(hm.grid_maps(src, p.pool), style, p.fit(t)))
             elif name == "zoom":
-                out.append(hm.grid_view(hm.zoom_maps(src, head, (0, t, 0, t), p.pool), style, p.fit(t)))
+                out.append(zoom_view(hm.zoom_maps(src, head, (0, t, 0, t), p.pool), style, p.fit(t)))
             else:
                 hw = hm.step_window(src, head, p.q_start, p.k_start)
-                out.extend(hm.step_views(hw, style, hm.step_columns(hw, style)))
+                out.extend(head_step_views(hw, style, hm.step_columns(hw, style)))
     return out
+
+
+def slide_shown(p: Params, style: figures.Style, steps: dict[str, int], device: str = "cpu") -> Shown:
+    """What a slide of this page shows (slide mode, a deck's files): the head roles with the verdict on heads that
+    share a KV head; one head's map, then each of its eight steps with its sentence (``steps["slide"]``: 1 the
+    map, 2-9 the steps); one score-scale chart a slide; a layer's grid; nothing for a generation (a live run)."""
+    model = load_model(p.model_key, device=device)
+    if p.view == "generate":
+        return Shown([])
+    if p.view == "roles":
+        df = roles(model, p.seed)
+        return Shown([roles_view(df, model, p.score, style)], [gqa_note(model, df, p.score, style, short=True)])
+    inp = model_input(model, p)
+    if p.view == "scale":
+        charts = scale_views(scale(model, inp, p.seed), style)
+        return Shown([charts[step_at(steps, "slide", len(charts))]])
+    if p.view == "layer":
+        return Shown(views(p, style, "layer", device))
+    layer, head = p.layer_of(model), p.head_of(model)
+    att = capture(model, inp, layer)
+    src, t = att.source(layer), len(att.tokens)
+    i = step_at(steps, "slide", 9)
+    if i == 0:
+        return Shown([zoom_view(hm.zoom_maps(src, head, (0, t, 0, t), p.pool), style, p.fit(t))])
+    hw = hm.step_window(src, head, p.q_start, p.k_start)
+    _, sentences = step_texts(model, att, hw, style)
+    return Shown([head_step_views(hw, style, hm.step_columns(hw, style))[i - 1]], [sentences[i - 1]])
 
 
 #: The pretrained-models page in the browser test, the fuzz, the colour checks and the benchmarks (PageChecks).

@@ -315,3 +315,19 @@ def test_recomputing_is_said_to_rerun_the_whole_model():
     assert "few past tokens" not in en and "reruns the whole model over all 12 tokens" in en
     assert "reading the model's weights" in en
     assert "少量过去的词元" not in zh and "全部 12 个词元" in zh and "读取模型权重" in zh
+
+
+def test_a_slide_shows_one_chart_as_the_page_does_in_slide_mode(llama):
+    slide = Style(present=True)
+    roles = mv.slide_shown(local(llama.path), slide, {})
+    assert [v.name for v in roles.views] == ["head_roles_induction"] and len(roles.sentences) == 1
+    head = mv.slide_shown(local(llama.path, view="head", head=1), slide, {})
+    assert [v.name for v in head.views] == ["head1_q0-" + head.views[0].name.split("_q0-")[1]] and not head.sentences
+    step = mv.slide_shown(local(llama.path, view="head", head=1), slide, {"slide": 3})  # the head's second step, K
+    assert len(step.views) == 1 and "W_K" in step.sentences[0]
+    scale = mv.slide_shown(local(llama.path, view="scale"), slide, {"slide": 2})
+    assert [v.name for v in scale.views] == ["softmax_peak"]
+    assert mv.slide_shown(local(llama.path, view="generate"), slide, {}).views == []
+    # the head's map on a slide: every label at 20 px, the thinning said on its axis
+    zoom = head.views[0].figure.to_plotly_json()["layout"]
+    assert zoom["yaxis"]["tickfont"]["size"] == 20 and zoom["xaxis"]["tickfont"]["size"] == 20
