@@ -16,6 +16,8 @@
     for (let e = el; e && e.nodeType === 1; e = e.parentElement) {
       const cs = getComputedStyle(e);
       if (cs.display === 'none' || cs.visibility === 'hidden' || parseFloat(cs.opacity) === 0) return false;
+      // text for screen readers only (an icon button's "arrow_back icon"): clipped to nothing, never drawn
+      if (cs.position === 'absolute' && /^rect\(0(px)?,? 0(px)?,? 0(px)?,? 0(px)?\)$/.test(cs.clip)) return false;
       // inside a box that clips (a closed expander's body, a collapsed panel): seen only where the box is
       if (e !== el && cs.overflow !== 'visible' && e !== document.body && e !== document.documentElement) {
         const c = e.getBoundingClientRect();

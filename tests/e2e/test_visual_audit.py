@@ -120,7 +120,14 @@ class Audit:
 
     def first_screen(self, label: str) -> None:
         """The page's first screen (its first view, before any scrolling) shows a chart: at least
-        :data:`FIRST_SCREEN_PX` of it inside the window."""
+        :data:`FIRST_SCREEN_PX` of it inside the window. A chart's script loads after the page's run has ended
+        (plotly, the first time a browser draws one): the check waits for a drawn chart, 15 s at most."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        try:
+            self.w.page.wait_for_selector("[data-testid='stMain'] .js-plotly-plot .main-svg", timeout=15_000)
+        except PlaywrightTimeout:
+            pass  # no chart drawn: measured as it is
         seen = self.w.page.evaluate(
             """() => Math.max(0, ...[...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].map(e => {
                  const r = e.getBoundingClientRect();
