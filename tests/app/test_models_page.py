@@ -63,9 +63,11 @@ def test_a_slide_says_the_roles_verdict_and_shows_the_head_and_its_steps_one_a_s
     assert "p = 0.002" in note and "shuffling" not in note and "strongest head" not in note  # the verdict alone
     at = app_test(PAGE, query={"present": "1", "view": "head"})
     no_exception(at)
-    (zoom,) = chart_specs(at)  # the head alone: its 23 tokens' labels at 20 px, every second one
+    (zoom,) = chart_specs(at)  # the head alone: its 23 tokens' labels at 20 px, every k-th in a slide's room
     y = zoom["layout"]["yaxis"]
-    assert y["tickfont"]["size"] == 20 and len(y["tickvals"]) == 12 and y["title"]["text"] == "query (1 label in 2)"
+    k = -(-1.3 * 20 * 23 // mv.SLIDE_ZOOM_PX[1])  # each label 1.3 × its 20 px font apart
+    assert k > 1 and y["tickfont"]["size"] == 20 and len(y["tickvals"]) == -(-23 // k)
+    assert y["title"]["text"] == f"query (1 label in {k:.0f})"
     at = app_test(PAGE, query={"present": "1", "view": "head", "slide": "8"})
     no_exception(at)
     (step,) = chart_specs(at)  # the stepper's 8th slide: the head's 7th step, the softmax
