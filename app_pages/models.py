@@ -16,9 +16,12 @@ with ui.controls_box():
         v = {"model": ui.control(P, "model", widget="select")}
         if v["model"] == "local":
             v["model_path"] = ui.control(P, "model_path", height=68)
-        v["example"] = ui.control(P, "example", widget="select")
         model = ui.model(lambda: P(**v).model_key)
+        if model is not None:  # what the model is and where it comes from, with the model's choice
+            st.markdown(mv.model_line(model, style))
+            st.caption(mv.source_line(model, style))
     with c2:
+        v["example"] = ui.control(P, "example", widget="select", default=mv.default_example(style.lang))
         if v["example"] == "own":
             v["text"] = ui.control(P, "text", height=110)
         elif v["example"] == "repeated" and model is not None:
@@ -28,9 +31,6 @@ with ui.controls_box():
 if model is None:
     ui.stop()
 p = P(**v, seed=ui.seed())
-if not ui.present():  # a slide names the model in its chart's title
-    st.markdown(mv.model_line(model, style))
-st.caption(mv.source_line(model, style))
 if (inp := ui.run_safely(lambda: mv.model_input(model, p))) is None:
     ui.stop()
 p = mv.with_values(p, view=ui.control(P, "view"))
@@ -54,8 +54,8 @@ def captured(layer: int):
     return att
 
 
-def pick_layer() -> int:  # the middle layer until one is picked
-    return ui.control(P, "layer", hi=model.n_layers - 1, default=model.n_layers // 2)
+def pick_layer(box) -> int:  # the middle layer until one is picked
+    return ui.control(P, "layer", hi=model.n_layers - 1, default=model.n_layers // 2, container=box)
 
 
 if p.view == "roles":
@@ -65,7 +65,7 @@ if p.view == "roles":
     if df is None:
         ui.stop()
     ui.show_view(ui.view(mv.roles_view, df, model, p.score, style), "mdl_roles")
-    st.info(mv.gqa_note(model, df, p.score, style), icon="🔎")
+    st.info(mv.gqa_note(model, df, p.score, style, short=ui.present()), icon="🔎")  # a slide: its verdict alone
     st.caption(mv.roles_method(model, df, style))
     if not ui.present():  # a slide: the map and its sentence
         st.markdown(f"**{ui.t('models.strongest')}**")
@@ -75,7 +75,7 @@ if p.view == "roles":
         pick = o1.selectbox(ui.t("models.open_pick"), list(picks), key="role_pick", format_func=picks.get)
         o2.button(ui.t("models.open"), key="role_open", icon=":material/zoom_in:", on_click=open_head, args=pick)
 elif p.view == "layer":
-    layer = pick_layer()
+    layer = pick_layer(ui.drawer())  # slide mode: in the controls bar
     att = captured(layer)
     st.markdown(mv.layer_line(model, layer, style))
     t = len(att.tokens)
@@ -86,23 +86,26 @@ elif p.view == "layer":
     ui.head_grid(att.source(layer), pm, p.fit(t), "mdl_layer", lambda h: ui.open_zoom(h, "head"), "focus.hint_model")
     ui.help_text("heatmap.read.title", mv.read_help(pm, p.fit(t), style))
 elif p.view == "head":
-    c1, c2 = st.columns(2, gap="medium")
-    with c1:
-        layer = pick_layer()
-    with c2:
-        head = ui.control(P, "head", hi=model.n_heads - 1)
+    c1, c2 = ui.drawer().columns(2, gap="medium")  # slide mode: in the controls bar
+    layer, head = pick_layer(c1), ui.control(P, "head", hi=model.n_heads - 1, container=c2)
+    shown = ui.slide_sections(1 + 8)  # a slide: the head, then each of its eight steps
     att = captured(layer)
     src, t = att.source(layer), len(att.tokens)
     p = ui.map_options(p, t, t, mv.ZOOM_SIDE, t)
-    pm = ui.compute(mv.zoom_maps, src, head, (0, t, 0, t), p.pool)
-    if pm is None:
-        ui.stop()
-    ui.show_view(ui.view(mv.grid_view, pm, style, p.fit(t)), "mdl_zoom")
-    if (steps := ui.section_box(lambda i: True, 0, ui.t("models.steps_header"), "x_mdl_steps")) is not None:  # 8 charts
+    if shown(0):
+        pm = ui.compute(mv.zoom_maps, src, head, (0, t, 0, t), p.pool)
+        if pm is None:
+            ui.stop()
+        ui.show_view(ui.view(mv.zoom_view, pm, style, p.fit(t)), "mdl_zoom")
+    title = ui.t("models.steps_header")  # 8 charts: on the page sent while its section is open, on a slide one each
+    steps = (
+        ui.section_box(shown, 0, title, "x_mdl_steps") if not ui.present() else (None if shown(0) else st.container())
+    )
+    if steps is not None:
         with steps:
             q0 = k0 = 0
-            if t > mv.STEP_WINDOW:  # a window of the sequence: where it starts
-                w1, w2 = st.columns(2, gap="medium")
+            if t > mv.STEP_WINDOW:  # a window of the sequence: where it starts (a slide: in the controls bar)
+                w1, w2 = (ui.drawer() if ui.present() else st).columns(2, gap="medium")
                 q0 = ui.control(P, "q_start", hi=t - mv.STEP_WINDOW, container=w1)
                 k0 = ui.control(P, "k_start", hi=t - mv.STEP_WINDOW, container=w2)
             hw = ui.compute(mv.step_window, src, head, q0, k0)
@@ -112,48 +115,49 @@ elif p.view == "head":
             for note in notes:
                 st.caption(note)
             n_cols = mv.step_columns(hw, style)
-            ui.show_steps(ui.view(mv.step_views, hw, style, n_cols), sentences, n_cols, key="mdl_step")
+            views = ui.view(mv.head_step_views, hw, style, n_cols)
+            if ui.present():  # one step a slide
+                i = next(i for i in range(8) if shown(i + 1))
+                st.markdown(f"### {sentences[i]}")  # the stepper counts the head's slide too
+                ui.show_view(views[i], f"mdl_step{i}")
+            else:
+                ui.show_steps(views, sentences, n_cols, key="mdl_step")
 elif p.view == "generate":
     if not model.causal:
         st.info(ui.t("models.gen_encoder", title=model.title), icon="ℹ️")
         ui.stop()
-    g1, g2, g3 = st.columns(3, gap="large")
-    with g1:
-        p = mv.with_values(p, gen_tokens=ui.control(P, "gen_tokens"))
-    with g2:
-        p = mv.with_values(p, gen_compare=ui.control(P, "gen_compare"))
-    with g3:
-        layer = pick_layer()
-    spec = mv.gen_spec(model, p, inp)
-    prompt = mv.prompt_tokens(model, inp)
+    g1, g2 = ui.drawer().columns(2, gap="large")  # slide mode: in the controls bar
+    ctx = ui.control(P, "gen_context", hi=mv.max_context(model), container=g1)
+    p = mv.with_values(p, gen_context=ctx, gen_tokens=ui.control(P, "gen_tokens", container=g2))
+    if (spec := ui.run_safely(lambda: mv.speed_spec(model, p, inp))) is None:
+        ui.stop()
     run = ui.live_state("model_gen", (spec, ui.device()))
     start = ui.live_buttons("gen", "models.gen_run", "models.gen_stop")
-    bar, status, text_box = st.empty(), st.empty(), st.empty()
-    boxes = [c.empty() for c in st.columns(2, gap="medium")]
-    row_box = st.empty()
+    bar, status, text_box, *boxes = [st.empty() for _ in range(4 if ui.present() else 5)]  # a slide: the time alone
 
     def frame(r: ui.LiveRun) -> None:
-        text_box.container(border=True).markdown(mv.gen_text(model, inp, r.steps))
-        ui.live_charts(mv.gen_views(r.steps, spec, prompt, (layer, model.n_kv_heads), style), [*boxes, row_box])
+        ui.live_charts(mv.speed_views(r.steps, spec, model, style), boxes)
+        text_box.caption(mv.speed_text(model, spec, r.steps, style))
 
     if start:
-        progress = lambda r: mv.gen_progress(spec, r.steps, style)  # noqa: E731
-        steps = lambda: mv.gen_steps(model, spec)  # noqa: E731
-        run = ui.live_run("model_gen", (spec, ui.device()), steps, frame, progress=progress, bar=bar)
+        progress = lambda r: mv.speed_progress(spec, r.steps, style)  # noqa: E731
+        points = lambda: mv.speed_points(model, spec)  # noqa: E731
+        run = ui.live_run("model_gen", (spec, ui.device()), points, frame, progress=progress, bar=bar)
     if ui.live_status(run, status, "models.gen_press") and run.steps:
         run_spec = run.params[0]
-        kind, text = mv.gen_summary(run.steps, run_spec, run.status == "stopped", style)
+        kind, text = mv.speed_summary(run.steps, run_spec, run.status == "stopped", model, style, ui.present())
         getattr(status, kind)(text)
         if run.stale:
             st.caption(ui.t("models.gen_stale"))
-        text_box.container(border=True).markdown(mv.gen_text(model, run_spec.inp, run.steps))
-        views = mv.gen_views(run.steps, run_spec, prompt, (layer, model.n_kv_heads), style)
-        ui.show_views(views, [*boxes, row_box], "mdl_")  # this session's own run: drawn directly, not cached
+        ui.show_views(mv.speed_views(run.steps, run_spec, model, style), boxes, "mdl_")  # drawn directly, not cached
+        text_box.caption(mv.speed_text(model, run_spec, run.steps, style))
 else:
     with st.spinner(ui.t("models.scaling", title=model.title), show_time=True):
         res = ui.compute(mv.scale, model, inp, p.seed)
     if res is None:
         ui.stop()
     st.markdown(mv.scale_summary(res, style))
-    ui.show_views(ui.view(mv.scale_views, res, style), st.columns(2, gap="medium"), "mdl_")
+    shown = ui.slide_sections(2)  # a slide: one chart
+    views = [v for i, v in enumerate(ui.view(mv.scale_views, res, style)) if shown(i)]
+    ui.show_views(views, [st.container()] if ui.present() else st.columns(2, gap="medium"), "mdl_")
     ui.help_expander("models.scale_help")

@@ -109,9 +109,13 @@ def start_server(
 
     ``probe``: a JSON-lines file the server appends a memory sample to every ``probe_every``
     seconds (:mod:`harness.probe`: live Python objects, resident memory).
+
+    The server loads no pretrained model at its start (``ATTN_PRELOAD_MODELS=0``, ``server.py``) unless
+    ``extra_env`` or the environment set ``ATTN_PRELOAD_MODELS``: then it answers once they are loaded.
     """
     port = free_port()
     env = {**os.environ, "ATTN_DEVICE": os.environ.get("ATTN_DEVICE", "cpu"), **(extra_env or {})}
+    env.setdefault("ATTN_PRELOAD_MODELS", "0")  # models load on first use unless a caller asks for the preload
     (ROOT / "artifacts").mkdir(exist_ok=True)
     log = open(ROOT / "artifacts" / f"server-{port}.log", "w")
     proc = subprocess.Popen(
@@ -122,7 +126,7 @@ def start_server(
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
+    deadline = time.time() + (90 if env["ATTN_PRELOAD_MODELS"] == "0" else 300)  # loading models takes longer
     while time.time() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"streamlit exited with {proc.returncode}; see {log.name}")
@@ -133,7 +137,7 @@ def start_server(
         except OSError:
             time.sleep(0.3)
     proc.kill()
-    raise RuntimeError("streamlit did not become healthy in 90 s")
+    raise RuntimeError(f"streamlit did not become healthy; see {log.name}")
 
 
 def start_serve(workers: int = 2, timeout: float = 180) -> tuple[subprocess.Popen, dict, Path]:
@@ -146,6 +150,7 @@ def start_serve(workers: int = 2, timeout: float = 180) -> tuple[subprocess.Pope
     run_dir = ROOT / "artifacts" / f"serve-test-{port}"
     run_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "ATTN_DEVICE": os.environ.get("ATTN_DEVICE", "cpu")}
+    env.setdefault("ATTN_PRELOAD_MODELS", "0")  # the workers load models on first use, as start_server's server
     log = open(run_dir / "supervisor.log", "w")
     argv = ["--workers", str(workers), "--port", str(port), "--listen", "127.0.0.1", "--run-dir", str(run_dir)]
     proc = subprocess.Popen(

@@ -31,8 +31,11 @@ from .compute import (
     live_state,
     live_status,
     model,
+    preload_keys,
+    preload_model,
     shared,
     view,
+    warm,
 )
 from .core import count, device, linked, present, seed, style, t
 from .frame import (
@@ -114,6 +117,8 @@ __all__ = [
     "notices",
     "open_zoom",
     "pow2_slider",
+    "preload_keys",
+    "preload_model",
     "present",
     "random_weights_note",
     "route_home_alias",
@@ -138,4 +143,5 @@ __all__ = [
     "token_input",
     "view",
     "view_url",
+    "warm",
 ]

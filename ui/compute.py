@@ -506,6 +506,35 @@ def freeze_heap() -> None:
     gc.freeze()
 
 
+PRELOAD_ENV = "ATTN_PRELOAD_MODELS"
+
+
+def preload_keys() -> list[str]:
+    """The shipped models a server loads at its start (``server.py``): every one, unless ``ATTN_PRELOAD_MODELS``
+    is ``0`` (none; each loads on its first visitor's page instead) or names some (``smollm2-135m,minilm-l6``)."""
+    from attn_core.pretrained.store import SHIPPED
+
+    raw = os.environ.get(PRELOAD_ENV, "").strip().lower()
+    if raw in ("0", "false", "no", "off", "none"):
+        return []
+    if raw in ("", "1", "true", "yes", "on", "all"):
+        return list(SHIPPED)
+    return [k.strip() for k in raw.split(",") if k.strip()]
+
+
+def preload_model(key: str) -> Any:
+    """Shipped model ``key`` loaded on the server's device into the cache the pages read (:func:`model`):
+    outside any session, at the server's start. Raises what :func:`attn_core.pretrained.models.load_model`
+    raises (a :class:`ConfigError` for a package that is not installed)."""
+    return _loaded_model(key, device())
+
+
+def warm(fn: Callable[..., Any], *args: Any) -> None:
+    """``fn(*args)`` computed into :func:`compute`'s cache for the server's device, as a page's first visit
+    would ask for it (same arguments, same key): the first visitor then gets it at once."""
+    _cached(_name(fn), digest(args, {}), device(), fn, args, {})
+
+
 def model(key_of: Callable[[], str]) -> Any:
     """The pretrained model ``key_of()`` names (a shipped key or a local path), loaded once per server on the
     session's device and shared read-only; None after showing a :class:`~attn_core.runtime.config.ConfigError` (no

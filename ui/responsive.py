@@ -29,7 +29,15 @@ SCROLL_PX = 860  # px: a chart of several panels side by side keeps this width o
 # single-canvas charts whose panels or labels need more than a phone's width (panels side by side in one trace,
 # a diagram, a long axis title, a table whose cells are broken into lines for the page): chart key -> drawn width
 # in px on a phone
-WIDE_CHARTS = {"kv_maps": 760, "mla_flow": 640, "kv_tensors": 1200, "mismatch_pair": 640, "conv_analogy": 760}
+WIDE_CHARTS = {
+    "kv_maps": 760,
+    "mla_flow": 640,
+    "kv_tensors": 1200,
+    "mismatch_pair": 640,
+    "conv_analogy": 760,
+    "mdl_roles": 760,  # 30 layers, each numbered
+    "mdl_zoom": 760,  # one head of a model's text: its token labels as the map planned them
+}
 
 
 def apply_responsive() -> None:

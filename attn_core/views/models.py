@@ -12,15 +12,18 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from attn_core import figures
+from attn_core.attention.longmaps import HeadWindow, PooledMaps
 from attn_core.figures import memory as mf
 from attn_core.figures import models as modfig
+from attn_core.kv.memory import kv_cache_bytes
 from attn_core.pretrained.models import (
     SCORES,
     GenStep,
@@ -38,9 +41,19 @@ from attn_core.pretrained.models import (
 )
 from attn_core.runtime.config import MAX_HEADS, ConfigError, check_int
 from attn_core.runtime.guard import stays_on_device
-from attn_core.runtime.units import format_bytes_exact
+from attn_core.runtime.units import format_bytes, format_bytes_exact
 from attn_core.views import heatmaps as hm
-from attn_core.views.base import PageChecks, Scenario, View, check_choices, control, view_list, with_values  # noqa: F401 - with_values for the page
+from attn_core.views.base import (  # noqa: F401 - with_values for the page
+    PageChecks,
+    Scenario,
+    Shown,
+    View,
+    check_choices,
+    control,
+    step_at,
+    view_list,
+    with_values,
+)
 
 MODELS = ("smollm2-135m", "minilm-l6", "local")
 EXAMPLES = ("english", "chinese", "repeated", "own")
@@ -56,7 +69,11 @@ PAGE_VIEWS = ("roles", "layer", "head", "generate", "scale")
 VIEW_NAMES = ("roles", "layer", "zoom", "steps", "generate", "scale")
 ROLE_SEQ_LEN, ROLE_SEQS = 50, 4  # head_scores' sequences: 4 × 50 random tokens, each repeated
 TOP_HEADS = 3  # strongest heads listed per role
-MAX_GEN_TOKENS = 256
+MAX_GEN_TOKENS = 32  # tokens written at each context length of a timing run
+SPEED_SHORTEST, MAX_SPEED_CONTEXT = 16, 4096  # the timed context lengths: from 16 tokens, doubled, up to 4096
+SAME_SPEED = 1.5  # recomputing within this factor of the cached step: "about as long" (reading the weights dominates)
+FEW_TIMES = 4  # c tokens recomputed in at most c / 4 times a cached token's time: reading the weights dominates
+RECOMPUTE_REPEATS, REPEAT_UP_TO = 3, 64  # contexts up to 64 tokens: their pass timed 3 times (the fastest counts)
 SCORE_CODES = SCORES
 LOW_IS_STRONG = ("entropy",)  # a low entropy marks a focused head
 ALPHA = 0.05  # the KV grouping's permutation p-value below which heads sharing a KV head are called (un)alike
@@ -130,9 +147,22 @@ class Params:
         cli_help="fixed (0..1) or fit; default: fit from 64 keys on",
     )
     pool: str = control("max", "choice", options=hm.REDUCES, help="help.pool", cli_help="what a pooled cell shows")
-    gen_tokens: int = control(32, "int", lo=1, hi=MAX_GEN_TOKENS, help="help.gen_tokens", cli_help="tokens to generate")
-    gen_compare: bool = control(
-        True, "bool", help="help.gen_compare", cli_help="do not also time recomputing without the cache"
+    gen_context: int = control(
+        512,
+        "pow2",
+        lo=64,
+        hi=MAX_SPEED_CONTEXT,
+        data=True,
+        help="help.gen_context",
+        cli_help="the longest context the generation is timed at (tokens, a power of two)",
+    )
+    gen_tokens: int = control(
+        8,
+        "int",
+        lo=2,
+        hi=MAX_GEN_TOKENS,
+        help="help.gen_tokens",
+        cli_help="tokens written at each context length (the first reads the whole context)",
     )
     seed: int = control(0, "seed", cli_help="the seed of the random tokens")
 
@@ -172,6 +202,11 @@ class ModelText:
     repeat_len: int = 0
 
 
+def default_example(lang: str) -> str:
+    """The example text a page in ``lang`` starts with: its own language's where the app has one."""
+    return "chinese" if lang == "zh" else "english"
+
+
 def max_repeat(model: LoadedModel) -> int:
     """The longest run of random tokens that fits twice in the model's positions (with its special tokens)."""
     framed = len(model.tokenizer("a", add_special_tokens=True)["input_ids"]) - len(
@@ -206,6 +241,12 @@ def roles(model: LoadedModel, seed: int, *, device: str = "cpu") -> pd.DataFrame
     return head_scores(model, seq_len=n, n_seqs=ROLE_SEQS, seed=seed)
 
 
+def first_steps(model: LoadedModel) -> list[tuple[Callable[..., object], tuple]]:
+    """What the page's first view computes for ``model`` (the head roles at the default seed), as ``(step,
+    arguments)``: the server computes them at its start (``server.py``), so a class's first visit finds them."""
+    return [(roles, (model, Params().seed))]
+
+
 @stays_on_device  # bound to where it runs: an out-of-memory error is a message, not a CPU retry
 def scale(model: LoadedModel, inp: ModelText, seed: int, *, device: str = "cpu") -> ScaleResult:
     """The score scale of every layer of ``model`` on ``inp``, and of a random layer with its shape."""
@@ -237,10 +278,6 @@ class GenPair:
     recomputed: GenStep | None
 
 
-def gen_spec(model: LoadedModel, p: Params, inp: ModelText) -> GenSpec:
-    return GenSpec(model.name, inp, int(p.gen_tokens), bool(p.gen_compare))
-
-
 def gen_steps(model: LoadedModel, spec: GenSpec) -> Iterator[GenPair]:
     """Greedy decoding with the cache, and (``spec.compare``) the same tokens recomputed, in lockstep.
 
@@ -265,15 +302,6 @@ def gen_steps(model: LoadedModel, spec: GenSpec) -> Iterator[GenPair]:
         cached.close()
         if plain is not None:
             plain.close()
-
-
-def prompt_tokens(model: LoadedModel, inp: ModelText) -> tuple[str, ...]:
-    """The labels of the prompt's tokens, as the model reads them."""
-    from attn_core.pretrained.models import token_labels
-
-    if inp.ids is not None:
-        return tuple(token_labels(model.tokenizer, inp.ids))
-    return tuple(model.tokenize(inp.text))
 
 
 # ---------------------------------------------------------------- what the page says
@@ -342,9 +370,10 @@ def group_similarity(df: pd.DataFrame, score: str) -> tuple[float, float] | None
     return float(np.mean(within)), float(np.mean(between))
 
 
-def gqa_note(model: LoadedModel, df: pd.DataFrame, score: str, style: figures.Style) -> str:
+def gqa_note(model: LoadedModel, df: pd.DataFrame, score: str, style: figures.Style, short: bool = False) -> str:
     """What the measured scores say about heads that share a KV head: alike, unlike or neither, decided by the seeded
-    permutation test of the KV-head labels (:func:`attn_core.pretrained.models.kv_group_test`) at p < :data:`ALPHA`."""
+    permutation test of the KV-head labels (:func:`attn_core.pretrained.models.kv_group_test`) at p < :data:`ALPHA`.
+    ``short``: the verdict and its numbers in one sentence (a slide's)."""
     t = style.t
     name = t(f"opt.score.{score}")
     test = kv_group_test(df, score)
@@ -359,7 +388,7 @@ def gqa_note(model: LoadedModel, df: pd.DataFrame, score: str, style: figures.St
     mates = df[(df.layer == layer) & (df.kv_head == kv)].sort_values("head")
     mates_text = ", ".join(f"{int(r.head)}: {getattr(r, score):.2f}" for r in mates.itertuples())
     return t(
-        f"models.gqa_{verdict}",
+        f"models.gqa_{verdict}" + ("_short" if short else ""),
         score=name,
         within=f"{test.within:.3f}",
         between=f"{test.between:.3f}",
@@ -410,22 +439,6 @@ def scale_summary(res: ScaleResult, style: figures.Style) -> str:
 
 
 # ---------------------------------------------------------------- generation: numbers and sentences
-def gen_series(pairs: Sequence[GenPair], x_max: int) -> mf.DecodeSeries:
-    steps = [p.cached for p in pairs]
-    y_max = max([s.formula_bytes for s in steps] + [1])
-    return mf.DecodeSeries(
-        [s.seq_len for s in steps],
-        [s.cache_bytes for s in steps],
-        [s.formula_bytes for s in steps],
-        x_max=x_max,
-        y_max=y_max,
-    )
-
-
-def gen_x_max(spec: GenSpec, n_prompt: int) -> int:
-    return n_prompt + spec.n_new
-
-
 def speed(pairs: Sequence[GenPair]) -> tuple[float, float | None]:
     """Tokens per second with the cache and recomputing, over the steps after the first (which reads the prompt)."""
     after = pairs[1:] if len(pairs) > 1 else pairs
@@ -466,26 +479,12 @@ def gen_summary(pairs: Sequence[GenPair], spec: GenSpec, stopped: bool, style: f
     return ("warning" if stopped else "success"), text
 
 
-def gen_progress(spec: GenSpec, pairs: Sequence[GenPair], style: figures.Style) -> tuple[float, str]:
-    if not pairs:
-        return 0.0, style.t("models.gen_starting")
-    return len(pairs) / spec.n_new, style.t("models.gen_progress", i=len(pairs), n=spec.n_new)
-
-
 MARKDOWN_SPECIAL = "\\`*_{}[]<>()#+-.!|~$"
 
 
 def plain_markdown(text: str) -> str:
     """``text`` shown as it is in Markdown: every character Markdown would read as markup escaped."""
     return "".join("\\" + c if c in MARKDOWN_SPECIAL else c for c in text).replace("\n", "  \n")
-
-
-def gen_text(model: LoadedModel, inp: ModelText, pairs: Sequence[GenPair]) -> str:
-    """The prompt, then the generated text so far in bold (as Markdown, every character shown as it is)."""
-    prompt = model.tokenizer.decode(list(inp.ids)) if inp.ids is not None else inp.text
-    new = pairs[-1].cached.text if pairs else ""
-    shown = plain_markdown(prompt) + (f" **{plain_markdown(new.strip())}**" if new.strip() else "")
-    return shown
 
 
 def gen_frame(pairs: Sequence[GenPair]) -> pd.DataFrame:
@@ -505,42 +504,230 @@ def gen_frame(pairs: Sequence[GenPair]) -> pd.DataFrame:
     )
 
 
-def gen_views(
-    pairs: Sequence[GenPair], spec: GenSpec, prompt: Sequence[str], shape: tuple[int, int], style: figures.Style
-) -> list[View]:
-    """The cache against the formula, the time per token, and the newest token's attention row in layer
-    ``shape[0]`` (the model has ``shape[1]`` KV heads)."""
-    x_max = gen_x_max(spec, len(prompt))
-    data = gen_frame(pairs)
-    mem = mf.decode_memory_figure(gen_series(pairs, x_max), style)
-    recompute = [p.recomputed.seconds * 1e3 for p in pairs] if pairs and pairs[0].recomputed else None
-    time_fig = mf.decode_time_figure(
-        [p.cached.seq_len for p in pairs],
-        [p.cached.seconds * 1e3 for p in pairs],
-        recompute,
-        x_max=x_max,
-        style=style,
-        title=style.t("models.time_title"),
+# ---------------------------------------------------------------- the cache's speed against the context length
+@dataclass(frozen=True)
+class SpeedSpec:
+    """A timing run: ``model`` writes ``n_new`` tokens after the first ``c`` tokens of a prompt (``inp`` repeated
+    to ``context`` tokens), for each ``c`` of :func:`speed_contexts`."""
+
+    model: str
+    inp: ModelText
+    context: int
+    n_new: int
+
+
+@dataclass(frozen=True)
+class SpeedPoint:
+    """One context length of a timing run: a token's time recomputing and with the cache, after ``context`` tokens.
+
+    ``recompute_s``: the run's first step, which reads all ``context`` tokens with nothing cached, what every step
+    costs without a cache (:func:`attn_core.pretrained.models.generate` with ``use_cache=False`` runs this same
+    pass at every step), and at short contexts the same pass again without the cache (:data:`RECOMPUTE_REPEATS`
+    in all). ``cached_s``: each later step, one new token through the model while the earlier tokens' keys and
+    values come from the cache. A time is the fastest of its passes or steps: what another process's work adds
+    to one of them is not the model's. ``held``, ``cache_bytes``, ``formula_bytes``: the positions the cache
+    holds after the last step, its bytes measured from its tensors and by the formula. ``text`` and ``token_ids``:
+    what was written.
+    """
+
+    context: int
+    recompute_s: tuple[float, ...]
+    cached_s: tuple[float, ...]
+    held: int
+    cache_bytes: int
+    formula_bytes: int
+    text: str
+    token_ids: tuple[int, ...] = ()
+
+    @property
+    def recompute_ms(self) -> float:
+        return min(self.recompute_s) * 1e3
+
+    @property
+    def cached_ms(self) -> float:
+        """The fastest cached step, NaN without one."""
+        return min(self.cached_s) * 1e3 if self.cached_s else math.nan
+
+    @property
+    def ratio(self) -> float:
+        """How many times as long recomputing takes as a step with the cache."""
+        return self.recompute_ms / self.cached_ms if self.cached_s and self.cached_ms > 0 else math.nan
+
+
+def speed_contexts(longest: int) -> list[int]:
+    """The context lengths timed: :data:`SPEED_SHORTEST` doubled until ``longest``, and ``longest``."""
+    out, c = [], SPEED_SHORTEST
+    while c < longest:
+        out.append(c)
+        c *= 2
+    return [*out, longest]
+
+
+def max_context(model: LoadedModel) -> int:
+    """The longest context a timing run may ask of ``model``: a power of two that leaves room for the tokens it
+    writes, at most :data:`MAX_SPEED_CONTEXT`."""
+    room = model.max_positions - MAX_GEN_TOKENS - 1
+    return max(SPEED_SHORTEST, min(MAX_SPEED_CONTEXT, 2 ** int(math.log2(max(room, 1)))))
+
+
+def speed_spec(model: LoadedModel, p: Params, inp: ModelText) -> SpeedSpec:
+    """The timing run ``p`` asks of ``model``: its longest context within what the model holds (:func:`max_context`)."""
+    longest = min(check_int("gen_context", p.gen_context, SPEED_SHORTEST, MAX_SPEED_CONTEXT), max_context(model))
+    return SpeedSpec(model.name, inp, longest, check_int("gen_tokens", p.gen_tokens, 2, MAX_GEN_TOKENS))
+
+
+def long_prompt(model: LoadedModel, inp: ModelText, n: int) -> tuple[int, ...]:
+    """``n`` token ids: the input's leading special tokens, then its other tokens again and again (a text ends each
+    copy with a line break)."""
+    ids = list(inp.ids) if inp.ids is not None else model.encode(inp.text.strip() + "\n")[0]
+    special = set(getattr(model.tokenizer, "all_special_ids", None) or [])
+    head = list(itertools.takewhile(lambda i: i in special, ids))
+    body = [i for i in ids[len(head) :] if i not in special] or ids
+    copies = -(-max(n - len(head), 0) // len(body))
+    return tuple((head + body * copies)[:n])
+
+
+def speed_points(model: LoadedModel, spec: SpeedSpec) -> Iterator[SpeedPoint]:
+    """For each context length, shortest first: ``spec.n_new`` greedy tokens after the prompt's first tokens (the
+    first step reads them all, the others come one at a time with the cache). Every generation is checked before
+    the first step (:class:`ConfigError`); a run closed between lengths frees its cache."""
+    prompt = long_prompt(model, spec.inp, spec.context)
+    runs = [
+        (c, generate(model, "", spec.n_new, rows=False, prompt_ids=prompt[:c])) for c in speed_contexts(len(prompt))
+    ]
+    try:
+        for _ in generate(model, "", 2, rows=False, prompt_ids=prompt[:SPEED_SHORTEST]):  # untimed: a process's
+            pass  # first passes also set up its kernels and buffers, which no later step pays again
+        for c, run in runs:
+            steps = list(run)
+            last = steps[-1]
+            again = [  # a short context's pass is cheap: timed again, without the cache
+                s.seconds
+                for _ in range(RECOMPUTE_REPEATS - 1 if c <= REPEAT_UP_TO else 0)
+                for s in generate(model, "", 1, use_cache=False, rows=False, prompt_ids=prompt[:c])
+            ]
+            yield SpeedPoint(
+                c,
+                (steps[0].seconds, *again),
+                tuple(s.seconds for s in steps[1:]),
+                c + len(steps) - 1,
+                last.cache_bytes,
+                last.formula_bytes,
+                last.text,
+                tuple(s.token_id for s in steps),
+            )
+    finally:
+        for _, run in runs:
+            run.close()
+
+
+def speed_progress(spec: SpeedSpec, points: Sequence[SpeedPoint], style: figures.Style) -> tuple[float, str]:
+    """The share of the run done (a pass's time grows with its context: counted in tokens read) and what is next."""
+    contexts = speed_contexts(spec.context)
+    done = len(points)
+    frac = sum(contexts[:done]) / sum(contexts)
+    if done >= len(contexts):
+        return 1.0, style.t("models.speed_done")
+    return frac, style.t("models.speed_progress", c=f"{contexts[done]:,}", i=done + 1, n=len(contexts))
+
+
+def speed_summary(
+    points: Sequence[SpeedPoint],
+    spec: SpeedSpec,
+    stopped: bool,
+    model: LoadedModel,
+    style: figures.Style,
+    short: bool = False,
+) -> tuple[str, str]:
+    """(Streamlit call, text): where reading the weights dominates (recomputing about as fast as the cache) and
+    where recomputing grows with the context, each chosen and quantified from the measured points (the weights:
+    ``model``'s parameters in float32)."""
+    t, parts = style.t, []
+    n_all = len(speed_contexts(spec.context))
+    if stopped:
+        parts.append(t("models.speed_stopped", i=len(points), n=n_all))
+    timed = [p for p in points if p.cached_s]
+    if timed:
+        alike = list(itertools.takewhile(lambda p: p.ratio < SAME_SPEED, timed))
+        first, last = timed[0], timed[-1]
+        w = format_bytes(4 * model.n_params)
+
+        def ms(v: float) -> str:
+            return f"{v:,.3g}" if v < 1000 else f"{v:,.0f}"
+
+        if alike:  # about the same time: what both do once a step, reading the weights, is the step
+            a = alike[-1]
+            parts.append(t("models.speed_weights", c=f"{a.context:,}", r=ms(a.recompute_ms), k=ms(a.cached_ms), w=w))
+        else:  # c tokens for a few times one token's time: the weights' reading still outweighs the tokens
+            key = "models.speed_weights_few" if first.ratio <= first.context / FEW_TIMES else "models.speed_already"
+            x = f"{first.ratio:.1f}"
+            parts.append(t(key, c=f"{first.context:,}", r=ms(first.recompute_ms), k=ms(first.cached_ms), x=x, w=w))
+        if last.ratio >= SAME_SPEED and len(timed) > 1:
+            parts.append(
+                t(
+                    "models.speed_grows",
+                    c=f"{last.context:,}",
+                    r=ms(last.recompute_ms),
+                    k=ms(last.cached_ms),
+                    x=f"{last.ratio:.0f}",
+                )
+            )
+        elif len(alike) == len(timed):
+            parts.append(t("models.speed_longer"))
+        if not short and all(p.cache_bytes == p.formula_bytes for p in points):  # a slide: the times alone
+            parts.append(t("models.speed_cache", b=format_bytes_exact(last.cache_bytes), s=f"{last.held:,}"))
+    text = ("" if style.lang == "zh" else " ").join(parts)
+    return ("warning" if stopped else "success"), text
+
+
+def speed_text(model: LoadedModel, spec: SpeedSpec, points: Sequence[SpeedPoint], style: figures.Style) -> str:
+    """What the model read and, at the longest context timed so far, what it wrote (in bold, shown as it is)."""
+    line = style.t("models.speed_prompt", n=f"{spec.context:,}")
+    if not points:
+        return line
+    last = points[-1]
+    return (
+        line
+        + "  \n"
+        + style.t("models.speed_wrote", c=f"{last.context:,}")
+        + f" **{plain_markdown(last.text.strip())}**"
     )
-    out = [View("gen_cache", mem, data), View("gen_time", time_fig, data)]
-    last = pairs[-1].cached if pairs else None
-    if last is not None and last.attention is not None:
-        context = list(prompt) + [p.cached.token for p in pairs[:-1]]
-        out.append(newest_row_view(last, context, shape[0], shape[1], style))
-    return out
 
 
-def newest_row_view(step: GenStep, context: Sequence[str], layer: int, n_kv_heads: int, style: figures.Style) -> View:
-    """The newest position's weights over the context in ``layer``, one row per head (with its KV head)."""
-    rows = step.attention[layer]  # (H, S)
-    n_heads = rows.shape[0]
-    fig = modfig.newest_row_figure(rows, list(context)[: rows.shape[1]], layer, step.token, n_kv_heads, style)
-    labels = [f"{tok} ({i})" for i, tok in enumerate(list(context)[: rows.shape[1]])]
+def speed_frame(points: Sequence[SpeedPoint]) -> pd.DataFrame:
+    """One row per context length: its recomputed and cached times, the cache's measured and formula bytes."""
+    return pd.DataFrame(
+        {
+            "context_tokens": [p.context for p in points],
+            "ms_recomputing_fastest": [p.recompute_ms for p in points],
+            "ms_recomputing_each": [" ".join(f"{s * 1e3:.3f}" for s in p.recompute_s) for p in points],
+            "ms_with_cache_fastest": [p.cached_ms for p in points],
+            "ms_with_cache_each": [" ".join(f"{s * 1e3:.3f}" for s in p.cached_s) for p in points],
+            "cache_positions": [p.held for p in points],
+            "cache_bytes_measured": [p.cache_bytes for p in points],
+            "cache_bytes_formula": [p.formula_bytes for p in points],
+            "text_written": [p.text for p in points],
+        }
+    )
 
-    def frame() -> pd.DataFrame:
-        return hm.matrix_frame(rows, [f"head {h}" for h in range(n_heads)], labels, "head", "key", "weight")
 
-    return View(f"gen_newest_row_layer{layer}", fig, frame)
+def speed_views(points: Sequence[SpeedPoint], spec: SpeedSpec, model: LoadedModel, style: figures.Style) -> list[View]:
+    """The time of a token against the context, recomputing and with the cache; and the cache's bytes, measured
+    against the formula for ``model``'s layers, KV heads and head size in float32."""
+    data = speed_frame(points)
+    contexts = speed_contexts(spec.context)
+    fig = modfig.speed_figure(
+        [p.context for p in points], [p.recompute_ms for p in points], [p.cached_ms for p in points], contexts, style
+    )
+    whole = kv_cache_bytes(model.n_layers, model.n_kv_heads, model.head_dim, spec.context + spec.n_new, 1, "fp32")
+    series = mf.DecodeSeries(
+        [p.held for p in points],
+        [p.cache_bytes for p in points],
+        [p.formula_bytes for p in points],
+        spec.context + spec.n_new,
+        whole,
+    )
+    return [View("gen_speed", fig, data), View("gen_cache", mf.decode_memory_figure(series, style), data)]
 
 
 # ---------------------------------------------------------------- the heatmaps page's steps, on a real layer
@@ -561,6 +748,36 @@ read_help, is_pooled, default_cscale, ZOOM_SIDE, STEP_WINDOW = (
 )
 grid_side = figures.grid_side
 model_line, step_texts = hm.model_line, hm.step_texts  # the models page shows the heatmaps page's steps
+# px of plot a slide leaves the head's map and a step's (the smaller of a 1024×768 and a 1280×720 slide): the
+# figures plan their labels for their own height, a slide gives them the screen's
+SLIDE_ZOOM_PX, SLIDE_STEP_PX = (600, 200), (700, 250)
+
+
+def zoom_view(pm: PooledMaps, style: figures.Style, fit: bool) -> View:
+    """One head's map: the heatmaps page's zoom (its title, colour scale and numbers), drawn as one heat map whose
+    labels fit the room a page or a slide gives it (:func:`attn_core.figures.models.head_figure`)."""
+    v = hm.grid_view(pm, style, fit)
+    lay = figures.figure_spec(v.figure)["layout"]
+    title = lay["title"]["text"]
+    if style.present:
+        title = re.sub(r"</?sub>", "", title)  # a note under the title at the title's size
+    (q0, q1), (k0, k1), f = pm.q_range, pm.k_range, pm.factor
+    labels = (figures.block_labels(pm.tokens_q, q0, q1, f), figures.block_labels(pm.tokens_k, k0, k1, f))
+    allowed = pm.allowed if pm.allowed.ndim == 2 else pm.allowed[0]
+    weights = np.where(allowed, pm.weights[0], np.nan)
+    bar = lay["coloraxis"]
+    scale = (str(bar["colorbar"]["title"]["text"]), float(bar.get("cmax", 1.0)))
+    room = SLIDE_ZOOM_PX if style.present else None
+    fig = modfig.head_figure(weights, labels, title, scale, pm.group_of(pm.heads[0]), style, room)
+    return dataclasses.replace(v, figure=fig)
+
+
+def head_step_views(hw: HeadWindow, style: figures.Style, n_cols: int) -> list[View]:
+    """The head's eight steps (the heatmaps page's); on a slide with their labels at 20 px, thinned to fit."""
+    views = hm.step_views(hw, style, n_cols)
+    if not style.present:
+        return views
+    return [dataclasses.replace(v, figure=modfig.slide_labels(v.figure, SLIDE_STEP_PX, style)) for v in views]
 
 
 def layer_line(model: LoadedModel, layer: int, style: figures.Style) -> str:
@@ -570,7 +787,9 @@ def layer_line(model: LoadedModel, layer: int, style: figures.Style) -> str:
 
 def source_line(model: LoadedModel, style: figures.Style) -> str:
     """Where the model comes from (its preset's source), and that its maps are a trained model's."""
-    return style.t("models.source", title=model.title, url=model.preset.source)
+    url = model.preset.source
+    shown = url.split("://", 1)[-1] if url.startswith("https://") else url
+    return style.t("models.source", title=model.title, url=f"[{shown}]({url})")  # a link that ends where it says
 
 
 # ---------------------------------------------------------------- charts
@@ -610,9 +829,9 @@ def views(p: Params, style: figures.Style, which: str | Sequence[str] | None = N
         elif name == "scale":
             out.extend(scale_views(scale(model, inp, p.seed), style))
         elif name == "generate":
-            spec = gen_spec(model, p, inp)
-            pairs = list(gen_steps(model, spec))
-            out.extend(gen_views(pairs, spec, prompt_tokens(model, inp), (layer, model.n_kv_heads), style))
+            spec = speed_spec(model, p, inp)
+            points = list(speed_points(model, spec))
+            out.extend(speed_views(points, spec, model, style))
         else:
             att = capture(model, inp, layer)
             t = len(att.tokens)
@@ -620,11 +839,38 @@ def views(p: Params, style: figures.Style, which: str | Sequence[str] | None = N
             if name == "layer":
                 out.append(hm.grid_view(hm.grid_maps(src, p.pool), style, p.fit(t)))
             elif name == "zoom":
-                out.append(hm.grid_view(hm.zoom_maps(src, head, (0, t, 0, t), p.pool), style, p.fit(t)))
+                out.append(zoom_view(hm.zoom_maps(src, head, (0, t, 0, t), p.pool), style, p.fit(t)))
             else:
                 hw = hm.step_window(src, head, p.q_start, p.k_start)
-                out.extend(hm.step_views(hw, style, hm.step_columns(hw, style)))
+                out.extend(head_step_views(hw, style, hm.step_columns(hw, style)))
     return out
+
+
+def slide_shown(p: Params, style: figures.Style, steps: dict[str, int], device: str = "cpu") -> Shown:
+    """What a slide of this page shows (slide mode, a deck's files): the head roles with the verdict on heads that
+    share a KV head; one head's map, then each of its eight steps with its sentence (``steps["slide"]``: 1 the
+    map, 2-9 the steps); one score-scale chart a slide; a layer's grid; nothing for a generation (a live run)."""
+    model = load_model(p.model_key, device=device)
+    if p.view == "generate":
+        return Shown([])
+    if p.view == "roles":
+        df = roles(model, p.seed)
+        return Shown([roles_view(df, model, p.score, style)], [gqa_note(model, df, p.score, style, short=True)])
+    inp = model_input(model, p)
+    if p.view == "scale":
+        charts = scale_views(scale(model, inp, p.seed), style)
+        return Shown([charts[step_at(steps, "slide", len(charts))]])
+    if p.view == "layer":
+        return Shown(views(p, style, "layer", device))
+    layer, head = p.layer_of(model), p.head_of(model)
+    att = capture(model, inp, layer)
+    src, t = att.source(layer), len(att.tokens)
+    i = step_at(steps, "slide", 9)
+    if i == 0:
+        return Shown([zoom_view(hm.zoom_maps(src, head, (0, t, 0, t), p.pool), style, p.fit(t))])
+    hw = hm.step_window(src, head, p.q_start, p.k_start)
+    _, sentences = step_texts(model, att, hw, style)
+    return Shown([head_step_views(hw, style, hm.step_columns(hw, style))[i - 1]], [sentences[i - 1]])
 
 
 #: The pretrained-models page in the browser test, the fuzz, the colour checks and the benchmarks (PageChecks).
@@ -643,7 +889,7 @@ CHECKS = PageChecks(
             600,
         ),
     ),
-    cli="--model smollm2-135m --example repeated --repeat-len 8 --gen-tokens 2 --view all",
+    cli="--model smollm2-135m --example repeated --repeat-len 8 --gen-context 64 --gen-tokens 2 --view all",
     extremes=(
         {},
         {"model": "minilm-l6"},
@@ -656,7 +902,7 @@ CHECKS = PageChecks(
     cases=(
         {"view": "layer", "example": "repeated", "repeat_len": "1024", "cscale": "fixed", "pool": "mean"},
         {"view": "head", "example": "repeated", "repeat_len": "100", "q_start": "199", "k_start": "0"},
-        {"view": "generate", "model": "minilm-l6", "gen_tokens": "256"},
+        {"view": "generate", "model": "minilm-l6", "gen_tokens": "32", "gen_context": "4096"},
     ),
     fuzz_sets=25,  # each new text is a forward pass of a real model
 )

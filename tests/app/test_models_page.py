@@ -35,14 +35,15 @@ def test_roles_view_frames_kv_groups_and_concludes_from_the_scores(app_test, smo
     at = app_test(PAGE)
     no_exception(at)
     (spec,) = chart_specs(at)
-    assert spec["layout"]["xaxis"]["ticktext"][:4] == ["h0 · KV0", "h1 · KV0", "h2 · KV0", "h3 · KV1"]
+    assert spec["layout"]["yaxis"]["ticktext"][:4] == ["h0 · KV0", "h1 · KV0", "h2 · KV0", "h3 · KV1"]
+    assert spec["layout"]["xaxis"]["ticktext"] == [str(i) for i in range(30)]  # every layer numbered
     frames = spec["layout"]["shapes"]
     assert [f["line"]["color"] for f in frames] == [group_color(g) for g in range(3)]
-    assert [(f["x0"], f["x1"]) for f in frames] == [(-0.5, 2.5), (2.5, 5.5), (5.5, 8.5)]
+    assert [(f["y0"], f["y1"]) for f in frames] == [(-0.5, 2.5), (2.5, 5.5), (5.5, 8.5)]
     df = mv.roles(smollm2, 0)
     z = arr(spec["data"][0]["z"])
-    assert z.shape == (30, 9)
-    np.testing.assert_allclose(z, df.pivot(index="layer", columns="head", values="induction").to_numpy(), atol=1e-6)
+    assert z.shape == (9, 30)  # a row per query head, a column per layer
+    np.testing.assert_allclose(z, df.pivot(index="layer", columns="head", values="induction").to_numpy().T, atol=1e-6)
     # the sentence about GQA carries the measured differences and the strongest head
     within, between = mv.group_similarity(df, "induction")
     note = at.info[0].value
@@ -51,6 +52,27 @@ def test_roles_view_frames_kv_groups_and_concludes_from_the_scores(app_test, smo
     assert value > 0.5 and f"layer {layer} head {head} ({value:.2f})" in note
     table = at.dataframe[0].value
     assert len(table) == len(mv.SCORES) * mv.TOP_HEADS
+
+
+def test_a_slide_says_the_roles_verdict_and_shows_the_head_and_its_steps_one_a_slide(app_test, smollm2):
+    at = app_test(PAGE, query={"present": "1"})
+    no_exception(at)
+    (roles,) = chart_specs(at)
+    assert roles["layout"]["xaxis"]["tickfont"]["size"] == 20 and len(roles["layout"]["xaxis"]["tickvals"]) == 30
+    note = at.info[0].value
+    assert "p = 0.002" in note and "shuffling" not in note and "strongest head" not in note  # the verdict alone
+    at = app_test(PAGE, query={"present": "1", "view": "head"})
+    no_exception(at)
+    (zoom,) = chart_specs(at)  # the head alone: its 23 tokens' labels at 20 px, every k-th in a slide's room
+    y = zoom["layout"]["yaxis"]
+    k = -(-1.3 * 20 * 23 // mv.SLIDE_ZOOM_PX[1])  # each label 1.3 × its 20 px font apart
+    assert k > 1 and y["tickfont"]["size"] == 20 and len(y["tickvals"]) == -(-23 // k)
+    assert y["title"]["text"] == f"query (1 label in {k:.0f})"
+    at = app_test(PAGE, query={"present": "1", "view": "head", "slide": "8"})
+    no_exception(at)
+    (step,) = chart_specs(at)  # the stepper's 8th slide: the head's 7th step, the softmax
+    assert step["layout"]["title"]["text"].startswith("softmax")
+    assert any(m.value.startswith("### ") for m in at.markdown)
 
 
 def test_opening_a_strong_head_shows_it_step_by_step_with_the_models_weights(app_test, smollm2):
@@ -97,23 +119,25 @@ def test_one_layer_grid_equals_the_recomputed_weights(app_test, smollm2):
         np.testing.assert_allclose(np.nan_to_num(z), w[h].numpy(), rtol=1e-5, atol=1e-6)
 
 
-def test_generation_cache_equals_the_formula_and_the_text_appears(app_test, smollm2):
-    at = app_test(PAGE, query={"view": "generate", "gen_tokens": "6"})
+def test_generation_times_a_token_against_the_context_with_and_without_the_cache(app_test, smollm2):
+    at = app_test(PAGE, query={"view": "generate", "gen_context": "64", "gen_tokens": "3"})
     assert "Press Generate" in texts(at)
     at.button(key="gen_run").click().run()
     no_exception(at)
     summary = at.success[0].value
-    assert "equals the formula at every one of the 6 steps" in summary
-    assert "chose the same token 6 times out of 6" in summary
+    assert "equals the formula 2·L·H_kv·S·d·4 bytes at every length" in summary and "66 positions" in summary
+    assert "ms" in summary and ("about as long" in summary or "×" in summary)
+    speed = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "mdl_speed")
+    recompute, cached = speed["data"]
+    assert list(arr(recompute["x"])) == [16, 32, 64] == list(arr(cached["x"]))  # every length timed
+    assert all(v > 0 for v in arr(recompute["y"])) and all(v > 0 for v in arr(cached["y"]))
     mem = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem")
     measured = next(tr for tr in mem["data"] if tr["mode"] == "markers")
     s = arr(measured["x"]).astype(int)
+    assert list(s) == [18, 34, 66]  # each length, and the two tokens written after its first
     per_token = 2 * 30 * 3 * 64 * 4  # 2 (K and V) · L · H_kv · d · 4 bytes, by hand
-    assert list(s[1:] - s[:-1]) == [1] * 5  # one more position per step
     np.testing.assert_array_equal(np.round(arr(measured["y"]) * 1024**2), s * per_token)  # MiB axis
-    newest = [sp for sp in chart_specs(at) if "where the last position looks" in sp["layout"]["title"]["text"]]
-    assert len(newest) == 1 and arr(newest[0]["data"][0]["z"]).shape == (9, s[-1])
-    assert "**" in next(m.value for m in at.markdown if m.value.startswith("The cat sat"))  # generated text in bold
+    assert "After 64 tokens it wrote: **" in "\n".join(c.value for c in at.caption)  # the text, in bold
 
 
 def test_score_scale_sentence_uses_the_measured_numbers(app_test, smollm2):
@@ -141,6 +165,11 @@ def test_chinese_page_and_bad_local_paths(app_test):
     no_exception(at)
     assert at.title[0].value == "预训练模型：训练出的注意力"
     assert chart_specs(at)
+    at = app_test(PAGE, query={"lang": "zh"})  # a Chinese page reads the Chinese example, unless a link says
+    assert at.selectbox(key="example").value == "chinese" and mv.EXAMPLE_TEXTS["chinese"] in texts(at)
+    at = app_test(PAGE, query={"lang": "zh", "example": "english"})
+    assert at.selectbox(key="example").value == "english"
+    assert app_test(PAGE).selectbox(key="example").value == "english"
     at = app_test(PAGE, query={"model": "local"})
     assert "Type the path" in at.error[0].value
     at = app_test(PAGE, query={"model": "local", "model_path": "/nonexistent/model"})

@@ -122,9 +122,80 @@ def test_generation_in_lockstep_keeps_only_the_last_rows(llama):
     assert all(p.cached.cache_bytes == p.cached.formula_bytes for p in pairs)
     kind, text = mv.gen_summary(pairs, spec, False, Style())
     assert kind == "success" and "equals the formula at every one of the 5 steps" in text
-    views = mv.gen_views(pairs, spec, mv.prompt_tokens(llama, inp), (1, llama.n_kv_heads), Style())
-    assert [v.name for v in views] == ["gen_cache", "gen_time", "gen_newest_row_layer1"]
-    assert list(views[0].data.cache_bytes_measured) == [p.cached.cache_bytes for p in pairs]
+    assert list(mv.gen_frame(pairs).cache_bytes_measured) == [p.cached.cache_bytes for p in pairs]
+
+
+def test_timing_run_reads_the_input_repeated_at_doubling_lengths(llama):
+    p = local(llama.path, example="own", text="the cat sat", gen_context=64, gen_tokens=3)
+    inp = mv.model_input(llama, p)
+    spec = mv.speed_spec(llama, p, inp)
+    assert (spec.context, spec.n_new) == (64, 3) and mv.speed_contexts(64) == [16, 32, 64]
+    assert mv.speed_contexts(100) == [16, 32, 64, 100]
+    prompt = mv.long_prompt(llama, inp, 64)
+    once = llama.encode("the cat sat\n")[0]
+    special = set(llama.tokenizer.all_special_ids)
+    head = [i for i in once[:1] if i in special]
+    body = [i for i in once if i not in special]
+    assert len(prompt) == 64 and list(prompt) == (head + body * 64)[:64]  # the text again and again
+    points = list(mv.speed_points(llama, spec))
+    assert [pt.context for pt in points] == [16, 32, 64]
+    per_position = 2 * llama.n_layers * llama.n_kv_heads * llama.head_dim * 4  # K and V, float32, by hand
+    for pt in points:
+        assert len(pt.cached_s) == 2 and pt.held == pt.context + 2 and len(pt.token_ids) == 3
+        assert pt.cache_bytes == pt.formula_bytes == pt.held * per_position
+        assert len(pt.recompute_s) == (3 if pt.context <= 64 else 1) and all(
+            s > 0 for s in pt.recompute_s + pt.cached_s
+        )
+        # the first step reads every token again with nothing cached: what a generation without the cache does
+        plain = models.generate(llama, "", 2, use_cache=False, rows=False, prompt_ids=prompt[: pt.context])
+        assert [s.token_id for s in plain] == list(pt.token_ids[:2])
+    views = mv.speed_views(points, spec, llama, Style())
+    assert [v.name for v in views] == ["gen_speed", "gen_cache"]
+    speed = views[0].figure.to_plotly_json()
+    assert speed["layout"]["xaxis"]["type"] == "log" and speed["layout"]["yaxis"]["type"] == "log"
+    assert list(speed["layout"]["xaxis"]["tickvals"]) == [16, 32, 64]  # the lengths planned, drawn or not
+    recompute, cached = speed["data"]
+    assert list(recompute["y"]) == pytest.approx([min(pt.recompute_s) * 1e3 for pt in points])
+    assert list(cached["y"]) == pytest.approx([min(pt.cached_s) * 1e3 for pt in points])  # the fastest of each
+    assert list(views[1].data.cache_bytes_measured) == [pt.cache_bytes for pt in points]
+    frac, _ = mv.speed_progress(spec, points[:1], Style())
+    assert frac == pytest.approx(16 / (16 + 32 + 64))  # a length's pass costs about its tokens
+
+
+def speed_point(context: int, recompute_ms: float, cached_ms: float) -> mv.SpeedPoint:
+    n = 2 * 30 * 3 * 64 * 4 * (context + 2)
+    return mv.SpeedPoint(context, (recompute_ms / 1e3,), (cached_ms / 1e3,) * 2, context + 2, n, n, " the cat")
+
+
+def test_timing_sentences_are_chosen_from_the_measured_times(llama):
+    spec = mv.SpeedSpec("m", mv.ModelText("x"), 128, 3)
+    weights = f"{4 * llama.n_params / 2**10:.3g} KiB"
+
+    def said(points, stopped=False, style=Style()):
+        return mv.speed_summary(points, spec, stopped, llama, style)
+
+    # both about as long up to 32 tokens (reading the weights), then recomputing grows
+    alike = [speed_point(16, 55, 50), speed_point(32, 70, 50), speed_point(64, 150, 50), speed_point(128, 1000, 50)]
+    kind, text = said(alike)
+    assert kind == "success" and "Up to 32 tokens of context, recomputing takes about as long" in text
+    assert "(70 ms against 50 ms)" in text and weights in text
+    assert "at 128 tokens it takes 1,000 ms a token, 20× the 50 ms with the cache" in text
+    assert "equals the formula" in text and "130 positions" in text
+    # 16 tokens for 1.7 times one token's time: the weights' reading still dominates
+    few = [speed_point(16, 85, 50), speed_point(128, 1000, 50)]
+    assert "recomputing all 16 takes 85 ms, only 1.7× the 50 ms of one new token" in said(few)[1]
+    # 10 times at 16 tokens: more than 16 / 4, the tokens already cost more than the weights
+    already = [speed_point(16, 500, 50), speed_point(128, 4000, 50)]
+    assert "Already at 16 tokens of context, recomputing takes 10.0× as long" in said(already)[1]
+    # no saving at any length timed: a longer context would show it
+    flat = [speed_point(16, 50, 50), speed_point(32, 60, 50)]
+    assert "a longer context shows what it saves" in said(flat)[1]
+    slide = mv.speed_summary(alike, spec, False, llama, Style(present=True), short=True)[1]
+    assert "about as long" in slide and "20×" in slide and "formula" not in slide  # a slide: the times alone
+    kind, text = said(alike[:2], stopped=True)
+    assert kind == "warning" and text.startswith("Stopped after 2 of 4 context lengths.")
+    zh = said(alike, style=Style(lang="zh"))[1]
+    assert "上下文不超过 32 个词元时" in zh and "20 倍" in zh and "**" not in zh
 
 
 def test_speed_leaves_out_the_prompt_step():
@@ -244,3 +315,19 @@ def test_recomputing_is_said_to_rerun_the_whole_model():
     assert "few past tokens" not in en and "reruns the whole model over all 12 tokens" in en
     assert "reading the model's weights" in en
     assert "少量过去的词元" not in zh and "全部 12 个词元" in zh and "读取模型权重" in zh
+
+
+def test_a_slide_shows_one_chart_as_the_page_does_in_slide_mode(llama):
+    slide = Style(present=True)
+    roles = mv.slide_shown(local(llama.path), slide, {})
+    assert [v.name for v in roles.views] == ["head_roles_induction"] and len(roles.sentences) == 1
+    head = mv.slide_shown(local(llama.path, view="head", head=1), slide, {})
+    assert [v.name for v in head.views] == ["head1_q0-" + head.views[0].name.split("_q0-")[1]] and not head.sentences
+    step = mv.slide_shown(local(llama.path, view="head", head=1), slide, {"slide": 3})  # the head's second step, K
+    assert len(step.views) == 1 and "W_K" in step.sentences[0]
+    scale = mv.slide_shown(local(llama.path, view="scale"), slide, {"slide": 2})
+    assert [v.name for v in scale.views] == ["softmax_peak"]
+    assert mv.slide_shown(local(llama.path, view="generate"), slide, {}).views == []
+    # the head's map on a slide: every label at 20 px, the thinning said on its axis
+    zoom = head.views[0].figure.to_plotly_json()["layout"]
+    assert zoom["yaxis"]["tickfont"]["size"] == 20 and zoom["xaxis"]["tickfont"]["size"] == 20

@@ -16,8 +16,8 @@
     for (let e = el; e && e.nodeType === 1; e = e.parentElement) {
       const cs = getComputedStyle(e);
       if (cs.display === 'none' || cs.visibility === 'hidden' || parseFloat(cs.opacity) === 0) return false;
-      // text for screen readers only (an icon-only button's "arrow_back icon"): clipped to nothing, never painted
-      if (cs.position === 'absolute' && cs.clip === 'rect(0px, 0px, 0px, 0px)') return false;
+      // text for screen readers only (an icon button's "arrow_back icon"): clipped to nothing, never drawn
+      if (cs.position === 'absolute' && /^rect\(0(px)?,? 0(px)?,? 0(px)?,? 0(px)?\)$/.test(cs.clip)) return false;
       // inside a box that clips (a closed expander's body, a collapsed panel): seen only where the box is
       if (e !== el && cs.overflow !== 'visible' && e !== document.body && e !== document.documentElement) {
         const c = e.getBoundingClientRect();
@@ -197,7 +197,10 @@
     if (!el || el.closest(skip)) continue;
     if (!(el instanceof SVGElement ? shown(el.closest('text') || el) : shown(el))) continue;
     if (/\*\*|__|`/.test(text)) add('literal Markdown', keyOf(el), short(text));
-    if (opts.zh) {
+    // a chart's token label ("Engine (18)": a token and its position) is what the model read, not the app's words:
+    // random tokens of an English vocabulary are English on a Chinese page too
+    const token = el instanceof SVGElement && el.closest('.xtick, .ytick') && /\(\d+\)$/.test(text.trim());
+    if (opts.zh && !token) {
       for (const w of text.match(/[A-Za-z]{3,}/g) || []) {
         const lw = w.toLowerCase();
         if (english.has(lw) && !seenWords.has(lw)) {

@@ -1,44 +1,106 @@
-"""The pretrained-models page in a real browser: SmolLM2 generates, the text and the cache chart grow, the
-measured cache equals the formula; opening a strong head; screenshots in both languages."""
+"""The pretrained-models page in a real browser: SmolLM2's time per token against the context, with and without
+the cache, and a run stopped; the first chart right after a fresh server's start; a slide of head roles; opening a
+strong head; screenshots in both languages."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
 from attn_core.i18n import translate
+from harness import start_server
+from tests.e2e.conftest import RUNS_JS, PageWatch
 from tests.e2e.test_pages import assert_clean
+from tests.e2e.test_visual_audit import AUDIT_JS
 
 pytestmark = pytest.mark.e2e
 
-MEASURED = """() => {
-    const el = document.querySelector('.js-plotly-plot');
-    const t = el && el.data && el.data.find(d => d.mode === 'markers');
-    if (!t) return null;
-    const sizes = {f8: 8, f4: 4, i4: 4, u4: 4, i2: 2, u2: 2, i1: 1, u1: 1, i8: 8};
-    const count = x => !x ? 0 : (x.length !== undefined ? x.length : atob(x.bdata).length / (sizes[x.dtype] || 8));
-    return [count(t.x), Array.from(t.customdata || [])];
+SPEED = """() => {
+    const box = document.querySelector('.st-key-mdl_gen_speed .js-plotly-plot')
+        || [...document.querySelectorAll('.js-plotly-plot')].find(e => e.layout && e.layout.uirevision === 'mdl_speed');
+    if (!box || !box.data) return null;
+    const n = x => !x ? 0 : (x.length !== undefined ? x.length : atob(x.bdata).length / 8);
+    return box.data.map(t => n(t.x));
 }"""
 
 
-def test_generation_writes_text_and_the_cache_chart_grows(watch):
-    watch.open("models?view=generate&gen_tokens=10", chart=False)
+def test_generation_times_a_token_against_the_context_and_stops(watch):
+    watch.open("models?view=generate&gen_context=64&gen_tokens=3", chart=False)
     assert "Press Generate" in watch.page.inner_text("body")
+    t0 = time.perf_counter()
     watch.page.locator(".st-key-gen_run button").click()
-    watch.page.wait_for_function(f"() => {{ const m = ({MEASURED})(); return m && m[0] >= 10; }}", timeout=120_000)
-    watch.wait_idle(120_000)
+    watch.page.wait_for_function(
+        f"() => {{ const m = ({SPEED})(); return m && m[0] === 3 && m[1] === 3; }}", timeout=300_000
+    )
+    watch.wait_idle(300_000)
+    print(f"timing run of 16, 32 and 64 tokens: {time.perf_counter() - t0:.1f} s in the browser")
     body = watch.page.inner_text("body")
-    assert "equals the formula at every one of the 10 steps" in body
-    assert "tokens/s with the cache" in body
+    assert "equals the formula 2·L·H_kv·S·d·4 bytes at every length" in body and "66 positions" in body
+    assert "After 64 tokens it wrote:" in body
     assert_clean(watch)
-    n, labels = watch.page.evaluate(MEASURED)
-    assert n == 10 and all("B)" in s for s in labels)  # exact byte counts in the hover
-    assert watch.page.locator(".js-plotly-plot").count() == 3  # cache, time, newest token's row
     watch.shot("models-generate")
+    # a long run stopped after its first lengths keeps what it measured and says so
+    watch.open("models?view=generate&gen_context=4096&gen_tokens=2", chart=False)
+    watch.page.locator(".st-key-gen_run button").click()
+    watch.page.wait_for_function(f"() => {{ const m = ({SPEED})(); return m && m[0] >= 1; }}", timeout=300_000)
+    watch.page.locator(".st-key-gen_stop button").click()
+    watch.wait_idle(300_000)
+    body = watch.page.inner_text("body")
+    assert "Stopped after" in body and "of 9 context lengths" in body
+    assert 1 <= watch.page.evaluate(SPEED)[0] < 9
+
+
+def test_the_first_chart_of_the_models_page_comes_within_5_s_of_the_servers_health_check(browser):
+    """A fresh server loads the shipped models and computes the page's first view before it answers (server.py):
+    a class opening /models as the lecture starts waits for neither."""
+    proc, url = start_server(extra_env={"ATTN_PRELOAD_MODELS": "1"})
+    try:
+        ctx = browser.new_context(viewport={"width": 1280, "height": 720})
+        page = ctx.new_page()
+        page.add_init_script(RUNS_JS)
+        t0 = time.perf_counter()
+        page.goto(url + "/models")
+        page.wait_for_selector(".st-key-mdl_roles .js-plotly-plot .main-svg", timeout=60_000)
+        seconds = time.perf_counter() - t0
+        # where the time went: the page's script (its first run's end, on the page's clock) and the drawing
+        ran = page.evaluate("() => window.__attnRuns.finished / 1000")
+        drawn = page.evaluate("() => performance.now() / 1000")
+        print(
+            f"first chart of /models {seconds:.1f} s after the health check (script done {ran:.1f} s, drawn {drawn:.1f} s)"
+        )
+        assert seconds <= 5.0, f"{seconds:.1f} s: the script ended at {ran:.1f} s, the chart was drawn at {drawn:.1f} s"
+        ctx.close()
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_a_slide_of_head_roles_numbers_every_layer_at_20_px(browser, server):
+    ctx = browser.new_context(viewport={"width": 1024, "height": 768}, device_scale_factor=1)
+    w = PageWatch(ctx.new_page(), server)
+    try:
+        w.open("models?present=1", timeout=300_000)
+        ticks = w.page.evaluate(
+            """() => [...document.querySelectorAll('.st-key-mdl_roles .xtick text')].map(t => {
+                 const r = t.getBoundingClientRect();
+                 return [t.textContent, r.left, r.right, parseFloat(getComputedStyle(t).fontSize)]; })"""
+        )
+        assert [t[0] for t in ticks] == [str(i) for i in range(30)]
+        assert all(t[3] >= 20 for t in ticks)
+        assert all(a[2] < b[1] for a, b in zip(ticks, ticks[1:], strict=False))  # side by side, none touching
+        found = w.page.evaluate(AUDIT_JS, {"slide": True, "phone": False, "zh": False, "english": [], "minPx": 20})
+        assert found == []
+    finally:
+        ctx.close()
 
 
 def test_roles_open_a_head_in_chinese(watch):
     watch.open("models?lang=zh")
     assert watch.page.get_by_role("heading", name="预训练模型：训练出的注意力").count() == 1
+    link = watch.page.locator("a[href='https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct']")
+    assert link.inner_text() == "huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct"  # the link ends with the address
+    assert "小猫坐在垫子上" in watch.page.inner_text("body")  # a Chinese page reads the Chinese example
     watch.shot("models-roles-zh")
     watch.page.locator(".st-key-role_open button").click()
     watch.wait_idle(120_000)
