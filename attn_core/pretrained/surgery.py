@@ -202,6 +202,14 @@ def scale_scores(model: LoadedModel, factor: float | str | None) -> LoadedModel:
     return new
 
 
+def scale_of(model: LoadedModel, layer: int = 0) -> float:
+    """The factor layer ``layer`` of ``model`` applies to q·k: 1/√d_k (Gemma 3: ``query_pre_attn_scalar``^-½),
+    times a :func:`scale_scores` factor, or 1 with no scale at all."""
+    layer = check_int("layer", layer, 0, model.n_layers - 1)
+    attn = _blocks(model.module)[layer].get_submodule(_parts_of(model, "scale_of").attn)
+    return float(attn.scaling)
+
+
 def _parts_of(model: LoadedModel, what: str) -> _Parts:
     if model.arch not in PARTS:
         raise _unsupported(model, what)

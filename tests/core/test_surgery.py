@@ -382,3 +382,10 @@ def test_per_token_losses_and_the_reference_model_read_once(loaded, monkeypatch)
     pooled = sg.evaluate(sg.pool_kv_heads(m, 1), ids, ref)  # an edited copy reads the ids itself
     assert calls and pooled.kl > 0 and pooled.token_losses != same.token_losses
     assert sg.evaluate(loaded["bert"], ids_of(loaded["bert"])).token_losses == ()
+
+
+def test_scale_of_reads_each_layers_factor(loaded):
+    m = loaded["llama"]
+    assert sg.scale_of(m) == pytest.approx(m.head_dim**-0.5)
+    assert sg.scale_of(sg.scale_scores(m, 2.0), 1) == pytest.approx(2 * m.head_dim**-0.5)
+    assert sg.scale_of(sg.scale_scores(m, None)) == 1.0
