@@ -26,11 +26,14 @@ with ui.controls_box():
         v["sg_card_len"] = ui.control(P, "sg_card_len")
     else:
         v["model"] = ui.control(P, "model", widget="select")
-        v["sg_text"] = ui.control(P, "sg_text", widget="select")
+        lang_text = "zh" if style.lang == "zh" else "en"  # the text in the page's language, until one is chosen
+        v["sg_text"] = ui.control(P, "sg_text", widget="select", default=lang_text, data_default=True)
         if v["sg_text"] == "own":
             v["sg_own"] = ui.control(P, "sg_own", height=120)
         v["sg_tokens"] = ui.control(P, "sg_tokens")
 
+for note in sv.model_notes(v.get("model", "") if v.get("sg_card", "shipped") == "shipped" else "", style):
+    st.caption(note)  # Gemma: its terms of use, wherever it is chosen
 if v["view"] == "card":  # ---------------------------------------------------------------- the model card
     p = P(**v, seed=ui.seed())
     res, err = sv.read_card(p, (upload.name, upload.getvalue()) if upload is not None else None, style)
@@ -42,7 +45,8 @@ if v["view"] == "card":  # -----------------------------------------------------
     elif res is not None:
         st.session_state["_sg_card"] = res
     if res is None:
-        st.info(ui.t("surgery.card_upload_first"), icon="📄")
+        if not err:  # nothing uploaded yet
+            st.info(ui.t("surgery.card_upload_first"), icon="📄")
         ui.stop()
     shown = ui.slide_sections(2)
     lines = sv.card_lines(res, p.sg_card_len, style)
@@ -76,8 +80,6 @@ with ui.drawer():  # -----------------------------------------------------------
     if v["view"] == "ablate" and model.n_rep > 1:
         v["sg_group"] = ui.control(P, "sg_group")
 p = P(**v, seed=ui.seed())
-for note in sv.model_notes(model, style):
-    st.caption(note)
 if (inp := ui.run_safely(lambda: sv.eval_input(model, p))) is None:
     ui.stop()
 for note in sv.input_notes(model, inp, p, style):

@@ -1169,15 +1169,19 @@ def input_notes(model: LoadedModel, inp: EvalInput, p: Params, style: figures.St
         limit = min(int(p.sg_tokens), model.max_positions)
         key = "surgery.cut_model" if model.max_positions < int(p.sg_tokens) else "surgery.cut"
         out.append(t(key, n=f"{inp.n_text:,}", k=f"{limit:,}", title=model.title))
+    unk = getattr(model.tokenizer, "unk_token_id", None)
+    n_unk = sum(i == unk for i in inp.ids) if unk is not None else 0
+    if n_unk:
+        out.append(t("surgery.unknown", n=n_unk, total=len(inp.ids), unk=model.tokenizer.unk_token, title=model.title))
     return out
 
 
-def model_notes(model: LoadedModel, style: figures.Style) -> list[str]:
-    """The model's licence when it is not Apache 2.0 (Gemma: the Gemma Terms of Use)."""
-    shipped = store.SHIPPED.get(model.name)
+def model_notes(key: str, style: figures.Style) -> list[str]:
+    """A shipped model's licence when it is not Apache 2.0 (Gemma: the Gemma Terms of Use), known without loading it."""
+    shipped = store.SHIPPED.get(key)
     if shipped is None or not shipped.licence:
         return []
-    return [style.t("surgery.licence", title=model.title, licence=shipped.licence)]
+    return [style.t("surgery.licence", title=shipped.title, licence=shipped.licence)]
 
 
 def map_names(p: Params, model: LoadedModel, style: figures.Style) -> tuple[str, str]:

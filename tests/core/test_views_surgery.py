@@ -270,8 +270,11 @@ def test_gemma_says_which_layers_already_slide():
     )
     assert "只改变它的 3 个全局层（5, 11, 17）" in sv.window_note(GEMMA, 1024, ZH)
     assert sv.window_note(SMOL, 256, EN) is None
-    assert "Gemma Terms of Use" in sv.model_notes(GEMMA, EN)[0] and "使用条款" in sv.model_notes(GEMMA, ZH)[0]
-    assert sv.model_notes(SMOL, EN) == []
+    assert (
+        "Gemma Terms of Use" in sv.model_notes("gemma3-270m", EN)[0]
+        and "使用条款" in sv.model_notes("gemma3-270m", ZH)[0]
+    )
+    assert sv.model_notes("smollm2-135m", EN) == []
 
 
 # ---------------------------------------------------------------- the model card
