@@ -45,14 +45,15 @@ def _log_range(values: Sequence[float]) -> list[float] | None:
     return [lo - pad, hi + pad]
 
 
-def _note(text: str, y: float, style: Style) -> dict:
-    """A label at the right end of a horizontal line at ``y`` (the original model's value), over a light box."""
+def _note(text: str, y: float, style: Style, log: bool = False) -> dict:
+    """A label at the right end of a horizontal line at ``y`` (the original model's value), over a light box; on a
+    log axis an annotation's ``y`` is the value's log10 (a shape's is the value itself)."""
     return dict(
         xref="paper",
         x=1,
         xanchor="right",
         yref="y",
-        y=y,
+        y=math.log10(y) if log else y,
         yanchor="bottom",
         showarrow=False,
         text=text,
@@ -104,7 +105,7 @@ def kv_quality_figure(c: KvChart, style: Style = Style()) -> go.Figure:
             dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=c.original, y1=c.original, layer="above")
             | dict(line=dict(color=ORIGINAL_COLOR, width=3 if style.present else 2, dash="dash"))
         )
-        annotations.append(_note(f"{c.original_name}: {c.original:.4g}", c.original, style))
+        annotations.append(_note(f"{c.original_name}: {c.original:.4g}", c.original, style, c.log_y))
     all_values = [v for row in c.values for v in row] + [c.original or float("nan")]
     y_axis = dict(title=dict(text=c.y_title))
     if c.log_y:

@@ -816,7 +816,7 @@ def ablation_lines(got: dict[Setting, Measured], p: Params, model: LoadedModel, 
         return lines
     order = sorted(range(model.n_heads), key=lambda h: -values[h])
     median = float(np.median(values))
-    top = ", ".join(t("surgery.head_value", h=h, v=f"{values[h]:.3g}") for h in order[:3])
+    top = t("surgery.sep").join(t("surgery.head_value", h=h, v=f"{values[h]:.3g}") for h in order[:3])
     lines.append(t("surgery.ablate_top", layer=layer, top=top, median=f"{median:.3g}"))
     return lines + role_lines(values, df, layer, model, style)
 
@@ -836,12 +836,12 @@ def role_lines(
             continue
         out_ = [h for h in heads if median > 0 and values[h] >= STANDS_OUT * median]
         key = "surgery.role_out" if len(out_) == len(heads) else "surgery.role_some" if out_ else "surgery.role_not"
-        listed = ", ".join(
+        listed = t("surgery.sep").join(
             t("surgery.role_head", h=h, s=f"{scores[h]:.2f}", rank=ranks[h], n=len(values)) for h in heads
         )
         out.append(t(key, role=t(f"surgery.roles_{role}"), heads=listed, x=f"{STANDS_OUT:g}"))
     if not out and df is not None:
-        best = ", ".join(
+        best = t("surgery.sep").join(
             t("surgery.role_best", role=t(f"surgery.roles_{r}"), layer=la, h=h, s=f"{s:.2f}")
             for r in ROLES
             for la, h, s in mv.strongest(df, r, 1)
@@ -1024,12 +1024,17 @@ def local_text(card: cards.ModelCard) -> str:
     return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)
 
 
+def head_counts(card: cards.ModelCard, style: figures.Style) -> dict[str, str]:
+    """"32 query heads", "1 KV head": the card's head counts in words."""
+    return {"qh": style.count(card.n_heads, "query_head"), "kvh": style.count(card.n_kv_heads, "kv_head")}
+
+
 def card_table(card: cards.ModelCard, length: int, style: figures.Style) -> pd.DataFrame:
     """The architecture, as rows of (what, value)."""
     t = style.t
     rows = [
         (t("surgery.card_arch"), card.arch),
-        (t("surgery.card_attention"), t("surgery.card_heads", kind=card.attention, h=card.n_heads, kv=card.n_kv_heads)),
+        (t("surgery.card_attention"), t("surgery.card_heads", kind=card.attention, **head_counts(card, style))),
         (
             t("surgery.card_head_dim"),
             str(card.head_dim) + (f" / {card.v_head_dim}" if card.v_head_dim != card.head_dim else ""),
@@ -1131,7 +1136,7 @@ def card_views(res: CardResult, length: int, style: figures.Style) -> list[View]
     """The KV-sharing diagram of the card's heads, and its KV cache against the sequence length."""
     t, card = style.t, res.card
     owner = owner_of(card)
-    title = t("surgery.card_diagram", name=res.name, kind=card.attention, h=card.n_heads, kv=card.n_kv_heads)
+    title = t("surgery.card_diagram", name=res.name, kind=card.attention, **head_counts(card, style))
     diagram = kvfig.kv_diagram(owner, card.n_kv_heads, style, title)
     heads = pd.DataFrame({"query_head": range(card.n_heads), "kv_head": owner})
     lengths = CARD_LENGTHS
