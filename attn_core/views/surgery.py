@@ -109,7 +109,7 @@ class Params:
         "", "text", hi=OWN_TEXT_CHARS, cli_help="your own evaluation text", implies=(("sg_text", "own"),)
     )
     sg_tokens: int = control(
-        1024, "pow2", lo=128, hi=4096, help="help.sg_tokens", cli_help="tokens of the text read (at most)"
+        512, "pow2", lo=128, hi=4096, help="help.sg_tokens", cli_help="tokens of the text read (at most)"
     )
     sg_kv: str = control("1", "choice", options=KV_CHOICES, help="help.sg_kv", cli_help="KV heads after pooling")
     sg_method: str = control("mean", "choice", options=METHODS, help="help.sg_method", cli_help="mean, first, random")
@@ -123,7 +123,7 @@ class Params:
         None, "int", lo=0, hi=MAX_HEADS - 1, data=True, help="help.sg_head", cli_help="the head (maps; silenced)"
     )
     sg_group: bool = control(False, "bool", help="help.sg_group", cli_help="silence the head's whole KV group")
-    sg_window: int = control(256, "pow2", lo=16, hi=2048, help="help.sg_window", cli_help="recent tokens kept (w)")
+    sg_window: int = control(128, "pow2", lo=16, hi=2048, help="help.sg_window", cli_help="recent tokens kept (w)")
     sg_sinks: str = control("4", "choice", options=("0", "4"), help="help.sg_sinks", cli_help="sinks in the maps (k)")
     sg_card: str = control(
         "shipped", "choice", options=CARD_SOURCES, help="help.sg_card", cli_help="shipped or paste (--sg-config)"
@@ -1025,7 +1025,7 @@ def local_text(card: cards.ModelCard) -> str:
 
 
 def head_counts(card: cards.ModelCard, style: figures.Style) -> dict[str, str]:
-    """"32 query heads", "1 KV head": the card's head counts in words."""
+    """ "32 query heads", "1 KV head": the card's head counts in words."""
     return {"qh": style.count(card.n_heads, "query_head"), "kvh": style.count(card.n_kv_heads, "kv_head")}
 
 
@@ -1279,7 +1279,7 @@ CHECKS = PageChecks(
     chart="sg_maps",  # the head's maps before and after pooling (measured once, cached: a move redraws the maps)
     query="sg_tokens=128",
     scenarios=(Scenario("defaults", {}, "sg_head", (3, 4), 400),),
-    cli="--sg-tokens 128 --sg-window 32 --view all",
+    cli="--sg-tokens 128 --sg-window 32 --view kv_heads,evict,card",  # the maps (a heat map), the card
     extremes=(
         {"sg_tokens": "128"},
         {"sg_tokens": "128", "model": "minilm-l6"},

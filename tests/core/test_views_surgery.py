@@ -117,9 +117,17 @@ def test_pooling_sentences_follow_the_perplexity(after, verdict):
     p = sv.Params()
     lines = sv.kv_lines(got, p, SMOL, EN)
     assert lines[0] == EN.t(
-        f"surgery.kv_{verdict}", title=SMOL.title, n0=3, n="1 KV head", kind="MQA", method="mean",
-        what="perplexity", a="10.00", b=sv.q_text(after, True), saved="67%",
-    )  # fmt: skip
+        f"surgery.kv_{verdict}",
+        title=SMOL.title,
+        n0=3,
+        n="1 KV head",
+        kind="MQA",
+        method="mean",
+        what="perplexity",
+        a="10.00",
+        b=sv.q_text(after, True),
+        saved="67%",
+    )
     mean, first, rand = (sv.q_text(x, True) for x in (after, after * 3, after * 2))
     assert f"mean {mean} < new random heads {rand} < first head {first}" in lines[1]  # ordered by the numbers
     zh = sv.kv_lines(got, p, SMOL, ZH)
