@@ -137,12 +137,14 @@ elif run.status == "stopped":
 got = sv.by_setting(run.steps)
 if got:
     ui.show_views(drawn(ui.view(sv.result_views, got, p, model, style)), boxes, "sg_")
-with lines_box:
-    if shown(0) and sv.ORIGINAL in got and chosen in got:
+with lines_box:  # a slide: its chart's one sentence (the verdict; the layers' softmax)
+    lines = sv.result_lines(got, p, model, style)
+    if ui.present():
+        lines = lines[:1] if shown(0) else lines[-1:] if shown(2) else []
+    elif sv.ORIGINAL in got and chosen in got:
         st.markdown(sv.before_after(model, got[sv.ORIGINAL], got[chosen], style))
-    if shown(0) or shown(2):
-        for line in sv.result_lines(got, p, model, style):
-            st.markdown(line)
+    for line in lines:
+        st.markdown(line)
 if p.view == "kv_heads" and got and not ui.present():
     st.dataframe(sv.kv_table(got, model, p.seed, style), hide_index=True, width="stretch")
 ui.help_expander(f"surgery.help_{p.view}")

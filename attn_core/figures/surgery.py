@@ -36,6 +36,30 @@ def _legend(style: Style) -> dict:
     return dict(orientation="h", yanchor="top", y=-0.24 if style.present else -0.2, x=0, font=dict(size=style.font))
 
 
+def _short_number(v: float) -> str:
+    """A tick label: 20, 500, 2k, 50k, 1M."""
+    for div, unit in ((1e6, "M"), (1e3, "k")):
+        if v >= div:
+            return f"{v / div:g}{unit}"
+    return f"{v:g}"
+
+
+def log_ticks(values: Sequence[float], most: int = 6) -> dict:
+    """Explicit ticks of a log axis over ``values`` (1, 2 and 5 times the powers of 10, or only the powers when those
+    are too many), each labelled at the axis's own font: plotly's own log ticks label 2 and 5 in a smaller font."""
+    rng = _log_range(values)
+    if rng is None:
+        return {}
+    lo, hi = 10 ** rng[0], 10 ** rng[1]
+    powers = range(math.floor(rng[0]), math.ceil(rng[1]) + 1)
+    ticks = [m * 10**p for p in powers for m in (1, 2, 5) if lo <= m * 10**p <= hi]
+    if len(ticks) > most:
+        ticks = [10**p for p in powers if lo <= 10**p <= hi]
+    if len(ticks) < 2:
+        ticks = [m * 10**p for p in powers for m in range(1, 10) if lo <= m * 10**p <= hi][:: 2 if hi / lo > 4 else 1]
+    return dict(type="log", range=rng, tickmode="array", tickvals=ticks, ticktext=[_short_number(v) for v in ticks])
+
+
 def _log_range(values: Sequence[float]) -> list[float] | None:
     finite = [v for v in values if v is not None and math.isfinite(v) and v > 0]
     if not finite:
@@ -109,7 +133,7 @@ def kv_quality_figure(c: KvChart, style: Style = Style()) -> go.Figure:
     all_values = [v for row in c.values for v in row] + [c.original or float("nan")]
     y_axis = dict(title=dict(text=c.y_title))
     if c.log_y:
-        y_axis.update(type="log", range=_log_range(all_values))
+        y_axis.update(log_ticks(all_values))
     else:
         finite = [v for v in all_values if math.isfinite(v)]
         y_axis.update(range=[0, max(finite + [1.0]) * 1.12])
@@ -175,7 +199,7 @@ def scale_quality_figure(c: ScaleChart, style: Style = Style()) -> go.Figure:
         )
     y_axis = dict(title=dict(text=c.y_title))
     if c.log_y:
-        y_axis.update(type="log", range=_log_range(c.values))
+        y_axis.update(log_ticks(c.values))
     else:
         y_axis.update(range=[0, 1.05])
     layout = base_layout(
@@ -229,7 +253,7 @@ def layer_stats_figure(c: LayerStats, style: Style = Style()) -> go.Figure:
             )
     dtick = max(1, len(c.layers) // 6)
     x_axis = dict(title=dict(text=c.x_title), dtick=dtick, zeroline=False)
-    gap = 0.12
+    gap = 0.16
     layout = base_layout(
         c.title,
         style,
@@ -303,7 +327,7 @@ def ablation_figure(c: AblationChart, style: Style = Style()) -> go.Figure:
         _height(style),
         barmode="overlay",
         xaxis=dict(title=dict(text=c.x_title), type="category"),
-        yaxis=dict(title=dict(text=c.y_title), range=[0, max(finite + [1e-6]) * 1.12], rangemode="tozero"),
+        yaxis=dict(title=dict(text=c.y_title), range=[0, max(finite + [1e-6]) * 1.12], nticks=5),
         legend=_legend(style),
         showlegend=any(r in ROLE_PATTERNS for r in c.roles),
     )
@@ -367,7 +391,7 @@ def eviction_figure(c: EvictionChart, style: Style = Style()) -> go.Figure:
         style,
         _height(style),
         xaxis=dict(title=dict(text=c.x_title), zeroline=False),
-        yaxis=dict(title=dict(text=c.y_title), type="log", range=_log_range(every)),
+        yaxis=dict(title=dict(text=c.y_title), **log_ticks(every)),
         shapes=shapes,
         annotations=annotations,
         legend=_legend(style),

@@ -62,8 +62,8 @@ DEFAULT_HEADS = {"smollm2-135m": 3}
 OWN_TEXT_CHARS = 20_000
 CONFIG_CHARS = 100_000  # a pasted config.json (DeepSeek-V3's is about 1,700 characters)
 MAX_LAYERS = 256
-MAP_TOKENS = {False: 32, True: 16}  # tokens of the maps (normal, slide: labelled at 20 px, two panels)
-EVICT_MAP_SIDE = {False: 64, True: 16}  # cells a side of an evicted map over the whole text
+MAP_TOKENS = {False: 24, True: 12}  # tokens of the maps, every one labelled (normal; a slide: at 20 px, two panels)
+EVICT_MAP_SIDE = {False: 24, True: 12}  # cells a side of an evicted map over the whole text (blocks of tokens)
 STAT_TOKENS = 256  # the scale view's largest weight and entropy per layer: over the text's first tokens
 ROLL = 64  # tokens in the running window of the perplexity against the position
 ROLE_MIN = 0.5  # a head scoring at least this (models page's roles, head_scores) is called a head of that role
@@ -368,7 +368,8 @@ def shown_head(p: Params, model: LoadedModel, pair: MapPair) -> int:
 
 
 def pair_view(pair: MapPair, head: int, names: tuple[str, str], title: str, style: figures.Style) -> View:
-    """One head's map before and after, side by side on one colour scale (fitted to both when the maps are long)."""
+    """One head's map before and after, side by side on one colour scale from 0 to 1 (pooled maps: each cell the
+    largest weight of its block, said under the title; on a slide at the title's size)."""
     pm = pair.before
     (q0, q1), (k0, k1), f = pm.q_range, pm.k_range, pm.factor
     before, after = pair.before.weights[head], pair.after.weights[head]
@@ -376,13 +377,10 @@ def pair_view(pair: MapPair, head: int, names: tuple[str, str], title: str, styl
     if f > 1:
         how = style.t(f"fig.how.{pm.reduce}")
         r, c = before.shape
-        title += "<br><sub>" + style.t("fig.grid_pooled", how=how, f=f, tq=q1 - q0, tk=k1 - k0, r=r, c=c) + "</sub>"
+        note = style.t("fig.grid_pooled", how=how, f=f, tq=q1 - q0, tk=k1 - k0, r=r, c=c)
+        title += f"<br>{note}" if style.present else f"<br><sub>{note}</sub>"
         value = style.t(f"fig.block_{pm.reduce}")
-    both = np.concatenate([before[np.isfinite(before)], after[np.isfinite(after)]])
     cmax = 1.0
-    if len(pm.tokens_k) > 64 and both.size and float(both.max()) > 0:
-        cmax = float(np.percentile(both, 99.5)) or float(both.max())
-        title += "<br><sub>" + style.t("fig.fit_note", top=f"{cmax:.3g}", pct="99.5") + "</sub>"
     labels = (figures.block_labels(pm.tokens_q, q0, q1, f), figures.block_labels(pm.tokens_k, k0, k1, f))
     fig = sf.pair_maps_figure((before, after), labels, names, title, cmax, value, style)
 
@@ -895,8 +893,8 @@ def eviction_view(got: dict[Setting, Measured], p: Params, model: LoadedModel, s
         starts=tuple(None if k is None else w + k for k, _ in shown),
         marks=tuple(marks),
         title=t("surgery.evict_title", title=model.title, n=n + 1, w=w),
-        x_title=t("surgery.evict_axis"),
-        y_title=t("surgery.evict_y", b=block),
+        x_title=t("surgery.evict_axis", b=block),
+        y_title=t("surgery.evict_y"),
     )
     rows = [
         {"setting": name, "position": x, "perplexity": y}
