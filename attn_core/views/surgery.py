@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,8 +63,11 @@ DEFAULT_HEADS = {"smollm2-135m": 3}
 OWN_TEXT_CHARS = 20_000
 CONFIG_CHARS = 100_000  # a pasted config.json (DeepSeek-V3's is about 1,700 characters)
 MAX_LAYERS = 256
-MAP_TOKENS = {False: 24, True: 12}  # tokens of the maps, every one labelled (normal; a slide: at 20 px, two panels)
-EVICT_MAP_SIDE = {False: 24, True: 12}  # cells a side of an evicted map over the whole text (blocks of tokens)
+# tokens of the maps, every one labelled: two panels in the page's column beside its controls at 1280 px (a slide: at
+# 20 px); an evicted cache's maps read the whole text, pooled to as many blocks a side
+MAP_TOKENS = {False: 16, True: 12}
+EVICT_MAP_SIDE = MAP_TOKENS
+PROSE_LINE = 40  # the maps read the text from its first line this long (after a title and a chapter heading)
 STAT_TOKENS = 256  # the scale view's largest weight and entropy per layer: over the text's first tokens
 ROLL = 64  # tokens in the running window of the perplexity against the position
 ROLE_MIN = 0.5  # a head scoring at least this (models page's roles, head_scores) is called a head of that role
@@ -174,6 +178,8 @@ class EvalInput:
     source: str
     ids: tuple[int, ...]
     n_text: int
+    prefix: tuple[int, ...] = ()
+    prose: tuple[int, ...] = ()  # the first tokens of the text's first paragraph of prose: what the maps read
 
     @property
     def cut(self) -> bool:
@@ -181,7 +187,8 @@ class EvalInput:
 
 
 def eval_input(model: LoadedModel, p: Params) -> EvalInput:
-    """The first ``p.sg_tokens`` tokens (at most the model's positions) of the shipped text or the user's own."""
+    """The first ``p.sg_tokens`` tokens (at most the model's positions) of the shipped text or the user's own, and
+    the first tokens of its first line of prose (:data:`PROSE_LINE` characters or more; else of the text)."""
     text = p.sg_own if p.sg_text == "own" else eval_text(p.sg_text)
     if not text or not text.strip():
         raise ConfigError("the text has no tokens; type some words", "sg_own", "no_tokens")
@@ -191,7 +198,12 @@ def eval_input(model: LoadedModel, p: Params) -> EvalInput:
     ids = [int(i) for i in prefix + body[: max(0, room)] + suffix]
     if len(ids) < 2 or not body:
         raise ConfigError("the text has no tokens; type some words", "sg_own", "no_tokens")
-    return EvalInput(model.name, p.sg_text, tuple(ids), len(prefix) + len(body) + len(suffix))
+    start = next((m.start() for m in re.finditer(rf"^.{{{PROSE_LINE},}}$", text, re.M)), 0)
+    prose = model.tokenizer(text[start:], add_special_tokens=False, verbose=False)["input_ids"][
+        : max(MAP_TOKENS.values())
+    ]
+    n = len(prefix) + len(body) + len(suffix)
+    return EvalInput(model.name, p.sg_text, tuple(ids), n, tuple(prefix), tuple(int(i) for i in prose))
 
 
 # ---------------------------------------------------------------- settings and their measurement
@@ -351,12 +363,12 @@ def maps_layer(p: Params, model: LoadedModel) -> int:
 
 
 def map_ids(p: Params, inp: EvalInput, style: figures.Style) -> tuple[tuple[int, ...], int]:
-    """(the ids the maps read, cells a side): the text's first tokens, labelled every one; an evicted cache's maps
-    read the whole text (what is evicted is far back), pooled."""
+    """(the ids the maps read, cells a side): the first tokens of the text's prose, labelled every one; an evicted
+    cache's maps read the whole text (what is evicted is far back), pooled."""
     if p.view == "evict":
         return inp.ids, EVICT_MAP_SIDE[style.present]
     n = MAP_TOKENS[style.present]
-    return inp.ids[:n], n
+    return (inp.prefix + inp.prose)[:n], n
 
 
 def shown_head(p: Params, model: LoadedModel, pair: MapPair) -> int:

@@ -13,6 +13,7 @@ import re
 import numpy as np
 import pytest
 
+from attn_core.figures import Style
 from attn_core.pretrained import surgery as sg
 from attn_core.pretrained.models import model_attention
 from attn_core.views import surgery as sv
@@ -61,13 +62,15 @@ def test_pooling_kv_heads_shows_the_engines_numbers_and_the_maps_before_and_afte
     assert bars["mean"] == pytest.approx(want.perplexity, rel=1e-6)
     table = at.dataframe[0].value
     assert list(table.iloc[:, 0]) == ["3 · GQA", "1 · MQA"] and list(table.iloc[:, 1]) == ["45.0 KiB", "15.0 KiB"]
-    maps = titled(at, "Layer 17, head 3")  # SmolLM2's induction head, on the text's first 32 tokens
+    maps = titled(at, "Layer 17, head 3")  # SmolLM2's induction head, on the first 16 tokens of the text's prose
     panels = [t["text"] for t in maps["layout"]["annotations"] if t["text"].startswith("<b>")]
     assert panels == ["<b>original</b>", "<b>1 KV head (MQA), mean</b>"]
+    prose = sv.map_ids(sv.Params(), sv.eval_input(smollm2, sv.Params(sg_tokens=128)), Style())[0]
+    assert smollm2.tokenizer.decode(list(prose)).startswith("It is a truth universally acknowledged")
     for i, m in enumerate((smollm2, pooled)):
-        att = model_attention(m, "", 17, with_weights=True, ids=list(ids[:32]))
+        att = model_attention(m, "", 17, with_weights=True, ids=list(prose))
         drawn, rows, cols = grid_panel(maps, i)
-        assert len(rows) == len(cols) == 32
+        assert len(rows) == len(cols) == 16 and rows[0].startswith("It")
         assert np.allclose(np.nan_to_num(drawn), att.weights[0, 3], atol=1e-5)
 
 
