@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from attn_core.figures.base import GROUP_COLORS, Style, base_layout, group_color, plain_figure
+from attn_core.figures.base import GROUP_COLORS, Style, base_layout, group_color, plain_figure, slide_title
 from attn_core.figures.heatmaps import HeadGrid, heatmap_grid
 from attn_core.figures.kv import METHOD_STYLE
 from attn_core.figures.memory import byte_ticks_log
@@ -25,6 +25,17 @@ ORIGINAL_COLOR = "#222222"
 FACTOR_COLORS = ("#56B4E9", "#0072B2", "#E69F00", "#D55E00", "#CC79A7")
 SINK_COLORS = {0: "#D55E00", 4: "#0072B2"}  # the eviction without sinks, and StreamingLLM's four
 ROLE_PATTERNS = {"previous_token": "/", "induction": "x"}  # a head's role, as the bars' hatching
+
+
+def _title(text: str, style: Style) -> str:
+    """A chart's title; on a slide broken after its colon when a line would not fit (26 px type)."""
+    return slide_title(text) if style.present else text
+
+
+def _margin(title: str, style: Style) -> dict:
+    """The margins of a chart whose title has ``title.count("<br>")`` more lines than one."""
+    lines = title.count("<br>")
+    return dict(l=10, r=10, t=(80 + 34 * lines) if style.present else (60 + 22 * lines), b=10)
 
 
 def _height(style: Style, normal: int = 380, slide: int = 460) -> int:
@@ -138,7 +149,8 @@ def kv_quality_figure(c: KvChart, style: Style = Style()) -> go.Figure:
         finite = [v for v in all_values if math.isfinite(v)]
         y_axis.update(range=[0, max(finite + [1.0]) * 1.12])
     layout = base_layout(
-        c.title,
+        _title(c.title, style),
+        margin=_margin(_title(c.title, style), style),
         style,
         _height(style),
         barmode="group",
@@ -203,7 +215,8 @@ def scale_quality_figure(c: ScaleChart, style: Style = Style()) -> go.Figure:
     else:
         y_axis.update(range=[0, 1.05])
     layout = base_layout(
-        c.title,
+        _title(c.title, style),
+        margin=_margin(_title(c.title, style), style),
         style,
         _height(style),
         xaxis=dict(title=dict(text=c.x_title), tickmode="array", tickvals=xs, ticktext=list(c.ticks), zeroline=False),
@@ -255,7 +268,8 @@ def layer_stats_figure(c: LayerStats, style: Style = Style()) -> go.Figure:
     x_axis = dict(title=dict(text=c.x_title), dtick=dtick, zeroline=False)
     gap = 0.16
     layout = base_layout(
-        c.title,
+        _title(c.title, style),
+        margin=_margin(_title(c.title, style), style),
         style,
         _height(style, 420, 500),
         xaxis=dict(x_axis, domain=[0, 0.5 - gap / 2]),
@@ -322,7 +336,8 @@ def ablation_figure(c: AblationChart, style: Style = Style()) -> go.Figure:
             )
     finite = [v for v in ys if v is not None]
     layout = base_layout(
-        c.title,
+        _title(c.title, style),
+        margin=_margin(_title(c.title, style), style),
         style,
         _height(style),
         barmode="overlay",
@@ -387,7 +402,8 @@ def eviction_figure(c: EvictionChart, style: Style = Style()) -> go.Figure:
         )
     every = [v for ys in c.curves for v in ys]
     layout = base_layout(
-        c.title,
+        _title(c.title, style),
+        margin=_margin(_title(c.title, style), style),
         style,
         _height(style),
         xaxis=dict(title=dict(text=c.x_title), zeroline=False),
@@ -457,7 +473,8 @@ def card_cache_figure(c: CacheChart, style: Style = Style()) -> go.Figure:
     y_vals, y_text = byte_ticks_log(min(ys), max(ys), 6)
     x_vals = [n for n in c.lengths if n & (n - 1) == 0 and round(math.log2(n)) % 2 == 0]
     layout = base_layout(
-        c.title,
+        _title(c.title, style),
+        margin=_margin(_title(c.title, style), style),
         style,
         _height(style, 360, 440),
         xaxis=dict(

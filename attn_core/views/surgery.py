@@ -66,7 +66,7 @@ MAX_LAYERS = 256
 # tokens of the maps, every one labelled: two panels in the page's column beside its controls at 1280 px (a slide: at
 # 20 px); an evicted cache's maps read the whole text, pooled to as many blocks a side
 MAP_TOKENS = {False: 16, True: 12}
-EVICT_MAP_SIDE = MAP_TOKENS
+EVICT_MAP_SIDE = {False: 16, True: 8}  # blocks of 32 and 64 of 512 tokens: short range labels
 PROSE_LINE = 40  # the maps read the text from its first line this long (after a title and a chapter heading)
 STAT_TOKENS = 256  # the scale view's largest weight and entropy per layer: over the text's first tokens
 ROLL = 64  # tokens in the running window of the perplexity against the position
@@ -1205,9 +1205,10 @@ def map_names(p: Params, model: LoadedModel, style: figures.Style) -> tuple[str,
 
 
 def map_title(p: Params, model: LoadedModel, pair: MapPair, head: int, style: figures.Style) -> str:
+    """The maps' title; on a slide a short one (the panels say which model each is)."""
     n = len(pair.before.tokens_k)
     key = "surgery.map_title_next" if pair.layer != p.layer_of(model) else "surgery.map_title"
-    return style.t(key, layer=pair.layer, head=head, n=n, title=model.title)
+    return style.t(key + ("_slide" if style.present else ""), layer=pair.layer, head=head, n=n, title=model.title)
 
 
 def map_line(p: Params, model: LoadedModel, pair: MapPair, head: int, style: figures.Style) -> str:
