@@ -150,9 +150,9 @@ def kv_quality_figure(c: KvChart, style: Style = Style()) -> go.Figure:
         y_axis.update(range=[0, max(finite + [1.0]) * 1.12])
     layout = base_layout(
         _title(c.title, style),
-        margin=_margin(_title(c.title, style), style),
         style,
         _height(style),
+        margin=_margin(_title(c.title, style), style),
         barmode="group",
         xaxis=dict(title=dict(text=c.x_title), type="category"),
         yaxis=y_axis,
@@ -216,9 +216,9 @@ def scale_quality_figure(c: ScaleChart, style: Style = Style()) -> go.Figure:
         y_axis.update(range=[0, 1.05])
     layout = base_layout(
         _title(c.title, style),
-        margin=_margin(_title(c.title, style), style),
         style,
         _height(style),
+        margin=_margin(_title(c.title, style), style),
         xaxis=dict(title=dict(text=c.x_title), tickmode="array", tickvals=xs, ticktext=list(c.ticks), zeroline=False),
         yaxis=y_axis,
         showlegend=False,
@@ -269,9 +269,9 @@ def layer_stats_figure(c: LayerStats, style: Style = Style()) -> go.Figure:
     gap = 0.16
     layout = base_layout(
         _title(c.title, style),
-        margin=_margin(_title(c.title, style), style),
         style,
         _height(style, 420, 500),
+        margin=_margin(_title(c.title, style), style),
         xaxis=dict(x_axis, domain=[0, 0.5 - gap / 2]),
         xaxis2=dict(x_axis, domain=[0.5 + gap / 2, 1], anchor="y2"),
         yaxis=dict(range=[0, 1.05], title=dict(text=c.titles[0])),
@@ -337,9 +337,9 @@ def ablation_figure(c: AblationChart, style: Style = Style()) -> go.Figure:
     finite = [v for v in ys if v is not None]
     layout = base_layout(
         _title(c.title, style),
-        margin=_margin(_title(c.title, style), style),
         style,
         _height(style),
+        margin=_margin(_title(c.title, style), style),
         barmode="overlay",
         xaxis=dict(title=dict(text=c.x_title), type="category"),
         yaxis=dict(title=dict(text=c.y_title), range=[0, max(finite + [1e-6]) * 1.12], nticks=5),
@@ -403,9 +403,9 @@ def eviction_figure(c: EvictionChart, style: Style = Style()) -> go.Figure:
     every = [v for ys in c.curves for v in ys]
     layout = base_layout(
         _title(c.title, style),
-        margin=_margin(_title(c.title, style), style),
         style,
         _height(style),
+        margin=_margin(_title(c.title, style), style),
         xaxis=dict(title=dict(text=c.x_title), zeroline=False),
         yaxis=dict(title=dict(text=c.y_title), **log_ticks(every)),
         shapes=shapes,
@@ -474,9 +474,9 @@ def card_cache_figure(c: CacheChart, style: Style = Style()) -> go.Figure:
     x_vals = [n for n in c.lengths if n & (n - 1) == 0 and round(math.log2(n)) % 2 == 0]
     layout = base_layout(
         _title(c.title, style),
-        margin=_margin(_title(c.title, style), style),
         style,
         _height(style, 360, 440),
+        margin=_margin(_title(c.title, style), style),
         xaxis=dict(
             title=dict(text=c.x_title), type="log", tickmode="array", tickvals=x_vals, ticktext=list(c.tick_words)
         ),
