@@ -51,11 +51,12 @@ if v["view"] == "card":  # -----------------------------------------------------
     shown = ui.slide_sections(2)
     lines = sv.card_lines(res, p.sg_card_len, style)
     cache_view, heads_view = ui.view(sv.card_views, res, p.sg_card_len, style)
+    slide = ui.present()  # a slide's one chart keeps its element from slide to slide
     if shown(0):
-        ui.show_view(cache_view, "sg_card_cache")
+        ui.show_view(cache_view, "sg_card_slide" if slide else "sg_card_cache")
         st.markdown(lines[1])
     if shown(1):
-        ui.show_view(heads_view, "sg_card_heads")
+        ui.show_view(heads_view, "sg_card_slide" if slide else "sg_card_heads")
         st.markdown(lines[0])
     if not ui.present():
         st.dataframe(sv.card_table(res.card, p.sg_card_len, style), hide_index=True, width="stretch")

@@ -390,7 +390,7 @@ def pair_view(pair: MapPair, head: int, names: tuple[str, str], title: str, styl
         how = style.t(f"fig.how.{pm.reduce}")
         r, c = before.shape
         note = style.t("fig.grid_pooled", how=how, f=f, tq=q1 - q0, tk=k1 - k0, r=r, c=c)
-        title += f"<br>{note}" if style.present else f"<br><sub>{note}</sub>"
+        title += f" · {style.t('surgery.map_blocks', f=f)}" if style.present else f"<br><sub>{note}</sub>"
         value = style.t(f"fig.block_{pm.reduce}")
     cmax = 1.0
     labels = (figures.block_labels(pm.tokens_q, q0, q1, f), figures.block_labels(pm.tokens_k, k0, k1, f))
