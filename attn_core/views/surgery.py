@@ -379,6 +379,31 @@ def shown_head(p: Params, model: LoadedModel, pair: MapPair) -> int:
     return p.head_of(model)
 
 
+HEX_LABEL = re.compile(r"^<([0-9A-F]{2}(?: [0-9A-F]{2})*)>$")
+SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def piece_labels(tokens: Sequence[str]) -> list[str]:
+    """Token labels with a character split over several byte tokens (SmolLM2 on Chinese: ``<E6 9B>``, ``<B0>``)
+    written as that character's pieces, ``曰₁``, ``曰₂``: as honest as the hex, and short enough to label a map."""
+    out = list(tokens)
+    i = 0
+    while i < len(out):
+        raw, j = b"", i
+        while j < len(out) and (m := HEX_LABEL.match(out[j])):
+            raw += bytes.fromhex(m.group(1).replace(" ", ""))
+            j += 1
+            try:
+                char = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            if len(char) == 1 and j - i > 1:
+                out[i:j] = [f"{char}{str(k + 1).translate(SUBSCRIPTS)}" for k in range(j - i)]
+            break
+        i = max(j, i + 1)
+    return out
+
+
 def pair_view(pair: MapPair, head: int, names: tuple[str, str], title: str, style: figures.Style) -> View:
     """One head's map before and after, side by side on one colour scale from 0 to 1 (pooled maps: each cell the
     largest weight of its block, said under the title; on a slide at the title's size)."""
@@ -393,7 +418,8 @@ def pair_view(pair: MapPair, head: int, names: tuple[str, str], title: str, styl
         title += f" · {style.t('surgery.map_blocks', f=f)}" if style.present else f"<br><sub>{note}</sub>"
         value = style.t(f"fig.block_{pm.reduce}")
     cmax = 1.0
-    labels = (figures.block_labels(pm.tokens_q, q0, q1, f), figures.block_labels(pm.tokens_k, k0, k1, f))
+    tokens_q, tokens_k = piece_labels(pm.tokens_q), piece_labels(pm.tokens_k)
+    labels = (figures.block_labels(tokens_q, q0, q1, f), figures.block_labels(tokens_k, k0, k1, f))
     fig = sf.pair_maps_figure((before, after), labels, names, title, cmax, value, style)
 
     def frame() -> pd.DataFrame:
@@ -1220,7 +1246,9 @@ def map_line(p: Params, model: LoadedModel, pair: MapPair, head: int, style: fig
         if pair.layer == layer:
             return t("surgery.map_ablate_last", layer=layer)
         return t("surgery.map_ablate", layer=layer, next=pair.layer, h=most, c=f"{pair.change[most]:.3g}")
-    return t("surgery.map_change", h=head, c=f"{pair.change[head]:.3g}", most=most, cm=f"{pair.change[most]:.3g}")
+    line = t("surgery.map_change", h=head, c=f"{pair.change[head]:.3g}", most=most, cm=f"{pair.change[most]:.3g}")
+    pieces = piece_labels(pair.before.tokens_k) != list(pair.before.tokens_k)
+    return line + (" " + t("surgery.map_pieces") if pieces and pair.before.factor == 1 else "")
 
 
 def result_views(got: dict[Setting, Measured], p: Params, model: LoadedModel, style: figures.Style) -> list[View]:
@@ -1294,11 +1322,20 @@ CHECKS = PageChecks(
     extremes=(
         {"sg_tokens": "128"},
         {"sg_tokens": "128", "model": "minilm-l6"},
-        {"sg_text": "own", "sg_own": "x", "sg_tokens": "128"},
-        {"sg_text": "zh", "sg_tokens": "128", "sg_layer": "29", "sg_head": "8", "sg_group": "true"},
-        {"sg_tokens": "128", "sg_window": "2048", "sg_sinks": "0", "sg_factor": "0.25", "sg_kv": "3"},
+        {
+            "sg_text": "zh",
+            "sg_tokens": "128",
+            "sg_layer": "29",
+            "sg_head": "8",
+            "sg_group": "true",
+            "sg_window": "2048",
+            "sg_sinks": "0",
+            "sg_factor": "0.25",
+        },
     ),
     cases=(
+        {"sg_text": "own", "sg_own": "x", "sg_tokens": "128"},
+        {"sg_tokens": "128", "sg_kv": "3", "sg_method": "random"},
         {"view": "card", "sg_card": "paste", "sg_config": "{not json"},
         {"view": "card", "sg_card": "paste", "sg_config": '{"model_type": "t5", "d_model": 8}'},
         {"view": "card", "sg_card": "upload"},

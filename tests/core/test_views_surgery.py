@@ -382,3 +382,9 @@ def test_numbers_are_written_as_each_language_says_them():
     frac, text = sv.progress(sv.sweep(sv.Params(), SMOL), 1, SMOL, EN)
     assert frac == 0.25 and text == "Measuring 2 of 4: 1 KV head (MQA), mean…"
     assert np.isclose(sv.past([0.0, math.log(2.0), math.log(8.0)], 1), 4.0)
+
+
+def test_a_character_split_over_byte_tokens_is_labelled_by_its_pieces():
+    hexed = ["子", "<E6 9B>", "<B0>", "：", "<E5 AD>", "<A6>", "时", "<FF>", "<E4 B9>"]
+    assert sv.piece_labels(hexed) == ["子", "曰₁", "曰₂", "：", "学₁", "学₂", "时", "<FF>", "<E4 B9>"]
+    assert sv.piece_labels(["It", " is", "<E4 B9>"]) == ["It", " is", "<E4 B9>"]  # an unfinished character: as it was
