@@ -888,8 +888,8 @@ def role_lines(
 
 # ---------------------------------------------------------------- cache eviction
 def block_size(n: int) -> int:
-    """Tokens a point of the perplexity-against-position curve averages (at most 64 points, at least 16 tokens)."""
-    return max(16, -(-n // 64))
+    """Tokens a point of the perplexity-against-position curve averages (at most 32 points, at least 32 tokens)."""
+    return max(32, -(-n // 32))
 
 
 def position_curve(losses: Sequence[float], block: int) -> tuple[list[int], list[float]]:

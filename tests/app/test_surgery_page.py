@@ -95,7 +95,7 @@ def test_the_score_scale_silenced_heads_and_eviction_match_the_engine(app_test, 
     no_exception(at)
     sinks = sg.evaluate(sg.evict_cache(smollm2, 32, 4), ids, ref)
     drawn = next(t for t in titled(at, "perplexity along the text")["data"] if t["name"] == "w = 32, k = 4")
-    assert np.allclose(arr(drawn["y"]), sv.position_curve(sinks.token_losses, 16)[1], rtol=1e-6)
+    assert np.allclose(arr(drawn["y"]), sv.position_curve(sinks.token_losses, 32)[1], rtol=1e-6)
     assert "From position 36 on" in texts(at)
 
 
