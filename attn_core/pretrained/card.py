@@ -95,8 +95,32 @@ class ModelCard:
 
 
 # ---------------------------------------------------------------- errors
-def _not_config(what: str, why: str) -> ConfigError:
-    return ConfigError(f"{what} is not a model configuration: {why}", "config", "card_not_config", what=what, why=why)
+#: Why a file is not a model configuration (``reason`` of a ``card_not_config`` error; a page words each one itself)
+NOT_CONFIG_REASONS = (
+    "not_object",  # not a JSON object
+    "not_json",  # not JSON at all
+    "no_model_type",
+    "missing",  # a size the family needs (``name``)
+    "not_whole",  # a size that is not a whole number (``name``, ``value``)
+    "not_gguf",  # a .gguf file that does not start with GGUF
+    "gguf_version",  # a GGUF version other than 2 and 3 (``version``)
+    "gguf_value",  # an unknown value type in a GGUF header (``kind``)
+    "unreadable",
+)
+
+
+def _not_config(what: str, why: str, reason: str, **detail: object) -> ConfigError:
+    """``card_not_config``: ``why`` in English, ``reason`` one of :data:`NOT_CONFIG_REASONS` with its ``detail``
+    (``name``, ``value``, ``version`` or ``kind``), so a page can say it in its own language."""
+    return ConfigError(
+        f"{what} is not a model configuration: {why}",
+        "config",
+        "card_not_config",
+        what=what,
+        why=why,
+        reason=reason,
+        **{k: str(v) for k, v in detail.items()},
+    )
 
 
 def _unknown_arch(what: str, arch: str) -> ConfigError:
@@ -122,7 +146,7 @@ class _Fields:
             if self.config.get(name) is not None:
                 return self.config[name]
         if needed:
-            raise _not_config(self.what, f"it has no {names[0]}")
+            raise _not_config(self.what, f"it has no {names[0]}", "missing", name=names[0])
         return default
 
     def int(self, *names: str, default: int | None = None, needed: bool = False, assume: bool = True) -> int | None:
@@ -135,7 +159,13 @@ class _Fields:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 0:
-            raise _not_config(self.what, f"{names[0]} is {value!r}, not a whole number")
+            raise _not_config(
+                self.what,
+                f"{names[0]} is {value!r}, not a whole number",
+                "not_whole",
+                name=names[0],
+                value=repr(value)[:40],
+            )
         return int(value)
 
 
@@ -257,10 +287,10 @@ def card_from_config(config: dict[str, Any], what: str = "the config") -> ModelC
     ``model_type`` outside :data:`FAMILIES`.
     """
     if not isinstance(config, dict) or not config:
-        raise _not_config(what, "it is not a JSON object")
+        raise _not_config(what, "it is not a JSON object", "not_object")
     arch = config.get("model_type")
     if not isinstance(arch, str) or not arch:
-        raise _not_config(what, "it has no model_type")
+        raise _not_config(what, "it has no model_type", "no_model_type")
     if arch not in FAMILIES:
         raise _unknown_arch(what, arch)
     if arch == "gemma3":  # the multimodal model: its language model's config
@@ -291,8 +321,31 @@ def card_from_file(path: str | Path) -> ModelCard:
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _not_config(path.name, f"it cannot be read as JSON ({exc.__class__.__name__})") from exc
+        raise _not_config(path.name, f"it cannot be read as JSON ({exc.__class__.__name__})", "not_json") from exc
     return card_from_config(config, path.name)
+
+
+def card_from_text(text: str, what: str = "the text") -> ModelCard:
+    """The card of a ``config.json`` pasted as text (``card_not_config`` with reason ``not_json`` when it is not JSON)."""
+    try:
+        config = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise _not_config(what, f"it cannot be read as JSON ({exc.__class__.__name__})", "not_json") from exc
+    return card_from_config(config, what)
+
+
+def card_from_bytes(data: bytes | memoryview, what: str) -> ModelCard:
+    """The card of a file's contents (an upload): a GGUF header when it starts with ``GGUF`` or ``what`` ends in
+    ``.gguf`` (:func:`card_from_gguf`, read in place), else a ``config.json`` (UTF-8 JSON)."""
+    view = memoryview(data)
+    if what.lower().endswith(".gguf") or bytes(view[:4]) == GGUF_MAGIC:
+        meta, n_params = _read_gguf(view, what)
+        return _gguf_card(meta, n_params, what)
+    try:
+        text = bytes(view).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _not_config(what, "it cannot be read as JSON (UnicodeDecodeError)", "not_json") from exc
+    return card_from_text(text, what)
 
 
 # ---------------------------------------------------------------- from a GGUF header
@@ -331,7 +384,7 @@ class _Reader:
             return self.string()
         if kind == 9:
             return self.array()
-        raise _not_gguf(self.what, f"unknown value type {kind} in its metadata")
+        raise _not_gguf(self.what, f"unknown value type {kind} in its metadata", "gguf_value", kind=kind)
 
     def array(self) -> list[Any] | int:
         """The array's items, or only its length when longer than :data:`MAX_ARRAY_KEPT` (skipped)."""
@@ -368,8 +421,8 @@ def _truncated(what: str, where: str) -> ConfigError:
     )
 
 
-def _not_gguf(what: str, why: str) -> ConfigError:
-    return _not_config(what, why)
+def _not_gguf(what: str, why: str, reason: str = "not_gguf", **detail: object) -> ConfigError:
+    return _not_config(what, why, reason, **detail)
 
 
 def _tensor_bytes(kind: int, n_elements: int) -> int | None:
@@ -391,7 +444,7 @@ def _read_gguf(buf: mmap.mmap, what: str) -> tuple[dict[str, Any], int]:
     r.pos = len(GGUF_MAGIC)
     version = r.take("<I")
     if version not in (2, 3):
-        raise _not_gguf(what, f"GGUF version {version} is not read here (2 and 3 are)")
+        raise _not_gguf(what, f"GGUF version {version} is not read here (2 and 3 are)", "gguf_version", version=version)
     n_tensors, n_kv = r.take("<Q"), r.take("<Q")
     meta = {}
     for _ in range(n_kv):
@@ -428,7 +481,7 @@ def card_from_gguf(path: str | Path) -> ModelCard:
     except (OSError, ValueError) as exc:
         if isinstance(exc, ConfigError):
             raise
-        raise _not_config(path.name, f"it cannot be read ({exc.__class__.__name__})") from exc
+        raise _not_config(path.name, f"it cannot be read ({exc.__class__.__name__})", "unreadable") from exc
     return _gguf_card(meta, n_params, path.name)
 
 
@@ -436,14 +489,14 @@ def _gguf_card(meta: dict[str, Any], n_params: int, what: str) -> ModelCard:
     """The card of a GGUF header's metadata (``{arch}.block_count`` and the like, as llama.cpp writes them)."""
     arch = meta.get("general.architecture")
     if not isinstance(arch, str):
-        raise _not_config(what, "its header has no general.architecture")
+        raise _not_config(what, "its header has no general.architecture", "missing", name="general.architecture")
 
     def key(name: str, default: Any = None, needed: bool = False) -> Any:
         value = meta.get(f"{arch}.{name}", default)
         if isinstance(value, list):  # per-layer head counts: the largest
             value = max(value) if value else default
         if value is None and needed:
-            raise _not_config(what, f"its header has no {arch}.{name}")
+            raise _not_config(what, f"its header has no {arch}.{name}", "missing", name=f"{arch}.{name}")
         return value
 
     n_heads, hidden = int(key("attention.head_count", needed=True)), int(key("embedding_length", needed=True))

@@ -202,6 +202,14 @@ def scale_scores(model: LoadedModel, factor: float | str | None) -> LoadedModel:
     return new
 
 
+def scale_of(model: LoadedModel, layer: int = 0) -> float:
+    """The factor layer ``layer`` of ``model`` applies to q·k: 1/√d_k (Gemma 3: ``query_pre_attn_scalar``^-½),
+    times a :func:`scale_scores` factor, or 1 with no scale at all."""
+    layer = check_int("layer", layer, 0, model.n_layers - 1)
+    attn = _blocks(model.module)[layer].get_submodule(_parts_of(model, "scale_of").attn)
+    return float(attn.scaling)
+
+
 def _parts_of(model: LoadedModel, what: str) -> _Parts:
     if model.arch not in PARTS:
         raise _unsupported(model, what)
@@ -288,7 +296,8 @@ class Evaluation:
     ``kv_bytes_per_token``: K and V of one token over all layers (float32, ``2·L·H_kv·d·4``);
     ``kv_bytes``: the cache for the ``n_tokens`` read, a sliding layer or an evicted cache counted at the
     positions it keeps (:func:`kept_positions`). ``seconds``: wall time, the reference's included when
-    it was computed here.
+    it was computed here. ``token_losses`` (decoder): the negative log-likelihood (nats) of each of the
+    ``T - 1`` predicted tokens, in order (their mean is ``loss``); empty for an encoder.
     """
 
     model: str
@@ -303,6 +312,7 @@ class Evaluation:
     kv_bytes_per_token: int
     kv_bytes: int
     seconds: float
+    token_losses: tuple[float, ...] = field(default=(), repr=False, compare=False)
 
 
 def _hidden(model: LoadedModel, ids: Sequence[int]) -> torch.Tensor:
@@ -350,11 +360,14 @@ def _decoder_scores(model: LoadedModel, ids: list[int], hidden: torch.Tensor, re
     ``[T, V]`` matrix never exists at once."""
     targets, n = torch.tensor(ids[1:], device=hidden.device), len(ids) - 1
     tot = {"nll": 0.0, "kl": 0.0, "top1": 0}
+    losses: list[float] = []
     with torch.inference_mode():
         for r in range(0, n, _rows(model)):
             rows = slice(r, min(n, r + _rows(model)))
             lp = _log_probs(model, hidden[rows])
-            tot["nll"] -= float(lp.gather(-1, targets[rows, None]).sum())
+            nll = -lp.gather(-1, targets[rows, None])[:, 0]
+            losses += nll.double().cpu().tolist()
+            tot["nll"] += float(nll.sum())
             if ref is not None:
                 ref_lp = _log_probs(ref.model, ref.hidden[rows])
                 tot["kl"] += float((ref_lp.exp() * (ref_lp - lp)).sum())
@@ -368,6 +381,7 @@ def _decoder_scores(model: LoadedModel, ids: list[int], hidden: torch.Tensor, re
         "top1": tot["top1"] / n if has_ref else None,
         "cosine": None,
         "embedding_cosine": None,
+        "token_losses": tuple(losses),
     }
 
 
@@ -405,7 +419,8 @@ def evaluate(
         raise ConfigError(
             "the reference must have read the same token ids with the same vocabulary", "reference", "eval_reference"
         )
-    hidden = _hidden(model, ids)
+    # the reference's own model (the same object) has read these ids already: its hidden states are the same
+    hidden = reference.hidden if reference is not None and reference.model is model else _hidden(model, ids)
     scores = _decoder_scores(model, ids, hidden, reference) if model.causal else _encoder_scores(hidden, reference)
     return Evaluation(
         model=model.name,

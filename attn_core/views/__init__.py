@@ -19,6 +19,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("complexity", "nav.complexity", ":material/speed:"),
     PageSpec("conv_attention", "nav.conv_attention", ":material/blur_on:"),
     PageSpec("lab", "nav.lab", ":material/model_training:"),
+    PageSpec("surgery", "nav.surgery", ":material/healing:"),
 )
 
 

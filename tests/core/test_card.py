@@ -330,3 +330,31 @@ def test_a_large_header_reads_in_well_under_a_second(tmp_path):
     t0 = time.process_time()  # CPU seconds: the wall time of a busy shared machine is longer
     c = card.card_from_gguf(tmp_path / "big.gguf")
     assert time.process_time() - t0 < 1.0 and c.vocab_size == 262144
+
+
+def test_pasted_text_and_uploaded_bytes_give_the_same_cards_and_say_why_they_are_refused(tmp_path):
+    text = json.dumps(GEMMA3_270M)
+    assert card.card_from_text(text, "pasted") == card.card_from_config(GEMMA3_270M, "pasted")
+    assert card.card_from_bytes(text.encode(), "config.json") == card.card_from_config(GEMMA3_270M, "config.json")
+    path = write_gguf(tmp_path / "m.gguf")
+    assert card.card_from_bytes(path.read_bytes(), "upload.bin") == card.card_from_gguf(path)  # by its magic
+    cases = [
+        (card.card_from_text, ("{not json",), "not_json"),
+        (card.card_from_text, ("[1, 2]",), "not_object"),
+        (card.card_from_text, ('{"bos_token": "<s>"}',), "no_model_type"),
+        (card.card_from_bytes, (b"\xff\xfe{", "c.json"), "not_json"),
+        (card.card_from_bytes, (b"GGUF\x09\x00\x00\x00", "x.gguf"), "gguf_version"),
+        (card.card_from_bytes, (b"not gguf", "x.gguf"), "not_gguf"),
+        (card.card_from_config, ({"model_type": "llama", "hidden_size": 8},), "missing"),
+        (card.card_from_config, ({**LLAMA3_8B, "hidden_size": "big"},), "not_whole"),
+    ]
+    for call, args, reason in cases:
+        err = error_of(call, *args)
+        assert (err.key, err.params["reason"]) == ("card_not_config", reason), args
+        assert err.params["reason"] in card.NOT_CONFIG_REASONS
+    assert error_of(card.card_from_config, {"model_type": "llama", "hidden_size": 8}).params["name"] == (
+        "num_attention_heads"
+    )
+    data = path.read_bytes()
+    assert error_of(card.card_from_bytes, data[:-100], "m.gguf").key == "card_truncated_data"
+    assert error_of(card.card_from_bytes, data[:10], "m.gguf").key == "card_truncated_header"

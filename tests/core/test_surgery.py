@@ -362,3 +362,30 @@ def test_sliding_layers_and_eviction_in_the_kept_positions(loaded):
     assert sg.kept_positions(g) == (8, 8, None)
     assert sg.kept_positions(sg.evict_cache(g, 3, 2)) == (5, 5, 5)
     assert sg.kept_positions(sg.evict_cache(g, 30, 2)) == (8, 8, 32)
+
+
+def test_per_token_losses_and_the_reference_model_read_once(loaded, monkeypatch):
+    m = loaded["llama"]
+    ids = ids_of(m)
+    ref = sg.reference_of(m, ids)
+    alone = sg.evaluate(m, ids)  # reads the ids itself
+    calls = []
+    real = sg._hidden
+    monkeypatch.setattr(sg, "_hidden", lambda model, i: calls.append(model) or real(model, i))
+    same = sg.evaluate(m, ids, ref)  # the reference's own model: its hidden states are reused, not computed again
+    assert calls == [] and same.loss == alone.loss and same.token_losses == alone.token_losses
+    lq = torch.log_softmax(out(m, ids)[:-1], -1)
+    want = -lq.gather(-1, torch.tensor(ids[1:])[:, None])[:, 0]
+    assert len(same.token_losses) == len(ids) - 1
+    assert np.allclose(same.token_losses, want.numpy(), rtol=1e-5, atol=1e-6)
+    assert np.mean(same.token_losses) == pytest.approx(same.loss, rel=1e-6)  # float32 sums
+    pooled = sg.evaluate(sg.pool_kv_heads(m, 1), ids, ref)  # an edited copy reads the ids itself
+    assert calls and pooled.kl > 0 and pooled.token_losses != same.token_losses
+    assert sg.evaluate(loaded["bert"], ids_of(loaded["bert"])).token_losses == ()
+
+
+def test_scale_of_reads_each_layers_factor(loaded):
+    m = loaded["llama"]
+    assert sg.scale_of(m) == pytest.approx(m.head_dim**-0.5)
+    assert sg.scale_of(sg.scale_scores(m, 2.0), 1) == pytest.approx(2 * m.head_dim**-0.5)
+    assert sg.scale_of(sg.scale_scores(m, None)) == 1.0
