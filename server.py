@@ -5,11 +5,16 @@ first script run (about two thirds of a cold start on the project's 2-core machi
 ASGI app (``st.App``) imports them in its lifespan, before the server answers its health check, so the
 first student of a lecture does not wait for them. ``app.py`` stays the entry point of every page;
 AppTest and ``streamlit run app.py`` still work without this file.
+
+It also mounts the live lecture rooms' HTTP side (:mod:`rooms.web`): the long poll a student's page waits on for the
+lecturer's next slide, and the browser cookie that lets a browser answer each question once.
 """
 
 from contextlib import asynccontextmanager
 
 import streamlit as st
+
+import rooms.web
 
 
 @asynccontextmanager
@@ -27,4 +32,4 @@ async def preload(_app):
     yield None
 
 
-app = st.App("app.py", lifespan=preload)
+app = st.App("app.py", lifespan=preload, routes=rooms.web.routes(), middleware=rooms.web.middleware())

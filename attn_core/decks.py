@@ -66,18 +66,25 @@ def _texts(raw: object, where: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, v.strip()) for k, v in raw.items()))
 
 
-def _question_error(where: str, key: str, english: str, **params: object) -> ConfigError:
-    """A refused question: ``key`` names its catalog entry ``err.deck_question_<key>``."""
-    return ConfigError(f"{where}: the question {english}", "deck", f"deck_question_{key}", where=where, **params)
-
-
 def _number(raw: object, where: str, field: str, low: float) -> float:
     """A finite number of a question (bool is no number), ``low`` <= it <= :data:`MAX_NUMBER`."""
     if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
-        raise _question_error(where, "number", f"needs a number as its {field!r}", field=field)
+        raise ConfigError(
+            f"{where}: the question needs a number as its {field!r}",
+            "deck",
+            "deck_question_number",
+            where=where,
+            field=field,
+        )
     if not low <= raw <= MAX_NUMBER:
-        raise _question_error(
-            where, "range", f"has its {field!r} outside {low:g}..{MAX_NUMBER:g}", field=field, low=low, high=MAX_NUMBER
+        raise ConfigError(
+            f"{where}: the question has its {field!r} outside {low:g}..{MAX_NUMBER:g}",
+            "deck",
+            "deck_question_range",
+            where=where,
+            field=field,
+            low=low,
+            high=MAX_NUMBER,
         )
     return float(raw)
 
@@ -163,35 +170,61 @@ def _question_from(raw: object, where: str) -> Question | None:
     if raw is None:
         return None
     if not isinstance(raw, dict) or raw.get("kind") not in QUESTION_KINDS:
-        raise _question_error(where, "kind", 'must say its "kind": "choice" or "number"')
+        raise ConfigError(
+            f'{where}: the question must say its "kind": "choice" or "number"',
+            "deck",
+            "deck_question_kind",
+            where=where,
+        )
     extra = sorted(set(raw) - {"kind", "prompt", "choices", "answer", "tolerance", "unit"})
     if extra:
-        raise _question_error(where, "field", f"has no field {extra[0]!r}", field=extra[0][:40])
+        raise ConfigError(
+            f"{where}: the question has no field {extra[0]!r}",
+            "deck",
+            "deck_question_field",
+            where=where,
+            field=extra[0][:40],
+        )
     prompt = _texts(raw.get("prompt"), where)
     if not any(v for _, v in prompt):
-        raise _question_error(where, "prompt", "needs a prompt")
+        raise ConfigError(f"{where}: the question needs a prompt", "deck", "deck_question_prompt", where=where)
     if raw["kind"] == "choice":
         choices = raw.get("choices")
         if not isinstance(choices, list) or not MIN_CHOICES <= len(choices) <= MAX_CHOICES:
-            raise _question_error(
-                where, "choices", f"needs {MIN_CHOICES} to {MAX_CHOICES} choices", low=MIN_CHOICES, high=MAX_CHOICES
+            raise ConfigError(
+                f"{where}: the question needs {MIN_CHOICES} to {MAX_CHOICES} choices",
+                "deck",
+                "deck_question_choices",
+                where=where,
+                low=MIN_CHOICES,
+                high=MAX_CHOICES,
             )
         texts = tuple(_texts(c, where) for c in choices)
         if any(not any(v for _, v in c) or any(len(v) > MAX_CHOICE_TEXT for _, v in c) for c in texts):
-            raise _question_error(
-                where,
-                "choice_text",
-                f"has a choice empty or longer than {MAX_CHOICE_TEXT} characters",
+            raise ConfigError(
+                f"{where}: the question has a choice empty or longer than {MAX_CHOICE_TEXT} characters",
+                "deck",
+                "deck_question_choice_text",
+                where=where,
                 n=MAX_CHOICE_TEXT,
             )
         answer = raw.get("answer")
         if isinstance(answer, bool) or not isinstance(answer, int) or not 1 <= answer <= len(texts):
-            raise _question_error(
-                where, "answer", f"needs its right choice's number (1 to {len(texts)}) as its answer", n=len(texts)
+            raise ConfigError(
+                f"{where}: the question needs its right choice's number (1 to {len(texts)}) as its answer",
+                "deck",
+                "deck_question_answer",
+                where=where,
+                n=len(texts),
             )
         return Question("choice", prompt, texts, float(answer))
     if "choices" in raw:
-        raise _question_error(where, "no_choices", "asks for a number: it has no choices")
+        raise ConfigError(
+            f"{where}: the question asks for a number: it has no choices",
+            "deck",
+            "deck_question_no_choices",
+            where=where,
+        )
     answer = _number(raw.get("answer"), where, "answer", -MAX_NUMBER)
     tolerance = _number(raw.get("tolerance", 0), where, "tolerance", 0.0)
     return Question("number", prompt, (), answer, tolerance, _texts(raw.get("unit"), where))

@@ -2,7 +2,7 @@
 
 No Streamlit here (the app's ``ui/rooms.py`` draws it; ``server.py`` mounts :mod:`rooms.web`):
 
-- :mod:`rooms.settings`: where the store is and the limits (``ATTN_STORE``, ``ATTN_DATA_DIR``, ``ATTN_ROOM_IDLE_S``);
+- :mod:`rooms.settings`: where the store is and how long rooms live (``ATTN_STORE``, ``ATTN_DATA_DIR``, ``ATTN_ROOM_IDLE_S``);
 - :mod:`rooms.codes`: room codes, lecturer keys, browser tokens (made, checked, compared in constant time);
 - :mod:`rooms.store`: the store every worker shares: SQLite in WAL mode (one file), :mod:`rooms.redis_store`: Redis;
 - :mod:`rooms.service`: what a lecturer and a student may do, every input checked, rate limits and bounds;
@@ -14,7 +14,7 @@ per browser the time it last waited on a room. Nothing that names a person. A ro
 """
 
 from rooms.codes import display_code
-from rooms.service import Position, Refused, Rooms, RoomView
-from rooms.settings import Settings, rooms
+from rooms.service import Position, Refused, Rooms, RoomView, current
+from rooms.settings import Settings
 
-__all__ = ["Position", "Refused", "RoomView", "Rooms", "Settings", "display_code", "rooms"]
+__all__ = ["Position", "Refused", "RoomView", "Rooms", "Settings", "current", "display_code"]

@@ -356,3 +356,14 @@ class Rooms:
         kept = sorted(top[: MAX_BARS - 1] if len(top) > MAX_BARS else top)
         rest = n - sum(c for _, c in kept)
         return Results(q, n, tuple(kept) + (((None, rest),) if rest else ()), right)
+
+
+@functools.lru_cache(maxsize=4)
+def _service(settings: Settings) -> Rooms:
+    return Rooms(settings.open_store(), settings)
+
+
+def current() -> Rooms:
+    """The process's :class:`Rooms` for the settings in the environment now (one per settings: the app's pages,
+    the HTTP endpoint and a test that sets ``ATTN_DATA_DIR`` each get the store those settings name)."""
+    return _service(Settings.from_env())

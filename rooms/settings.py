@@ -1,4 +1,4 @@
-"""The rooms' settings, read from the environment, and the one service per process built from them.
+"""The rooms' settings, read from the environment (:func:`rooms.service.current` builds the service from them).
 
 - ``ATTN_STORE``: ``redis://host:port/db`` (or ``rediss://``) for Redis, shared by workers on several hosts; unset or
   ``sqlite`` for SQLite, one file ``rooms.sqlite3`` in the data directory, shared by the workers of one host;
@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,15 +70,3 @@ class Settings:
         from rooms.redis_store import RedisStore
 
         return RedisStore(self.store, self.idle_s)
-
-
-@functools.lru_cache(maxsize=4)
-def _service(settings: Settings):
-    from rooms.service import Rooms
-
-    return Rooms(settings.open_store(), settings)
-
-
-def rooms():
-    """The process's :class:`rooms.service.Rooms` for the settings in the environment now (one per settings)."""
-    return _service(Settings.from_env())
