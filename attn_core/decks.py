@@ -74,7 +74,7 @@ def _number(raw: object, where: str, field: str, low: float) -> float:
             "deck",
             "deck_question_number",
             where=where,
-            field=field,
+            name=field,
         )
     if not low <= raw <= MAX_NUMBER:
         raise ConfigError(
@@ -82,7 +82,7 @@ def _number(raw: object, where: str, field: str, low: float) -> float:
             "deck",
             "deck_question_range",
             where=where,
-            field=field,
+            name=field,
             low=low,
             high=MAX_NUMBER,
         )
@@ -183,7 +183,7 @@ def _question_from(raw: object, where: str) -> Question | None:
             "deck",
             "deck_question_field",
             where=where,
-            field=extra[0][:40],
+            name=extra[0][:40],
         )
     prompt = _texts(raw.get("prompt"), where)
     if not any(v for _, v in prompt):

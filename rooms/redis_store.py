@@ -144,7 +144,7 @@ class RedisStore(Store):
     def __init__(self, url: str, idle_s: int = 3 * 3600, prefix: str = "attn:"):
         import redis
 
-        self.idle_s, self.prefix = idle_s, prefix
+        self.url, self.idle_s, self.prefix = url, idle_s, prefix
         self.r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=10, health_check_interval=30)
         self._scripts = {
             name: self.r.register_script(text)

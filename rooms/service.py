@@ -312,16 +312,15 @@ class Rooms:
         if not self._limit("answer_room", code, now):
             raise Refused("too many answers at once: try again in a few seconds", "busy")
         got = self.store.answer(code, slide, who, value_text(value), MAX_ANSWERS, now)
-        if got == "recorded":
-            return value
-        reasons = {
-            "again": ("this browser has answered this question already", "again"),
-            "closed": ("this question is not open for answers", "closed"),
-            "full": ("this question has as many answers as it takes", "full_answers"),
-            "gone": ("this room has ended or does not exist", "gone"),
-        }
-        message, key = reasons[got]
-        raise Refused(message, key, n=MAX_ANSWERS)
+        if got == "again":
+            raise Refused("this browser has answered this question already", "again")
+        if got == "closed":
+            raise Refused("this question is not open for answers", "closed")
+        if got == "full":
+            raise Refused("this question has as many answers as it takes", "full_answers", n=MAX_ANSWERS)
+        if got == "gone":
+            raise Refused("this room has ended or does not exist", "gone")
+        return value
 
     def mine(self, code: str, browser: str, slide: int) -> float | None:
         """This browser's answer to slide ``slide``'s question, or None."""

@@ -322,7 +322,8 @@ class SQLiteStore(Store):
         with self._write() as db:
             gone = self._sweep(db, now)
         with self._lock:
-            self._db.execute("PRAGMA incremental_vacuum")
+            # Python's execute() steps a pragma once (one page freed); a script runs it to the end
+            self._db.executescript("PRAGMA incremental_vacuum;")
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return gone
 

@@ -5,7 +5,8 @@
   the same ones; ``410`` when the room has ended, ``404`` for a malformed code, ``429`` past the rate limit. The
   answer is ``{"v": pos_v, "a": ans_v, "m": members}``: versions only, nothing a student may not see. A student's
   page waits on ``v`` (the lecturer's slide, view and questions) and asks for a run when it changes; the
-  lecturer's page also on ``a`` and ``m`` (answers and browsers following). Each worker checks the store for every
+  lecturer's page also on ``a`` and ``m`` (answers and browsers following). A student's wait (no ``a``) counts its
+  browser as following the room for a minute. Each worker checks the store for every
   room someone waits on once per :data:`POLL_S` (one query for all), however many browsers wait.
 - :class:`BrowserCookie`: a browser without a valid ``attn_browser`` cookie gets one (128 random bits, HttpOnly,
   SameSite=Lax) with its first page: the Streamlit session reads it (``st.context.cookies``) as the browser's token,
@@ -167,7 +168,12 @@ def routes(service: Callable[[], object] | None = None) -> list:
             return x is None or x.pos != v or (a >= 0 and x.answers != a) or (m >= 0 and x.members != m)
 
         now = await w.now(code)
-        if now is not None and token is not None and time.monotonic() - seen_at.get((code, token), -1e9) > SEEN_EVERY_S:
+        if (
+            now is not None
+            and token is not None
+            and a < 0
+            and time.monotonic() - seen_at.get((code, token), -1e9) > SEEN_EVERY_S
+        ):
             if len(seen_at) > 10_000:
                 seen_at.clear()
             seen_at[(code, token)] = time.monotonic()

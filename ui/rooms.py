@@ -35,7 +35,7 @@ from rooms.web import COOKIE, PATH
 
 from . import decks as deck_ui
 from .charts import plotly_chart
-from .core import _url_raw, _write_url, asset, lang, style, t
+from .core import _url_raw, _write_url, asset, lang, style, style_tag, t
 from .frame import link_box, qr_svg
 from .output import show_error
 
@@ -263,6 +263,7 @@ def bar() -> None:
     r = room()
     if r is None:
         return
+    st.html(style_tag("rooms.css"))
     st.session_state.setdefault("_link_params", {})["room"] = r["code"]
     _write_url("room", r["code"], "")
     if r["role"] == "lecturer":
