@@ -177,7 +177,9 @@ def start_redis(workdir: Path, timeout: float = 20) -> tuple[subprocess.Popen, s
     file), once it answers PING; returns (process, ``redis://127.0.0.1:PORT/0``). Stop it with ``terminate()``."""
     exe = redis_server_path()
     if exe is None:
-        raise RuntimeError("redis-server is not installed: apt-get install redis-server (or bash tools/ensure_redis.sh)")
+        raise RuntimeError(
+            "redis-server is not installed: apt-get install redis-server (or bash tools/ensure_redis.sh)"
+        )
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     argv = [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(workdir), "--save", "", "--appendonly", "no"]

@@ -226,6 +226,8 @@ def test_the_shipped_questions_are_in_both_languages_and_right():
     mib = memory.kv_cache_bytes(l3.n_layers, l3.n_kv_heads, l3.head_dim, 4096, dtype="fp16") / 2**20
     assert kv.kind == "number" and kv.answer == mib == 512 and kv.unit_in("en") == "MiB"
     heads = asked[1][2]  # the deck's "An induction head" slide shows the head this question's answer names
-    induction = next(s for s in shipped["what_trained_heads_do"].slides if s.words("title", "en") == "An induction head")
+    induction = next(
+        s for s in shipped["what_trained_heads_do"].slides if s.words("title", "en") == "An induction head"
+    )
     layer, head = dict(induction.params)["layer"], dict(induction.params)["head"]
     assert heads.choice(int(heads.answer), "en") == f"Layer {layer}, head {head}"
