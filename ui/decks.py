@@ -24,7 +24,7 @@ from attn_core.runtime.config import ConfigError
 
 from .core import _url_raw, _write_url, device, lang, present, t
 from .output import lazy_expander, show_error
-from .streamlit_compat import unbind_query_params
+from .streamlit_compat import forget_query_params, unbind_query_params
 
 DECK, AT, GOTO, NAME = "_deck", "_deck_at", "_deck_goto", "_deck_name"
 PANEL = "deck_panel"  # the sidebar's deck panel (an expander that tracks whether it is open)
@@ -127,7 +127,12 @@ def _apply(s: decks.Slide) -> None:
     from attn_core.views.base import controls
 
     values = dict(s.params)
-    for key in [*controls(page_spec(s.page).params), "seed", *STEP_KEYS]:
+    keys = [*controls(page_spec(s.page).params), "seed", *STEP_KEYS]
+    # An earlier slide's value (or the learner's own) in the address would come back through the control bound to
+    # it, also after its value left session state: out of the address, and out of what this run's widgets are seeded
+    # from (each control binds again when this run draws it: follow runs before any widget).
+    forget_query_params([k for k in keys if k not in values])
+    for key in keys:
         for memo in (
             "pinned",
             "last",
@@ -135,11 +140,6 @@ def _apply(s: decks.Slide) -> None:
             "choice",
         ):  # what a control remembers of the learner's own earlier choices
             st.session_state.pop(f"_{key}_{memo}", None)
-        if key not in values:
-            try:  # an earlier slide's value in the address would come back through the controls that read it
-                del st.query_params[key]
-            except Exception:  # noqa: BLE001 - absent, or bound to its widget (which then writes its default)
-                pass
         if key in values:
             value = _typed(s.page, key, values[key])
             st.session_state[key] = value

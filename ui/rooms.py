@@ -37,7 +37,7 @@ from . import decks as deck_ui
 from .charts import plotly_chart
 from .core import _url_raw, _write_url, asset, lang, style, style_tag, t
 from .frame import link_box, qr_svg
-from .output import show_error
+from .output import show_error as shown_error
 
 ROOM = "_room"  # {"code", "role": "lecturer" | "student", "key" (the lecturer's only)}
 FOLLOW = "_room_follow"  # a student follows the lecturer (False: exploring alone)
@@ -53,6 +53,27 @@ LECTURER_GAP_MS = 1500  # the lecturer's page runs at most this often for answer
 
 class StoreDown(ConfigError):
     """The rooms' store could not be reached (a stopped Redis, a full disk): said, never a traceback."""
+
+
+def show_error(exc: Exception) -> None:
+    """A refusal in the viewer's language, from the catalog (``err.<key>``) in English too."""
+    from attn_core.i18n import catalog
+
+    key = getattr(exc, "key", None)
+    if key and f"err.{key}" in catalog(lang()):
+        try:
+            st.error(t("ui.fix_this", msg=t(f"err.{key}", **getattr(exc, "params", {}))), icon="🛑")
+            return
+        except (KeyError, IndexError, ValueError):
+            pass
+    shown_error(exc)
+
+
+SAY = "_room_say"  # refusals met before the page switched (a room's first slide on another page): said by bar()
+
+
+def _later(exc: Exception) -> None:
+    st.session_state.setdefault(SAY, []).append(exc)
 
 
 def _svc() -> rooms.Rooms:
@@ -138,10 +159,10 @@ def open_from_url() -> None:
             except rooms.Refused as exc:
                 if exc.reason not in ("not_lecturer", "key_limit"):
                     raise
-                show_error(exc)
+                _later(exc)
         _enter(_call(svc.join, raw, browser()), "student")
     except ConfigError as exc:
-        show_error(exc)
+        _later(exc)
     finally:
         if "key" in st.query_params:
             del st.query_params["key"]
@@ -260,6 +281,8 @@ def bar() -> None:
     note = st.session_state.pop("_room_note", None)
     if note == "ended":
         st.info(t("room.ended"), icon=":material/door_open:")
+    for exc in st.session_state.pop(SAY, []):
+        show_error(exc)
     r = room()
     if r is None:
         return
