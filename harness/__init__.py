@@ -136,16 +136,19 @@ def start_server(
     raise RuntimeError("streamlit did not become healthy in 90 s")
 
 
-def start_serve(workers: int = 2, timeout: float = 180) -> tuple[subprocess.Popen, dict, Path]:
+def start_serve(
+    workers: int = 2, timeout: float = 180, extra_env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, dict, Path]:
     """``python -m serve`` (N workers behind nginx) on a free port of 127.0.0.1, once it answers.
 
     Returns the supervisor's process, its state (``serve.json``: url, worker ports and pids, access log)
-    and its run directory. Stop it with ``proc.terminate()``: it stops nginx and the workers.
+    and its run directory. Stop it with ``proc.terminate()``: it stops nginx and the workers. ``extra_env``: more
+    environment for the workers (``ATTN_DATA_DIR``, ``ATTN_STORE``: the live lecture rooms' store).
     """
     port = free_port()
     run_dir = ROOT / "artifacts" / f"serve-test-{port}"
     run_dir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "ATTN_DEVICE": os.environ.get("ATTN_DEVICE", "cpu")}
+    env = {**os.environ, "ATTN_DEVICE": os.environ.get("ATTN_DEVICE", "cpu"), **(extra_env or {})}
     log = open(run_dir / "supervisor.log", "w")
     argv = ["--workers", str(workers), "--port", str(port), "--listen", "127.0.0.1", "--run-dir", str(run_dir)]
     proc = subprocess.Popen(

@@ -122,6 +122,9 @@ def _enter(view: rooms.RoomView, role: str, key: str | None = None) -> None:
     st.session_state[APPLIED] = view.position if role == "lecturer" else None
     st.session_state[SNAP] = None
     deck_ui.open_deck(deck, view.position.at)
+    for k in ("deck", "deck_at"):  # the address holds the room from now on (a deck of one's own would show whole)
+        if k in st.query_params:
+            del st.query_params[k]
 
 
 def _leave(note: str | None = None) -> None:
@@ -558,10 +561,10 @@ def panel() -> None:
     if svg is not None:
         st.image(svg, width=200)
     st.caption(t("room.students_link"))
-    st.html(link_box(student))
+    st.container(key="room_students_link").html(link_box(student))
     with st.expander(t("room.lecturer_link"), icon=":material/key:"):
         st.caption(t("room.lecturer_link_help"))
-        st.html(link_box(links(r["code"], r["key"])))
+        st.container(key="room_lecturer_link").html(link_box(links(r["code"], r["key"])))
     if st.button(t("room.show_large"), key="room_show", icon=":material/qr_code_2:", width="stretch"):
         st.dialog(t("room.code", code=code), width="large")(_large)(code, student)
     st.download_button(
