@@ -35,7 +35,7 @@ from rooms.web import COOKIE, PATH
 
 from . import decks as deck_ui
 from .charts import plotly_chart
-from .core import _url_raw, _write_url, asset, lang, style, style_tag, t
+from .core import _url_raw, _write_url, asset, lang, present, style, style_tag, t
 from .frame import link_box, qr_svg
 from .output import show_error as shown_error
 
@@ -45,6 +45,7 @@ APPLIED = "_room_applied"  # the rooms.Position last applied (a student) or writ
 SNAP = "_room_snap"  # the page state after the last move (None: taken at the end of this run's page)
 BASE = "_room_deck"  # the room's deck as it came (the open deck's slide may carry the lecturer's own view)
 VIEW = "_room_view"  # the room as this run read it (rooms.RoomView)
+BACK = "_room_back"  # the slides whose revealed answers were put away in slide mode ("Back to the slide")
 SEEN_URL = "_room_url_seen"  # the ?room= (and key) a refusal was said for: said once, not at every run
 WATCH = "attn_room_watch"
 LETTERS = "ABCDEFGH"
@@ -299,12 +300,12 @@ def bar() -> None:
     if view is None:
         return
     following = bool(st.session_state.get(FOLLOW))
+    code = display_code(r["code"])
     with st.container(border=True, key="room_bar"):
-        left, right = st.columns([5, 2], vertical_alignment="center")
-        code = display_code(r["code"])
         if following:
-            left.markdown(f"**{t('room.code', code=code)}** · {t('room.following')}")
+            st.markdown(f"**{t('room.code', code=code)}** · {t('room.following')}")
         else:
+            left, right = st.columns([5, 2], vertical_alignment="center")
             left.markdown(f"**{t('room.code', code=code)}** · {t('room.exploring', i=view.position.at + 1)}")
             right.button(
                 t("room.follow_again"),
@@ -334,8 +335,8 @@ def _lecturer_bar() -> None:
         return
     with st.container(border=True, key="room_bar"):
         members = t("room.members_one") if versions.members == 1 else t("room.members", n=versions.members)
-        st.markdown(f"**{t('room.code', code=display_code(r['code']))}** · {t('room.you_lead')} · {members}")
-        _lecturer_question(view)
+        head = f"**{t('room.code', code=display_code(r['code']))}** · {t('room.you_lead')} · {members}"
+        _lecturer_question(view, head)
         _watch(view, versions.answers, versions.members, LECTURER_GAP_MS)
 
 
@@ -354,51 +355,80 @@ def _act(action: str, slide: int) -> None:
         st.session_state["_room_error"] = exc
 
 
-def _lecturer_question(view: rooms.RoomView) -> None:
+def _lecturer_question(view: rooms.RoomView, head: str) -> None:
+    """The room's line (``head``) with the slide's question, if it has one: Ask (its prompt hidden until then, also
+    from the projector), then its prompt, the number of answers and Reveal, then the answers."""
     at, q, state = _question_here(view)
     err = st.session_state.pop("_room_error", None)
     if err is not None:
         show_error(err)
-    if q is None:
+    if q is None or state == "revealed":
+        st.markdown(head)
+        if q is not None:
+            r = room()
+            _results(_call(_svc().results, r["code"], at, r["key"]), None, at)
         return
-    lg = lang()
-    st.markdown(f"**{t('room.question')}** {q.words(lg)}")
+    left, right = st.columns([5, 2], vertical_alignment="center")
+    left.markdown(head)
     if state is None:
-        st.button(t("room.ask"), key="room_ask", icon=":material/quiz:", on_click=_act, args=("ask", at))
-        return
-    r = room()
-    res = _call(_svc().results, r["code"], at, r["key"])
-    if state == "open":
-        left, right = st.columns([3, 2], vertical_alignment="center")
-        n = res.n if res is not None else 0
-        left.markdown(t("room.answers_one") if n == 1 else t("room.answers_n", n=n))
         right.button(
-            t("room.reveal"), key="room_reveal", icon=":material/visibility:", on_click=_act, args=("reveal", at)
+            t("room.ask"), key="room_ask", icon=":material/quiz:", on_click=_act, args=("ask", at), width="stretch"
         )
         return
-    _results(res, None)
+    right.button(
+        t("room.reveal"),
+        key="room_reveal",
+        icon=":material/visibility:",
+        on_click=_act,
+        args=("reveal", at),
+        width="stretch",
+    )
+    r = room()
+    res = _call(_svc().results, r["code"], at, r["key"])
+    n = res.n if res is not None else 0
+    count = t("room.answers_one") if n == 1 else t("room.answers_n", n=n)
+    st.markdown(f"**{t('room.question')}** {q.words(lang())} · {count}")
 
 
-def _results(res: rooms.service.Results | None, mine: float | None) -> None:
-    """A revealed question: the chart of its answers, the right one, and the student's own."""
+def _results(res: rooms.service.Results | None, mine: float | None, slide: int) -> None:
+    """A revealed question: the chart of its answers, the right one, and the student's own. In slide mode they take
+    the slide (``ui/assets/rooms.css``) until "Back to the slide", then only the line with the right answer."""
     if res is None:
         return
     q, lg = res.question, lang()
-    labels = [_label(q, v, lg) for v, _ in res.bars]
-    fig = answers_figure(
-        labels,
-        [c for _, c in res.bars],
-        [v is not None and q.right(v) for v, _ in res.bars],
-        t("room.results_title", n=res.n),
-        style(),
-    )
-    plotly_chart(st, fig, key="room_results")
     right = _label(q, q.answer, lg) if q.answer is not None else "?"
     line = t("room.right_answer", a=right) + " · " + t("room.right_of", k=res.right or 0, n=res.n)
     if mine is not None:
         yours = t("room.yours_right") if q.right(mine) else t("room.yours_wrong", a=_label(q, mine, lg))
         line += " · " + yours
-    st.markdown(line)
+    put_away = present() and slide in st.session_state.get(BACK, ())
+    if put_away:  # slide mode, the slide back: the right answer in one line, the chart a click away
+        left, right_col = st.columns([5, 2], vertical_alignment="center")
+        left.markdown(line)
+        right_col.button(
+            t("room.show_answers"), key="room_again", icon=":material/bar_chart:", on_click=_back, args=(slide, False)
+        )
+        return
+    full = present()
+    with st.container(key="room_results_full" if full else "room_results"):
+        fig = answers_figure(
+            [_label(q, v, lg) for v, _ in res.bars],
+            [c for _, c in res.bars],
+            [v is not None and q.right(v) for v, _ in res.bars],
+            t("room.results_title", n=res.n),
+            style(),
+            height=440 if full else None,
+        )
+        plotly_chart(st, fig, key="room_results_slide" if full else "room_results_chart")
+        st.markdown(line)
+        if full:
+            st.button(t("room.back"), key="room_back", icon=":material/arrow_back:", on_click=_back, args=(slide,))
+
+
+def _back(slide: int, away: bool = True) -> None:
+    """Slide mode: put slide ``slide``'s answers away (the slide shows again), or bring them back."""
+    kept = tuple(s for s in st.session_state.get(BACK, ()) if s != slide)
+    st.session_state[BACK] = (*kept, slide) if away else kept
 
 
 def _label(q: decks.Question, value: float | None, lg: str) -> str:
@@ -450,7 +480,7 @@ def _student_question() -> None:
             show_error(err)
         mine = _call(_svc().mine, r["code"], browser(), at)
         if state == "revealed":
-            _results(_call(_svc().results, r["code"], at), mine)
+            _results(_call(_svc().results, r["code"], at), mine, at)
         elif mine is not None:
             st.success(t("room.recorded", a=_label(q, mine, lg)), icon=":material/check:")
         else:
@@ -466,17 +496,20 @@ def _answer_form(at: int, q: decks.Question, lg: str) -> None:
             key=f"room_pick_{at}",
             format_func=lambda i: _label(q, float(i), lg),
         )
+        box = st.container()
     else:
+        box = st.container(horizontal=True, vertical_alignment="bottom")
         unit = q.unit_in(lg)
-        st.number_input(
+        box.number_input(
             t("room.number", unit=unit) if unit else t("room.number_plain"),
             min_value=-decks.MAX_NUMBER,
             max_value=decks.MAX_NUMBER,
             value=None,
             key=f"room_number_{at}",
             placeholder=t("room.number_hint"),
+            width=260,
         )
-    st.button(
+    box.button(
         t("room.answer"),
         key="room_answer",
         icon=":material/send:",
