@@ -108,11 +108,6 @@ def room() -> dict | None:
     return got if isinstance(got, dict) else None
 
 
-def lecturer() -> bool:
-    r = room()
-    return r is not None and r["role"] == "lecturer"
-
-
 # ---------------------------------------------------------------- entering and leaving
 def _enter(view: rooms.RoomView, role: str, key: str | None = None) -> None:
     st.session_state[ROOM] = {"code": view.code, "role": role, "key": key}
@@ -129,7 +124,13 @@ def _enter(view: rooms.RoomView, role: str, key: str | None = None) -> None:
 
 
 def _leave(note: str | None = None) -> None:
-    """Out of the room: the deck stays open where it is, the address and link lose the room."""
+    """Out of the room: the deck stays open where it is, the address and link lose the room. A student's copy of the
+    deck loses its questions too (their answers were never in it: as a file or a link it would be refused)."""
+    r, deck = room(), st.session_state.get(deck_ui.DECK)
+    if r is not None and r["role"] == "student" and isinstance(deck, decks.Deck):
+        st.session_state[deck_ui.DECK] = dataclasses.replace(
+            deck, slides=tuple(dataclasses.replace(s, question=None) for s in deck.slides)
+        )
     for k in (ROOM, FOLLOW, APPLIED, SNAP, BASE, VIEW, deck_ui.IN_ROOM):
         st.session_state.pop(k, None)
     for k in ("room", "key"):

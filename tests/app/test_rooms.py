@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from attn_core import decks
 from rooms import codes, current
 from tests.conftest import ROOT, no_exception
 
@@ -151,3 +152,5 @@ def test_bad_room_links_and_the_rooms_end_are_said(sqlite_store):
     rerun(stu)
     assert any("The room has ended" in i.value for i in stu.info)
     assert "_room" not in stu.session_state and stu.session_state["_deck"] is not None  # the deck stays open
+    link = stu.session_state["_link_params"]["deck"]  # as a link again, without the questions it never had answers to
+    assert decks.decode(link).slides[3].question is None and not any(e.value for e in stu.error)
