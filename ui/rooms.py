@@ -19,6 +19,7 @@ cookie came, as under AppTest).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import secrets
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -274,9 +275,10 @@ def _watch(view: rooms.RoomView, answers: int = -1, members: int = -1, gap_ms: i
     _component()(data=data, key="room_watch", width="stretch", height=0)
 
 
-@st.cache_resource(show_spinner=False)
+@functools.cache
 def _component() -> Any:
-    """The watch component, registered once per process."""
+    """The watch component, registered once per process (``functools.cache``: ``st.cache_resource``'s lookup costs
+    about a millisecond a run, and every student's page runs it at each move)."""
     return st.components.v2.component(WATCH, js=asset("room_watch.js"), isolate_styles=False)
 
 
