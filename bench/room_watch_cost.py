@@ -9,7 +9,7 @@ server's CPU summed over the window:
   frontend asks for a run of the fragment every half second (a p95 of 1 s from move to page needs about that),
   simulated here on Streamlit's websocket protocol as the frontend does it;
 - ``long poll``: the app's own way (``rooms/web.py``, ``ui/assets/room_watch.js``): each page holds one HTTP request
-  that the server answers when the room changes (or after 20 s); each worker reads the store once per 0.1 s for
+  that the server answers when the room changes (or after 20 s); each worker reads the store once per 0.05 s for
   all of them.
 """
 

@@ -26,7 +26,7 @@ from rooms.store import Versions
 COOKIE = "attn_browser"
 COOKIE_MAX_AGE_S = 24 * 3600
 WAIT_S = 20.0  # a long poll is held at most this long (nginx's proxy_read_timeout is 60 s)
-POLL_S = 0.1  # how often a worker reads the versions of the rooms its browsers wait on
+POLL_S = 0.05  # how often a worker reads the versions of the rooms its browsers wait on (one query for all)
 SEEN_EVERY_S = 20.0  # a browser's presence is written at most this often per room
 REQUESTS_PER_MIN = 120  # long polls one browser (or address without a cookie) may open a minute, per worker
 PATH = "/_attn/room/{code}/wait"
