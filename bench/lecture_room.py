@@ -88,14 +88,19 @@ def lecture_deck():
 
 
 # ---------------------------------------------------------------- HTTP: the page (cookies) and the long poll
-async def http_get(base: str, path: str, cookies: dict[str, str], timeout: float) -> tuple[int, dict, bytes]:
-    """One GET through ``base`` (``http://host:port``): (status, headers with every Set-Cookie, body)."""
+async def http_get(
+    base: str, path: str, cookies: dict[str, str], timeout: float, body: bytes | None = None
+) -> tuple[int, dict, bytes]:
+    """One GET (a POST with ``body``) through ``base`` (``http://host:port``): (status, headers with every
+    Set-Cookie, body)."""
     host, port = base.split("//", 1)[1].rsplit(":", 1)
     reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), timeout)
     try:
         cookie = "; ".join(f"{k}={v}" for k, v in cookies.items())
-        head = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n"
-        writer.write((head + (f"Cookie: {cookie}\r\n" if cookie else "") + "\r\n").encode())
+        method = "GET" if body is None else f"POST {path} HTTP/1.1\r\nContent-Length: {len(body)}"
+        head = f"{method} {path} HTTP/1.1" if body is None else method
+        head += f"\r\nHost: {host}:{port}\r\nConnection: close\r\n"
+        writer.write((head + (f"Cookie: {cookie}\r\n" if cookie else "") + "\r\n").encode() + (body or b""))
         await writer.drain()
         raw = await asyncio.wait_for(reader.read(), timeout)
     finally:
@@ -397,27 +402,74 @@ def schedule(plan: Plan) -> list[tuple[float, str]]:
     return sorted(out)
 
 
+class Lecturer:
+    """The lecturer's browser: the lecturer link, the key handed to the server for its lead cookie (as the page's
+    watch does), and a reconnect through nginx when its worker dies (the cookie keeps it the lecturer)."""
+
+    def __init__(self, lec: Lecture, key: str):
+        self.lec, self.key = lec, key
+        self.cookies: dict[str, str] = {}
+        self.tab: Tab | None = None
+
+    async def start(self) -> None:
+        lec = self.lec
+        _, headers, _ = await http_get(lec.url, f"/?room={lec.code}&key={self.key}", {}, lec.timeout)
+        take_cookies(headers, self.cookies)
+        await self.connect({"room": lec.code, "key": self.key})
+        await self.tab.rerun()
+        status, headers, _ = await http_get(
+            lec.url, f"/_attn/room/{lec.code}/lead", self.cookies, lec.timeout, self.key.encode()
+        )
+        take_cookies(headers, self.cookies)
+        if status != 200 or "attn_lead" not in self.cookies:
+            lec.tally.note(f"lecturer: lead {status}, cookies {sorted(self.cookies)}")
+
+    async def connect(self, query: dict[str, str]) -> None:
+        old = self.tab
+        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
+        self.tab = Tab(self.lec.url, old.page_path if old else "", old.query if old else query, headers=headers)
+        if old is not None:
+            self.tab.widgets, self.tab.elements, self.tab.fragments = old.widgets, old.elements, old.fragments
+            self.tab.page_hash = old.page_hash
+        await asyncio.wait_for(self.tab.open(), self.lec.timeout)
+
+    async def press(self, button: str, slide: int) -> Reply:
+        """Press ``button``; if the worker died meanwhile, the page again on another worker and, unless it already
+        shows slide ``slide`` (a move that reached the room before the worker died), the press again."""
+        for _ in range(4):
+            try:
+                self.tab.press(button)
+                return await asyncio.wait_for(self.tab.rerun(), self.lec.timeout)
+            except (ConnectionClosed, InvalidHandshake, OSError):
+                self.lec.tally.reconnects += 1
+                await asyncio.sleep(0.5)
+                try:
+                    await self.connect({})
+                    again = await asyncio.wait_for(self.tab.rerun(), self.lec.timeout)  # the page, still leading
+                except (ConnectionClosed, InvalidHandshake, OSError, TimeoutError):
+                    continue
+                shown = SLIDE.search("\n".join(again.texts))
+                if button.startswith("deck_") and shown and int(shown.group(1)) == slide + 1:
+                    return again
+        raise ConnectionError("the lecturer could not reconnect")
+
+
 async def lecturer(lec: Lecture, key: str, plan: Plan, t_start: float) -> None:
-    cookies: dict[str, str] = {}
-    _, headers, _ = await http_get(lec.url, f"/?room={lec.code}&key={key}", {}, lec.timeout)
-    take_cookies(headers, cookies)
-    cookie = "; ".join(f"{k}={v}" for k, v in cookies.items())
-    tab = Tab(lec.url, "", {"room": lec.code, "key": key}, headers={"Cookie": cookie})
-    await tab.open()
-    await tab.rerun()
+    teacher = Lecturer(lec, key)
+    await teacher.start()
     direction = 1
     for at, what in schedule(plan):
         await asyncio.sleep(max(0.0, t_start + at - time.monotonic()))
         if what == "move":
             if not 0 <= lec.slide + direction < lec.n_slides:
                 direction = -direction
-            tab.press("deck_next" if direction > 0 else "deck_prev")
+            button = "deck_next" if direction > 0 else "deck_prev"
             lec.slide += direction
         else:
-            tab.press("room_ask" if what == "ask" else "room_reveal")
+            button = "room_ask" if what == "ask" else "room_reveal"
             lec.open_question = lec.slide if what == "ask" else None
         lec.events.append(Event(what, time.monotonic(), lec.slide))
-        reply = await asyncio.wait_for(tab.rerun(), lec.timeout)
+        reply = await teacher.press(button, lec.slide)
         if reply.exceptions or reply.errors:
             lec.tally.note(f"lecturer: {(reply.exceptions + reply.errors)[:2]}")
             lec.tally.exceptions += len(reply.exceptions)

@@ -200,6 +200,18 @@ class Rooms:
             self._limit("key_browser", who, now)
         return self._view(self._lecturer(code, key, now))
 
+    def key_ok(self, code: str, key: object) -> bool:
+        """Whether ``key`` is room ``code``'s key (compared in constant time); a wrong one is counted against the room
+        (its limit, like every lecturer action's)."""
+        now = self._now()
+        row = self.store.room(code, now)
+        if row is None:
+            return False
+        if codes.key_shape(key) and codes.key_matches(str(key), row.key_digest):
+            return True
+        self._limit("key_room", code, now)
+        return False
+
     def move(self, code: str, key: str, at: int, page: str, params: Mapping[str, str] | None = None) -> int:
         """Move the room to slide ``at`` (its page), with the lecturer's own view of it or None; the new version."""
         now = self._now()

@@ -30,6 +30,10 @@ POLL_S = 0.05  # how often a worker reads the versions of the rooms its browsers
 SEEN_EVERY_S = 20.0  # a browser's presence is written at most this often per room
 REQUESTS_PER_MIN = 120  # long polls one browser (or address without a cookie) may open a minute, per worker
 PATH = "/_attn/room/{code}/wait"
+LEAD_PATH = "/_attn/room/{code}/lead"
+LEAD_COOKIE = (
+    "attn_lead"  # the lecturer's browser: "<code>.<key>", HttpOnly, so a reload or a new worker keeps the lead
+)
 
 
 def token_of(cookie_header: str | None) -> str | None:
@@ -184,7 +188,53 @@ def routes(service: Callable[[], object] | None = None) -> list:
             return reply(410, {"gone": True})
         return reply(200, {"v": now.pos, "a": now.answers, "m": now.members})
 
-    return [Route(PATH, wait, methods=["GET"])]
+    async def lead(request):
+        """The lecturer's page hands the room's key over (its watch does, once): a valid one comes back as an
+        HttpOnly cookie, which the browser sends with its next websocket, so that a reload, or a reconnect to
+        another worker after its own died, still leads the room (the address no longer holds the key)."""
+        code = codes.read_code(request.path_params.get("code"))
+        token = token_of(request.headers.get("cookie"))
+        who = token or (request.client.host if request.client else "?")
+        if code is None or not limiter.allow("lead:" + who):
+            return reply(404 if code is None else 429, {"error": "code" if code is None else "slow"})
+        try:
+            key = (await request.body())[:64].decode("ascii").strip()
+        except UnicodeDecodeError:
+            key = ""
+        svc = get()
+        ok = codes.key_shape(key) and await asyncio.to_thread(svc.key_ok, code, key)
+        if not ok:
+            return reply(403, {"error": "key"})
+        out = reply(200, {"lead": True})
+        https = request.headers.get("x-forwarded-proto") == "https" or request.url.scheme == "https"
+        out.set_cookie(
+            LEAD_COOKIE,
+            f"{code}.{key}",
+            max_age=int(svc.settings.idle_s),
+            path="/",
+            httponly=True,
+            samesite="strict",
+            secure=https,
+        )
+        return out
+
+    return [Route(PATH, wait, methods=["GET"]), Route(LEAD_PATH, lead, methods=["POST"])]
+
+
+def lead_of(cookie_header: str | None, code: str) -> str | None:
+    """The lecturer key the ``attn_lead`` cookie holds for room ``code``, or None."""
+    if not cookie_header:
+        return None
+    try:
+        jar = SimpleCookie()
+        jar.load(cookie_header)
+    except Exception:  # noqa: BLE001 - a malformed header holds no key
+        return None
+    morsel = jar.get(LEAD_COOKIE)
+    if morsel is None or "." not in morsel.value:
+        return None
+    got, key = morsel.value.split(".", 1)
+    return key if got == code and codes.key_shape(key) else None
 
 
 def middleware() -> list:

@@ -32,7 +32,7 @@ from attn_core.decks import SECTION_PREFIX
 from attn_core.figures.answers import answers_figure
 from attn_core.runtime.config import ConfigError
 from rooms.codes import display_code, token_shape
-from rooms.web import COOKIE, PATH
+from rooms.web import COOKIE, LEAD_COOKIE, LEAD_PATH, PATH
 
 from . import decks as deck_ui
 from .charts import plotly_chart
@@ -103,6 +103,18 @@ def browser() -> str:
     return st.session_state.setdefault("_room_browser", secrets.token_urlsafe(16))
 
 
+def lead_key(code: str | None) -> str | None:
+    """The key this browser's lead cookie holds for room ``code`` (``rooms.web``: set for a lecturer's page), or None."""
+    try:
+        value = st.context.cookies.get(LEAD_COOKIE)
+    except Exception:  # noqa: BLE001 - no cookies in this context (AppTest)
+        return None
+    if not code or not isinstance(value, str) or "." not in value:
+        return None
+    got, key = value.split(".", 1)
+    return key if got == code and rooms.codes.key_shape(key) else None
+
+
 def room() -> dict | None:
     """This session's room (``code``, ``role``, ``key``), or None."""
     got = st.session_state.get(ROOM)
@@ -148,6 +160,7 @@ def open_from_url() -> None:
     raw, key = _url_raw("room"), _url_raw("key")
     if raw is None:
         return
+    key = key or lead_key(rooms.codes.read_code(raw))  # a lecturer's reload, or its page on another worker
     mine = room()
     if mine is not None and mine["code"] == rooms.codes.read_code(raw) and (key is None or key == mine.get("key")):
         if key is not None:
@@ -269,9 +282,13 @@ def _follow_again() -> None:
 
 # ---------------------------------------------------------------- over the page
 def _watch(view: rooms.RoomView, answers: int = -1, members: int = -1, gap_ms: int = 0) -> None:
-    """The long poll (``ui/assets/room_watch.js``): a run when the room's versions differ from these."""
+    """The long poll (``ui/assets/room_watch.js``): a run when the room's versions differ from these. The lecturer's
+    watch also hands the key to ``rooms.web`` once a page, which keeps it in an HttpOnly cookie (:func:`lead_key`)."""
     root = urlsplit(deck_ui.app_root(str(st.session_state.get("_page") or ""))).path.rstrip("/")
     data = {"url": root + PATH.format(code=view.code), "v": view.pos_v, "a": answers, "m": members, "gap_ms": gap_ms}
+    r = room()
+    if r is not None and r["role"] == "lecturer" and r.get("key") and lead_key(view.code) != r["key"]:
+        data.update(lead=r["key"], lead_url=root + LEAD_PATH.format(code=view.code))
     _component()(data=data, key="room_watch", width="stretch", height=0)
 
 

@@ -422,3 +422,15 @@ def test_every_refusal_has_a_catalog_message_in_both_languages():
                     assert text and not text.startswith("err.") and "{" not in text, (path.name, key, lang, text)
     assert found > 15
     assert json.loads(json.dumps(LIMITS)) and MAX_ANSWERS >= 100
+
+
+def test_the_lead_cookie_holds_a_key_only_for_its_room(svc):
+    """rooms/web.py's lead endpoint sets ``attn_lead=<code>.<key>`` for a valid key only; the app reads it back for
+    that room only (a lecturer's reload, or its page on another worker after its own died)."""
+    from rooms.web import LEAD_COOKIE, lead_of
+
+    code, key = svc.start(GQA, LECTURER)
+    assert svc.key_ok(code, key) and not svc.key_ok(code, codes.new_key()) and not svc.key_ok(code, "short")
+    assert lead_of(f"{LEAD_COOKIE}={code}.{key}; other=1", code) == key
+    assert lead_of(f"{LEAD_COOKIE}={code}.{key}", "ZZZZZZZZ") is None
+    assert lead_of(f"{LEAD_COOKIE}={code}.short", code) is None and lead_of(None, code) is None

@@ -117,6 +117,12 @@ def test_a_student_on_another_worker_follows_answers_once_and_sees_the_reveal(br
         assert {port_l, port_s} == {w["port"] for w in state["workers"]}
         assert set(student.ports) == {port_s}  # the student stayed on its own worker: the store carried the moves
 
+        deadline = time.monotonic() + 30  # the lecturer's page handed the key over: its lead cookie
+        while not any(c["name"] == "attn_lead" for c in lecturer.ctx.cookies()) and time.monotonic() < deadline:
+            lecturer.page.wait_for_timeout(200)
+        lecturer.page.reload()  # the address holds no key: the cookie keeps the lecturer leading
+        settle(lecturer)
+        assert "you lead it" in text(lecturer, "room_bar") and "key=" not in lecturer.page.url
         press(lecturer, "room_ask")
         wait_text(student, "room_question", "How many MiB")
         answer(student, "512")

@@ -3,8 +3,17 @@
 // lecturer's slide within a moment and the lecturer's page shows new answers. One loop per mounted watch: a new
 // run's data (new versions) stops the old loop and starts a new one. A lost connection (a worker restarting) is
 // retried after 0.5, 1, 2 ... at most 5 s; a room that ended asks for one run (the page then says so).
+// The lecturer's page hands the room's key to the server once (rooms/web.py answers with an HttpOnly cookie), so a
+// reload or a reconnect to another worker keeps leading the room.
+function lead(job) {
+  if (!job.lead || window.__attnLead === job.lead_url) return;
+  window.__attnLead = job.lead_url;
+  fetch(job.lead_url, { method: 'POST', body: job.lead, credentials: 'same-origin', cache: 'no-store' })
+    .then((r) => { if (!r.ok) window.__attnLead = null; }, () => { window.__attnLead = null; });
+}
 export default function ({ data, parentElement, setTriggerValue }) {
   const job = typeof data === 'string' ? JSON.parse(data) : data;
+  lead(job);
   if (parentElement.__attnWatch) parentElement.__attnWatch.abort();
   const ctrl = new AbortController();
   parentElement.__attnWatch = ctrl;
