@@ -47,9 +47,9 @@ if str(ROOT) not in sys.path:
 from websockets.exceptions import ConnectionClosed, InvalidHandshake  # noqa: E402
 
 try:
-    from bench.hall import ProcWatch, Reply, Tab, pct
+    from bench.hall import HallError, ProcWatch, Reply, Tab, pct
 except ImportError:  # run as a script: its folder comes first on the path
-    from hall import ProcWatch, Reply, Tab, pct  # type: ignore[no-redef]
+    from hall import HallError, ProcWatch, Reply, Tab, pct  # type: ignore[no-redef]
 
 SLIDE = re.compile(r"Slide (\d+) of (\d+)")
 RECORDED = re.compile(r"Your answer is recorded: (.+?)\. The class")
@@ -436,9 +436,15 @@ class Lecturer:
     async def press(self, button: str, slide: int) -> Reply:
         """Press ``button``; if the worker died meanwhile, the page again on another worker and, unless it already
         shows slide ``slide`` (a move that reached the room before the worker died), the press again."""
-        for _ in range(4):
+        for _ in range(5):
             try:
-                self.tab.press(button)
+                try:
+                    self.tab.press(button)
+                except HallError:  # the last run drew no such button (a run cut short): the page again
+                    self.lec.tally.note(f"lecturer: no {button} on the page; running it again")
+                    self.tab.fragment = ""
+                    await asyncio.wait_for(self.tab.rerun(), self.lec.timeout)
+                    continue
                 return await asyncio.wait_for(self.tab.rerun(), self.lec.timeout)
             except (ConnectionClosed, InvalidHandshake, OSError):
                 self.lec.tally.reconnects += 1
@@ -448,7 +454,9 @@ class Lecturer:
                     again = await asyncio.wait_for(self.tab.rerun(), self.lec.timeout)  # the page, still leading
                 except (ConnectionClosed, InvalidHandshake, OSError, TimeoutError):
                     continue
-                shown = SLIDE.search("\n".join(again.texts))
+                text = "\n".join(again.texts)
+                self.lec.tally.note(f"lecturer reconnected: leads {'you lead it' in text}")
+                shown = SLIDE.search(text)
                 if button.startswith("deck_") and shown and int(shown.group(1)) == slide + 1:
                     return again
         raise ConnectionError("the lecturer could not reconnect")
