@@ -433,30 +433,34 @@ class Lecturer:
             self.tab.page_hash = old.page_hash
         await asyncio.wait_for(self.tab.open(), self.lec.timeout)
 
+    async def reload(self) -> Reply:
+        """The lecturer's page loaded again (a reload, or the frontend's reconnect): a new session through nginx,
+        which the lead cookie makes the lecturer's again."""
+        if self.tab is not None:
+            await self.tab.close()
+        self.tab = None
+        await self.connect({"room": self.lec.code})
+        reply = await asyncio.wait_for(self.tab.rerun(), self.lec.timeout)
+        text = "\n".join(reply.texts)
+        self.lec.tally.note(f"lecturer reloaded: leads {'you lead it' in text}")
+        return reply
+
     async def press(self, button: str, slide: int) -> Reply:
-        """Press ``button``; if the worker died meanwhile, the page again on another worker and, unless it already
-        shows slide ``slide`` (a move that reached the room before the worker died), the press again."""
-        for _ in range(5):
+        """Press ``button``; if the worker died meanwhile (or the page lacks the button), the page again and, unless
+        it already shows slide ``slide`` (a move that reached the room before the worker died), the press again."""
+        for _ in range(8):
             try:
-                try:
-                    self.tab.press(button)
-                except HallError:  # the last run drew no such button (a run cut short): the page again
-                    self.lec.tally.note(f"lecturer: no {button} on the page; running it again")
-                    self.tab.fragment = ""
-                    await asyncio.wait_for(self.tab.rerun(), self.lec.timeout)
-                    continue
+                self.tab.press(button)
                 return await asyncio.wait_for(self.tab.rerun(), self.lec.timeout)
-            except (ConnectionClosed, InvalidHandshake, OSError):
-                self.lec.tally.reconnects += 1
-                await asyncio.sleep(0.5)
+            except (ConnectionClosed, InvalidHandshake, OSError, HallError, TimeoutError) as exc:
+                self.lec.tally.reconnects += not isinstance(exc, HallError)
+                await asyncio.sleep(1.0)
                 try:
-                    await self.connect({})
-                    again = await asyncio.wait_for(self.tab.rerun(), self.lec.timeout)  # the page, still leading
-                except (ConnectionClosed, InvalidHandshake, OSError, TimeoutError):
+                    again = await self.reload()
+                except (ConnectionClosed, InvalidHandshake, OSError, TimeoutError) as err:
+                    self.lec.tally.note(f"lecturer: reload failed: {type(err).__name__}")
                     continue
-                text = "\n".join(again.texts)
-                self.lec.tally.note(f"lecturer reconnected: leads {'you lead it' in text}")
-                shown = SLIDE.search(text)
+                shown = SLIDE.search("\n".join(again.texts))
                 if button.startswith("deck_") and shown and int(shown.group(1)) == slide + 1:
                     return again
         raise ConnectionError("the lecturer could not reconnect")
@@ -515,12 +519,14 @@ class LectureSpec:
     ramp: float = 10.0
 
 
-async def run_lecture(spec: LectureSpec) -> dict:
+async def run_lecture(spec: LectureSpec, notes: list | None = None) -> dict:
     from rooms import current
 
     deck = lecture_deck()
     code, key = current().start(deck, "bench-lecturer-browser-0001")
     lec = Lecture(spec.url, code, len(deck.slides), spec.timeout, spec.plan.answer_window)
+    if notes is not None:
+        lec.tally.notes = notes  # the caller keeps them, also when the lecture fails
     students = [Student(lec, i) for i in range(spec.students)]
     killed: list[str] = []
     watch = ProcWatch(spec.watch_pids)
@@ -640,8 +646,10 @@ def main(argv: list[str] | None = None) -> int:
             proc, state, _ = start_serve(workers=args.workers, extra_env=env)
             url, pids, watch = state["url"].rstrip("/"), [w["pid"] for w in state["workers"]], [proc.pid]
         spec = LectureSpec(url, args.students, plan, kill_at, pids, watch)
-        result = asyncio.run(run_lecture(spec))
+        result = asyncio.run(run_lecture(spec, notes := []))
     finally:
+        for n in locals().get("notes") or []:
+            print("  " + n, file=sys.stderr)
         if proc is not None:
             proc.terminate()
             proc.wait(60)
@@ -654,8 +662,6 @@ def main(argv: list[str] | None = None) -> int:
         f"{plan.question_every:g} s ({plan.answer_window:g} s to answer), {plan.minutes:g} minutes"
     )
     print(table(s))
-    for n in result["tally"].notes:
-        print("  " + n, file=sys.stderr)
     if args.json:
         args.json.write_text(
             json.dumps({"summary": s, "follow": result["tally"].follow, "answer": result["tally"].answer}, indent=1)
