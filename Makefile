@@ -6,7 +6,7 @@ PORT ?= 8501
 WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 TEST_WORKERS ?= 2  # make test: pytest-xdist workers, for everything but the browser tests, then for those (a file each)
 
-.PHONY: run serve serve-workers nginx-conf test check lint unit e2e portable bench bench-concurrency bench-hall bench-soak bench-live-turns deck-shots install install-dev browser nginx clean
+.PHONY: run serve serve-workers nginx-conf test check lint unit e2e portable bench bench-concurrency bench-hall bench-soak bench-live-turns deck-shots install install-dev browser nginx redis clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is needed: set PYTHON=/path/to/python3.11"; exit 1; }
@@ -68,11 +68,13 @@ portable: install-dev
 e2e: install-dev
 	@bash tools/ensure_browser.sh
 	@bash tools/ensure_nginx.sh
+	@bash tools/ensure_redis.sh
 	$(BIN)/python -m pytest tests/e2e -q
 
 test: lint
 	@bash tools/ensure_browser.sh
 	@bash tools/ensure_nginx.sh
+	@bash tools/ensure_redis.sh
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --ignore=tests/e2e --durations=20
 	$(BIN)/python -m pytest -q tests/e2e -n $(TEST_WORKERS) --durations=10
 
@@ -111,6 +113,10 @@ browser:
 # Debian's nginx (make serve and its browser test); needs root or sudo.
 nginx:
 	bash tools/ensure_nginx.sh
+
+# Debian's redis-server (the live lecture rooms' Redis tests start their own); needs root or sudo.
+redis:
+	bash tools/ensure_redis.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache artifacts

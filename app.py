@@ -21,6 +21,8 @@ ui.route_home_alias(HOME)
 pages = [st.Page(p.script, title=ui.t(p.title_key), icon=p.icon, url_path=p.name, default=p.default) for p in PAGES]
 # Which page this run draws is settled first, so that a rerun the sidebar asks for stays on it.
 page = st.navigation(pages)
+ui.rooms.open_from_url()  # ?room=CODE (a student) or ?room=CODE&key=... (the lecturer): a live lecture room
+ui.rooms.sync()  # the room once a run: the lecturer's slide written to it, or a following student moved to it
 ui.decks.open_from_url()  # ?deck=...: a lecture deck, opened at ?deck_at=
 ui.decks.follow(page.url_path or HOME)  # Previous/Next of a deck: its slide's page and state, before any widget
 ui.sidebar()
@@ -28,6 +30,7 @@ ui.apply_presentation()
 ui.apply_responsive()  # phones and small laptops: controls wrap, grids show one head at a time
 st.session_state["_page"] = page.url_path or HOME  # the running page's name: its exports' file names
 ui.decks.bar()
+ui.rooms.bar()  # the room's line: following or exploring, the slide's question, the watch for the next move
 LINK = dict(st.session_state["_link_params"])  # the sidebar's and the deck's part of the share link
 
 
@@ -38,8 +41,9 @@ def run_page() -> None:
     bench/hall.py and bench/bench.py). Widgets outside it (language, seed, presentation mode, the deck) rerun the whole app."""
     st.session_state["_link_params"] = dict(LINK)  # a control the page no longer draws leaves the link
     ui.draw_page(page, page.url_path, HOME)  # the share link also when the page ended early (ui.stop)
+    ui.rooms.after_page()  # the lecturer's own change of the view goes to the room; a student's is exploring
 
 
 run_page()
 with st.sidebar:  # outside the fragment: opening or closing a deck redraws the deck bar above the page
-    ui.decks.panel(page.url_path or HOME)
+    ui.decks.panel(page.url_path or HOME, room=ui.rooms.panel)

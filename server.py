@@ -14,6 +14,9 @@ SmolLM2 on two cores; later starts read the converted copy); the log says what l
 ``ATTN_PRELOAD_MODELS=0`` leaves the models to their first visitor (a faster start, and no memory for models
 nobody opens: about 490 MiB for SmolLM2 and MiniLM in float32); ``ATTN_PRELOAD_MODELS=smollm2-135m`` loads
 only the ones named (comma-separated keys).
+
+It also mounts the live lecture rooms' HTTP side (:mod:`rooms.web`): the long poll a student's page waits on for the
+lecturer's next slide, and the browser cookie that lets a browser answer each question once.
 """
 
 import sys
@@ -21,6 +24,8 @@ import time
 from contextlib import asynccontextmanager
 
 import streamlit as st
+
+import rooms.web
 
 
 def say(text: str) -> None:
@@ -75,4 +80,4 @@ async def preload(_app):
     yield None
 
 
-app = st.App("app.py", lifespan=preload)
+app = st.App("app.py", lifespan=preload, routes=rooms.web.routes(), middleware=rooms.web.middleware())

@@ -3,6 +3,7 @@
     .venv/bin/python bench/hall.py [--students 20] [--moves 5] [--think 1] [--page heatmaps] [--widget head_dim]
                                    [--same-link] [--ramp 2] [--url http://127.0.0.1:8501 --pids 1234,1235]
                                    [--burst 3] [--json hall.json] [--browser-check]
+    .venv/bin/python bench/hall.py --lecture [--students 100] [--workers 2] [--minutes 6] [--store sqlite|redis] ...
 
 Every student is one websocket on ``/_stcore/stream`` speaking what Streamlit's frontend speaks (``BackMsg`` /
 ``ForwardMsg`` from ``streamlit.proto``): it opens its own URL (``?seed=<n>``), waits for the first run to finish
@@ -12,6 +13,10 @@ error boxes, timeouts and disconnects are counted; the server's CPU time and mem
 ``--burst N`` each move is N presses sent without waiting for the replies (back and forth, then the move's value), as
 a student pressing an arrow key quickly; a reply the browser could not have used (a reference to a message its cache
 dropped, no run of the last press) counts as an error. See bench/README.md for what each column means.
+
+``--lecture``: the lecture mode (bench/lecture_room.py): a class following a lecturer in a live lecture room through
+nginx with two workers, the lecturer moving every 20 s and asking a question every 2 minutes, one worker killed
+in the middle.
 """
 
 from __future__ import annotations
@@ -62,8 +67,19 @@ DEFAULT_QUERY = {p.name: p.checks.query for p in PAGES if p.checks.query}
 MOVE_SPAN = 32
 #: the share link in the sidebar's html (ui.frame.link_box)
 LINK_BOX = re.compile(r'<div class="attn-link"><code>([^<]*)</code>')
-#: Element kinds whose state the frontend keeps and sends back with every rerun.
-WIDGET_KINDS = {"slider", "checkbox", "number_input", "button_group", "selectbox", "radio", "text_area", "text_input"}
+#: Element kinds whose state the frontend keeps and sends back with every rerun (a button's is a one-run trigger, kept
+#: nowhere: it is listed so that a student can press it, :meth:`Tab.press`).
+WIDGET_KINDS = {
+    "slider",
+    "checkbox",
+    "number_input",
+    "button_group",
+    "selectbox",
+    "radio",
+    "text_area",
+    "text_input",
+    "button",
+}
 
 
 class HallError(RuntimeError):
@@ -176,6 +192,7 @@ class Reply:
     widgets: dict[str, tuple[str, object]] = field(default_factory=dict)  # id -> (element kind, proto)
     fragments: dict[str, str] = field(default_factory=dict)  # widget id -> the fragment that drew it ("": none)
     fragment_run: bool = False  # the server ran one fragment, not the whole app
+    texts: list[str] = field(default_factory=list)  # every markdown and alert text, in page order (lecture mode)
 
 
 class Tab:
@@ -187,9 +204,18 @@ class Tab:
     fragment drew (app.py runs each page as one) asks for a run of that fragment alone, as the browser does.
     """
 
-    def __init__(self, base_url: str, page_path: str, query: dict[str, str], user_agent: str | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        page_path: str,
+        query: dict[str, str],
+        user_agent: str | None = None,
+        headers: dict[str, str] | None = None,
+    ):
         self.base, self.page_path, self.query = base_url.rstrip("/"), page_path, dict(query)
         self.user_agent = user_agent  # None: the websockets library's own, which the app reads as a desktop
+        self.headers = dict(headers or {})  # e.g. the browser's cookies (lecture mode)
+        self.triggers: list[WidgetState] = []  # the buttons pressed for the next run only
         self.page_hash = ""
         self.widgets: dict[str, WidgetState] = {}
         self.elements: dict[str, tuple[str, object]] = {}
@@ -213,6 +239,7 @@ class Tab:
             ping_interval=None,
             proxy=None,
             open_timeout=None,  # the student's --timeout bounds the handshake (a busy server is slow to accept)
+            additional_headers=self.headers or None,
             **({} if self.user_agent is None else {"user_agent_header": self.user_agent}),
         )
 
@@ -229,6 +256,7 @@ class Tab:
         else:  # the first run names the page by its path, as the frontend does
             cs.page_name = self.page_path
         cs.widget_states.widgets.extend(self.widgets.values())
+        cs.widget_states.widgets.extend(self.triggers)
         if self.fragment:
             cs.fragment_id = self.fragment
         cs.cached_message_hashes.extend(self.cache)
@@ -244,7 +272,9 @@ class Tab:
 
     async def ask(self) -> None:
         """Send the rerun request (:meth:`rerun_msg`) without waiting for its reply."""
-        await self.ws.send(self.rerun_msg().SerializeToString())
+        msg = self.rerun_msg()
+        self.triggers = []
+        await self.ws.send(msg.SerializeToString())
 
     async def reply(self, finish: bool = True) -> Reply:
         """Read the next run's messages up to its ``script_finished``. With ``finish``, then do what the frontend
@@ -339,6 +369,40 @@ class Tab:
                 return proto
         raise HallError(f"no widget {key!r} on page {self.page_path or '/'}")
 
+    def element(self, key: str, kind: str):
+        """The element of ``kind`` with user key ``key`` the last run drew, or None."""
+        for wid, (k, proto) in self.elements.items():
+            if k == kind and wid.endswith("-" + key):
+                return proto
+        return None
+
+    def press(self, key: str) -> None:
+        """Press button ``key`` in the next run (a trigger sent once), in its fragment's run if it has one."""
+        proto = self.element(key, "button")
+        if proto is None:
+            raise HallError(f"no button {key!r} on page {self.page_path or '/'}")
+        self.triggers.append(WidgetState(id=proto.id, trigger_value=True))
+        self.fragment = self.fragments.get(proto.id, "")
+
+    def type_number(self, key: str, value: float) -> None:
+        """Type ``value`` into number input ``key`` (its state from the next run on)."""
+        proto = self.element(key, "number_input")
+        if proto is None:
+            raise HallError(f"no number input {key!r} on page {self.page_path or '/'}")
+        state = WidgetState(id=proto.id)
+        if proto.data_type == NumberInput.INT:
+            state.int_value = int(value)
+        else:
+            state.double_value = float(value)
+        self.widgets[proto.id] = state
+
+    def pick(self, key: str, option: str) -> None:
+        """Pick ``option`` (its text as drawn) of radio ``key``."""
+        proto = self.element(key, "radio")
+        if proto is None:
+            raise HallError(f"no radio {key!r} on page {self.page_path or '/'}")
+        self.widgets[proto.id] = WidgetState(id=proto.id, string_value=option)
+
     def move(self, key: str, value: float | str) -> None:
         """Drag slider ``key`` to ``value``: its new state, and the address the frontend writes for it."""
         proto = self.slider(key)
@@ -351,6 +415,8 @@ class Tab:
 def read_element(el, reply: Reply, fragment: str = "") -> None:
     kind = el.WhichOneof("type")
     proto = getattr(el, kind)
+    if kind in ("markdown", "alert"):
+        reply.texts.append(proto.body)
     if kind == "exception":
         reply.exceptions.append(f"{proto.type}: {proto.message}"[:200])
     elif kind == "alert" and proto.format == Alert.ERROR:
@@ -1019,6 +1085,13 @@ def start(args: argparse.Namespace):
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--lecture" in argv:  # a class following a lecturer in a live lecture room (bench/lecture_room.py)
+        try:
+            from bench.lecture_room import main as lecture
+        except ImportError:  # run as a script: its folder comes first on the path
+            from lecture_room import main as lecture  # type: ignore[no-redef]
+        return lecture([a for a in argv if a != "--lecture"])
     args = parse_args(argv)
     proc = None
     try:

@@ -140,16 +140,19 @@ def start_server(
     raise RuntimeError(f"streamlit did not become healthy; see {log.name}")
 
 
-def start_serve(workers: int = 2, timeout: float = 180) -> tuple[subprocess.Popen, dict, Path]:
+def start_serve(
+    workers: int = 2, timeout: float = 180, extra_env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, dict, Path]:
     """``python -m serve`` (N workers behind nginx) on a free port of 127.0.0.1, once it answers.
 
     Returns the supervisor's process, its state (``serve.json``: url, worker ports and pids, access log)
-    and its run directory. Stop it with ``proc.terminate()``: it stops nginx and the workers.
+    and its run directory. Stop it with ``proc.terminate()``: it stops nginx and the workers. ``extra_env``: more
+    environment for the workers (``ATTN_DATA_DIR``, ``ATTN_STORE``: the live lecture rooms' store).
     """
     port = free_port()
     run_dir = ROOT / "artifacts" / f"serve-test-{port}"
     run_dir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "ATTN_DEVICE": os.environ.get("ATTN_DEVICE", "cpu")}
+    env = {**os.environ, "ATTN_DEVICE": os.environ.get("ATTN_DEVICE", "cpu"), **(extra_env or {})}
     env.setdefault("ATTN_PRELOAD_MODELS", "0")  # the workers load models on first use, as start_server's server
     log = open(run_dir / "supervisor.log", "w")
     argv = ["--workers", str(workers), "--port", str(port), "--listen", "127.0.0.1", "--run-dir", str(run_dir)]
@@ -167,6 +170,42 @@ def start_serve(workers: int = 2, timeout: float = 180) -> tuple[subprocess.Pope
     proc.terminate()
     proc.wait(30)
     raise RuntimeError(f"serve was not ready in {timeout:.0f} s; see {run_dir}")
+
+
+def redis_server_path() -> str | None:
+    """Debian's ``redis-server`` (``$REDIS_SERVER``, the PATH, or /usr/bin), or None when it is not installed."""
+    for cand in (os.environ.get("REDIS_SERVER"), shutil.which("redis-server"), "/usr/bin/redis-server"):
+        if cand and Path(cand).is_file() and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
+def start_redis(workdir: Path, timeout: float = 20) -> tuple[subprocess.Popen, str]:
+    """A real ``redis-server`` on a free port of 127.0.0.1, its files in ``workdir`` (no snapshot, no append-only
+    file), once it answers PING; returns (process, ``redis://127.0.0.1:PORT/0``). Stop it with ``terminate()``."""
+    exe = redis_server_path()
+    if exe is None:
+        raise RuntimeError(
+            "redis-server is not installed: apt-get install redis-server (or bash tools/ensure_redis.sh)"
+        )
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    argv = [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(workdir), "--save", "", "--appendonly", "no"]
+    log = open(workdir / "redis.log", "w")
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"redis-server exited with {proc.returncode}; see {workdir / 'redis.log'}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(16).startswith(b"+PONG"):
+                    return proc, f"redis://127.0.0.1:{port}/0"
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"redis-server did not answer in {timeout:.0f} s")
 
 
 def read_serve_state(run_dir: Path) -> dict:

@@ -52,6 +52,23 @@ def app_test():
     return make
 
 
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory):
+    """A real ``redis-server`` (Debian's package) for this test session, on a free loopback port in a temporary
+    directory; skipped with the reason when it is not installed, failed under ``CI=true``."""
+    from harness import redis_server_path, start_redis
+
+    if redis_server_path() is None:
+        msg = "redis-server is not installed: apt-get install redis-server (or bash tools/ensure_redis.sh)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    proc, url = start_redis(tmp_path_factory.mktemp("redis"))
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
 def no_exception(at) -> None:
     """Fail with the exception text when a page raised."""
     assert not at.exception, [e.value for e in at.exception]

@@ -16,10 +16,11 @@ results (``st.cache_data`` copies them for every caller).
 - :mod:`ui.responsive`: phones and small laptops (the responsive CSS, titles and boxes for phones);
 - :mod:`ui.streamlit_compat`: every use of Streamlit's private internals, each with a contract test;
 - ``ui/assets/``: the stylesheets and scripts sent to the browser, read once per process (:func:`ui.core.asset`);
-- :mod:`ui.decks`: lecture decks (the slide bar and clicker, the deck panel), used by app.py.
+- :mod:`ui.decks`: lecture decks (the slide bar and clicker, the deck panel), used by app.py;
+- :mod:`ui.rooms`: live lecture rooms (students follow the lecturer's slide and answer its question), used by app.py.
 """
 
-from . import decks
+from . import decks, rooms
 from .charts import SerialisedFigure, drawn
 from .compute import (
     LiveRun,
@@ -121,6 +122,7 @@ __all__ = [
     "preload_model",
     "present",
     "random_weights_note",
+    "rooms",
     "route_home_alias",
     "run_safely",
     "section_box",

@@ -10,7 +10,7 @@ draws a widget. ``?deck=`` opens a deck (a shipped deck's name, or a whole deck 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -24,13 +24,15 @@ from attn_core.runtime.config import ConfigError
 
 from .core import _url_raw, _write_url, device, lang, present, t
 from .output import lazy_expander, show_error
-from .streamlit_compat import unbind_query_params
+from .streamlit_compat import forget_query_params, unbind_query_params
 
 DECK, AT, GOTO, NAME = "_deck", "_deck_at", "_deck_goto", "_deck_name"
 PANEL = "deck_panel"  # the sidebar's deck panel (an expander that tracks whether it is open)
 HEADING = "# {title} <span class='deck-at'>{at}</span>"  # slide mode: the slide's title, its number beside it
-LINK_ONLY = ("deck", "deck_at", "lang")  # link parameters that are not part of a slide's page state
+# link parameters that are not part of a slide's page state (a live lecture room's code and lecturer key: ui.rooms)
+LINK_ONLY = ("deck", "deck_at", "lang", "room", "key")
 FILES = "_deck_files"  # the open deck's files, once made: (what they were made of, {format: bytes}, slides left out)
+IN_ROOM = "_deck_in_room"  # the code of the live lecture room the open deck belongs to (ui.rooms): not editable then
 
 
 @st.cache_resource(show_spinner=False)
@@ -59,6 +61,11 @@ def _open(deck: decks.Deck, at: int = 0, name: str | None = None) -> None:
     st.session_state[NAME] = name
     st.session_state[AT] = max(0, min(at, len(deck.slides) - 1))
     st.session_state[GOTO] = True
+
+
+def open_deck(deck: decks.Deck, at: int = 0, name: str | None = None) -> None:
+    """Open ``deck`` at slide ``at`` (0-based): the next :func:`follow` shows it (a live lecture room's deck)."""
+    _open(deck, at, name)
 
 
 def _go(i: int) -> None:
@@ -112,13 +119,30 @@ def _typed(page: str, key: str, text: str) -> Any:
     return text
 
 
+def valid_slide(s: decks.Slide, i: int) -> bool:
+    """Whether slide ``s`` (``i``: 0-based) names a page and settings that page has, each value one its control takes
+    (a live lecture room's view of a slide, from the store, is checked before a student's page applies it)."""
+    try:
+        decks.check_slide(s, i, known_params())
+        for key, text in s.params:
+            _typed(s.page, key, text)
+    except (ConfigError, ValueError, KeyError):
+        return False
+    return True
+
+
 def _apply(s: decks.Slide) -> None:
     """The slide's page state in session state: its values, every other control of the page at its default."""
     from attn_core.views import page as page_spec
     from attn_core.views.base import controls
 
     values = dict(s.params)
-    for key in [*controls(page_spec(s.page).params), "seed", *STEP_KEYS]:
+    keys = [*controls(page_spec(s.page).params), "seed", *STEP_KEYS]
+    # An earlier slide's value (or the learner's own) in the address would come back through the control bound to
+    # it, also after its value left session state: out of the address, and out of what this run's widgets are seeded
+    # from (each control binds again when this run draws it: follow runs before any widget).
+    forget_query_params([k for k in keys if k not in values])
+    for key in keys:
         for memo in (
             "pinned",
             "last",
@@ -126,11 +150,6 @@ def _apply(s: decks.Slide) -> None:
             "choice",
         ):  # what a control remembers of the learner's own earlier choices
             st.session_state.pop(f"_{key}_{memo}", None)
-        if key not in values:
-            try:  # an earlier slide's value in the address would come back through the controls that read it
-                del st.query_params[key]
-            except Exception:  # noqa: BLE001 - absent, or bound to its widget (which then writes its default)
-                pass
         if key in values:
             value = _typed(s.page, key, values[key])
             st.session_state[key] = value
@@ -226,6 +245,8 @@ def bar() -> None:
         )
     if note and slim:
         st.markdown(note)
+    if st.session_state.get(IN_ROOM):  # a room's deck: the link and the address hold the room (ui.rooms), not it
+        return
     link = st.session_state.setdefault("_link_params", {})
     link["deck"] = st.session_state.get(NAME) or decks.encode(deck)  # a shipped deck by its name: a short link
     link["deck_at"] = str(i + 1)
@@ -291,9 +312,11 @@ def _load(data: bytes, name: str | None = None) -> None:
     _open(deck, 0, name)
 
 
-def panel(page_name: str) -> None:
+def panel(page_name: str, room: Callable[[], None] | None = None) -> None:
     """The sidebar's deck panel: open a shipped deck or a file, add this view as a slide, reorder, delete,
-    download. Call after the page ran (``page_name``), so a new slide takes the view's whole link."""
+    download. Call after the page ran (``page_name``), so a new slide takes the view's whole link. ``room``: draws
+    the live lecture room's part (:func:`ui.rooms.panel`: start one, or the room's code and links); while the deck
+    is a room's, it is not edited here."""
     if is_open():  # a deck opened (by its link, or here): the panel shows its slides
         st.session_state.setdefault(PANEL, True)
     box = lazy_expander(t("deck.panel"), PANEL, icon=":material/slideshow:")
@@ -303,6 +326,12 @@ def panel(page_name: str) -> None:
         err = st.session_state.pop("_deck_error", None)
         if err is not None:
             show_error(err)
+        if room is not None and (is_open() or st.session_state.get(IN_ROOM)):
+            room()
+        if st.session_state.get(IN_ROOM):
+            if is_open():
+                _slide_list(editable=False)
+            return
         if not is_open():
             shipped = _shipped()
             names = {n: d.name_in(lang()) for n, d in shipped.items()}  # made in the run: AppTest formats later
@@ -358,8 +387,8 @@ def _kept_text(label: str, key: str) -> str:
     return value
 
 
-def _slide_list() -> None:
-    """The open deck's slides (the shown one in bold), with moving and deleting the shown one."""
+def _slide_list(editable: bool = True) -> None:
+    """The open deck's slides (the shown one in bold), with moving and deleting the shown one (``editable``)."""
     deck: decks.Deck = st.session_state[DECK]
     i, lg = st.session_state.get(AT, 0), lang()
     st.markdown(f"**{deck.name_in(lg)}**")
@@ -368,6 +397,8 @@ def _slide_list() -> None:
         for j, s in enumerate(deck.slides)
     ]
     st.markdown("\n".join(lines))
+    if not editable:
+        return
     up, down, drop = st.columns(3)
     up.button(
         "",
@@ -395,7 +426,7 @@ def _slide_list() -> None:
 
 
 # ---------------------------------------------------------------- the deck as files (attn_core.export.deck_files)
-def _app_root(page_name: str) -> str:
+def app_root(page_name: str) -> str:
     """The app's address as this browser reaches it (the slide links of the files point there)."""
     root = (st.context.url or "").split("?")[0].split("#")[0].rstrip("/")
     return root[: -len(page_name) - 1] if page_name and root.endswith("/" + page_name) else root
@@ -415,7 +446,7 @@ def _files(deck: decks.Deck, page_name: str) -> None:
     asked = (decks.encode(deck), lang(), tuple(formats))
     if st.button(t("deckfile.make"), key="deck_files_make", icon=":material/slideshow:", disabled=not formats):
         bar = st.progress(0.0, text=t("deckfile.writing"))
-        opts = Options(lang=lang(), base_url=_app_root(page_name), device=device())
+        opts = Options(lang=lang(), base_url=app_root(page_name), device=device())
         try:
             drawn = draw(deck, opts, st.session_state.get(NAME), bar.progress)
             st.session_state[FILES] = (asked, deck_files(drawn, formats, bar.progress), drawn.left_out)

@@ -45,6 +45,7 @@ __all__ = [
     "allow_page_rerun",
     "ask_for_default_page",
     "end_run",
+    "forget_query_params",
     "frontend_js_dir",
     "page_asked_by_name",
     "page_script_hash",
@@ -168,6 +169,28 @@ def unbind_query_params() -> None:
             binding = qp.get_binding_for_param(key)
             if binding is not None:
                 qp.unbind_widget(binding.widget_id)
+
+
+def forget_query_params(keys: list[str]) -> None:
+    """Take ``keys`` out of this run's address so that no widget drawn later in the run takes its value from them.
+
+    A widget bound to a query parameter whose value in session state was dropped is seeded again from the address
+    the run started with (the private ``QueryParams._initial_query_params``), not from ``st.query_params``: deleting
+    the parameter is not enough, and a bound one cannot be deleted at all. So every binding is dropped first
+    (:func:`unbind_query_params`), the keys are deleted, and ``set_initial_query_params_from_current()`` makes the
+    remaining address the one widgets are seeded from.
+    """
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return
+    unbind_query_params()
+    for key in keys:
+        if key in st.query_params:
+            del st.query_params[key]
+    with ctx.session_state.query_params() as qp:
+        qp.set_initial_query_params_from_current()
 
 
 def frontend_js_dir() -> Path:

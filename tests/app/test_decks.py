@@ -50,7 +50,7 @@ def test_a_shipped_deck_opens_from_its_link_and_the_clicker_walks_its_pages():
 
 
 def test_a_link_opens_at_its_slide_in_chinese_and_a_damaged_one_is_said_in_chinese():
-    at = fresh({"deck": "attention_from_scratch", "deck_at": "5", "lang": "zh"})
+    at = fresh({"deck": "attention_from_scratch", "deck_at": "7", "lang": "zh"})
     no_exception(at)
     assert at.session_state["_page"] == "saturation" and "不缩放时" in bar_text(at)
     assert at.session_state["head_dim"] == 256 and at.session_state["scaling"] is False

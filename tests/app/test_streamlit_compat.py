@@ -214,6 +214,35 @@ def test_widget_bindings_to_the_address_are_dropped():
     assert at.session_state["after"] is False, f"unbind_widget no longer drops the binding: {where}"
 
 
+# ---------------------------------------------------------------- forget_query_params
+
+
+def test_a_widget_is_not_seeded_from_a_forgotten_address_value():
+    """ui.decks resets a slide's other controls to their defaults: a value the run's address started with must not
+    come back through the bound widget once its session state is dropped."""
+
+    def script():
+        import streamlit as st
+
+        from ui.streamlit_compat import forget_query_params
+
+        if st.session_state.get("reset"):
+            forget_query_params(["n"])
+            st.session_state.pop("n", None)
+        st.session_state["n_now"] = st.slider("n", 0, 10, 3, key="n", bind="query-params")
+
+    at = AppTest.from_function(script, default_timeout=60)
+    at.query_params["n"] = "7"
+    at.run()
+    where = "a deck's next slide keeps an earlier value; see ui.streamlit_compat.forget_query_params"
+    assert at.session_state["n_now"] == 7, f"a bound slider no longer takes the address's value: {where}"
+    at.session_state["reset"] = True
+    at.run()
+    assert not at.exception, f"{at.exception[0].value if at.exception else ''}: {where}"
+    assert at.session_state["n_now"] == 3, f"the slider came back at {at.session_state['n_now']}, not 3: {where}"
+    assert "n" not in at.query_params
+
+
 # ---------------------------------------------------------------- plotly_chunk, frontend_js_dir
 
 
@@ -317,6 +346,7 @@ PRIVATE_ATTRIBUTES = {
     "get_binding_for_param",
     "unbind_widget",
     "_script_hash",
+    "set_initial_query_params_from_current",
 }
 #: Names of Streamlit's internal classes and functions.
 PRIVATE_NAMES = {
@@ -330,7 +360,7 @@ PRIVATE_NAMES = {
 }
 #: Streamlit's private files and routes, in string literals.
 PRIVATE_TEXT = re.compile(r"(?<![A-Za-z])PlotlyChart\.|static/static|_stcore/stream")
-SCANNED = ["app.py", "server.py", "ui", "app_pages", "harness", "bench", "attn_core", "tools", "serve"]
+SCANNED = ["app.py", "server.py", "ui", "app_pages", "harness", "bench", "attn_core", "tools", "serve", "rooms"]
 
 
 def _streamlit_submodules() -> set[str]:

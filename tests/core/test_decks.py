@@ -186,3 +186,80 @@ def test_the_gqa_decks_sentences_say_what_each_slide_shows():
             if section == 3:
                 fill = kc.tensor_fill(p, kc.calculator(p))
                 assert 0 < fill.tokens[int(dict(s.params)["kv_token"]) - 1] < fill.seq_len  # written, room for more
+
+
+# ---------------------------------------------------------------- a slide's question (live lecture rooms)
+def with_question(question: object) -> str:
+    raw = good()
+    raw["slides"][0]["question"] = question
+    return json.dumps(raw)
+
+
+CHOICE = {"kind": "choice", "prompt": {"en": "Which?", "zh": "哪个？"}, "choices": ["a", "b", "c"], "answer": 2}
+NUMBER = {"kind": "number", "prompt": {"en": "How many?", "zh": "多少？"}, "answer": 512, "tolerance": 1}
+
+
+@pytest.mark.parametrize(
+    "question, key",
+    [
+        ("which?", "kind"),
+        ({**CHOICE, "kind": "essay"}, "kind"),
+        ({**CHOICE, "hint": "x"}, "field"),
+        ({**CHOICE, "prompt": {}}, "prompt"),
+        ({**CHOICE, "choices": ["only one"]}, "choices"),
+        ({**CHOICE, "choices": ["x"] * 9}, "choices"),
+        ({**CHOICE, "choices": ["a", ""]}, "choice_text"),
+        ({**CHOICE, "choices": ["a", "b" * 121]}, "choice_text"),
+        ({**CHOICE, "answer": 0}, "answer"),
+        ({**CHOICE, "answer": 4}, "answer"),
+        ({**CHOICE, "answer": "2"}, "answer"),
+        ({**CHOICE, "answer": True}, "answer"),
+        ({**NUMBER, "choices": ["a", "b"]}, "no_choices"),
+        ({**NUMBER, "answer": "512"}, "number"),
+        ({**NUMBER, "answer": None}, "number"),
+        ({**NUMBER, "tolerance": -1}, "range"),
+        ({**NUMBER, "answer": 1e16}, "range"),
+    ],
+)
+def test_a_bad_question_is_refused_with_a_message_in_both_languages(question, key):
+    with pytest.raises(ConfigError) as err:
+        decks.from_json(with_question(question))
+    assert err.value.key == f"deck_question_{key}"
+    for lang in ("en", "zh"):
+        text = translate(f"err.{err.value.key}", lang, **err.value.params)
+        assert text.startswith("slide 1") and "{" not in text.replace('{"', "")
+
+
+def test_a_question_survives_a_file_and_a_link_and_students_get_it_without_its_answer():
+    for q in (CHOICE, NUMBER, {**NUMBER, "answer": -0.25, "tolerance": 0.05, "unit": {"en": "s", "zh": "秒"}}):
+        deck = decks.from_json(with_question(q))
+        assert decks.from_json(decks.to_json(deck)) == deck == decks.decode(decks.encode(deck))
+        asked = deck.slides[0].question
+        assert asked.answer is not None and deck.for_students().slides[0].question.answer is None
+        assert deck.for_students().slides[0].question.prompt == asked.prompt
+        assert "answer" not in json.loads(decks.to_json(deck.for_students()))["slides"][0]["question"]
+    q = decks.from_json(with_question(NUMBER)).slides[0].question
+    assert q.right(q.check("512")) and q.right(q.check(511)) and q.right(q.check("5.13e2"))
+    assert not q.right(q.check(513.5)) and not q.right(q.check(-512))
+    c = decks.from_json(with_question(CHOICE)).slides[0].question
+    assert c.check("2") == 2.0 and c.right(2.0) and not c.right(3.0) and c.choice(1, "zh") == "a"
+
+
+def test_the_shipped_questions_are_in_both_languages_and_right():
+    shipped = decks.shipped()
+    asked = [(n, i, s.question) for n, d in shipped.items() for i, s in enumerate(d.slides) if s.question]
+    assert [(n, i) for n, i, _ in asked] == [("gqa_and_the_kv_cache", 3), ("what_trained_heads_do", 0)]
+    for _, _, q in asked:
+        assert q.words("en") != q.words("zh") and dict(q.prompt)["zh"]
+        for choice in q.choices:
+            assert dict(choice)["en"] and dict(choice)["zh"]
+    kv = asked[0][2]
+    l3 = memory.load_presets()["llama-3-8b"]
+    mib = memory.kv_cache_bytes(l3.n_layers, l3.n_kv_heads, l3.head_dim, 4096, dtype="fp16") / 2**20
+    assert kv.kind == "number" and kv.answer == mib == 512 and kv.unit_in("en") == "MiB"
+    heads = asked[1][2]  # the deck's "An induction head" slide shows the head this question's answer names
+    induction = next(
+        s for s in shipped["what_trained_heads_do"].slides if s.words("title", "en") == "An induction head"
+    )
+    layer, head = dict(induction.params)["layer"], dict(induction.params)["head"]
+    assert heads.choice(int(heads.answer), "en") == f"Layer {layer}, head {head}"
