@@ -160,20 +160,7 @@ def head_maps_figure(
         x0, y1 = b * (side + gap), 1 - a * (side_y + gap_y)
         layout_axes |= _panel_axes(n, (x0, y1, side, side_y), rows, cols)
         d = (a - k // 2, b - k // 2)
-        data.append(
-            dict(
-                type="heatmap",
-                z=maps[i].astype(np.float32),
-                x=cols,
-                y=rows,
-                xaxis=f"x{n}",
-                yaxis=f"y{n}",
-                coloraxis="coloraxis",
-                hovertemplate=t("conv.hover_pixel")
-                + " (%{y}, %{x})<br>%{z:.4f}<extra>Δ = "
-                + f"({d[0]}, {d[1]})</extra>",
-            )
-        )
+        data.append(_tap_map(maps[i], n, d, rows, cols, style))
         data.append(_query_marker(n, query, k))
         notes.append(
             dict(
@@ -218,6 +205,22 @@ def head_maps_figure(
     layout = _on_slide(layout, style)  # a slide: the title's lines ...
     layout["margin"]["t"] += 28 if style.present else 0  # ... and the top row's labels below them
     return plain_figure(data, layout, style)
+
+
+def _tap_map(z: np.ndarray, n: str, d: tuple[int, int], rows: np.ndarray, cols: np.ndarray, style: Style) -> dict:
+    """One tap's heat map ``z`` ``[R, C]`` on the axes ``x{n}``/``y{n}``, hovered with its shift ``d``."""
+    return dict(
+        type="heatmap",
+        z=z.astype(np.float32),
+        x=cols,
+        y=rows,
+        xaxis=f"x{n}",
+        yaxis=f"y{n}",
+        coloraxis="coloraxis",
+        hovertemplate=style.t("conv.hover_pixel")
+        + " (%{y}, %{x})<br>%{z:.4f}<extra>Δ = "
+        + f"({d[0]}, {d[1]})</extra>",
+    )
 
 
 def _panel_axes(n: str, box: tuple[float, float, float, float], rows: np.ndarray, cols: np.ndarray) -> dict:

@@ -513,7 +513,9 @@ def pair_maps_figure(
         cmax=cmax,
     )
     fig = heatmap_grid(grid, style)
-    panel_titles = [a for a in fig.layout.annotations if " · KV " in (a.text or "")]
+    state = vars(fig)  # a PlainFigure's own dicts (``fig.layout`` would build the full figure)
+    notes = state["_plain"][1].get("annotations", []) if "_plain" in state else fig.layout.annotations
+    panel_titles = [a for a in notes if " · KV " in (a["text"] or "")]
     for annotation, name in zip(panel_titles, names, strict=True):
-        annotation.text = f"<b>{name}</b>"
+        annotation["text"] = f"<b>{name}</b>"
     return fig

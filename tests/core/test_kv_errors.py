@@ -21,7 +21,7 @@ from attn_core.runtime.config import AttentionConfig, ConfigError, check_kv_head
 from attn_core.views import kv_sharing as kv
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = [ROOT / "attn_core" / f"{name}.py" for name in ("views/kv_sharing", "convert", "costs")]
+MODULES = [ROOT / "attn_core" / f"{name}.py" for name in ("views/kv_sharing", "kv/convert", "kv/costs")]
 TOKS = tokenize("the cat sat on the mat")
 
 

@@ -25,7 +25,7 @@ AUTOMARGIN = {
     "attention_weights": (108, 114, 106),  # two panels a row, planned for a 1280 px window's main column
     "scores_": (76, 10, 67),
     "maps_": (102, 113, 104),
-    "saturation_sweep": (79, 10, 67),
+    "saturation_sweep": (76, 10, 70),  # log ticks written out at the tick font
     "gradient_sweep": (81, 10, 82),
     "row0": (70, 192, 104),
     "float16": (70, 10, 97),
