@@ -26,7 +26,7 @@ AUTOMARGIN = {
     "scores_": (76, 10, 67),
     "maps_": (102, 113, 104),
     "saturation_sweep": (76, 10, 70),  # log ticks written out at the tick font
-    "gradient_sweep": (81, 10, 82),
+    "gradient_sweep": (79, 10, 84),
     "row0": (70, 192, 104),
     "float16": (70, 10, 97),
     "kv_diagram": (103, 10, 10),
