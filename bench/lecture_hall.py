@@ -64,6 +64,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--burst", type=int, choices=range(2, 11), metavar="N", help="add the class hall with N quick presses a move"
     )
+    ap.add_argument("--halls", default="", help="only these halls, comma-separated labels (e.g. 'class')")
+    ap.add_argument("--no-single", action="store_true", help="skip the server with 1 worker")
+    ap.add_argument("--doc", action="store_true", help="write the table into docs/performance.md (section hall)")
     return ap.parse_args(argv)
 
 
@@ -115,33 +118,68 @@ def run_server(
     return out
 
 
-def table(rows: list[tuple[int, Target, HallResult]]) -> str:
-    head = (
-        "| workers | page | hall | students | update p50 / p95 (s) | first paint p50 / p95 (s) | errors, cross-talk, "
-        "timeouts | server CPU per run | peak memory (all workers) | target |"
-    )
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+COLUMNS = [
+    "workers",
+    "page",
+    "hall",
+    "students",
+    "update p50 / p95 (s)",
+    "first paint p50 / p95 (s)",
+    "errors, cross-talk, timeouts",
+    "server CPU per run",
+    "peak memory (all workers)",
+    "target",
+]
+
+
+def cells(rows: list[tuple[int, Target, HallResult]]) -> list[list[str]]:
+    out = []
     for workers, target, r in rows:
         s, t = r.summary(), r.tally
         cpu = "-" if s["cpu_ms_per_run"] is None else f"{s['cpu_ms_per_run']:.0f} ms"
-        lines.append(
-            f"| {workers} | {r.spec['page']} | {target.label} | {r.spec['students']} "
-            f"| {fmt_s(s['update_p50'])} / {fmt_s(s['update_p95'])} "
-            f"| {fmt_s(s['first_paint_p50'])} / {fmt_s(s['first_paint_p95'])} "
-            f"| {t['exceptions'] + t['error_boxes'] + t['broken']}, {t['crosstalk']}, {t['timeouts'] + t['disconnects']} "
-            f"| {cpu} | {r.hwm / 2**20:.0f} MiB | {verdict(r, target)} |"
+        out.append(
+            [
+                str(workers),
+                r.spec["page"],
+                target.label,
+                str(r.spec["students"]),
+                f"{fmt_s(s['update_p50'])} / {fmt_s(s['update_p95'])}",
+                f"{fmt_s(s['first_paint_p50'])} / {fmt_s(s['first_paint_p95'])}",
+                f"{t['exceptions'] + t['error_boxes'] + t['broken']}, {t['crosstalk']}, {t['timeouts'] + t['disconnects']}",
+                cpu,
+                f"{r.hwm / 2**20:.0f} MiB",
+                verdict(r, target),
+            ]
         )
+    return out
+
+
+def table(rows: list[tuple[int, Target, HallResult]]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(row) + " |" for row in cells(rows)]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     pages = [p.strip() for p in args.pages.split(",") if p.strip()]
-    rows = []
-    for workers in dict.fromkeys((1, args.workers)):
-        rows += run_server(workers, pages, args.quick, targets(args.burst))
+    halls = tuple(t for t in targets(args.burst) if not args.halls or t.label in args.halls.split(","))
+    rows, load = [], os.getloadavg()
+    for workers in dict.fromkeys((args.workers,) if args.no_single else (1, args.workers)):
+        rows += run_server(workers, pages, args.quick, halls)
     print(f"# {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f}{' (quick)' if args.quick else ''}")
     print(table(rows))
+    if args.doc and not args.quick:
+        try:
+            from bench import perf_doc
+        except ImportError:  # run as a script: "bench" is bench/bench.py
+            import perf_doc  # type: ignore[no-redef]
+
+        info = perf_doc.machine_info()
+        info["load"] = "/".join(f"{x:.1f}" for x in load)
+        note = "think time between a reply and the next move; `make serve` workers behind nginx on this machine"
+        cmd = "bench/lecture_hall.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        perf_doc.update({"hall": perf_doc.Table(COLUMNS, cells(rows), [note])}, info, cmd)
     return 1 if any(failed(r) for _, _, r in rows) else 0
 
 

@@ -602,6 +602,26 @@ def table(s: dict) -> str:
     return "\n".join([head, "|" + "---|" * 11, row])
 
 
+def write_doc(s: dict, args: argparse.Namespace, argv: list[str] | None, load: str) -> None:
+    """The table as docs/performance.md's ``lecture`` section."""
+    try:
+        from bench import perf_doc
+    except ImportError:  # run as a script: "bench" is bench/bench.py
+        import perf_doc  # type: ignore[no-redef]
+
+    lines = table(s).splitlines()
+    columns = [c.strip() for c in lines[0].strip("|").split("|")]
+    row = [c.strip() for c in lines[2].strip("|").split("|")]
+    info = perf_doc.machine_info()
+    info["load"] = load
+    note = (
+        f"{args.workers} workers behind nginx, store {args.store}; the lecturer moves every {args.move_every:g} s "
+        f"and asks every {args.question_every:g} s ({args.answer_window:g} s to answer) for {args.minutes:g} minutes"
+    )
+    cmd = "bench/hall.py --lecture " + " ".join(argv if argv is not None else sys.argv[1:])
+    perf_doc.update({"lecture": perf_doc.Table(columns, [row], [note])}, info, cmd)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="bench/hall.py --lecture", description=__doc__.split("\n\n")[0])
     ap.add_argument("--students", type=int, default=100)
@@ -617,6 +637,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--pids", default="", help="the workers' pids (the first is killed)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--doc", action="store_true", help="write the table into docs/performance.md (section lecture)")
     args = ap.parse_args(argv)
     if not 1 <= args.students <= 500 or not 1 <= args.workers <= 16 or args.minutes <= 0:
         ap.error("--students 1..500, --workers 1..16, --minutes > 0")
@@ -656,12 +677,15 @@ def main(argv: list[str] | None = None) -> int:
         if redis is not None:
             redis.terminate()
     s = summary(result, spec)
+    load = "/".join(f"{x:.1f}" for x in os.getloadavg())
     print(
         f"# {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f}; {args.workers} workers behind nginx, "
         f"store {args.store}; {args.students} students; lecturer: a move every {plan.move_every:g} s, a question every "
         f"{plan.question_every:g} s ({plan.answer_window:g} s to answer), {plan.minutes:g} minutes"
     )
     print(table(s))
+    if args.doc:
+        write_doc(s, args, argv, load)
     if args.json:
         args.json.write_text(
             json.dumps({"summary": s, "follow": result["tally"].follow, "answer": result["tally"].answer}, indent=1)

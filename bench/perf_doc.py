@@ -1,7 +1,8 @@
 """docs/performance.md, written by ``bench/bench.py`` after every run: the figures of the latest run of each section.
 
 The file has a header (when it was last written, on what machine, with which torch, Streamlit and Python, on what
-device the pages computed) and one table per section of ``make bench``: ``pages``, ``core`` and ``browser``. A run
+device the pages computed) and one table per section of ``make bench`` (``pages``, ``core`` and ``browser``), of ``bench/tricks.py``
+(``tricks``), of ``bench/lecture_hall.py`` (``hall``) and of ``bench/hall.py --lecture`` (``lecture``). A run
 rewrites the tables of the sections it ran; a section it did not run keeps its table from the previous run, read
 back from the JSON sidecar next to the Markdown file (``docs/performance.json``), with the date and machine that
 measured it. A section that no run has measured yet says so instead of showing numbers.
@@ -18,11 +19,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "performance.md"
-SECTIONS = ("pages", "core", "browser")
+SECTIONS = ("pages", "core", "browser", "tricks", "hall", "lecture")
 TITLES = {
     "pages": "Pages: a slider move on the server",
     "core": "Engine: torch timings",
     "browser": "Browser: slider to painted chart, and cold start",
+    "tricks": "What each speed trick buys",
+    "hall": "A class at once",
+    "lecture": "A class following a live lecture room",
 }
 ABOUT = {
     "pages": (
@@ -42,10 +46,28 @@ ABOUT = {
         "(`bench/trivial_app.py`: one slider, one small chart) in the same run, so the ratios hold across machines. "
         "Times in ms from the key press, medians; `painted` is the chart the slider changes, drawn and visible."
     ),
+    "tricks": (
+        "`bench/tricks.py`: the app as it is against a copy with one trick taken out, one chromium page each on "
+        "its own server in the same minutes, the order flipped every round. A trick stays when taking it out "
+        "makes the painted time or the server's CPU per move at least 10 % larger on a page it is for."
+    ),
+    "hall": (
+        "`bench/lecture_hall.py` (`bench/hall.py`'s halls): simulated students on Streamlit's websocket protocol (each moves a slider, waits for its "
+        "run, thinks, moves again) against `make serve`'s workers behind nginx; the lecture mode follows a "
+        "lecturer in a live lecture room. Update: a move to its finished run; errors and cross-talk must be 0."
+    ),
+    "lecture": (
+        "`bench/hall.py --lecture`: a lecturer and a class in a live lecture room through nginx, one worker killed "
+        "mid-question. Follow: the lecturer's press to a student's run showing the slide; answer: the Answer press "
+        "to the reply saying it is recorded. Targets: both p95 at most 1 s, nothing lost, no cross-talk."
+    ),
 }
-NOT_MEASURED = (
-    "Not measured on this machine yet: run `make bench` (or `.venv/bin/python bench/bench.py --only {name}`)."
-)
+NOT_MEASURED = "Not measured on this machine yet: run `{command}`."
+COMMANDS = {
+    "tricks": ".venv/bin/python bench/tricks.py",
+    "hall": ".venv/bin/python bench/lecture_hall.py --workers 2 --no-single --halls class --doc",
+    "lecture": ".venv/bin/python bench/hall.py --lecture --students 100 --doc",
+}
 
 
 @dataclass
@@ -154,7 +176,9 @@ def render(info: dict[str, str], tables: dict[str, Table | None], command: str) 
         out += ["", f"## {TITLES[name]}", "", ABOUT[name], ""]
         table = tables.get(name)
         if table is None:
-            out.append(NOT_MEASURED.format(name=name))
+            out.append(
+                NOT_MEASURED.format(command=COMMANDS.get(name, f".venv/bin/python bench/bench.py --only {name}"))
+            )
             continue
         by = f" by `{table.command}`" if table.command else ""
         load = f"; load average at start {table.load} (1/5/15 min)" if table.load else ""

@@ -552,7 +552,7 @@ def _matrix_layout(spec: MatrixSpec, style: Style, x_ticks: Ticks | None, area_h
     least = style.font if style.present and spec.slide_h else MIN_TICK_FONT  # a slide's labels stay at its font
     y_ticks = tick_plan(len(rows_u), area_h, style, ROW_PITCH, least)
     x_axis = tick_axis(cols_u, x_ticks) if x_ticks else dict(tickfont=font)
-    angle = x_ticks.angle if x_ticks else "auto"  # dimensions (d0, d1 ...): plotly turns them when it must
+    angle = x_ticks.angle if x_ticks else None  # dimensions (d0, d1 ...): plotly turns them when it must
     longest = max(
         (text_width(t, x_ticks.font if x_ticks else style.font) for t in x_axis.get("ticktext", cols_u)), default=30
     )

@@ -17,12 +17,12 @@ SCRIPTS = sorted(ASSETS.glob("*.js"))
 STYLES = sorted(ASSETS.glob("*.css"))
 #: Scripts that are ES modules (Streamlit's components v2 imports them); the others run as classic scripts
 #: inside a ``<script>`` element.
-MODULES = {"live_plot.js"}
+MODULES = {"live_plot.js", "room_watch.js"}
 NODE = shutil.which("node") or ("/usr/bin/node" if Path("/usr/bin/node").exists() else None)
 
 
 def test_the_assets_are_there():
-    assert {p.name for p in SCRIPTS} == {"clicker.js", "link.js", "live_plot.js"}
+    assert {p.name for p in SCRIPTS} == {"clicker.js", "link.js", "live_plot.js", "room_watch.js"}
     assert {p.name for p in STYLES} == {"link.css", "present.css", "responsive.css"}
 
 

@@ -232,7 +232,8 @@ def test_the_html_file_holds_every_chart_and_text(english):
 
 @SLOW
 def test_the_shipped_decks_make_html_files_under_10_mb():
-    for (name, deck), lang in zip(SHIPPED.items(), ("en", "zh"), strict=True):  # the same charts in either language
+    for i, (name, deck) in enumerate(SHIPPED.items()):  # the same charts in either language
+        lang = ("en", "zh")[i % 2]
         made = D.draw(deck, D.Options(lang=lang), name)
         assert not made.left_out, [s.left_out for s in made.left_out]
         assert len(deck_files(made, ["html"])["html"]) < 10_000_000

@@ -1,0 +1,202 @@
+"""What each speed trick of the app buys: the app as it is (A) against a copy with one trick taken out (B).
+
+For each trick in :data:`TRICKS` a detached worktree of ``HEAD`` is made, the trick is taken out of it by one
+textual edit, and ``bench/ab.py``'s measurement runs both checkouts in the same minutes (one chromium page each,
+the order flipped every round) on the pages the trick is for. A trick earns its place when taking it out makes a
+student's wait (key press to painted chart) or the server's CPU per move at least :data:`KEEP` times larger.
+The table goes to ``docs/performance.md`` (section ``tricks``) and to stdout.
+
+    .venv/bin/python bench/tricks.py                       # every trick, 16 moves a side
+    .venv/bin/python bench/tricks.py --only plain,margins --moves 24
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+try:
+    from bench import ab, perf_doc
+    from bench import bench as B
+except ImportError:  # run as a script: its folder comes first on the path
+    import ab  # type: ignore[no-redef]
+    import perf_doc  # type: ignore[no-redef]
+
+    import bench as B  # type: ignore[no-redef]
+
+KEEP = 1.10  # B / A: taking the trick out costs at least 10 % of the painted time or of the server's CPU
+
+
+@dataclass(frozen=True)
+class Trick:
+    """A trick, the pages it is for, and the edit that takes it out (``old`` -> ``new`` in ``path``)."""
+
+    name: str
+    what: str
+    pages: tuple[str, ...]
+    path: str
+    old: str
+    new: str
+
+
+TRICKS = (
+    Trick(
+        "freeze",
+        "`gc.freeze()` after the engine and a model load (`ui.compute.freeze_heap`)",
+        ("heatmaps", "kv_cache"),
+        "ui/compute.py",
+        "    import gc\n\n    gc.collect()\n    gc.freeze()",
+        "    return",
+    ),
+    Trick(
+        "looks",
+        "a cached chart's themed spec kept per colour scheme (`Drawn.looks`)",
+        ("heatmaps", "kv_sharing"),
+        "ui/charts.py",
+        "    themed = looks.get(look) if looks is not None else None",
+        "    themed = None",
+    ),
+    Trick(
+        "serialised",
+        "a cached chart handed to Streamlit as its stored JSON (`SerialisedFigure`)",
+        ("heatmaps", "kv_sharing"),
+        "ui/charts.py",
+        "    def to_dict(self) -> dict:\n",
+        "    def to_dict(self) -> dict:\n        return go.Figure(self._attn_spec).to_dict()\n",
+    ),
+    Trick(
+        "plain",
+        "figures kept as plain dicts until touched (`PlainFigure`)",
+        ("heatmaps", "mla"),
+        "attn_core/figures/base.py",
+        '        object.__setattr__(self, "_plain", ([dict(trace) for trace in data], _own(layout), frames))',
+        '        go.Figure.__init__(self, {"data": data, "layout": layout, **({"frames": frames} if frames else {})})',
+    ),
+    Trick(
+        "lazy",
+        "an expander's content sent only while it is open (`ui.lazy_expander`)",
+        ("saturation", "kv_cache"),
+        "ui/output.py",
+        '    if chart_scheme() is None:\n        return st.expander(label, key=key, **{"expanded": open_first, **kwargs})',
+        '    if True:\n        return st.expander(label, key=key, **{"expanded": open_first, **kwargs})',
+    ),
+    Trick(
+        "shared",
+        "the saturation sweep's scores built once per server and shared (`ui.shared`)",
+        ("saturation",),
+        "ui/compute.py",
+        "    name, key, dev = _name(fn), digest(args), device()\n    page =",
+        "    return None\n    name, key, dev = _name(fn), digest(args), device()\n    page =",
+    ),
+    Trick(
+        "margins",
+        "label margins reserved on the server from a glyph-width table (`figures.margins`), so plotly lays out once",
+        ("heatmaps", "saturation"),
+        "attn_core/figures/margins.py",
+        '    layout, data = spec.get("layout"), spec.get("data") or []\n    if not isinstance(layout, dict):',
+        '    layout, data = spec.get("layout"), spec.get("data") or []\n    if True:',
+    ),
+)
+
+
+def without(trick: Trick, where: Path) -> None:
+    """A detached worktree of HEAD at ``where`` with ``trick`` taken out (its virtualenv linked)."""
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", str(where), "HEAD"], check=True)
+    target = where / trick.path
+    text = target.read_text(encoding="utf-8")
+    if trick.old not in text:
+        raise SystemExit(f"tricks.py: {trick.name}: the code it edits has changed ({trick.path})")
+    target.write_text(text.replace(trick.old, trick.new, 1), encoding="utf-8")
+    if (ROOT / ".venv").exists():
+        (where / ".venv").symlink_to((ROOT / ".venv").resolve())
+
+
+def ratios(sessions: list) -> dict[str, float]:
+    """The paired medians of B / A for the painted time and the server's CPU."""
+    a, b = sessions
+    out = {}
+    for key in ("painted", "server_cpu"):
+        pairs = [y / x for x, y in zip(a.times[key], b.times[key], strict=True) if x > 0]
+        out[key] = statistics.median(pairs) if pairs else float("nan")
+    return out
+
+
+def row(trick: Trick, page: str, sessions: list) -> list[str]:
+    a, b = sessions
+    r = ratios(sessions)
+    med = lambda s, k: 1e3 * (s.med(k) or 0)  # noqa: E731
+    return [
+        trick.name,
+        page,
+        f"{med(a, 'painted'):.0f} → {med(b, 'painted'):.0f} ms",
+        f"{r['painted']:.2f}",
+        f"{med(a, 'server_cpu'):.1f} → {med(b, 'server_cpu'):.1f} ms",
+        f"{r['server_cpu']:.2f}",
+    ]
+
+
+def verdict(rows: list[list[str]]) -> str:
+    worst = max(max(float(r[3]), float(r[5])) for r in rows)
+    return f"kept: taking it out costs {100 * (worst - 1):.0f} %" if worst >= KEEP else "pays less than 10 %"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", default="", help="tricks to measure, comma-separated (default: all)")
+    ap.add_argument("--moves", type=int, default=16, help="measured moves per side and page")
+    ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--no-doc", action="store_true", help="print only; leave docs/performance.md alone")
+    args = ap.parse_args(argv)
+    from playwright.sync_api import sync_playwright
+
+    from harness import CHROMIUM_ARGS, chromium_path, start_server
+
+    chosen = [t for t in TRICKS if not args.only or t.name in args.only.split(",")]
+    info = perf_doc.machine_info() if hasattr(perf_doc, "machine_info") else None
+    rows, notes = [], []
+    for trick in chosen:
+        tmp = Path(tempfile.mkdtemp(prefix=f"trick-{trick.name}-")) / "app"
+        without(trick, tmp)
+        servers = [start_server(cwd=ROOT), start_server(cwd=tmp)]
+        try:
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+                mine = []
+                for page in trick.pages:
+                    case = ab.case_of(page)
+                    sessions = ab.measure(browser, case, servers, args.moves, int(args.timeout * 1000))
+                    ab.report(case, sessions, (ROOT, tmp), args.moves)
+                    mine.append(row(trick, page, sessions))
+                browser.close()
+        finally:
+            for proc, _ in servers:
+                B.stop_server(proc)
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tmp)], check=False)
+            shutil.rmtree(tmp.parent, ignore_errors=True)
+        rows += mine
+        notes.append(f"{trick.name}: {trick.what}: {verdict(mine)}")
+    columns = ["trick", "page", "painted, with → without", "paired ratio", "server CPU per move", "paired ratio"]
+    for r in rows:
+        print(" | ".join(r))
+    for n in notes:
+        print(n)
+    if not args.no_doc and info is not None:
+        moves = (
+            f"{args.moves} moves a side and page, order flipped every round; paired ratio = median of without / with"
+        )
+        table = perf_doc.Table(columns, rows, [moves, *notes])
+        perf_doc.update({"tricks": table}, info, "bench/tricks.py " + " ".join(argv or sys.argv[1:]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
