@@ -23,7 +23,7 @@ NODE = shutil.which("node") or ("/usr/bin/node" if Path("/usr/bin/node").exists(
 
 def test_the_assets_are_there():
     assert {p.name for p in SCRIPTS} == {"clicker.js", "link.js", "live_plot.js", "room_watch.js"}
-    assert {p.name for p in STYLES} == {"link.css", "present.css", "responsive.css"}
+    assert {p.name for p in STYLES} == {"link.css", "page.css", "present.css", "responsive.css", "rooms.css"}
 
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.name)
