@@ -283,7 +283,7 @@ def _depth(name: str, ax: dict, data: list[dict], font: float, length: float) ->
     a = math.radians(abs(float(angle)))
     if a == 0:
         return high + _gap("x", font) + tick
-    return w * math.sin(a) + high * math.cos(a) + _gap("rotated", font) + tick
+    return w * math.sin(a) + high * math.cos(a) + _gap("rotated", font) + tick + 1  # a rotated outline's rounding
 
 
 def _title_depth(ax: dict, letter: str, font: float) -> float:

@@ -122,6 +122,13 @@ class PageWatch:
             self.page.wait_for_selector(".js-plotly-plot .main-svg", timeout=timeout)
             self.wait_idle(timeout)
 
+    def open_sidebar(self) -> None:
+        """Unfold the sidebar (the app starts with it folded, so that a page's first screen is its chart)."""
+        button = self.page.locator("[data-testid='stExpandSidebarButton']")
+        if button.count() and button.first.is_visible():
+            button.first.click()
+            self.page.wait_for_timeout(500)  # its sliding animation
+
     def open_sections(self, *titles: str) -> None:
         """Open the page's section expanders (``ui.section_box``: computed and sent while open) by their titles, or
         by their numbers ("3" for saturation's "3 · ..."), one by one, each drawn before the next."""

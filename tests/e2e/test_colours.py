@@ -116,7 +116,8 @@ def check_chart(info: dict, published: list) -> None:
 def test_weights_grid_paints_its_scale(watch, present):
     watch.open("?mask=causal" + ("&present=1" if present else ""))
     info = painted(watch, "grid", grid=True)
-    assert len(info["frames"]) == 8
+    # a slide shows as many heads as it labels in full, the others a press later
+    assert len(info["frames"]) == 8 if not present else 1 <= len(info["frames"]) < 8
     check_chart(info, PUBLISHED["inferno" if present else "viridis"])
     first = info["traces"][0]
     assert first["z"][0, 0] == 1.0  # causal: the first token attends only to itself, weight exactly 1

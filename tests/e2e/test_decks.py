@@ -47,6 +47,7 @@ def test_the_clicker_walks_a_deck_across_pages(browser, server):
 def test_a_half_typed_slide_title_survives_closing_the_panel(watch):
     """The deck panel sends nothing while closed; what was typed into its title and note comes back with it."""
     watch.open("")
+    watch.open_sidebar()
     panel = watch.page.locator(".st-key-deck_panel summary")
     panel.click()
     watch.wait_idle()

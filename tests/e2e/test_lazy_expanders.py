@@ -45,6 +45,7 @@ def test_a_closed_help_text_is_not_sent_and_opens_with_the_current_numbers(watch
     watch.press_slider("temperature", 1, "ArrowLeft")  # back to 1.0: the open help text is sent again, current
     watch.wait_idle()
     assert "τ = 1: c = 1/(√64 · 1) = 0.125" in content(watch, HELP)
+    watch.open_sidebar()
     open_box(watch, PANEL)  # the deck panel's widgets come when it opens
     assert watch.page.locator(PANEL).locator("[data-testid='stFileUploader']").count() == 1
     assert watch.real_console_errors() == [] and watch.exceptions() == []

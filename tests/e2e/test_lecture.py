@@ -116,6 +116,7 @@ def test_share_link_reopens_the_same_view(watch, browser, server):
     assert "head_dim=18" in link and "seed=9" in link
     # its copy button puts the same link on the clipboard (localhost is a secure context: the clipboard API)
     watch.page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    watch.open_sidebar()
     copy = watch.page.locator("[data-testid='stSidebar'] .attn-link button")
     copy.click()
     assert watch.page.evaluate("() => navigator.clipboard.readText()") == link

@@ -88,6 +88,9 @@ PROBLEMS = """() => {
 def open_page(page, base: str, path: str, click: bool = False) -> None:
     """Open ``path``: by its address, or with ``click`` by the sidebar's link (the same session, no reload)."""
     if click:
+        unfold = page.locator("[data-testid='stExpandSidebarButton']")  # the app starts with its sidebar folded
+        if unfold.count() and unfold.first.is_visible():
+            unfold.first.click()
         page.locator(f"[data-testid='stSidebarNav'] a[href$='/{path}']").click()
         page.wait_for_function(f"() => location.pathname.endsWith('/{path}')")
     else:

@@ -95,7 +95,7 @@ def test_long_text_from_a_link_is_cut_with_notice(watch):
     long_text = "word " * 2000  # 10,000 characters
     watch.open("?text=" + long_text.replace(" ", "+"))
     body = watch.page.inner_text("body")
-    assert "10000 characters" in body and "2000" in body
+    assert "10,000 characters" in body and "2,000" in body
     assert re.search(r"only the first 256 are used", body)
     assert_clean(watch)
 
