@@ -72,7 +72,8 @@ elif p.view == "agree":
         with grid_box:
             pm = ui.compute(mv.grid, run_cfg, p.tokens, p.seed, p.mode, given={"layer": lay})
             if pm is not None:
-                ui.show_heads(ui.view(mv.grid_view, pm, p.mode, style), "mla_grid")
+                heads = ui.grid_page(pm, "mla_heads")  # a slide: as many heads as it labels in full
+                ui.show_heads(ui.view(mv.grid_view, pm, p.mode, style, heads), "mla_grid")
     st.caption(ui.t("mla.random_inputs", seed=p.seed))
 elif p.view == "cache":
     with ui.drawer():  # with the page's controls (slide mode: in the controls bar)

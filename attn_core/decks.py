@@ -40,7 +40,11 @@ MAX_TEXT = 400  # characters of a slide's title or sentence
 LANGS = ("en", "zh")
 DECK_DIR = Path(__file__).resolve().parent.parent / "assets" / "decks"
 _VIEWER_KEYS = ("lang",)  # the viewer's own choice: never stored in a slide
-STEP_KEYS = ("slide", "kv_token")  # a slide mode's steppers (Previous/Next on the page): the link counts from 1
+STEP_KEYS = (
+    "slide",
+    "kv_token",
+    "mla_heads",
+)  # a slide mode's steppers (Previous/Next on the page): the link counts from 1
 GLOBAL_KEYS = ("seed", "present", *STEP_KEYS)  # link parameters every page may hold besides its own controls
 # link parameters that are no control of a page: the viewer's presentation mode and language, the deck and its slide
 VIEWER_KEYS = ("seed", "present", "lang", "deck", "deck_at")

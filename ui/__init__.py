@@ -65,7 +65,7 @@ from .output import (
     show_views,
 )
 from .responsive import apply_responsive, on_phone
-from .tokenmaps import head_grid, open_zoom
+from .tokenmaps import grid_page, head_grid, open_zoom
 from .widgets import (
     control,
     controls_box,
@@ -100,6 +100,7 @@ __all__ = [
     "file_input",
     "drawn",
     "freeze_heap",
+    "grid_page",
     "head_grid",
     "help_expander",
     "help_text",

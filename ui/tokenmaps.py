@@ -22,7 +22,7 @@ from .core import _notice_if_replaced, _parse_number, _remember, _url_raw, _writ
 from .output import show_heads, show_view
 from .widgets import drawer, slide_controls
 
-__all__ = ["FOCUS_TOKEN", "FOCUS_GROUP", "open_zoom", "head_grid"]
+__all__ = ["FOCUS_TOKEN", "FOCUS_GROUP", "open_zoom", "head_grid", "grid_page"]
 
 FOCUS_TOKEN, FOCUS_GROUP = "focus_token", "focus_group"  # session-state keys of the two pickers
 
@@ -111,16 +111,17 @@ def _lines(layer: Any, pm: Any, focus: tuple[int, int]) -> None:
     st.markdown(hm.focus_sentence(rows, s))
 
 
-def _slide_page(pm: Any) -> tuple[int, ...] | None:
-    """Slide mode: the heads of the slide's page of the grid, with a stepper of the pages over the grid (its
-    label names the heads, the clicker presses it); None where one slide shows them all (and on a page)."""
+def grid_page(pm: Any, key: str = "slide") -> tuple[int, ...] | None:
+    """Slide mode: the heads of the slide's page of the grid, with a stepper ``key`` of the pages over the grid (its
+    label names the heads, the clicker presses it); None where one slide shows them all (and on a page). A page
+    whose sections are already a slide's stepper (``slide``) gives the grid's its own key."""
     if not present():
         return None
     s = style()
     pages = hm.grid_pages(pm, s)  # a few label widths measured: no cache needed
     if len(pages) < 2:
         return None
-    at = slide_controls("slide", len(pages), label=lambda i: hm.page_label(pm, pages[i], s))
+    at = slide_controls(key, len(pages), label=lambda i: hm.page_label(pm, pages[i], s))
     return pages[at]
 
 
@@ -147,7 +148,7 @@ def head_grid(layer: Any, pm: Any, fit: bool, key: str, open_head: Callable[[int
             )
         )
     with box:
-        heads = _slide_page(pm)
+        heads = grid_page(pm)
         show_heads(  # on a phone: one head at a time
             view(hm.grid_view, pm, style(), fit, focus, heads),
             key,

@@ -318,9 +318,9 @@ def agree_sentences(res: Compared, style: figures.Style) -> list[tuple[str, str]
     return out
 
 
-def grid_view(pm: PooledMaps, mode: str, style: figures.Style) -> View:
-    """The heatmaps page's grid of every head, named for the path it shows."""
-    v = hm.grid_view(pm, style, False)
+def grid_view(pm: PooledMaps, mode: str, style: figures.Style, heads: tuple[int, ...] | None = None) -> View:
+    """The heatmaps page's grid of every head, named for the path it shows; ``heads``: one slide's page of it."""
+    v = hm.grid_view(pm, style, False, None, heads)
     return View(f"mla_weights_{mode}_t{len(pm.tokens_q)}", v.figure, v.source)
 
 
