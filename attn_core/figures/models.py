@@ -63,17 +63,52 @@ def role_layer_step(n_layers: int, style: Style) -> int:
     return step
 
 
-def roles_figure(mat: np.ndarray, n_kv_heads: int, value_label: str, title: str, style: Style = Style()) -> go.Figure:
+def layer_axis(n_layers: int, style: Style, globals_: tuple[int, ...] = (), window: int | None = None) -> dict:
+    """The roles chart's layer axis: every layer numbered while the numbers fit (else every ``step``-th, said in the
+    title); a model with local layers (``window``) marks its global layers ``globals_`` with a second line under
+    their number (``G``, 全), said in the axis title."""
+    step = role_layer_step(n_layers, style)
+    t = style.t
+    shown = range(0, n_layers, step)
+    mark = t("models.global_mark")
+    if window is not None and globals_:
+        title = t("models.axis_layer_windows", mark=mark, window=window)
+        text = [f"<b>{i}</b><br><b>{mark}</b>" if i in globals_ else str(i) for i in shown]
+    else:
+        title = t("models.axis_layer") if step == 1 else t("models.axis_layer_every", n=step)
+        text = [str(i) for i in shown]
+    return dict(
+        title=dict(text=title, font=dict(size=style.font + 2)),
+        tickfont=dict(size=style.font),
+        tickmode="array",
+        tickvals=list(shown),
+        ticktext=text,
+        tickangle=0,
+        range=[-0.5, n_layers - 0.5],
+        showgrid=False,
+        zeroline=False,
+    )
+
+
+def roles_figure(
+    mat: np.ndarray,
+    n_kv_heads: int,
+    value_label: str,
+    title: str,
+    style: Style = Style(),
+    windows: tuple[tuple[int, ...], int | None] = ((), None),
+) -> go.Figure:
     """A role score ``mat`` ``[L, H]`` (0..1) as one row per query head (grouped by the KV head it reads, each
     group framed in its colour) and one column per layer, numbered along the bottom (every layer while the
     numbers fit, else every ``step``-th, said in the axis title).
 
     The colour bar sits close to the map with three ticks (on a slide without its title: the chart's title names
     the score), and the right margin is what it takes, not the room a default bar would: on a 1024 px slide the
-    30 layers of SmolLM2 then get every number at 20 px."""
+    30 layers of SmolLM2 then get every number at 20 px. ``windows``: (the global layers, the local layers' window)
+    of a model with local layers (:func:`layer_axis` marks the global ones), else ``((), None)``."""
     n_layers, n_heads = mat.shape
-    step = role_layer_step(n_layers, style)
     t = style.t
+    mark_rows = 1.4 if windows[1] is not None and windows[0] else 0  # the second line under the global layers' numbers
     layer_word = t("models.axis_layer")
     heads = head_labels(n_heads, n_kv_heads)
     font, axis_font = dict(size=style.font), dict(size=style.font + 2)
@@ -91,7 +126,10 @@ def roles_figure(mat: np.ndarray, n_kv_heads: int, value_label: str, title: str,
     layout = dict(
         title=dict(text=title, font=dict(size=style.font + 1)),
         font=font,
-        height=(90 if style.present else 70) + n_heads * (34 if style.present else 26) + 90,
+        height=(90 if style.present else 70)
+        + n_heads * (34 if style.present else 26)
+        + 90
+        + int(mark_rows * style.font),
         plot_bgcolor="rgba(0,0,0,0)",
         hoverlabel=dict(font=dict(size=max(12, style.font - 2))),
         legend=dict(font=font),
@@ -110,17 +148,7 @@ def roles_figure(mat: np.ndarray, n_kv_heads: int, value_label: str, title: str,
                 xpad=8,
             ),
         ),
-        xaxis=dict(
-            title=dict(text=layer_word if step == 1 else t("models.axis_layer_every", n=step), font=axis_font),
-            tickfont=font,
-            tickmode="array",
-            tickvals=list(range(0, n_layers, step)),
-            ticktext=[str(i) for i in range(0, n_layers, step)],
-            tickangle=0,
-            range=[-0.5, n_layers - 0.5],
-            showgrid=False,
-            zeroline=False,
-        ),
+        xaxis=layer_axis(n_layers, style, *windows),
         yaxis=dict(
             title=dict(text="" if style.present else t("models.axis_head"), font=axis_font),  # a slide: labels say it
             tickfont=font,

@@ -57,6 +57,7 @@ Y_SCALES = ("log", "linear")
 SHIPPED_MODELS = (
     "smollm2-135m",
     "minilm-l6",
+    "gemma3-270m",
 )  # the pretrained models that ship with the app (attn_core.pretrained.models)
 MODELS = ("custom", *load_presets(), *SHIPPED_MODELS)
 REAL_PROMPT = EXAMPLE_TEXTS["english"]  # the real model's prompt, cut or repeated to dec_prompt tokens
@@ -138,7 +139,10 @@ class Params:
         False, "bool", help="help.dec_wrong", cli_help="cache K and V after repeat_kv (the mistake)"
     )
     dec_real: bool = control(
-        False, "bool", help="help.dec_real", cli_help="decode with the real model (a shipped decoder: smollm2-135m)"
+        False,
+        "bool",
+        help="help.dec_real",
+        cli_help="decode with the real model (a shipped decoder: smollm2-135m or gemma3-270m)",
     )
     dec_recompute: bool = control(
         True,
@@ -1100,6 +1104,7 @@ CHECKS = PageChecks(
         {"model": "smollm2-135m", "dec_real": "true", "dec_steps": "2", "dec_prompt": "1", "dec_layers": "8"},
         {"model": "smollm2-135m", "dec_real": "true", "dec_wrong": "true", "dec_batch": "16", "seq_len": "1048576"},
         {"model": "minilm-l6", "dec_real": "true", "stack_weights": "true", "dtype": "int4"},
+        {"model": "gemma3-270m", "dec_real": "true", "dec_steps": "2", "dec_prompt": "1", "seq_len": "1048576"},
         # the cache as tensors: no GQA divisor (6 has 2 and 3; 2 has none), a slide past the last token
         {"model": "custom", "n_heads": "6", "n_kv_heads": "6", "seq_len": "2", "present": "true", "slide": "99"},
         {"model": "custom", "n_heads": "2", "n_kv_heads": "2", "seq_len": "64", "slide": "abc", "present": "true"},
