@@ -876,7 +876,7 @@ def model_line(model: LoadedModel, style: figures.Style) -> str:
         title=model.title,
         layers=model.n_layers,
         heads=model.n_heads,
-        kv=model.n_kv_heads,
+        kvs=style.count(model.n_kv_heads, "kv_head"),
         kind=kind,
         per=style.count(model.n_rep, "query_head"),
         d=model.head_dim,

@@ -782,7 +782,13 @@ def head_step_views(hw: HeadWindow, style: figures.Style, n_cols: int) -> list[V
 
 def layer_line(model: LoadedModel, layer: int, style: figures.Style) -> str:
     """Above the grid: which layer, and how its query heads share the KV heads."""
-    line = style.t("models.layer_line", layer=layer, heads=model.n_heads, kv=model.n_kv_heads, per=model.n_rep)
+    line = style.t(
+        "models.layer_line",
+        layer=layer,
+        heads=model.n_heads,
+        kvs=style.count(model.n_kv_heads, "kv_head"),
+        per=model.n_rep,
+    )
     kind = hm.layer_kind(model, layer, style)
     return line if kind is None else f"{line} {kind}"
 
