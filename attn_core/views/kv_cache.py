@@ -36,12 +36,14 @@ from attn_core.kv.memory import (
     seq_points,
     unknown_choice,
     weights_bytes,
+    windowed_cache_bytes,
 )
-from attn_core.pretrained.models import LoadedModel, load_model, model_preset
+from attn_core.pretrained.models import LoadedModel, cache_kept, load_model, model_preset
 from attn_core.runtime.config import ConfigError, check_int
 from attn_core.runtime.device import total_memory
 from attn_core.runtime.units import format_bytes, format_bytes_exact
 from attn_core.views.base import PageChecks, Scenario, Shown, View, control, step_at, view_list, with_values  # noqa: F401 - with_values for the page  # noqa: F401 - with_values for the page
+from attn_core.views.heatmaps import layer_list
 from attn_core.views.models import EXAMPLE_TEXTS, GenPair, GenSpec, ModelText, gen_frame, gen_steps, gen_summary
 
 DEFAULT_MODEL = "llama-3-8b"  # a GQA model, so the comparison has MHA, GQA and MQA rows
@@ -448,6 +450,13 @@ class RealDecodeSpec:
     prompt_ids: tuple[int, ...]
     n_new: int
     recompute: bool = True
+    kept: tuple[int | None, ...] = ()  # positions each layer's cache keeps (None: all; Gemma 3's local layers: 511)
+
+    def formula(self, seq_len: int) -> int:
+        """The cache's bytes by the formula at ``seq_len`` tokens, each layer at min(S, what it keeps)."""
+        if not any(self.kept):
+            return kvc.kv_cache_bytes(self.n_layers, self.n_kv_heads, self.head_dim, seq_len, 1, REAL_DTYPE)
+        return windowed_cache_bytes(self.kept, self.n_kv_heads, self.head_dim, seq_len, 1, REAL_DTYPE)
 
     @property
     def prompt_len(self) -> int:
@@ -482,6 +491,7 @@ def decode_spec(p: Params, model: LoadedModel | None = None) -> DecodeSpec | Rea
         real_prompt(model, p.dec_prompt),
         check_int("dec_steps", p.dec_steps, 2, MAX_DEC_STEPS),
         bool(p.dec_recompute),
+        cache_kept(model),
     )
 
 
@@ -494,7 +504,7 @@ def real_decode_steps(spec: RealDecodeSpec, model: LoadedModel) -> Iterator[GenP
 def real_decode_figures(pairs: Sequence[GenPair], spec: RealDecodeSpec, style: Style) -> tuple:
     """(memory figure, time figure) of the model's decode so far: measured bytes against the formula, in float32."""
     steps = [p.cached for p in pairs]
-    whole = kvc.kv_cache_bytes(spec.n_layers, spec.n_kv_heads, spec.head_dim, spec.x_max, 1, REAL_DTYPE)
+    whole = spec.formula(spec.x_max)
     series = mf.DecodeSeries(
         [s.seq_len for s in steps], [s.cache_bytes for s in steps], [s.formula_bytes for s in steps], spec.x_max, whole
     )
@@ -506,8 +516,8 @@ def real_decode_figures(pairs: Sequence[GenPair], spec: RealDecodeSpec, style: S
 
 
 def real_intro(spec: RealDecodeSpec, style: Style) -> str:
-    """What the model's own decode runs and measures."""
-    return style.t(
+    """What the model's own decode runs and measures; a model with local layers: what its cache keeps on them."""
+    intro = style.t(
         "kvcache.real_intro",
         model=spec.title,
         L=spec.n_layers,
@@ -516,6 +526,13 @@ def real_intro(spec: RealDecodeSpec, style: Style) -> str:
         p=spec.prompt_len,
         n=spec.n_new,
     )
+    local = [i for i, k in enumerate(spec.kept) if k is not None]
+    if not local:
+        return intro
+    glob = [i for i, k in enumerate(spec.kept) if k is None]
+    kept = spec.kept[local[0]]
+    windows = style.t("kvcache.real_windows", n=len(local), kept=kept, w=kept + 1, g=len(glob), layers=layer_list(glob))
+    return f"{intro} {windows}"
 
 
 def decode_tag(cfg: kvc.DecodeConfig) -> str:
@@ -717,7 +734,7 @@ def planned_series(spec: DecodeSpec | RealDecodeSpec) -> mf.DecodeSeries:
     this chart as the run makes them."""
     seq = list(range(spec.prompt_len, spec.x_max + 1))
     if isinstance(spec, RealDecodeSpec):
-        formula = [kvc.kv_cache_bytes(spec.n_layers, spec.n_kv_heads, spec.head_dim, t, 1, REAL_DTYPE) for t in seq]
+        formula = [spec.formula(t) for t in seq]
         return mf.DecodeSeries(seq, [], formula, spec.x_max, formula[-1])
     cfg = spec.cfg
     formula = [kvc.kv_cache_bytes(cfg.n_layers, cfg.cache_heads, cfg.head_dim, t, cfg.batch, cfg.dtype) for t in seq]
@@ -861,10 +878,33 @@ def notices(p: Params, calc: Calculator, style: Style) -> list[Notice]:
         text = style.t("kvcache.beyond_max", model=preset.name, max=f"{preset.max_positions:,}", s=f"{p.seq_len:,}")
         out.append(("warning", text, "⚠️"))
     if preset is not None and preset.sliding_window:
-        out.append(("info", style.t("kvcache.sliding", model=preset.name, w=f"{preset.sliding_window:,}"), "ℹ️"))
+        out.append(("info", window_count(p, preset, calc, style), "ℹ️"))
     if p.shipped and not p.preset_decodes:  # an encoder keeps no cache: the numbers are a decoder's
         out.append(("info", style.t("kvcache.encoder", model=preset.name), "ℹ️"))
     return out
+
+
+def window_count(p: Params, preset: ModelPreset, calc: Calculator, style: Style) -> str:
+    """A sliding-window model's own cache at ``p``'s settings: its local layers at min(S, window) positions (which
+    layers), against the full cache the formula, the chart and the table count."""
+    windows = preset.layer_windows
+    glob = [i for i, w in enumerate(windows) if w is None]
+    own = preset.windowed_bytes(p.seq_len, p.batch, p.dtype)
+    full = calc.native.bytes(p.seq_len, p.batch, p.dtype)
+    return style.t(
+        "kvcache.windowed" if glob else "kvcache.windowed_all",
+        model=preset.name,
+        n=len(windows) - len(glob),
+        L=len(windows),
+        w=f"{preset.sliding_window:,}",
+        g=len(glob),
+        layers=layer_list(glob),
+        kept=f"{min(p.seq_len, preset.sliding_window):,}",
+        s=f"{p.seq_len:,}",
+        own=format_bytes(own),
+        full=format_bytes(full),
+        share=f"{own / full:.0%}" if full else "100%",
+    )
 
 
 def result(p: Params, calc: Calculator, style: Style) -> tuple[str, str, str]:
