@@ -867,6 +867,11 @@ def explanation(p: Params, i: int, style: figures.Style) -> str:
     return style.t(f"heatmap.explain{i + 1}")
 
 
+def sentence_gap(style: figures.Style) -> str:
+    """What goes between two sentences: a space, none after Chinese punctuation."""
+    return "" if style.lang == "zh" else " "
+
+
 def model_line(model: LoadedModel, style: figures.Style) -> str:
     """The model's shape in one line: layers, query heads sharing KV heads, d_k, positions, quantization."""
     t = style.t
@@ -884,9 +889,9 @@ def model_line(model: LoadedModel, style: figures.Style) -> str:
         how=t("models.decoder" if model.causal else "models.encoder"),
     )
     if model.quantization:
-        line += " " + t("models.quantized", q=model.quantization)
+        line += sentence_gap(style) + t("models.quantized", q=model.quantization)
     if (facts := window_facts(model, style)) is not None:
-        line += " " + facts
+        line += sentence_gap(style) + facts
     return line
 
 

@@ -532,7 +532,7 @@ def real_intro(spec: RealDecodeSpec, style: Style) -> str:
     glob = [i for i, k in enumerate(spec.kept) if k is None]
     kept = spec.kept[local[0]]
     windows = style.t("kvcache.real_windows", n=len(local), kept=kept, w=kept + 1, g=len(glob), layers=layer_list(glob))
-    return f"{intro} {windows}"
+    return intro + ("" if style.lang == "zh" else " ") + windows
 
 
 def decode_tag(cfg: kvc.DecodeConfig) -> str:

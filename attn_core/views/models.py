@@ -790,7 +790,7 @@ def layer_line(model: LoadedModel, layer: int, style: figures.Style) -> str:
         per=model.n_rep,
     )
     kind = hm.layer_kind(model, layer, style)
-    return line if kind is None else f"{line} {kind}"
+    return line if kind is None else line + hm.sentence_gap(style) + kind
 
 
 def source_line(model: LoadedModel, style: figures.Style) -> str:
@@ -799,7 +799,7 @@ def source_line(model: LoadedModel, style: figures.Style) -> str:
     shown = url.split("://", 1)[-1] if url.startswith("https://") else url
     line = style.t("models.source", title=model.title, url=f"[{shown}]({url})")  # a link that ends where it says
     licence = hm.licence_line(model.name, style)  # Gemma 3: the Gemma Terms of Use
-    return line if licence is None else f"{line} {licence}"
+    return line if licence is None else line + hm.sentence_gap(style) + licence
 
 
 # ---------------------------------------------------------------- charts
