@@ -39,11 +39,12 @@ from attn_core.kv.memory import (
     windowed_cache_bytes,
 )
 from attn_core.pretrained.models import LoadedModel, cache_kept, load_model, model_preset
+from attn_core.pretrained.store import SHIPPED
 from attn_core.runtime.config import ConfigError, check_int
 from attn_core.runtime.device import total_memory
 from attn_core.runtime.units import format_bytes, format_bytes_exact
 from attn_core.views.base import PageChecks, Scenario, Shown, View, control, step_at, view_list, with_values  # noqa: F401 - with_values for the page  # noqa: F401 - with_values for the page
-from attn_core.views.heatmaps import layer_list
+from attn_core.views.heatmaps import layer_list, licence_line
 from attn_core.views.models import EXAMPLE_TEXTS, GenPair, GenSpec, ModelText, gen_frame, gen_steps, gen_summary
 
 DEFAULT_MODEL = "llama-3-8b"  # a GQA model, so the comparison has MHA, GQA and MQA rows
@@ -866,8 +867,11 @@ def source_line(preset: ModelPreset, style: Style) -> str:
     """Where the preset's numbers come from: its official config (and the paper its comparison follows)."""
     if preset.paper:
         return style.t("kvcache.source_paper", url=preset.source, paper=preset.paper)
-    if preset.id.startswith("model:"):  # a shipped pretrained model: the config of its installed files
-        return style.t("kvcache.source_shipped", url=preset.source)
+    if preset.id.startswith("model:"):  # a shipped pretrained model: the config of its installed files, its terms
+        line = style.t("kvcache.source_shipped", url=preset.source)
+        key = next((k for k, s in SHIPPED.items() if s.title == preset.name), "")
+        licence = licence_line(key, style)  # Gemma 3: the Gemma Terms of Use
+        return line if licence is None else line + ("" if style.lang == "zh" else " ") + licence
     return style.t("kvcache.source", url=preset.source)
 
 

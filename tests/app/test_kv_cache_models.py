@@ -126,6 +126,8 @@ def test_gemma_in_the_calculator_counts_its_local_layers_at_the_window(app_test)
         assert "15 local layers (sliding window: each keeps only the last 512 tokens) and 3 global layers" in note
         assert "(5, 11, 17)" in note and "min(S, 512) = 512 positions" in note
         assert f"**{kc.format_bytes(own)}**" in note and f"{own / (2 * 18 * 32768 * 256 * 4):.0%}" in note
+        terms = "Gemma 3 270M is distributed under the Gemma Terms of Use (https://ai.google.dev/gemma/terms)"
+        assert (terms in texts(at)) == (model == "gemma3-270m")  # the shipped model's own files
     at = app_test(PAGE, query={"model": "mistral-7b", "seq_len": "100"}, session={"lang": "zh"})
     no_exception(at)
     assert "全部 32 层都是局部层" in "\n".join(i.value for i in at.info)  # every layer slides; 100 < 4096: all kept
