@@ -155,3 +155,24 @@ def test_heatmaps_page_draws_a_models_layer(watch):
     assert panels == 9  # SmolLM2's 9 query heads, one panel title each
     assert_clean(watch)
     watch.shot("heatmaps-smollm2-layer17")
+
+
+def test_heatmaps_slide_of_a_gemma_local_layer_shows_its_window_as_a_band(browser, server):
+    """200 synthetic tokens (691 of Gemma's): layer 4's panels are grey (masked) where a key lies 512 or more back,
+    layer 5's (global) are not; the slide passes the audit in Chinese (screenshots in artifacts/audit)."""
+    from tests.e2e.test_visual_audit import SHOTS, english_words
+
+    ctx = browser.new_context(viewport={"width": 1280, "height": 720}, device_scale_factor=1)
+    w = PageWatch(ctx.new_page(), server)
+    opts = {"slide": True, "phone": False, "zh": True, "english": english_words(), "minPx": 20}
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        for layer in (4, 5):
+            query = f"attn_from=gemma3-270m&source=synthetic&seq_len=200&model_layer={layer}&lang=zh&present=1"
+            w.open(f"?{query}", timeout=300_000)
+            w.page.screenshot(path=str(SHOTS / f"gemma-heatmaps-layer{layer}-slide-1280x720-zh.png"))
+            assert w.page.evaluate(AUDIT_JS, opts) == []
+            body = w.page.inner_text("body")
+            assert ("局部层" in body) == (layer == 4) and "Gemma 使用条款" in body
+    finally:
+        ctx.close()
