@@ -158,8 +158,9 @@ def test_heatmaps_page_draws_a_models_layer(watch):
 
 
 def test_heatmaps_slide_of_a_gemma_local_layer_shows_its_window_as_a_band(browser, server):
-    """200 synthetic tokens (691 of Gemma's): layer 4's panels are grey (masked) where a key lies 512 or more back,
-    layer 5's (global) are not; the slide passes the audit in Chinese (screenshots in artifacts/audit)."""
+    """200 synthetic tokens (691 of Gemma's) on a Chinese slide: layer 4's panels grey (masked) where a key lies 512
+    or more back (tests/app/test_heatmaps_models.py checks the values), layer 5's not; each slide passes the audit
+    (screenshots in artifacts/audit); the page says which kind the layer is and names the Gemma Terms of Use."""
     from tests.e2e.test_visual_audit import SHOTS, english_words
 
     ctx = browser.new_context(viewport={"width": 1280, "height": 720}, device_scale_factor=1)
@@ -172,7 +173,8 @@ def test_heatmaps_slide_of_a_gemma_local_layer_shows_its_window_as_a_band(browse
             w.open(f"?{query}", timeout=300_000)
             w.page.screenshot(path=str(SHOTS / f"gemma-heatmaps-layer{layer}-slide-1280x720-zh.png"))
             assert w.page.evaluate(AUDIT_JS, opts) == []
+            w.open(f"?{query.replace('&present=1', '')}", timeout=300_000)  # the page: its layer control's caption
             body = w.page.inner_text("body")
-            assert ("局部层" in body) == (layer == 4) and "Gemma 使用条款" in body
+            assert f"第 {layer} 层是{'局部层' if layer == 4 else '全局层'}" in body and "Gemma 使用条款" in body
     finally:
         ctx.close()
