@@ -163,6 +163,7 @@ def roles_figure(
         meta={FONTS_SET: style.font},
     )
     reserve_margins({"data": [trace], "layout": layout})  # the labels' room, as apply_fonts would reserve it
+    layout["margin"]["b"] += int(mark_rows * style.font)  # the marks' second line, which the estimate reads as one
     # the bar: its pad, 14 px, its labels ("0.5") and, on a page, its title turned on its side
     layout["margin"]["r"] = int(8 + 14 + 8 + text_width("0.5", style.font) + (1.6 * style.font if bar_title else 0) + 8)
     return PlainFigure(data=[trace], layout=layout)

@@ -48,6 +48,26 @@ def test_roles_of_a_model_whose_layer_numbers_do_not_fit_are_thinned_and_said():
     assert x["title"]["text"] == f"layer (numbered every {step})"
 
 
+def test_roles_of_a_model_with_local_layers_mark_its_global_ones_and_say_so():
+    """Gemma 3 270M: 18 layers, global 5, 11 and 17 marked under their number (G; 全 in Chinese), the axis title says
+    what the mark means and the others' window; the chart grows by the second line; no mark without windows."""
+    mat = np.zeros((18, 4), dtype=np.float32)
+    for style, mark in ((Style(), "G"), (Style(present=True, lang="zh"), "全")):
+        plain = spec_of(modfig.roles_figure(mat, 1, "x", "t", style))["layout"]
+        lay = spec_of(modfig.roles_figure(mat, 1, "x", "t", style, ((5, 11, 17), 512)))["layout"]
+        text = lay["xaxis"]["ticktext"]
+        assert [i for i, tick in enumerate(text) if tick == f"<b>{i}</b><br><b>{mark}</b>"] == [5, 11, 17]
+        assert [tick for i, tick in enumerate(text) if i not in (5, 11, 17)] == [
+            str(i) for i in range(18) if i % 6 != 5
+        ]
+        assert plain["xaxis"]["ticktext"] == [str(i) for i in range(18)]
+        assert f"{mark} = " in lay["xaxis"]["title"]["text"] and "512" in lay["xaxis"]["title"]["text"]
+        assert (
+            lay["height"] == plain["height"] + int(1.4 * style.font) and lay["xaxis"]["tickfont"]["size"] == style.font
+        )
+        assert lay["margin"]["b"] > plain["margin"]["b"]  # the second line's room, reserved
+
+
 def test_a_slide_thins_a_maps_labels_to_the_room_it_gives_them():
     tokens = [f"tok{i} ({i})" for i in range(23)]
     fig = hfig.matrix_figure(hfig.MatrixSpec(np.eye(23), tokens, tokens, "t"), Style(present=True))
