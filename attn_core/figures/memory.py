@@ -391,6 +391,7 @@ class DecodeSeries:
     correct: Sequence[int] | None = None
     cuda: Sequence[int] | None = None
     allocated: int | None = None
+    formula_name: str | None = None  # the formula line's name when it is not 2·L·B·H·S·d_k·b (a sliding window's)
 
 
 def decode_memory_figure(s: DecodeSeries, style: Style = Style()) -> go.Figure:
@@ -435,7 +436,7 @@ def decode_memory_figure(s: DecodeSeries, style: Style = Style()) -> go.Figure:
         )
     data.append(
         line(
-            style.t("kvmem.formula"),
+            s.formula_name or style.t("kvmem.formula"),
             x,
             s.formula,
             mode="lines",

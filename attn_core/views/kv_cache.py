@@ -9,6 +9,7 @@ them with the builders below, so a slide matches the screen.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -507,13 +508,23 @@ def real_decode_figures(pairs: Sequence[GenPair], spec: RealDecodeSpec, style: S
     steps = [p.cached for p in pairs]
     whole = spec.formula(spec.x_max)
     series = mf.DecodeSeries(
-        [s.seq_len for s in steps], [s.cache_bytes for s in steps], [s.formula_bytes for s in steps], spec.x_max, whole
+        [s.seq_len for s in steps],
+        [s.cache_bytes for s in steps],
+        [s.formula_bytes for s in steps],
+        spec.x_max,
+        whole,
+        formula_name=formula_name(spec, style),
     )
     recompute = [p.recomputed.seconds * 1e3 for p in pairs] if pairs and pairs[0].recomputed else None
     time_fig = mf.decode_time_figure(
         [s.seq_len for s in steps], [s.seconds * 1e3 for s in steps], recompute, x_max=spec.x_max, style=style
     )
     return mf.decode_memory_figure(series, style), time_fig
+
+
+def formula_name(spec: RealDecodeSpec, style: Style) -> str | None:
+    """The formula line's name for a model whose local layers keep a window (None: the plain formula's)."""
+    return style.t("kvmem.formula_windowed") if any(spec.kept) else None
 
 
 def real_intro(spec: RealDecodeSpec, style: Style) -> str:
@@ -747,6 +758,8 @@ def decode_plan_view(spec: DecodeSpec | RealDecodeSpec, style: Style) -> View:
     """The decode's memory chart before Run (:func:`planned_series`): what the formula predicts at each step, with
     those numbers as data."""
     s = planned_series(spec)
+    if isinstance(spec, RealDecodeSpec):
+        s = dataclasses.replace(s, formula_name=formula_name(spec, style))
     data = pd.DataFrame({"tokens in cache": s.seq_len, "formula (bytes)": s.formula})
     if s.correct is not None:
         data["correct cache (bytes)"] = s.correct
