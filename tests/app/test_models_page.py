@@ -209,6 +209,7 @@ def test_gemma_roles_mark_its_global_layers_and_its_facts_say_mqa_the_window_and
     assert axis["title"]["text"] == "layer (G = global; the others see the last 512 tokens)"
     assert spec["layout"]["yaxis"]["ticktext"] == ["h0 · KV0", "h1 · KV0", "h2 · KV0", "h3 · KV0"]
     assert "one KV head for all query heads (MQA)" in at.info[0].value
+    assert "Gemma 3 270M (a decoder, MQA: 4 query heads share 1 KV head;" in at.selectbox(key="model").help
     zh = app_test(PAGE, query={"model": "gemma3-270m", "lang": "zh", "present": "1"})
     no_exception(zh)
     (spec,) = chart_specs(zh)
