@@ -306,7 +306,8 @@ def slide_labels(fig: go.Figure, plot_px: tuple[float, float], style: Style) -> 
     """A heat map ``fig`` (labels as arrays of ticks on category axes) for a slide, whose height follows the screen:
     its plot gets about ``plot_px`` = (width, height) px there, not what the figure planned. Every label at the
     slide's font (20 px), thinned to every k-th where its neighbours would touch (:data:`SLIDE_PITCH`),
-    and each thinned axis's title says how many labels it shows."""
+    and each axis thinned here says in its title how many labels it shows (one the builder thinned already is said
+    in the chart's title). The top margin holds the title above the first row's label (:func:`title_room`)."""
     plain = fig.__dict__.get("_plain")
     data, layout = (
         (plain[0], plain[1]) if plain is not None else (fig.to_plotly_json()["data"], fig.to_plotly_json()["layout"])
@@ -321,13 +322,29 @@ def slide_labels(fig: go.Figure, plot_px: tuple[float, float], style: Style) -> 
         gap = (at.get(vals[1], 1) - at.get(vals[0], 0)) if len(vals) > 1 else 1  # the builder's own thinning
         k = max(1, math.ceil(SLIDE_PITCH * style.font / (span / max(len(cats), 1) * max(gap, 1))))
         axis.update(tickvals=vals[::k], ticktext=text[::k], tickfont=dict(size=style.font))
-        if k * gap > 1:
+        if k > 1:  # thinned here (the builder's own thinning, k == 1 here, its title already says)
             title = dict(axis.get("title") or {})
             word = str(title.get("text") or "").split(" (", 1)[0].split("（", 1)[0]
             axis["title"] = {**title, "text": style.t("models.slide_every", what=word, k=k * gap)}
         layout[f"{letter}axis"] = axis
     reserve_margins({"data": data, "layout": layout})
+    layout["margin"] = {
+        **layout.get("margin", {}),
+        "t": max(layout.get("margin", {}).get("t", 0), title_room(layout, style)),
+    }
     return PlainFigure(data=data, layout=layout)
+
+
+def title_room(layout: dict, style: Style) -> int:
+    """The top margin a slide's map needs: plotly centres the title (its lines, about 1.35 × its font each) in the
+    margin, and the first row's label, at the slide's font, reaches half a font above the plot, with 2 px between."""
+    title = layout.get("title") or {}
+    text = str(title.get("text") or "") if isinstance(title, dict) else str(title)
+    if not text:
+        return 0
+    size = float(((title.get("font") or {}).get("size") if isinstance(title, dict) else None) or style.font + 1)
+    lines = text.count("<br>") + 1
+    return math.ceil(lines * 1.35 * size + style.font + 4)
 
 
 def label_step(n: int, span_px: float, style: Style) -> int:

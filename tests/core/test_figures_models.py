@@ -83,6 +83,25 @@ def test_a_slide_thins_a_maps_labels_to_the_room_it_gives_them():
     assert zh["yaxis"]["title"]["text"] == "query（每 3 个标 1 个）"
 
 
+def test_a_slide_keeps_an_axis_the_builder_thinned_and_leaves_room_above_for_the_first_label():
+    """47 tokens that the builder already labels every 6th on the query axis (its title says so): the slide keeps
+    them (250 px hold 8 labels at 20 px) and the plain axis title; the top margin holds a two-line title centred in
+    it and the first row's label half a font above the plot."""
+    from attn_core.views import heatmaps as hm
+
+    p = hm.Params(source="synthetic", seq_len=47)
+    fig = hm.step_views(hm.step_window(p.layer(), 0, 0, 0), Style(present=True, lang="zh"), 1)[4].figure  # scaled
+    before = spec_of(fig)["layout"]
+    rows = list(spec_of(fig)["data"][0]["y"])
+    gap = rows.index(before["yaxis"]["tickvals"][1]) - rows.index(before["yaxis"]["tickvals"][0])
+    assert gap > 1 and f"每 {gap} 个标签显示 1 个" in before["title"]["text"]  # the builder's thinning, said
+    lay = spec_of(modfig.slide_labels(fig, (700, 250), Style(present=True, lang="zh")))["layout"]
+    assert lay["yaxis"]["tickvals"] == before["yaxis"]["tickvals"]
+    assert lay["yaxis"]["title"]["text"] == before["yaxis"]["title"]["text"]  # no second note, beside the plot
+    lines, size = lay["title"]["text"].count("<br>") + 1, lay["title"]["font"]["size"]
+    assert lines == 2 and lay["margin"]["t"] >= lines * 1.35 * size + 20 + 4
+
+
 def test_the_time_of_a_token_on_log_axes_spans_the_planned_lengths():
     spec = spec_of(modfig.speed_figure([16, 32], [60.0, 90.0], [50.0, 51.0], [16, 32, 64, 128], Style()))
     lay = spec["layout"]
