@@ -309,7 +309,9 @@ def comparison_data(
     H_kv x (d_k + d_v), or d_c + d_R), ``bytes_per_token`` (all
     layers, one sequence), ``seq_len``, ``batch``, ``dtype``, ``cache_bytes``
     (at ``seq_len`` for ``batch``), ``vs_mha`` (cache bytes / MHA's),
-    ``budget_bytes`` and ``max_context_tokens`` (the longest context whose cache fits the budget).
+    ``budget_bytes`` and ``max_context_tokens`` (the longest context whose cache fits the budget; NA: any
+    length, every layer sliding). A model with sliding layers counts each local layer at min(S, window)
+    positions in every row (:class:`~attn_core.kv.memory.CacheLayout`'s ``windows``).
     """
     mha = layouts[0].bytes(seq_len, batch, dtype)
     rows = []
@@ -337,7 +339,8 @@ def comparison_data(
             )
         )
     cols = {k: [r[k] for r in rows] for k in rows[0]}
-    for c in ("kv_heads", "k_dim", "v_dim", "kv_lora_rank", "rope_dim"):  # nullable integers: MLA has no heads
+    cols["max_context_tokens"] = [na if n is None else n for n in cols["max_context_tokens"]]
+    for c in ("kv_heads", "k_dim", "v_dim", "kv_lora_rank", "rope_dim", "max_context_tokens"):  # nullable integers
         cols[c] = pd.array(cols[c], dtype="Int64")  # built typed: DataFrame.astype costs ~2 ms a run
     return pd.DataFrame(cols)
 
@@ -573,10 +576,15 @@ def comparison_table(data: pd.DataFrame, style: Style) -> pd.DataFrame:
                 t("kvcache.col_total", s=f"{int(r.seq_len):,}"): format_bytes(int(r.cache_bytes)),
                 t("kvcache.col_bytes"): f"{int(r.cache_bytes):,}",
                 t("kvcache.col_vs_mha"): ratio_text(int(r.cache_bytes), mha),
-                t("kvcache.col_fits"): f"{int(r.max_context_tokens):,}",
+                t("kvcache.col_fits"): fits_text(r.max_context_tokens, style),
             }
         )
     return pd.DataFrame(rows)
+
+
+def fits_text(tokens: object, style: Style) -> str:
+    """The table's longest context that fits: ``163,840``, or any length (NA: every layer slides, its windows fit)."""
+    return style.t("kvcache.fits_any") if pd.isna(tokens) else f"{int(tokens):,}"
 
 
 def ratio_text(size: int, reference: int) -> str:
@@ -616,9 +624,12 @@ def comparison_view(p: Params, calc: Calculator, style: Style) -> View:
 
 def curves_frame(c: MemoryCurves) -> pd.DataFrame:
     """The numbers behind :func:`memory_view`: ``tokens``, one ``<label> cache (bytes)`` column per layout
-    (exact integers) and ``weights (bytes)`` when the weights are stacked."""
+    (exact integers; sliding layers at min(S, window)), ``<label> without the window (bytes)`` for a model with
+    sliding layers (its own layout, every layer at S) and ``weights (bytes)`` when the weights are stacked."""
     cols = {"tokens": c.tokens}
     cols.update({f"{lay.label} cache (bytes)": c.cache[i] for i, lay in enumerate(c.layouts)})
+    if c.unwindowed is not None:
+        cols[f"{next(lay for lay in c.layouts if lay.native).label} without the window (bytes)"] = c.unwindowed
     if c.weights is not None:
         cols["weights (bytes)"] = [int(c.weights)] * len(c.tokens)
     return pd.DataFrame(cols)
@@ -903,11 +914,12 @@ def notices(p: Params, calc: Calculator, style: Style) -> list[Notice]:
 
 def window_count(p: Params, preset: ModelPreset, calc: Calculator, style: Style) -> str:
     """A sliding-window model's own cache at ``p``'s settings: its local layers at min(S, window) positions (which
-    layers), against the full cache the formula, the chart and the table count."""
+    layers), as the headline, the formula, the chart and the table count it, against the full cache without the
+    window."""
     windows = preset.layer_windows
     glob = [i for i, w in enumerate(windows) if w is None]
-    own = preset.windowed_bytes(p.seq_len, p.batch, p.dtype)
-    full = calc.native.bytes(p.seq_len, p.batch, p.dtype)
+    own = calc.native.bytes(p.seq_len, p.batch, p.dtype)
+    full = calc.native.full().bytes(p.seq_len, p.batch, p.dtype)
     return style.t(
         "kvcache.windowed" if glob else "kvcache.windowed_all",
         model=preset.name,
@@ -941,6 +953,8 @@ def latex_formula(p: Params, calc: Calculator) -> str:
 
     def tex(s: str) -> str:
         s = s.replace("H_kv", "H_{kv}").replace("d_c", "d_{c}").replace("d_R", "d_{R}").replace("d_v", "d_{v}")
+        s = s.replace("L_global", r"L_{\mathrm{global}}").replace("L_local", r"L_{\mathrm{local}}")
+        s = s.replace("min(", r"\min(")
         s = s.replace("×", r"\times").replace(",", "{,}")
         return re.sub(r"(\d) B\b", r"\1\\,\\mathrm{B}", s)  # the unit after a number, not the batch symbol B
 
@@ -954,12 +968,20 @@ def latex_formula(p: Params, calc: Calculator) -> str:
 
 
 def symbols(p: Params, calc: Calculator, style: Style) -> str:
-    """The caption under the formula: each symbol with ``p``'s number."""
+    """The caption under the formula: each symbol with ``p``'s number (a model with sliding layers: W and how
+    many layers are global and local)."""
     lay, b = calc.native, bytes_per_element_text(p.dtype)
     common = dict(L=lay.n_layers, B=p.batch, S=f"{p.seq_len:,}", b=b, dtype=p.dtype)
     if lay.kind == "MLA":
         return style.t("kvcache.symbols_mla", **common, r=lay.kv_lora_rank, rope=lay.rope_dim)
-    return style.t("kvcache.symbols", **common, H=lay.n_kv_heads, D=lay.k_dim)
+    text = style.t("kvcache.symbols", **common, H=lay.n_kv_heads, D=lay.k_dim)
+    if not lay.windowed:
+        return text
+    local = [w for w in lay.windows if w is not None]
+    n_global = len(lay.windows) - len(local)
+    key = "kvcache.symbols_window" if n_global else "kvcache.symbols_window_all"
+    window = style.t(key, W=f"{max(local):,}", g=n_global, n=len(local))
+    return text + ("" if style.lang == "zh" else " ") + window
 
 
 def weights_notes(p: Params, calc: Calculator, style: Style) -> list[Notice]:

@@ -15,7 +15,7 @@ from attn_core.kv.memory import kv_cache_bytes
 from attn_core.pretrained.models import generate, load_model, model_preset
 from attn_core.views import kv_cache as kc
 from attn_core.views import page
-from tests.app.test_kv_cache_page import PAGE, metric, texts
+from tests.app.test_kv_cache_page import PAGE, latex, line, memory_chart, metric, texts
 from tests.conftest import no_exception
 from tests.util import arr, chart_specs
 
@@ -119,18 +119,42 @@ def test_gemma_in_the_calculator_counts_its_local_layers_at_the_window(app_test)
     for model in ("gemma3-270m", "gemma-3-270m"):  # the shipped model's installed config, and the preset
         at = app_test(PAGE, query={"model": model, "seq_len": "32768", "dtype": "fp32"})
         no_exception(at)
-        assert metric(at) == "1.12 GiB"  # the full cache: 2 · 18 · 1 · 32768 · 256 · 4 bytes
+        own = gemma_windowed(32768, 512, 4)  # 207 MiB
+        assert metric(at) == kc.format_bytes(own) == "207 MiB"  # not the full 2 · 18 · 1 · 32768 · 256 · 4 bytes
         assert kv_cache_bytes(18, 1, 256, 32768, 1, "fp32") == 2 * 18 * 32768 * 256 * 4
-        own = gemma_windowed(32768, 512, 4)  # 0.19 GiB
         note = "\n".join(i.value for i in at.info)
         assert "15 local layers (sliding window: each keeps only the last 512 tokens) and 3 global layers" in note
         assert "(5, 11, 17)" in note and "min(S, 512) = 512 positions" in note
         assert f"**{kc.format_bytes(own)}**" in note and f"{own / (2 * 18 * 32768 * 256 * 4):.0%}" in note
+        assert f"{own:,}".replace(",", "{,}") in latex(at) and f"{own:,}" in texts(at)
+        assert at.dataframe[0].value.iloc[:, 4].tolist()[1] == f"{own:,}"  # MHA, then MQA (this model)
         terms = "Gemma 3 270M is distributed under the Gemma Terms of Use (https://ai.google.dev/gemma/terms)"
         assert (terms in texts(at)) == (model == "gemma3-270m")  # the shipped model's own files
     at = app_test(PAGE, query={"model": "mistral-7b", "seq_len": "100"}, session={"lang": "zh"})
     no_exception(at)
     assert "全部 32 层都是局部层" in "\n".join(i.value for i in at.info)  # every layer slides; 100 < 4096: all kept
+
+
+def test_the_headline_formula_table_and_chart_count_gemma_s_local_layers_at_the_window(app_test):
+    """Gemma 3 270M at 32,768 tokens in fp16: the headline is the windowed cache, 104 MiB (3 global layers at S,
+    15 local at 512), not the 576 MiB of every layer at every position; the chart draws that full cache too."""
+    at = app_test(PAGE, query={"model": "gemma-3-270m", "seq_len": "32768"})
+    no_exception(at)
+    own, full = gemma_windowed(32768, 512, 2), 2 * 18 * 32768 * 256 * 2
+    assert (own, full) == (108_527_616, 603_979_776)
+    assert metric(at) == "104 MiB" and f"**{own:,} bytes**" in texts(at)
+    assert r"(3 \times 32{,}768 + 15 \times 512) \times 256 \times 2\,\mathrm{B}" in latex(at)
+    table = at.dataframe[0].value
+    assert table.iloc[1, 0] == "MQA (this model)" and table.iloc[1, 4] == f"{own:,}"
+    assert table.iloc[1, -1] == f"{(80 * 1024**3 // 1024 - 15 * 512) // 3:,}"  # 3 S + 15 x 512 positions fit
+    spec = memory_chart(at)
+    x, y = line(spec, "MQA (this model)")
+    xf, yf = line(spec, "MQA without the window")
+    assert y[x == 32768][0] == own and yf[xf == 32768][0] == full
+    at = app_test(PAGE, query={"model": "mistral-7b", "seq_len": "32768"}, session={"lang": "zh"})
+    no_exception(at)
+    assert metric(at) == "512 MiB"  # every layer at 4,096: 2 · 32 · 8 · 4,096 · 128 · 2 bytes, not 4 GiB
+    assert at.dataframe[0].value.iloc[:, -1].tolist() == ["任意长度"] * 3
 
 
 def test_gemma_live_decode_plans_the_windowed_formula_and_says_what_its_cache_keeps(app_test):

@@ -58,8 +58,8 @@ def test_llama_7b_at_4096_tokens_fp16_is_exactly_2_gib():
         ("llama-2-70b", 4096, "fp16", 2 * 80 * 8 * 4096 * 128 * 2, "GQA"),
         # GQA: Qwen2.5-7B, 28 layers x 4 KV heads, 32K tokens
         ("qwen2.5-7b", 32768, "bf16", 2 * 28 * 4 * 32768 * 128 * 2, "GQA"),
-        # GQA: Gemma-2-9B, head_dim 256 (not 3584 / 16 = 224)
-        ("gemma-2-9b", 8192, "bf16", 2 * 42 * 8 * 8192 * 256 * 2, "GQA"),
+        # GQA: Gemma-2-9B, head_dim 256 (not 3584 / 16 = 224); 21 global layers at S, 21 local at min(S, 4096)
+        ("gemma-2-9b", 8192, "bf16", 2 * 8 * (21 * 8192 + 21 * 4096) * 256 * 2, "GQA"),
         # MQA: Falcon-7B, one KV head of 64, 2048 tokens = 16 MiB
         ("falcon-7b", 2048, "fp16", 2 * 32 * 1 * 2048 * 64 * 2, "MQA"),
         # MLA: DeepSeek-V3, 61 layers x (512 latent + 64 RoPE key), no factor 2, no heads
