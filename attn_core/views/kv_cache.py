@@ -959,6 +959,8 @@ def latex_formula(p: Params, calc: Calculator) -> str:
         return re.sub(r"(\d) B\b", r"\1\\,\\mathrm{B}", s)  # the unit after a number, not the batch symbol B
 
     symbolic, substituted = calc.native.formula(p.seq_len, p.batch, p.dtype)
+    # the global and local layers' split is long: its last factors go on a line of their own
+    symbolic = symbolic.replace(")) × d_k", r")) \\ &\quad × d_k")
     numbers, exact = substituted.rsplit(" = ", 1)
     total = calc.native.bytes(p.seq_len, p.batch, p.dtype)
     return (
