@@ -948,8 +948,10 @@ def result(p: Params, calc: Calculator, style: Style) -> tuple[str, str, str]:
     return style.t("kvcache.result_label", kind=native.label), format_bytes(total), exact
 
 
-def latex_formula(p: Params, calc: Calculator) -> str:
-    """The formula as three aligned LaTeX lines: symbols, ``p``'s numbers substituted, bytes and binary units."""
+def latex_formula(p: Params, calc: Calculator, narrow: bool = False) -> str:
+    """The formula as three aligned LaTeX lines: symbols, ``p``'s numbers substituted, bytes and binary units. A
+    model with global and local layers: the symbols break before ``× d_k × b``; ``narrow`` (a phone): the symbols
+    and the numbers break before the local layers' term instead."""
 
     def tex(s: str) -> str:
         s = s.replace("H_kv", "H_{kv}").replace("d_c", "d_{c}").replace("d_R", "d_{R}").replace("d_v", "d_{v}")
@@ -959,9 +961,12 @@ def latex_formula(p: Params, calc: Calculator) -> str:
         return re.sub(r"(\d) B\b", r"\1\\,\\mathrm{B}", s)  # the unit after a number, not the batch symbol B
 
     symbolic, substituted = calc.native.formula(p.seq_len, p.batch, p.dtype)
-    # the global and local layers' split is long: its last factors go on a line of their own
-    symbolic = symbolic.replace(")) × d_k", r")) \\ &\quad × d_k")
     numbers, exact = substituted.rsplit(" = ", 1)
+    if "L_global" in symbolic and narrow:  # the global and local layers' split is long: two lines each
+        symbolic = symbolic.replace(" + L_local", r" \\ &\qquad + L_local")
+        numbers = numbers.replace(" + ", r" \\ &\qquad + ", 1)
+    elif "L_global" in symbolic:  # its last factors go on a line of their own
+        symbolic = symbolic.replace(")) × d_k", r")) \\ &\quad × d_k")
     total = calc.native.bytes(p.seq_len, p.batch, p.dtype)
     return (
         rf"\begin{{aligned}}\mathrm{{KV}} &= {tex(symbolic)} \\ &= {tex(numbers)} \\ "

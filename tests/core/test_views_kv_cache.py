@@ -190,3 +190,17 @@ def test_every_layer_of_mistral_slides_so_its_cache_stops_at_the_window_and_any_
     small = kc.Params(model="mistral-7b", seq_len=32768, device_gib=1, stack_weights=True, weights_dtype="int4")
     fits = kc.comparison(small, kc.calculator(small)).max_context_tokens  # 1 GiB less 3.4 GiB of weights: none
     assert fits.tolist() == [0, 0, 0]
+
+
+def test_a_phone_s_formula_of_global_and_local_layers_breaks_before_the_local_term():
+    p = kc.Params(model="gemma-3-27b", seq_len=131072)
+    calc = kc.calculator(p)
+    wide, narrow = kc.latex_formula(p, calc), kc.latex_formula(p, calc, narrow=True)
+    assert r"\min(S{,} W)) \\ &\quad \times d_k" in wide and r"(10 \times 131{,}072 + 52 \times 1{,}024)" in wide
+    assert r"(10 \times 131{,}072 \\ &\qquad + 52 \times 1{,}024) \times 128" in narrow
+    assert r"\times S \\ &\qquad + L_{\mathrm{local}}" in narrow
+    # 2 x 16 KV heads x (10 x 131,072 + 52 x 1,024) x 128 x 2 bytes, the same on both
+    want = f"{2 * 16 * (10 * 131072 + 52 * 1024) * 128 * 2:,}".replace(",", "{,}")
+    assert want in wide and want in narrow
+    llama = kc.Params(model="llama-3-8b")
+    assert kc.latex_formula(llama, kc.calculator(llama), narrow=True) == kc.latex_formula(llama, kc.calculator(llama))
