@@ -485,3 +485,14 @@ def test_windowed_cache_by_hand_for_gemma_3_and_mistral():
     assert gqa.max_context(80 * GiB) is None and gqa.max_context(512 * MiB - 1) == 4095
     assert windowed_formula(mistral.layer_windows, 8, 128, 100)[1] == "2 × 32 × 1 × 8 × 100 × 128 × 2 B = 13,107,200 B"
     assert all(not lay.windowed for lay in preset_layouts(load_presets()["llama-3-8b"]))
+
+
+def test_windowed_memory_curves_are_the_layouts_bytes_at_every_point():
+    for pid, dtype in (("gemma-3-270m", "int4"), ("gemma-2-9b", "bf16"), ("mistral-7b", "fp8")):
+        layouts = preset_layouts(load_presets()[pid])
+        c = memory_curves(layouts, 3, dtype, seq_points(), 80 * GiB)
+        for i, lay in enumerate(layouts):
+            assert c.cache[i].tolist() == [lay.bytes(int(s), 3, dtype) for s in c.tokens]
+        (native,) = [lay for lay in layouts if lay.native]
+        assert c.unwindowed.tolist() == [native.full().bytes(int(s), 3, dtype) for s in c.tokens]
+    assert memory_curves(preset_layouts(load_presets()["llama-3-8b"]), 1, "fp16", seq_points(), GiB).unwindowed is None
