@@ -12,8 +12,8 @@ opens the models page gets its first chart at once instead of waiting for a mode
 computation. The first start on a machine also converts each GGUF model to float32 once (half a minute for
 SmolLM2 on two cores; later starts read the converted copy); the log says what loads and how long it took.
 ``ATTN_PRELOAD_MODELS=0`` leaves the models to their first visitor (a faster start, and no memory for models
-nobody opens: about 490 MiB for SmolLM2 and MiniLM in float32); ``ATTN_PRELOAD_MODELS=smollm2-135m`` loads
-only the ones named (comma-separated keys).
+nobody opens: 250–650 MiB for SmolLM2 and MiniLM in float32, and 0.7–0.9 GiB more for Gemma 3 270M, see
+docs/deploy.md); ``ATTN_PRELOAD_MODELS=smollm2-135m,minilm-l6`` loads only the ones named (comma-separated keys).
 
 It also mounts the live lecture rooms' HTTP side (:mod:`rooms.web`): the long poll a student's page waits on for the
 lecturer's next slide, and the browser cookie that lets a browser answer each question once.

@@ -28,6 +28,8 @@ with ui.controls_box():
             ui.stop()
         with c2:
             v["model_layer"] = ui.control(P, "model_layer", hi=model.n_layers - 1, default=model.n_layers // 2)
+            if (kind := hm.layer_kind(model, v["model_layer"], ui.style())) is not None:
+                st.caption(kind)  # Gemma 3: a local layer (its window) or a global one
         c3.markdown(hm.model_line(model, ui.style()))
     else:
         with c2:

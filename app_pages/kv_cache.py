@@ -59,7 +59,7 @@ if shown(0):  # ----------------------------------------------------------------
         st.metric(label, value)
         st.markdown(exact)
     with m2:
-        st.latex(kc.latex_formula(p, calc))
+        st.latex(kc.latex_formula(p, calc, ui.on_phone()))
         st.caption(kc.symbols(p, calc, style))
 
 if shown(1):  # ------------------------ 2. memory against sequence length (first screen: above the table)

@@ -128,9 +128,12 @@ def _layout_traces(curves: MemoryCurves, style: Style) -> list[dict]:
     out = []
     for i, lay in enumerate(curves.layouts):
         name, fits, color = layout_name(lay.label, lay.native, style), curves.fits[i], LAYOUT_COLORS[lay.kind]
-        fits_text = (
-            style.t("kvmem.fits_none") if fits == 0 else style.t("kvmem.fits", tokens=style.count(fits, "token_long"))
-        )
+        if fits is None:  # every layer slides and its windows fit: the cache stops growing below the device
+            fits_text = style.t("kvmem.fits_any")
+        elif fits == 0:
+            fits_text = style.t("kvmem.fits_none")
+        else:
+            fits_text = style.t("kvmem.fits", tokens=style.count(fits, "token_long"))
         hover = f"<b>{name}</b><br>{style.t('kvmem.seq_hover')} = %{{x:,}}<br>{style.t('kvmem.cache')} %{{customdata}}"
         if curves.weights is not None:
             hover += "<br>" + style.t("kvmem.plus_weights") + " %{y:,.0f} B"
@@ -148,7 +151,7 @@ def _layout_traces(curves: MemoryCurves, style: Style) -> list[dict]:
                 legendgroup=lay.kind,
             )
         )
-        if 1 <= fits <= max_seq:
+        if fits is not None and 1 <= fits <= max_seq:
             at = curves.fit_totals[i]
             fit_hover = style.t("kvmem.max_fit_hover", tokens=style.count(fits, "token_long"))
             out.append(
@@ -168,7 +171,29 @@ def _layout_traces(curves: MemoryCurves, style: Style) -> list[dict]:
                     hovertemplate=f"<b>{name}</b><br>{fit_hover}<br>{format_bytes_exact(at)}<extra></extra>",
                 )
             )
+    if curves.unwindowed is not None:  # the model's own layout without its window: dashed beside the windowed line
+        out.append(_unwindowed_trace(curves, style))
     return out
+
+
+def _unwindowed_trace(curves: MemoryCurves, style: Style) -> dict:
+    """The model's own layout with every layer at every position (no sliding window), thin and dashed."""
+    lay = next(lay for lay in curves.layouts if lay.native)
+    name = style.t("kvmem.without_window", name=layout_name(lay.label, False, style))
+    w = int(curves.weights or 0)
+    hover = f"<b>{name}</b><br>{style.t('kvmem.seq_hover')} = %{{x:,}}<br>{style.t('kvmem.cache')} %{{customdata}}"
+    return dict(
+        type="scatter",
+        x=curves.tokens,
+        y=(curves.unwindowed + w).astype(np.float64),
+        mode="lines",
+        name=name,
+        line=dict(color=LAYOUT_COLORS[lay.kind], width=3 if style.present else 2, dash="dash"),
+        opacity=0.75,
+        customdata=[format_bytes_exact(int(c)) for c in curves.unwindowed],
+        hovertemplate=hover + "<extra></extra>",
+        legendgroup=f"{lay.kind}_full",
+    )
 
 
 def fit_labels(curves: MemoryCurves, y_log: bool, style: Style) -> list[dict]:
@@ -177,7 +202,8 @@ def fit_labels(curves: MemoryCurves, y_log: bool, style: Style) -> list[dict]:
     below-right within :data:`LABEL_OCTAVES` doublings of the axis's end would leave the chart, so it goes
     below-left, where its box keeps it readable over its own line."""
     max_seq = int(curves.tokens[-1])
-    order = sorted(range(len(curves.layouts)), key=lambda i: curves.fits[i])
+    shown = [i for i, n in enumerate(curves.fits) if n is not None and 1 <= n <= max_seq]
+    order = sorted(shown, key=lambda i: curves.fits[i])
     out = []
     for r, i in enumerate(order):
         fits, at = int(curves.fits[i]), float(curves.fit_totals[i])
@@ -288,6 +314,8 @@ def memory_figure(curves: MemoryCurves, chart: MemoryChart, style: Style = Style
     w = int(curves.weights or 0)
     lows = [dev, *(curves.cache[:, 0] + w).tolist()] + ([w] if curves.weights is not None else [])
     highs = [dev, *(curves.cache[:, -1] + w).tolist()]  # the device line is always in view
+    if curves.unwindowed is not None:
+        highs.append(int(curves.unwindowed[-1]) + w)
     yaxis, span = _y_axis(float(min(lows)), float(max(highs)), chart.y_log)
     lines, notes = _vertical_markers(chart, span, max_seq, style)
     data += lines
@@ -391,6 +419,7 @@ class DecodeSeries:
     correct: Sequence[int] | None = None
     cuda: Sequence[int] | None = None
     allocated: int | None = None
+    formula_name: str | None = None  # the formula line's name when it is not 2·L·B·H·S·d_k·b (a sliding window's)
 
 
 def decode_memory_figure(s: DecodeSeries, style: Style = Style()) -> go.Figure:
@@ -435,7 +464,7 @@ def decode_memory_figure(s: DecodeSeries, style: Style = Style()) -> go.Figure:
         )
     data.append(
         line(
-            style.t("kvmem.formula"),
+            s.formula_name or style.t("kvmem.formula"),
             x,
             s.formula,
             mode="lines",

@@ -63,17 +63,52 @@ def role_layer_step(n_layers: int, style: Style) -> int:
     return step
 
 
-def roles_figure(mat: np.ndarray, n_kv_heads: int, value_label: str, title: str, style: Style = Style()) -> go.Figure:
+def layer_axis(n_layers: int, style: Style, globals_: tuple[int, ...] = (), window: int | None = None) -> dict:
+    """The roles chart's layer axis: every layer numbered while the numbers fit (else every ``step``-th, said in the
+    title); a model with local layers (``window``) marks its global layers ``globals_`` with a second line under
+    their number (``G``, 全), said in the axis title."""
+    step = role_layer_step(n_layers, style)
+    t = style.t
+    shown = range(0, n_layers, step)
+    mark = t("models.global_mark")
+    if window is not None and globals_:
+        title = t("models.axis_layer_windows", mark=mark, window=window)
+        text = [f"<b>{i}</b><br><b>{mark}</b>" if i in globals_ else str(i) for i in shown]
+    else:
+        title = t("models.axis_layer") if step == 1 else t("models.axis_layer_every", n=step)
+        text = [str(i) for i in shown]
+    return dict(
+        title=dict(text=title, font=dict(size=style.font + 2)),
+        tickfont=dict(size=style.font),
+        tickmode="array",
+        tickvals=list(shown),
+        ticktext=text,
+        tickangle=0,
+        range=[-0.5, n_layers - 0.5],
+        showgrid=False,
+        zeroline=False,
+    )
+
+
+def roles_figure(
+    mat: np.ndarray,
+    n_kv_heads: int,
+    value_label: str,
+    title: str,
+    style: Style = Style(),
+    windows: tuple[tuple[int, ...], int | None] = ((), None),
+) -> go.Figure:
     """A role score ``mat`` ``[L, H]`` (0..1) as one row per query head (grouped by the KV head it reads, each
     group framed in its colour) and one column per layer, numbered along the bottom (every layer while the
     numbers fit, else every ``step``-th, said in the axis title).
 
     The colour bar sits close to the map with three ticks (on a slide without its title: the chart's title names
     the score), and the right margin is what it takes, not the room a default bar would: on a 1024 px slide the
-    30 layers of SmolLM2 then get every number at 20 px."""
+    30 layers of SmolLM2 then get every number at 20 px. ``windows``: (the global layers, the local layers' window)
+    of a model with local layers (:func:`layer_axis` marks the global ones), else ``((), None)``."""
     n_layers, n_heads = mat.shape
-    step = role_layer_step(n_layers, style)
     t = style.t
+    mark_rows = 1.4 if windows[1] is not None and windows[0] else 0  # the second line under the global layers' numbers
     layer_word = t("models.axis_layer")
     heads = head_labels(n_heads, n_kv_heads)
     font, axis_font = dict(size=style.font), dict(size=style.font + 2)
@@ -91,7 +126,10 @@ def roles_figure(mat: np.ndarray, n_kv_heads: int, value_label: str, title: str,
     layout = dict(
         title=dict(text=title, font=dict(size=style.font + 1)),
         font=font,
-        height=(90 if style.present else 70) + n_heads * (34 if style.present else 26) + 90,
+        height=(90 if style.present else 70)
+        + n_heads * (34 if style.present else 26)
+        + 90
+        + int(mark_rows * style.font),
         plot_bgcolor="rgba(0,0,0,0)",
         hoverlabel=dict(font=dict(size=max(12, style.font - 2))),
         legend=dict(font=font),
@@ -110,17 +148,7 @@ def roles_figure(mat: np.ndarray, n_kv_heads: int, value_label: str, title: str,
                 xpad=8,
             ),
         ),
-        xaxis=dict(
-            title=dict(text=layer_word if step == 1 else t("models.axis_layer_every", n=step), font=axis_font),
-            tickfont=font,
-            tickmode="array",
-            tickvals=list(range(0, n_layers, step)),
-            ticktext=[str(i) for i in range(0, n_layers, step)],
-            tickangle=0,
-            range=[-0.5, n_layers - 0.5],
-            showgrid=False,
-            zeroline=False,
-        ),
+        xaxis=layer_axis(n_layers, style, *windows),
         yaxis=dict(
             title=dict(text="" if style.present else t("models.axis_head"), font=axis_font),  # a slide: labels say it
             tickfont=font,
@@ -135,6 +163,7 @@ def roles_figure(mat: np.ndarray, n_kv_heads: int, value_label: str, title: str,
         meta={FONTS_SET: style.font},
     )
     reserve_margins({"data": [trace], "layout": layout})  # the labels' room, as apply_fonts would reserve it
+    layout["margin"]["b"] += int(mark_rows * style.font)  # the marks' second line, which the estimate reads as one
     # the bar: its pad, 14 px, its labels ("0.5") and, on a page, its title turned on its side
     layout["margin"]["r"] = int(8 + 14 + 8 + text_width("0.5", style.font) + (1.6 * style.font if bar_title else 0) + 8)
     return PlainFigure(data=[trace], layout=layout)
@@ -277,7 +306,8 @@ def slide_labels(fig: go.Figure, plot_px: tuple[float, float], style: Style) -> 
     """A heat map ``fig`` (labels as arrays of ticks on category axes) for a slide, whose height follows the screen:
     its plot gets about ``plot_px`` = (width, height) px there, not what the figure planned. Every label at the
     slide's font (20 px), thinned to every k-th where its neighbours would touch (:data:`SLIDE_PITCH`),
-    and each thinned axis's title says how many labels it shows."""
+    and each axis thinned here says in its title how many labels it shows (one the builder thinned already is said
+    in the chart's title). The top margin holds the title above the first row's label (:func:`title_room`)."""
     plain = fig.__dict__.get("_plain")
     data, layout = (
         (plain[0], plain[1]) if plain is not None else (fig.to_plotly_json()["data"], fig.to_plotly_json()["layout"])
@@ -292,13 +322,29 @@ def slide_labels(fig: go.Figure, plot_px: tuple[float, float], style: Style) -> 
         gap = (at.get(vals[1], 1) - at.get(vals[0], 0)) if len(vals) > 1 else 1  # the builder's own thinning
         k = max(1, math.ceil(SLIDE_PITCH * style.font / (span / max(len(cats), 1) * max(gap, 1))))
         axis.update(tickvals=vals[::k], ticktext=text[::k], tickfont=dict(size=style.font))
-        if k * gap > 1:
+        if k > 1:  # thinned here (the builder's own thinning, k == 1 here, its title already says)
             title = dict(axis.get("title") or {})
             word = str(title.get("text") or "").split(" (", 1)[0].split("（", 1)[0]
             axis["title"] = {**title, "text": style.t("models.slide_every", what=word, k=k * gap)}
         layout[f"{letter}axis"] = axis
     reserve_margins({"data": data, "layout": layout})
+    layout["margin"] = {
+        **layout.get("margin", {}),
+        "t": max(layout.get("margin", {}).get("t", 0), title_room(layout, style)),
+    }
     return PlainFigure(data=data, layout=layout)
+
+
+def title_room(layout: dict, style: Style) -> int:
+    """The top margin a slide's map needs: plotly centres the title (its lines, about 1.35 × its font each) in the
+    margin, and the first row's label, at the slide's font, reaches half a font above the plot, with 2 px between."""
+    title = layout.get("title") or {}
+    text = str(title.get("text") or "") if isinstance(title, dict) else str(title)
+    if not text:
+        return 0
+    size = float(((title.get("font") or {}).get("size") if isinstance(title, dict) else None) or style.font + 1)
+    lines = text.count("<br>") + 1
+    return math.ceil(lines * 1.35 * size + style.font + 4)
 
 
 def label_step(n: int, span_px: float, style: Style) -> int:

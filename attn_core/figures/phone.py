@@ -112,9 +112,11 @@ def one_panel(spec: dict, index: int, style: Style, width: int = PHONE_PX) -> di
             "dragmode": False,
         }
         note = thinned_note(style, y_ticks, x_ticks, style.t("fig.query"), style.t("fig.key"))
-        if note:  # too many tokens for a phone's width: every k-th labelled, as the panel says
-            layout["annotations"] = [{**title, "text": f"{title['text']}<br><sub>{note}</sub>"}]
-            layout["margin"]["t"] = _PANEL_TOP + 18
+        if note:  # too many tokens for a phone's width: every k-th labelled, as the panel says (a line an axis:
+            parts = note.split(" · ")  # centred over the plot, both on one line reach past a phone's right edge)
+            subs = "".join(f"<br><sub>{part}</sub>" for part in parts)
+            layout["annotations"] = [{**title, "text": f"{title['text']}{subs}"}]
+            layout["margin"]["t"] = _PANEL_TOP + 18 * len(parts)
         out = reserve_margins({"data": data, "layout": layout}, width=width)
         m = out["layout"]["margin"]
         m["r"] = 16  # what reserve_margins kept for a colour bar at the right: it is under the panel here

@@ -33,6 +33,7 @@ tensor with an odd element count needs one more, partly used, byte.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Sequence
@@ -220,6 +221,31 @@ def windowed_cache_bytes(
     return elements_to_bytes(per_position * kept * batch, dtype)
 
 
+def kept_positions(windows: Sequence[int | None], seq_len: int) -> int:
+    """Positions all layers keep together at ``seq_len`` tokens: ``sum_l min(S, W_l)`` (S on a global layer)."""
+    return sum(seq_len if w is None else min(seq_len, w) for w in windows)
+
+
+def windowed_max_context(
+    budget_bytes: int, windows: Sequence[int | None], per_position: int, batch: int = 1, dtype: str = "fp16"
+) -> int | None:
+    """The longest sequence whose cache fits ``budget_bytes`` when layer ``l`` keeps ``min(S, windows[l])``
+    positions of ``per_position`` elements (None: a global layer). None when every layer slides and the cache at
+    its largest (every window full) fits: then any length fits. Exact: ``bytes(S) <= budget < bytes(S + 1)``."""
+    budget_bytes = check_int("budget_bytes", budget_bytes, 0)
+    batch = check_int("batch", batch, 1, MAX_CALC_BATCH)
+    windows = tuple(windows)
+    # bytes(S) <= budget  <=>  per_position * batch * kept(S) * bits <= 8 * budget
+    most = (8 * budget_bytes) // (per_position * batch * dtype_bits(dtype))  # the most positions that fit
+    if all(w is not None for w in windows) and kept_positions(windows, max(windows)) <= most:
+        return None
+    lo, hi = 0, most  # kept(S) >= S once a global layer keeps every position, so S <= most
+    while lo < hi:  # the largest S with kept(S) <= most (kept grows with S)
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if kept_positions(windows, mid) <= most else (lo, mid - 1)
+    return lo
+
+
 def max_context(
     budget_bytes: int,
     n_layers: int,
@@ -305,6 +331,34 @@ def mla_formula(
     b = bytes_per_element_text(dtype)
     sym = "L × B × S × (d_c + d_R) × b"
     num = f"{_n(n_layers)} × {_n(batch)} × {_n(seq_len)} × ({_n(kv_lora_rank)} + {_n(rope_head_dim)}) × {b} B"
+    return sym, f"{num} = {_n(total)} B"
+
+
+def windowed_formula(
+    windows: Sequence[int | None],
+    n_kv_heads: int,
+    head_dim: int,
+    seq_len: int,
+    batch: int = 1,
+    dtype: str = "fp16",
+) -> tuple[str, str]:
+    """(symbolic, substituted) formula of :func:`windowed_cache_bytes` for layers sharing one window ``W``: the
+    global layers at ``S``, the local ones at ``min(S, W)``; every layer local: ``2 × L × B × H_kv × min(S, W) ×
+    d_k × b``. The substituted line gives ``min(S, W)`` as its value and ends in the exact byte count."""
+    windows = tuple(windows)
+    total = windowed_cache_bytes(windows, n_kv_heads, head_dim, seq_len, batch, dtype)
+    b, local = bytes_per_element_text(dtype), [w for w in windows if w is not None]
+    kept = min(seq_len, max(local))
+    n_local, n_global = len(local), len(windows) - len(local)
+    if n_global == 0:
+        sym = "2 × L × B × H_kv × min(S, W) × d_k × b"
+        num = f"2 × {_n(n_local)} × {_n(batch)} × {_n(n_kv_heads)} × {_n(kept)} × {_n(head_dim)} × {b} B"
+    else:
+        sym = "2 × B × H_kv × (L_global × S + L_local × min(S, W)) × d_k × b"
+        num = (
+            f"2 × {_n(batch)} × {_n(n_kv_heads)} × ({_n(n_global)} × {_n(seq_len)} + {_n(n_local)} × {_n(kept)}) × "
+            f"{_n(head_dim)} × {b} B"
+        )
     return sym, f"{num} = {_n(total)} B"
 
 
@@ -458,7 +512,8 @@ class CacheLayout:
     ``v_dim`` describe a K/V cache (``kv_lora_rank`` and ``rope_dim`` an MLA
     cache); ``native`` marks the layout the model really uses. ``MLA-naive``
     is a K/V cache: every head's decompressed key (``k_dim`` = nope + rope)
-    and value.
+    and value. ``windows``: each layer's sliding window (:func:`layer_windows`; empty: no layer slides): a
+    local layer keeps ``min(S, W)`` positions, and :meth:`bytes`, :meth:`max_context`, :meth:`formula` count it so.
     """
 
     kind: str
@@ -469,6 +524,20 @@ class CacheLayout:
     kv_lora_rank: int = 0
     rope_dim: int = 0
     native: bool = False
+    windows: tuple[int | None, ...] = ()
+
+    @property
+    def windowed(self) -> bool:
+        """Whether some layer slides (keeps only its window's last positions)."""
+        return any(w is not None for w in self.windows)
+
+    def full(self) -> CacheLayout:
+        """The same layout with every layer keeping every position (the cache without the window)."""
+        return dataclasses.replace(self, windows=())
+
+    def positions(self, seq_len: int) -> int:
+        """Positions all layers keep together at ``seq_len`` tokens (``L x S`` when no layer slides)."""
+        return kept_positions(self.windows, seq_len) if self.windowed else self.n_layers * seq_len
 
     @property
     def label(self) -> str:
@@ -498,16 +567,25 @@ class CacheLayout:
         """Exact cache bytes for ``seq_len`` tokens and ``batch`` sequences."""
         if self.kind == "MLA":
             return mla_cache_bytes(self.n_layers, self.kv_lora_rank, self.rope_dim, seq_len, batch, dtype)
+        if self.windowed:
+            return windowed_cache_bytes(
+                self.windows, self.n_kv_heads, self.k_dim, seq_len, batch, dtype, v_head_dim=self.v_dim
+            )
         return kv_cache_bytes(self.n_layers, self.n_kv_heads, self.k_dim, seq_len, batch, dtype, v_head_dim=self.v_dim)
 
-    def max_context(self, budget_bytes: int, batch: int = 1, dtype: str = "fp16") -> int:
-        """The longest sequence that fits ``budget_bytes`` (see :func:`max_context`)."""
+    def max_context(self, budget_bytes: int, batch: int = 1, dtype: str = "fp16") -> int | None:
+        """The longest sequence that fits ``budget_bytes`` (see :func:`max_context`; with sliding layers
+        :func:`windowed_max_context`: None when any length fits)."""
+        if self.windowed:
+            return windowed_max_context(budget_bytes, self.windows, self.per_layer()[1], batch, dtype)
         return tokens_that_fit(budget_bytes, self.elements_per_token(), batch, dtype)
 
     def formula(self, seq_len: int, batch: int = 1, dtype: str = "fp16") -> tuple[str, str]:
         """(symbolic, substituted) formula for :meth:`bytes`."""
         if self.kind == "MLA":
             return mla_formula(self.n_layers, self.kv_lora_rank, self.rope_dim, seq_len, batch, dtype)
+        if self.windowed and self.k_dim == self.v_dim:
+            return windowed_formula(self.windows, self.n_kv_heads, self.k_dim, seq_len, batch, dtype)
         return kv_formula(self.n_layers, self.n_kv_heads, self.k_dim, seq_len, batch, dtype, v_head_dim=self.v_dim)
 
 
@@ -562,8 +640,9 @@ def cache_layouts(
 
 
 def preset_layouts(preset: ModelPreset) -> list[CacheLayout]:
-    """:func:`cache_layouts` for a preset."""
-    return cache_layouts(
+    """:func:`cache_layouts` for a preset; a model with sliding layers: every K/V layout with its windows (the
+    layers slide whichever way their heads share K and V)."""
+    layouts = cache_layouts(
         preset.n_layers,
         preset.n_heads,
         preset.n_kv_heads,
@@ -572,6 +651,9 @@ def preset_layouts(preset: ModelPreset) -> list[CacheLayout]:
         kv_lora_rank=preset.kv_lora_rank,
         rope_dim=preset.qk_rope_head_dim,
     )
+    if preset.sliding_window is None or preset.is_mla:
+        return layouts
+    return [dataclasses.replace(lay, windows=preset.layer_windows) for lay in layouts]
 
 
 # ---------------------------------------------------------------- memory against sequence length
@@ -590,20 +672,22 @@ class MemoryCurves:
     ``cache[i]`` holds the exact bytes of ``layouts[i]`` at each of ``tokens``
     (int64) for ``batch`` sequences in ``dtype``; ``weights`` (bytes, or None) are
     stacked under every line and taken from the device first. ``fits[i]`` is the
-    longest context whose cache fits ``device_bytes - weights``, and
-    ``fit_totals[i]`` what the device then holds (that cache plus the weights; 0
-    when nothing fits).
+    longest context whose cache fits ``device_bytes - weights`` (None: any length, when every layer slides and
+    its full windows fit), and ``fit_totals[i]`` what the device then holds (that cache plus the weights; 0
+    when nothing fits; with any length, the largest cache: every window full). ``unwindowed``: for a model
+    with sliding layers, the bytes of its own layout without the window (every layer at every position).
     """
 
     layouts: tuple[CacheLayout, ...]
     tokens: np.ndarray
     cache: np.ndarray
-    fits: tuple[int, ...]
+    fits: tuple[int | None, ...]
     fit_totals: tuple[int, ...]
     device_bytes: int
     weights: int | None
     batch: int
     dtype: str
+    unwindowed: np.ndarray | None = None
 
     @property
     def budget(self) -> int:
@@ -625,13 +709,20 @@ def memory_curves(
     tokens = np.asarray(points, dtype=np.int64)
     for lay in layouts:  # every argument checked once, at the longest point: the rest is exact integer arithmetic
         lay.bytes(int(tokens.max(initial=0)), batch, dtype)
-    bits, counts = dtype_bits(dtype), [int(s) * batch for s in tokens]
-    # what CacheLayout.bytes gives at each point: elements_to_bytes of elements per token x tokens x batch
-    cache = np.array(
-        [[(lay.elements_per_token() * n * bits + 7) // 8 for n in counts] for lay in layouts], dtype=np.int64
-    )
+    bits = dtype_bits(dtype)
+
+    def sizes(lay: CacheLayout) -> list[int]:  # what CacheLayout.bytes gives at each point, as exact integers
+        per = lay.per_layer()[1] * batch * bits  # bits of one position of one layer, all sequences
+        return [(per * lay.positions(int(s)) + 7) // 8 for s in tokens]
+
+    cache = np.array([sizes(lay) for lay in layouts], dtype=np.int64)
     fits = tuple(lay.max_context(budget, batch, dtype) for lay in layouts)
-    totals = tuple(lay.bytes(n, batch, dtype) + w if n else 0 for lay, n in zip(layouts, fits, strict=True))
+    largest = int(tokens.max(initial=1))
+    totals = tuple(
+        lay.bytes(largest if n is None else n, batch, dtype) + w if n != 0 else 0
+        for lay, n in zip(layouts, fits, strict=True)
+    )
+    native = next((lay for lay in layouts if lay.native and lay.windowed), None)
     return MemoryCurves(
         tuple(layouts),
         tokens,
@@ -642,6 +733,7 @@ def memory_curves(
         weights,
         batch,
         dtype,
+        None if native is None else np.array(sizes(native.full()), dtype=np.int64),
     )
 
 

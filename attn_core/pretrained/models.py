@@ -1205,8 +1205,13 @@ def _new_cache(hf: Any, model: LoadedModel) -> tuple[Any, tuple[int | None, ...]
     layer: its mask, built for keys counted from position 0, does the eviction."""
     if model.streaming is not None:
         return hf.DynamicCache(), (None,) * model.n_layers
-    kept = tuple(None if w is None else max(1, w - 1) for w in model.layer_windows or (None,) * model.n_layers)
-    return hf.DynamicCache(config=model.module.config), kept
+    return hf.DynamicCache(config=model.module.config), cache_kept(model)
+
+
+def cache_kept(model: LoadedModel) -> tuple[int | None, ...]:
+    """The positions each layer of ``model``'s ``DynamicCache`` keeps between decode steps: ``window - 1`` on a
+    sliding layer (Gemma 3 270M: 511; the next token's own key makes the window), None (every one) on the others."""
+    return tuple(None if w is None else max(1, w - 1) for w in model.layer_windows or (None,) * model.n_layers)
 
 
 def _steps(model: LoadedModel, ids: list[int], n_new: int, how: tuple[bool, bool, int, bool]) -> Iterator[GenStep]:

@@ -30,6 +30,7 @@ from attn_core.attention.maps import ShapeStep, shape_walk
 from attn_core.attention.masks import MASK_KINDS
 from attn_core.attention.sources import SeededLayer, TensorLayer
 from attn_core.attention.tokens import MAX_TEXT_CHARS, MAX_TEXT_TOKENS, synthetic_tokens, tokenize
+from attn_core.pretrained import store
 from attn_core.pretrained.models import LoadedModel, ModelAttention, load_model, model_attention
 from attn_core.runtime.config import MAX_HEADS, MAX_SEQ_LEN, AttentionConfig
 from attn_core.runtime.guard import stays_on_device
@@ -59,7 +60,12 @@ PAGE_VIEWS = ("grid", "zoom", "steps", "shapes", "entropy")  # what the page off
 VIEW_NAMES = ("grid", "zoom", "steps", "entropy")  # what the command line draws (the shapes are a table)
 FIT_FROM_KEYS = 64  # longer rows spread their weight thin (about 1/T each): the colour scale is fitted from here
 ENTROPY_SIDE = 8  # the entropy view needs no map: the smallest pooled grid goes with it
-ATTN_FROM = ("seeded", "smollm2-135m", "minilm-l6")  # the seeded layer, or a shipped pretrained model's layer
+ATTN_FROM = (
+    "seeded",
+    "smollm2-135m",
+    "minilm-l6",
+    "gemma3-270m",
+)  # the seeded layer, or a shipped pretrained model's layer
 
 
 def default_text(lang: str) -> str:
@@ -169,7 +175,7 @@ class Params(TokenInput):
         "choice",
         options=ATTN_FROM,
         help="help.attn_from",
-        cli_help="seeded (the shape flags) or a pretrained model's layer: smollm2-135m, minilm-l6",
+        cli_help="seeded (the shape flags) or a pretrained model's layer: smollm2-135m, minilm-l6, gemma3-270m",
     )
     model_layer: int | None = control(
         None,
@@ -321,13 +327,63 @@ def model_source(att: ModelAttention) -> TensorLayer:
     return att.source(att.layers[0])
 
 
+def licence_line(key: str, style: figures.Style) -> str | None:
+    """A shipped model's licence when it is not Apache 2.0 (Gemma 3: the Gemma Terms of Use), else None."""
+    shipped = store.SHIPPED.get(key)
+    if shipped is None or not shipped.licence:
+        return None
+    return style.t("surgery.licence", title=shipped.title, licence=shipped.licence)
+
+
+def layer_list(layers: Sequence[int]) -> str:
+    """``5, 11, 17`` or ``0–4`` (a run of three or more)."""
+    layers = list(layers)
+    if len(layers) > 2 and layers == list(range(layers[0], layers[-1] + 1)):
+        return f"{layers[0]}–{layers[-1]}"
+    return ", ".join(str(i) for i in layers)
+
+
+def global_layers(model: LoadedModel) -> tuple[int, ...]:
+    """The layers without a sliding window, when some layers have one (Gemma 3 270M: 5, 11, 17), else ()."""
+    if not model.local_layers:
+        return ()
+    return tuple(i for i in range(model.n_layers) if i not in model.local_layers)
+
+
+def window_facts(model: LoadedModel, style: figures.Style) -> str | None:
+    """Which layers slide and which are global (None for a model without a window)."""
+    local = model.local_layers
+    if not local:
+        return None
+    return style.t(
+        "models.window_facts",
+        n=len(local),
+        window=model.layer_windows[local[0]],
+        g=len(global_layers(model)),
+        layers=layer_list(global_layers(model)),
+    )
+
+
+def layer_kind(model: LoadedModel, layer: int, style: figures.Style) -> str | None:
+    """Whether ``layer`` is local (its window) or global, for a model with local layers; else None."""
+    if not model.local_layers:
+        return None
+    window = model.window(layer)
+    if window is None:
+        return style.t("models.layer_global", layer=layer)
+    return style.t("models.layer_local", layer=layer, window=window)
+
+
 def model_notes(model: LoadedModel, att: ModelAttention, style: figures.Style) -> list[str]:
-    """Where the weights come from (in place of the random-weights note), and the text cut to the model's limit."""
+    """Where the weights come from (in place of the random-weights note), the model's licence when it has its own,
+    and the text cut to the model's limit."""
     notes = [
         style.t(
             "heatmap.model_source", title=model.title, url=model.preset.source, layer=att.layers[0], t=len(att.tokens)
         )
     ]
+    if (licence := licence_line(model.name, style)) is not None:
+        notes.append(licence)
     if att.truncated:
         notes.append(style.t("models.cut", n=f"{att.n_text_tokens:,}", max=f"{model.max_positions:,}"))
     return notes
@@ -811,6 +867,11 @@ def explanation(p: Params, i: int, style: figures.Style) -> str:
     return style.t(f"heatmap.explain{i + 1}")
 
 
+def sentence_gap(style: figures.Style) -> str:
+    """What goes between two sentences: a space, none after Chinese punctuation."""
+    return "" if style.lang == "zh" else " "
+
+
 def model_line(model: LoadedModel, style: figures.Style) -> str:
     """The model's shape in one line: layers, query heads sharing KV heads, d_k, positions, quantization."""
     t = style.t
@@ -820,7 +881,7 @@ def model_line(model: LoadedModel, style: figures.Style) -> str:
         title=model.title,
         layers=model.n_layers,
         heads=model.n_heads,
-        kv=model.n_kv_heads,
+        kvs=style.count(model.n_kv_heads, "kv_head"),
         kind=kind,
         per=style.count(model.n_rep, "query_head"),
         d=model.head_dim,
@@ -828,7 +889,9 @@ def model_line(model: LoadedModel, style: figures.Style) -> str:
         how=t("models.decoder" if model.causal else "models.encoder"),
     )
     if model.quantization:
-        line += " " + t("models.quantized", q=model.quantization)
+        line += sentence_gap(style) + t("models.quantized", q=model.quantization)
+    if (facts := window_facts(model, style)) is not None:
+        line += sentence_gap(style) + facts
     return line
 
 
@@ -1005,7 +1068,9 @@ CHECKS = PageChecks(
     ),
     sub_choices={"grid": {"cscale": ("fixed", "fit"), "pool": ("max", "mean")}, "zoom": {"cscale": ("fixed", "fit")}},
     cases=(
-        *({"attn_from": m, "view": v} for m in ("smollm2-135m", "minilm-l6") for v in PAGE_VIEWS),
+        *({"attn_from": m, "view": v} for m in ("smollm2-135m", "minilm-l6", "gemma3-270m") for v in PAGE_VIEWS),
+        {"attn_from": "gemma3-270m", "model_layer": "4", "source": "synthetic", "seq_len": "600", "view": "grid"},
+        {"attn_from": "gemma3-270m", "model_layer": "40", "head": "9", "source": "synthetic", "seq_len": "1"},
         {"attn_from": "smollm2-135m", "model_layer": "29", "source": "synthetic", "seq_len": "1"},
         {"attn_from": "smollm2-135m", "model_layer": "99", "head": "63", "n_heads": "64", "mask": "padding"},
         {"attn_from": "minilm-l6", "source": "synthetic", "seq_len": "8192"},

@@ -9,6 +9,7 @@ them with the builders below, so a slide matches the screen.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -36,12 +37,15 @@ from attn_core.kv.memory import (
     seq_points,
     unknown_choice,
     weights_bytes,
+    windowed_cache_bytes,
 )
-from attn_core.pretrained.models import LoadedModel, load_model, model_preset
+from attn_core.pretrained.models import LoadedModel, cache_kept, load_model, model_preset
+from attn_core.pretrained.store import SHIPPED
 from attn_core.runtime.config import ConfigError, check_int
 from attn_core.runtime.device import total_memory
 from attn_core.runtime.units import format_bytes, format_bytes_exact
 from attn_core.views.base import PageChecks, Scenario, Shown, View, control, step_at, view_list, with_values  # noqa: F401 - with_values for the page  # noqa: F401 - with_values for the page
+from attn_core.views.heatmaps import layer_list, licence_line
 from attn_core.views.models import EXAMPLE_TEXTS, GenPair, GenSpec, ModelText, gen_frame, gen_steps, gen_summary
 
 DEFAULT_MODEL = "llama-3-8b"  # a GQA model, so the comparison has MHA, GQA and MQA rows
@@ -57,6 +61,7 @@ Y_SCALES = ("log", "linear")
 SHIPPED_MODELS = (
     "smollm2-135m",
     "minilm-l6",
+    "gemma3-270m",
 )  # the pretrained models that ship with the app (attn_core.pretrained.models)
 MODELS = ("custom", *load_presets(), *SHIPPED_MODELS)
 REAL_PROMPT = EXAMPLE_TEXTS["english"]  # the real model's prompt, cut or repeated to dec_prompt tokens
@@ -138,7 +143,10 @@ class Params:
         False, "bool", help="help.dec_wrong", cli_help="cache K and V after repeat_kv (the mistake)"
     )
     dec_real: bool = control(
-        False, "bool", help="help.dec_real", cli_help="decode with the real model (a shipped decoder: smollm2-135m)"
+        False,
+        "bool",
+        help="help.dec_real",
+        cli_help="decode with the real model (a shipped decoder: smollm2-135m or gemma3-270m)",
     )
     dec_recompute: bool = control(
         True,
@@ -301,7 +309,9 @@ def comparison_data(
     H_kv x (d_k + d_v), or d_c + d_R), ``bytes_per_token`` (all
     layers, one sequence), ``seq_len``, ``batch``, ``dtype``, ``cache_bytes``
     (at ``seq_len`` for ``batch``), ``vs_mha`` (cache bytes / MHA's),
-    ``budget_bytes`` and ``max_context_tokens`` (the longest context whose cache fits the budget).
+    ``budget_bytes`` and ``max_context_tokens`` (the longest context whose cache fits the budget; NA: any
+    length, every layer sliding). A model with sliding layers counts each local layer at min(S, window)
+    positions in every row (:class:`~attn_core.kv.memory.CacheLayout`'s ``windows``).
     """
     mha = layouts[0].bytes(seq_len, batch, dtype)
     rows = []
@@ -329,7 +339,8 @@ def comparison_data(
             )
         )
     cols = {k: [r[k] for r in rows] for k in rows[0]}
-    for c in ("kv_heads", "k_dim", "v_dim", "kv_lora_rank", "rope_dim"):  # nullable integers: MLA has no heads
+    cols["max_context_tokens"] = [na if n is None else n for n in cols["max_context_tokens"]]
+    for c in ("kv_heads", "k_dim", "v_dim", "kv_lora_rank", "rope_dim", "max_context_tokens"):  # nullable integers
         cols[c] = pd.array(cols[c], dtype="Int64")  # built typed: DataFrame.astype costs ~2 ms a run
     return pd.DataFrame(cols)
 
@@ -444,6 +455,13 @@ class RealDecodeSpec:
     prompt_ids: tuple[int, ...]
     n_new: int
     recompute: bool = True
+    kept: tuple[int | None, ...] = ()  # positions each layer's cache keeps (None: all; Gemma 3's local layers: 511)
+
+    def formula(self, seq_len: int) -> int:
+        """The cache's bytes by the formula at ``seq_len`` tokens, each layer at min(S, what it keeps)."""
+        if not any(self.kept):
+            return kvc.kv_cache_bytes(self.n_layers, self.n_kv_heads, self.head_dim, seq_len, 1, REAL_DTYPE)
+        return windowed_cache_bytes(self.kept, self.n_kv_heads, self.head_dim, seq_len, 1, REAL_DTYPE)
 
     @property
     def prompt_len(self) -> int:
@@ -478,6 +496,7 @@ def decode_spec(p: Params, model: LoadedModel | None = None) -> DecodeSpec | Rea
         real_prompt(model, p.dec_prompt),
         check_int("dec_steps", p.dec_steps, 2, MAX_DEC_STEPS),
         bool(p.dec_recompute),
+        cache_kept(model),
     )
 
 
@@ -490,9 +509,14 @@ def real_decode_steps(spec: RealDecodeSpec, model: LoadedModel) -> Iterator[GenP
 def real_decode_figures(pairs: Sequence[GenPair], spec: RealDecodeSpec, style: Style) -> tuple:
     """(memory figure, time figure) of the model's decode so far: measured bytes against the formula, in float32."""
     steps = [p.cached for p in pairs]
-    whole = kvc.kv_cache_bytes(spec.n_layers, spec.n_kv_heads, spec.head_dim, spec.x_max, 1, REAL_DTYPE)
+    whole = spec.formula(spec.x_max)
     series = mf.DecodeSeries(
-        [s.seq_len for s in steps], [s.cache_bytes for s in steps], [s.formula_bytes for s in steps], spec.x_max, whole
+        [s.seq_len for s in steps],
+        [s.cache_bytes for s in steps],
+        [s.formula_bytes for s in steps],
+        spec.x_max,
+        whole,
+        formula_name=formula_name(spec, style),
     )
     recompute = [p.recomputed.seconds * 1e3 for p in pairs] if pairs and pairs[0].recomputed else None
     time_fig = mf.decode_time_figure(
@@ -501,9 +525,14 @@ def real_decode_figures(pairs: Sequence[GenPair], spec: RealDecodeSpec, style: S
     return mf.decode_memory_figure(series, style), time_fig
 
 
+def formula_name(spec: RealDecodeSpec, style: Style) -> str | None:
+    """The formula line's name for a model whose local layers keep a window (None: the plain formula's)."""
+    return style.t("kvmem.formula_windowed") if any(spec.kept) else None
+
+
 def real_intro(spec: RealDecodeSpec, style: Style) -> str:
-    """What the model's own decode runs and measures."""
-    return style.t(
+    """What the model's own decode runs and measures; a model with local layers: what its cache keeps on them."""
+    intro = style.t(
         "kvcache.real_intro",
         model=spec.title,
         L=spec.n_layers,
@@ -512,6 +541,13 @@ def real_intro(spec: RealDecodeSpec, style: Style) -> str:
         p=spec.prompt_len,
         n=spec.n_new,
     )
+    local = [i for i, k in enumerate(spec.kept) if k is not None]
+    if not local:
+        return intro
+    glob = [i for i, k in enumerate(spec.kept) if k is None]
+    kept = spec.kept[local[0]]
+    windows = style.t("kvcache.real_windows", n=len(local), kept=kept, w=kept + 1, g=len(glob), layers=layer_list(glob))
+    return intro + ("" if style.lang == "zh" else " ") + windows
 
 
 def decode_tag(cfg: kvc.DecodeConfig) -> str:
@@ -540,10 +576,15 @@ def comparison_table(data: pd.DataFrame, style: Style) -> pd.DataFrame:
                 t("kvcache.col_total", s=f"{int(r.seq_len):,}"): format_bytes(int(r.cache_bytes)),
                 t("kvcache.col_bytes"): f"{int(r.cache_bytes):,}",
                 t("kvcache.col_vs_mha"): ratio_text(int(r.cache_bytes), mha),
-                t("kvcache.col_fits"): f"{int(r.max_context_tokens):,}",
+                t("kvcache.col_fits"): fits_text(r.max_context_tokens, style),
             }
         )
     return pd.DataFrame(rows)
+
+
+def fits_text(tokens: object, style: Style) -> str:
+    """The table's longest context that fits: ``163,840``, or any length (NA: every layer slides, its windows fit)."""
+    return style.t("kvcache.fits_any") if pd.isna(tokens) else f"{int(tokens):,}"
 
 
 def ratio_text(size: int, reference: int) -> str:
@@ -583,9 +624,12 @@ def comparison_view(p: Params, calc: Calculator, style: Style) -> View:
 
 def curves_frame(c: MemoryCurves) -> pd.DataFrame:
     """The numbers behind :func:`memory_view`: ``tokens``, one ``<label> cache (bytes)`` column per layout
-    (exact integers) and ``weights (bytes)`` when the weights are stacked."""
+    (exact integers; sliding layers at min(S, window)), ``<label> without the window (bytes)`` for a model with
+    sliding layers (its own layout, every layer at S) and ``weights (bytes)`` when the weights are stacked."""
     cols = {"tokens": c.tokens}
     cols.update({f"{lay.label} cache (bytes)": c.cache[i] for i, lay in enumerate(c.layouts)})
+    if c.unwindowed is not None:
+        cols[f"{next(lay for lay in c.layouts if lay.native).label} without the window (bytes)"] = c.unwindowed
     if c.weights is not None:
         cols["weights (bytes)"] = [int(c.weights)] * len(c.tokens)
     return pd.DataFrame(cols)
@@ -713,7 +757,7 @@ def planned_series(spec: DecodeSpec | RealDecodeSpec) -> mf.DecodeSeries:
     this chart as the run makes them."""
     seq = list(range(spec.prompt_len, spec.x_max + 1))
     if isinstance(spec, RealDecodeSpec):
-        formula = [kvc.kv_cache_bytes(spec.n_layers, spec.n_kv_heads, spec.head_dim, t, 1, REAL_DTYPE) for t in seq]
+        formula = [spec.formula(t) for t in seq]
         return mf.DecodeSeries(seq, [], formula, spec.x_max, formula[-1])
     cfg = spec.cfg
     formula = [kvc.kv_cache_bytes(cfg.n_layers, cfg.cache_heads, cfg.head_dim, t, cfg.batch, cfg.dtype) for t in seq]
@@ -725,6 +769,8 @@ def decode_plan_view(spec: DecodeSpec | RealDecodeSpec, style: Style) -> View:
     """The decode's memory chart before Run (:func:`planned_series`): what the formula predicts at each step, with
     those numbers as data."""
     s = planned_series(spec)
+    if isinstance(spec, RealDecodeSpec):
+        s = dataclasses.replace(s, formula_name=formula_name(spec, style))
     data = pd.DataFrame({"tokens in cache": s.seq_len, "formula (bytes)": s.formula})
     if s.correct is not None:
         data["correct cache (bytes)"] = s.correct
@@ -845,8 +891,11 @@ def source_line(preset: ModelPreset, style: Style) -> str:
     """Where the preset's numbers come from: its official config (and the paper its comparison follows)."""
     if preset.paper:
         return style.t("kvcache.source_paper", url=preset.source, paper=preset.paper)
-    if preset.id.startswith("model:"):  # a shipped pretrained model: the config of its installed files
-        return style.t("kvcache.source_shipped", url=preset.source)
+    if preset.id.startswith("model:"):  # a shipped pretrained model: the config of its installed files, its terms
+        line = style.t("kvcache.source_shipped", url=preset.source)
+        key = next((k for k, s in SHIPPED.items() if s.title == preset.name), "")
+        licence = licence_line(key, style)  # Gemma 3: the Gemma Terms of Use
+        return line if licence is None else line + ("" if style.lang == "zh" else " ") + licence
     return style.t("kvcache.source", url=preset.source)
 
 
@@ -857,10 +906,34 @@ def notices(p: Params, calc: Calculator, style: Style) -> list[Notice]:
         text = style.t("kvcache.beyond_max", model=preset.name, max=f"{preset.max_positions:,}", s=f"{p.seq_len:,}")
         out.append(("warning", text, "⚠️"))
     if preset is not None and preset.sliding_window:
-        out.append(("info", style.t("kvcache.sliding", model=preset.name, w=f"{preset.sliding_window:,}"), "ℹ️"))
+        out.append(("info", window_count(p, preset, calc, style), "ℹ️"))
     if p.shipped and not p.preset_decodes:  # an encoder keeps no cache: the numbers are a decoder's
         out.append(("info", style.t("kvcache.encoder", model=preset.name), "ℹ️"))
     return out
+
+
+def window_count(p: Params, preset: ModelPreset, calc: Calculator, style: Style) -> str:
+    """A sliding-window model's own cache at ``p``'s settings: its local layers at min(S, window) positions (which
+    layers), as the headline, the formula, the chart and the table count it, against the full cache without the
+    window."""
+    windows = preset.layer_windows
+    glob = [i for i, w in enumerate(windows) if w is None]
+    own = calc.native.bytes(p.seq_len, p.batch, p.dtype)
+    full = calc.native.full().bytes(p.seq_len, p.batch, p.dtype)
+    return style.t(
+        "kvcache.windowed" if glob else "kvcache.windowed_all",
+        model=preset.name,
+        n=len(windows) - len(glob),
+        L=len(windows),
+        w=f"{preset.sliding_window:,}",
+        g=len(glob),
+        layers=layer_list(glob),
+        kept=f"{min(p.seq_len, preset.sliding_window):,}",
+        s=f"{p.seq_len:,}",
+        own=format_bytes(own),
+        full=format_bytes(full),
+        share=f"{own / full:.0%}" if full else "100%",
+    )
 
 
 def result(p: Params, calc: Calculator, style: Style) -> tuple[str, str, str]:
@@ -875,16 +948,25 @@ def result(p: Params, calc: Calculator, style: Style) -> tuple[str, str, str]:
     return style.t("kvcache.result_label", kind=native.label), format_bytes(total), exact
 
 
-def latex_formula(p: Params, calc: Calculator) -> str:
-    """The formula as three aligned LaTeX lines: symbols, ``p``'s numbers substituted, bytes and binary units."""
+def latex_formula(p: Params, calc: Calculator, narrow: bool = False) -> str:
+    """The formula as three aligned LaTeX lines: symbols, ``p``'s numbers substituted, bytes and binary units. A
+    model with global and local layers: the symbols break before ``× d_k × b``; ``narrow`` (a phone): the symbols
+    and the numbers break before the local layers' term instead."""
 
     def tex(s: str) -> str:
         s = s.replace("H_kv", "H_{kv}").replace("d_c", "d_{c}").replace("d_R", "d_{R}").replace("d_v", "d_{v}")
+        s = s.replace("L_global", r"L_{\mathrm{global}}").replace("L_local", r"L_{\mathrm{local}}")
+        s = s.replace("min(", r"\min(")
         s = s.replace("×", r"\times").replace(",", "{,}")
         return re.sub(r"(\d) B\b", r"\1\\,\\mathrm{B}", s)  # the unit after a number, not the batch symbol B
 
     symbolic, substituted = calc.native.formula(p.seq_len, p.batch, p.dtype)
     numbers, exact = substituted.rsplit(" = ", 1)
+    if "L_global" in symbolic and narrow:  # the global and local layers' split is long: two lines each
+        symbolic = symbolic.replace(" + L_local", r" \\ &\qquad + L_local")
+        numbers = numbers.replace(" + ", r" \\ &\qquad + ", 1)
+    elif "L_global" in symbolic:  # its last factors go on a line of their own
+        symbolic = symbolic.replace(")) × d_k", r")) \\ &\quad × d_k")
     total = calc.native.bytes(p.seq_len, p.batch, p.dtype)
     return (
         rf"\begin{{aligned}}\mathrm{{KV}} &= {tex(symbolic)} \\ &= {tex(numbers)} \\ "
@@ -893,12 +975,20 @@ def latex_formula(p: Params, calc: Calculator) -> str:
 
 
 def symbols(p: Params, calc: Calculator, style: Style) -> str:
-    """The caption under the formula: each symbol with ``p``'s number."""
+    """The caption under the formula: each symbol with ``p``'s number (a model with sliding layers: W and how
+    many layers are global and local)."""
     lay, b = calc.native, bytes_per_element_text(p.dtype)
     common = dict(L=lay.n_layers, B=p.batch, S=f"{p.seq_len:,}", b=b, dtype=p.dtype)
     if lay.kind == "MLA":
         return style.t("kvcache.symbols_mla", **common, r=lay.kv_lora_rank, rope=lay.rope_dim)
-    return style.t("kvcache.symbols", **common, H=lay.n_kv_heads, D=lay.k_dim)
+    text = style.t("kvcache.symbols", **common, H=lay.n_kv_heads, D=lay.k_dim)
+    if not lay.windowed:
+        return text
+    local = [w for w in lay.windows if w is not None]
+    n_global = len(lay.windows) - len(local)
+    key = "kvcache.symbols_window" if n_global else "kvcache.symbols_window_all"
+    window = style.t(key, W=f"{max(local):,}", g=n_global, n=len(local))
+    return text + ("" if style.lang == "zh" else " ") + window
 
 
 def weights_notes(p: Params, calc: Calculator, style: Style) -> list[Notice]:
@@ -1100,6 +1190,7 @@ CHECKS = PageChecks(
         {"model": "smollm2-135m", "dec_real": "true", "dec_steps": "2", "dec_prompt": "1", "dec_layers": "8"},
         {"model": "smollm2-135m", "dec_real": "true", "dec_wrong": "true", "dec_batch": "16", "seq_len": "1048576"},
         {"model": "minilm-l6", "dec_real": "true", "stack_weights": "true", "dtype": "int4"},
+        {"model": "gemma3-270m", "dec_real": "true", "dec_steps": "2", "dec_prompt": "1", "seq_len": "1048576"},
         # the cache as tensors: no GQA divisor (6 has 2 and 3; 2 has none), a slide past the last token
         {"model": "custom", "n_heads": "6", "n_kv_heads": "6", "seq_len": "2", "present": "true", "slide": "99"},
         {"model": "custom", "n_heads": "2", "n_kv_heads": "2", "seq_len": "64", "slide": "abc", "present": "true"},

@@ -55,7 +55,7 @@ from attn_core.views.base import (  # noqa: F401 - with_values for the page
     with_values,
 )
 
-MODELS = ("smollm2-135m", "minilm-l6", "local")
+MODELS = ("smollm2-135m", "minilm-l6", "gemma3-270m", "local")
 EXAMPLES = ("english", "chinese", "repeated", "own")
 EXAMPLE_TEXTS = {
     "english": "The cat sat on the mat. The dog sat on the rug. Then the cat sat on the mat again.",
@@ -88,7 +88,7 @@ class Params:
         "choice",
         options=MODELS,
         help="help.model_pick",
-        cli_help="smollm2-135m, minilm-l6, or local (with --model-path)",
+        cli_help="smollm2-135m, minilm-l6, gemma3-270m, or local (with --model-path)",
     )
     model_path: str = control(
         "", "text", hi=400, cli_help="a local model folder or .gguf file", implies=(("model", "local"),)
@@ -782,14 +782,24 @@ def head_step_views(hw: HeadWindow, style: figures.Style, n_cols: int) -> list[V
 
 def layer_line(model: LoadedModel, layer: int, style: figures.Style) -> str:
     """Above the grid: which layer, and how its query heads share the KV heads."""
-    return style.t("models.layer_line", layer=layer, heads=model.n_heads, kv=model.n_kv_heads, per=model.n_rep)
+    line = style.t(
+        "models.layer_line",
+        layer=layer,
+        heads=model.n_heads,
+        kvs=style.count(model.n_kv_heads, "kv_head"),
+        per=model.n_rep,
+    )
+    kind = hm.layer_kind(model, layer, style)
+    return line if kind is None else line + hm.sentence_gap(style) + kind
 
 
 def source_line(model: LoadedModel, style: figures.Style) -> str:
     """Where the model comes from (its preset's source), and that its maps are a trained model's."""
     url = model.preset.source
     shown = url.split("://", 1)[-1] if url.startswith("https://") else url
-    return style.t("models.source", title=model.title, url=f"[{shown}]({url})")  # a link that ends where it says
+    line = style.t("models.source", title=model.title, url=f"[{shown}]({url})")  # a link that ends where it says
+    licence = hm.licence_line(model.name, style)  # Gemma 3: the Gemma Terms of Use
+    return line if licence is None else line + hm.sentence_gap(style) + licence
 
 
 # ---------------------------------------------------------------- charts
@@ -802,6 +812,7 @@ def roles_view(df: pd.DataFrame, model: LoadedModel, score: str, style: figures.
         style.t(f"opt.score.{score}"),
         style.t("models.roles_title", score=style.t(f"opt.score.{score}"), title=model.title),
         style,
+        (hm.global_layers(model), model.window(model.local_layers[0]) if model.local_layers else None),
     )
     return View(f"head_roles_{score}", fig, df)
 
@@ -903,6 +914,16 @@ CHECKS = PageChecks(
         {"view": "layer", "example": "repeated", "repeat_len": "1024", "cscale": "fixed", "pool": "mean"},
         {"view": "head", "example": "repeated", "repeat_len": "100", "q_start": "199", "k_start": "0"},
         {"view": "generate", "model": "minilm-l6", "gen_tokens": "32", "gen_context": "4096"},
+        *({"model": "gemma3-270m", "view": v} for v in PAGE_VIEWS if v != "generate"),
+        {"model": "gemma3-270m", "view": "generate", "gen_tokens": "2", "gen_context": "16"},
+        {
+            "model": "gemma3-270m",
+            "view": "head",
+            "example": "repeated",
+            "repeat_len": "300",
+            "layer": "17",
+            "head": "3",
+        },
     ),
     fuzz_sets=25,  # each new text is a forward pass of a real model
 )

@@ -190,3 +190,53 @@ def test_repeated_random_tokens_show_induction_in_the_zoom(app_test, smollm2):
     rows = np.arange(o + 20, o + 40)  # the second copy
     on_next = np.nan_to_num(zoom[rows[:-1], rows[:-1] - 20 + 1]).mean()
     assert on_next > 0.5
+
+
+GEMMA_GLOBAL = (5, 11, 17)
+
+
+def test_gemma_roles_mark_its_global_layers_and_its_facts_say_mqa_the_window_and_its_terms(app_test):
+    at = app_test(PAGE, query={"model": "gemma3-270m"})
+    no_exception(at)
+    said = texts(at)
+    assert "each layer has 4 query heads reading 1 KV head (MQA: 4 query heads per KV head), d_k = 256" in said
+    assert "15 local layers see only the last 512 tokens; 3 global layers (5, 11, 17) see every earlier token" in said
+    assert "Gemma 3 270M is distributed under the Gemma Terms of Use (https://ai.google.dev/gemma/terms)" in said
+    (spec,) = chart_specs(at)
+    axis = spec["layout"]["xaxis"]
+    marked = [i for i, tick in enumerate(axis["ticktext"]) if tick.endswith("<br><b>G</b>")]
+    assert marked == list(GEMMA_GLOBAL) and axis["ticktext"][4] == "4" and len(axis["ticktext"]) == 18
+    assert axis["title"]["text"] == "layer (G = global; the others see the last 512 tokens)"
+    assert spec["layout"]["yaxis"]["ticktext"] == ["h0 · KV0", "h1 · KV0", "h2 · KV0", "h3 · KV0"]
+    assert "one KV head for all query heads (MQA)" in at.info[0].value
+    assert "Gemma 3 270M (a decoder, MQA: 4 query heads share 1 KV head;" in at.selectbox(key="model").help
+    zh = app_test(PAGE, query={"model": "gemma3-270m", "lang": "zh", "present": "1"})
+    no_exception(zh)
+    (spec,) = chart_specs(zh)
+    axis = spec["layout"]["xaxis"]
+    assert [i for i, tick in enumerate(axis["ticktext"]) if tick.endswith("<br><b>全</b>")] == list(GEMMA_GLOBAL)
+    assert axis["title"]["text"] == "层（全 = 全局层；其余层只看最近 512 个词元）" and axis["tickfont"]["size"] >= 20
+
+
+def test_gemma_layer_head_generation_and_scale(app_test):
+    at = app_test(PAGE, query={"model": "gemma3-270m", "view": "layer", "layer": "4"})
+    no_exception(at)
+    said = texts(at)
+    assert (
+        "Layer 4: 4 query heads, framed by the 1 KV head they read (4 per KV head). Layer 4 is local: each query sees only the last 512 tokens (sliding window)."
+        in said
+    )
+    assert len(grid_heads(chart_specs(at, phone=False)[0])) == 4
+    at = app_test(PAGE, query={"model": "gemma3-270m", "view": "head", "layer": "17", "head": "3"})
+    no_exception(at)
+    assert chart_specs(at)
+    at = app_test(PAGE, query={"model": "gemma3-270m", "view": "generate", "gen_context": "16", "gen_tokens": "2"})
+    at.button(key="gen_run").click().run()
+    no_exception(at)
+    mem = next(s for s in chart_specs(at) if s["layout"].get("uirevision") == "kv_live_mem")
+    measured = next(tr for tr in mem["data"] if tr["mode"] == "markers")
+    s = arr(measured["x"]).astype(int)
+    np.testing.assert_array_equal(np.round(arr(measured["y"]) * 1024**2), s * 2 * 18 * 1 * 256 * 4)  # S < 511
+    at = app_test(PAGE, query={"model": "gemma3-270m", "view": "scale"})
+    no_exception(at)
+    assert len(chart_specs(at)) == 2

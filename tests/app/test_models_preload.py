@@ -33,6 +33,7 @@ def test_the_models_a_server_loads_at_its_start(monkeypatch, value, keys):
     else:
         monkeypatch.setenv("ATTN_PRELOAD_MODELS", value)
     assert ui.preload_keys() == keys
+    assert ("gemma3-270m" in keys) == (value in (None, "1"))  # Gemma 3 270M is preloaded by default (docs/deploy.md)
     monkeypatch.setenv("ATTN_PRELOAD_MODELS", " minilm-l6 , smollm2-135m ")
     assert ui.preload_keys() == ["minilm-l6", "smollm2-135m"]
 

@@ -48,6 +48,26 @@ def test_roles_of_a_model_whose_layer_numbers_do_not_fit_are_thinned_and_said():
     assert x["title"]["text"] == f"layer (numbered every {step})"
 
 
+def test_roles_of_a_model_with_local_layers_mark_its_global_ones_and_say_so():
+    """Gemma 3 270M: 18 layers, global 5, 11 and 17 marked under their number (G; 全 in Chinese), the axis title says
+    what the mark means and the others' window; the chart grows by the second line; no mark without windows."""
+    mat = np.zeros((18, 4), dtype=np.float32)
+    for style, mark in ((Style(), "G"), (Style(present=True, lang="zh"), "全")):
+        plain = spec_of(modfig.roles_figure(mat, 1, "x", "t", style))["layout"]
+        lay = spec_of(modfig.roles_figure(mat, 1, "x", "t", style, ((5, 11, 17), 512)))["layout"]
+        text = lay["xaxis"]["ticktext"]
+        assert [i for i, tick in enumerate(text) if tick == f"<b>{i}</b><br><b>{mark}</b>"] == [5, 11, 17]
+        assert [tick for i, tick in enumerate(text) if i not in (5, 11, 17)] == [
+            str(i) for i in range(18) if i % 6 != 5
+        ]
+        assert plain["xaxis"]["ticktext"] == [str(i) for i in range(18)]
+        assert f"{mark} = " in lay["xaxis"]["title"]["text"] and "512" in lay["xaxis"]["title"]["text"]
+        assert (
+            lay["height"] == plain["height"] + int(1.4 * style.font) and lay["xaxis"]["tickfont"]["size"] == style.font
+        )
+        assert lay["margin"]["b"] > plain["margin"]["b"]  # the second line's room, reserved
+
+
 def test_a_slide_thins_a_maps_labels_to_the_room_it_gives_them():
     tokens = [f"tok{i} ({i})" for i in range(23)]
     fig = hfig.matrix_figure(hfig.MatrixSpec(np.eye(23), tokens, tokens, "t"), Style(present=True))
@@ -61,6 +81,25 @@ def test_a_slide_thins_a_maps_labels_to_the_room_it_gives_them():
     assert lay["xaxis"]["tickvals"] == before["xaxis"]["tickvals"]  # 700 / 23 px a key: every key label fits
     zh = spec_of(modfig.slide_labels(fig, (700, 250), Style(present=True, lang="zh")))["layout"]
     assert zh["yaxis"]["title"]["text"] == "query（每 3 个标 1 个）"
+
+
+def test_a_slide_keeps_an_axis_the_builder_thinned_and_leaves_room_above_for_the_first_label():
+    """47 tokens that the builder already labels every 6th on the query axis (its title says so): the slide keeps
+    them (250 px hold 8 labels at 20 px) and the plain axis title; the top margin holds a two-line title centred in
+    it and the first row's label half a font above the plot."""
+    from attn_core.views import heatmaps as hm
+
+    p = hm.Params(source="synthetic", seq_len=47)
+    fig = hm.step_views(hm.step_window(p.layer(), 0, 0, 0), Style(present=True, lang="zh"), 1)[4].figure  # scaled
+    before = spec_of(fig)["layout"]
+    rows = list(spec_of(fig)["data"][0]["y"])
+    gap = rows.index(before["yaxis"]["tickvals"][1]) - rows.index(before["yaxis"]["tickvals"][0])
+    assert gap > 1 and f"每 {gap} 个标签显示 1 个" in before["title"]["text"]  # the builder's thinning, said
+    lay = spec_of(modfig.slide_labels(fig, (700, 250), Style(present=True, lang="zh")))["layout"]
+    assert lay["yaxis"]["tickvals"] == before["yaxis"]["tickvals"]
+    assert lay["yaxis"]["title"]["text"] == before["yaxis"]["title"]["text"]  # no second note, beside the plot
+    lines, size = lay["title"]["text"].count("<br>") + 1, lay["title"]["font"]["size"]
+    assert lines == 2 and lay["margin"]["t"] >= lines * 1.35 * size + 20 + 4
 
 
 def test_the_time_of_a_token_on_log_axes_spans_the_planned_lengths():

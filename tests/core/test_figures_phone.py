@@ -74,6 +74,13 @@ def test_a_long_panel_thins_its_labels_and_says_so():
     assert ticks == labels[::step] and len(labels) == 64
     assert step > 1 and lay["xaxis"]["tickfont"]["size"] == figures.MIN_TICK_FONT
     assert f"1 label in {step}" in lay["annotations"][0]["text"]
+    # one line an axis: on one line, centred over the plot, the note reached past a phone's right edge
+    zh = phone.one_panel(
+        grid_spec(figures.Style(lang="zh"), source="synthetic", seq_len=64), 3, figures.Style(lang="zh")
+    )
+    text = zh["layout"]["annotations"][0]["text"]
+    assert text.count("<br><sub>") == 2 and "<sub>查询轴：" in text and "<sub>键轴：" in text
+    assert zh["layout"]["margin"]["t"] >= 34 + 2 * 18
 
 
 def test_title_fits():

@@ -28,6 +28,9 @@ from attn_core.kv.memory import (
     preset_layouts,
     seq_points,
     weights_bytes,
+    windowed_cache_bytes,
+    windowed_formula,
+    windowed_max_context,
 )
 from attn_core.runtime.config import ConfigError
 from attn_core.runtime.units import binary_unit, format_bytes, format_bytes_exact, format_tokens
@@ -58,8 +61,8 @@ def test_llama_7b_at_4096_tokens_fp16_is_exactly_2_gib():
         ("llama-2-70b", 4096, "fp16", 2 * 80 * 8 * 4096 * 128 * 2, "GQA"),
         # GQA: Qwen2.5-7B, 28 layers x 4 KV heads, 32K tokens
         ("qwen2.5-7b", 32768, "bf16", 2 * 28 * 4 * 32768 * 128 * 2, "GQA"),
-        # GQA: Gemma-2-9B, head_dim 256 (not 3584 / 16 = 224)
-        ("gemma-2-9b", 8192, "bf16", 2 * 42 * 8 * 8192 * 256 * 2, "GQA"),
+        # GQA: Gemma-2-9B, head_dim 256 (not 3584 / 16 = 224); 21 global layers at S, 21 local at min(S, 4096)
+        ("gemma-2-9b", 8192, "bf16", 2 * 8 * (21 * 8192 + 21 * 4096) * 256 * 2, "GQA"),
         # MQA: Falcon-7B, one KV head of 64, 2048 tokens = 16 MiB
         ("falcon-7b", 2048, "fp16", 2 * 32 * 1 * 2048 * 64 * 2, "MQA"),
         # MLA: DeepSeek-V3, 61 layers x (512 latent + 64 RoPE key), no factor 2, no heads
@@ -439,3 +442,57 @@ def test_engine_errors_read_in_chinese():
     with pytest.raises(ConfigError) as info:
         max_context(100, 32)
     assert translate(f"err.{info.value.key}", "zh", **info.value.params).startswith("max_context 需要")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    budget=st.integers(0, 1 << 34),
+    layers=st.integers(1, 24),
+    window=st.integers(1, 5000),
+    every=st.sampled_from([None, 1, 2, 6]),
+    kv=st.integers(1, 8),
+    dim=st.sampled_from([1, 3, 64, 256]),
+    batch=st.integers(1, 4),
+    dtype=st.sampled_from(DTYPES),
+)
+def test_windowed_max_context_is_the_longest_that_fits(budget, layers, window, every, kv, dim, batch, dtype):
+    """bytes(S) <= budget < bytes(S + 1) with each local layer at min(S, W); None only when every layer slides
+    and the cache with every window full fits (then it never grows past that)."""
+    from attn_core.kv.memory import layer_windows
+
+    windows = layer_windows(layers, window, every)
+    s = windowed_max_context(budget, windows, 2 * kv * dim, batch, dtype)
+    size = lambda n: windowed_cache_bytes(windows, kv, dim, n, batch, dtype)  # noqa: E731
+    if s is None:
+        assert all(w is not None for w in windows) and size(window) <= budget
+        assert size(10 * window) == size(window)
+    else:
+        assert (s == 0 or size(s) <= budget) and size(s + 1) > budget
+
+
+def test_windowed_cache_by_hand_for_gemma_3_and_mistral():
+    gemma = load_presets()["gemma-3-270m"]
+    (mqa,) = [lay for lay in preset_layouts(gemma) if lay.native]
+    # 3 global layers at S, 15 local at min(S, 512); one KV head of 256, K and V, 2 bytes: 104 MiB against 576 MiB
+    assert mqa.bytes(32768) == 2 * (3 * 32768 + 15 * 512) * 256 * 2 == 108_527_616
+    assert mqa.full().bytes(32768) == kv_cache_bytes(18, 1, 256, 32768) == 576 * MiB
+    assert mqa.bytes(512) == mqa.full().bytes(512)  # inside the window every position is kept
+    assert mqa.max_context(80 * GiB) == (80 * GiB // 1024 - 15 * 512) // 3 == 27_959_466
+    assert mqa.formula(32768)[1] == "2 × 1 × 1 × (3 × 32,768 + 15 × 512) × 256 × 2 B = 108,527,616 B"
+    mistral = load_presets()["mistral-7b"]
+    (gqa,) = [lay for lay in preset_layouts(mistral) if lay.native]
+    assert gqa.bytes(32768) == 2 * 32 * 8 * 4096 * 128 * 2 == 512 * MiB and gqa.full().bytes(32768) == 4 * GiB
+    assert gqa.max_context(80 * GiB) is None and gqa.max_context(512 * MiB - 1) == 4095
+    assert windowed_formula(mistral.layer_windows, 8, 128, 100)[1] == "2 × 32 × 1 × 8 × 100 × 128 × 2 B = 13,107,200 B"
+    assert all(not lay.windowed for lay in preset_layouts(load_presets()["llama-3-8b"]))
+
+
+def test_windowed_memory_curves_are_the_layouts_bytes_at_every_point():
+    for pid, dtype in (("gemma-3-270m", "int4"), ("gemma-2-9b", "bf16"), ("mistral-7b", "fp8")):
+        layouts = preset_layouts(load_presets()[pid])
+        c = memory_curves(layouts, 3, dtype, seq_points(), 80 * GiB)
+        for i, lay in enumerate(layouts):
+            assert c.cache[i].tolist() == [lay.bytes(int(s), 3, dtype) for s in c.tokens]
+        (native,) = [lay for lay in layouts if lay.native]
+        assert c.unwindowed.tolist() == [native.full().bytes(int(s), 3, dtype) for s in c.tokens]
+    assert memory_curves(preset_layouts(load_presets()["llama-3-8b"]), 1, "fp16", seq_points(), GiB).unwindowed is None

@@ -135,3 +135,72 @@ def test_the_figures_draw_and_compute_nothing():
     imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     assert not any("torch" in m or "kv_cache" in m or "device" in m for m in imported), imported
+
+
+def test_a_sliding_window_model_s_headline_formula_table_and_chart_count_its_local_layers_at_the_window():
+    """Gemma 3 270M at 32,768 tokens in fp16, by hand: 3 global layers at S and 15 local layers at min(S, 512),
+    one KV head of 256, K and V, 2 bytes: 104 MiB, against 576 MiB with every layer at every position."""
+    p = kc.Params(model="gemma-3-270m", seq_len=32768, dtype="fp16")
+    calc, style = kc.calculator(p), Style()
+    own, full = 2 * (3 * 32768 + 15 * 512) * 256 * 2, 2 * 18 * 32768 * 256 * 2
+    assert (own, full) == (108_527_616, 603_979_776) and kv_cache_bytes(18, 1, 256, 32768) == full
+    label, value, exact = kc.result(p, calc, style)
+    assert (label, value) == ("KV cache (MQA)", "104 MiB") and "108,527,616 bytes" in exact
+    tex = kc.latex_formula(p, calc)
+    assert r"(L_{\mathrm{global}} \times S + L_{\mathrm{local}} \times \min(S{,} W))" in tex
+    assert r"2 \times 1 \times 1 \times (3 \times 32{,}768 + 15 \times 512) \times 256 \times 2\,\mathrm{B}" in tex
+    assert r"108{,}527{,}616\,\mathrm{B} = \text{104 MiB}" in tex
+    assert "W = 512 (the sliding window); L_global = 3" in kc.symbols(p, calc, style)
+    data = kc.comparison(p, calc)
+    native = data[data.this_model].iloc[0]
+    # 80 GiB / 1,024 bytes a position and layer = 83,886,080 positions; 3 S + 15 x 512 <= that
+    assert native.cache_bytes == own and native.max_context_tokens == (80 * GiB // 1024 - 15 * 512) // 3
+    assert data.cache_bytes[0] == 2 * (3 * 32768 + 15 * 512) * 4 * 256 * 2  # MHA's 4 KV heads slide too
+    c = kc.curves(p, calc)
+    i = next(k for k, lay in enumerate(c.layouts) if lay.native)
+    at = c.tokens == 32768
+    assert c.cache[i][at][0] == own and c.unwindowed[at][0] == full
+    assert c.fits[i] == 27_959_466 and c.fit_totals[i] == 2 * (3 * 27_959_466 + 15 * 512) * 256 * 2
+    assert all(c.cache[i][c.tokens <= 512] == c.unwindowed[c.tokens <= 512])  # inside the window: no saving
+    spec = kc.memory_view(p, calc, style).figure.to_plotly_json()
+    names = [t.get("name", "") for t in spec["data"]]
+    assert "MQA without the window" in names
+    frame = kc.curves_frame(c)
+    assert frame["MQA without the window (bytes)"][at].iloc[0] == full and frame["MQA cache (bytes)"][at].iloc[0] == own
+    assert "**104 MiB**, 18% of the 576 MiB it would take without the window" in kc.notices(p, calc, style)[0][1]
+
+
+def test_every_layer_of_mistral_slides_so_its_cache_stops_at_the_window_and_any_length_fits():
+    """Mistral-7B-v0.1: 32 layers, each keeps the last 4,096 tokens; 8 KV heads of 128, fp16."""
+    style = Style()
+    p = kc.Params(model="mistral-7b", seq_len=32768)
+    calc = kc.calculator(p)
+    assert kc.result(p, calc, style)[1] == "512 MiB"  # 2 x 32 x 8 x 4,096 x 128 x 2 bytes, not 4 GiB
+    assert calc.native.full().bytes(32768) == 4 * GiB
+    assert r"2 \times L \times B \times H_{kv} \times \min(S{,} W) \times d_k \times b" in kc.latex_formula(p, calc)
+    assert r"2 \times 32 \times 1 \times 8 \times 4{,}096 \times 128 \times 2" in kc.latex_formula(p, calc)
+    table = kc.comparison_table(kc.comparison(p, calc), style)
+    assert table.iloc[:, -1].tolist() == ["any length"] * 3  # the largest cache (MHA's 2 GiB) fits 80 GiB
+    assert kc.comparison_table(kc.comparison(p, calc), Style(lang="zh")).iloc[1, -1] == "任意长度"
+    c = kc.curves(p, calc)
+    assert c.fits == (None, None, None) and c.cache[1][-1] == 512 * 1024**2
+    assert "GQA-8 (this model) · any length fits" in [t.name for t in kc.memory_view(p, calc, style).figure.data]
+    short = kc.Params(model="mistral-7b", seq_len=100)  # inside the window: every position kept
+    assert kc.calculator(short).native.bytes(100) == kv_cache_bytes(32, 8, 128, 100)
+    small = kc.Params(model="mistral-7b", seq_len=32768, device_gib=1, stack_weights=True, weights_dtype="int4")
+    fits = kc.comparison(small, kc.calculator(small)).max_context_tokens  # 1 GiB less 3.4 GiB of weights: none
+    assert fits.tolist() == [0, 0, 0]
+
+
+def test_a_phone_s_formula_of_global_and_local_layers_breaks_before_the_local_term():
+    p = kc.Params(model="gemma-3-27b", seq_len=131072)
+    calc = kc.calculator(p)
+    wide, narrow = kc.latex_formula(p, calc), kc.latex_formula(p, calc, narrow=True)
+    assert r"\min(S{,} W)) \\ &\quad \times d_k" in wide and r"(10 \times 131{,}072 + 52 \times 1{,}024)" in wide
+    assert r"(10 \times 131{,}072 \\ &\qquad + 52 \times 1{,}024) \times 128" in narrow
+    assert r"\times S \\ &\qquad + L_{\mathrm{local}}" in narrow
+    # 2 x 16 KV heads x (10 x 131,072 + 52 x 1,024) x 128 x 2 bytes, the same on both
+    want = f"{2 * 16 * (10 * 131072 + 52 * 1024) * 128 * 2:,}".replace(",", "{,}")
+    assert want in wide and want in narrow
+    llama = kc.Params(model="llama-3-8b")
+    assert kc.latex_formula(llama, kc.calculator(llama), narrow=True) == kc.latex_formula(llama, kc.calculator(llama))

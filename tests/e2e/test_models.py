@@ -94,6 +94,36 @@ def test_a_slide_of_head_roles_numbers_every_layer_at_20_px(browser, server):
         ctx.close()
 
 
+@pytest.mark.parametrize("size", [(1280, 720), (1024, 768)])
+def test_gemma_roles_slide_marks_its_global_layers_at_20_px_in_chinese(browser, server, size):
+    """Gemma 3 270M's roles on a Chinese slide: 18 layers numbered, the global ones (5, 11, 17) with 全 under
+    their number, every label at 20 px or more, none touching, and the audit finds nothing; the layer view's
+    slide too (screenshots in artifacts/audit)."""
+    from tests.e2e.test_visual_audit import SHOTS, english_words
+
+    ctx = browser.new_context(viewport={"width": size[0], "height": size[1]}, device_scale_factor=1)
+    w = PageWatch(ctx.new_page(), server)
+    opts = {"slide": True, "phone": False, "zh": True, "english": english_words(), "minPx": 20}
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        w.open("models?model=gemma3-270m&lang=zh&present=1", timeout=300_000)
+        ticks = w.page.evaluate(
+            """() => [...document.querySelectorAll('.st-key-mdl_roles .xtick text')].map(t => {
+                 const r = t.getBoundingClientRect();
+                 return [t.textContent, r.left, r.right, parseFloat(getComputedStyle(t).fontSize)]; })"""
+        )
+        assert [t[0] for t in ticks] == [f"{i}全" if i in (5, 11, 17) else str(i) for i in range(18)]
+        assert all(t[3] >= 20 for t in ticks)
+        assert all(a[2] < b[1] for a, b in zip(ticks, ticks[1:], strict=False))
+        w.page.screenshot(path=str(SHOTS / f"gemma-models-roles-slide-{size[0]}x{size[1]}-zh.png"))
+        assert w.page.evaluate(AUDIT_JS, opts) == []
+        w.open("models?model=gemma3-270m&lang=zh&present=1&view=layer&layer=4", timeout=300_000)
+        w.page.screenshot(path=str(SHOTS / f"gemma-models-layer-slide-{size[0]}x{size[1]}-zh.png"))
+        assert w.page.evaluate(AUDIT_JS, opts) == []
+    finally:
+        ctx.close()
+
+
 def test_roles_open_a_head_in_chinese(watch):
     watch.open("models?lang=zh")
     assert watch.page.get_by_role("heading", name="预训练模型：训练出的注意力").count() == 1
@@ -124,3 +154,26 @@ def test_heatmaps_page_draws_a_models_layer(watch):
     assert panels == 9  # SmolLM2's 9 query heads, one panel title each
     assert_clean(watch)
     watch.shot("heatmaps-smollm2-layer17")
+
+
+def test_heatmaps_slide_of_a_gemma_local_layer_shows_its_window_as_a_band(browser, server):
+    """200 synthetic tokens (691 of Gemma's) on a Chinese slide: layer 4's panels grey (masked) where a key lies 512
+    or more back (tests/app/test_heatmaps_models.py checks the values), layer 5's not; each slide passes the audit
+    (screenshots in artifacts/audit); the page says which kind the layer is and names the Gemma Terms of Use."""
+    from tests.e2e.test_visual_audit import SHOTS, english_words
+
+    ctx = browser.new_context(viewport={"width": 1280, "height": 720}, device_scale_factor=1)
+    w = PageWatch(ctx.new_page(), server)
+    opts = {"slide": True, "phone": False, "zh": True, "english": english_words(), "minPx": 20}
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        for layer in (4, 5):
+            query = f"attn_from=gemma3-270m&source=synthetic&seq_len=200&model_layer={layer}&lang=zh&present=1"
+            w.open(f"?{query}", timeout=300_000)
+            w.page.screenshot(path=str(SHOTS / f"gemma-heatmaps-layer{layer}-slide-1280x720-zh.png"))
+            assert w.page.evaluate(AUDIT_JS, opts) == []
+            w.open(f"?{query.replace('&present=1', '')}", timeout=300_000)  # the page: its layer control's caption
+            body = w.page.inner_text("body")
+            assert f"第 {layer} 层是{'局部层' if layer == 4 else '全局层'}" in body and "Gemma 使用条款" in body
+    finally:
+        ctx.close()
