@@ -67,7 +67,8 @@ elif p.view == "agree":
         st.dataframe(mv.agree_table(res, style), hide_index=True, width="stretch")
     if shown(1):
         ui.show_view(ui.view(mv.agree_views, res, p.head, p.tokens, style)[0], "mla_agree")
-    grid_box = ui.section_box(shown, 2, ui.t("mla.grid_header", mode=ui.t(f"opt.mode.{p.mode}")), "x_mla_grid")
+    grid_title = ui.t("mla.grid_header", mode=ui.t(f"opt.mode.{p.mode}"))
+    grid_box = ui.section_box(shown, 2, grid_title, "x_mla_grid", slide_heading=False)  # the grid takes the slide
     if grid_box is not None:  # every head: on the page computed and sent while open
         with grid_box:
             pm = ui.compute(mv.grid, run_cfg, p.tokens, p.seed, p.mode, given={"layer": lay})

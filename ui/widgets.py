@@ -543,18 +543,21 @@ def slide_sections(n: int, key: str = "slide", *, deck_picks: bool = False) -> C
     return _Sections(slide_controls(key, n))
 
 
-def section_box(shown: Callable[[int], bool], i: int, label: str, key: str, opened: bool = False) -> Any | None:
+def section_box(
+    shown: Callable[[int], bool], i: int, label: str, key: str, opened: bool = False, slide_heading: bool = True
+) -> Any | None:
     """Where section ``i`` of a page of :func:`slide_sections` goes, titled ``label``: on a slide the page itself
     (on the section's own slide only); on the page a :func:`ui.output.lazy_expander` whose content is computed
     and sent only while it is open (AppTest gets every one open), open at first when ``opened`` (a link that
     sets one of the section's controls, :func:`ui.core.linked`) or when the address says ``<key>=true``; its open
-    state is in the share link. None where the section is not drawn."""
+    state is in the share link. None where the section is not drawn. ``slide_heading=False``: a slide leaves the
+    heading out (a grid planned for the slide's whole height, whose stepper names what it shows)."""
     from .output import lazy_expander
 
     if present():
         if not shown(i):
             return None
-        if not getattr(shown, "deck_titled", False):
+        if slide_heading and not getattr(shown, "deck_titled", False):
             st.subheader(label)
         return st.container()
     # bold: a section, not one of the explanations' expanders; open or closed, it is part of the share link
