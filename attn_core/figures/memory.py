@@ -38,6 +38,9 @@ CUDA_COLOR = "#009E73"
 WRONG_COLOR = "#D55E00"
 MARKER_LINE_COLOR = "#555555"
 LABEL_OCTAVES = 2.5  # a fit label this close (in doublings) to the axis's end goes left of its marker
+#: Plot width (px) a slide's memory chart keeps at 1024 x 768 at least: a marker's label wider than the room right
+#: of its line goes left of it.
+SLIDE_PLOT_PX = 760
 HALF_SLIDE_TITLE = 34  # Latin characters a 26 px title line holds on half a 1024 px slide (two charts side by side)
 PHONE_PX = (
     358  # a chart's width on a phone (390 px less the page's padding): what a narrow memory chart is laid out for
@@ -242,13 +245,27 @@ def _y_axis(lo_bytes: float, hi_bytes: float, y_log: bool) -> tuple[dict, tuple[
     return dict(type="linear", range=[0, hi], tickvals=vals, ticktext=text), (0.0, hi)
 
 
+def _label_left(chart: MemoryChart, x: int, text: str, max_seq: int, style: Style, fits: Sequence[int]) -> bool:
+    """Whether a marker's label goes left of its line: on a phone's width in the axis's right half; on a slide
+    when it is wider than the room right of its line (:data:`SLIDE_PLOT_PX`) or, at the top, when a fit label
+    (drawn above-left of its marker, near the device line) lies within :data:`LABEL_OCTAVES` doublings right of it."""
+    share = math.log(x) / math.log(max(max_seq, 2))
+    if chart.narrow:
+        return share > 0.5
+    if not style.present or x < 8:  # a page has room; a line near the axis's start keeps its label right
+        return False
+    if text_width(text, style.font) + 8 > (1 - share) * SLIDE_PLOT_PX:
+        return True
+    return any(x < f <= x * 2**LABEL_OCTAVES for f in fits)
+
+
 def _vertical_markers(
-    chart: MemoryChart, y_range: tuple[float, float], max_seq: int, style: Style
+    chart: MemoryChart, y_range: tuple[float, float], max_seq: int, style: Style, fits: Sequence[int] = ()
 ) -> tuple[list[dict], list[dict]]:
     """Lines at ``seq_len`` (labelled at the top) and the model's ``max_positions`` (at the bottom, so equal
     values never overlap), as traces (a line means the same on log and linear axes) and annotations (whose x
-    on a log axis is log10 of the value). On a phone's width a label in the axis's right half goes left of its
-    line (it ran out of the chart)."""
+    on a log axis is log10 of the value). A label goes left of its line where it would leave the chart or meet
+    a fit label (``fits``: the tokens of the fit labels drawn; :func:`_label_left`)."""
     traces, notes = [], []
     max_text = style.t("kvmem.max_positions", n=f"{chart.max_positions:,}") if chart.max_positions else ""
     for x, text, dash, top in (
@@ -268,7 +285,7 @@ def _vertical_markers(
                 line=dict(color=MARKER_LINE_COLOR, width=2 if style.present else 1.5, dash=dash),
             )
         )
-        left = chart.narrow and math.log(x) > 0.5 * math.log(max(max_seq, 2))
+        left = _label_left(chart, x, text, max_seq, style, fits if top else ())
         notes.append(
             dict(
                 x=math.log10(x),
@@ -317,7 +334,8 @@ def memory_figure(curves: MemoryCurves, chart: MemoryChart, style: Style = Style
     if curves.unwindowed is not None:
         highs.append(int(curves.unwindowed[-1]) + w)
     yaxis, span = _y_axis(float(min(lows)), float(max(highs)), chart.y_log)
-    lines, notes = _vertical_markers(chart, span, max_seq, style)
+    drawn = [int(f) for f in curves.fits if f is not None and 1 <= f <= max_seq]
+    lines, notes = _vertical_markers(chart, span, max_seq, style, drawn)
     data += lines
     yaxis["title"] = dict(text=style.t("kvmem.mem_axis_stacked" if curves.weights is not None else "kvmem.mem_axis"))
     xt, xl = token_ticks(max_seq, 16 if chart.narrow else 4)

@@ -204,3 +204,20 @@ def test_a_phone_s_formula_of_global_and_local_layers_breaks_before_the_local_te
     assert want in wide and want in narrow
     llama = kc.Params(model="llama-3-8b")
     assert kc.latex_formula(llama, kc.calculator(llama), narrow=True) == kc.latex_formula(llama, kc.calculator(llama))
+
+
+def test_a_slide_s_marker_labels_go_left_where_they_would_leave_the_chart_or_meet_a_fit_label():
+    """Gemma-3-27B at S = 131,072 (its max positions): 3 doublings from the 1M end leave about 114 px on a slide,
+    less than "max positions 131,072" at 20 px; the fit label 518,963 lies 2 doublings right of the S line."""
+    p = kc.Params(model="gemma-3-27b", seq_len=131072)
+    calc = kc.calculator(p)
+
+    def anchors(style: Style) -> dict[str, str]:
+        notes = kc.memory_view(p, calc, style).figure.layout.annotations
+        return {a.text: a.xanchor for a in notes}
+
+    slide = anchors(Style(present=True))
+    assert slide["S = 131,072"] == "right" and slide["max positions 131,072"] == "right"
+    assert "518,963" in slide  # MHA (32 KV heads) windowed: (80 GiB / 16 KiB - 52 x 1,024) // 10 global layers
+    page = anchors(Style())
+    assert page["S = 131,072"] == "left" and page["max positions 131,072"] == "left"  # a page has the room
