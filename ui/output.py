@@ -136,14 +136,14 @@ def show_views(views: Sequence[Any], boxes: Sequence[Any], key: str) -> None:
 def live_charts(views: Sequence[Any], boxes: Sequence[Any]) -> None:
     """A live run's frame: each view's figure replacing the one in its ``st.empty`` box. No key and no export
     menu: a new key would remount the chart (it blinks); the finished run is drawn with :func:`show_views`."""
-    from streamlit.errors import StreamlitDuplicateElementId
+    from .streamlit_compat import DuplicateElementId
 
     for box, v in zip(boxes, views, strict=False):
         slide = present()  # slide mode: as tall as the slide leaves room for
         fig = slide_figure(v.figure) if slide else v.figure
         try:
             plotly_chart(box, fig, height="stretch" if slide else "content")
-        except StreamlitDuplicateElementId:  # the very chart an earlier frame of this run drew: it is there
+        except DuplicateElementId:  # the very chart an earlier frame of this run drew: it is there
             pass
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import streamlit as st
+from streamlit.errors import StreamlitDuplicateElementId as DuplicateElementId
 
 # The websocket protocol's messages (``streamlit.proto``), for the benchmarks' protocol-level students
 # (bench/hall.py, bench/live_turns.py): what Streamlit's frontend sends and receives. Streamlit loads these modules
@@ -38,6 +39,7 @@ __all__ = [
     "Alert",
     "BackMsg",
     "ButtonGroup",
+    "DuplicateElementId",
     "ForwardMsg",
     "NumberInput",
     "Slider",
@@ -53,6 +55,9 @@ __all__ = [
     "rerun_waiting",
     "unbind_query_params",
 ]
+
+# DuplicateElementId: what Streamlit raises when a run draws an element with the same parameters and no key twice
+# (streamlit.errors, not part of the documented API): a live run's frame that repeats its last chart is skipped.
 
 PROTOCOL_MESSAGES = (Alert, BackMsg, ButtonGroup, ForwardMsg, NumberInput, Slider, WidgetState)
 """The ``streamlit.proto`` classes imported above (private modules generated from Streamlit's ``.proto`` files)."""

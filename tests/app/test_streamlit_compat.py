@@ -113,6 +113,25 @@ def test_end_run_ends_the_script_quietly():
     assert [m.value for m in at.markdown] == ["before"], f"the script went on after StopException: {where}"
 
 
+def test_drawing_the_same_unkeyed_chart_twice_in_a_run_raises_duplicate_element_id():
+    def script():
+        import plotly.graph_objects as go
+        import streamlit as st
+
+        from ui.streamlit_compat import DuplicateElementId
+
+        box, fig = st.empty(), go.Figure(go.Bar(y=[1, 2]))
+        box.plotly_chart(fig)
+        try:
+            box.plotly_chart(fig)
+        except DuplicateElementId:
+            st.write("raised")
+
+    at = AppTest.from_function(script, default_timeout=60).run()
+    where = "ui.output.live_charts skips a frame that repeats its chart by catching it"
+    assert not at.exception and [m.value for m in at.markdown] == ["raised"], f"no DuplicateElementId: {where}"
+
+
 # ---------------------------------------------------------------- page_script_hash
 
 
