@@ -16,6 +16,7 @@ from attn_core import figures
 from attn_core.pretrained import card as cards
 from attn_core.pretrained.surgery import Evaluation
 from attn_core.views import surgery as sv
+from tests.core.test_card import GEMMA3_270M  # the config as Google ships it
 
 EN, ZH = figures.Style(lang="en"), figures.Style(lang="zh")
 
@@ -286,19 +287,6 @@ def test_gemma_says_which_layers_already_slide():
 
 
 # ---------------------------------------------------------------- the model card
-GEMMA3_270M = {
-    "model_type": "gemma3_text",
-    "hidden_size": 640,
-    "intermediate_size": 2048,
-    "num_attention_heads": 4,
-    "num_hidden_layers": 18,
-    "num_key_value_heads": 1,
-    "head_dim": 256,
-    "max_position_embeddings": 32768,
-    "vocab_size": 262144,
-    "sliding_window": 512,
-    "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 3,
-}
 DEEPSEEK_V2_LITE = {
     "model_type": "deepseek_v2",
     "hidden_size": 2048,
