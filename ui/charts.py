@@ -1,6 +1,6 @@
 """The chart transport: how a figure reaches the browser.
 
-A cached view is serialised once (:class:`Drawn`) and handed to Streamlit as it is (:class:`SerialisedFigure`);
+A cached view is serialised once (:class:`Drawn`: its plotly JSON spec, a dict) and drawn from that spec;
 :func:`plotly_chart` writes Streamlit's chart theme into it for the browser's colour scheme and sends keyed
 charts through :func:`ui.plotly_live.live_plot`, which updates them in place on the next run. Page helpers
 (export menus, phone copies, steps) live in :mod:`ui.output`.
@@ -8,10 +8,9 @@ charts through :func:`ui.plotly_live.live_plot`, which updates them in place on 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from attn_core import figures
@@ -26,27 +25,6 @@ PLOT_CONFIG = {
 }
 
 
-class SerialisedFigure(go.Figure):
-    """A chart already serialised (``spec``, the plotly JSON dict): ``st.plotly_chart`` sends it as it is.
-
-    Streamlit turns a ``go.Figure`` into its spec with ``to_dict()``; this one hands over a copy of
-    the stored spec instead of rebuilding and validating the figure (about 9 ms for the default
-    heatmap grid, 0.4 ms this way, the same JSON). The spec is shared by every session: read-only.
-    Only ``to_dict`` is meant to be called; :meth:`figure` builds a real figure (exports).
-    """
-
-    def __init__(self, spec: dict, looks: dict | None = None) -> None:  # noqa: D107 - no go.Figure constructor
-        object.__setattr__(self, "_attn_spec", spec)
-        object.__setattr__(self, "_attn_looks", looks)  # a cached view's themed specs (Drawn.looks), or None
-
-    def to_dict(self) -> dict:
-        spec = self._attn_spec
-        return {**spec, "data": [dict(trace) for trace in spec.get("data", [])]}
-
-    def figure(self) -> go.Figure:
-        return go.Figure(self._attn_spec)
-
-
 @dataclass(frozen=True)
 class Drawn:
     """A :class:`attn_core.views.View` with its figure serialised once, fonts set for one style: cached for
@@ -55,8 +33,6 @@ class Drawn:
     name: str
     spec: dict
     source: Any
-    #: the spec as the browser gets it, per (dark, selectable) (:func:`plotly_chart`), made on first use
-    looks: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def drawn(view: Any, style_: Any) -> Drawn:
@@ -77,26 +53,22 @@ def plotly_chart(box: Any, fig: Any, selectable: bool = False, **kwargs: Any) ->
     costs a few ms instead of a full draw). A client that tells no scheme (AppTest) gets the figure as built and
     Streamlit's own theme pass. A keyed chart in a browser goes out as :func:`ui.plotly_live.live_plot`, updated in
     place on the next run (``key``, ``config``, ``height="stretch"`` and ``on_select`` carry over). ``fig`` is a
-    :class:`SerialisedFigure` (a cached view's keeps its themed spec) or a plotly figure whose fonts are set;
+    plotly figure whose fonts are set, or a serialised one (its spec, a dict: a cached :class:`Drawn`'s, shared by
+    every session and never changed here);
     ``selectable``: the chart selects points (``on_select``)."""
     kwargs = {"config": PLOT_CONFIG, **kwargs}
     scheme = chart_scheme()
     if scheme is None:
         return box.plotly_chart(fig, theme="streamlit", **kwargs)
-    spec = fig._attn_spec if isinstance(fig, SerialisedFigure) else figures.figure_spec(fig)
-    looks = fig._attn_looks if isinstance(fig, SerialisedFigure) else None
-    look = (scheme == "dark", selectable)
-    themed = looks.get(look) if looks is not None else None
-    if themed is None:
-        themed = browser_spec(spec, *look)
-        if looks is not None:
-            looks[look] = themed  # shared by every session: read-only from here on
+    spec = fig if isinstance(fig, dict) else figures.figure_spec(fig)
+    dark = scheme == "dark"
+    themed = browser_spec(spec, dark, selectable)
     key = kwargs.get("key")
     # updated in place on the next run (ui.plotly_live); a component's key may not hold "__" (Streamlit's
     # delimiter for its events): the phone copies ("<key>__one") stay st.plotly_chart
     if key is not None and "__" not in key:
         stretch = kwargs.get("height") == "stretch"
         return live_plot(
-            box, themed, key, kwargs["config"], stretch, t("ui.fullscreen"), kwargs.get("on_select"), dark=look[0]
+            box, themed, key, kwargs["config"], stretch, t("ui.fullscreen"), kwargs.get("on_select"), dark=dark
         )
-    return box.plotly_chart(SerialisedFigure(themed), theme=None, **kwargs)
+    return box.plotly_chart(themed, theme=None, **kwargs)
