@@ -2,7 +2,8 @@
 
 Each page's views (every value of its view control), normally with every expander opened and in slide mode with
 every one of its slides, at 1280×720 and 1024×768 and on a phone (390×844, a phone's User-Agent: the server then
-sends the phone copies of head grids), in English and Chinese; and every slide of every shipped deck, walked with
+sends the phone copies of head grids), in English and Chinese (1024×768's normal mode in English only: its layout is
+1280×720's with the controls stacked over the charts, and Chinese text is audited at the other sizes); and every slide of every shipped deck, walked with
 Page Down as a clicker does, at both projector sizes and in both languages. On each screen ``audit.js`` looks for
 what a lecturer would call a defect:
 
@@ -14,7 +15,9 @@ what a lecturer would call a defect:
 - on a phone, a chart, table or image wider than the screen outside a box that scrolls sideways;
 - literal Markdown markers (``**``, ``__``, backticks) in what is drawn, and, in Chinese, English words of the
   app's English catalog that its Chinese catalog never uses;
-- an exception, an error box, a console or page error.
+- an exception, an error box, a console or page error, a dialog, a request that leaves the app's host (the app is
+  used offline); on a desktop browser, an element sent only for phones (a phone title, a sideways box, a phone
+  copy of a head grid).
 
 Each screen is saved under ``artifacts/audit/`` (look at them). Phones are audited in the page's normal mode only:
 slide mode is laid out for a projector.
@@ -47,6 +50,11 @@ FIRST_SCREEN_PX = 250  # px of a chart the first screen of a page shows at 1280�
 CHART_WAIT_MS = 5_000  # how long a loaded page is given for its first chart to be drawn
 MAX_SLIDES = 12  # a page's slide stepper is walked at most this far (a guard against a stepper that never ends)
 # every chart element of the page (ui.plotly_live's component) holds a drawn plotly chart
+#: elements only a phone's browser is sent (ui.responsive): a desktop browser would only hide them
+PHONE_ONLY = ".attn-phone-title, [class*='st-key-scroll__'], [class*='st-key-phone__'], [class*='__one']"
+# whether the page holds a chart element (drawn or not yet): a page that holds none when its run is over gets none
+HAS_CHART_JS = """() => !!document.querySelector(
+  '[data-testid="stMain"] .stBidiComponent, [data-testid="stMain"] [data-testid="stPlotlyChart"]')"""
 CHARTS_DRAWN_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .stBidiComponent')]
   .filter(e => e.getBoundingClientRect().width > 0).every(e => e.querySelector('.main-svg'))"""
 
@@ -114,6 +122,8 @@ class Audit:
         self.w.wait_idle(120_000)
         wait = 20_000 if not self.opened else CHART_WAIT_MS  # a new browser fetches plotly with its first chart
         self.opened = True
+        if not self.w.page.evaluate(HAS_CHART_JS):
+            return  # a screen without a chart (a calculator, a table)
         try:
             self.w.page.wait_for_selector("[data-testid='stMain'] .js-plotly-plot .main-svg", timeout=wait)
         except PlaywrightTimeout:
@@ -128,6 +138,14 @@ class Audit:
         errors = self.w.real_console_errors() + self.w.page_errors
         found += [{"kind": "console error", "where": "", "detail": e[:200]} for e in errors[self.errors_seen :]]
         self.errors_seen = len(errors)
+        found += [{"kind": "dialog", "where": "", "detail": d[:200]} for d in self.w.dialogs]
+        own = (self.w.base_url, "data:", "blob:", "about:")
+        foreign = [u for u in self.w.requests if not u.startswith(own)]
+        found += [{"kind": "request off the app's host", "where": "", "detail": u[:200]} for u in foreign[:3]]
+        if not self.phone and not slide:
+            n = self.w.page.locator(PHONE_ONLY).count()
+            if n:
+                found.append({"kind": "phone-only elements sent to a desktop browser", "where": "", "detail": str(n)})
         name = f"{label}-{'slide' if slide else 'page'}-{self.size}-{self.lang}"
         for f in found:
             line = f"{name}: {f['kind']} [{f['where']}] {f['detail']}"
@@ -194,11 +212,12 @@ def audit_page(a: Audit, spec) -> None:
     path = "" if spec.default else spec.name
     for query in views(spec):
         label = spec.name + (f"-{query.split('=')[1]}" if query else "")
-        a.open(a.url(path, query, slide=False))
-        if a.size == "1280x720" and query == views(spec)[0]:
-            a.first_screen(label)
-        a.open_expanders()
-        a.look(label, slide=False)
+        if a.size != "1024x768" or a.lang == "en":
+            a.open(a.url(path, query, slide=False))
+            if a.size == "1280x720" and query == views(spec)[0]:
+                a.first_screen(label)
+            a.open_expanders()
+            a.look(label, slide=False)
         if a.phone:
             continue
         a.open(a.url(path, query, slide=True))
