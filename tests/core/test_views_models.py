@@ -263,14 +263,11 @@ KV9 = [0, 0, 0, 1, 1, 1, 2, 2, 2]  # SmolLM2's 9 query heads on 3 KV heads
 
 
 def test_the_kv_group_permutation_test_on_scores_whose_answer_is_known():
-    import time
-
     rng = np.random.default_rng(1)
     group_mean = rng.uniform(0, 1, size=(30, 3))
     grouped = score_table(np.repeat(group_mean, 3, axis=1) + rng.normal(0, 0.02, size=(30, 9)), KV9)
-    t0 = time.perf_counter()
     res = models.kv_group_test(grouped, "s")
-    assert time.perf_counter() - t0 < 1.0 and res.shuffles >= 1000
+    assert res.shuffles >= 1000
     assert res.ratio < res.null_lo and res.p <= 0.002  # strongly grouped: no shuffle comes near
     noise = score_table(rng.uniform(0, 1, size=(30, 9)), KV9)
     rand = models.kv_group_test(noise, "s")

@@ -316,7 +316,7 @@ def card_of(config: dict, style=EN) -> sv.CardResult:
 
 def test_a_pasted_config_gives_the_architecture_and_the_cache_in_words():
     res = card_of(GEMMA3_270M)
-    assert res.card == cards.card_from_config(GEMMA3_270M, "config.json") and res.seconds < 1.0
+    assert res.card == cards.card_from_config(GEMMA3_270M, "config.json")
     lines = sv.card_lines(res, 8192, EN)
     assert lines[0].startswith(
         "**config.json** (gemma3_text, MQA): 4 query heads share 1 KV head (4 each), head dimension 256, 18 layers;"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -94,26 +93,28 @@ def test_what_dynamic_cache_keeps_for_a_sliding_layer(gemma3):
         assert np.all(s.attention[list(LOCAL), :, : s.seq_len - 512] == 0.0)
 
 
-def test_a_later_load_takes_under_ten_seconds_of_cpu():
-    """In a fresh process, after the imports, with the converted copy in the cache: CPU seconds (the wall time on
-    a busy 2-core machine is longer) and the wall time, printed."""
+def test_a_later_load_reads_the_converted_copy_and_never_the_gguf(gemma3):
+    """In a fresh process, with the converted copy in the cache (the fixture made it): the load reads the float32
+    folder and neither reads the GGUF file's metadata nor converts again (the first load dequantises for minutes).
+    Its wall and CPU time are printed; ``bench/`` measures speed."""
     code = (
-        "import time, attn_core.pretrained.models as m; m._hf();"
-        "t, c = time.perf_counter(), time.process_time(); m.load_model('gemma3-270m', 'cpu');"
-        "print(time.perf_counter() - t, time.process_time() - c)"
+        "import time, attn_core.pretrained.models as m\n"
+        "def boom(*a, **k): raise AssertionError('the GGUF file was read again')\n"
+        "m._gguf_facts = boom; m.model_store.publish = boom; m._hf()\n"
+        "t, c = time.perf_counter(), time.process_time(); got = m.load_model('gemma3-270m', 'cpu')\n"
+        "print(got.n_layers, time.perf_counter() - t, time.process_time() - c)"
     )
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    wall, cpu = map(float, res.stdout.split()[-2:])
-    print(f"gemma3-270m load: {wall:.1f} s wall, {cpu:.1f} s CPU")
-    assert cpu < 10
+    assert res.returncode == 0, res.stderr[-2000:]
+    layers, wall, cpu = res.stdout.split()[-3:]
+    print(f"gemma3-270m load: {float(wall):.1f} s wall, {float(cpu):.1f} s CPU")
+    assert int(layers) == gemma3.n_layers
 
 
 def test_cards_of_the_shipped_gguf_files_match_the_loaded_models(gemma3, smollm2):
     for m in (gemma3, smollm2):
         path = model_store.shipped_file(model_store.SHIPPED[m.name])
-        t0 = time.perf_counter()
         c = card.card_from_gguf(path)
-        assert time.perf_counter() - t0 < 1.0
         assert (c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.hidden_size) == (
             m.n_layers,
             m.n_heads,
