@@ -1,5 +1,7 @@
 """Attention Explorer: entry point. Run with ``streamlit run app.py``."""
 
+import contextlib
+
 import streamlit as st
 
 import ui
@@ -40,7 +42,9 @@ def run_page() -> None:
     the sidebar and the CSS above (2-5 ms of the server's CPU and 10-35 ms of the browser's a move, measured with
     bench/hall.py and bench/bench.py). Widgets outside it (language, seed, presentation mode, the deck) rerun the whole app."""
     st.session_state["_link_params"] = dict(LINK)  # a control the page no longer draws leaves the link
-    ui.draw_page(page, page.url_path, HOME)  # the share link also when the page ended early (ui.stop)
+    # normal mode: the page's grid on a wide screen (ui/assets/page.css); slide mode lays the page out itself
+    with contextlib.nullcontext() if ui.present() else st.container(key="page_body"):
+        ui.draw_page(page, page.url_path, HOME)  # the share link also when the page ended early (ui.stop)
     ui.rooms.after_page()  # the lecturer's own change of the view goes to the room; a student's is exploring
 
 
