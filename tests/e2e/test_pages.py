@@ -93,3 +93,30 @@ def test_bad_url_shows_notice_not_traceback(watch):
     assert_clean(watch)
     assert watch.page.get_by_test_id("stPlotlyChart").count() >= 1
     watch.shot("heatmaps-bad-url")
+
+
+CONTROLS_BOX = """() => { const r = document.querySelector('.st-key-page_controls').getBoundingClientRect();
+  const c = document.querySelector('[data-testid="stMain"] .js-plotly-plot').getBoundingClientRect();
+  return { left: r.left, top: r.top, chartRight: c.right, chartTop: c.top }; }"""
+
+
+def test_the_controls_sit_beside_the_charts_and_stay_in_view_on_a_wide_screen(browser, server):
+    """Normal mode at 1280x720: the page's controls in a column right of its charts that stays in view while the page
+    scrolls (ui/assets/page.css); at 1024x768 they stay above the charts."""
+    from tests.e2e.conftest import PageWatch
+
+    for (width, height), beside in (((1280, 720), True), ((1024, 768), False)):
+        ctx = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
+        w = PageWatch(ctx.new_page(), server)
+        w.open("kv_sharing")
+        box = w.page.evaluate(CONTROLS_BOX)
+        if beside:
+            assert box["left"] >= box["chartRight"] - 1 and box["left"] > width / 2, box
+            w.page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollBy(0, 500)")
+            w.page.wait_for_timeout(300)
+            after = w.page.evaluate(CONTROLS_BOX)
+            assert after["chartTop"] < box["chartTop"] - 400, (box, after)  # the page scrolled
+            assert abs(after["top"] - box["top"]) < 2, (box, after)  # the controls did not
+        else:
+            assert box["left"] < 100 and box["top"] < box["chartTop"], box
+        ctx.close()
