@@ -21,7 +21,7 @@ results (``st.cache_data`` copies them for every caller).
 """
 
 from . import decks, rooms
-from .charts import drawn
+from .charts import SerialisedFigure, drawn
 from .compute import (
     LiveRun,
     compute,
@@ -84,6 +84,7 @@ from .widgets import (
 
 __all__ = [
     "LiveRun",
+    "SerialisedFigure",
     "apply_presentation",
     "apply_responsive",
     "on_phone",

@@ -14,7 +14,7 @@ from attn_core.figures import phone
 from attn_core.i18n import DEFAULT_LANG
 from attn_core.runtime.config import ConfigError
 
-from .charts import PLOT_CONFIG, Drawn, chart_scheme, plotly_chart
+from .charts import PLOT_CONFIG, Drawn, SerialisedFigure, chart_scheme, plotly_chart
 from .core import BIND, _remember, lang, present, seed, style, t
 from .responsive import _SUB_LINE, figure_title, phone_box, phone_copies, phone_title
 
@@ -43,11 +43,10 @@ def show_figure(
 
     ``data`` is a pandas DataFrame of the numbers behind the chart (with token
     labels) for the CSV export; ``name`` is the file stem of every export.
-    A serialised figure (its spec, a dict: a cached :class:`Drawn`'s) is drawn as it is (its fonts were set when it
-    was serialised).
+    A :class:`SerialisedFigure` is drawn as it is (its fonts were set when it was serialised).
     ``on_select``: called when a click selects a point (the chart's state is ``st.session_state[key]``).
     """
-    if not isinstance(fig, dict):
+    if not isinstance(fig, SerialisedFigure):
         figures.apply_fonts(fig, style())
     select = {"on_select": on_select, "selection_mode": "points"} if on_select is not None else {}
     selectable = on_select is not None
@@ -65,7 +64,7 @@ def slide_figure(fig: Any) -> Any:
     (``y < 0`` in plot fractions, which shrink with the chart and would run into the x-axis title) is pinned to the
     chart's bottom edge instead, inside the bottom margin the builder reserved for it. A serialised figure's
     shared spec is copied, never changed."""
-    spec = fig if isinstance(fig, dict) else None
+    spec = fig._attn_spec if isinstance(fig, SerialisedFigure) else None
     layout = spec.get("layout", {}) if spec is not None else fig.layout.to_plotly_json()
     legend = layout.get("legend") or {}
     y = legend.get("y")
@@ -73,7 +72,7 @@ def slide_figure(fig: Any) -> Any:
         return fig
     pinned = {**legend, "yref": "container", "y": 0.0, "yanchor": "bottom"}
     if spec is not None:
-        return {**spec, "layout": {**layout, "legend": pinned}}
+        return SerialisedFigure({**spec, "layout": {**layout, "legend": pinned}})
     return go.Figure(fig).update_layout(legend=pinned)
 
 
@@ -101,7 +100,7 @@ def show_view(view: Any, key: str, name: str | None = None, on_select: Callable[
 
 
 def _show_view(view: Any, key: str, name: str | None = None, on_select: Callable[[], None] | None = None) -> None:
-    fig = view.spec if isinstance(view, Drawn) else view.figure
+    fig = SerialisedFigure(view.spec) if isinstance(view, Drawn) else view.figure
     show_figure(fig, key, data=view.source, name=name or view.name, on_select=on_select)
 
 
@@ -161,7 +160,7 @@ def _deferred(fig: Any, fmt: str, data: Any, preset: str) -> Callable[[], bytes]
     s = style()
 
     def make() -> bytes:
-        real = go.Figure(fig) if isinstance(fig, dict) else fig
+        real = fig.figure() if isinstance(fig, SerialisedFigure) else fig
         return export_bytes(real, fmt, data, preset, s)
 
     return make
@@ -310,10 +309,10 @@ def show_heads(view: Any, key: str, name: str | None = None, on_select: Any = No
     if not panels and not lone:
         return
     with st.container(key=f"phone__{key}"):
-        text, _ = figure_title(spec)
+        text, _ = figure_title(SerialisedFigure(spec))
         if text:
             body = _SUB_LINE.sub(lambda m: f'<br><span class="attn-sub">{m.group(2)}</span>', text)
             st.markdown(f'<div class="attn-phone-head">{body}</div>', unsafe_allow_html=True)
         i = 0 if lone else _phone_head(panels, key)
         one = phone.one_panel(spec, int(i or 0), style())
-        plotly_chart(st, one, key=f"{key}__one", config={**PLOT_CONFIG, "displayModeBar": False})
+        plotly_chart(st, SerialisedFigure(one), key=f"{key}__one", config={**PLOT_CONFIG, "displayModeBar": False})

@@ -49,7 +49,7 @@ def apply_responsive() -> None:
 def _columns(fig: Any) -> int:
     """How many panels sit side by side in ``fig`` (a head grid's panels a row, else the distinct left edges of
     its x axes' domains)."""
-    spec = fig if isinstance(fig, dict) else None
+    spec = getattr(fig, "_attn_spec", None)
     lay = spec.get("layout", {}) if isinstance(spec, dict) else fig.layout.to_plotly_json()
     grid = figures.grid_meta(lay.get("meta"))
     if grid is not None:
@@ -65,7 +65,7 @@ def _columns(fig: Any) -> int:
 def _planned_px(fig: Any) -> int:
     """The width a chart's labels were planned for (``layout.meta`` ``chart_px``: a step matrix) where a phone is
     narrower, else 0."""
-    spec = fig if isinstance(fig, dict) else None
+    spec = getattr(fig, "_attn_spec", None)
     if isinstance(spec, dict):
         meta = spec.get("layout", {}).get("meta")
     else:
@@ -108,8 +108,8 @@ def phone_title(text: str, size: float) -> None:
 
 
 def figure_title(fig: Any) -> tuple[str, float]:
-    """A figure's title text and font size (px), from its serialised spec (a dict) or its plotly layout."""
-    spec = fig if isinstance(fig, dict) else None
+    """A figure's title text and font size (px), from its serialised spec or its plotly layout."""
+    spec = getattr(fig, "_attn_spec", None)
     lay = spec.get("layout", {}) if isinstance(spec, dict) else None
     if lay is None:
         title = fig.layout.title

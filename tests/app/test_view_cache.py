@@ -1,8 +1,8 @@
 """Charts built once per server: the same view state for the next session costs no figure building.
 
-``ui.view`` caches a view model's figure builder, serialised with the session's fonts (``ui.drawn``: its spec,
-a dict), and the page draws from that spec. What reaches the browser must be the JSON the uncached figure gives,
-and the same bytes on every run.
+``ui.view`` caches a view model's figure builder, serialised with the session's fonts;
+``ui.SerialisedFigure`` hands that spec to ``st.plotly_chart`` as it is. What reaches the
+browser must be the JSON the uncached figure gives, and the same bytes on every run.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import copy
 import importlib
 import json
 
-import plotly.graph_objects as go
 import plotly.io as pio
 import plotly.tools as ptools
 
@@ -35,7 +34,7 @@ def _no_nulls(obj):
     return obj
 
 
-def test_a_serialised_spec_sends_the_same_json_as_the_figure():
+def test_serialised_figure_sends_the_same_json_as_the_figure():
     p = hm.Params(n_heads=4, n_kv_heads=2)
     pm = hm.grid_maps(p.layer(), p.pool, device="cpu")
     for style in (figures.Style(), figures.Style(present=True, lang="zh")):
@@ -43,13 +42,15 @@ def test_a_serialised_spec_sends_the_same_json_as_the_figure():
         drawn = ui.drawn(hm.grid_view(pm, style, p.fit), style)
         before = copy.deepcopy(drawn.spec)
         expected = json.loads(_wire(figures.apply_fonts(fresh.figure, style)))
-        wire = _wire(drawn.spec)
+        wire = _wire(ui.SerialisedFigure(drawn.spec))
         assert decoded(json.loads(wire)) == decoded(expected)  # the same JSON, arrays as lists (a small chart)
         # the shared spec is not consumed, and every run sends the same bytes (Streamlit's element id hashes them)
-        assert _wire(drawn.spec) == wire
+        assert _wire(ui.SerialisedFigure(drawn.spec)) == wire
         assert drawn.spec == before
         # the export path rebuilds a real figure with the same content (plotly drops properties set to None)
-        assert decoded(json.loads(pio.to_json(go.Figure(drawn.spec)))) == decoded(_no_nulls(expected))
+        assert decoded(json.loads(pio.to_json(ui.SerialisedFigure(drawn.spec).figure()))) == decoded(
+            _no_nulls(expected)
+        )
 
 
 def test_second_session_reuses_the_chart_and_another_language_builds_its_own(app_test, monkeypatch):
@@ -103,3 +104,22 @@ def test_a_chart_is_counted_by_its_json_and_its_numbers():
     held = int(source.memory_usage(index=True).sum()) if hasattr(source, "memory_usage") else 0
     assert 3 * spec_bytes * 0.9 < size - held < 3 * spec_bytes * 1.1
     assert compute.view_bytes([built, built]) == 2 * size
+
+
+def test_a_themed_spec_reaches_streamlit_only_as_a_serialised_figure():
+    """The spec with Streamlit's chart theme written in holds colours plotly.js draws and plotly.py's validator
+    refuses (the colour bar's outline): handed to ``st.plotly_chart`` as a dict it raises, so a phone's one-head
+    copy (a keyed chart that is not a live chart) goes out as a ``SerialisedFigure``, its JSON as it is."""
+    import pytest
+
+    from ui.chart_theme import browser_spec
+
+    p = hm.Params(n_heads=4, n_kv_heads=2)
+    pm = hm.grid_maps(p.layer(), p.pool, device="cpu")
+    style = figures.Style()
+    spec = ui.drawn(hm.grid_view(pm, style, p.fit), style).spec
+    for dark in (False, True):
+        themed = browser_spec(spec, dark)
+        with pytest.raises(Exception, match="outlinecolor"):
+            _wire(themed)
+        assert decoded(json.loads(_wire(ui.SerialisedFigure(themed)))) == decoded(json.loads(json.dumps(themed)))

@@ -14,6 +14,7 @@ from attn_core.views import kv_cache as kc
 from attn_core.views import page
 from tests.core.test_export import need_chromium
 from tests.util import chart_specs, cli_file, decoded
+from ui.charts import SerialisedFigure
 from ui.output import slide_figure
 
 PAGE = "app_pages/kv_cache.py"
@@ -260,7 +261,7 @@ def test_memory_figure_and_table_equal_the_page(app_test, monkeypatch, tmp_path,
     charts = at
     if session.get("present"):  # slide mode: the table on slide 1, the memory chart on slide 2 (its legend pinned)
         charts = app_test(PAGE, query={**query, "slide": "2"}, session=session)
-        seen["3.html"] = slide_figure(seen["3.html"])
+        seen["3.html"] = slide_figure(SerialisedFigure(seen["3.html"]))._attn_spec
     page = next(s for s in chart_specs(charts) if s["layout"].get("uirevision") == "kv_memory")
     assert decoded(seen["3.html"]) == decoded(page)  # the layouts' table (csv, html), then the memory chart (csv, html)
     assert seen["3.html"]["data"][0]["type"] == "scatter" and seen["1.html"]["data"][0]["type"] == "table"
