@@ -100,6 +100,14 @@ CONTROLS_BOX = """() => { const r = document.querySelector('.st-key-page_control
   return { left: r.left, top: r.top, chartRight: c.right, chartTop: c.top }; }"""
 
 
+#: px between the bottom of the page's last element and the bottom of the scrollable page
+PAGE_TAIL = """() => { const main = document.querySelector('[data-testid="stMain"]');
+  const items = [...document.querySelectorAll('.st-key-page_body [data-testid="stElementContainer"]')]
+    .filter(e => e.getBoundingClientRect().height > 0);
+  const bottom = Math.max(...items.map(e => e.getBoundingClientRect().bottom)) + main.scrollTop;
+  return main.scrollHeight - bottom; }"""
+
+
 def test_the_controls_sit_beside_the_charts_and_stay_in_view_on_a_wide_screen(browser, server):
     """Normal mode at 1280x720: the page's controls in a column right of its charts that stays in view while the page
     scrolls (ui/assets/page.css); at 1024x768 they stay above the charts."""
@@ -108,14 +116,24 @@ def test_the_controls_sit_beside_the_charts_and_stay_in_view_on_a_wide_screen(br
     for (width, height), beside in (((1280, 720), True), ((1024, 768), False)):
         ctx = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
         w = PageWatch(ctx.new_page(), server)
-        w.open("kv_sharing")
+        w.open("")  # the heatmaps page: longer than two screens
         box = w.page.evaluate(CONTROLS_BOX)
         if beside:
             assert box["left"] >= box["chartRight"] - 1 and box["left"] > width / 2, box
-            w.page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollBy(0, 500)")
+            # the page ends where its content does: no empty tail to scroll into
+            tail = w.page.evaluate(PAGE_TAIL)
+            assert tail < 300, f"{tail:.0f} px of empty page below the content"
+            # scroll as far as the page goes on below the controls (at its end they scroll away with it)
+            room = w.page.evaluate(
+                "() => document.querySelector('.st-key-page_body').getBoundingClientRect().bottom"
+                " - document.querySelector('.st-key-page_controls').getBoundingClientRect().bottom"
+            )
+            step = min(400, room - 20)
+            assert step >= 100, f"the page goes on only {room:.0f} px below its controls"
+            w.page.evaluate(f"() => document.querySelector('[data-testid=\"stMain\"]').scrollBy(0, {step})")
             w.page.wait_for_timeout(300)
             after = w.page.evaluate(CONTROLS_BOX)
-            assert after["chartTop"] < box["chartTop"] - 400, (box, after)  # the page scrolled
+            assert after["chartTop"] < box["chartTop"] - step + 2, (box, after)  # the page scrolled
             assert abs(after["top"] - box["top"]) < 2, (box, after)  # the controls did not
         else:
             assert box["left"] < 100 and box["top"] < box["chartTop"], box
