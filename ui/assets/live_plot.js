@@ -12,15 +12,16 @@ function plotly(chunk) {
 }
 const FULL = { width: 857.1, height: 1000, path: 'M0 0h285v143H143v142H0zm572 0h285v285H714V143H572zM0 715h143v142h142v143H0zm714 0h143v285H572V857h142z' };
 // The box's size as its ResizeObserver last saw it (reading clientWidth in a draw would force a layout of the
-// whole page while Streamlit renders the rest of the run), never less than the figure's margins and 40 px of plot:
-// a box still being laid out (a column not yet as wide as it will be, a slide's chart before the text around it
-// settled) left plotly a plot of negative size, and it threw ("Something went wrong with axis scaling").
+// whole page while Streamlit renders the rest of the run), never less than the figure's margins and 40 px of plot
+// across, 120 px down (rows of subplots share it, each less its gap): a box still being laid out (a column not yet
+// as wide as it will be, a slide's chart before the text around it settled) left plotly a plot of negative size,
+// and it threw ("Something went wrong with axis scaling").
 function size(box, stretch, height, margin) {
   if (box.__attnW === undefined) [box.__attnW, box.__attnH] = [box.clientWidth, box.clientHeight];
   const full = document.fullscreenElement === box;
   const m = margin || {};
   const w = Math.max(box.__attnW, 100, (m.l || 0) + (m.r || 0) + 40);
-  const h = full ? window.innerHeight : stretch ? Math.max(box.__attnH, 144, (m.t || 0) + (m.b || 0) + 40) : height;
+  const h = full ? window.innerHeight : stretch ? Math.max(box.__attnH, 144, (m.t || 0) + (m.b || 0) + 120) : height;
   return [w, h];
 }
 // Plotly writes what it worked out into the layout it was given (an axis's autorange and range, a colour bar's
