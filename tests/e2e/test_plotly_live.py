@@ -67,6 +67,26 @@ def test_a_live_chart_follows_its_column_and_keeps_the_toolbar(watch):
     assert not watch.page_errors
 
 
+
+def test_a_chart_hidden_when_its_figure_comes_is_drawn_when_it_shows_at_its_width(watch):
+    """A chart whose box is not laid out (0 px across, a hidden part of the page) waits for it: drawn at the least
+    size, plotly's automargin (long tick labels) left a plot of negative height and it threw ("Something went wrong
+    with axis scaling", once in the audit under load)."""
+    watch.open("saturation")
+    watch.open_sections("3")  # sent while open
+    hide = "(on) => { document.querySelector('.st-key-sat_maps').style.display = on ? 'none' : ''; }"
+    title = "() => document.querySelector('.st-key-sat_maps .js-plotly-plot')._fullLayout.annotations[0].text"
+    before = watch.page.evaluate(title)
+    watch.page.evaluate(hide, True)
+    watch.press_slider("temperature")  # τ 1 -> 1.1
+    assert watch.page.evaluate(title) == before  # not drawn while hidden
+    watch.page.evaluate(hide, False)
+    watch.page.wait_for_function(f"() => ({title})().includes('τ = 1.1')")
+    watch.wait_idle()
+    chart = watch.page.evaluate(CHART, "sat_maps")
+    assert chart["width"] == pytest.approx(chart["box"], abs=1) and chart["box"] > 300
+    assert not watch.real_console_errors() and not watch.page_errors
+
 def test_the_full_screen_button_fills_the_screen_and_gives_the_chart_back(watch):
     page = watch.page
     page.set_viewport_size({"width": 1280, "height": 720})

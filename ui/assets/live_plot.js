@@ -16,8 +16,11 @@ const FULL = { width: 857.1, height: 1000, path: 'M0 0h285v143H143v142H0zm572 0h
 // across, 120 px down (rows of subplots share it, each less its gap): a box still being laid out (a column not yet
 // as wide as it will be, a slide's chart before the text around it settled) left plotly a plot of negative size,
 // and it threw ("Something went wrong with axis scaling").
-function size(box, stretch, height, margin) {
+function measure(box) {
   if (box.__attnW === undefined) [box.__attnW, box.__attnH] = [box.clientWidth, box.clientHeight];
+}
+function size(box, stretch, height, margin) {
+  measure(box);
   const full = document.fullscreenElement === box;
   const m = margin || {};
   const w = Math.max(box.__attnW, 100, (m.l || 0) + (m.r || 0) + 40);
@@ -48,6 +51,14 @@ async function draw(box) {
   box.__attnNext = null;
   if (!job) return;
   const Plotly = await plotly(job.chunk);
+  measure(box);
+  // a box not laid out (0 px across: a part of the page that is hidden) is drawn once it is, at its size: drawn at
+  // the least size, plotly's automargin (long tick labels) could leave a plot of negative height, and it threw
+  if (!box.__attnW && document.fullscreenElement !== box) {
+    box.__attnWaiting = job;
+    return;
+  }
+  box.__attnWaiting = null;
   const gd = box.__attnPlot;
   const spec = JSON.parse(job.spec);  // parsed for each draw: plotly writes into what it is given
   let layout = spec.layout || {};
@@ -171,6 +182,7 @@ export default function ({ data, parentElement, setTriggerValue }) {
     box.__attnResize = new ResizeObserver((entries) => {
       const r = entries[entries.length - 1].contentRect;
       [box.__attnW, box.__attnH] = [r.width, r.height];
+      if (box.__attnWaiting && r.width) return schedule(box, box.__attnWaiting);
       const cur = box.__attnJob, full = gd._fullLayout;
       if (!cur || !full || box.__attnNext) return;  // not drawn yet, or a draw is on its way
       const [w, h] = size(box, cur.stretch, full.height, full.margin);
