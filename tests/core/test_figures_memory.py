@@ -238,3 +238,29 @@ def test_fit_labels_sit_where_their_own_line_is_not_and_stay_in_the_chart():
     assert (got["524,288"]["xanchor"], got["524,288"]["yanchor"]) == ("right", "bottom")
     # a linear memory axis: the label sits at the marker's bytes, not their log
     assert labels(8, y_log=False)["65,536"]["y"] == 8 * GiB
+
+
+
+def test_a_fit_label_just_right_of_the_s_line_goes_below_its_marker():
+    """Qwen2.5-7B (GQA-4) at 80 GiB and S = 131,072: MHA fits 213,995 tokens, 0.7 doublings right of the S line.
+    Above-left of its marker (near the device line, at the top) its text reached back over "S = 131,072", which
+    is labelled at the top of the plot: it goes below. Without an S line it keeps its side above-left."""
+    p = load_presets()["qwen2.5-7b"]
+
+    def notes(seq_len):
+        fig = memory_figure(
+            preset_layouts(p),
+            batch=1,
+            dtype="fp16",
+            device_bytes=80 * GiB,
+            device_label="device",
+            model_name=p.name,
+            seq_len=seq_len,
+        )
+        return {a["text"]: a for a in spec(fig)["layout"]["annotations"]}
+
+    got = notes(131_072)
+    assert (got["S = 131,072"]["yref"], got["S = 131,072"]["y"]) == ("paper", 1.0)  # at the top of the plot
+    assert (got["213,995"]["yanchor"], got["213,995"]["yshift"]) == ("top", -5)  # below its marker
+    assert notes(None)["213,995"]["yanchor"] == "bottom"  # no S line: above-left
+    assert notes(1024)["213,995"]["yanchor"] == "bottom"  # an S line far left of it: above-left
