@@ -47,11 +47,11 @@ if p.view == "counted":
         st.caption(ui.t("cx.conventions"))
     if not slide:
         st.markdown(f"**{ui.t('cx.shipped_header')}**")
-        st.dataframe(cv.shipped_frame(style), hide_index=True, width="stretch")
+        ui.table(cv.shipped_frame(style), hide_index=True, width="stretch")
         st.caption(cv.shipped_note(style))
         st.markdown(f"**{ui.t('cx.memory_header')}**")
         st.markdown(cv.memory_sentence(p, style))
-        st.dataframe(cv.memory_frame(p, style), hide_index=True, width="stretch")
+        ui.table(cv.memory_frame(p, style), hide_index=True, width="stretch")
         ui.help_expander("cx.flash_help")
 elif p.view == "measured":
     spec = ui.run_safely(lambda: cv.sweep_spec(p))  # over the memory budget: said here, before anything runs
@@ -94,7 +94,7 @@ elif p.view == "measured":
         steps = tuple(run.steps)  # keyed by the measurements themselves: a rerun redraws nothing
         ui.show_views(ui.view(cv.measured_views, steps, spec, style), boxes, "cx_")
         say(cv.measured_sentences(steps, spec, dev, style))
-        st.dataframe(cv.slopes_frame(steps, spec, style), hide_index=True, width="stretch")
+        ui.table(cv.slopes_frame(steps, spec, style), hide_index=True, width="stretch")
         st.caption(cv.slopes_note(spec.shape, style))
     ui.help_expander("cx.measured_help")
 elif p.view == "prefill_decode":
@@ -115,6 +115,6 @@ elif p.view == "prefill_decode":
 else:
     st.warning(cv.note_sentence(p, style), icon="📏")
     ui.show_view(ui.view(cv.heads_view, p, style), "cx_heads")  # the chart, then the numbers behind it
-    st.dataframe(cv.note_frame(p, style), hide_index=True, width="stretch")
+    ui.table(cv.note_frame(p, style), hide_index=True, width="stretch")
     ui.help_expander("cx.note_help")
 ui.help_expander("cx.about")

@@ -140,7 +140,7 @@ elif p.view == "steps":
     else:
         ui.show_steps(steps, sentences, n_cols)
 elif p.view == "shapes":
-    st.dataframe(hm.shapes_table(p, style), hide_index=True, width="stretch")
+    ui.table(hm.shapes_table(p, style), hide_index=True, width="stretch")
     st.caption(hm.shapes_note(p, style, model))
 else:
     with computing(p.t_q, p.t_k, p.n_heads):

@@ -67,7 +67,7 @@ if shown(1):  # ------------------------ 2. memory against sequence length (firs
     ui.show_view(ui.view(kc.memory_view, p, calc, style, ui.on_phone()), "kv_memory")  # a phone: its own layout
     ui.help_expander("kvcache.chart_help")
 if shown(0):  # the layouts compared, the weights, MLA's rows
-    st.dataframe(kc.comparison_table(kc.comparison(p, calc), style), hide_index=True, width="stretch")
+    ui.table(kc.comparison_table(kc.comparison(p, calc), style), hide_index=True, width="stretch")
     ui.notices(kc.weights_notes(p, calc, style))
     if (mla_numbers := kc.mla_help_numbers(calc, style)) is not None:
         ui.help_expander("kvcache.mla_help", **mla_numbers)

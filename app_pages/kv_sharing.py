@@ -72,7 +72,7 @@ elif p.kv_view == "costs":
     p = kv.with_values(p, kv_dtype=ui.control(P, "kv_dtype"))
     frame = kv.cost_frame(p)
     table = kv.cost_table(p, frame, style)
-    st.dataframe(table, hide_index=True, width="stretch", height=38 * (len(table) + 1) + 4)
+    ui.table(table, hide_index=True, width="stretch", height=38 * (len(table) + 1) + 4)
     for note in kv.cost_notes(p, frame, style):
         st.caption(note)
     show(ui.view(kv.bytes_view, p, frame, style), "kv_bytes")

@@ -64,7 +64,7 @@ elif p.view == "agree":
     if shown(0):
         for item in mv.agree_sentences(res, style):
             say(item)
-        st.dataframe(mv.agree_table(res, style), hide_index=True, width="stretch")
+        ui.table(mv.agree_table(res, style), hide_index=True, width="stretch")
     if shown(1):
         ui.show_view(ui.view(mv.agree_views, res, p.head, p.tokens, style)[0], "mla_agree")
     grid_title = ui.t("mla.grid_header", mode=ui.t(f"opt.mode.{p.mode}"))
@@ -91,9 +91,9 @@ elif p.view == "cache":
     st.info(mv.gqa_line(p, style), icon="📐")
     ui.show_view(ui.view(mv.cache_view, p, style), "mla_cache")
     if not ui.present():  # a slide: the chart and its sentence
-        st.dataframe(mv.cache_frame(p, style), hide_index=True, width="stretch")
+        ui.table(mv.cache_frame(p, style), hide_index=True, width="stretch")
         st.markdown(f"**{ui.t('mla.presets_header')}**")
-        st.dataframe(mv.presets_frame(p, style), hide_index=True, width="stretch")
+        ui.table(mv.presets_frame(p, style), hide_index=True, width="stretch")
     st.caption(ui.t("mla.cache_note"))
 elif p.view == "decode":
     with ui.drawer():  # with the page's controls (slide mode: in the controls bar)
@@ -145,6 +145,6 @@ else:
             df = ui.compute(mv.timings, run_cfg, p.seed)
         if df is not None:
             st.markdown(mv.timing_sentence(df, run_cfg, style))
-            st.dataframe(mv.timing_table(df, style), hide_index=True)
+            ui.table(mv.timing_table(df, style), hide_index=True)
     ui.help_expander("mla.cost_help")
 ui.help_expander("mla.about")

@@ -69,7 +69,7 @@ if p.view == "roles":
     st.caption(mv.roles_method(model, df, style))
     if not ui.present():  # a slide: the map and its sentence
         st.markdown(f"**{ui.t('models.strongest')}**")
-        st.dataframe(mv.role_table(df, style), hide_index=True, width="stretch", height="content")
+        ui.table(mv.role_table(df, style), hide_index=True, width="stretch", height="content")
         picks = mv.open_choices(model, df, p.score, style)
         o1, o2 = st.columns([2, 1], vertical_alignment="bottom")
         pick = o1.selectbox(ui.t("models.open_pick"), list(picks), key="role_pick", format_func=picks.get)

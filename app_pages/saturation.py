@@ -123,7 +123,7 @@ if box[5] is not None:
             top, table = sat.float16_table(p, demo, style)
             if top:
                 st.caption(top)
-            st.dataframe(table, hide_index=True, width="stretch")
+            ui.table(table, hide_index=True, width="stretch")
 
 # ---- 7. explanations, with the user's numbers (not on a slide)
 if shown(6):

@@ -59,7 +59,7 @@ if v["view"] == "card":  # -----------------------------------------------------
         ui.show_view(heads_view, "sg_card_slide" if slide else "sg_card_heads")
         st.markdown(lines[0])
     if not ui.present():
-        st.dataframe(sv.card_table(res.card, p.sg_card_len, style), hide_index=True, width="stretch")
+        ui.table(sv.card_table(res.card, p.sg_card_len, style), hide_index=True, width="stretch")
     ui.help_expander("surgery.card_help")
     ui.stop()
 
@@ -147,5 +147,5 @@ with lines_box:  # a slide: its chart's one sentence (the verdict; the layers' s
     for line in lines:
         st.markdown(line)
 if p.view == "kv_heads" and got and not ui.present():
-    st.dataframe(sv.kv_table(got, model, p.seed, style), hide_index=True, width="stretch")
+    ui.table(sv.kv_table(got, model, p.seed, style), hide_index=True, width="stretch")
 ui.help_expander(f"surgery.help_{p.view}")

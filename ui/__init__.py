@@ -63,6 +63,7 @@ from .output import (
     show_steps,
     show_view,
     show_views,
+    table,
 )
 from .responsive import apply_responsive, on_phone
 from .tokenmaps import grid_page, head_grid, open_zoom
@@ -142,6 +143,7 @@ __all__ = [
     "stop",
     "style",
     "t",
+    "table",
     "title",
     "token_input",
     "view",

@@ -89,6 +89,15 @@ def export_name(view: str) -> str:
     return export_stem(page or "attention-explorer", view, values, state, lang())
 
 
+def table(data: Any, **kwargs: Any) -> Any:
+    """A table of ``data`` (a DataFrame): ``st.dataframe(data, **kwargs)`` on a page, where it sorts and scrolls;
+    on a slide ``st.table`` (``hide_index`` carries over), whose text ``present.css`` sets for a projector: the
+    data grid draws its text on a canvas in the page's small font (14 px), which no style sheet reaches."""
+    if present():
+        return st.table(data, hide_index=kwargs.get("hide_index"))
+    return st.dataframe(data, **kwargs)
+
+
 def show_view(view: Any, key: str, name: str | None = None, on_select: Callable[[], None] | None = None) -> None:
     """Draw an :class:`attn_core.views.View` or a :class:`Drawn` one; its table is built only if its CSV is
     downloaded. ``on_select``: see :func:`show_figure`. A head grid of one panel (a zoom) gets a copy planned for

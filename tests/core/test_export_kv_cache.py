@@ -267,7 +267,7 @@ def test_memory_figure_and_table_equal_the_page(app_test, monkeypatch, tmp_path,
     assert seen["3.html"]["data"][0]["type"] == "scatter" and seen["1.html"]["data"][0]["type"] == "table"
     # the exporter's table numbers are the page's table
     numbers = pd.read_csv(paths[0], encoding="utf-8-sig")
-    shown = at.dataframe[0].value
+    shown = (at.table if session.get("present") else at.dataframe)[0].value  # a slide: st.table (ui.table)
     assert shown.iloc[:, 4].tolist() == [f"{b:,}" for b in numbers["cache_bytes"]]
     assert shown.iloc[:, 6].tolist() == [f"{n:,}" for n in numbers["max_context_tokens"]]
     cells = seen["1.html"]["data"][0]["cells"]["values"]

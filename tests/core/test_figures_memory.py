@@ -240,7 +240,6 @@ def test_fit_labels_sit_where_their_own_line_is_not_and_stay_in_the_chart():
     assert labels(8, y_log=False)["65,536"]["y"] == 8 * GiB
 
 
-
 def test_a_fit_label_just_right_of_the_s_line_goes_below_its_marker():
     """Qwen2.5-7B (GQA-4) at 80 GiB and S = 131,072: MHA fits 213,995 tokens, 0.7 doublings right of the S line.
     Above-left of its marker (near the device line, at the top) its text reached back over "S = 131,072", which

@@ -173,6 +173,19 @@
     }
   }
 
+  // ---------------------------------------------------------------- tables on a slide: a projector's text
+  if (opts.slide) {
+    for (const el of document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')) {
+      if (shown(el)) add('a data grid on a slide (its canvas text is 14 px)', keyOf(el), short(el.innerText || ''));
+    }
+    for (const el of document.querySelectorAll('[data-testid="stMain"] [data-testid="stTable"] th, [data-testid="stMain"] [data-testid="stTable"] td')) {
+      const px = parseFloat(getComputedStyle(el).fontSize);
+      if (el.innerText.trim() && shown(el) && px < opts.minPx - 0.25) {
+        add('text under ' + opts.minPx + ' px on a slide', keyOf(el), `table cell "${short(el.innerText)}": ${px.toFixed(1)} px`);
+      }
+    }
+  }
+
   // ---------------------------------------------------------------- a phone: nothing wider than the screen
   if (opts.phone) {
     for (const el of document.querySelectorAll('.stPlotlyChart, [data-testid="stDataFrame"], [data-testid="stImage"]')) {

@@ -10,8 +10,8 @@ what a lecturer would call a defect:
 - two texts of a chart that overlap (titles, axis titles, tick labels, legends, annotations, colour bars; rotated
   labels by their drawn outline), Streamlit's text over a chart or over other text, text clipped by its chart or by
   the screen, or below the bottom of a slide;
-- chart text under 20 px on a slide; a page whose first screen at 1280×720 shows no chart (less than
-  :data:`FIRST_SCREEN_PX` of one);
+- chart or table text under 20 px on a slide, or a data grid on one (it draws its text on a canvas at 14 px); a
+  page whose first screen at 1280×720 shows no chart (less than :data:`FIRST_SCREEN_PX` of one);
 - on a phone, a chart, table or image wider than the screen outside a box that scrolls sideways;
 - literal Markdown markers (``**``, ``__``, backticks) in what is drawn, and, in Chinese, English words of the
   app's English catalog that its Chinese catalog never uses;
