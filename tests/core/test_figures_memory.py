@@ -43,6 +43,20 @@ def memory_figure(
     return mf.memory_figure(curves, mf.MemoryChart(model_name, device_label, seq_len, max_positions, y_log), style)
 
 
+def preset_figure(preset_id: str, device_gib: float, dtype: str = "fp16", **kwargs):
+    """The memory chart of a model preset's layouts for one sequence on a device of ``device_gib`` GiB."""
+    p = load_presets()[preset_id]
+    return memory_figure(
+        preset_layouts(p),
+        batch=1,
+        dtype=dtype,
+        device_bytes=device_gib * GiB,
+        device_label="device",
+        model_name=p.name,
+        **kwargs,
+    )
+
+
 def test_seq_points_cover_one_to_a_million_on_a_log_grid():
     pts = seq_points()
     assert pts[0] == 1 and pts[-1] == MAX_CALC_SEQ_LEN == 2**20
@@ -89,18 +103,8 @@ def test_memory_figure_plots_exact_bytes_and_the_max_context():
 
 
 def test_stacked_weights_shift_every_line_and_shrink_what_fits():
-    p = load_presets()["llama-3-8b"]
-    w = weights_bytes(p.n_params, "bf16")
-    fig = memory_figure(
-        preset_layouts(p),
-        batch=1,
-        dtype="bf16",
-        device_bytes=24 * GiB,
-        device_label="device",
-        model_name=p.name,
-        weights=w,
-        y_log=False,
-    )
+    w = weights_bytes(load_presets()["llama-3-8b"].n_params, "bf16")
+    fig = preset_figure("llama-3-8b", 24, "bf16", weights=w, y_log=False)
     s = spec(fig)
     gqa = next(t for t in s["data"] if t.get("name", "").startswith("GQA-8"))
     x, y = arr(gqa["x"]).astype(np.int64), arr(gqa["y"])
@@ -212,18 +216,9 @@ def test_fit_labels_sit_where_their_own_line_is_not_and_stay_in_the_chart():
     """Llama-3-8B (GQA-8) at 80 GiB: MHA fits 163,840 tokens, GQA 655,360 (both on the axis), MQA 5,242,880
     (beyond it). A rising line leaves the sides above-left and below-right of its marker free; GQA's label,
     0.7 doublings from the axis's end, would leave the chart below-right: it goes below-left, in its box."""
-    p = load_presets()["llama-3-8b"]
 
     def labels(device_gib, y_log=True):
-        fig = memory_figure(
-            preset_layouts(p),
-            batch=1,
-            dtype="fp16",
-            device_bytes=device_gib * GiB,
-            device_label="device",
-            model_name=p.name,
-            y_log=y_log,
-        )
+        fig = preset_figure("llama-3-8b", device_gib, y_log=y_log)
         return {a["text"]: a for a in spec(fig)["layout"]["annotations"] if a.get("yref") == "y"}
 
     got = labels(80)
@@ -244,18 +239,9 @@ def test_a_fit_label_just_right_of_the_s_line_goes_below_its_marker():
     """Qwen2.5-7B (GQA-4) at 80 GiB and S = 131,072: MHA fits 213,995 tokens, 0.7 doublings right of the S line.
     Above-left of its marker (near the device line, at the top) its text reached back over "S = 131,072", which
     is labelled at the top of the plot: it goes below. Without an S line it keeps its side above-left."""
-    p = load_presets()["qwen2.5-7b"]
 
     def notes(seq_len):
-        fig = memory_figure(
-            preset_layouts(p),
-            batch=1,
-            dtype="fp16",
-            device_bytes=80 * GiB,
-            device_label="device",
-            model_name=p.name,
-            seq_len=seq_len,
-        )
+        fig = preset_figure("qwen2.5-7b", 80, seq_len=seq_len)
         return {a["text"]: a for a in spec(fig)["layout"]["annotations"]}
 
     got = notes(131_072)
