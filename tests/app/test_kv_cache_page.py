@@ -508,7 +508,7 @@ def test_the_page_draws_the_charts_of_the_command_line(app_test, query, session,
     if present:  # slide mode: one section a slide; the table is on the first
         at = app_test(PAGE, query={k: v for k, v in query.items() if k != "slide"}, session=session)
     cells = views[0].figure.to_plotly_json()["data"][0]["cells"]["values"]  # the table: the page's dataframe
-    table = at.dataframe[0].value
+    table = (at.table if present else at.dataframe)[0].value  # a slide's is st.table (ui.table)
     assert [list(c) for c in cells] == [table[c].tolist() for c in table.columns]
     if decode:
         cli_time = json.loads(pio.to_json(views[4].figure, validate=False))  # measured times differ run to run
