@@ -241,7 +241,9 @@ def test_every_view_at_the_extremes(app_test, case):
     page, query = case
     at = app_test(page, query=query)
     check(at, query)
-    shown = at.get("plotly_chart") or at.dataframe or at.table or at.error or at.warning or at.info  # a chart, or a message
+    shown = (
+        at.get("plotly_chart") or at.dataframe or at.table or at.error or at.warning or at.info
+    )  # a chart, or a message
     live = {"generate": "gen_run", "decode": "mla_run", "measured": "cx_run"}.get(
         query.get("view")
     )  # a live run waits for its Start
